@@ -1,0 +1,2 @@
+//! `#[derive(RaRecord)]` for the RawArray (`.ra`) format. Use it through `rawarray_serde::RaRecord`.
+#![deny(missing_docs)]

@@ -1,0 +1,576 @@
+//! Typed n-dimensional arrays ([`RawArray`]) and the dynamically typed reader ([`DynArray`]).
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::Path;
+
+use crate::atomic::write_atomic;
+use crate::data;
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::header::{ElType, Flags, Header};
+
+/// How to write a file: byte order and compression. The default is what every reader reads:
+/// little-endian, uncompressed.
+///
+/// ```
+/// use rawarray_serde::WriteOptions;
+/// let opts = WriteOptions::new().compress(true).big_endian(false);
+/// assert!(opts.is_compressed());
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    big_endian: bool,
+    compress: bool,
+}
+
+impl WriteOptions {
+    /// Little-endian, uncompressed.
+    pub fn new() -> WriteOptions {
+        WriteOptions::default()
+    }
+
+    /// Write the data big-endian (flag bit 0).
+    #[must_use]
+    pub fn big_endian(mut self, on: bool) -> WriteOptions {
+        self.big_endian = on;
+        self
+    }
+
+    /// Compress the data as one raw LZ4 block (flag bit 1), as the C reference does.
+    #[must_use]
+    pub fn compress(mut self, on: bool) -> WriteOptions {
+        self.compress = on;
+        self
+    }
+
+    /// Whether the data is written big-endian.
+    pub fn is_big_endian(&self) -> bool {
+        self.big_endian
+    }
+
+    /// Whether the data is compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.compress
+    }
+
+    fn flags(&self) -> Flags {
+        Flags::NONE
+            .with(Flags::BIG_ENDIAN, self.big_endian)
+            .with(Flags::COMPRESSED, self.compress)
+    }
+}
+
+/// A typed n-dimensional array in column-major order (the first index varies fastest), as a
+/// `.ra` file stores it.
+///
+/// `dims` count values of `T`; a `T` that is itself a fixed array adds its own dims in front
+/// when written, so a `RawArray<[f32; 3]>` of `n` points is the file `f32 [3, n]`.
+///
+/// ```
+/// use rawarray_serde::RawArray;
+/// let a = RawArray::from_shape_vec(vec![2, 3], vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]).unwrap();
+/// assert_eq!(a.get(&[1, 2]), Some(&6.0)); // column-major: index 1 + 2 * 2
+/// let bytes = a.to_bytes();
+/// assert_eq!(bytes.len(), 48 + 2 * 8 + 6 * 4);
+/// let back: RawArray<f32> = RawArray::from_bytes(&bytes).unwrap();
+/// assert_eq!(back, a);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RawArray<T> {
+    dims: Vec<u64>,
+    data: Vec<T>,
+}
+
+impl<T: Element> RawArray<T> {
+    /// A one-dimensional array.
+    pub fn from_vec(data: Vec<T>) -> RawArray<T> {
+        RawArray {
+            dims: vec![data.len() as u64],
+            data,
+        }
+    }
+
+    /// A zero-dimensional array (a scalar, `ndims` 0).
+    pub fn scalar(value: T) -> RawArray<T> {
+        RawArray {
+            dims: Vec::new(),
+            data: vec![value],
+        }
+    }
+
+    /// An array of the given dims (first fastest) over `data`, whose length must be their product.
+    pub fn from_shape_vec(dims: impl Into<Vec<u64>>, data: Vec<T>) -> Result<RawArray<T>> {
+        let dims = dims.into();
+        check_shape(&dims, data.len())?;
+        Ok(RawArray { dims, data })
+    }
+
+    /// The same values under new dims with the same number of elements.
+    pub fn reshape(self, dims: impl Into<Vec<u64>>) -> Result<RawArray<T>> {
+        RawArray::from_shape_vec(dims, self.data)
+    }
+
+    /// The dims, first varying fastest.
+    pub fn dims(&self) -> &[u64] {
+        &self.dims
+    }
+
+    /// Number of dims.
+    pub fn ndims(&self) -> usize {
+        self.dims.len()
+    }
+
+    /// Number of values.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+
+    /// Whether there are no values.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    /// The values in column-major order.
+    pub fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The values in column-major order, mutably.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
+    /// The values, consuming the array.
+    pub fn into_vec(self) -> Vec<T> {
+        self.data
+    }
+
+    /// The dims and the values, consuming the array.
+    pub fn into_parts(self) -> (Vec<u64>, Vec<T>) {
+        (self.dims, self.data)
+    }
+
+    /// The position of a multi-index in the data (column-major), if it is in bounds.
+    pub fn offset(&self, index: &[u64]) -> Option<usize> {
+        if index.len() != self.dims.len() {
+            return None;
+        }
+        let mut offset = 0u64;
+        let mut stride = 1u64;
+        for (&i, &d) in index.iter().zip(&self.dims) {
+            if i >= d {
+                return None;
+            }
+            offset += i * stride;
+            stride *= d;
+        }
+        Some(offset as usize)
+    }
+
+    /// The value at a multi-index (column-major: the first index varies fastest).
+    pub fn get(&self, index: &[u64]) -> Option<&T> {
+        self.offset(index).map(|o| &self.data[o])
+    }
+
+    /// The value at a multi-index, mutably.
+    pub fn get_mut(&mut self, index: &[u64]) -> Option<&mut T> {
+        self.offset(index).map(move |o| &mut self.data[o])
+    }
+
+    /// The dims as written in a file: the element's own dims, then the array's.
+    pub fn file_dims(&self) -> Vec<u64> {
+        let mut dims = Vec::with_capacity(self.dims.len() + 1);
+        T::inner_dims(&mut dims);
+        dims.extend_from_slice(&self.dims);
+        dims
+    }
+
+    /// The header of this array written little-endian and uncompressed.
+    pub fn header(&self) -> Header {
+        Header {
+            flags: Flags::NONE,
+            eltype: T::ELTYPE,
+            elbyte: T::ELBYTE as u64,
+            size: (self.data.len() * T::PACKED_SIZE) as u64,
+            dims: self.file_dims(),
+        }
+    }
+
+    /// Reads an array from a whole file's bytes (trailing bytes are ignored).
+    pub fn from_bytes(bytes: &[u8]) -> Result<RawArray<T>> {
+        let header = Header::decode(bytes)?;
+        let dims = element_dims::<T>(&header)?;
+        let n = data::to_usize(header.num_elements() / inner_count::<T>())?;
+        let data = data_section(bytes, &header)?;
+        let data = if header.is_compressed() {
+            data::decompress_values(data, &header, n)?
+        } else {
+            data::decode_values(data, header.is_big_endian())?
+        };
+        Ok(RawArray { dims, data })
+    }
+
+    /// Reads an array from a stream, leaving it after the data section.
+    pub fn read_from<R: Read>(mut reader: R) -> Result<RawArray<T>> {
+        let header = Header::read_from(&mut reader)?;
+        Self::read_data(&mut reader, header, None)
+    }
+
+    /// Reads an array from a file. Its length is checked against the header before anything
+    /// is allocated, and the data is read with one `read_exact` into the final buffer.
+    pub fn read_file(path: impl AsRef<Path>) -> Result<RawArray<T>> {
+        let (mut file, header, available) = open_file(path.as_ref())?;
+        Self::read_data(&mut file, header, Some(available))
+    }
+
+    fn read_data<R: Read + ?Sized>(
+        r: &mut R,
+        header: Header,
+        available: Option<u64>,
+    ) -> Result<RawArray<T>> {
+        let dims = element_dims::<T>(&header)?;
+        let n = data::to_usize(header.num_elements() / inner_count::<T>())?;
+        let data = data::read_values(r, &header, n, available)?;
+        Ok(RawArray { dims, data })
+    }
+
+    /// Writes the array little-endian and uncompressed.
+    pub fn write_to<W: Write>(&self, writer: W) -> Result<()> {
+        self.write_to_with(writer, &WriteOptions::default())
+    }
+
+    /// Writes the array with the given byte order and compression.
+    pub fn write_to_with<W: Write>(&self, mut writer: W, opts: &WriteOptions) -> Result<()> {
+        self.write_dyn(&mut writer, opts)
+    }
+
+    fn write_dyn(&self, w: &mut dyn Write, opts: &WriteOptions) -> Result<()> {
+        check_element::<T>()?;
+        let mut header = self.header();
+        header.flags = opts.flags();
+        if opts.compress {
+            let plain = packed_bytes(&self.data, opts.big_endian);
+            let packed = data::compress(&plain)?;
+            header.size = packed.len() as u64;
+            w.write_all(&header.encode())?;
+            w.write_all(&packed)?;
+        } else {
+            w.write_all(&header.encode())?;
+            data::write_values(&self.data, opts.big_endian, w)?;
+        }
+        w.flush()?;
+        Ok(())
+    }
+
+    /// The bytes of the file, little-endian and uncompressed.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out =
+            Vec::with_capacity(self.header().encoded_len() + self.data.len() * T::PACKED_SIZE);
+        self.write_to(&mut out)
+            .expect("writing to a Vec cannot fail");
+        out
+    }
+
+    /// Writes the array to a file atomically: a temporary file in the same folder, synced,
+    /// then renamed over `path`. On any error the old file at `path`, if any, is untouched.
+    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        self.write_file_with(path, &WriteOptions::default())
+    }
+
+    /// [`RawArray::write_file`] with the given byte order and compression.
+    pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
+        write_atomic(path.as_ref(), |w| self.write_dyn(w, opts))
+    }
+}
+
+impl<T: Element> From<Vec<T>> for RawArray<T> {
+    fn from(v: Vec<T>) -> RawArray<T> {
+        RawArray::from_vec(v)
+    }
+}
+
+/// Product of the element's own dims: how many file elements one `T` holds.
+fn inner_count<T: Element>() -> u64 {
+    let mut d = Vec::new();
+    T::inner_dims(&mut d);
+    d.iter().product::<u64>().max(1)
+}
+
+fn check_element<T: Element>() -> Result<()> {
+    if T::PACKED_SIZE == 0 {
+        return Err(Error::unsupported(format!(
+            "{} is zero-sized: a .ra element needs at least one byte",
+            std::any::type_name::<T>()
+        )));
+    }
+    Ok(())
+}
+
+fn check_shape(dims: &[u64], len: usize) -> Result<()> {
+    let expected = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    if expected != Some(len as u64) {
+        return Err(ErrorKind::ShapeMismatch {
+            dims: dims.to_vec(),
+            expected: expected.unwrap_or(u64::MAX),
+            len: len as u64,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Checks that `header` holds values of `T` and returns the dims left once `T`'s own dims
+/// (for fixed arrays) are taken off the front.
+pub(crate) fn element_dims<T: Element>(header: &Header) -> Result<Vec<u64>> {
+    check_element::<T>()?;
+    if header.eltype != T::ELTYPE || header.elbyte != T::ELBYTE as u64 {
+        return Err(ErrorKind::TypeMismatch {
+            file_eltype: header.eltype,
+            file_elbyte: header.elbyte,
+            requested: std::any::type_name::<T>().to_string(),
+            requested_eltype: T::ELTYPE,
+            requested_elbyte: T::ELBYTE as u64,
+        }
+        .into());
+    }
+    let mut inner = Vec::new();
+    T::inner_dims(&mut inner);
+    if !header.dims.starts_with(&inner) {
+        return Err(ErrorKind::DimsMismatch {
+            expected: format!("leading dims {inner:?} for {}", std::any::type_name::<T>()),
+            found: header.dims.clone(),
+        }
+        .into());
+    }
+    Ok(header.dims[inner.len()..].to_vec())
+}
+
+/// The data section of a whole file's bytes, checked to be all there.
+fn data_section<'a>(bytes: &'a [u8], header: &Header) -> Result<&'a [u8]> {
+    header.check_input_len(bytes.len() as u64)?;
+    let start = header.encoded_len();
+    Ok(&bytes[start..start + data::to_usize(header.size)?])
+}
+
+/// Opens a file and reads its header; returns the file at the first data byte and the
+/// number of bytes after the header, checked to hold the data section.
+fn open_file(path: &Path) -> Result<(File, Header, u64)> {
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let header = Header::read_from(&mut file)?;
+    header.check_input_len(len)?;
+    let available = len - header.encoded_len() as u64;
+    Ok((file, header, available))
+}
+
+/// The packed bytes of `values`: their memory where it already is the encoding.
+fn packed_bytes<T: Element>(values: &[T], big_endian: bool) -> Cow<'_, [u8]> {
+    match T::as_pod_bytes(values) {
+        Some(b) if !big_endian => Cow::Borrowed(b),
+        _ => Cow::Owned(data::encode_values(values, big_endian)),
+    }
+}
+
+/// A `.ra` file of any element type: the header, the data as plain bytes, and the trailing
+/// bytes after the data ("volatile metadata"), for tools that do not know the type ahead.
+///
+/// The data is decompressed, and primitive elements are put in little-endian order (the
+/// header then says little-endian). User-defined (eltype 0) elements of a big-endian file keep
+/// their bytes and their big-endian flag, since the header does not describe their scalars.
+/// Trailing bytes are kept and written back by [`DynArray::write_to`].
+///
+/// ```
+/// use rawarray_serde::{DynArray, ElType, RawArray};
+/// let mut bytes = RawArray::from_vec(vec![1u16, 2, 3]).to_bytes();
+/// bytes.extend_from_slice(b"notes");
+/// let d = DynArray::from_bytes(&bytes).unwrap();
+/// assert_eq!(d.header().eltype, ElType::Uint);
+/// assert_eq!(d.data(), &[1, 0, 2, 0, 3, 0]);
+/// assert_eq!(d.trailer_bytes(), b"notes");
+/// assert_eq!(d.to_bytes().unwrap(), bytes);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DynArray {
+    header: Header,
+    data: Vec<u8>,
+    trailer: Vec<u8>,
+}
+
+impl DynArray {
+    /// An array of `dims` elements of `eltype`/`elbyte` over little-endian `data`.
+    pub fn new(eltype: ElType, elbyte: u64, dims: Vec<u64>, data: Vec<u8>) -> Result<DynArray> {
+        let header = Header::new(eltype, elbyte, dims)?;
+        if header.size != data.len() as u64 {
+            return Err(ErrorKind::SizeMismatch {
+                size: data.len() as u64,
+                expected: header.size,
+            }
+            .into());
+        }
+        Ok(DynArray {
+            header,
+            data,
+            trailer: Vec::new(),
+        })
+    }
+
+    /// The untyped form of a typed array.
+    pub fn from_typed<T: Element>(array: &RawArray<T>) -> DynArray {
+        DynArray {
+            header: array.header(),
+            data: data::encode_values(array.as_slice(), false),
+            trailer: Vec::new(),
+        }
+    }
+
+    /// The header; `size` is the plain data length, and the flags say compressed no more.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The plain data bytes.
+    pub fn data(&self) -> &[u8] {
+        &self.data
+    }
+
+    /// The bytes after the data section, empty if none.
+    pub fn trailer_bytes(&self) -> &[u8] {
+        &self.trailer
+    }
+
+    /// Replaces the bytes written after the data section.
+    pub fn set_trailer_bytes(&mut self, trailer: Vec<u8>) {
+        self.trailer = trailer;
+    }
+
+    /// Header, data and trailing bytes.
+    pub fn into_parts(self) -> (Header, Vec<u8>, Vec<u8>) {
+        (self.header, self.data, self.trailer)
+    }
+
+    /// The same data under new dims with the same number of elements.
+    pub fn reshape(&mut self, dims: Vec<u64>) -> Result<()> {
+        let old = self.header.num_elements();
+        let new = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        if new != Some(old) {
+            return Err(ErrorKind::ShapeMismatch {
+                expected: new.unwrap_or(u64::MAX),
+                dims,
+                len: old,
+            }
+            .into());
+        }
+        self.header.dims = dims;
+        Ok(())
+    }
+
+    /// The data as a typed array; the element type must match the header.
+    pub fn to_typed<T: Element>(&self) -> Result<RawArray<T>> {
+        let dims = element_dims::<T>(&self.header)?;
+        let data = data::decode_values(&self.data, self.header.is_big_endian())?;
+        Ok(RawArray { dims, data })
+    }
+
+    /// Reads a whole file's bytes.
+    pub fn from_bytes(bytes: &[u8]) -> Result<DynArray> {
+        let header = Header::decode(bytes)?;
+        let section = data_section(bytes, &header)?;
+        let trailer = bytes[header.encoded_len() + section.len()..].to_vec();
+        DynArray::from_section(header, Cow::Borrowed(section), trailer)
+    }
+
+    /// Reads a stream to its end.
+    pub fn read_from<R: Read>(mut reader: R) -> Result<DynArray> {
+        let header = Header::read_from(&mut reader)?;
+        let section = data::read_bytes(&mut reader, header.size, None)?;
+        let mut trailer = Vec::new();
+        reader.read_to_end(&mut trailer)?;
+        DynArray::from_section(header, Cow::Owned(section), trailer)
+    }
+
+    /// Reads a file.
+    pub fn read_file(path: impl AsRef<Path>) -> Result<DynArray> {
+        let (mut file, header, available) = open_file(path.as_ref())?;
+        let section = data::read_bytes(&mut file, header.size, Some(available))?;
+        let mut trailer = Vec::with_capacity(data::to_usize(available - header.size)?);
+        file.read_to_end(&mut trailer)?;
+        DynArray::from_section(header, Cow::Owned(section), trailer)
+    }
+
+    fn from_section(
+        mut header: Header,
+        section: Cow<'_, [u8]>,
+        trailer: Vec<u8>,
+    ) -> Result<DynArray> {
+        let mut data = if header.is_compressed() {
+            data::decompress(&section, &header)?
+        } else {
+            section.into_owned()
+        };
+        if header.is_big_endian() && data::swap_by_eltype(&mut data, header.eltype, header.elbyte) {
+            header.flags = header.flags.with(Flags::BIG_ENDIAN, false);
+        }
+        header.flags = header.flags.with(Flags::COMPRESSED, false);
+        header.size = data.len() as u64;
+        Ok(DynArray {
+            header,
+            data,
+            trailer,
+        })
+    }
+
+    /// Writes header, data and trailing bytes, little-endian and uncompressed.
+    pub fn write_to<W: Write>(&self, writer: W) -> Result<()> {
+        self.write_to_with(writer, &WriteOptions::default())
+    }
+
+    /// Writes with the given byte order and compression. The byte order of user-defined
+    /// elements cannot be changed (their scalars are unknown), so asking for it is an error.
+    pub fn write_to_with<W: Write>(&self, mut writer: W, opts: &WriteOptions) -> Result<()> {
+        self.write_dyn(&mut writer, opts)
+    }
+
+    fn write_dyn(&self, w: &mut dyn Write, opts: &WriteOptions) -> Result<()> {
+        let mut header = self.header.clone();
+        let mut data = Cow::Borrowed(&self.data[..]);
+        if opts.big_endian != header.is_big_endian() {
+            if !data::swap_by_eltype(data.to_mut(), header.eltype, header.elbyte) {
+                return Err(Error::unsupported(format!(
+                    "cannot change the byte order of user-defined elements ({} bytes each): their layout is unknown",
+                    header.elbyte
+                )));
+            }
+            header.flags = header.flags.with(Flags::BIG_ENDIAN, opts.big_endian);
+        }
+        if opts.compress {
+            data = Cow::Owned(data::compress(&data)?);
+            header.flags = header.flags.with(Flags::COMPRESSED, true);
+            header.size = data.len() as u64;
+        }
+        w.write_all(&header.encode())?;
+        w.write_all(&data)?;
+        w.write_all(&self.trailer)?;
+        w.flush()?;
+        Ok(())
+    }
+
+    /// The file's bytes, little-endian and uncompressed, trailing bytes included.
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out =
+            Vec::with_capacity(self.header.encoded_len() + self.data.len() + self.trailer.len());
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes to a file atomically (see [`RawArray::write_file`]).
+    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        self.write_file_with(path, &WriteOptions::default())
+    }
+
+    /// [`DynArray::write_file`] with the given byte order and compression.
+    pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
+        write_atomic(path.as_ref(), |w| self.write_dyn(w, opts))
+    }
+}

@@ -1,0 +1,49 @@
+//! Writing a file so that a failure never costs what was at the path before.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use crate::error::Result;
+
+/// Writes a file through `write`, atomically: the bytes go to a temporary file in the same
+/// folder, which is flushed, synced and then renamed over `path`. If `write` or any step fails
+/// the temporary file is removed and `path` keeps its old content. Every write error, a full
+/// disk included, is returned: the buffered writer is flushed explicitly, never by its drop.
+pub(crate) fn write_atomic<F>(path: &Path, write: F) -> Result<()>
+where
+    F: FnOnce(&mut dyn Write) -> Result<()>,
+{
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut tmp = tempfile::Builder::new()
+        .prefix(&format!(".{name}."))
+        .suffix(".tmp")
+        .tempfile_in(dir)?;
+    // Keep the permissions of the file being replaced.
+    if let Ok(meta) = std::fs::metadata(path) {
+        tmp.as_file().set_permissions(meta.permissions())?;
+    }
+    {
+        let mut w = BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        write(&mut w)?;
+        w.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    sync_dir(dir);
+    Ok(())
+}
+
+/// Makes a rename durable; best effort, as not every platform can open a folder.
+pub(crate) fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}

@@ -1,0 +1,287 @@
+//! The data section: byte order, LZ4, and moving element bytes in bulk.
+//!
+//! Plain-old-data elements on a little-endian machine take the one-copy paths: a write is one
+//! `write_all` of the values' memory, a read is one `read_exact` into the final `Vec`. Other
+//! elements are packed or unpacked through a reused buffer of [`CHUNK`] bytes.
+
+use std::io::{Read, Write};
+
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::header::{read_full, ElType, Header, LZ4_MAX_INPUT};
+
+/// Size of the reused buffer for element-by-element packing, and of the first allocation when
+/// reading a data section of unknown availability from a stream.
+pub(crate) const CHUNK: usize = 1 << 20;
+
+/// First allocation when reading a stream whose remaining length is unknown: a header that lies
+/// about its size costs at most this much, or twice what the stream really held.
+const FIRST_READ: usize = 16 << 20;
+
+/// `n` as a `usize`, or an error for data that cannot be addressed on this platform.
+pub(crate) fn to_usize(n: u64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| ErrorKind::TooLarge { bytes: n }.into())
+}
+
+/// Writes `values` packed, little- or big-endian, without a per-element `write` call.
+pub(crate) fn write_values<T: Element, W: Write + ?Sized>(
+    values: &[T],
+    big_endian: bool,
+    w: &mut W,
+) -> Result<()> {
+    if !big_endian {
+        if let Some(bytes) = T::as_pod_bytes(values) {
+            w.write_all(bytes)?;
+            return Ok(());
+        }
+    }
+    let per_chunk = (CHUNK / T::PACKED_SIZE.max(1)).max(1);
+    let mut buf = vec![0u8; per_chunk.min(values.len()) * T::PACKED_SIZE];
+    for chunk in values.chunks(per_chunk) {
+        let out = &mut buf[..chunk.len() * T::PACKED_SIZE];
+        pack_into(chunk, big_endian, out);
+        w.write_all(out)?;
+    }
+    Ok(())
+}
+
+/// Packs `values` into `out` (exactly their packed length).
+pub(crate) fn pack_into<T: Element>(values: &[T], big_endian: bool, out: &mut [u8]) {
+    if T::PACKED_SIZE == 0 {
+        return;
+    }
+    for (v, slot) in values.iter().zip(out.chunks_exact_mut(T::PACKED_SIZE)) {
+        v.write_le(slot);
+        if big_endian {
+            T::swap_bytes(slot);
+        }
+    }
+}
+
+/// The packed bytes of `values`.
+pub(crate) fn encode_values<T: Element>(values: &[T], big_endian: bool) -> Vec<u8> {
+    if !big_endian {
+        if let Some(bytes) = T::as_pod_bytes(values) {
+            return bytes.to_vec();
+        }
+    }
+    let mut out = vec![0u8; values.len() * T::PACKED_SIZE];
+    pack_into(values, big_endian, &mut out);
+    out
+}
+
+/// Decodes `n` values from their packed bytes (`bytes.len() == n * PACKED_SIZE`).
+pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Result<Vec<T>> {
+    let n = bytes.len().checked_div(T::PACKED_SIZE).unwrap_or(0);
+    if let Some(mut v) = T::zeroed_pod_vec(n) {
+        let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
+        dst.copy_from_slice(bytes);
+        if big_endian {
+            swap_values::<T>(dst);
+        }
+        return Ok(v);
+    }
+    let mut out = Vec::with_capacity(n);
+    let mut scratch = vec![0u8; T::PACKED_SIZE];
+    for (i, chunk) in bytes.chunks_exact(T::PACKED_SIZE.max(1)).enumerate() {
+        let chunk = if big_endian {
+            scratch.copy_from_slice(chunk);
+            T::swap_bytes(&mut scratch);
+            &scratch[..]
+        } else {
+            chunk
+        };
+        out.push(T::read_le(chunk).map_err(|e| shift_index(e, i as u64))?);
+    }
+    Ok(out)
+}
+
+/// Swaps the byte order of every value in `bytes`, in place.
+pub(crate) fn swap_values<T: Element>(bytes: &mut [u8]) {
+    if T::PACKED_SIZE > 0 {
+        bytes
+            .chunks_exact_mut(T::PACKED_SIZE)
+            .for_each(T::swap_bytes);
+    }
+}
+
+/// Swaps the byte order of a primitive data section by its eltype (complex halves separately).
+/// Returns `false`, leaving the bytes alone, for user-defined elements, whose scalars the header
+/// does not describe.
+pub(crate) fn swap_by_eltype(bytes: &mut [u8], eltype: ElType, elbyte: u64) -> bool {
+    match eltype.swap_width(elbyte) {
+        Some(w) if w > 1 => {
+            bytes.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse);
+            true
+        }
+        Some(_) => true,
+        None => false,
+    }
+}
+
+/// Reads a data section of `header.size` bytes from `r` and decodes `n` values of `T`.
+///
+/// `available` is the number of bytes known to follow in `r`, if known: then the allocation is
+/// made once, at its final size. Otherwise the buffer grows as bytes arrive, so a header that
+/// lies about its size never costs more than [`FIRST_READ`] or twice the bytes really present.
+pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
+    r: &mut R,
+    header: &Header,
+    n: usize,
+    available: Option<u64>,
+) -> Result<Vec<T>> {
+    let big_endian = header.is_big_endian();
+    if header.is_compressed() {
+        let packed = read_bytes(r, header.size, available)?;
+        return decompress_values(&packed, header, n);
+    }
+    if let Some(mut v) = read_pod(r, header.size, n, available)? {
+        if big_endian {
+            swap_values::<T>(T::as_pod_bytes_mut(&mut v).expect("pod hooks agree"));
+        }
+        return Ok(v);
+    }
+    // Non-POD elements: unpack chunk by chunk from a reused buffer.
+    let per_chunk = (CHUNK / T::PACKED_SIZE.max(1)).max(1);
+    let mut out = Vec::with_capacity(n.min(per_chunk));
+    let mut buf = vec![0u8; per_chunk.min(n) * T::PACKED_SIZE];
+    let mut done = 0u64;
+    while out.len() < n {
+        let take = (n - out.len()).min(per_chunk);
+        let bytes = &mut buf[..take * T::PACKED_SIZE];
+        let got = read_full(r, bytes)?;
+        if got < bytes.len() {
+            return Err(truncated(header.size, done + got as u64));
+        }
+        done += got as u64;
+        let first = out.len() as u64;
+        out.extend(decode_values::<T>(bytes, big_endian).map_err(|e| shift_index(e, first))?);
+    }
+    Ok(out)
+}
+
+/// Adds `by` to the element index of an invalid-value error (`Element::read_le` says 0).
+fn shift_index(e: Error, by: u64) -> Error {
+    match e.into_kind() {
+        ErrorKind::InvalidValue { what, value, index } => ErrorKind::InvalidValue {
+            what,
+            index: index + by,
+            value,
+        }
+        .into(),
+        kind => kind.into(),
+    }
+}
+
+fn truncated(expected: u64, found: u64) -> Error {
+    ErrorKind::Truncated { expected, found }.into()
+}
+
+/// One `read_exact` into the final vector for POD elements (growing in steps when the stream's
+/// length is unknown); `None` for other elements.
+fn read_pod<T: Element, R: Read + ?Sized>(
+    r: &mut R,
+    size: u64,
+    n: usize,
+    available: Option<u64>,
+) -> Result<Option<Vec<T>>> {
+    if T::PACKED_SIZE == 0 {
+        return Ok(None);
+    }
+    let known = available.is_some_and(|a| a >= size);
+    let first = if known {
+        n
+    } else {
+        n.min((FIRST_READ / T::PACKED_SIZE).max(1))
+    };
+    let Some(mut v) = T::zeroed_pod_vec(first) else {
+        return Ok(None);
+    };
+    let mut filled = 0usize;
+    loop {
+        let dst = T::as_pod_bytes_mut(&mut v[filled..]).expect("pod hooks agree");
+        let got = read_full(r, dst)?;
+        if got < dst.len() {
+            return Err(truncated(size, (filled * T::PACKED_SIZE + got) as u64));
+        }
+        filled = v.len();
+        if filled == n {
+            return Ok(Some(v));
+        }
+        let grow = (n - filled).min(filled);
+        v.append(&mut T::zeroed_pod_vec(grow).expect("pod hooks agree"));
+    }
+}
+
+/// Reads exactly `size` bytes, growing the buffer as bytes arrive when `available` is unknown.
+pub(crate) fn read_bytes<R: Read + ?Sized>(
+    r: &mut R,
+    size: u64,
+    available: Option<u64>,
+) -> Result<Vec<u8>> {
+    let size_us = to_usize(size)?;
+    if available.is_some_and(|a| a >= size) {
+        let mut buf = vec![0u8; size_us];
+        let got = read_full(r, &mut buf)?;
+        if got < size_us {
+            return Err(truncated(size, got as u64));
+        }
+        return Ok(buf);
+    }
+    let mut buf = Vec::with_capacity(size_us.min(FIRST_READ));
+    let got = r.take(size).read_to_end(&mut buf)?;
+    if got < size_us {
+        return Err(truncated(size, got as u64));
+    }
+    Ok(buf)
+}
+
+/// Decompresses an LZ4 block into exactly `header.data_len()` bytes and decodes them.
+pub(crate) fn decompress_values<T: Element>(
+    packed: &[u8],
+    header: &Header,
+    n: usize,
+) -> Result<Vec<T>> {
+    if let Some(mut v) = T::zeroed_pod_vec(n) {
+        let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
+        decompress_into(packed, dst)?;
+        if header.is_big_endian() {
+            swap_values::<T>(dst);
+        }
+        return Ok(v);
+    }
+    let plain = decompress(packed, header)?;
+    decode_values(&plain, header.is_big_endian())
+}
+
+/// Decompresses an LZ4 block into exactly `header.data_len()` bytes.
+pub(crate) fn decompress(packed: &[u8], header: &Header) -> Result<Vec<u8>> {
+    // Header validation bounds data_len by 255 x size, and `packed` holds `size` real bytes.
+    let mut plain = vec![0u8; to_usize(header.data_len())?];
+    decompress_into(packed, &mut plain)?;
+    Ok(plain)
+}
+
+fn decompress_into(packed: &[u8], dst: &mut [u8]) -> Result<()> {
+    let got =
+        lz4_flex::block::decompress_into(packed, dst).map_err(|e| ErrorKind::Lz4(e.to_string()))?;
+    if got != dst.len() {
+        return Err(ErrorKind::Lz4(format!(
+            "block decompresses to {got} bytes; dims x elbyte is {}",
+            dst.len()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Compresses a plain data section into one raw LZ4 block, as the C reference does.
+pub(crate) fn compress(plain: &[u8]) -> Result<Vec<u8>> {
+    if plain.len() as u64 > LZ4_MAX_INPUT {
+        return Err(Error::unsupported(format!(
+            "LZ4 compression of {} bytes: one LZ4 block holds at most {LZ4_MAX_INPUT} bytes",
+            plain.len()
+        )));
+    }
+    Ok(lz4_flex::block::compress(plain))
+}

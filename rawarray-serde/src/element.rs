@@ -1,0 +1,542 @@
+//! The element trait: how one value is laid out in a `.ra` data section, and its layout description.
+
+use half::{bf16, f16};
+use num_complex::Complex;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{ErrorKind, Result};
+use crate::header::{numpy_dtype, ElType};
+
+/// A value that can be an element of a `.ra` array: fixed size, packed little-endian, no padding.
+///
+/// Implemented for the integers (`i8`..`i128`, `u8`..`u128`), `f32`, `f64`, [`half::f16`],
+/// [`half::bf16`], `bool` (a `u8` holding 0 or 1), `char` (a `u32` code point),
+/// `Complex<f16>`, `Complex<f32>`, `Complex<f64>`, fixed arrays `[T; N]` of elements, and any
+/// struct with `#[derive(RaRecord)]`.
+///
+/// [`ELTYPE`](Element::ELTYPE) and [`ELBYTE`](Element::ELBYTE) are the header fields of a file
+/// holding an array of `Self`. A fixed array `[T; N]` is not a bigger element but one more
+/// dimension: an array of `n` values `[f32; 3]` is a file of `f32` (eltype 3, elbyte 4) with dims
+/// `[3, n]`, so numpy sees shape `(n, 3)`. [`PACKED_SIZE`](Element::PACKED_SIZE) is the bytes one
+/// value occupies, which is what a record field of this type adds to its record.
+///
+/// ```
+/// use rawarray_serde::{ElType, Element};
+/// assert_eq!(<f32 as Element>::ELTYPE, ElType::Float);
+/// assert_eq!(<[f32; 3] as Element>::ELBYTE, 4);
+/// assert_eq!(<[f32; 3] as Element>::PACKED_SIZE, 12);
+///
+/// let mut bytes = [0u8; 4];
+/// 1.5f32.write_le(&mut bytes);
+/// assert_eq!(bytes, 1.5f32.to_le_bytes());
+/// assert_eq!(f32::read_le(&bytes).unwrap(), 1.5);
+/// ```
+pub trait Element: Sized {
+    /// The eltype of a file holding an array of these.
+    const ELTYPE: ElType;
+    /// The elbyte of a file holding an array of these: the scalar's size, or a record's packed size.
+    const ELBYTE: usize;
+    /// Bytes one value occupies, packed: `ELBYTE` times the product of [`Element::inner_dims`].
+    const PACKED_SIZE: usize = Self::ELBYTE;
+
+    /// Appends the dims one value contributes, first varying fastest: `[3]` for `[f32; 3]`,
+    /// `[3, 2]` for `[[f32; 3]; 2]`, nothing for scalars and records.
+    fn inner_dims(dims: &mut Vec<u64>) {
+        let _ = dims;
+    }
+
+    /// Writes the value's packed little-endian bytes into `out`, which is `PACKED_SIZE` long.
+    fn write_le(&self, out: &mut [u8]);
+
+    /// Reads a value from its packed little-endian bytes (`PACKED_SIZE` of them).
+    ///
+    /// Fails only for bit patterns that are not a value (a `bool` byte other than 0 or 1).
+    fn read_le(bytes: &[u8]) -> Result<Self>;
+
+    /// Reverses the byte order of every scalar in one packed value, in place (big <-> little).
+    fn swap_bytes(bytes: &mut [u8]);
+
+    /// A description of the value's layout, for schemas and numpy dtypes.
+    fn layout() -> Layout;
+
+    /// The values' memory as their packed little-endian bytes, where the two are the same
+    /// (plain-old-data on a little-endian machine). Enables one-copy writes.
+    #[doc(hidden)]
+    fn as_pod_bytes(values: &[Self]) -> Option<&[u8]> {
+        let _ = values;
+        None
+    }
+
+    /// Mutable counterpart of [`Element::as_pod_bytes`], for types where every bit pattern is a
+    /// value. Enables one-copy reads.
+    #[doc(hidden)]
+    fn as_pod_bytes_mut(values: &mut [Self]) -> Option<&mut [u8]> {
+        let _ = values;
+        None
+    }
+
+    /// `len` zeroed values in one allocation, where `as_pod_bytes_mut` applies.
+    #[doc(hidden)]
+    fn zeroed_pod_vec(len: usize) -> Option<Vec<Self>> {
+        let _ = len;
+        None
+    }
+
+    /// The values stored in `bytes`, without copying, where `as_pod_bytes_mut` applies and
+    /// `bytes` is suitably aligned and sized.
+    #[doc(hidden)]
+    fn cast_pod_slice(bytes: &[u8]) -> Option<&[Self]> {
+        let _ = bytes;
+        None
+    }
+}
+
+/// The layout of one element, as a schema: scalars, fixed arrays and named records.
+///
+/// Serialized (JSON in the trailer) with a `kind` tag. [`Layout::numpy_descr`] turns it into
+/// a numpy dtype.
+///
+/// ```
+/// use rawarray_serde::{Element, Layout};
+/// let l = <[f64; 3] as Element>::layout();
+/// assert_eq!(l.size(), 24);
+/// assert_eq!(l.numpy_descr(), "('<f8', (3,))");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Layout {
+    /// One scalar of a primitive eltype.
+    Scalar {
+        /// The element type (never `user`).
+        eltype: ElType,
+        /// Its size in bytes.
+        elbyte: u64,
+    },
+    /// `len` consecutive items.
+    Array {
+        /// Number of items.
+        len: u64,
+        /// The item's layout.
+        item: Box<Layout>,
+    },
+    /// Named fields at byte offsets, packed in declaration order.
+    Record {
+        /// The Rust type's name.
+        name: String,
+        /// The fields.
+        fields: Vec<Field>,
+    },
+}
+
+/// One field of a [`Layout::Record`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    /// The field's name (its index for tuple structs).
+    pub name: String,
+    /// Byte offset from the start of the record.
+    pub offset: u64,
+    /// The field's layout.
+    pub layout: Layout,
+}
+
+impl Layout {
+    /// Packed size in bytes.
+    pub fn size(&self) -> u64 {
+        match self {
+            Layout::Scalar { elbyte, .. } => *elbyte,
+            Layout::Array { len, item } => len.saturating_mul(item.size()),
+            Layout::Record { fields, .. } => fields
+                .last()
+                .map_or(0, |f| f.offset.saturating_add(f.layout.size())),
+        }
+    }
+
+    /// The numpy dtype as Python source: `'<f8'`, `('<f8', (3,))`, or for a record
+    /// `[('info', '|u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]`.
+    /// Scalars numpy has no type for (bfloat16, 128-bit) become raw bytes `'V2'`, `'V16'`.
+    pub fn numpy_descr(&self) -> String {
+        match self.split_shape() {
+            (base, shape) if shape.is_empty() => base.numpy_base(),
+            (base, shape) => format!("({}, {})", base.numpy_base(), py_tuple(&shape)),
+        }
+    }
+
+    /// The numpy dtype as JSON that `numpy.dtype` accepts once lists become tuples:
+    /// a string for scalars, `[[name, dtype], [name, dtype, [shape...]], ...]` for records.
+    pub fn numpy_descr_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            Layout::Record { fields, .. } => Value::Array(
+                fields
+                    .iter()
+                    .map(|f| {
+                        let (base, shape) = f.layout.split_shape();
+                        let mut entry = vec![Value::from(f.name.clone()), base.numpy_descr_json()];
+                        if !shape.is_empty() {
+                            entry.push(Value::from(shape));
+                        }
+                        Value::Array(entry)
+                    })
+                    .collect(),
+            ),
+            Layout::Array { .. } => {
+                let (base, shape) = self.split_shape();
+                Value::Array(vec![base.numpy_descr_json(), Value::from(shape)])
+            }
+            Layout::Scalar { eltype, elbyte } => Value::from(scalar_dtype(*eltype, *elbyte)),
+        }
+    }
+
+    /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
+    fn split_shape(&self) -> (&Layout, Vec<u64>) {
+        let mut shape = Vec::new();
+        let mut l = self;
+        while let Layout::Array { len, item } = l {
+            shape.push(*len);
+            l = item;
+        }
+        (l, shape)
+    }
+
+    fn numpy_base(&self) -> String {
+        match self {
+            Layout::Scalar { eltype, elbyte } => format!("'{}'", scalar_dtype(*eltype, *elbyte)),
+            Layout::Record { fields, .. } => {
+                let items: Vec<String> = fields
+                    .iter()
+                    .map(|f| {
+                        let (base, shape) = f.layout.split_shape();
+                        if shape.is_empty() {
+                            format!("('{}', {})", f.name, base.numpy_base())
+                        } else {
+                            format!(
+                                "('{}', {}, {})",
+                                f.name,
+                                base.numpy_base(),
+                                py_tuple(&shape)
+                            )
+                        }
+                    })
+                    .collect();
+                format!("[{}]", items.join(", "))
+            }
+            Layout::Array { .. } => self.numpy_descr(),
+        }
+    }
+}
+
+fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
+    numpy_dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+}
+
+fn py_tuple(shape: &[u64]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Element impls for scalars whose memory is their little-endian bytes and where every bit
+/// pattern is a value: bulk reads and writes are a single copy on little-endian machines.
+macro_rules! pod_element {
+    ($($t:ty => $eltype:ident),* $(,)?) => {$(
+        impl Element for $t {
+            const ELTYPE: ElType = ElType::$eltype;
+            const ELBYTE: usize = std::mem::size_of::<$t>();
+
+            #[inline]
+            fn write_le(&self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
+            }
+
+            #[inline]
+            fn read_le(bytes: &[u8]) -> Result<Self> {
+                Ok(<$t>::from_le_bytes(bytes.try_into().expect("caller passes PACKED_SIZE bytes")))
+            }
+
+            #[inline]
+            fn swap_bytes(bytes: &mut [u8]) {
+                bytes.reverse();
+            }
+
+            fn layout() -> Layout {
+                Layout::Scalar { eltype: Self::ELTYPE, elbyte: Self::ELBYTE as u64 }
+            }
+
+            pod_hooks!();
+        }
+    )*};
+}
+
+/// The one-copy hooks for a `bytemuck::Pod` type whose memory is its little-endian encoding.
+macro_rules! pod_hooks {
+    () => {
+        fn as_pod_bytes(values: &[Self]) -> Option<&[u8]> {
+            cfg!(target_endian = "little").then(|| bytemuck::cast_slice(values))
+        }
+
+        fn as_pod_bytes_mut(values: &mut [Self]) -> Option<&mut [u8]> {
+            cfg!(target_endian = "little").then(|| bytemuck::cast_slice_mut(values))
+        }
+
+        fn zeroed_pod_vec(len: usize) -> Option<Vec<Self>> {
+            cfg!(target_endian = "little").then(|| bytemuck::zeroed_vec(len))
+        }
+
+        fn cast_pod_slice(bytes: &[u8]) -> Option<&[Self]> {
+            if cfg!(target_endian = "little") {
+                bytemuck::try_cast_slice(bytes).ok()
+            } else {
+                None
+            }
+        }
+    };
+}
+
+pod_element! {
+    i8 => Int, i16 => Int, i32 => Int, i64 => Int, i128 => Int,
+    u8 => Uint, u16 => Uint, u32 => Uint, u64 => Uint, u128 => Uint,
+    f32 => Float, f64 => Float,
+    f16 => Float, bf16 => BFloat16,
+}
+
+impl Element for bool {
+    const ELTYPE: ElType = ElType::Uint;
+    const ELBYTE: usize = 1;
+
+    fn write_le(&self, out: &mut [u8]) {
+        out[0] = u8::from(*self);
+    }
+
+    fn read_le(bytes: &[u8]) -> Result<Self> {
+        match bytes[0] {
+            0 => Ok(false),
+            1 => Ok(true),
+            v => Err(ErrorKind::InvalidValue {
+                what: "bool",
+                index: 0,
+                value: v.into(),
+            }
+            .into()),
+        }
+    }
+
+    fn swap_bytes(_: &mut [u8]) {}
+
+    fn layout() -> Layout {
+        u8::layout()
+    }
+
+    // Writing is one copy (a bool's byte is 0 or 1); reading checks every byte.
+    fn as_pod_bytes(values: &[Self]) -> Option<&[u8]> {
+        Some(bytemuck::cast_slice(values))
+    }
+}
+
+impl Element for char {
+    const ELTYPE: ElType = ElType::Uint;
+    const ELBYTE: usize = 4;
+
+    fn write_le(&self, out: &mut [u8]) {
+        out.copy_from_slice(&u32::from(*self).to_le_bytes());
+    }
+
+    fn read_le(bytes: &[u8]) -> Result<Self> {
+        let v = u32::from_le_bytes(bytes.try_into().expect("caller passes 4 bytes"));
+        char::from_u32(v).ok_or_else(|| {
+            ErrorKind::InvalidValue {
+                what: "char",
+                index: 0,
+                value: v.into(),
+            }
+            .into()
+        })
+    }
+
+    fn swap_bytes(bytes: &mut [u8]) {
+        bytes.reverse();
+    }
+
+    fn layout() -> Layout {
+        u32::layout()
+    }
+
+    fn as_pod_bytes(values: &[Self]) -> Option<&[u8]> {
+        cfg!(target_endian = "little").then(|| bytemuck::cast_slice(values))
+    }
+}
+
+macro_rules! complex_element {
+    ($($t:ty),*) => {$(
+        impl Element for Complex<$t> {
+            const ELTYPE: ElType = ElType::Complex;
+            const ELBYTE: usize = 2 * std::mem::size_of::<$t>();
+
+            #[inline]
+            fn write_le(&self, out: &mut [u8]) {
+                let (re, im) = out.split_at_mut(Self::ELBYTE / 2);
+                self.re.write_le(re);
+                self.im.write_le(im);
+            }
+
+            #[inline]
+            fn read_le(bytes: &[u8]) -> Result<Self> {
+                let (re, im) = bytes.split_at(Self::ELBYTE / 2);
+                Ok(Complex::new(<$t>::read_le(re)?, <$t>::read_le(im)?))
+            }
+
+            fn swap_bytes(bytes: &mut [u8]) {
+                let (re, im) = bytes.split_at_mut(Self::ELBYTE / 2);
+                re.reverse();
+                im.reverse();
+            }
+
+            fn layout() -> Layout {
+                Layout::Scalar { eltype: ElType::Complex, elbyte: Self::ELBYTE as u64 }
+            }
+
+            pod_hooks!();
+        }
+    )*};
+}
+
+complex_element!(f16, f32, f64);
+
+impl<T: Element, const N: usize> Element for [T; N] {
+    const ELTYPE: ElType = T::ELTYPE;
+    const ELBYTE: usize = T::ELBYTE;
+    const PACKED_SIZE: usize = N * T::PACKED_SIZE;
+
+    fn inner_dims(dims: &mut Vec<u64>) {
+        T::inner_dims(dims);
+        dims.push(N as u64);
+    }
+
+    fn write_le(&self, out: &mut [u8]) {
+        for (v, slot) in self.iter().zip(out.chunks_exact_mut(T::PACKED_SIZE)) {
+            v.write_le(slot);
+        }
+    }
+
+    fn read_le(bytes: &[u8]) -> Result<Self> {
+        if bytes.len() != Self::PACKED_SIZE || T::PACKED_SIZE == 0 {
+            return Err(ErrorKind::Message(format!(
+                "[T; {N}] needs {} bytes, got {}",
+                Self::PACKED_SIZE,
+                bytes.len()
+            ))
+            .into());
+        }
+        let mut items = bytes.chunks_exact(T::PACKED_SIZE).map(T::read_le);
+        let mut err = None;
+        let arr: [Option<T>; N] = std::array::from_fn(|_| match items.next()? {
+            Ok(v) => Some(v),
+            Err(e) => {
+                err.get_or_insert(e);
+                None
+            }
+        });
+        match err {
+            Some(e) => Err(e),
+            // The length check above gives every slot an item, and no item failed.
+            None => Ok(arr.map(|v| v.expect("one item per slot"))),
+        }
+    }
+
+    fn swap_bytes(bytes: &mut [u8]) {
+        if T::PACKED_SIZE > 0 {
+            bytes
+                .chunks_exact_mut(T::PACKED_SIZE)
+                .for_each(T::swap_bytes);
+        }
+    }
+
+    fn layout() -> Layout {
+        Layout::Array {
+            len: N as u64,
+            item: Box::new(T::layout()),
+        }
+    }
+
+    fn as_pod_bytes(values: &[Self]) -> Option<&[u8]> {
+        T::as_pod_bytes(values.as_flattened())
+    }
+
+    fn as_pod_bytes_mut(values: &mut [Self]) -> Option<&mut [u8]> {
+        T::as_pod_bytes_mut(values.as_flattened_mut())
+    }
+
+    fn zeroed_pod_vec(len: usize) -> Option<Vec<Self>> {
+        if N == 0 || std::mem::size_of::<T>() == 0 {
+            return None;
+        }
+        let flat = T::zeroed_pod_vec(len.checked_mul(N)?)?.into_boxed_slice();
+        if flat.len() != len * N {
+            return None;
+        }
+        let flat = Box::into_raw(flat) as *mut T;
+        // SAFETY: `flat` is a live boxed slice of exactly len * N initialised `T`s, allocated with
+        // the layout of `[T; len * N]`, which is the layout of `[[T; N]; len]` (same alignment,
+        // `[T; N]` has size N * size_of::<T>() and no padding). bytemuck's `cast_vec` cannot be
+        // used because `T: Pod` is not a bound of this generic impl.
+        let boxed: Box<[[T; N]]> =
+            unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(flat as *mut [T; N], len)) };
+        Some(boxed.into_vec())
+    }
+
+    fn cast_pod_slice(bytes: &[u8]) -> Option<&[Self]> {
+        if N == 0 {
+            return None;
+        }
+        let (chunks, rest) = T::cast_pod_slice(bytes)?.as_chunks::<N>();
+        rest.is_empty().then_some(chunks)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn array_pod_vec_has_the_requested_length() {
+        let v = <[f32; 3]>::zeroed_pod_vec(5).unwrap();
+        assert_eq!(v.len(), 5);
+        assert_eq!(v[4], [0.0; 3]);
+    }
+
+    #[test]
+    fn foo_like_descr() {
+        let rec = Layout::Record {
+            name: "Foo".into(),
+            fields: vec![
+                Field {
+                    name: "info".into(),
+                    offset: 0,
+                    layout: <[u8; 12]>::layout(),
+                },
+                Field {
+                    name: "index".into(),
+                    offset: 12,
+                    layout: u32::layout(),
+                },
+                Field {
+                    name: "v".into(),
+                    offset: 16,
+                    layout: <[f64; 8]>::layout(),
+                },
+            ],
+        };
+        assert_eq!(rec.size(), 80);
+        assert_eq!(
+            rec.numpy_descr(),
+            "[('info', '|u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]"
+        );
+    }
+}

@@ -1,0 +1,277 @@
+//! The one error type of this crate: format errors, I/O errors and serde errors.
+
+use std::fmt;
+use std::io;
+
+use crate::header::{type_label, ElType};
+
+/// A specialized `Result` for this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong reading or writing a `.ra` file.
+///
+/// Small (one pointer) so that `Result<T>` stays cheap on hot paths; [`Error::kind`] tells
+/// what went wrong and [`Error::category`] how to react.
+///
+/// ```
+/// use rawarray_serde::{DynArray, ErrorKind};
+/// let err = DynArray::from_bytes(b"not a rawarray file at all, but long enough to hold a header")
+///     .unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::BadMagic { .. }));
+/// assert!(err.to_string().starts_with("bad magic"));
+/// ```
+pub struct Error(Box<ErrorKind>);
+
+/// What went wrong; every variant names the field, what was expected and what was found.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ErrorKind {
+    /// Reading or writing failed in the operating system.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The first eight bytes are not `rawarray`.
+    #[error("bad magic: expected 0x7961727261776172 (\"rawarray\"), found {found:#018x}")]
+    BadMagic {
+        /// The magic word found.
+        found: u64,
+    },
+    /// Flag bits other than 0 (big-endian) and 1 (LZ4) are set.
+    #[error("unknown flag bits {bits:#x} (known: bit 0 big-endian, bit 1 LZ4-compressed)")]
+    UnknownFlags {
+        /// The unknown bits.
+        bits: u64,
+    },
+    /// The eltype code is above 5.
+    #[error("unknown eltype {code}: expected 0 (user), 1 (int), 2 (uint), 3 (float), 4 (complex) or 5 (bfloat16)")]
+    UnknownElType {
+        /// The code found.
+        code: u64,
+    },
+    /// elbyte is 0.
+    #[error("elbyte is 0 for eltype {} ({eltype}): every element needs at least one byte", eltype.code())]
+    ZeroElbyte {
+        /// The element type.
+        eltype: ElType,
+    },
+    /// elbyte is not a size this eltype can have.
+    #[error("elbyte {elbyte} is impossible for eltype {} ({eltype}): expected one of {:?}", eltype.code(), eltype.valid_elbytes().unwrap_or(&[]))]
+    ImpossibleElbyte {
+        /// The element type.
+        eltype: ElType,
+        /// The size found.
+        elbyte: u64,
+    },
+    /// product(dims) x elbyte does not fit in 64 bits.
+    #[error("dims {dims:?} x elbyte {elbyte} overflow a 64-bit byte count")]
+    DataLenOverflow {
+        /// The element size.
+        elbyte: u64,
+        /// The dims.
+        dims: Vec<u64>,
+    },
+    /// An uncompressed file's size field disagrees with its dims.
+    #[error("size is {size} but dims x elbyte is {expected}")]
+    SizeMismatch {
+        /// The size field.
+        size: u64,
+        /// product(dims) x elbyte.
+        expected: u64,
+    },
+    /// A compressed file claims more plain bytes than LZ4 can expand its compressed size to.
+    #[error("compressed size {size} cannot hold {plain} plain bytes (LZ4 expands at most 255x)")]
+    CompressionRatio {
+        /// The compressed size field.
+        size: u64,
+        /// product(dims) x elbyte.
+        plain: u64,
+    },
+    /// The input ends inside the header.
+    #[error("truncated header: expected {needed} header bytes, found {found}")]
+    HeaderTruncated {
+        /// Bytes the header needs (48 + 8 x ndims).
+        needed: u64,
+        /// Bytes present.
+        found: u64,
+    },
+    /// The input ends inside the data section.
+    #[error("truncated: expected {expected} data bytes, found {found}")]
+    Truncated {
+        /// The size field.
+        expected: u64,
+        /// Data bytes present.
+        found: u64,
+    },
+    /// The data does not fit in this machine's address space.
+    #[error("{bytes} data bytes do not fit in memory on this platform")]
+    TooLarge {
+        /// The byte count.
+        bytes: u64,
+    },
+    /// The LZ4 block is corrupt or does not decompress to product(dims) x elbyte bytes.
+    #[error("LZ4 data: {0}")]
+    Lz4(String),
+    /// The file holds another element type than the one asked for.
+    #[error("file holds {} (eltype {}, elbyte {file_elbyte}); asked for {requested} (eltype {}, elbyte {requested_elbyte})", type_label(*file_eltype, *file_elbyte), file_eltype.code(), requested_eltype.code())]
+    TypeMismatch {
+        /// The file's eltype.
+        file_eltype: ElType,
+        /// The file's elbyte.
+        file_elbyte: u64,
+        /// The Rust type asked for.
+        requested: String,
+        /// Its eltype.
+        requested_eltype: ElType,
+        /// Its elbyte.
+        requested_elbyte: u64,
+    },
+    /// The file's dims do not fit the shape the element type needs (e.g. `[f32; 3]` needs dims `[3, ...]`).
+    #[error("dims mismatch: expected {expected}, found {found:?}")]
+    DimsMismatch {
+        /// What was expected, in words.
+        expected: String,
+        /// The dims found.
+        found: Vec<u64>,
+    },
+    /// A byte that must be 0 or 1 (a `bool`) or a `char` code point is invalid.
+    #[error("invalid {what} at element {index}: {value:#x}")]
+    InvalidValue {
+        /// `bool` or `char`.
+        what: &'static str,
+        /// The element's index in the data.
+        index: u64,
+        /// The value found.
+        value: u64,
+    },
+    /// The number of elements does not match the dims.
+    #[error("{len} elements do not fill dims {dims:?} ({expected} elements)")]
+    ShapeMismatch {
+        /// The dims asked for.
+        dims: Vec<u64>,
+        /// Their product.
+        expected: u64,
+        /// The elements there are.
+        len: u64,
+    },
+    /// The operation cannot be done on this file.
+    #[error("{0}")]
+    Unsupported(String),
+    /// A malformed trailer or schema.
+    #[error("trailer: {0}")]
+    Trailer(String),
+    /// Any other message, from serde or a caller.
+    #[error("{0}")]
+    Message(String),
+}
+
+/// How to react to an [`Error`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Category {
+    /// The operating system failed to read or write.
+    Io,
+    /// The bytes are not a valid `.ra` file (or not the type asked for).
+    Data,
+    /// The input ended early.
+    Eof,
+    /// The value cannot be stored in `.ra`, or the call was not possible.
+    Usage,
+}
+
+impl Error {
+    /// An error of this kind.
+    pub fn new(kind: ErrorKind) -> Error {
+        Error(Box::new(kind))
+    }
+
+    /// What went wrong.
+    pub fn kind(&self) -> &ErrorKind {
+        &self.0
+    }
+
+    /// The kind, by value.
+    pub fn into_kind(self) -> ErrorKind {
+        *self.0
+    }
+
+    /// How to react to the error.
+    pub fn category(&self) -> Category {
+        match self.kind() {
+            ErrorKind::Io(e) if e.kind() == io::ErrorKind::UnexpectedEof => Category::Eof,
+            ErrorKind::Io(_) => Category::Io,
+            ErrorKind::HeaderTruncated { .. } | ErrorKind::Truncated { .. } => Category::Eof,
+            ErrorKind::Unsupported(_)
+            | ErrorKind::ShapeMismatch { .. }
+            | ErrorKind::TooLarge { .. } => Category::Usage,
+            _ => Category::Data,
+        }
+    }
+
+    pub(crate) fn msg(m: impl fmt::Display) -> Error {
+        Error::new(ErrorKind::Message(m.to_string()))
+    }
+
+    pub(crate) fn unsupported(m: impl fmt::Display) -> Error {
+        Error::new(ErrorKind::Unsupported(m.to_string()))
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&self.0, f)
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.0, f)
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self.kind() {
+            ErrorKind::Io(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(e: io::Error) -> Error {
+        Error::new(ErrorKind::Io(e))
+    }
+}
+
+impl From<ErrorKind> for Error {
+    fn from(kind: ErrorKind) -> Error {
+        Error::new(kind)
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        match e.into_kind() {
+            ErrorKind::Io(e) => e,
+            kind => {
+                let category = Error::new(kind);
+                let k = match category.category() {
+                    Category::Eof => io::ErrorKind::UnexpectedEof,
+                    Category::Usage => io::ErrorKind::InvalidInput,
+                    _ => io::ErrorKind::InvalidData,
+                };
+                io::Error::new(k, category)
+            }
+        }
+    }
+}
+
+impl serde::ser::Error for Error {
+    fn custom<T: fmt::Display>(msg: T) -> Error {
+        Error::msg(msg)
+    }
+}
+
+impl serde::de::Error for Error {
+    fn custom<T: fmt::Display>(msg: T) -> Error {
+        Error::msg(msg)
+    }
+}

@@ -1,0 +1,555 @@
+//! The `.ra` header: layout, validation, encoding, the element-type table and numpy dtype names.
+//!
+//! Everything this crate knows about the header lives in this module, once:
+//!
+//! | offset | field    | meaning |
+//! |--------|----------|---------|
+//! | 0      | magic    | [`MAGIC`], the ASCII bytes `rawarray` |
+//! | 8      | flags    | bit 0 big-endian data, bit 1 LZ4-compressed data ([`Flags`]) |
+//! | 16     | eltype   | [`ElType`] code |
+//! | 24     | elbyte   | bytes per element |
+//! | 32     | size     | bytes of data (compressed length when bit 1 is set) |
+//! | 40     | ndims    | number of dimensions, 0 for a scalar |
+//! | 48     | dims     | `ndims` little-endian `u64`s, first dimension varies fastest |
+
+use std::fmt;
+use std::io::Read;
+
+use crate::error::{ErrorKind, Result};
+
+/// The first eight bytes of every `.ra` file: `b"rawarray"` read as a little-endian `u64`.
+pub const MAGIC: u64 = u64::from_le_bytes(*b"rawarray");
+
+/// Bytes of the fixed part of the header (magic .. ndims), before the dims.
+pub const FIXED_HEADER_LEN: usize = 48;
+
+/// Byte offset of the `size` field; the record writer rewrites it in place.
+pub(crate) const SIZE_OFFSET: usize = 32;
+
+/// The largest plain data section an LZ4 block may hold (`LZ4_MAX_INPUT_SIZE` of the C library),
+/// so that every compressed file we write can be read by the C reference.
+pub const LZ4_MAX_INPUT: u64 = 0x7E00_0000;
+
+/// Largest factor by which one LZ4 block can expand: each extra length byte adds 255 bytes.
+/// A compressed section of `n` bytes never decompresses to more than `255 * n + 24` bytes,
+/// so a header claiming more is rejected before anything is allocated.
+const LZ4_MAX_RATIO: u64 = 255;
+
+/// The header's flag word.
+///
+/// ```
+/// use rawarray_serde::Flags;
+/// let f = Flags::BIG_ENDIAN | Flags::COMPRESSED;
+/// assert!(f.is_big_endian() && f.is_compressed());
+/// assert_eq!(f.bits(), 3);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Flags(u64);
+
+impl Flags {
+    /// No flag set: little-endian, uncompressed.
+    pub const NONE: Flags = Flags(0);
+    /// Bit 0: the data section is big-endian.
+    pub const BIG_ENDIAN: Flags = Flags(1);
+    /// Bit 1: the data section is one raw LZ4 block (as the C reference writes it).
+    pub const COMPRESSED: Flags = Flags(2);
+    /// All bits this crate understands.
+    pub const KNOWN: Flags = Flags(3);
+
+    /// Flags from raw bits, rejecting bits this crate does not know.
+    ///
+    /// ```
+    /// use rawarray_serde::Flags;
+    /// assert!(Flags::from_bits(2).unwrap().is_compressed());
+    /// assert!(Flags::from_bits(8).is_err());
+    /// ```
+    pub fn from_bits(bits: u64) -> Result<Flags> {
+        let unknown = bits & !Flags::KNOWN.0;
+        if unknown != 0 {
+            return Err(ErrorKind::UnknownFlags { bits: unknown }.into());
+        }
+        Ok(Flags(bits))
+    }
+
+    /// The raw bits.
+    pub fn bits(self) -> u64 {
+        self.0
+    }
+
+    /// Whether the data section is big-endian.
+    pub fn is_big_endian(self) -> bool {
+        self.0 & Flags::BIG_ENDIAN.0 != 0
+    }
+
+    /// Whether the data section is LZ4-compressed.
+    pub fn is_compressed(self) -> bool {
+        self.0 & Flags::COMPRESSED.0 != 0
+    }
+
+    /// These flags with `other`'s bits set (`on`) or cleared.
+    #[must_use]
+    pub fn with(self, other: Flags, on: bool) -> Flags {
+        if on {
+            Flags(self.0 | other.0)
+        } else {
+            Flags(self.0 & !other.0)
+        }
+    }
+}
+
+impl std::ops::BitOr for Flags {
+    type Output = Flags;
+    fn bitor(self, rhs: Flags) -> Flags {
+        Flags(self.0 | rhs.0)
+    }
+}
+
+/// The element type code of the header (`eltype`).
+///
+/// ```
+/// use rawarray_serde::ElType;
+/// assert_eq!(ElType::from_code(4).unwrap(), ElType::Complex);
+/// assert_eq!(ElType::Complex.code(), 4);
+/// assert!(ElType::Float.is_valid_elbyte(4));
+/// assert!(!ElType::Float.is_valid_elbyte(3));
+/// ```
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+#[repr(u8)]
+pub enum ElType {
+    /// 0: a user-defined or composite element (a packed record, an embedded `.ra` file).
+    User = 0,
+    /// 1: a two's complement signed integer.
+    Int = 1,
+    /// 2: an unsigned integer (also `bool`, `char` and the bytes of strings).
+    Uint = 2,
+    /// 3: an IEEE 754 float.
+    Float = 3,
+    /// 4: a complex number, a pair of IEEE floats (real, imaginary).
+    Complex = 4,
+    /// 5: a bfloat16 (brain float).
+    BFloat16 = 5,
+}
+
+impl ElType {
+    /// Every element type, in code order.
+    pub const ALL: [ElType; 6] = [
+        ElType::User,
+        ElType::Int,
+        ElType::Uint,
+        ElType::Float,
+        ElType::Complex,
+        ElType::BFloat16,
+    ];
+
+    /// The element type with this code, or an error naming the code.
+    pub fn from_code(code: u64) -> Result<ElType> {
+        ElType::ALL
+            .get(usize::try_from(code).unwrap_or(usize::MAX))
+            .copied()
+            .ok_or_else(|| ErrorKind::UnknownElType { code }.into())
+    }
+
+    /// The numeric code written in the header.
+    pub fn code(self) -> u64 {
+        self as u64
+    }
+
+    /// The element sizes the format allows for this type; `None` for [`ElType::User`] (any size but 0).
+    pub fn valid_elbytes(self) -> Option<&'static [u64]> {
+        match self {
+            ElType::User => None,
+            ElType::Int | ElType::Uint => Some(&[1, 2, 4, 8, 16]),
+            ElType::Float => Some(&[2, 4, 8, 16]),
+            ElType::Complex => Some(&[4, 8, 16, 32]),
+            ElType::BFloat16 => Some(&[2]),
+        }
+    }
+
+    /// Whether `elbyte` is a size this type can have.
+    pub fn is_valid_elbyte(self, elbyte: u64) -> bool {
+        match self.valid_elbytes() {
+            None => elbyte > 0,
+            Some(sizes) => sizes.contains(&elbyte),
+        }
+    }
+
+    /// The type in words: `"float"`, `"complex"`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            ElType::User => "user-defined",
+            ElType::Int => "int",
+            ElType::Uint => "uint",
+            ElType::Float => "float",
+            ElType::Complex => "complex",
+            ElType::BFloat16 => "bfloat16",
+        }
+    }
+
+    /// The byte width of the scalars that byte order applies to: `elbyte`, or half of it for complex.
+    /// `None` for user-defined elements, whose inner layout the header does not describe.
+    pub fn swap_width(self, elbyte: u64) -> Option<u64> {
+        match self {
+            ElType::User => None,
+            ElType::Complex => Some(elbyte / 2),
+            _ => Some(elbyte),
+        }
+    }
+}
+
+impl fmt::Display for ElType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The numpy dtype string of a little-endian element, or `None` where numpy has no such type:
+/// bfloat16, 128-bit integers, 128-bit floats (numpy's `longdouble` is not IEEE binary128),
+/// complex pairs of f16 or f128, and user-defined elements (those need a record schema).
+///
+/// ```
+/// use rawarray_serde::{numpy_dtype, ElType};
+/// assert_eq!(numpy_dtype(ElType::Float, 4), Some("<f4"));
+/// assert_eq!(numpy_dtype(ElType::Complex, 8), Some("<c8"));
+/// assert_eq!(numpy_dtype(ElType::Uint, 1), Some("|u1"));
+/// assert_eq!(numpy_dtype(ElType::BFloat16, 2), None);
+/// ```
+pub fn numpy_dtype(eltype: ElType, elbyte: u64) -> Option<&'static str> {
+    Some(match (eltype, elbyte) {
+        (ElType::Int, 1) => "|i1",
+        (ElType::Int, 2) => "<i2",
+        (ElType::Int, 4) => "<i4",
+        (ElType::Int, 8) => "<i8",
+        (ElType::Uint, 1) => "|u1",
+        (ElType::Uint, 2) => "<u2",
+        (ElType::Uint, 4) => "<u4",
+        (ElType::Uint, 8) => "<u8",
+        (ElType::Float, 2) => "<f2",
+        (ElType::Float, 4) => "<f4",
+        (ElType::Float, 8) => "<f8",
+        (ElType::Complex, 8) => "<c8",
+        (ElType::Complex, 16) => "<c16",
+        _ => return None,
+    })
+}
+
+/// Why [`numpy_dtype`] has no answer, in words, for messages and `ra info`.
+pub fn numpy_dtype_or_reason(eltype: ElType, elbyte: u64) -> String {
+    match numpy_dtype(eltype, elbyte) {
+        Some(d) => d.to_string(),
+        None => match eltype {
+            ElType::User => "none (user-defined; needs a record schema)".into(),
+            ElType::BFloat16 => "none (numpy has no bfloat16)".into(),
+            _ => format!("none (numpy has no {}-bit {})", elbyte * 8, eltype.name()),
+        },
+    }
+}
+
+/// A short name for an element type and size, as numpy would call it: `float32`, `complex64`,
+/// `uint8`, `bfloat16`, `user(80 bytes)`.
+///
+/// ```
+/// use rawarray_serde::{type_label, ElType};
+/// assert_eq!(type_label(ElType::Complex, 8), "complex64");
+/// assert_eq!(type_label(ElType::User, 80), "user(80 bytes)");
+/// ```
+pub fn type_label(eltype: ElType, elbyte: u64) -> String {
+    let bits = elbyte.saturating_mul(8);
+    match eltype {
+        ElType::User => format!("user({elbyte} bytes)"),
+        ElType::Int => format!("int{bits}"),
+        ElType::Uint => format!("uint{bits}"),
+        ElType::Float => format!("float{bits}"),
+        ElType::Complex => format!("complex{bits}"),
+        ElType::BFloat16 => "bfloat16".into(),
+    }
+}
+
+/// A decoded and validated `.ra` header.
+///
+/// Every `Header` this crate hands out has passed [`Header::validate`]: a known eltype, an
+/// elbyte possible for it, dims whose byte count fits in a `u64`, and (uncompressed) a `size`
+/// equal to that byte count.
+///
+/// ```
+/// use rawarray_serde::{ElType, Header};
+/// let h = Header::new(ElType::Float, 4, vec![3, 2]).unwrap();
+/// assert_eq!(h.size, 24);
+/// let bytes = h.encode();
+/// assert_eq!(bytes.len(), 48 + 2 * 8);
+/// assert_eq!(&bytes[..8], b"rawarray");
+/// assert_eq!(Header::decode(&bytes).unwrap(), h);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Header {
+    /// Byte order and compression of the data section.
+    pub flags: Flags,
+    /// The element type.
+    pub eltype: ElType,
+    /// Bytes per element.
+    pub elbyte: u64,
+    /// Bytes of the data section as stored (compressed length when compressed).
+    pub size: u64,
+    /// Dimensions, first varies fastest; empty for a scalar.
+    pub dims: Vec<u64>,
+}
+
+impl Header {
+    /// A little-endian, uncompressed header for `dims` elements of `eltype`/`elbyte`, validated.
+    pub fn new(eltype: ElType, elbyte: u64, dims: Vec<u64>) -> Result<Header> {
+        let size = data_len(elbyte, &dims)?;
+        let h = Header {
+            flags: Flags::NONE,
+            eltype,
+            elbyte,
+            size,
+            dims,
+        };
+        h.validate()?;
+        Ok(h)
+    }
+
+    /// Checks the rules every header must satisfy (see the type's docs).
+    pub fn validate(&self) -> Result<()> {
+        Flags::from_bits(self.flags.bits())?;
+        if self.elbyte == 0 {
+            return Err(ErrorKind::ZeroElbyte {
+                eltype: self.eltype,
+            }
+            .into());
+        }
+        if !self.eltype.is_valid_elbyte(self.elbyte) {
+            return Err(ErrorKind::ImpossibleElbyte {
+                eltype: self.eltype,
+                elbyte: self.elbyte,
+            }
+            .into());
+        }
+        let plain = data_len(self.elbyte, &self.dims)?;
+        if self.flags.is_compressed() {
+            let bound = self.size.saturating_mul(LZ4_MAX_RATIO).saturating_add(24);
+            if plain > bound {
+                return Err(ErrorKind::CompressionRatio {
+                    size: self.size,
+                    plain,
+                }
+                .into());
+            }
+        } else if self.size != plain {
+            return Err(ErrorKind::SizeMismatch {
+                size: self.size,
+                expected: plain,
+            }
+            .into());
+        }
+        Ok(())
+    }
+
+    /// Bytes the encoded header occupies: 48 + 8 x ndims.
+    pub fn encoded_len(&self) -> usize {
+        FIXED_HEADER_LEN + 8 * self.dims.len()
+    }
+
+    /// Number of elements: the product of the dims (1 for a scalar).
+    pub fn num_elements(&self) -> u64 {
+        // Validated headers cannot overflow: elbyte >= 1 and product x elbyte fits.
+        self.dims.iter().product()
+    }
+
+    /// Bytes of the data once decompressed: number of elements x elbyte.
+    pub fn data_len(&self) -> u64 {
+        self.num_elements() * self.elbyte
+    }
+
+    /// Whether the data section is big-endian.
+    pub fn is_big_endian(&self) -> bool {
+        self.flags.is_big_endian()
+    }
+
+    /// Whether the data section is LZ4-compressed.
+    pub fn is_compressed(&self) -> bool {
+        self.flags.is_compressed()
+    }
+
+    /// The numpy dtype of the (little-endian) elements; see [`numpy_dtype`].
+    pub fn numpy_dtype(&self) -> Option<&'static str> {
+        numpy_dtype(self.eltype, self.elbyte)
+    }
+
+    /// The element type in words (`complex64`), see [`type_label`].
+    pub fn type_label(&self) -> String {
+        type_label(self.eltype, self.elbyte)
+    }
+
+    /// The header's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.encoded_len());
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// Appends the header's bytes to `out`.
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
+        for word in [
+            MAGIC,
+            self.flags.bits(),
+            self.eltype.code(),
+            self.elbyte,
+            self.size,
+            self.dims.len() as u64,
+        ]
+        .into_iter()
+        .chain(self.dims.iter().copied())
+        {
+            out.extend_from_slice(&word.to_le_bytes());
+        }
+    }
+
+    /// Decodes and validates the header at the start of `bytes` (trailing data is not looked at).
+    ///
+    /// The dims are checked to fit in `bytes` before anything is allocated for them.
+    pub fn decode(bytes: &[u8]) -> Result<Header> {
+        let fixed = bytes
+            .get(..FIXED_HEADER_LEN)
+            .ok_or(ErrorKind::HeaderTruncated {
+                needed: FIXED_HEADER_LEN as u64,
+                found: bytes.len() as u64,
+            })?;
+        let words = Fixed::parse(fixed.try_into().expect("48 bytes"))?;
+        let dims_len = words.dims_bytes(bytes.len() as u64 - FIXED_HEADER_LEN as u64)?;
+        let dims = bytes[FIXED_HEADER_LEN..FIXED_HEADER_LEN + dims_len]
+            .chunks_exact(8)
+            .map(le_u64)
+            .collect();
+        words.finish(dims)
+    }
+
+    /// Reads and validates a header from a stream, leaving it at the first data byte.
+    ///
+    /// The stream's length is unknown, so the dims are read in bounded chunks: a header that
+    /// claims 2^40 dims costs at most the bytes actually present.
+    pub fn read_from<R: Read + ?Sized>(r: &mut R) -> Result<Header> {
+        let mut fixed = [0u8; FIXED_HEADER_LEN];
+        let got = read_full(r, &mut fixed)?;
+        if got < FIXED_HEADER_LEN {
+            return Err(ErrorKind::HeaderTruncated {
+                needed: FIXED_HEADER_LEN as u64,
+                found: got as u64,
+            }
+            .into());
+        }
+        let words = Fixed::parse(&fixed)?;
+        let mut dims = Vec::with_capacity(words.ndims.min(64) as usize);
+        let mut buf = [0u8; 8 * 64];
+        let mut left = words.ndims;
+        while left > 0 {
+            let take = left.min(64) as usize;
+            let got = read_full(r, &mut buf[..take * 8])?;
+            dims.extend(buf[..got - got % 8].chunks_exact(8).map(le_u64));
+            if got < take * 8 {
+                return Err(ErrorKind::HeaderTruncated {
+                    needed: (FIXED_HEADER_LEN as u64).saturating_add(words.ndims.saturating_mul(8)),
+                    found: (FIXED_HEADER_LEN + dims.len() * 8 + got % 8) as u64,
+                }
+                .into());
+            }
+            left -= take as u64;
+        }
+        words.finish(dims)
+    }
+
+    /// Checks that an input of `input_len` bytes holds this header and its whole data section.
+    pub fn check_input_len(&self, input_len: u64) -> Result<()> {
+        let have = input_len.saturating_sub(self.encoded_len() as u64);
+        if have < self.size {
+            return Err(ErrorKind::Truncated {
+                expected: self.size,
+                found: have,
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// The six fixed words, parsed but not yet joined with the dims.
+struct Fixed {
+    flags: Flags,
+    eltype: ElType,
+    elbyte: u64,
+    size: u64,
+    ndims: u64,
+}
+
+impl Fixed {
+    fn parse(b: &[u8; FIXED_HEADER_LEN]) -> Result<Fixed> {
+        let w = |i: usize| le_u64(&b[i * 8..i * 8 + 8]);
+        if w(0) != MAGIC {
+            return Err(ErrorKind::BadMagic { found: w(0) }.into());
+        }
+        Ok(Fixed {
+            flags: Flags::from_bits(w(1))?,
+            eltype: ElType::from_code(w(2))?,
+            elbyte: w(3),
+            size: w(4),
+            ndims: w(5),
+        })
+    }
+
+    /// Bytes the dims take, checked against the `available` bytes after the fixed part.
+    fn dims_bytes(&self, available: u64) -> Result<usize> {
+        let needed = self.ndims.checked_mul(8).filter(|&n| n <= available);
+        needed.map(|n| n as usize).ok_or_else(|| {
+            ErrorKind::HeaderTruncated {
+                needed: (FIXED_HEADER_LEN as u64).saturating_add(self.ndims.saturating_mul(8)),
+                found: FIXED_HEADER_LEN as u64 + available,
+            }
+            .into()
+        })
+    }
+
+    fn finish(self, dims: Vec<u64>) -> Result<Header> {
+        let h = Header {
+            flags: self.flags,
+            eltype: self.eltype,
+            elbyte: self.elbyte,
+            size: self.size,
+            dims,
+        };
+        h.validate()?;
+        Ok(h)
+    }
+}
+
+/// product(dims) x elbyte, or an error if it overflows a `u64`.
+pub(crate) fn data_len(elbyte: u64, dims: &[u64]) -> Result<u64> {
+    dims.iter()
+        .try_fold(elbyte, |acc, &d| acc.checked_mul(d))
+        .ok_or_else(|| {
+            ErrorKind::DataLenOverflow {
+                elbyte,
+                dims: dims.to_vec(),
+            }
+            .into()
+        })
+}
+
+pub(crate) fn le_u64(b: &[u8]) -> u64 {
+    u64::from_le_bytes(b.try_into().expect("8 bytes"))
+}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
