@@ -26,6 +26,8 @@ mod data;
 mod element;
 mod error;
 mod header;
+#[cfg(feature = "ndarray")]
+mod ndarray;
 
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use element::{Element, Field, Layout};
