@@ -8,7 +8,10 @@ use num_complex::Complex;
 use rawarray_serde::{DynArray, ElType, Flags, Header, RawArray, WriteOptions};
 
 /// The table of `shared/fixtures/reference/README.md`: name, flags, eltype, elbyte, size, dims, file bytes.
-const TABLE: &[(&str, u64, u64, u64, u64, &[u64], u64)] = &[
+/// name, flags, eltype, elbyte, size, dims, file bytes.
+type Row = (&'static str, u64, u64, u64, u64, &'static [u64], u64);
+
+const TABLE: &[Row] = &[
     ("test.ra", 0, 4, 8, 96, &[3, 4], 160),
     ("mnist_8.ra", 0, 2, 1, 2352, &[28, 28, 3], 2424),
     ("mnist_8_z.ra", 2, 2, 1, 486, &[28, 28, 3], 558),
