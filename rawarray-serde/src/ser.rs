@@ -1020,25 +1020,14 @@ macro_rules! capture_impl {
     };
 }
 
-capture_impl!(
-    BitsCapture,
-    u16,
-    fn serialize_u16(self, v: u16) -> Result<u16> {
-        Ok(v)
-    },
-    fn serialize_bytes(self, _: &[u8]) -> Result<u16> {
-        Err(Error::msg("internal: unexpected bytes"))
-    }
-);
+capture_impl! {
+    BitsCapture, u16,
+    fn serialize_u16(self, v: u16) -> Result<u16> { Ok(v) }
+    fn serialize_bytes(self, _: &[u8]) -> Result<u16> { Err(Error::msg("internal: unexpected bytes")) }
+}
 
-capture_impl!(
-    BytesCapture<'_>,
-    (),
-    fn serialize_u16(self, _: u16) -> Result<()> {
-        Err(Error::msg("internal: unexpected u16"))
-    },
-    fn serialize_bytes(self, v: &[u8]) -> Result<()> {
-        self.0.extend_from_slice(v);
-        Ok(())
-    }
-);
+capture_impl! {
+    BytesCapture<'_>, (),
+    fn serialize_u16(self, _: u16) -> Result<()> { Err(Error::msg("internal: unexpected u16")) }
+    fn serialize_bytes(self, v: &[u8]) -> Result<()> { self.0.extend_from_slice(v); Ok(()) }
+}
