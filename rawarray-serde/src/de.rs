@@ -7,6 +7,7 @@
 //! of its float type. `&str` and `&[u8]` borrow from the input of [`from_slice`](crate::from_slice)
 //! when the data is stored plain (little-endian, uncompressed).
 
+use std::borrow::Cow;
 use std::io::Read;
 use std::ops::Range;
 
@@ -45,10 +46,8 @@ struct Record {
 pub struct Deserializer<'de> {
     input: Input<'de>,
     header: Header,
-    /// Where the plain data is in `input`, or `None` when it had to be decompressed or swapped
-    /// into `plain`.
-    range: Option<Range<usize>>,
-    plain: Vec<u8>,
+    /// The plain little-endian data: borrowed from the caller's bytes where it is stored so.
+    data: Cow<'de, [u8]>,
     pos: usize,
     /// Dims outermost first; `depth` of them have been entered.
     dims: Vec<u64>,
@@ -94,29 +93,28 @@ impl<'de> Deserializer<'de> {
         header.check_input_len(bytes.len() as u64)?;
         let start = header.encoded_len();
         let section = start..start + crate::data::to_usize(header.size)?;
-        let mut range = Some(section.clone());
-        let mut plain = Vec::new();
+        let mut plain = None;
         if header.is_compressed() {
-            plain = crate::data::decompress(&bytes[section.clone()], &header)?;
-            range = None;
+            plain = Some(crate::data::decompress(&bytes[section.clone()], &header)?);
         }
         if header.is_big_endian() {
-            if range.is_some() {
-                plain = bytes[section].to_vec();
-                range = None;
-            }
-            if !crate::data::swap_by_eltype(&mut plain, header.eltype, header.elbyte) {
+            let swapped = plain.get_or_insert_with(|| bytes[section.clone()].to_vec());
+            if !crate::data::swap_by_eltype(swapped, header.eltype, header.elbyte) {
                 return Err(Error::unsupported(
                     "big-endian user-defined elements: their scalars are not described by the header",
                 ));
             }
         }
+        let data = match (plain, &input) {
+            (Some(p), _) => Cow::Owned(p),
+            (None, Input::Borrowed(b)) => Cow::Borrowed(&b[section]),
+            (None, Input::Owned(v)) => Cow::Owned(v[section].to_vec()),
+        };
         let dims = header.dims.iter().rev().copied().collect();
         Ok(Deserializer {
             input,
             header,
-            range,
-            plain,
+            data,
             pos: 0,
             dims,
             depth: 0,
@@ -144,19 +142,16 @@ impl<'de> Deserializer<'de> {
         Ok(())
     }
 
+    #[inline]
     fn data(&self) -> &[u8] {
-        match (&self.range, &self.input) {
-            (Some(r), Input::Borrowed(b)) => &b[r.clone()],
-            (Some(r), Input::Owned(v)) => &v[r.clone()],
-            (None, _) => &self.plain,
-        }
+        &self.data
     }
 
     /// The data with the input's lifetime, when it is the caller's bytes.
     fn borrowed_data(&self) -> Option<&'de [u8]> {
-        match (&self.range, &self.input) {
-            (Some(r), Input::Borrowed(b)) => Some(&b[r.clone()]),
-            _ => None,
+        match self.data {
+            Cow::Borrowed(b) => Some(b),
+            Cow::Owned(_) => None,
         }
     }
 

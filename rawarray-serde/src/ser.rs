@@ -163,6 +163,8 @@ pub struct Serializer<W> {
     header_written: bool,
     /// Set while a half of a complex number is serialized: its bytes go out without a step.
     half: Option<Scalar>,
+    /// When every element is one scalar of this type, the plan check is one comparison.
+    only: Option<Scalar>,
 }
 
 impl<W: Write> Serializer<W> {
@@ -179,6 +181,7 @@ impl<W: Write> Serializer<W> {
             top: None,
             header_written: false,
             half: None,
+            only: None,
         }
     }
 
@@ -227,6 +230,9 @@ impl<W: Write> Serializer<W> {
             self.header_written = true;
         }
         self.mode = Mode::Stream;
+        if let [Ev::Scalars(k, 1)] = self.events[..] {
+            self.only = Some(k);
+        }
         self.items = 1;
         self.pos = 0;
         self.sub = 0;
@@ -245,6 +251,15 @@ impl<W: Write> Serializer<W> {
     #[inline]
     fn scalar(&mut self, kind: Scalar, bytes: &[u8]) -> Result<()> {
         self.buf.extend_from_slice(bytes);
+        if self.only == Some(kind) && self.half.is_none() {
+            // Each element is one scalar: this one completes an element.
+            self.items += 1;
+            return if self.buf.len() >= FLUSH_AT {
+                self.flush_if_full()
+            } else {
+                Ok(())
+            };
+        }
         if let Some(expected) = self.half {
             if expected != kind {
                 return Err(Error::msg("complex number halves of different types"));
