@@ -23,9 +23,6 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"rawarray");
 /// Bytes of the fixed part of the header (magic .. ndims), before the dims.
 pub const FIXED_HEADER_LEN: usize = 48;
 
-/// Byte offset of the `size` field; the record writer rewrites it in place.
-pub(crate) const SIZE_OFFSET: usize = 32;
-
 /// The largest plain data section an LZ4 block may hold (`LZ4_MAX_INPUT_SIZE` of the C library),
 /// so that every compressed file we write can be read by the C reference.
 pub const LZ4_MAX_INPUT: u64 = 0x7E00_0000;
