@@ -129,8 +129,18 @@ pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Res
     from_slice(&bytes)
 }
 
+mod derived;
+
+#[cfg(feature = "derive")]
+pub use rawarray_derive::RaRecord;
+
+// Lets the code the derive generates name this crate `::rawarray_serde` inside it too.
+extern crate self as rawarray_serde;
+
 /// Re-exports used by the code `#[derive(RaRecord)]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::derived::*;
     pub use bytemuck;
+    pub use core;
 }
