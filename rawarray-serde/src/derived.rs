@@ -151,6 +151,7 @@ impl<T> ViaNothing for Probe<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_borrow)] // the autoref probe needs exactly these borrows
 mod tests {
     use super::*;
 
