@@ -34,12 +34,13 @@ mod ndarray;
 mod ser;
 
 pub use array::{DynArray, RawArray, WriteOptions};
+pub use atomic::{write_atomic, AtomicFile};
 pub use de::Deserializer;
 pub use element::{Element, Field, Layout};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{
-    numpy_dtype, numpy_dtype_or_reason, type_label, ElType, Flags, Header, FIXED_HEADER_LEN,
-    LZ4_MAX_INPUT, MAGIC,
+    numpy_dtype, numpy_dtype_or_reason, parse_numpy_dtype, type_label, ElType, Flags, Header,
+    FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC,
 };
 pub use ser::Serializer;
 
