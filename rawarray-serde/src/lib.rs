@@ -25,9 +25,13 @@ mod atomic;
 mod data;
 mod element;
 mod error;
+mod fileio;
 mod header;
+mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+mod records;
+mod trailer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use element::{Element, Field, Layout};
@@ -36,6 +40,8 @@ pub use header::{
     numpy_dtype, numpy_dtype_or_reason, type_label, ElType, Flags, Header, FIXED_HEADER_LEN,
     LZ4_MAX_INPUT, MAGIC,
 };
+pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
+pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
 
 /// Re-exports used by the code `#[derive(RaRecord)]` generates. Not a public API.
 #[doc(hidden)]
