@@ -43,8 +43,18 @@ pub use header::{
 pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
 pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
 
+mod derived;
+
+#[cfg(feature = "derive")]
+pub use rawarray_derive::RaRecord;
+
+// Lets the code the derive generates name this crate `::rawarray_serde` inside it too.
+extern crate self as rawarray_serde;
+
 /// Re-exports used by the code `#[derive(RaRecord)]` generates. Not a public API.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::derived::*;
     pub use bytemuck;
+    pub use core;
 }
