@@ -10,6 +10,7 @@ use crate::data;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{ElType, Flags, Header};
+use crate::trailer::Trailer;
 
 /// How to write a file: byte order and compression. The default is what every reader reads:
 /// little-endian, uncompressed.
@@ -443,6 +444,27 @@ impl DynArray {
     /// Replaces the bytes written after the data section.
     pub fn set_trailer_bytes(&mut self, trailer: Vec<u8>) {
         self.trailer = trailer;
+    }
+
+    /// The metadata [`Trailer`] in the bytes after the data, `None` if there is none.
+    ///
+    /// ```
+    /// use rawarray_serde::{DynArray, RawArray, Trailer};
+    /// let mut a = DynArray::from_typed(&RawArray::from_vec(vec![1.5f32, 2.5]));
+    /// assert_eq!(a.trailer().unwrap(), None);
+    /// a.set_trailer(&Trailer::for_element::<f32>(serde_json::json!({"units": "K"})).unwrap());
+    /// let back = DynArray::from_bytes(&a.to_bytes().unwrap()).unwrap();
+    /// assert_eq!(back.trailer().unwrap().unwrap().params["units"], "K");
+    /// ```
+    pub fn trailer(&self) -> Result<Option<Trailer>> {
+        Trailer::from_trailing_bytes(&self.trailer)
+    }
+
+    /// Replaces the bytes after the data section with one trailer block, placed for a file
+    /// written little-endian and uncompressed (the block's `at` field names its offset there).
+    pub fn set_trailer(&mut self, trailer: &Trailer) {
+        let at = (self.header.encoded_len() + self.data.len()) as u64;
+        self.trailer = trailer.encode_block(at);
     }
 
     /// Header, data and trailing bytes.

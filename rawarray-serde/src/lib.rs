@@ -28,10 +28,14 @@ mod data;
 mod de;
 mod element;
 mod error;
+mod fileio;
 mod header;
+mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+mod records;
 mod ser;
+mod trailer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile};
@@ -42,7 +46,9 @@ pub use header::{
     numpy_dtype, numpy_dtype_or_reason, parse_numpy_dtype, type_label, ElType, Flags, Header,
     FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC,
 };
+pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
 pub use ser::Serializer;
+pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
 
 use std::io::{Read, Write};
 use std::path::Path;
