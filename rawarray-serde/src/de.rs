@@ -163,7 +163,7 @@ impl<'de> Deserializer<'de> {
     }
 
     /// Takes the next `n` bytes of the data (inside a record: of the record).
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<Range<usize>> {
         let end = self.pos + n;
         let limit = self.record.map_or(self.data().len(), |r| r.end);
@@ -197,14 +197,14 @@ impl<'de> Deserializer<'de> {
     }
 
     /// Checks that a scalar of `eltype`/`N` bytes can be read here and reads its bytes.
-    #[inline]
+    #[inline(always)]
     fn scalar<const N: usize>(&mut self, eltype: ElType, rust: &'static str) -> Result<[u8; N]> {
         if self.record.is_none() {
             if self.depth != self.dims.len() {
                 return Err(self.shape_error(rust));
             }
             let (t, b) = self.scalar_type();
-            if (t, b) != (eltype, N as u64) && !std::mem::take(&mut self.raw16) {
+            if (t as u8 != eltype as u8 || b != N as u64) && !std::mem::take(&mut self.raw16) {
                 return Err(ErrorKind::TypeMismatch {
                     file_eltype: t,
                     file_elbyte: b,
@@ -407,7 +407,7 @@ struct Items<'a, 'de> {
 impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
     type Error = Error;
 
-    #[inline]
+    #[inline(always)]
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
         if self.left == 0 {
             return Ok(None);
@@ -437,7 +437,7 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
 
 macro_rules! scalars {
     ($($method:ident => $visit:ident($t:ty, $eltype:ident)),* $(,)?) => {$(
-        #[inline]
+        #[inline(always)]
         fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
             let b = self.scalar(ElType::$eltype, stringify!($t))?;
             visitor.$visit(<$t>::from_le_bytes(b))
