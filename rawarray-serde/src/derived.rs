@@ -66,10 +66,7 @@ pub fn field(name: &str, offset: usize, layout: Layout) -> Field {
 /// The error of `read_le` given a slice that is not one packed record.
 #[cold]
 pub fn wrong_len(record: &str, expected: usize, got: usize) -> Error {
-    ErrorKind::Message(format!(
-        "record {record} needs {expected} bytes, got {got}"
-    ))
-    .into()
+    ErrorKind::Message(format!("record {record} needs {expected} bytes, got {got}")).into()
 }
 
 /// The one-copy operations a type supports, as `bytemuck` provides them for its bounds.
