@@ -402,7 +402,7 @@ impl<T: Element> RecordWriter<T> {
     /// Appends whole records: `values.len()` must be a multiple of the values per record.
     pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
         let per = self.shape.values;
-        if per == 0 || values.len() % per != 0 {
+        if per == 0 || !values.len().is_multiple_of(per) {
             return Err(Error::unsupported(format!(
                 "{} values are not whole records: a record of this file is {:?}, {per} values",
                 values.len(),
@@ -589,7 +589,7 @@ fn settle(
         }
         Ok(())
     };
-    if !spare.is_some_and(|s| s >= settled) {
+    if spare.is_none_or(|s| s < settled) {
         let mut block = Vec::with_capacity(forward.len());
         encode_block_into(json, 0, &mut block);
         write_all_at(file, &block, file_len.max(settled))?;

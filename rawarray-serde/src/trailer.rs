@@ -429,6 +429,22 @@ mod tests {
     }
 
     #[test]
+    fn float_params_read_back_bit_for_bit() {
+        let xs = [
+            0.1 + 0.2,
+            1e-3,
+            0.483_129_757_543_646_84,
+            f64::MIN_POSITIVE,
+            1.0 / 3.0,
+        ];
+        let block = Trailer::new(xs).unwrap().encode_block(0);
+        let back = Trailer::from_trailing_bytes(&block).unwrap().unwrap();
+        let back: Vec<f64> = back.params_as().unwrap();
+        let bits: Vec<u64> = back.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(bits, xs.map(f64::to_bits));
+    }
+
+    #[test]
     fn no_tag_is_no_trailer() {
         assert_eq!(Trailer::from_trailing_bytes(b"").unwrap(), None);
         assert_eq!(Trailer::from_trailing_bytes(&[7u8; 200]).unwrap(), None);
