@@ -115,7 +115,10 @@ fn foo_file_round_trips_on_disk() {
     a.write_file(&path).unwrap();
     let on_disk = std::fs::read(&path).unwrap();
     assert_eq!(&on_disk[..56], &header_bytes(0, 80, &[10])[..]);
-    assert_eq!(&on_disk[56 + 80 * 4..56 + 80 * 5], &c_struct_bytes(&foo(4))[..]);
+    assert_eq!(
+        &on_disk[56 + 80 * 4..56 + 80 * 5],
+        &c_struct_bytes(&foo(4))[..]
+    );
     assert_eq!(RawArray::<Foo>::read_file(&path).unwrap(), a);
 }
 
@@ -134,7 +137,11 @@ fn big_endian_records_reverse_each_scalar() {
     let mut bytes = Vec::new();
     a.write_to_with(&mut bytes, &WriteOptions::new().big_endian(true))
         .unwrap();
-    assert_eq!(u64::from_le_bytes(bytes[8..16].try_into().unwrap()), 1, "flags");
+    assert_eq!(
+        u64::from_le_bytes(bytes[8..16].try_into().unwrap()),
+        1,
+        "flags"
+    );
     assert_eq!(&bytes[56..], &expected_data[..]);
     assert_eq!(RawArray::<Foo>::from_bytes(&bytes).unwrap(), a);
     assert_eq!(RawArray::<Foo>::read_from(&bytes[..]).unwrap(), a);
@@ -156,14 +163,19 @@ fn pod_record_takes_the_one_copy_path_with_the_same_bytes() {
     let pod_file = RawArray::from_vec(pods.clone()).to_bytes();
     assert_eq!(pod_file, RawArray::from_vec(plain).to_bytes());
     assert_eq!(
-        RawArray::<PodFoo>::from_bytes(&pod_file).unwrap().into_vec(),
+        RawArray::<PodFoo>::from_bytes(&pod_file)
+            .unwrap()
+            .into_vec(),
         pods
     );
     let mut be = Vec::new();
     RawArray::from_vec(pods.clone())
         .write_to_with(&mut be, &WriteOptions::new().big_endian(true))
         .unwrap();
-    assert_eq!(RawArray::<PodFoo>::read_from(&be[..]).unwrap().into_vec(), pods);
+    assert_eq!(
+        RawArray::<PodFoo>::read_from(&be[..]).unwrap().into_vec(),
+        pods
+    );
 }
 
 /// `repr(packed)`: fields are unaligned, so the generated code copies them instead of borrowing.
@@ -213,7 +225,10 @@ fn no_uninit_record_writes_in_one_copy_and_checks_on_read() {
     assert_eq!(Switch::as_pod_bytes(&s).unwrap(), &[1, 3, 0, 200]);
     assert!(Switch::zeroed_pod_vec(1).is_none());
     let mut bytes = RawArray::from_vec(s.to_vec()).to_bytes();
-    assert_eq!(RawArray::<Switch>::from_bytes(&bytes).unwrap().as_slice(), &s);
+    assert_eq!(
+        RawArray::<Switch>::from_bytes(&bytes).unwrap().as_slice(),
+        &s
+    );
     // A bool byte of 2 in the second record is rejected, naming the record.
     bytes[56 + 2] = 2;
     let err = RawArray::<Switch>::from_bytes(&bytes).unwrap_err();
@@ -240,7 +255,10 @@ fn read_le_rejects_a_slice_of_the_wrong_length() {
 fn reading_another_record_type_is_a_type_mismatch() {
     let bytes = RawArray::from_vec(vec![foo(1)]).to_bytes();
     let err = RawArray::<Packed>::from_bytes(&bytes).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::TypeMismatch { .. }), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::TypeMismatch { .. }),
+        "{err}"
+    );
 }
 
 // ---- schemas and numpy dtypes --------------------------------------------------------------
@@ -394,9 +412,19 @@ fn two_d_array_of_records() {
 
 #[test]
 fn fixed_array_of_records_adds_a_dim() {
-    let a = RawArray::from_vec(vec![[Point { x: 1.0, y: 2.0, z: 3.0 }; 2]; 5]);
+    let a = RawArray::from_vec(vec![
+        [Point {
+            x: 1.0,
+            y: 2.0,
+            z: 3.0
+        }; 2];
+        5
+    ]);
     let h = a.header();
-    assert_eq!((h.eltype, h.elbyte, h.dims.clone()), (ElType::User, 12, vec![2, 5]));
+    assert_eq!(
+        (h.eltype, h.elbyte, h.dims.clone()),
+        (ElType::User, 12, vec![2, 5])
+    );
     assert_eq!(RawArray::from_bytes(&a.to_bytes()).unwrap(), a);
 }
 
@@ -447,8 +475,20 @@ fn point() -> impl Strategy<Value = Point> {
 
 fn scalars() -> impl Strategy<Value = Scalars> {
     (
-        (any::<i8>(), any::<i16>(), any::<i32>(), any::<i64>(), any::<i128>()),
-        (any::<u8>(), any::<u16>(), any::<u32>(), any::<u64>(), any::<u128>()),
+        (
+            any::<i8>(),
+            any::<i16>(),
+            any::<i32>(),
+            any::<i64>(),
+            any::<i128>(),
+        ),
+        (
+            any::<u8>(),
+            any::<u16>(),
+            any::<u32>(),
+            any::<u64>(),
+            any::<u128>(),
+        ),
         (finite32(), finite64()),
     )
         .prop_map(|((a, b, c, d, e), (f, g, h, i, j), (k, l))| Scalars {
@@ -597,5 +637,44 @@ fn nested_pod_records_are_one_copy() {
     let back = RawArray::<Segment>::from_bytes(&bytes).unwrap();
     assert_eq!(back.as_slice(), &[s, s]);
     bytes[56] ^= 0x80;
-    assert_ne!(RawArray::<Segment>::from_bytes(&bytes).unwrap().as_slice()[0], s);
+    assert_ne!(
+        RawArray::<Segment>::from_bytes(&bytes).unwrap().as_slice()[0],
+        s
+    );
+}
+
+// ---- fixed arrays of records: items read before an invalid one are dropped once --------------
+
+static DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[derive(RaRecord, Debug)]
+struct Counted {
+    valid: bool,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        DROPS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn array_read_error_drops_the_items_already_read() {
+    let err = <[Counted; 4]>::read_le(&[1, 0, 7, 1]).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::InvalidValue {
+                what: "bool",
+                value: 7,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(DROPS.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let ok = <[Counted; 2]>::read_le(&[1, 0]).unwrap();
+    assert!(ok[0].valid && !ok[1].valid);
+    drop(ok);
+    assert_eq!(DROPS.load(std::sync::atomic::Ordering::SeqCst), 4);
 }

@@ -112,7 +112,8 @@ impl<'a> Record<'a> {
 /// The field name without an `r#` prefix: `r#type` is the field `type` to numpy.
 fn unraw(ident: &Ident) -> String {
     let s = ident.to_string();
-    s.strip_prefix("r#").map_or_else(|| s.clone(), str::to_string)
+    s.strip_prefix("r#")
+        .map_or_else(|| s.clone(), str::to_string)
 }
 
 /// `#[ra(crate = "path")]` on the struct.
@@ -125,14 +126,16 @@ fn parse_container_attrs(attrs: &[syn::Attribute]) -> Result<Option<Path>> {
                     return Err(meta.error("duplicate `crate` in #[ra(...)]"));
                 }
                 let lit: LitStr = meta.value()?.parse()?;
-                crate_path = Some(lit.parse::<Path>().map_err(|e| {
-                    Error::new(lit.span(), format!("`crate` must be a path: {e}"))
-                })?);
+                crate_path =
+                    Some(lit.parse::<Path>().map_err(|e| {
+                        Error::new(lit.span(), format!("`crate` must be a path: {e}"))
+                    })?);
                 Ok(())
             } else if meta.path.is_ident("rename") {
                 Err(meta.error("`rename` goes on a field, not on the struct"))
             } else {
-                Err(meta.error("unknown #[ra(...)] attribute on a struct; expected `crate = \"path\"`"))
+                Err(meta
+                    .error("unknown #[ra(...)] attribute on a struct; expected `crate = \"path\"`"))
             }
         })?;
     }
@@ -161,7 +164,8 @@ fn parse_field_attrs(attrs: &[syn::Attribute], field: &mut RecordField<'_>) -> R
             } else if meta.path.is_ident("crate") {
                 Err(meta.error("`crate` goes on the struct, not on a field"))
             } else {
-                Err(meta.error("unknown #[ra(...)] attribute on a field; expected `rename = \"name\"`"))
+                Err(meta
+                    .error("unknown #[ra(...)] attribute on a field; expected `rename = \"name\"`"))
             }
         })?;
     }

@@ -36,7 +36,10 @@ impl Record<'_> {
                 push(e);
             }
             if field.name.is_empty() {
-                push(Error::new(field.name_span, "a field's schema name cannot be empty"));
+                push(Error::new(
+                    field.name_span,
+                    "a field's schema name cannot be empty",
+                ));
             } else if let Some(first) = names.insert(&field.name, field) {
                 push(Error::new(
                     field.name_span,

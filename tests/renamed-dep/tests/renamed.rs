@@ -16,13 +16,23 @@ fn sample(i: u32) -> Sample {
 #[test]
 fn derived_through_the_manifest_name() {
     assert_eq!(Sample::OFFSETS, [0, 8, 20]);
-    assert!(Sample::as_pod_bytes(&[sample(1)]).is_some(), "Pod takes one copy");
+    assert!(
+        Sample::as_pod_bytes(&[sample(1)]).is_some(),
+        "Pod takes one copy"
+    );
     let a = RawArray::from_vec((0..4).map(sample).collect());
     let bytes = a.to_bytes();
-    assert_eq!(u64::from_le_bytes(bytes[24..32].try_into().unwrap()), 24, "elbyte");
+    assert_eq!(
+        u64::from_le_bytes(bytes[24..32].try_into().unwrap()),
+        24,
+        "elbyte"
+    );
     assert_eq!(RawArray::<Sample>::from_bytes(&bytes).unwrap(), a);
 
-    let t = RawArray::from_vec(vec![Tagged { tag: 1, value: [2u16; 2] }]);
+    let t = RawArray::from_vec(vec![Tagged {
+        tag: 1,
+        value: [2u16; 2],
+    }]);
     assert_eq!(Tagged::<[u16; 2]>::ELBYTE, 5);
     assert_eq!(RawArray::from_bytes(&t.to_bytes()).unwrap(), t);
 }
