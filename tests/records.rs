@@ -12,6 +12,7 @@ mod simulation;
 use std::borrow::Cow;
 use std::fs;
 use std::path::Path;
+use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 use rawarray_serde::{
@@ -416,7 +417,7 @@ fn snapshots_grow_the_last_dim() {
         matches!(step4, Cow::Borrowed(_)),
         "f64 after a 72-byte header is aligned"
     );
-    assert_eq!(step4[(2 + nx * 1) as usize], field(2, 1, 4));
+    assert_eq!(step4[(2 + nx) as usize], field(2, 1, 4)); // x = 2, y = 1
     assert_eq!(
         *r.slice(2..5).unwrap(),
         [snapshot(2), snapshot(3), snapshot(4)].concat()
@@ -629,15 +630,30 @@ fn recover_without_a_trailer_takes_whole_records_and_refuses_damage() {
 fn a_reader_racing_a_writer_sees_valid_prefixes() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("race.ra");
-    let mut w: RecordWriter<Sample> = fast().params(params()).create(&path).unwrap();
+    // A small buffer: records are also written out between flushes, moving the spare copy.
+    let mut w: RecordWriter<Sample> = fast()
+        .params(params())
+        .buffer_bytes(4096)
+        .create(&path)
+        .unwrap();
+    // Every 40 flushes the writer waits for the reader to open the file once more, so that
+    // the two overlap however the threads are scheduled.
+    let opened = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = opened.clone();
     let writer = std::thread::spawn(move || {
         let mut n = 0;
         for j in 0..400u64 {
-            let batch = 1 + j * 7 % 60;
+            let batch = 1 + j * 7 % 400;
             w.append_slice(&(n..n + batch).map(sample).collect::<Vec<_>>())
                 .unwrap();
             w.flush().unwrap();
             n += batch;
+            if j % 40 == 39 {
+                let (before, since) = (seen.load(SeqCst), std::time::Instant::now());
+                while seen.load(SeqCst) == before && since.elapsed() < Duration::from_secs(10) {
+                    std::thread::yield_now();
+                }
+            }
         }
         w.finish().unwrap();
         n
@@ -651,26 +667,47 @@ fn a_reader_racing_a_writer_sees_valid_prefixes() {
         assert_eq!(r.data(), &samples_bytes(0..last as u64)[..]);
         assert_eq!(r.trailer().expect("a trailer").params, params());
         opens += 1;
+        opened.store(opens, SeqCst);
         if done {
             break;
         }
     }
     let total = writer.join().unwrap();
     assert_eq!(last as u64, total);
-    assert!(opens > 5, "only {opens} opens raced the writer");
+    assert!(opens >= 10, "only {opens} opens raced the writer");
 }
 
 #[test]
-fn appending_flushes_by_itself_past_the_buffer_size() {
+fn past_the_buffer_size_records_are_written_but_not_committed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.ra");
     let mut w: RecordWriter<Sample> = fast().buffer_bytes(1000).create(&path).unwrap();
     w.append_slice(&(0..120).map(sample).collect::<Vec<_>>())
         .unwrap();
-    // 50 records fill the 1000-byte buffer: two flushes happened, 20 records wait.
-    assert_eq!((w.flushed_len(), w.len()), (100, 120));
-    assert_eq!(RecordReader::<Sample>::open(&path).unwrap().len(), 100);
+    // 50 records fill the 1000-byte buffer: 100 are written, 20 wait, none are committed.
+    assert_eq!((w.flushed_len(), w.len()), (0, 120));
+    let bytes = fs::read(&path).unwrap();
+    assert_eq!(&bytes[..56], &header_bytes(0, 20, &[0])[..]);
+    assert_eq!(&bytes[56..56 + 2000], &samples_bytes(0..100)[..]);
+    assert_eq!(RecordReader::<Sample>::open(&path).unwrap().len(), 0);
+    assert_eq!(
+        Trailer::read_file(&path).unwrap().unwrap().params,
+        Value::Null
+    );
+    w.flush().unwrap();
+    assert_eq!(RecordReader::<Sample>::open(&path).unwrap().len(), 120);
+
+    // Plain-old-data slices of 64 KiB or more skip the buffer; the file is the same.
+    let path = dir.path().join("f.ra");
+    let mut w: RecordWriter<f64> = fast().create(&path).unwrap();
+    let values: Vec<f64> = (0..20_000).map(|i| i as f64).collect();
+    w.append_slice(&values[..10]).unwrap();
+    w.append_slice(&values[10..19_000]).unwrap();
+    w.append_slice(&values[19_000..]).unwrap();
     w.finish().unwrap();
+    let mut expected = header_bytes(3, 8, &[20_000]);
+    expected.extend(values.iter().flat_map(|v| v.to_le_bytes()));
+    assert_eq!(&fs::read(&path).unwrap()[..expected.len()], &expected[..]);
 }
 
 const CHILD: &str = "RA_RECORDS_CRASH_CHILD";
@@ -696,7 +733,12 @@ fn crash_child() {
         "fsync" => Durability::Fsync,
         _ => Durability::NoFsync,
     };
-    let opts = RecordOptions::new().params(params()).durability(durability);
+    // In "spill" rounds records are written out before their flush, 1500 bytes at a time.
+    let buffer = if mode == "spill" { 1500 } else { 1 << 20 };
+    let opts = RecordOptions::new()
+        .params(params())
+        .durability(durability)
+        .buffer_bytes(buffer);
     let mut w: RecordWriter<Sample> = if Path::new(path).exists() {
         opts.open(path).unwrap()
     } else {
@@ -759,7 +801,7 @@ fn killed_writers_leave_valid_files() {
     let (mut kills, mut appending_kills, mut recovered) = (0, 0, 0);
     for round in 0..70 {
         let before = read_side();
-        let mode = if round % 4 == 3 { "fsync" } else { "nofsync" };
+        let mode = ["nofsync", "spill", "nofsync", "fsync"][round % 4];
         let err_path = dir.path().join("child.err");
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args(["crash_child", "--exact", "--nocapture", "--test-threads=1"])

@@ -19,13 +19,16 @@
 //! describes only synced records, and at every instant at least one of the two copies is
 //! valid** (the reader tries the end of the file, then the data end: both O(1)).
 //!
-//! [`RecordWriter::flush`] with pending records `R` and the block `B`:
+//! Appended records `R` go after the data end, uncommitted: packed into a reused buffer (one
+//! copy for plain-old-data elements), or for plain-old-data slices of 64 KiB or more written
+//! straight from the caller's memory. [`RecordWriter::flush`] commits them, with `B` the block:
 //!
-//! 1. if `data end + |R| + |B|` would reach the spare copy, a new spare copy is written further
-//!    out (leaving free space of 1/8 of the data, at least 64 KiB: a sparse hole on most file
-//!    systems), and synced. The forward copy is untouched meanwhile.
-//! 2. `R | B` is written at the data end in one `pwrite`, and synced. This clobbers only the
-//!    forward copy of the old header; the spare copy lies beyond it.
+//! 1. whenever bytes are about to be written that, with a block after them, would reach the
+//!    spare copy, a new spare copy is first written further out (leaving free space of 1/8 of
+//!    the data, at least 64 KiB: a sparse hole on most file systems), and synced.
+//! 2. the records still in the buffer, then `B`, are written after the records already written,
+//!    in one `pwrite`, and synced. Record writes clobber only the forward copy of the old
+//!    header; the spare copy lies beyond them.
 //! 3. the header, with the new last dim and `size`, is written in one `pwrite` at offset 0, and
 //!    synced. A header is at most 512 bytes (58 dims), inside one page and one disk sector, so
 //!    no kill can tear it; if it is not written, the old header still describes complete data.
@@ -75,8 +78,11 @@ const MAX_HEADER_LEN: usize = 512;
 /// Least free space left before the spare trailer copy when it moves.
 const MIN_SLACK: u64 = 64 << 10;
 
-/// Pending record bytes at which the writer flushes by itself, unless told otherwise.
+/// Buffered record bytes at which the writer writes them out (uncommitted), unless told otherwise.
 const DEFAULT_BUFFER: usize = 8 << 20;
+
+/// Plain-old-data appends of at least this many bytes skip the buffer.
+const DIRECT_WRITE: usize = 64 << 10;
 
 /// What a completed [`RecordWriter::flush`] survives.
 ///
@@ -176,8 +182,9 @@ impl RecordOptions {
         self
     }
 
-    /// Pending bytes at which appending flushes by itself (default 8 MiB), so that memory
-    /// stays bounded however long the writer goes without [`RecordWriter::flush`].
+    /// Buffered bytes at which appending writes records out (default 8 MiB), still uncommitted
+    /// until [`RecordWriter::flush`], so that memory stays bounded however long the writer goes
+    /// without a flush.
     #[must_use]
     pub fn buffer_bytes(mut self, bytes: usize) -> RecordOptions {
         self.buffer_bytes = bytes.max(1);
@@ -311,9 +318,9 @@ impl RecordShape {
 /// Appends records to a `.ra` file crash-safely: see the [module docs](self) for the layout
 /// and the order of writes.
 ///
-/// Appended records are packed into a reused buffer (one copy for plain-old-data elements) and
-/// written by [`RecordWriter::flush`] in one `pwrite`, followed by one `pwrite` of the header.
-/// A crash loses at most the records since the last flush. Dropping the writer finishes it,
+/// Appended records are written after the data and committed by [`RecordWriter::flush`]: a
+/// crash loses at most the records since the last flush. A flush costs one `pwrite` for the
+/// buffered records and the trailer block, and one for the header. Dropping the writer finishes it,
 /// ignoring errors; call [`RecordWriter::finish`] to see them.
 ///
 /// ```
@@ -348,8 +355,11 @@ pub struct RecordWriter<T: Element> {
     json: Vec<u8>,
     /// Offset of the spare trailer copy; equal to the data end when the two copies coincide.
     spare_at: u64,
-    /// Packed records not yet flushed (the block is appended to them while flushing).
+    /// Bytes of records already written after the data end, not yet committed.
+    ahead: u64,
+    /// Packed records not yet written (the block is appended to them while flushing).
     pending: Vec<u8>,
+    /// Records not yet committed: those written ahead and those pending.
     pending_records: u64,
     durability: Durability,
     buffer_bytes: usize,
@@ -385,6 +395,7 @@ impl<T: Element> RecordWriter<T> {
             shape,
             trailer,
             json,
+            ahead: 0,
             pending: Vec::new(),
             pending_records: 0,
             durability: opts.durability,
@@ -400,6 +411,11 @@ impl<T: Element> RecordWriter<T> {
     }
 
     /// Appends whole records: `values.len()` must be a multiple of the values per record.
+    ///
+    /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
+    /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
+    /// packed into the buffer, which is written out (still uncommitted) when it holds
+    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
     pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
         let per = self.shape.values;
         if per == 0 || !values.len().is_multiple_of(per) {
@@ -409,12 +425,20 @@ impl<T: Element> RecordWriter<T> {
                 self.shape.dims
             )));
         }
+        if !self.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
+                self.write_pending()?;
+                self.write_ahead(bytes)?;
+                self.pending_records += (values.len() / per) as u64;
+                return Ok(());
+            }
+        }
         let chunk = (self.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
         for part in values.chunks(chunk) {
             self.pack(part);
             self.pending_records += (part.len() / per) as u64;
             if self.pending.len() >= self.buffer_bytes {
-                self.flush()?;
+                self.write_pending()?;
             }
         }
         Ok(())
@@ -447,30 +471,63 @@ impl<T: Element> RecordWriter<T> {
         data::pack_into(values, self.big_endian, &mut self.pending[start..]);
     }
 
-    /// Writes the pending records and commits them: when it returns, the header on disk covers
-    /// every record appended so far (synced, with [`Durability::Fsync`]). On an error the file
-    /// still holds the records of the last successful flush, and flushing can be retried.
+    /// Writes the buffer after the records already written ahead, uncommitted.
+    fn write_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let written = self.write_ahead(&pending);
+        self.pending = pending;
+        written?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Writes record bytes after those already written ahead, uncommitted (they replace the
+    /// forward trailer copy; the spare copy stays valid beyond them).
+    fn write_ahead(&mut self, bytes: &[u8]) -> Result<()> {
+        let at = self.data_end() + self.ahead;
+        self.reserve(at + bytes.len() as u64)?;
+        write_all_at(&self.file, bytes, at)?;
+        self.ahead += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Keeps the bytes up to `end`, and a trailer block after them, clear of the spare copy:
+    /// if they would reach it, a new spare copy is written (and synced) further out, leaving
+    /// free space of 1/8 of the data, at least 64 KiB.
+    fn reserve(&mut self, end: u64) -> Result<()> {
+        let block = block_len(self.json.len()) as u64;
+        if end + block <= self.spare_at {
+            return Ok(());
+        }
+        let data_len = end - self.header.encoded_len() as u64;
+        let spare = (end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
+        let mut bytes = Vec::with_capacity(block as usize);
+        encode_block_into(&self.json, 0, &mut bytes);
+        write_all_at(&self.file, &bytes, spare)?;
+        self.sync()?;
+        self.spare_at = spare;
+        Ok(())
+    }
+
+    /// Commits the records appended so far: writes the buffer and the trailer block after them
+    /// in one `pwrite`, syncs, then rewrites the header in one `pwrite` and syncs (with
+    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+    /// On an error the file still holds the records of the last successful flush, and flushing
+    /// can be retried.
     pub fn flush(&mut self) -> Result<()> {
         if self.pending_records == 0 {
             return Ok(());
         }
-        let end = self.data_end();
-        let data_bytes = self.pending.len() as u64;
-        let new_end = end + data_bytes;
-        let block = block_len(self.json.len()) as u64;
-        if new_end + block > self.spare_at {
-            // Move the spare copy out of the way first, leaving room for more flushes.
-            let data_len = new_end - self.header.encoded_len() as u64;
-            let spare = (new_end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
-            let mut bytes = Vec::with_capacity(block as usize);
-            encode_block_into(&self.json, 0, &mut bytes);
-            write_all_at(&self.file, &bytes, spare)?;
-            self.sync()?;
-            self.spare_at = spare;
-        }
+        let at = self.data_end() + self.ahead;
+        let buffered = self.pending.len();
+        let new_end = at + buffered as u64;
+        self.reserve(new_end)?;
         encode_block_into(&self.json, new_end, &mut self.pending);
-        let written = write_all_at(&self.file, &self.pending, end);
-        self.pending.truncate(data_bytes as usize);
+        let written = write_all_at(&self.file, &self.pending, at);
+        self.pending.truncate(buffered);
         written?;
         self.sync()?;
         let mut header = self.header.clone();
@@ -478,10 +535,11 @@ impl<T: Element> RecordWriter<T> {
             .dims
             .last_mut()
             .expect("record files have a last dim") += self.pending_records;
-        header.size += data_bytes;
+        header.size += self.ahead + buffered as u64;
         write_all_at(&self.file, &header.encode(), 0)?;
         self.sync()?;
         self.header = header;
+        self.ahead = 0;
         self.pending.clear();
         self.pending_records = 0;
         Ok(())
