@@ -1,58 +1,6 @@
-//! Appending records to a `.ra` file as a simulation runs, crash-safely, and repairing a file
-//! whose last flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
-//!
-//! A record file is an ordinary `.ra` array whose **last dim counts records** and grows: one
-//! record is one value of `T` (dims `[n]`, or `[3, n]` for `T = [f64; 3]`), or an n-d snapshot
-//! of values of `T` (dims `[nx, ny, n]` for an `[nx, ny]` field per step). Every reader of
-//! `size` bytes (numpy, Julia, C) reads it as it stands at any moment.
-//!
-//! # The file while it is written
-//!
-//! ```text
-//! header(n) | data: n records | trailer block | free space (a hole) | spare trailer block
-//!                              ^ the data end                        ^ the end of the file
-//! ```
-//!
-//! The [trailer](crate::Trailer) (parameters and schema) is kept twice: the *forward* copy at
-//! the data end, and a *spare* copy at the end of the file (the two coincide when there is no
-//! free space, as after [`RecordWriter::finish`]). Invariant: **the header is always valid and
-//! describes only synced records, and at every instant at least one of the two copies is
-//! valid** (the reader tries the end of the file, then the data end: both O(1)).
-//!
-//! Appended records `R` go after the data end, uncommitted: packed into a reused buffer (one
-//! copy for plain-old-data elements), or for plain-old-data slices of 64 KiB or more written
-//! straight from the caller's memory. [`RecordWriter::flush`] commits them, with `B` the block:
-//!
-//! 1. whenever bytes are about to be written that, with a block after them, would reach the
-//!    spare copy, a new spare copy is first written further out (leaving free space of 1/8 of
-//!    the data, at least 64 KiB: a sparse hole on most file systems), and synced.
-//! 2. the records still in the buffer, then `B`, are written after the records already written,
-//!    in one `pwrite`, and synced. Record writes clobber only the forward copy of the old
-//!    header; the spare copy lies beyond them.
-//! 3. the header, with the new last dim and `size`, is written in one `pwrite` at offset 0, and
-//!    synced. A header is at most 512 bytes (58 dims), inside one page and one disk sector, so
-//!    no kill can tear it; if it is not written, the old header still describes complete data.
-//!
-//! A process killed anywhere leaves a file whose header describes the records of the last
-//! completed flush, or those of the flush under way if step 3 was reached. With
-//! [`Durability::NoFsync`] the syncs are skipped: a killed process loses nothing the kernel
-//! has (its page cache keeps the writes' order), but a power cut may.
-//!
-//! [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
-//! [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
-//! if needed, the forward copy written, then the rest cut off. Records a lost header update
-//! left after the data are dropped then; call [`recover`] first to keep them.
-//!
-//! # Recovery
-//!
-//! [`recover`] looks for the forward block of a flush whose header update was lost: at the
-//! data end and at each record boundary after it, a valid block whose `at` field is its own
-//! offset. Finding one `k` records on, it extends the header over those `k` records (they were
-//! synced before the block was written). The spare copy has `at = 0`, so a spare that happens to
-//! sit at a record boundary behind a torn flush is not taken for one. Without a forward block,
-//! the trailer (the spare) is written back at the data end and nothing is extended. A file with
-//! no trailer at all is extended over as many whole records as follow the data. The scan is
-//! fooled only by record data that itself holds a valid trailer block at a record boundary.
+//! Appending records to a `.ra` file as a simulation runs, crash-safely ([`RecordWriter`], whose
+//! docs describe the file layout and the order of writes), and repairing a file whose last
+//! flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
 
 use std::fs::{File, OpenOptions};
 use std::marker::PhantomData;
@@ -315,13 +263,14 @@ impl RecordShape {
     }
 }
 
-/// Appends records to a `.ra` file crash-safely: see the [module docs](self) for the layout
-/// and the order of writes.
+/// Appends records to a `.ra` file crash-safely: a crash loses at most the records appended
+/// since the last [`RecordWriter::flush`], and leaves a file every reader reads.
 ///
-/// Appended records are written after the data and committed by [`RecordWriter::flush`]: a
-/// crash loses at most the records since the last flush. A flush costs one `pwrite` for the
-/// buffered records and the trailer block, and one for the header. Dropping the writer finishes it,
-/// ignoring errors; call [`RecordWriter::finish`] to see them.
+/// A record file is an ordinary `.ra` array whose **last dim counts records** and grows: one
+/// record is one value of `T` (dims `[n]`, or `[3, n]` for `T = [f64; 3]`), or an n-d snapshot
+/// of values of `T` (dims `[nx, ny, n]` for an `[nx, ny]` field per step). Every reader of
+/// `size` bytes (numpy, Julia, C) reads it as it stands at any moment. Dropping the writer
+/// finishes it, ignoring errors; call [`RecordWriter::finish`] to see them.
 ///
 /// ```
 /// use rawarray_serde::{RecordReader, RecordWriter, RawArray};
@@ -343,6 +292,43 @@ impl RecordShape {
 /// let r = RecordReader::<[f64; 3]>::open(&path).unwrap();
 /// assert_eq!(r.get(10).unwrap()[0][2], 1.0);
 /// ```
+///
+/// # The file while it is written
+///
+/// ```text
+/// header(n) | data: n records | trailer block | free space (a hole) | spare trailer block
+///                              ^ the data end                        ^ the end of the file
+/// ```
+///
+/// The [trailer](crate::Trailer) (parameters and schema) is kept twice: the *forward* copy at
+/// the data end, and a *spare* copy at the end of the file (the two coincide when there is no
+/// free space, as after [`RecordWriter::finish`]). Invariant: **the header is always valid and
+/// describes only synced records, and at every instant at least one of the two copies is
+/// valid** (the reader tries the end of the file, then the data end: both O(1)).
+///
+/// Appended records `R` go after the data end, uncommitted: packed into a reused buffer (one
+/// copy for plain-old-data elements), or for plain-old-data slices of 64 KiB or more written
+/// straight from the caller's memory. [`RecordWriter::flush`] commits them, with `B` the block:
+///
+/// 1. whenever bytes are about to be written that, with a block after them, would reach the
+///    spare copy, a new spare copy is first written further out (leaving free space of 1/8 of
+///    the data, at least 64 KiB: a sparse hole on most file systems), and synced.
+/// 2. the records still in the buffer, then `B`, are written after the records already written,
+///    in one `pwrite`, and synced. Record writes clobber only the forward copy of the old
+///    header; the spare copy lies beyond them.
+/// 3. the header, with the new last dim and `size`, is written in one `pwrite` at offset 0, and
+///    synced. A header is at most 512 bytes (58 dims), inside one page and one disk sector, so
+///    no kill can tear it; if it is not written, the old header still describes complete data.
+///
+/// A process killed anywhere leaves a file whose header describes the records of the last
+/// completed flush, or those of the flush under way if step 3 was reached. With
+/// [`Durability::NoFsync`] the syncs are skipped: a killed process loses nothing the kernel
+/// has (its page cache keeps the writes' order), but a power cut may.
+///
+/// [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
+/// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
+/// if needed, the forward copy written, then the rest cut off. Records a lost header update
+/// left after the data are dropped then; call [`recover`] first to keep them.
 #[derive(Debug)]
 pub struct RecordWriter<T: Element> {
     file: File,
@@ -673,14 +659,24 @@ pub struct Recovery {
 }
 
 /// Repairs a record file after a crash: extends the header over the complete records that
-/// follow it and leaves the file as [`RecordWriter::finish`] would. See the
-/// [module docs](self#recovery) for how complete records are told from torn ones.
+/// follow it and leaves the file as [`RecordWriter::finish`] would.
 ///
-/// Works on any uncompressed `.ra` file whose last dim counts records; a file with no trailer
-/// is extended over as many whole records as follow its data.
+/// It looks for the forward trailer block of a flush whose header update was lost (see
+/// [`RecordWriter`] for the layout): at the data end and at each record boundary after it, a
+/// valid block whose `at` field is its own offset ([`Trailer`] describes the block). Finding one
+/// `k` records on, it extends the header over those `k` records, which were written (and synced)
+/// before the block. The spare copy has `at = 0`, so a spare that happens to sit on a record
+/// boundary behind a torn flush is never taken for the end of complete records. Without a
+/// forward block, the last flush was torn: the trailer is written back at the data end and
+/// nothing is extended. A file with no trailer at all (not written by [`RecordWriter`]) is
+/// extended over as many whole records as follow its data. A damaged trailer and no good copy
+/// is an error, and nothing is written. The scan can only be fooled by record data that itself
+/// holds a valid forward trailer block on a record boundary.
+///
+/// Works on any uncompressed `.ra` file whose last dim counts records.
 ///
 /// ```
-/// use rawarray_serde::{recover, DynArray, RawArray};
+/// use rawarray_serde::{recover, RawArray};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("log.ra");
 /// // A header for 2 values, followed by 3 whole u32 values and a torn one.
