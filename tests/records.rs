@@ -678,6 +678,48 @@ fn a_reader_racing_a_writer_sees_valid_prefixes() {
 }
 
 #[test]
+fn appending_to_a_big_endian_file_keeps_its_byte_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("be.ra");
+    RawArray::from_vec(vec![1.5f64, 2.5])
+        .write_file_with(&path, &WriteOptions::new().big_endian(true))
+        .unwrap();
+    let mut w = RecordWriter::<f64>::open(&path).unwrap();
+    w.append_slice(&vec![3.5; 10_000]).unwrap(); // 80 KB: still packed, never copied raw
+    w.finish().unwrap();
+    let bytes = fs::read(&path).unwrap();
+    assert_eq!(
+        u64::from_le_bytes(bytes[8..16].try_into().unwrap()),
+        1,
+        "flags"
+    );
+    assert_eq!(&bytes[56..64], &1.5f64.to_be_bytes());
+    assert_eq!(
+        &bytes[56 + 8 * 10_001..56 + 8 * 10_002],
+        &3.5f64.to_be_bytes()
+    );
+    let r = RecordReader::<f64>::open(&path).unwrap();
+    assert_eq!((r.len(), &r.get(10_001).unwrap()[..]), (10_002, &[3.5][..]));
+}
+
+#[test]
+fn creating_over_a_mapped_file_leaves_its_readers_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ra");
+    let mut w = RecordWriter::<Sample>::create(&path, Value::Null).unwrap();
+    w.append_slice(&(0..5).map(sample).collect::<Vec<_>>())
+        .unwrap();
+    w.finish().unwrap();
+    let old = RecordReader::<Sample>::open(&path).unwrap();
+    let mut w = RecordWriter::<Sample>::create(&path, Value::Null).unwrap();
+    w.append(&sample(100)).unwrap();
+    w.finish().unwrap();
+    assert_eq!(old.data(), &samples_bytes(0..5)[..]);
+    let new = RecordReader::<Sample>::open(&path).unwrap();
+    assert_eq!(new.data(), &samples_bytes(100..101)[..]);
+}
+
+#[test]
 fn past_the_buffer_size_records_are_written_but_not_committed() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.ra");
