@@ -719,6 +719,30 @@ fn creating_over_a_mapped_file_leaves_its_readers_alone() {
     assert_eq!(new.data(), &samples_bytes(100..101)[..]);
 }
 
+/// New files get the permissions `File::create` gives, not a temporary file's 0o600.
+#[cfg(unix)]
+#[test]
+fn new_files_have_the_usual_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mode = |name: &str| {
+        fs::metadata(dir.path().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+    };
+    fs::File::create(dir.path().join("plain")).unwrap();
+    RecordWriter::<f64>::create(dir.path().join("records.ra"), Value::Null)
+        .unwrap()
+        .finish()
+        .unwrap();
+    RawArray::from_vec(vec![1u8])
+        .write_file(dir.path().join("array.ra"))
+        .unwrap();
+    assert_eq!(mode("records.ra"), mode("plain"));
+    assert_eq!(mode("array.ra"), mode("plain"));
+}
+
 #[test]
 fn past_the_buffer_size_records_are_written_but_not_committed() {
     let dir = tempfile::tempdir().unwrap();
