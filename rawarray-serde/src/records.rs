@@ -162,9 +162,10 @@ impl RecordOptions {
         Ok(RecordWriter::new(file, header, shape, trailer, json, self))
     }
 
-    /// Opens a record file to append to it. Its element type, byte order and leading dims must
-    /// be `T`'s and these record dims, and its trailer schema (if any) `T`'s; otherwise the
-    /// error names what differs. The file is settled first (see the module docs).
+    /// Opens a record file to append to it. Its element type and leading dims must be `T`'s
+    /// and these record dims, and its trailer schema (if any) `T`'s; otherwise the error names
+    /// what differs. Its byte order is kept. The file is first left as [`RecordWriter::finish`]
+    /// leaves it (see [`RecordWriter`]).
     pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let header = Header::read_from(&mut &file)?;
@@ -251,14 +252,21 @@ impl RecordShape {
             }
             .into());
         }
-        let values = record_dims.iter().try_fold(1usize, |a, &d| {
-            usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
-        });
-        let values = values.ok_or(ErrorKind::TooLarge { bytes: u64::MAX })?;
+        // Validated dims fit in a u64 byte count, but a usize may be narrower.
+        let sizes = record_dims
+            .iter()
+            .try_fold(1usize, |a, &d| {
+                usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
+            })
+            .and_then(|values| Some((values, values.checked_mul(T::PACKED_SIZE)?)));
+        let (values, bytes) = sizes.ok_or(ErrorKind::DataLenOverflow {
+            elbyte: T::PACKED_SIZE as u64,
+            dims: record_dims.to_vec(),
+        })?;
         Ok(RecordShape {
             dims: record_dims.to_vec(),
             values,
-            bytes: values as u64 * T::PACKED_SIZE as u64,
+            bytes: bytes as u64,
         })
     }
 }
