@@ -596,3 +596,64 @@ impl DynArray {
         write_atomic(path.as_ref(), |w| self.write_dyn(w, opts))
     }
 }
+
+/// A `RawArray` serializes as a whole embedded `.ra` file: in a `.ra` serializer, a
+/// `Vec<RawArray<T>>` of equal-sized arrays is an array of user-defined (eltype 0) elements,
+/// each one a valid `.ra` file (".ra inside .ra"). Other serde formats see a byte string.
+impl<T: Element> serde::Serialize for RawArray<T> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_newtype_struct(
+            crate::ser::EMBEDDED,
+            serde_bytes::Bytes::new(&self.to_bytes()),
+        )
+    }
+}
+
+impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct EmbeddedVisitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Element> serde::de::Visitor<'de> for EmbeddedVisitor<T> {
+            type Value = RawArray<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the bytes of a .ra file")
+            }
+
+            fn visit_bytes<E: serde::de::Error>(
+                self,
+                v: &[u8],
+            ) -> std::result::Result<RawArray<T>, E> {
+                RawArray::from_bytes(v).map_err(E::custom)
+            }
+
+            fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> std::result::Result<RawArray<T>, D::Error> {
+                d.deserialize_bytes(self)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<RawArray<T>, A::Error> {
+                let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+                while let Some(b) = seq.next_element::<u8>()? {
+                    bytes.push(b);
+                }
+                self.visit_bytes(&bytes)
+            }
+        }
+
+        deserializer.deserialize_newtype_struct(
+            crate::ser::EMBEDDED,
+            EmbeddedVisitor(std::marker::PhantomData),
+        )
+    }
+}

@@ -77,6 +77,7 @@ pub type AsBytesMut<T> = fn(&mut [T]) -> &mut [u8];
 pub type CastSlice<T> = fn(&[u8]) -> Option<&[T]>;
 
 /// The one-copy operations a type supports, as `bytemuck` provides them for its bounds.
+#[allow(clippy::type_complexity)] // plain fn pointers, one per Element hook
 pub struct PodOps<T> {
     /// The values' memory (`T: NoUninit`).
     pub as_bytes: Option<AsBytes<T>>,
@@ -157,6 +158,7 @@ impl<T> ViaNothing for Probe<T> {
 }
 
 #[cfg(test)]
+#[allow(clippy::needless_borrow)] // the autoref probe needs exactly these borrows
 mod tests {
     use super::*;
 

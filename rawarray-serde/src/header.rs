@@ -232,6 +232,46 @@ pub fn numpy_dtype(eltype: ElType, elbyte: u64) -> Option<&'static str> {
     })
 }
 
+/// The element type, size and byte order of a numpy dtype string, the inverse of
+/// [`numpy_dtype`] (and its one table): `"<f4"` is `(Float, 4, false)`, `">i2"` is
+/// `(Int, 2, true)`. `=` (native) is read as `<`; the byte order of one-byte types is
+/// ignored, and numpy's `b1` (bool) is `|u1`, as this crate stores `bool`. `None` for dtypes
+/// with no `.ra` element (objects, strings, `longdouble`, structured dtypes).
+///
+/// ```
+/// use rawarray_serde::{parse_numpy_dtype, ElType};
+/// assert_eq!(parse_numpy_dtype("<f4"), Some((ElType::Float, 4, false)));
+/// assert_eq!(parse_numpy_dtype(">c16"), Some((ElType::Complex, 16, true)));
+/// assert_eq!(parse_numpy_dtype("|u1"), Some((ElType::Uint, 1, false)));
+/// assert_eq!(parse_numpy_dtype("|b1"), Some((ElType::Uint, 1, false)));
+/// assert_eq!(parse_numpy_dtype("<U8"), None);
+/// ```
+pub fn parse_numpy_dtype(descr: &str) -> Option<(ElType, u64, bool)> {
+    let (order, kind) = match descr.as_bytes().first()? {
+        b'<' | b'=' => (Some(false), &descr[1..]),
+        b'>' => (Some(true), &descr[1..]),
+        b'|' => (None, &descr[1..]),
+        _ => (Some(false), descr),
+    };
+    let kind = if kind == "b1" { "u1" } else { kind };
+    ElType::ALL.iter().find_map(|&eltype| {
+        eltype.valid_elbytes()?.iter().find_map(|&elbyte| {
+            let known = numpy_dtype(eltype, elbyte)?;
+            // The table's first character is the byte order: '<', or '|' for one byte.
+            let one_byte = known.starts_with('|');
+            let order_ok = match order {
+                None => one_byte,
+                Some(_) => true,
+            };
+            (order_ok && &known[1..] == kind).then_some((
+                eltype,
+                elbyte,
+                order.unwrap_or(false) && !one_byte,
+            ))
+        })
+    })
+}
+
 /// Why [`numpy_dtype`] has no answer, in words, for messages and `ra info`.
 pub fn numpy_dtype_or_reason(eltype: ElType, elbyte: u64) -> String {
     match numpy_dtype(eltype, elbyte) {
@@ -549,4 +589,33 @@ pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io:
         }
     }
     Ok(got)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_numpy_dtype_inverts_the_table() {
+        for eltype in ElType::ALL {
+            for &elbyte in eltype.valid_elbytes().unwrap_or(&[]) {
+                let Some(d) = numpy_dtype(eltype, elbyte) else {
+                    continue;
+                };
+                assert_eq!(parse_numpy_dtype(d), Some((eltype, elbyte, false)), "{d}");
+                let be = format!(">{}", &d[1..]);
+                assert_eq!(
+                    parse_numpy_dtype(&be),
+                    Some((eltype, elbyte, elbyte > 1)),
+                    "{be}"
+                );
+                assert_eq!(parse_numpy_dtype(&d[1..]), Some((eltype, elbyte, false)));
+            }
+        }
+        for bad in [
+            "", "<", "|f4", "<f16", "<U4", "|S3", "|O", "<V8", "<f3", "<M8[s]",
+        ] {
+            assert_eq!(parse_numpy_dtype(bad), None, "{bad:?}");
+        }
+    }
 }

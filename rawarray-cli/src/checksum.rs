@@ -1,0 +1,515 @@
+//! `ra checksum` and `ra verify`: md5 and sha256 of whole files and of `.ra` data sections.
+//!
+//! A file is read once, in chunks, by one thread; the digests are computed by worker threads
+//! (one per core, at most one per digest), each taking every chunk, so that md5 and sha256 of
+//! the file and of its data section cost about one pass of the slowest pair, not four passes.
+//!
+//! Output lines are BSD-style tags (`md5sum --tag`), which `ra verify` reads back:
+//! `MD5 (a.ra) = ..`, `SHA256 (a.ra) = ..`, and for the data section alone (the stored bytes
+//! after the header, compressed ones if compressed; trailing bytes excluded)
+//! `MD5-DATA (a.ra) = ..`, `SHA256-DATA (a.ra) = ..`. `ra verify` also reads `md5sum` and
+//! `sha256sum` lines (`HEX  NAME`, told apart by the length of the hex).
+
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::sync::{mpsc, Arc};
+
+use md5::{Digest, Md5};
+use sha2::Sha256;
+
+use crate::fail::{At, Failure, Result};
+use crate::progress::Progress;
+use crate::source::RaSource;
+use crate::value::hex;
+
+/// Bytes read at a time: small enough that a chunk is still in cache when the second worker
+/// hashes it.
+const CHUNK: usize = 256 << 10;
+/// Chunks in flight between the reader and the workers.
+const IN_FLIGHT: usize = 16;
+
+/// A digest algorithm.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+pub enum Algo {
+    /// MD5 (128 bits).
+    Md5,
+    /// SHA-256.
+    Sha256,
+}
+
+impl Algo {
+    fn tag(self) -> &'static str {
+        match self {
+            Algo::Md5 => "MD5",
+            Algo::Sha256 => "SHA256",
+        }
+    }
+}
+
+/// Which bytes a digest covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Scope {
+    /// The whole file.
+    File,
+    /// The data section of a `.ra` file.
+    Data,
+}
+
+/// One digest to compute: an algorithm over a scope.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Job {
+    /// The algorithm.
+    pub algo: Algo,
+    /// The bytes.
+    pub scope: Scope,
+}
+
+enum Hasher {
+    Md5(Md5),
+    Sha256(Sha256),
+}
+
+impl Hasher {
+    fn new(algo: Algo) -> Hasher {
+        match algo {
+            Algo::Md5 => Hasher::Md5(Md5::new()),
+            Algo::Sha256 => Hasher::Sha256(Sha256::new()),
+        }
+    }
+
+    fn update(&mut self, b: &[u8]) {
+        match self {
+            Hasher::Md5(h) => h.update(b),
+            Hasher::Sha256(h) => h.update(b),
+        }
+    }
+
+    fn hex(self) -> String {
+        let mut s = String::new();
+        match self {
+            Hasher::Md5(h) => hex(&h.finalize(), &mut s),
+            Hasher::Sha256(h) => hex(&h.finalize(), &mut s),
+        }
+        s
+    }
+}
+
+/// A chunk of the file and where it starts.
+struct Chunk {
+    offset: u64,
+    buf: Vec<u8>,
+}
+
+/// Reads `path` once and returns the lowercase hex digest of each job, in order. `data` is the
+/// byte range of the data section (needed by `Scope::Data` jobs).
+pub fn digest_file(
+    path: &Path,
+    jobs: &[Job],
+    data: Option<Range<u64>>,
+    progress: &Progress,
+) -> Result<Vec<String>> {
+    let mut file = File::open(path).at(path)?;
+    let workers = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(jobs.len())
+        .max(1);
+    // Deal the jobs out round robin: [md5 file, md5 data, sha file, sha data] on two workers
+    // gives each one md5 and one sha256 of equal length.
+    let mut order: Vec<usize> = (0..jobs.len()).collect();
+    order.sort_by_key(|&i| (jobs[i].algo as u8, jobs[i].scope as u8));
+    let lanes: Vec<Vec<usize>> = (0..workers)
+        .map(|w| order.iter().copied().skip(w).step_by(workers).collect())
+        .collect();
+    let data = data.unwrap_or(0..0);
+
+    std::thread::scope(|s| {
+        let (free_tx, free_rx) = mpsc::channel::<Vec<u8>>();
+        for _ in 0..IN_FLIGHT {
+            free_tx.send(vec![0u8; CHUNK]).expect("receiver alive");
+        }
+        let mut senders = Vec::new();
+        let mut handles = Vec::new();
+        for lane in &lanes {
+            let (tx, rx) = mpsc::channel::<Arc<Chunk>>();
+            senders.push(tx);
+            let free_tx = free_tx.clone();
+            let data = data.clone();
+            let lane_jobs: Vec<(usize, Job)> = lane.iter().map(|&i| (i, jobs[i])).collect();
+            handles.push(s.spawn(move || {
+                let mut hashers: Vec<(usize, Scope, Hasher)> = lane_jobs
+                    .iter()
+                    .map(|&(i, j)| (i, j.scope, Hasher::new(j.algo)))
+                    .collect();
+                for chunk in rx {
+                    let start = chunk.offset;
+                    let end = start + chunk.buf.len() as u64;
+                    for (_, scope, h) in &mut hashers {
+                        match scope {
+                            Scope::File => h.update(&chunk.buf),
+                            Scope::Data => {
+                                let lo = data.start.clamp(start, end);
+                                let hi = data.end.clamp(start, end);
+                                if lo < hi {
+                                    h.update(
+                                        &chunk.buf[(lo - start) as usize..(hi - start) as usize],
+                                    );
+                                }
+                            }
+                        }
+                    }
+                    // The last worker done with a chunk hands its buffer back to the reader.
+                    if let Some(c) = Arc::into_inner(chunk) {
+                        let _ = free_tx.send(c.buf);
+                    }
+                }
+                hashers
+                    .into_iter()
+                    .map(|(i, _, h)| (i, h.hex()))
+                    .collect::<Vec<_>>()
+            }));
+        }
+        drop(free_tx);
+
+        let mut offset = 0u64;
+        let read: Result<()> = loop {
+            let mut buf = free_rx.recv().expect("buffers come back");
+            buf.resize(CHUNK, 0);
+            let n = match read_full(&mut file, &mut buf) {
+                Ok(n) => n,
+                Err(e) => break Err(Failure::file(path, e)),
+            };
+            if n == 0 {
+                break Ok(());
+            }
+            buf.truncate(n);
+            progress.inc(n as u64);
+            let chunk = Arc::new(Chunk { offset, buf });
+            offset += n as u64;
+            // The reader keeps no reference, so the buffer always comes back to the pool.
+            let (last, others) = senders.split_last().expect("at least one worker");
+            for tx in others {
+                tx.send(Arc::clone(&chunk)).expect("worker alive");
+            }
+            last.send(chunk).expect("worker alive");
+        };
+        drop(senders);
+        let mut out = vec![String::new(); jobs.len()];
+        for h in handles {
+            for (i, digest) in h.join().expect("hashing does not panic") {
+                out[i] = digest;
+            }
+        }
+        read.map(|()| out)
+    })
+}
+
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// `ra checksum`: four tagged lines per file (fewer with `--algo`).
+pub fn run(files: &[PathBuf], algos: &[Algo], out: &mut dyn Write) -> Result<()> {
+    let mut failed = 0;
+    for path in files {
+        match checksum_one(path, algos) {
+            Ok(text) => out.write_all(text.as_bytes()).map_err(Failure::stdout)?,
+            Err(e @ Failure::File { .. }) => {
+                eprintln!("ra: {e}");
+                failed += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    out.flush().map_err(Failure::stdout)?;
+    if failed > 0 {
+        return Err(Failure::Checks(String::new()));
+    }
+    Ok(())
+}
+
+fn checksum_one(path: &Path, algos: &[Algo]) -> Result<String> {
+    let src = RaSource::open(path)?;
+    let data = src.data_offset()..src.data_offset() + src.header.size;
+    let mut jobs = Vec::new();
+    for scope in [Scope::File, Scope::Data] {
+        for &algo in algos {
+            jobs.push(Job { algo, scope });
+        }
+    }
+    let progress = Progress::bytes(src.file_len, "checksum");
+    drop(src);
+    let digests = digest_file(path, &jobs, Some(data), &progress)?;
+    let mut text = String::new();
+    for (job, d) in jobs.iter().zip(digests) {
+        let suffix = if job.scope == Scope::Data {
+            "-DATA"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            text,
+            "{}{suffix} ({}) = {d}",
+            job.algo.tag(),
+            path.display()
+        );
+    }
+    Ok(text)
+}
+
+/// One line of a sums file.
+#[derive(Debug, PartialEq)]
+struct Expected {
+    job: Job,
+    name: String,
+    hex: String,
+}
+
+/// Reads one line: `HEX  NAME`, `HEX *NAME` (md5sum, sha256sum), or `TAG (NAME) = HEX`
+/// (`md5sum --tag`, `ra checksum`). `None` if it is neither.
+fn parse_line(line: &str) -> Option<Expected> {
+    let is_hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if let Some((tag, rest)) = line.split_once(" (") {
+        let (name, hex) = rest.rsplit_once(") = ")?;
+        let job = match tag {
+            "MD5" => (Algo::Md5, Scope::File),
+            "SHA256" => (Algo::Sha256, Scope::File),
+            "MD5-DATA" => (Algo::Md5, Scope::Data),
+            "SHA256-DATA" => (Algo::Sha256, Scope::Data),
+            _ => return None,
+        };
+        let want = if job.0 == Algo::Md5 { 32 } else { 64 };
+        return (hex.len() == want && is_hex(hex)).then(|| Expected {
+            job: Job {
+                algo: job.0,
+                scope: job.1,
+            },
+            name: name.to_string(),
+            hex: hex.to_ascii_lowercase(),
+        });
+    }
+    // md5sum escapes names holding a newline or backslash, and marks the line with '\'.
+    let (escaped, line) = match line.strip_prefix('\\') {
+        Some(rest) => (true, rest),
+        None => (false, line),
+    };
+    let (hex, rest) = line.split_once(' ')?;
+    let name = rest.strip_prefix(' ').or_else(|| rest.strip_prefix('*'))?;
+    let algo = match hex.len() {
+        32 => Algo::Md5,
+        64 => Algo::Sha256,
+        _ => return None,
+    };
+    if !is_hex(hex) || name.is_empty() {
+        return None;
+    }
+    let name = if escaped {
+        name.replace("\\n", "\n").replace("\\\\", "\\")
+    } else {
+        name.to_string()
+    };
+    Some(Expected {
+        job: Job {
+            algo,
+            scope: Scope::File,
+        },
+        name,
+        hex: hex.to_ascii_lowercase(),
+    })
+}
+
+/// `ra verify SUMS`: checks every line; names are relative to the folder of SUMS. Prints
+/// `NAME: OK` or `NAME: FAILED` per line (as `md5sum -c`), and fails if any line failed or
+/// could not be read.
+pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
+    let text = std::fs::read_to_string(sums).at(sums)?;
+    let base = sums.parent().unwrap_or(Path::new(""));
+    let mut entries = Vec::new();
+    let mut malformed = 0;
+    for line in text.lines() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.starts_with('#') {
+            continue;
+        }
+        match parse_line(line) {
+            Some(e) => entries.push(e),
+            None => malformed += 1,
+        }
+    }
+    if entries.is_empty() {
+        return Err(Failure::file(sums, "no checksum lines found"));
+    }
+    // Each file is read once for all its lines.
+    let mut names: Vec<&str> = Vec::new();
+    for e in &entries {
+        if !names.contains(&e.name.as_str()) {
+            names.push(&e.name);
+        }
+    }
+    let mut results: Vec<Option<std::result::Result<bool, String>>> =
+        (0..entries.len()).map(|_| None).collect();
+    for name in names {
+        let idx: Vec<usize> = (0..entries.len())
+            .filter(|&i| entries[i].name == name)
+            .collect();
+        let mut jobs: Vec<Job> = Vec::new();
+        for &i in &idx {
+            if !jobs.contains(&entries[i].job) {
+                jobs.push(entries[i].job);
+            }
+        }
+        let path = base.join(name);
+        let digests = digests_for(&path, &jobs);
+        for &i in &idx {
+            results[i] = Some(match &digests {
+                Ok(d) => {
+                    let k = jobs
+                        .iter()
+                        .position(|j| *j == entries[i].job)
+                        .expect("job listed");
+                    Ok(d[k] == entries[i].hex)
+                }
+                Err(msg) => Err(msg.clone()),
+            });
+        }
+    }
+    let mut bad = 0;
+    let mut report = String::new();
+    for (e, r) in entries.iter().zip(results) {
+        let label = match e.job.scope {
+            Scope::File => e.name.clone(),
+            Scope::Data => format!("{} (data)", e.name),
+        };
+        match r.expect("every entry checked") {
+            Ok(true) => {
+                let _ = writeln!(report, "{label}: OK");
+            }
+            Ok(false) => {
+                bad += 1;
+                let _ = writeln!(report, "{label}: FAILED");
+            }
+            Err(msg) => {
+                bad += 1;
+                let _ = writeln!(report, "{label}: FAILED open or read ({msg})");
+            }
+        }
+    }
+    out.write_all(report.as_bytes()).map_err(Failure::stdout)?;
+    out.flush().map_err(Failure::stdout)?;
+    if bad > 0 || malformed > 0 {
+        let mut m = format!("{}: ", sums.display());
+        if bad > 0 {
+            let _ = write!(m, "{bad} of {} checksums did not match", entries.len());
+        }
+        if malformed > 0 {
+            if bad > 0 {
+                m.push_str("; ");
+            }
+            let _ = write!(m, "{malformed} lines are not checksum lines");
+        }
+        return Err(Failure::Checks(m));
+    }
+    Ok(())
+}
+
+/// The digests of `jobs` for one file; data-section jobs need it to be a `.ra` file.
+fn digests_for(path: &Path, jobs: &[Job]) -> std::result::Result<Vec<String>, String> {
+    let brief = |f: Failure| match f {
+        Failure::File { message, .. } => message,
+        other => other.to_string(),
+    };
+    let data = if jobs.iter().any(|j| j.scope == Scope::Data) {
+        let src = RaSource::open(path).map_err(brief)?;
+        Some(src.data_offset()..src.data_offset() + src.header.size)
+    } else {
+        None
+    };
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    digest_file(path, jobs, data, &Progress::bytes(len, "verify")).map_err(brief)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_md5sum_sha256sum_and_tag_lines() {
+        let md5 = "8115a9ca3dc12d0f38aa68ec0e100a4c";
+        let e = parse_line(&format!("{md5}  mnist_8.ra")).unwrap();
+        assert_eq!((e.job.algo, e.name.as_str()), (Algo::Md5, "mnist_8.ra"));
+        let e = parse_line(&format!("{md5} *with space.ra")).unwrap();
+        assert_eq!(e.name, "with space.ra");
+        let e = parse_line(&format!("MD5 (a (1).ra) = {}", md5.to_uppercase())).unwrap();
+        assert_eq!((e.name.as_str(), e.hex.as_str()), ("a (1).ra", md5));
+        let sha = "a".repeat(64);
+        let e = parse_line(&format!("SHA256-DATA (x.ra) = {sha}")).unwrap();
+        assert_eq!(e.job.scope, Scope::Data);
+        assert_eq!(
+            parse_line(&format!("{sha}  x.ra")).unwrap().job.algo,
+            Algo::Sha256
+        );
+        let e = parse_line(&format!("\\{md5}  a\\nb")).unwrap();
+        assert_eq!(e.name, "a\nb");
+        for bad in [
+            "",
+            "nonsense",
+            &format!("{md5} x"),
+            &format!("{}  x", &md5[1..]),
+            &format!("SHA1 (x) = {md5}"),
+            &format!("MD5 (x) = {sha}"),
+        ] {
+            assert_eq!(parse_line(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn one_read_gives_every_digest() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        // Several chunks, not a whole number of them.
+        let bytes: Vec<u8> = (0..CHUNK * 3 + 1234).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let data = 100..(CHUNK * 2 + 17) as u64;
+        let jobs = [
+            Job {
+                algo: Algo::Md5,
+                scope: Scope::File,
+            },
+            Job {
+                algo: Algo::Sha256,
+                scope: Scope::File,
+            },
+            Job {
+                algo: Algo::Md5,
+                scope: Scope::Data,
+            },
+            Job {
+                algo: Algo::Sha256,
+                scope: Scope::Data,
+            },
+        ];
+        let got = digest_file(&path, &jobs, Some(data.clone()), &Progress::hidden()).unwrap();
+        let whole = &bytes[..];
+        let part = &bytes[data.start as usize..data.end as usize];
+        let want = |algo: Algo, b: &[u8]| {
+            let mut h = Hasher::new(algo);
+            h.update(b);
+            h.hex()
+        };
+        assert_eq!(got[0], want(Algo::Md5, whole));
+        assert_eq!(got[1], want(Algo::Sha256, whole));
+        assert_eq!(got[2], want(Algo::Md5, part));
+        assert_eq!(got[3], want(Algo::Sha256, part));
+    }
+}

@@ -1,0 +1,187 @@
+//! `.ra` <-> `.png`.
+//!
+//! Layout: a gray image of width `w` and height `h` is the `.ra` dims `[w, h]` (numpy shape
+//! `(h, w)`); an image of `c` channels (2 gray+alpha, 3 RGB, 4 RGBA) is `[c, w, h]` (numpy
+//! `(h, w, c)`). Either way the data bytes are the PNG's rows, top to bottom, with the channels
+//! of a pixel next to each other: exactly the bytes a PNG decoder hands out.
+//!
+//! The C reference's `png2ra` writes gray pictures as RGB with dims `[w, h, 3]` over such
+//! interleaved bytes (see `shared/fixtures/reference/README.md`). `--rgb` expands gray to RGB
+//! the same way, giving the same data bytes under dims `[3, w, h]`; `ra reshape FILE 3 W H`
+//! makes such a file readable here.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+
+use rawarray_serde::{write_atomic, DynArray, ElType};
+
+use crate::fail::{At, Failure, Result};
+use crate::source::RaSource;
+use crate::value::Decoder;
+
+/// `.ra` -> `.png`. `uint8` is written as it is; every other numeric type is scaled from the
+/// data's range (finite values; complex by magnitude) to 0..255.
+pub fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
+    let mut src = RaSource::open(input)?;
+    let header = src.plain_header();
+    let (channels, width, height) = match header.dims[..] {
+        [w, h] => (1, w, h),
+        [c @ 1..=4, w, h] => (c, w, h),
+        _ => {
+            return Err(Failure::file(
+                input,
+                format!(
+                    "dims {:?} are not an image: expected [w, h] (gray) or [c, w, h] with c = 1..4 \
+                     interleaved channels (numpy shape (h, w, c)); `ra reshape` a file whose bytes \
+                     are interleaved but whose dims say otherwise",
+                    header.dims
+                ),
+            ))
+        }
+    };
+    let (Ok(w), Ok(h)) = (u32::try_from(width), u32::try_from(height)) else {
+        return Err(Failure::file(input, "image too large for PNG"));
+    };
+    if w == 0 || h == 0 {
+        return Err(Failure::file(input, "a PNG cannot be empty"));
+    }
+    let decoder = Decoder::new(header.eltype, header.elbyte);
+    if !decoder.is_numeric() {
+        return Err(Failure::file(
+            input,
+            format!("{} elements are not pixel values", header.type_label()),
+        ));
+    }
+    let data = src.read_all()?;
+    let pixels = if header.eltype == ElType::Uint && header.elbyte == 1 {
+        data
+    } else {
+        scale_to_u8(&data, decoder)
+    };
+    let color = match channels {
+        1 => png::ColorType::Grayscale,
+        2 => png::ColorType::GrayscaleAlpha,
+        3 => png::ColorType::Rgb,
+        _ => png::ColorType::Rgba,
+    };
+    write_atomic(output, |out| {
+        let mut enc = png::Encoder::new(out, w, h);
+        enc.set_color(color);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut writer = enc.write_header().map_err(std::io::Error::other)?;
+        writer
+            .write_image_data(&pixels)
+            .map_err(std::io::Error::other)?;
+        writer.finish().map_err(std::io::Error::other)
+    })
+    .at(output)
+}
+
+/// Maps every element's value (complex: magnitude) linearly from the data's finite range to
+/// 0..=255; non-finite values become 0, and so does everything when the range is one value.
+fn scale_to_u8(data: &[u8], decoder: Decoder) -> Vec<u8> {
+    let values: Vec<f64> = data
+        .chunks_exact(decoder.elbyte())
+        .map(|b| decoder.decode(b).magnitude().unwrap_or(f64::NAN))
+        .collect();
+    let (lo, hi) = values
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    let span = hi - lo;
+    values
+        .iter()
+        .map(|&v| {
+            if v.is_finite() && span > 0.0 {
+                ((v - lo) / span * 255.0).round() as u8
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
+/// `.png` -> `.ra`: 8-bit pixels as `uint8`, 16-bit as `uint16`; palettes and bit depths
+/// below 8 are expanded. With `rgb`, gray is repeated into R, G, B (gray+alpha into RGBA), as
+/// the C reference's `png2ra` does.
+pub fn png_to_ra(input: &Path, output: &Path, rgb: bool) -> Result<()> {
+    let file = File::open(input).at(input)?;
+    let mut decoder = png::Decoder::new(BufReader::new(file));
+    decoder.set_transformations(png::Transformations::EXPAND);
+    let mut reader = decoder.read_info().at(input)?;
+    let size = reader
+        .output_buffer_size()
+        .ok_or_else(|| Failure::file(input, "image too large for memory"))?;
+    let mut buf = vec![0u8; size];
+    let frame = reader.next_frame(&mut buf).at(input)?;
+    buf.truncate(frame.buffer_size());
+    let (width, height) = (u64::from(frame.width), u64::from(frame.height));
+    let mut channels = frame.color_type.samples();
+    let sample = match frame.bit_depth {
+        png::BitDepth::Eight => 1,
+        png::BitDepth::Sixteen => 2,
+        d => {
+            return Err(Failure::file(
+                input,
+                format!("{d:?}-bit samples were not expanded"),
+            ))
+        }
+    };
+    if sample == 2 {
+        // PNG stores 16-bit samples big-endian; .ra data is little-endian.
+        buf.chunks_exact_mut(2).for_each(<[u8]>::reverse);
+    }
+    if rgb && channels <= 2 {
+        buf = gray_to_rgb(&buf, channels, sample);
+        channels += 2;
+    }
+    let dims = if channels == 1 {
+        vec![width, height]
+    } else {
+        vec![channels as u64, width, height]
+    };
+    let array = DynArray::new(ElType::Uint, sample as u64, dims, buf).at(input)?;
+    array.write_file(output).at(output)
+}
+
+/// Repeats the gray sample of each pixel three times, keeping alpha after it.
+fn gray_to_rgb(buf: &[u8], channels: usize, sample: usize) -> Vec<u8> {
+    let pixel = channels * sample;
+    let mut out = Vec::with_capacity(buf.len() / channels * (channels + 2));
+    for px in buf.chunks_exact(pixel) {
+        let (gray, alpha) = px.split_at(sample);
+        for _ in 0..3 {
+            out.extend_from_slice(gray);
+        }
+        out.extend_from_slice(alpha);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scaling_spans_the_finite_range() {
+        let d = Decoder::new(ElType::Float, 8);
+        let data: Vec<u8> = [-1.0f64, 0.0, 1.0, f64::NAN, f64::INFINITY]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(scale_to_u8(&data, d), vec![0, 128, 255, 0, 0]);
+        let d = Decoder::new(ElType::Uint, 2);
+        let flat: Vec<u8> = [7u16, 7].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(scale_to_u8(&flat, d), vec![0, 0]);
+    }
+
+    #[test]
+    fn gray_expands_to_rgb_and_keeps_alpha() {
+        assert_eq!(gray_to_rgb(&[1, 2], 1, 1), vec![1, 1, 1, 2, 2, 2]);
+        assert_eq!(gray_to_rgb(&[1, 9], 2, 1), vec![1, 1, 1, 9]);
+        assert_eq!(gray_to_rgb(&[1, 2], 1, 2), vec![1, 2, 1, 2, 1, 2]);
+    }
+}

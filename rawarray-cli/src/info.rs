@@ -1,0 +1,160 @@
+//! `ra info`: the header of each file in words, or as one JSON object per file.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rawarray_serde::{numpy_dtype_or_reason, Header};
+use serde::Serialize;
+
+use crate::fail::{Failure, Result};
+use crate::source::RaSource;
+use crate::trailer::{self, Trailer};
+
+/// The `--json` object: the header's fields as the format names them, then what follows.
+#[derive(Serialize)]
+struct InfoJson<'a> {
+    file: String,
+    flags: u64,
+    eltype: u64,
+    elbyte: u64,
+    size: u64,
+    ndims: usize,
+    dims: &'a [u64],
+    big_endian: bool,
+    compressed: bool,
+    /// numpy's name for the element, `null` where numpy has none.
+    dtype: Option<&'static str>,
+    /// `float32`, `complex64`, `user(80 bytes)`.
+    r#type: String,
+    header_bytes: usize,
+    trailer_bytes: u64,
+}
+
+/// Prints every file's header; a file that cannot be read is reported on stderr and the
+/// others are still printed.
+pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
+    let mut failed = 0;
+    for (i, path) in files.iter().enumerate() {
+        match describe(path) {
+            Ok((header, trailer)) => {
+                let text = if json {
+                    json_line(path, &header, &trailer)
+                } else {
+                    text_block(path, &header, &trailer, i > 0)
+                };
+                out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
+            }
+            Err(e @ Failure::File { .. }) => {
+                eprintln!("ra: {e}");
+                failed += 1;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    out.flush().map_err(Failure::stdout)?;
+    if failed > 0 {
+        return Err(Failure::Checks(String::new()));
+    }
+    Ok(())
+}
+
+fn describe(path: &Path) -> Result<(Header, Trailer)> {
+    let mut src = RaSource::open(path)?;
+    let trailer = trailer::describe(&src.read_trailer()?);
+    Ok((src.header, trailer))
+}
+
+fn json_line(path: &Path, h: &Header, t: &Trailer) -> String {
+    let j = InfoJson {
+        file: path.display().to_string(),
+        flags: h.flags.bits(),
+        eltype: h.eltype.code(),
+        elbyte: h.elbyte,
+        size: h.size,
+        ndims: h.dims.len(),
+        dims: &h.dims,
+        big_endian: h.is_big_endian(),
+        compressed: h.is_compressed(),
+        dtype: h.numpy_dtype(),
+        r#type: h.type_label(),
+        header_bytes: h.encoded_len(),
+        trailer_bytes: t.bytes,
+    };
+    serde_json::to_string(&j).expect("plain data serializes") + "\n"
+}
+
+fn text_block(path: &Path, h: &Header, t: &Trailer, gap: bool) -> String {
+    let mut shape: Vec<String> = h.dims.iter().rev().map(u64::to_string).collect();
+    if shape.len() == 1 {
+        shape.push(String::new());
+    }
+    let elements = h.num_elements();
+    let rows = [
+        (
+            "type",
+            format!(
+                "{} (eltype {}, {})",
+                h.type_label(),
+                h.eltype.code(),
+                h.eltype.name()
+            ),
+        ),
+        ("numpy dtype", numpy_dtype_or_reason(h.eltype, h.elbyte)),
+        ("elbyte", h.elbyte.to_string()),
+        (
+            "dims",
+            format!(
+                "{:?}, {elements} element{} (numpy shape ({}))",
+                h.dims,
+                if elements == 1 { "" } else { "s" },
+                shape.join(", ")
+            ),
+        ),
+        (
+            "size",
+            if h.is_compressed() {
+                format!("{} bytes stored, {} plain", h.size, h.data_len())
+            } else {
+                format!("{} bytes", h.size)
+            },
+        ),
+        (
+            "byte order",
+            if h.is_big_endian() {
+                "big-endian"
+            } else {
+                "little-endian"
+            }
+            .to_string(),
+        ),
+        (
+            "compression",
+            if h.is_compressed() {
+                "LZ4 block (flag bit 1)"
+            } else {
+                "none"
+            }
+            .to_string(),
+        ),
+        ("flags", h.flags.bits().to_string()),
+        ("header", format!("{} bytes", h.encoded_len())),
+        ("trailer", trailer_text(t)),
+    ];
+    let mut s = String::new();
+    if gap {
+        s.push('\n');
+    }
+    s.push_str(&format!("{}\n", path.display()));
+    for (k, v) in rows {
+        s.push_str(&format!("  {:<12} {v}\n", format!("{k}:")));
+    }
+    s
+}
+
+fn trailer_text(t: &Trailer) -> String {
+    match (t.bytes, &t.schema) {
+        (0, _) => "none".into(),
+        (n, None) => format!("{n} bytes"),
+        (n, Some(schema)) => format!("{n} bytes, record schema {}", schema.numpy_descr()),
+    }
+}

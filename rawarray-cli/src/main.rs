@@ -1,0 +1,227 @@
+//! `ra`: inspect, print, convert, compress, reshape and checksum RawArray (`.ra`) files.
+//!
+//! Exit codes: 0 success; 1 a file could not be read or written, or a check failed (one line
+//! on stderr per problem, naming the file); 2 a usage error.
+
+mod cat;
+mod checksum;
+mod compress;
+mod convert;
+mod csv;
+mod fail;
+mod image;
+mod info;
+mod npy;
+mod progress;
+mod reshape;
+mod source;
+mod trailer;
+mod value;
+
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{CommandFactory, Parser, Subcommand};
+
+use crate::checksum::Algo;
+use crate::fail::Failure;
+
+/// Inspect, print, convert, compress, reshape and checksum RawArray (.ra) files.
+#[derive(Parser, Debug)]
+#[command(name = "ra", version, propagate_version = true)]
+#[command(after_help = "\
+Examples:
+  ra info data.ra                 the header in words
+  ra cat --head 10 data.ra        the first values with their indices
+  ra convert data.ra data.npy     for numpy (np.load), and back
+  ra checksum *.ra > SUMS         then: ra verify SUMS
+
+Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error.")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Show each file's header: element type, numpy dtype, dims, byte order, compression,
+    /// header and trailer sizes.
+    #[command(after_help = "\
+Examples:
+  ra info test.ra
+  ra info --json *.ra | jq .dims
+
+--json prints one object per line with the keys flags, eltype, elbyte, size, ndims, dims,
+big_endian, compressed, dtype (null where numpy has none), type, header_bytes, trailer_bytes
+and file.")]
+    Info {
+        /// .ra files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON object per file, one per line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the values with their indices, in file (column-major) order: the first index
+    /// varies fastest.
+    #[command(after_help = "\
+Examples:
+  ra cat test.ra                  [0, 0]<TAB>0.0-infi ...
+  ra cat --head 3 --json test.ra  {\"index\":[0,0],\"value\":{\"re\":0.0,\"im\":\"-inf\"}} ...
+
+Complex values print as a+bi, f16 and bfloat16 as decimals, user-defined elements as hex
+(by field name once the file carries a record schema). In JSON, NaN and infinities are
+the strings \"NaN\", \"inf\", \"-inf\".")]
+    Cat {
+        /// A .ra file.
+        file: PathBuf,
+        /// Print only the first N values.
+        #[arg(long, value_name = "N")]
+        head: Option<u64>,
+        /// One JSON object per value: {\"index\": [..], \"value\": ..}.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Convert between .ra and .npy, .png or .csv, by file extension.
+    #[command(after_help = "\
+Examples:
+  ra convert a.ra a.npy           np.load('a.npy') is the array numpy reads from a.ra
+  ra convert b.npy b.ra           C or Fortran order, any byte order, .npy 1.0/2.0/3.0
+  ra convert img.ra img.png       dims [w, h] gray or [c, w, h] (c = 1..4); non-uint8 scaled
+  ra convert --rgb img.png img.ra gray repeated as R, G, B, as the C reference's png2ra
+  ra convert m.ra m.csv           1-D: one value per line; 2-D [d0, d1]: d1 lines of d0
+
+Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). A PNG of width w and height h
+becomes dims [w, h] (gray) or [c, w, h], its bytes the PNG's interleaved rows.
+The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
+    Convert {
+        /// Input file (.ra, .npy or .png).
+        input: PathBuf,
+        /// Output file (.ra, .npy, .png or .csv).
+        output: PathBuf,
+        /// .png -> .ra: expand gray to RGB (gray+alpha to RGBA).
+        #[arg(long)]
+        rgb: bool,
+    },
+    /// Compress the data section as one raw LZ4 block (flag bit 1), as the C reference does.
+    #[command(after_help = "\
+Examples:
+  ra compress big.ra              in place, through a temporary file
+  ra compress big.ra -o big_z.ra
+
+Byte order and trailing bytes are kept. One LZ4 block holds at most 2,113,929,216 bytes.")]
+    Compress {
+        /// A .ra file.
+        file: PathBuf,
+        /// Write here instead of replacing FILE.
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+    /// Decompress an LZ4-compressed data section (clear flag bit 1).
+    #[command(after_help = "\
+Examples:
+  ra decompress mnist_8_z.ra -o mnist_8.ra
+  ra decompress big.ra            in place, through a temporary file")]
+    Decompress {
+        /// A .ra file.
+        file: PathBuf,
+        /// Write here instead of replacing FILE.
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+    /// Give the elements new dims (first fastest); their count must not change.
+    #[command(after_help = "\
+Examples:
+  ra reshape a.ra 12              [3, 4] -> [12]
+  ra reshape mnist_8.ra 3 28 28   the C reference's png2ra layout as [c, w, h]
+  ra reshape s.ra                 no dims: a scalar (one element)
+
+The data and trailing bytes are copied unchanged behind the new header, atomically.")]
+    Reshape {
+        /// A .ra file.
+        file: PathBuf,
+        /// The new dims, first varying fastest.
+        #[arg(value_name = "DIM")]
+        dims: Vec<u64>,
+        /// Write here instead of replacing FILE.
+        #[arg(short, long, value_name = "OUT")]
+        output: Option<PathBuf>,
+    },
+    /// Print md5 and sha256 of each whole file and of its data section alone.
+    #[command(after_help = "\
+Examples:
+  ra checksum a.ra
+  ra checksum --algo md5 *.ra > SUMS
+
+Lines are BSD tags, as md5sum --tag: MD5 (a.ra) = .., SHA256 (a.ra) = .., and for the data
+section (the stored bytes after the header; trailing bytes excluded) MD5-DATA (a.ra) = ..,
+SHA256-DATA (a.ra) = ... Each file is read once; the digests are computed in parallel.")]
+    Checksum {
+        /// .ra files.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Only these algorithms (repeat or comma-separate); default md5 and sha256.
+        #[arg(long, value_enum, value_delimiter = ',', value_name = "ALGO")]
+        algo: Vec<Algo>,
+    },
+    /// Check files against a sums file: md5sum/sha256sum lines or BSD tag lines.
+    #[command(after_help = "\
+Examples:
+  ra verify ../shared/fixtures/reference/CHECKSUMS.md5
+  ra checksum *.ra > SUMS && ra verify SUMS
+
+Lines: `HEX  NAME` (md5sum, sha256sum) or `MD5 (NAME) = HEX`, `SHA256 (..)`, `MD5-DATA (..)`,
+`SHA256-DATA (..)` (ra checksum). Names are relative to the folder of SUMS. Prints NAME: OK or
+NAME: FAILED per line; exits 1 if any failed.")]
+    Verify {
+        /// The sums file.
+        sums: PathBuf,
+    },
+}
+
+fn run(cli: Cli) -> Result<(), Failure> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::new(stdout.lock());
+    match cli.command {
+        Command::Info { files, json } => info::run(&files, json, &mut out),
+        Command::Cat { file, head, json } => cat::run(&file, head, json, &mut out),
+        Command::Convert { input, output, rgb } => convert::run(&input, &output, rgb),
+        Command::Compress { file, output } => compress::run(&file, output.as_deref(), true),
+        Command::Decompress { file, output } => compress::run(&file, output.as_deref(), false),
+        Command::Reshape { file, dims, output } => reshape::run(&file, &dims, output.as_deref()),
+        Command::Checksum { files, algo } => {
+            let algos = if algo.is_empty() {
+                vec![Algo::Md5, Algo::Sha256]
+            } else {
+                let mut a = Vec::new();
+                for x in algo {
+                    if !a.contains(&x) {
+                        a.push(x);
+                    }
+                }
+                a
+            };
+            checksum::run(&files, &algos, &mut out)
+        }
+        Command::Verify { sums } => checksum::verify(&sums, &mut out),
+    }?;
+    out.flush().map_err(Failure::stdout)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Usage(m)) => Cli::command()
+            .error(clap::error::ErrorKind::ValueValidation, m)
+            .exit(),
+        Err(e) => {
+            let line = e.to_string();
+            if !line.is_empty() {
+                let _ = writeln!(io::stderr(), "ra: {line}");
+            }
+            ExitCode::from(1)
+        }
+    }
+}

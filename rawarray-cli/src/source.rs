@@ -1,0 +1,143 @@
+//! An opened `.ra` file: its validated header, and its data handed out as plain little-endian
+//! bytes, streamed in chunks (uncompressed files) or decompressed in memory (LZ4 files).
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use rawarray_serde::{DynArray, Flags, Header};
+
+use crate::fail::{At, Result};
+use crate::progress::Progress;
+
+/// Bytes handed to a chunk callback at a time (rounded down to whole elements).
+pub const CHUNK: usize = 1 << 20;
+
+/// A `.ra` file whose header has been read and checked against the file's length.
+pub struct RaSource {
+    path: PathBuf,
+    file: File,
+    /// The header as stored (flags, compressed size).
+    pub header: Header,
+    /// Bytes of the whole file.
+    pub file_len: u64,
+}
+
+impl RaSource {
+    /// Opens `path` and reads its header; a truncated or malformed file is an error naming it.
+    pub fn open(path: &Path) -> Result<RaSource> {
+        let mut file = File::open(path).at(path)?;
+        let file_len = file.metadata().at(path)?.len();
+        let header = Header::read_from(&mut BufReader::new(&mut file)).at(path)?;
+        header.check_input_len(file_len).at(path)?;
+        Ok(RaSource {
+            path: path.to_path_buf(),
+            file,
+            header,
+            file_len,
+        })
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Byte offset of the data section.
+    pub fn data_offset(&self) -> u64 {
+        self.header.encoded_len() as u64
+    }
+
+    /// Bytes after the data section.
+    pub fn trailer_len(&self) -> u64 {
+        self.file_len - self.data_offset() - self.header.size
+    }
+
+    /// The header of the plain data this source hands out: uncompressed, little-endian (except
+    /// user-defined elements of a big-endian file, whose scalars are unknown and stay as stored).
+    pub fn plain_header(&self) -> Header {
+        let mut h = self.header.clone();
+        h.flags = h.flags.with(Flags::COMPRESSED, false);
+        if self.header.eltype.swap_width(self.header.elbyte).is_some() {
+            h.flags = h.flags.with(Flags::BIG_ENDIAN, false);
+        }
+        h.size = h.data_len();
+        h
+    }
+
+    /// Whether the data section is stored exactly as [`RaSource::for_each_chunk`] hands it out,
+    /// so it can be copied byte for byte (by the kernel, file to file).
+    pub fn is_plain(&self) -> bool {
+        !self.header.is_compressed() && self.plain_header().flags == self.header.flags
+    }
+
+    /// The open file, positioned at the first data byte, and the data section's length: for
+    /// copying a plain data section as it is.
+    pub fn data_file(&mut self) -> Result<(&mut File, u64)> {
+        let offset = self.data_offset();
+        self.file.seek(SeekFrom::Start(offset)).at(&self.path)?;
+        Ok((&mut self.file, self.header.size))
+    }
+
+    /// The bytes after the data section.
+    pub fn read_trailer(&mut self) -> Result<Vec<u8>> {
+        let start = self.data_offset() + self.header.size;
+        self.file.seek(SeekFrom::Start(start)).at(&self.path)?;
+        let mut out = Vec::new();
+        self.file.read_to_end(&mut out).at(&self.path)?;
+        Ok(out)
+    }
+
+    /// Calls `f` with the plain data, in order, in chunks of whole elements; stops at the first
+    /// error `f` returns, or after `limit` bytes. Compressed files are decompressed in memory
+    /// first (one LZ4 block has to be).
+    pub fn for_each_chunk(
+        &mut self,
+        limit: Option<u64>,
+        progress: &Progress,
+        mut f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        let total = self.header.data_len().min(limit.unwrap_or(u64::MAX));
+        let elbyte = self.header.elbyte as usize;
+        if self.header.is_compressed() {
+            let plain = DynArray::read_file(&self.path).at(&self.path)?;
+            let data = &plain.data()[..total as usize];
+            let per = (CHUNK / elbyte).max(1) * elbyte;
+            for chunk in data.chunks(per) {
+                f(chunk)?;
+                progress.inc(chunk.len() as u64);
+            }
+            return Ok(());
+        }
+        let swap = match self.header.eltype.swap_width(self.header.elbyte) {
+            Some(w) if w > 1 && self.header.is_big_endian() => w as usize,
+            _ => 0,
+        };
+        self.data_file()?;
+        let mut reader = (&self.file).take(total);
+        let mut buf = vec![0u8; (CHUNK / elbyte).max(1) * elbyte];
+        let mut left = total;
+        while left > 0 {
+            let want = (buf.len() as u64).min(left) as usize;
+            reader.read_exact(&mut buf[..want]).at(&self.path)?;
+            let chunk = &mut buf[..want];
+            if swap > 0 {
+                chunk.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
+            }
+            f(chunk)?;
+            progress.inc(want as u64);
+            left -= want as u64;
+        }
+        Ok(())
+    }
+
+    /// All the plain data in memory.
+    pub fn read_all(&mut self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(usize::try_from(self.header.data_len()).unwrap_or(0));
+        self.for_each_chunk(None, &Progress::hidden(), |c| {
+            out.extend_from_slice(c);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+}

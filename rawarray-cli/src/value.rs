@@ -1,0 +1,384 @@
+//! One element of a data section, decoded from its little-endian bytes by the header's
+//! eltype and elbyte, for printing (`cat`, `csv`) and for scaling (`png`).
+
+use std::fmt::Write as _;
+
+use half::{bf16, f16};
+use rawarray_serde::{ElType, Element, Layout};
+
+/// A float kept at its own precision, so that it prints as the shortest decimal that reads
+/// back to it at that precision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Float {
+    /// IEEE half.
+    F16(f16),
+    /// bfloat16.
+    BF16(bf16),
+    /// f32.
+    F32(f32),
+    /// f64.
+    F64(f64),
+}
+
+impl Float {
+    /// The value as an f64 (exact).
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Float::F16(x) => x.to_f64(),
+            Float::BF16(x) => x.to_f64(),
+            Float::F32(x) => f64::from(x),
+            Float::F64(x) => x,
+        }
+    }
+
+    /// Shortest decimal that reads back to the same value; `NaN`, `inf`, `-inf`.
+    fn text(self, out: &mut String) {
+        let _ = match self {
+            Float::F16(x) => write!(
+                out,
+                "{:?}",
+                shortest_16(x.to_f32(), |y| f16::from_f32(y).to_f32())
+            ),
+            Float::BF16(x) => {
+                write!(
+                    out,
+                    "{:?}",
+                    shortest_16(x.to_f32(), |y| bf16::from_f32(y).to_f32())
+                )
+            }
+            Float::F32(x) => write!(out, "{x:?}"),
+            Float::F64(x) => write!(out, "{x:?}"),
+        };
+    }
+
+    /// As JSON: a number, or a string for the non-finite values JSON has no number for.
+    fn json(self, out: &mut String) {
+        if self.to_f64().is_finite() {
+            self.text(out);
+        } else {
+            out.push('"');
+            self.text(out);
+            out.push('"');
+        }
+    }
+}
+
+/// The f32 nearest to the shortest decimal that rounds (through `narrow`) back to `x`, a
+/// 16-bit float widened: its f32 `Debug` is then that decimal (`0.6816`, not `0.6816406`).
+fn shortest_16(x: f32, narrow: impl Fn(f32) -> f32) -> f32 {
+    if !x.is_finite() {
+        return x;
+    }
+    for digits in 0..9 {
+        let candidate: f32 = format!("{x:.digits$e}").parse().expect("a formatted float");
+        if narrow(candidate) == x {
+            return candidate;
+        }
+    }
+    x
+}
+
+/// One decoded element.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Value<'a> {
+    /// A signed integer.
+    Int(i128),
+    /// An unsigned integer.
+    Uint(u128),
+    /// A float of any width Rust has.
+    Float(Float),
+    /// Real and imaginary parts.
+    Complex(Float, Float),
+    /// Bytes with no Rust type here (f128, complex of f128, user-defined elements).
+    Raw(&'a [u8]),
+}
+
+/// Decodes elements of one eltype and elbyte.
+#[derive(Clone, Copy, Debug)]
+pub struct Decoder {
+    eltype: ElType,
+    elbyte: usize,
+}
+
+fn get<T: Element>(b: &[u8]) -> T {
+    T::read_le(b).expect("every bit pattern of a numeric scalar is a value")
+}
+
+impl Decoder {
+    /// A decoder for elements of `eltype`, `elbyte` bytes each.
+    pub fn new(eltype: ElType, elbyte: u64) -> Decoder {
+        Decoder {
+            eltype,
+            elbyte: elbyte as usize,
+        }
+    }
+
+    /// Bytes per element.
+    pub fn elbyte(&self) -> usize {
+        self.elbyte
+    }
+
+    /// Whether elements decode to numbers (not raw bytes).
+    pub fn is_numeric(&self) -> bool {
+        !matches!(self.decode(&vec![0; self.elbyte]), Value::Raw(_))
+    }
+
+    /// The element in `b` (exactly `elbyte` little-endian bytes).
+    pub fn decode<'a>(&self, b: &'a [u8]) -> Value<'a> {
+        match (self.eltype, self.elbyte) {
+            (ElType::Int, 1) => Value::Int(get::<i8>(b).into()),
+            (ElType::Int, 2) => Value::Int(get::<i16>(b).into()),
+            (ElType::Int, 4) => Value::Int(get::<i32>(b).into()),
+            (ElType::Int, 8) => Value::Int(get::<i64>(b).into()),
+            (ElType::Int, 16) => Value::Int(get::<i128>(b)),
+            (ElType::Uint, 1) => Value::Uint(get::<u8>(b).into()),
+            (ElType::Uint, 2) => Value::Uint(get::<u16>(b).into()),
+            (ElType::Uint, 4) => Value::Uint(get::<u32>(b).into()),
+            (ElType::Uint, 8) => Value::Uint(get::<u64>(b).into()),
+            (ElType::Uint, 16) => Value::Uint(get::<u128>(b)),
+            (ElType::Float, 2) => Value::Float(Float::F16(get::<f16>(b))),
+            (ElType::Float, 4) => Value::Float(Float::F32(get::<f32>(b))),
+            (ElType::Float, 8) => Value::Float(Float::F64(get::<f64>(b))),
+            (ElType::BFloat16, 2) => Value::Float(Float::BF16(get::<bf16>(b))),
+            (ElType::Complex, 4) => Value::Complex(
+                Float::F16(get::<f16>(&b[..2])),
+                Float::F16(get::<f16>(&b[2..])),
+            ),
+            (ElType::Complex, 8) => Value::Complex(
+                Float::F32(get::<f32>(&b[..4])),
+                Float::F32(get::<f32>(&b[4..])),
+            ),
+            (ElType::Complex, 16) => Value::Complex(
+                Float::F64(get::<f64>(&b[..8])),
+                Float::F64(get::<f64>(&b[8..])),
+            ),
+            _ => Value::Raw(b),
+        }
+    }
+}
+
+impl Value<'_> {
+    /// A real number for scaling: complex by magnitude; `None` for raw bytes.
+    pub fn magnitude(&self) -> Option<f64> {
+        match *self {
+            Value::Int(i) => Some(i as f64),
+            Value::Uint(u) => Some(u as f64),
+            Value::Float(x) => Some(x.to_f64()),
+            Value::Complex(re, im) => Some(re.to_f64().hypot(im.to_f64())),
+            Value::Raw(_) => None,
+        }
+    }
+
+    /// As text: integers, shortest decimals, complex as `a+bi`, raw bytes as hex.
+    pub fn text(&self, out: &mut String) {
+        match *self {
+            Value::Int(i) => {
+                let _ = write!(out, "{i}");
+            }
+            Value::Uint(u) => {
+                let _ = write!(out, "{u}");
+            }
+            Value::Float(x) => x.text(out),
+            Value::Complex(re, im) => {
+                re.text(out);
+                // `-` comes with a negative imaginary part; NaN gets a `+`.
+                if !im.to_f64().is_sign_negative() || im.to_f64().is_nan() {
+                    out.push('+');
+                }
+                im.text(out);
+                out.push('i');
+            }
+            Value::Raw(b) => hex(b, out),
+        }
+    }
+
+    /// As JSON: numbers, `{"re": .., "im": ..}` for complex, a hex string for raw bytes.
+    pub fn json(&self, out: &mut String) {
+        match *self {
+            Value::Float(x) => x.json(out),
+            Value::Complex(re, im) => {
+                out.push_str("{\"re\":");
+                re.json(out);
+                out.push_str(",\"im\":");
+                im.json(out);
+                out.push('}');
+            }
+            Value::Raw(b) => {
+                out.push('"');
+                hex(b, out);
+                out.push('"');
+            }
+            Value::Int(_) | Value::Uint(_) => self.text(out),
+        }
+    }
+}
+
+/// Lowercase hex of `b`.
+pub fn hex(b: &[u8], out: &mut String) {
+    for x in b {
+        let _ = write!(out, "{x:02x}");
+    }
+}
+
+/// Formats one element whose layout a record schema describes: `{x: 1.0, tags: [1, 2]}` as
+/// text, or a JSON object keyed by field name. Scalars of a big-endian file are swapped here,
+/// since the schema is what says where they are.
+pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out: &mut String) {
+    match layout {
+        Layout::Scalar { eltype, elbyte } => {
+            let mut scalar = b[..*elbyte as usize].to_vec();
+            if big_endian {
+                if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
+                    scalar
+                        .chunks_exact_mut(w as usize)
+                        .for_each(<[u8]>::reverse);
+                }
+            }
+            let v = Decoder::new(*eltype, *elbyte).decode(&scalar);
+            if json {
+                v.json(out);
+            } else {
+                v.text(out);
+            }
+        }
+        Layout::Array { len, item } => {
+            let size = item.size() as usize;
+            out.push('[');
+            for i in 0..*len as usize {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                layout_text(item, &b[i * size..], big_endian, json, out);
+            }
+            out.push(']');
+        }
+        Layout::Record { fields, .. } => {
+            out.push('{');
+            for (i, f) in fields.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(", ");
+                }
+                if json {
+                    out.push_str(&serde_json::Value::from(f.name.as_str()).to_string());
+                    out.push_str(": ");
+                } else {
+                    let _ = write!(out, "{}: ", f.name);
+                }
+                layout_text(&f.layout, &b[f.offset as usize..], big_endian, json, out);
+            }
+            out.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rawarray_serde::Field;
+
+    fn text(v: Value) -> String {
+        let mut s = String::new();
+        v.text(&mut s);
+        s
+    }
+
+    fn json(v: Value) -> String {
+        let mut s = String::new();
+        v.json(&mut s);
+        s
+    }
+
+    #[test]
+    fn numbers_print_as_their_shortest_decimals() {
+        let d = Decoder::new(ElType::Float, 4);
+        assert_eq!(text(d.decode(&0.1f32.to_le_bytes())), "0.1");
+        let d = Decoder::new(ElType::Float, 2);
+        assert_eq!(text(d.decode(&f16::from_f32(0.5).to_le_bytes())), "0.5");
+        assert_eq!(
+            text(d.decode(&f16::from_f32(0.6816).to_le_bytes())),
+            "0.6816"
+        );
+        assert_eq!(text(d.decode(&f16::MAX.to_le_bytes())), "65500.0");
+        assert_eq!(
+            text(d.decode(&f16::MIN_POSITIVE_SUBNORMAL.to_le_bytes())),
+            "6e-8"
+        );
+        assert_eq!(text(d.decode(&f16::NEG_INFINITY.to_le_bytes())), "-inf");
+        for bits in 0..=u16::MAX {
+            let x = f16::from_bits(bits);
+            let t = text(d.decode(&bits.to_le_bytes()));
+            let back = f16::from_f32(t.parse::<f32>().unwrap());
+            assert!(back == x || x.is_nan() && back.is_nan(), "{bits:#x}: {t}");
+        }
+        let d = Decoder::new(ElType::BFloat16, 2);
+        assert_eq!(text(d.decode(&bf16::from_f32(-2.0).to_le_bytes())), "-2.0");
+        assert_eq!(text(d.decode(&bf16::from_f32(0.1).to_le_bytes())), "0.1");
+        let d = Decoder::new(ElType::Int, 8);
+        assert_eq!(text(d.decode(&(-5i64).to_le_bytes())), "-5");
+        let d = Decoder::new(ElType::Float, 16);
+        assert_eq!(text(d.decode(&[0xab; 16])), "ab".repeat(16));
+    }
+
+    #[test]
+    fn complex_prints_as_a_plus_bi() {
+        let d = Decoder::new(ElType::Complex, 8);
+        let c = |re: f32, im: f32| [re.to_le_bytes(), im.to_le_bytes()].concat();
+        assert_eq!(text(d.decode(&c(1.0, -1.0))), "1.0-1.0i");
+        assert_eq!(text(d.decode(&c(2.0, 0.5))), "2.0+0.5i");
+        assert_eq!(text(d.decode(&c(0.0, f32::NEG_INFINITY))), "0.0-infi");
+        assert_eq!(
+            json(d.decode(&c(0.0, f32::NEG_INFINITY))),
+            r#"{"re":0.0,"im":"-inf"}"#
+        );
+        let d = Decoder::new(ElType::Complex, 4);
+        let h = [
+            f16::from_f32(1.5).to_le_bytes(),
+            f16::from_f32(2.0).to_le_bytes(),
+        ]
+        .concat();
+        assert_eq!(text(d.decode(&h)), "1.5+2.0i");
+    }
+
+    #[test]
+    fn records_print_by_field_name() {
+        let layout = Layout::Record {
+            name: "P".into(),
+            fields: vec![
+                Field {
+                    name: "id".into(),
+                    offset: 0,
+                    layout: Layout::Scalar {
+                        eltype: ElType::Uint,
+                        elbyte: 2,
+                    },
+                },
+                Field {
+                    name: "xy".into(),
+                    offset: 2,
+                    layout: Layout::Array {
+                        len: 2,
+                        item: Box::new(Layout::Scalar {
+                            eltype: ElType::Float,
+                            elbyte: 4,
+                        }),
+                    },
+                },
+            ],
+        };
+        let mut b = 7u16.to_le_bytes().to_vec();
+        b.extend(1.5f32.to_le_bytes());
+        b.extend(f32::NAN.to_le_bytes());
+        let mut s = String::new();
+        layout_text(&layout, &b, false, false, &mut s);
+        assert_eq!(s, "{id: 7, xy: [1.5, NaN]}");
+        let mut s = String::new();
+        layout_text(&layout, &b, false, true, &mut s);
+        assert_eq!(s, r#"{"id": 7, "xy": [1.5, "NaN"]}"#);
+        let mut be = 7u16.to_be_bytes().to_vec();
+        be.extend(1.5f32.to_be_bytes());
+        be.extend(2.0f32.to_be_bytes());
+        let mut s = String::new();
+        layout_text(&layout, &be, true, false, &mut s);
+        assert_eq!(s, "{id: 7, xy: [1.5, 2.0]}");
+    }
+}
