@@ -7,11 +7,13 @@
 //! - `raw`: one `write_all` / one `read_exact` of the `Pod` bytes,
 //! - `bincode`: bincode 1 with fixed-width integers (also 80 bytes a record) through serde.
 //!
-//! Best of 3 runs each after a warm-up run, the workloads interleaved. Prints MiB/s, the time relative to `raw`,
-//! and the targets: `pod` within 1.1x of `raw`, `packed` at least 2.5x `bincode`'s throughput.
+//! Best of 3 runs each, after a warm-up run of the same workload. Prints MiB/s, the time
+//! relative to `raw`, and the targets: `pod` within 1.1x of `raw`, `packed` at least 2.5x
+//! `bincode`'s throughput.
 //!
 //! Run: `cargo bench --bench records` (`RA_BENCH_RECORDS=100000` for a quick run,
-//! `RA_BENCH_ONLY=packed` to time only the workloads whose name contains `packed`).
+//! `RA_BENCH_ONLY=packed` to time only the workloads whose name contains `packed`,
+//! `RA_BENCH_VERBOSE=1` to print every run's time; run 0 is the untimed warm-up).
 
 use std::fs::File;
 use std::hint::black_box;
@@ -61,18 +63,22 @@ impl<'a> Bench<'a> {
         self.jobs.push(Box::new(job));
     }
 
-    /// Runs every job once untimed, then `RUNS` timed rounds, each round starting one job
-    /// later so that no job always follows the same one; `settle` runs untimed after each job.
+    /// Runs each job once untimed, then `RUNS` times timed, before the next job: a job's
+    /// timed runs follow a run of the same job, not whatever another job left behind (a big
+    /// `free`, dirty pages); `settle` runs untimed after every run.
     fn run(mut self, settle: impl Fn()) -> Vec<(&'static str, Duration)> {
-        let jobs = self.jobs.len();
-        let mut best = vec![Duration::MAX; jobs];
-        for round in 0..=RUNS {
-            for k in 0..jobs {
-                let j = (k + round) % jobs;
+        let verbose = std::env::var_os("RA_BENCH_VERBOSE").is_some();
+        let mut best = vec![Duration::MAX; self.jobs.len()];
+        for (j, job) in self.jobs.iter_mut().enumerate() {
+            for run in 0..=RUNS {
                 let t = Instant::now();
-                (self.jobs[j])();
-                if round > 0 {
-                    best[j] = best[j].min(t.elapsed());
+                job();
+                let took = t.elapsed();
+                if verbose {
+                    eprintln!("{} run {run}: {took:?}", self.names[j]);
+                }
+                if run > 0 {
+                    best[j] = best[j].min(took);
                 }
                 settle();
             }

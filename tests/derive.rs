@@ -24,10 +24,22 @@ struct PodFoo {
     v: [f64; 8],
 }
 
-// The inherent constants work in const context without importing `Element`.
-const _: () = assert!(Foo::ELBYTE == 80);
-const _: () = assert!(Foo::OFFSETS[2] == 16);
-const _: () = assert!(PodFoo::ELBYTE == 80);
+/// The inherent constants work in const context where `Element` is not imported.
+mod without_the_trait {
+    use rawarray_serde::RaRecord;
+
+    #[derive(RaRecord)]
+    #[allow(dead_code)]
+    struct Foo {
+        info: [u8; 12],
+        index: u32,
+        v: [f64; 8],
+    }
+
+    const _: () = assert!(Foo::ELBYTE == 80);
+    const _: () = assert!(Foo::OFFSETS[0] == 0 && Foo::OFFSETS[1] == 12 && Foo::OFFSETS[2] == 16);
+    const _: [u8; Foo::ELBYTE] = [0; 80];
+}
 
 fn foo(i: u32) -> Foo {
     let mut info = [0u8; 12];
