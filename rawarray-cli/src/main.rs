@@ -79,7 +79,7 @@ the strings \"NaN\", \"inf\", \"-inf\".")]
         /// Print only the first N values.
         #[arg(long, value_name = "N")]
         head: Option<u64>,
-        /// One JSON object per value: {\"index\": [..], \"value\": ..}.
+        /// One JSON object per value, one per line.
         #[arg(long)]
         json: bool,
     },
@@ -213,9 +213,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
-        Err(Failure::Usage(m)) => Cli::command()
-            .error(clap::error::ErrorKind::ValueValidation, m)
-            .exit(),
+        Err(Failure::Usage { command, message }) => {
+            // As clap reports its own usage errors, with the subcommand's usage line: exit 2.
+            let mut cli = Cli::command();
+            cli.build();
+            let sub = cli.find_subcommand_mut(command).expect("a subcommand");
+            sub.error(clap::error::ErrorKind::ValueValidation, message)
+                .exit()
+        }
         Err(e) => {
             let line = e.to_string();
             if !line.is_empty() {

@@ -84,7 +84,7 @@ impl RaSource {
         let start = self.data_offset() + self.header.size;
         self.file.seek(SeekFrom::Start(start)).at(&self.path)?;
         let mut out = Vec::new();
-        (&mut self.file).read_to_end(&mut out).at(&self.path)?;
+        self.file.read_to_end(&mut out).at(&self.path)?;
         Ok(out)
     }
 
