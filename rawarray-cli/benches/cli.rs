@@ -70,7 +70,7 @@ fn main() {
     let bytes = std::fs::metadata(d.join("a.ra")).unwrap().len() as f64;
 
     let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    let ops = vec![
+    let ops = [
         Op {
             name: "ra convert a.ra b.npy",
             args: s(&[ra, "convert", "a.ra", "b.npy"]),
