@@ -84,10 +84,11 @@ fn json_line(path: &Path, h: &Header, t: &Trailer) -> String {
 }
 
 fn text_block(path: &Path, h: &Header, t: &Trailer, gap: bool) -> String {
-    let mut shape: Vec<String> = h.dims.iter().rev().map(u64::to_string).collect();
-    if shape.len() == 1 {
-        shape.push(String::new());
-    }
+    let shape: Vec<String> = h.dims.iter().rev().map(u64::to_string).collect();
+    let shape = match &shape[..] {
+        [one] => format!("({one},)"),
+        _ => format!("({})", shape.join(", ")),
+    };
     let elements = h.num_elements();
     let rows = [
         (
@@ -104,10 +105,9 @@ fn text_block(path: &Path, h: &Header, t: &Trailer, gap: bool) -> String {
         (
             "dims",
             format!(
-                "{:?}, {elements} element{} (numpy shape ({}))",
+                "{:?}, {elements} element{} (numpy shape {shape})",
                 h.dims,
                 if elements == 1 { "" } else { "s" },
-                shape.join(", ")
             ),
         ),
         (

@@ -246,7 +246,7 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
             out.push('[');
             for i in 0..*len as usize {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(if json { "," } else { ", " });
                 }
                 layout_text(item, &b[i * size..], big_endian, json, out);
             }
@@ -256,11 +256,11 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
             out.push('{');
             for (i, f) in fields.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(if json { "," } else { ", " });
                 }
                 if json {
                     out.push_str(&serde_json::Value::from(f.name.as_str()).to_string());
-                    out.push_str(": ");
+                    out.push(':');
                 } else {
                     let _ = write!(out, "{}: ", f.name);
                 }
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(s, "{id: 7, xy: [1.5, NaN]}");
         let mut s = String::new();
         layout_text(&layout, &b, false, true, &mut s);
-        assert_eq!(s, r#"{"id": 7, "xy": [1.5, "NaN"]}"#);
+        assert_eq!(s, r#"{"id":7,"xy":[1.5,"NaN"]}"#);
         let mut be = 7u16.to_be_bytes().to_vec();
         be.extend(1.5f32.to_be_bytes());
         be.extend(2.0f32.to_be_bytes());
