@@ -10,6 +10,7 @@ use crate::data;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{ElType, Flags, Header};
+use crate::trailer::Trailer;
 
 /// How to write a file: byte order and compression. The default is what every reader reads:
 /// little-endian, uncompressed.
@@ -445,6 +446,27 @@ impl DynArray {
         self.trailer = trailer;
     }
 
+    /// The metadata [`Trailer`] in the bytes after the data, `None` if there is none.
+    ///
+    /// ```
+    /// use rawarray_serde::{DynArray, RawArray, Trailer};
+    /// let mut a = DynArray::from_typed(&RawArray::from_vec(vec![1.5f32, 2.5]));
+    /// assert_eq!(a.trailer().unwrap(), None);
+    /// a.set_trailer(&Trailer::for_element::<f32>(serde_json::json!({"units": "K"})).unwrap());
+    /// let back = DynArray::from_bytes(&a.to_bytes().unwrap()).unwrap();
+    /// assert_eq!(back.trailer().unwrap().unwrap().params["units"], "K");
+    /// ```
+    pub fn trailer(&self) -> Result<Option<Trailer>> {
+        Trailer::from_trailing_bytes(&self.trailer)
+    }
+
+    /// Replaces the bytes after the data section with one trailer block, placed for a file
+    /// written little-endian and uncompressed (the block's `at` field names its offset there).
+    pub fn set_trailer(&mut self, trailer: &Trailer) {
+        let at = (self.header.encoded_len() + self.data.len()) as u64;
+        self.trailer = trailer.encode_block(at);
+    }
+
     /// Header, data and trailing bytes.
     pub fn into_parts(self) -> (Header, Vec<u8>, Vec<u8>) {
         (self.header, self.data, self.trailer)
@@ -572,5 +594,66 @@ impl DynArray {
     /// [`DynArray::write_file`] with the given byte order and compression.
     pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
         write_atomic(path.as_ref(), |w| self.write_dyn(w, opts))
+    }
+}
+
+/// A `RawArray` serializes as a whole embedded `.ra` file: in a `.ra` serializer, a
+/// `Vec<RawArray<T>>` of equal-sized arrays is an array of user-defined (eltype 0) elements,
+/// each one a valid `.ra` file (".ra inside .ra"). Other serde formats see a byte string.
+impl<T: Element> serde::Serialize for RawArray<T> {
+    fn serialize<S: serde::Serializer>(
+        &self,
+        serializer: S,
+    ) -> std::result::Result<S::Ok, S::Error> {
+        serializer.serialize_newtype_struct(
+            crate::ser::EMBEDDED,
+            serde_bytes::Bytes::new(&self.to_bytes()),
+        )
+    }
+}
+
+impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> std::result::Result<Self, D::Error> {
+        struct EmbeddedVisitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Element> serde::de::Visitor<'de> for EmbeddedVisitor<T> {
+            type Value = RawArray<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("the bytes of a .ra file")
+            }
+
+            fn visit_bytes<E: serde::de::Error>(
+                self,
+                v: &[u8],
+            ) -> std::result::Result<RawArray<T>, E> {
+                RawArray::from_bytes(v).map_err(E::custom)
+            }
+
+            fn visit_newtype_struct<D: serde::Deserializer<'de>>(
+                self,
+                d: D,
+            ) -> std::result::Result<RawArray<T>, D::Error> {
+                d.deserialize_bytes(self)
+            }
+
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> std::result::Result<RawArray<T>, A::Error> {
+                let mut bytes = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1 << 20));
+                while let Some(b) = seq.next_element::<u8>()? {
+                    bytes.push(b);
+                }
+                self.visit_bytes(&bytes)
+            }
+        }
+
+        deserializer.deserialize_newtype_struct(
+            crate::ser::EMBEDDED,
+            EmbeddedVisitor(std::marker::PhantomData),
+        )
     }
 }

@@ -121,6 +121,33 @@ pub(crate) fn sync_dir(dir: &Path) {
     }
 }
 
+impl AtomicFile {
+    /// Renames the temporary file over the destination and returns it open (synced first if
+    /// `sync`), for writers that go on appending to the file they created.
+    pub(crate) fn commit_open(self, sync: bool) -> io::Result<File> {
+        if sync {
+            self.tmp.as_file().sync_all()?;
+        }
+        let file = self.tmp.persist(&self.path).map_err(|e| e.error)?;
+        if sync {
+            sync_dir(&self.dir);
+        }
+        Ok(file)
+    }
+}
+
+/// Creates a file atomically and keeps it open: `write` fills a temporary file in the same
+/// folder, which is synced (if `sync`) and renamed over `path`. Readers that had the old file
+/// open keep reading the old file; nobody ever sees a half-written new one.
+pub(crate) fn create_atomic<F>(path: &Path, sync: bool, write: F) -> crate::Result<File>
+where
+    F: FnOnce(&File) -> crate::Result<()>,
+{
+    let mut atomic = AtomicFile::create(path)?;
+    write(atomic.file())?;
+    Ok(atomic.commit_open(sync)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

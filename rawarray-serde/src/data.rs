@@ -161,7 +161,7 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
 }
 
 /// Adds `by` to the element index of an invalid-value error (`Element::read_le` says 0).
-fn shift_index(e: Error, by: u64) -> Error {
+pub(crate) fn shift_index(e: Error, by: u64) -> Error {
     match e.into_kind() {
         ErrorKind::InvalidValue { what, value, index } => ErrorKind::InvalidValue {
             what,

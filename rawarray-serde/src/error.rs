@@ -152,6 +152,16 @@ pub enum ErrorKind {
         /// The elements there are.
         len: u64,
     },
+    /// Records asked for beyond the end of a file.
+    #[error("records {start}..{end} are out of bounds: the file holds {len} records")]
+    OutOfBounds {
+        /// First record asked for.
+        start: u64,
+        /// One past the last record asked for.
+        end: u64,
+        /// Records in the file.
+        len: u64,
+    },
     /// The operation cannot be done on this file.
     #[error("{0}")]
     Unsupported(String),
@@ -200,6 +210,7 @@ impl Error {
             ErrorKind::HeaderTruncated { .. } | ErrorKind::Truncated { .. } => Category::Eof,
             ErrorKind::Unsupported(_)
             | ErrorKind::ShapeMismatch { .. }
+            | ErrorKind::OutOfBounds { .. }
             | ErrorKind::TooLarge { .. } => Category::Usage,
             _ => Category::Data,
         }

@@ -1,0 +1,242 @@
+//! Reading records without loading the file: a memory map of the data section.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::marker::PhantomData;
+use std::ops::{Bound, RangeBounds};
+use std::path::Path;
+
+use memmap2::{Mmap, MmapOptions};
+
+use crate::data;
+use crate::element::Element;
+use crate::error::{ErrorKind, Result};
+use crate::fileio::read_exact_at;
+use crate::header::{le_u64, Header, FIXED_HEADER_LEN};
+use crate::records::RecordShape;
+use crate::trailer::{data_end, locate, Probe, Trailer};
+
+/// Times a reader re-reads a header that changes under it before settling for what it saw.
+const SNAPSHOT_TRIES: usize = 100;
+
+/// A `.ra` file's records through a memory map: opening costs O(1) whatever the file's size,
+/// and only the pages touched are read, so files larger than memory work.
+///
+/// Records run along the last dim (see [`RecordWriter`](crate::RecordWriter)); each is
+/// [`record_len`](RecordReader::record_len) values of `T`. Access returns a [`Cow`]: a
+/// borrowed view of the mapped bytes, without copying, for plain-old-data elements of a
+/// little-endian file whose bytes are aligned for `T`
+/// ([`Element::cast_pod_slice`]); a decoded copy otherwise.
+///
+/// The reader sees the file as its header was when it was opened: a writer appending at the
+/// same time changes nothing it sees. The trailer is read once, at open. After open the reader
+/// touches no byte past the data end, so writers may cut or rewrite what follows.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use rawarray_serde::{RecordReader, RawArray};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("a.ra");
+/// RawArray::from_vec((0..1000u32).collect()).write_file(&path).unwrap();
+///
+/// let r = RecordReader::<u32>::open(&path).unwrap();
+/// assert_eq!(r.len(), 1000);
+/// assert_eq!(r.get(7).unwrap()[0], 7);
+/// let some = r.slice(10..13).unwrap();
+/// assert_eq!(*some, [10, 11, 12]);
+/// assert!(matches!(some, Cow::Borrowed(_))); // zero-copy: u32 data is 8-byte aligned here
+/// assert_eq!(r.iter().map(|rec| rec.unwrap()[0]).sum::<u32>(), 499_500);
+/// assert!(r.get(1000).is_err());
+/// ```
+#[derive(Debug)]
+pub struct RecordReader<T> {
+    /// The data section; `None` when it is empty (nothing to map).
+    map: Option<Mmap>,
+    header: Header,
+    shape: RecordShape,
+    len: usize,
+    trailer: Option<Trailer>,
+    _element: PhantomData<fn() -> T>,
+}
+
+impl<T: Element + Clone> RecordReader<T> {
+    /// Opens a file of records of `T`: reads the header and the trailer, and maps the data.
+    ///
+    /// The element type must match the header (else an error naming both); the record dims are
+    /// whatever the file has. Compressed files cannot be mapped.
+    pub fn open(path: impl AsRef<Path>) -> Result<RecordReader<T>> {
+        let file = File::open(path)?;
+        let (header, probe) = snapshot(&file)?;
+        let shape = RecordShape::of::<T>(&header, None)?;
+        let len = data::to_usize(*header.dims.last().expect("checked by RecordShape"))?;
+        let trailer = probe.into_result()?;
+        let map = if header.size == 0 {
+            None
+        } else {
+            let bytes = data::to_usize(header.size)?;
+            // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
+            // while mapped. The map covers the data section of the header read above and nothing
+            // else. This crate never changes those bytes: a `RecordWriter` writes only at or after
+            // the data end of the header it last committed (never before ours), `finish`, `open`
+            // and `recover` cut the file only after the data end, and replacing a file
+            // (`RecordOptions::create`, `write_file`) renames a new file over the path, leaving
+            // this one alone. Other programs editing the data in place break this, as they would
+            // for any mapped file.
+            let map = unsafe {
+                MmapOptions::new()
+                    .offset(header.encoded_len() as u64)
+                    .len(bytes)
+                    .map(&file)?
+            };
+            Some(map)
+        };
+        Ok(RecordReader {
+            map,
+            header,
+            shape,
+            len,
+            trailer,
+            _element: PhantomData,
+        })
+    }
+
+    /// Number of records (the last dim, as the header said at open).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether there are no records.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The dims of one record, in values of `T` (empty for records of one value).
+    pub fn record_dims(&self) -> &[u64] {
+        &self.shape.dims
+    }
+
+    /// Values of `T` per record.
+    pub fn record_len(&self) -> usize {
+        self.shape.values
+    }
+
+    /// The header as it was at open.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The trailer read at open, if the file has one.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// The data section's bytes as stored (little- or big-endian, as the header says).
+    pub fn data(&self) -> &[u8] {
+        self.map.as_deref().unwrap_or_default()
+    }
+
+    /// The values of record `index`.
+    pub fn get(&self, index: usize) -> Result<Cow<'_, [T]>> {
+        self.slice(index..index.saturating_add(1))
+    }
+
+    /// The values of the records in `range`, one record after the other.
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<Cow<'_, [T]>> {
+        let (start, end) = self.bounds(range)?;
+        let per = self.shape.values;
+        let record_bytes = self.shape.bytes as usize;
+        let bytes = &self.data()[start * record_bytes..end * record_bytes];
+        if !self.header.is_big_endian() {
+            if let Some(values) = T::cast_pod_slice(bytes) {
+                return Ok(Cow::Borrowed(values));
+            }
+        }
+        data::decode_values(bytes, self.header.is_big_endian())
+            .map(Cow::Owned)
+            .map_err(|e| data::shift_index(e, (start * per) as u64))
+    }
+
+    /// Every record in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Result<Cow<'_, [T]>>> + '_ {
+        (0..self.len).map(move |i| self.get(i))
+    }
+
+    fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        let start = match range.start_bound() {
+            Bound::Included(&s) => s,
+            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Unbounded => 0,
+        };
+        let end = match range.end_bound() {
+            Bound::Included(&e) => e.saturating_add(1),
+            Bound::Excluded(&e) => e,
+            Bound::Unbounded => self.len,
+        };
+        if start > end || end > self.len {
+            return Err(ErrorKind::OutOfBounds {
+                start: start as u64,
+                end: end as u64,
+                len: self.len as u64,
+            }
+            .into());
+        }
+        Ok((start, end))
+    }
+}
+
+/// A header and the trailer probe for its data end, taken while the header did not change, so
+/// that both belong to the same moment of a file a writer may be appending to.
+fn snapshot(file: &File) -> Result<(Header, Probe)> {
+    let mut seen = None;
+    for _ in 0..SNAPSHOT_TRIES {
+        let header = stable_header(file)?;
+        let len = file.metadata()?.len();
+        header.check_input_len(len)?;
+        let probe = locate(file, data_end(&header), len);
+        let again = stable_header(file)?;
+        if again == header {
+            return Ok((header, probe));
+        }
+        seen = Some((header, probe));
+        std::thread::yield_now();
+    }
+    Ok(seen.expect("SNAPSHOT_TRIES > 0"))
+}
+
+/// The header, read until two reads agree: a read racing the writer's one-`pwrite` header
+/// update may see part of it.
+fn stable_header(file: &File) -> Result<Header> {
+    let mut bytes = header_bytes(file)?;
+    for _ in 0..SNAPSHOT_TRIES {
+        let again = header_bytes(file)?;
+        if again == bytes {
+            break;
+        }
+        bytes = again;
+        std::thread::yield_now();
+    }
+    Header::decode(&bytes)
+}
+
+/// The header's bytes (fewer if the file is shorter, for `Header::decode` to report).
+fn header_bytes(file: &File) -> Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let mut bytes = vec![0u8; FIXED_HEADER_LEN.min(len as usize)];
+    read_exact_at(file, &mut bytes, 0)?;
+    if bytes.len() == FIXED_HEADER_LEN {
+        let ndims = le_u64(&bytes[40..48]);
+        let total = ndims
+            .checked_mul(8)
+            .and_then(|d| d.checked_add(FIXED_HEADER_LEN as u64))
+            .filter(|&t| t <= len);
+        if let Some(total) = total {
+            bytes.resize(total as usize, 0);
+            read_exact_at(
+                file,
+                &mut bytes[FIXED_HEADER_LEN..],
+                FIXED_HEADER_LEN as u64,
+            )?;
+        }
+    }
+    Ok(bytes)
+}

@@ -1,0 +1,774 @@
+//! Appending records to a `.ra` file as a simulation runs, crash-safely, and repairing a file
+//! whose last flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
+//!
+//! A record file is an ordinary `.ra` array whose **last dim counts records** and grows: one
+//! record is one value of `T` (dims `[n]`, or `[3, n]` for `T = [f64; 3]`), or an n-d snapshot
+//! of values of `T` (dims `[nx, ny, n]` for an `[nx, ny]` field per step). Every reader of
+//! `size` bytes (numpy, Julia, C) reads it as it stands at any moment.
+//!
+//! # The file while it is written
+//!
+//! ```text
+//! header(n) | data: n records | trailer block | free space (a hole) | spare trailer block
+//!                              ^ the data end                        ^ the end of the file
+//! ```
+//!
+//! The [trailer](crate::Trailer) (parameters and schema) is kept twice: the *forward* copy at
+//! the data end, and a *spare* copy at the end of the file (the two coincide when there is no
+//! free space, as after [`RecordWriter::finish`]). Invariant: **the header is always valid and
+//! describes only synced records, and at every instant at least one of the two copies is
+//! valid** (the reader tries the end of the file, then the data end: both O(1)).
+//!
+//! [`RecordWriter::flush`] with pending records `R` and the block `B`:
+//!
+//! 1. if `data end + |R| + |B|` would reach the spare copy, a new spare copy is written further
+//!    out (leaving free space of 1/8 of the data, at least 64 KiB: a sparse hole on most file
+//!    systems), and synced. The forward copy is untouched meanwhile.
+//! 2. `R | B` is written at the data end in one `pwrite`, and synced. This clobbers only the
+//!    forward copy of the old header; the spare copy lies beyond it.
+//! 3. the header, with the new last dim and `size`, is written in one `pwrite` at offset 0, and
+//!    synced. A header is at most 512 bytes (58 dims), inside one page and one disk sector, so
+//!    no kill can tear it; if it is not written, the old header still describes complete data.
+//!
+//! A process killed anywhere leaves a file whose header describes the records of the last
+//! completed flush, or those of the flush under way if step 3 was reached. With
+//! [`Durability::NoFsync`] the syncs are skipped: a killed process loses nothing the kernel
+//! has (its page cache keeps the writes' order), but a power cut may.
+//!
+//! [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
+//! [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
+//! if needed, the forward copy written, then the rest cut off. Records a lost header update
+//! left after the data are dropped then; call [`recover`] first to keep them.
+//!
+//! # Recovery
+//!
+//! [`recover`] looks for the forward block of a flush whose header update was lost: at the
+//! data end and at each record boundary after it, a valid block whose `at` field is its own
+//! offset. Finding one `k` records on, it extends the header over those `k` records (they were
+//! synced before the block was written). The spare copy has `at = 0`, so a spare that happens to
+//! sit at a record boundary behind a torn flush is not taken for one. Without a forward block,
+//! the trailer (the spare) is written back at the data end and nothing is extended. A file with
+//! no trailer at all is extended over as many whole records as follow the data. The scan is
+//! fooled only by record data that itself holds a valid trailer block at a record boundary.
+
+use std::fs::{File, OpenOptions};
+use std::marker::PhantomData;
+use std::path::Path;
+
+use crate::array::{element_dims, RawArray};
+use crate::atomic::create_atomic;
+use crate::data;
+use crate::element::Element;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::{read_exact_at, write_all_at};
+use crate::header::Header;
+use crate::trailer::{
+    block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
+    Trailer, TRAILER_FRAME, TRAILER_TAG,
+};
+
+pub use crate::mapped::RecordReader;
+
+/// Longest header updated in place: one 512-byte sector, inside the first page.
+const MAX_HEADER_LEN: usize = 512;
+
+/// Least free space left before the spare trailer copy when it moves.
+const MIN_SLACK: u64 = 64 << 10;
+
+/// Pending record bytes at which the writer flushes by itself, unless told otherwise.
+const DEFAULT_BUFFER: usize = 8 << 20;
+
+/// What a completed [`RecordWriter::flush`] survives.
+///
+/// ```
+/// use rawarray_serde::{Durability, RecordOptions};
+/// let fast = RecordOptions::new().durability(Durability::NoFsync);
+/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::Fsync));
+/// # let _ = fast;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Each flush syncs the data, then the header (`fdatasync`): flushed records survive a
+    /// power cut. The default.
+    #[default]
+    Fsync,
+    /// No syncs: flushed records survive the writer being killed (the kernel keeps them and
+    /// their order), not a power cut. The file is still valid after one, with fewer records.
+    NoFsync,
+}
+
+/// How to create or reopen a record file: the dims of one record, the trailer's parameters,
+/// durability and buffering.
+///
+/// ```
+/// use rawarray_serde::{Durability, RecordOptions, RecordReader, RecordWriter};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("field.ra");
+/// // A 4 x 3 field per step: the file is f64 [4, 3, steps].
+/// let opts = RecordOptions::new()
+///     .record_dims([4, 3])
+///     .params(serde_json::json!({"dx": 0.1}))
+///     .durability(Durability::NoFsync);
+/// let mut w: RecordWriter<f64> = opts.create(&path).unwrap();
+/// for step in 0..5 {
+///     let field: Vec<f64> = (0..12).map(|k| (step * 100 + k) as f64).collect();
+///     w.append_slice(&field).unwrap();
+///     w.flush().unwrap();
+/// }
+/// assert_eq!(w.finish().unwrap().dims, [4, 3, 5]);
+///
+/// // Reopen with the same record dims and continue.
+/// let mut w: RecordWriter<f64> = RecordOptions::new().record_dims([4, 3]).open(&path).unwrap();
+/// w.append_slice(&[0.5; 12]).unwrap();
+/// w.finish().unwrap();
+///
+/// let r = RecordReader::<f64>::open(&path).unwrap();
+/// assert_eq!(r.len(), 6);
+/// assert_eq!(r.get(2).unwrap()[5], 205.0);
+/// assert_eq!(r.trailer().unwrap().params["dx"], 0.1);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct RecordOptions {
+    record_dims: Vec<u64>,
+    params: Option<serde_json::Value>,
+    durability: Durability,
+    buffer_bytes: usize,
+}
+
+impl Default for RecordOptions {
+    fn default() -> RecordOptions {
+        RecordOptions::new()
+    }
+}
+
+impl RecordOptions {
+    /// Records of one value each, no parameters, [`Durability::Fsync`], an 8 MiB buffer.
+    pub fn new() -> RecordOptions {
+        RecordOptions {
+            record_dims: Vec::new(),
+            params: None,
+            durability: Durability::Fsync,
+            buffer_bytes: DEFAULT_BUFFER,
+        }
+    }
+
+    /// The dims of one record in values of `T`, first fastest: `[nx, ny]` for a field per
+    /// step. Empty (the default) for records of one value. The file's dims are `T`'s own dims,
+    /// these, then the record count.
+    #[must_use]
+    pub fn record_dims(mut self, dims: impl Into<Vec<u64>>) -> RecordOptions {
+        self.record_dims = dims.into();
+        self
+    }
+
+    /// The trailer's parameters (any JSON). On [`RecordOptions::open`] they replace the
+    /// file's; unset, the file's are kept.
+    #[must_use]
+    pub fn params(mut self, params: serde_json::Value) -> RecordOptions {
+        self.params = Some(params);
+        self
+    }
+
+    /// What a flush survives; see [`Durability`].
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> RecordOptions {
+        self.durability = durability;
+        self
+    }
+
+    /// Pending bytes at which appending flushes by itself (default 8 MiB), so that memory
+    /// stays bounded however long the writer goes without [`RecordWriter::flush`].
+    #[must_use]
+    pub fn buffer_bytes(mut self, bytes: usize) -> RecordOptions {
+        self.buffer_bytes = bytes.max(1);
+        self
+    }
+
+    /// Creates (or replaces) a record file holding no records yet, atomically: readers that
+    /// had an old file at `path` open keep reading it.
+    pub fn create<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
+        let mut dims = Vec::new();
+        T::inner_dims(&mut dims);
+        dims.extend_from_slice(&self.record_dims);
+        dims.push(0);
+        let header = Header::new(T::ELTYPE, T::ELBYTE as u64, dims)?;
+        check_header_len(&header)?;
+        let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
+        let params = self.params.clone().unwrap_or_default();
+        let trailer = Trailer::new(params)?.with_schema(T::layout());
+        let json = trailer.to_json();
+        let end = data_end(&header);
+        let sync = self.durability == Durability::Fsync;
+        let file = create_atomic(path.as_ref(), sync, |f| {
+            let mut bytes = header.encode();
+            encode_block_into(&json, end, &mut bytes);
+            Ok(write_all_at(f, &bytes, 0)?)
+        })?;
+        Ok(RecordWriter::new(file, header, shape, trailer, json, self))
+    }
+
+    /// Opens a record file to append to it. Its element type, byte order and leading dims must
+    /// be `T`'s and these record dims, and its trailer schema (if any) `T`'s; otherwise the
+    /// error names what differs. The file is settled first (see the module docs).
+    pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let header = Header::read_from(&mut &file)?;
+        let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
+        check_header_len(&header)?;
+        let file_len = file.metadata()?.len();
+        header.check_input_len(file_len)?;
+        let end = data_end(&header);
+        let mut trailer = match locate(&file, end, file_len) {
+            Probe::Valid(b) => b.trailer,
+            Probe::Absent => Trailer::new(serde_json::Value::Null)?,
+            Probe::Damaged(why) => {
+                return Err(ErrorKind::Trailer(format!(
+                    "{why}; its parameters would be lost by appending (replace the trailer with \
+                     DynArray::set_trailer first)"
+                ))
+                .into())
+            }
+        };
+        if let Some(schema) = trailer.schema.as_ref().filter(|&s| *s != T::layout()) {
+            return Err(ErrorKind::Trailer(format!(
+                "the file's record schema {} differs from {}'s {}",
+                serde_json::to_string(schema).unwrap_or_default(),
+                std::any::type_name::<T>(),
+                serde_json::to_string(&T::layout()).unwrap_or_default()
+            ))
+            .into());
+        }
+        trailer = trailer.with_schema(T::layout());
+        if let Some(params) = &self.params {
+            trailer.params = params.clone();
+        }
+        let json = trailer.to_json();
+        let spare = probe_backward(&file, end, file_len)
+            .valid()
+            .map(|b| b.start);
+        let sync = self.durability == Durability::Fsync;
+        settle(&file, end, &json, file_len, spare, sync)?;
+        Ok(RecordWriter::new(file, header, shape, trailer, json, self))
+    }
+}
+
+/// What one record is in a file: its dims, values and bytes.
+#[derive(Clone, Debug)]
+pub(crate) struct RecordShape {
+    /// Dims of one record in values of the element type.
+    pub dims: Vec<u64>,
+    /// Values of the element type per record.
+    pub values: usize,
+    /// Bytes per record.
+    pub bytes: u64,
+}
+
+impl RecordShape {
+    /// The record shape of a file holding values of `T`, whose record dims must be `expected`
+    /// if given. Compressed files and headers without a last dim to grow are refused.
+    pub fn of<T: Element>(header: &Header, expected: Option<&[u64]>) -> Result<RecordShape> {
+        if header.is_compressed() {
+            return Err(Error::unsupported(
+                "the file is LZ4-compressed: its records cannot be appended to or mapped \
+                 (rewrite it uncompressed with DynArray first)",
+            ));
+        }
+        let dims = element_dims::<T>(header)?;
+        let mut inner = Vec::new();
+        T::inner_dims(&mut inner);
+        let Some((_, record_dims)) = dims.split_last() else {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!(
+                    "a record count after the element's own dims {inner:?}, as the last dim"
+                ),
+                found: header.dims.clone(),
+            }
+            .into());
+        };
+        if let Some(want) = expected.filter(|&w| w != record_dims) {
+            let lead: Vec<u64> = inner.iter().chain(want).copied().collect();
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!(
+                    "leading dims {lead:?} (records of {want:?} values of {}), then the record count",
+                    std::any::type_name::<T>()
+                ),
+                found: header.dims.clone(),
+            }
+            .into());
+        }
+        let values = record_dims.iter().try_fold(1usize, |a, &d| {
+            usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
+        });
+        let values = values.ok_or(ErrorKind::TooLarge { bytes: u64::MAX })?;
+        Ok(RecordShape {
+            dims: record_dims.to_vec(),
+            values,
+            bytes: values as u64 * T::PACKED_SIZE as u64,
+        })
+    }
+}
+
+/// Appends records to a `.ra` file crash-safely: see the [module docs](self) for the layout
+/// and the order of writes.
+///
+/// Appended records are packed into a reused buffer (one copy for plain-old-data elements) and
+/// written by [`RecordWriter::flush`] in one `pwrite`, followed by one `pwrite` of the header.
+/// A crash loses at most the records since the last flush. Dropping the writer finishes it,
+/// ignoring errors; call [`RecordWriter::finish`] to see them.
+///
+/// ```
+/// use rawarray_serde::{RecordReader, RecordWriter, RawArray};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("orbit.ra");
+/// let mut w = RecordWriter::<[f64; 3]>::create(&path, serde_json::json!({"dt": 0.1})).unwrap();
+/// for step in 0..100 {
+///     let t = step as f64 * 0.1;
+///     w.append(&[t.cos(), t.sin(), t]).unwrap();
+///     if step % 10 == 9 {
+///         w.flush().unwrap(); // the header on disk now covers these records
+///     }
+/// }
+/// w.finish().unwrap();
+///
+/// // Any reader of .ra files sees an f64 [3, 100] array.
+/// let all: RawArray<f64> = RawArray::read_file(&path).unwrap();
+/// assert_eq!(all.dims(), [3, 100]);
+/// let r = RecordReader::<[f64; 3]>::open(&path).unwrap();
+/// assert_eq!(r.get(10).unwrap()[0][2], 1.0);
+/// ```
+#[derive(Debug)]
+pub struct RecordWriter<T: Element> {
+    file: File,
+    /// The header on disk: the records of the last flush.
+    header: Header,
+    shape: RecordShape,
+    big_endian: bool,
+    trailer: Trailer,
+    /// The trailer's JSON, encoded once; blocks are framed around it at each flush.
+    json: Vec<u8>,
+    /// Offset of the spare trailer copy; equal to the data end when the two copies coincide.
+    spare_at: u64,
+    /// Packed records not yet flushed (the block is appended to them while flushing).
+    pending: Vec<u8>,
+    pending_records: u64,
+    durability: Durability,
+    buffer_bytes: usize,
+    closed: bool,
+    _element: PhantomData<fn(&T)>,
+}
+
+impl<T: Element> RecordWriter<T> {
+    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
+    /// its trailer; see [`RecordOptions`] for the rest.
+    pub fn create(path: impl AsRef<Path>, params: serde_json::Value) -> Result<RecordWriter<T>> {
+        RecordOptions::new().params(params).create(path)
+    }
+
+    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
+    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
+        RecordOptions::new().open(path)
+    }
+
+    fn new(
+        file: File,
+        header: Header,
+        shape: RecordShape,
+        trailer: Trailer,
+        json: Vec<u8>,
+        opts: &RecordOptions,
+    ) -> RecordWriter<T> {
+        RecordWriter {
+            file,
+            big_endian: header.is_big_endian(),
+            spare_at: data_end(&header),
+            header,
+            shape,
+            trailer,
+            json,
+            pending: Vec::new(),
+            pending_records: 0,
+            durability: opts.durability,
+            buffer_bytes: opts.buffer_bytes,
+            closed: false,
+            _element: PhantomData,
+        }
+    }
+
+    /// Appends one record (for files whose records are one value each).
+    pub fn append(&mut self, record: &T) -> Result<()> {
+        self.append_slice(std::slice::from_ref(record))
+    }
+
+    /// Appends whole records: `values.len()` must be a multiple of the values per record.
+    pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
+        let per = self.shape.values;
+        if per == 0 || !values.len().is_multiple_of(per) {
+            return Err(Error::unsupported(format!(
+                "{} values are not whole records: a record of this file is {:?}, {per} values",
+                values.len(),
+                self.shape.dims
+            )));
+        }
+        let chunk = (self.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
+        for part in values.chunks(chunk) {
+            self.pack(part);
+            self.pending_records += (part.len() / per) as u64;
+            if self.pending.len() >= self.buffer_bytes {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends an array of records: dims equal to the record dims (one record), or the record
+    /// dims followed by a count.
+    pub fn append_array(&mut self, records: &RawArray<T>) -> Result<()> {
+        let (dims, want) = (records.dims(), &self.shape.dims[..]);
+        if dims != want && !(dims.len() == want.len() + 1 && dims.starts_with(want)) {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("{want:?} (one record), or {want:?} then a record count"),
+                found: dims.to_vec(),
+            }
+            .into());
+        }
+        self.append_slice(records.as_slice())
+    }
+
+    fn pack(&mut self, values: &[T]) {
+        if !self.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values) {
+                self.pending.extend_from_slice(bytes);
+                return;
+            }
+        }
+        let start = self.pending.len();
+        self.pending
+            .resize(start + values.len() * T::PACKED_SIZE, 0);
+        data::pack_into(values, self.big_endian, &mut self.pending[start..]);
+    }
+
+    /// Writes the pending records and commits them: when it returns, the header on disk covers
+    /// every record appended so far (synced, with [`Durability::Fsync`]). On an error the file
+    /// still holds the records of the last successful flush, and flushing can be retried.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.pending_records == 0 {
+            return Ok(());
+        }
+        let end = self.data_end();
+        let data_bytes = self.pending.len() as u64;
+        let new_end = end + data_bytes;
+        let block = block_len(self.json.len()) as u64;
+        if new_end + block > self.spare_at {
+            // Move the spare copy out of the way first, leaving room for more flushes.
+            let data_len = new_end - self.header.encoded_len() as u64;
+            let spare = (new_end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
+            let mut bytes = Vec::with_capacity(block as usize);
+            encode_block_into(&self.json, 0, &mut bytes);
+            write_all_at(&self.file, &bytes, spare)?;
+            self.sync()?;
+            self.spare_at = spare;
+        }
+        encode_block_into(&self.json, new_end, &mut self.pending);
+        let written = write_all_at(&self.file, &self.pending, end);
+        self.pending.truncate(data_bytes as usize);
+        written?;
+        self.sync()?;
+        let mut header = self.header.clone();
+        *header
+            .dims
+            .last_mut()
+            .expect("record files have a last dim") += self.pending_records;
+        header.size += data_bytes;
+        write_all_at(&self.file, &header.encode(), 0)?;
+        self.sync()?;
+        self.header = header;
+        self.pending.clear();
+        self.pending_records = 0;
+        Ok(())
+    }
+
+    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
+    /// copy) and closes it. Returns the final header.
+    pub fn finish(mut self) -> Result<Header> {
+        self.close()?;
+        Ok(self.header.clone())
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        let end = self.data_end();
+        if self.spare_at != end {
+            self.file.set_len(end + block_len(self.json.len()) as u64)?;
+            self.sync()?;
+            self.spare_at = end;
+        }
+        self.closed = true;
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<()> {
+        if self.durability == Durability::Fsync {
+            self.file.sync_data()?;
+        }
+        Ok(())
+    }
+
+    fn data_end(&self) -> u64 {
+        data_end(&self.header)
+    }
+
+    /// Records appended, flushed or not.
+    pub fn len(&self) -> u64 {
+        self.flushed_len() + self.pending_records
+    }
+
+    /// Whether no record was ever appended.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Records the header on disk covers: those of the last flush.
+    pub fn flushed_len(&self) -> u64 {
+        *self
+            .header
+            .dims
+            .last()
+            .expect("record files have a last dim")
+    }
+
+    /// The header on disk.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The dims of one record, in values of `T`.
+    pub fn record_dims(&self) -> &[u64] {
+        &self.shape.dims
+    }
+
+    /// The trailer written with the records.
+    pub fn trailer(&self) -> &Trailer {
+        &self.trailer
+    }
+}
+
+impl<T: Element> Drop for RecordWriter<T> {
+    fn drop(&mut self) {
+        if !self.closed {
+            // Errors cannot be reported here; the file is valid whatever happens.
+            let _ = self.close();
+        }
+    }
+}
+
+/// Leaves a file as `header | data | block` with the block (for the data end) last, keeping a
+/// valid trailer copy at every instant: a spare copy is written beyond the block first if
+/// there is no valid one, then the block at the data end, then the rest is cut off.
+/// `spare` is the start of a valid block at the end of the file, if there is one.
+fn settle(
+    file: &File,
+    end: u64,
+    json: &[u8],
+    file_len: u64,
+    spare: Option<u64>,
+    sync: bool,
+) -> Result<()> {
+    let mut forward = Vec::with_capacity(block_len(json.len()));
+    encode_block_into(json, end, &mut forward);
+    let settled = end + forward.len() as u64;
+    if file_len == settled {
+        let mut current = vec![0u8; forward.len()];
+        read_exact_at(file, &mut current, end)?;
+        if current == forward {
+            return Ok(());
+        }
+    }
+    let sync = || -> Result<()> {
+        if sync {
+            file.sync_data()?;
+        }
+        Ok(())
+    };
+    if spare.is_none_or(|s| s < settled) {
+        let mut block = Vec::with_capacity(forward.len());
+        encode_block_into(json, 0, &mut block);
+        write_all_at(file, &block, file_len.max(settled))?;
+        sync()?;
+    }
+    write_all_at(file, &forward, end)?;
+    sync()?;
+    file.set_len(settled)?;
+    sync()
+}
+
+/// What [`recover`] did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recovery {
+    /// Records the header described before.
+    pub records_before: u64,
+    /// Records it describes now.
+    pub records_after: u64,
+    /// Whether the file has a trailer (kept).
+    pub trailer: bool,
+    /// Bytes cut from the end of the file (free space, spare copy, torn records).
+    pub bytes_removed: u64,
+}
+
+/// Repairs a record file after a crash: extends the header over the complete records that
+/// follow it and leaves the file as [`RecordWriter::finish`] would. See the
+/// [module docs](self#recovery) for how complete records are told from torn ones.
+///
+/// Works on any uncompressed `.ra` file whose last dim counts records; a file with no trailer
+/// is extended over as many whole records as follow its data.
+///
+/// ```
+/// use rawarray_serde::{recover, DynArray, RawArray};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("log.ra");
+/// // A header for 2 values, followed by 3 whole u32 values and a torn one.
+/// let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
+/// bytes.extend([3u32, 4, 5].iter().flat_map(|v| v.to_le_bytes()));
+/// bytes.extend([6, 0]);
+/// std::fs::write(&path, &bytes).unwrap();
+///
+/// let r = recover(&path).unwrap();
+/// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 5, false));
+/// let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
+/// assert_eq!(a.as_slice(), [1, 2, 3, 4, 5]);
+/// ```
+pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
+    let file = OpenOptions::new().read(true).write(true).open(path)?;
+    let mut header = Header::read_from(&mut &file)?;
+    if header.is_compressed() {
+        return Err(Error::unsupported(
+            "the file is LZ4-compressed: it cannot have been appended to",
+        ));
+    }
+    check_header_len(&header)?;
+    let Some((&before, lead)) = header.dims.split_last() else {
+        return Err(Error::unsupported(
+            "the file is a scalar (no dims): it has no record count to extend",
+        ));
+    };
+    let record_bytes = lead
+        .iter()
+        .try_fold(header.elbyte, |a, &d| a.checked_mul(d))
+        .filter(|&b| b > 0)
+        .ok_or_else(|| {
+            Error::unsupported(format!(
+                "records of dims {lead:?} x elbyte {} are empty or too large",
+                header.elbyte
+            ))
+        })?;
+    let file_len = file.metadata()?.len();
+    header.check_input_len(file_len)?;
+    let end = data_end(&header);
+    let spare = probe_backward(&file, end, file_len).valid();
+    let limit = spare
+        .as_ref()
+        .filter(|b| b.start > end)
+        .map_or(file_len, |b| b.start);
+    let mut recovery = Recovery {
+        records_before: before,
+        records_after: before,
+        trailer: true,
+        bytes_removed: 0,
+    };
+    if let Some((k, block)) = scan_forward(&file, end, record_bytes, limit)? {
+        if k > 0 {
+            *header.dims.last_mut().expect("checked above") += k;
+            header.size += k * record_bytes;
+            write_all_at(&file, &header.encode(), 0)?;
+            file.sync_data()?;
+        }
+        if file_len > block.end() {
+            file.set_len(block.end())?;
+            file.sync_data()?;
+        }
+        recovery.records_after = before + k;
+        recovery.bytes_removed = file_len - block.end();
+        return Ok(recovery);
+    }
+    match locate(&file, end, file_len) {
+        Probe::Valid(found) => {
+            // The last flush was torn: keep the trailer, drop what follows the data.
+            let json = found.trailer.to_json();
+            settle(&file, end, &json, file_len, spare.map(|b| b.start), true)?;
+            let settled = end + block_len(json.len()) as u64;
+            recovery.bytes_removed = file_len.saturating_sub(settled);
+            Ok(recovery)
+        }
+        Probe::Damaged(why) => Err(ErrorKind::Trailer(format!(
+            "{why}; without a trailer copy, complete records cannot be told from torn ones"
+        ))
+        .into()),
+        Probe::Absent => {
+            let k = (file_len - end) / record_bytes;
+            if k > 0 {
+                *header.dims.last_mut().expect("checked above") += k;
+                header.size += k * record_bytes;
+                write_all_at(&file, &header.encode(), 0)?;
+                file.sync_data()?;
+            }
+            recovery.records_after = before + k;
+            recovery.trailer = false;
+            Ok(recovery)
+        }
+    }
+}
+
+/// The first forward block (its `at` its own offset) at `end + k * record_bytes`, lying
+/// below `limit`: reads the region in windows, checking the tag at each record boundary.
+fn scan_forward(
+    file: &File,
+    end: u64,
+    record_bytes: u64,
+    limit: u64,
+) -> Result<Option<(u64, Block)>> {
+    const WINDOW: u64 = 1 << 20;
+    let smallest = 2 * TRAILER_FRAME as u64;
+    let mut window = Vec::new();
+    let mut window_start = 0u64;
+    for k in 0u64.. {
+        let Some(at) = k
+            .checked_mul(record_bytes)
+            .and_then(|o| o.checked_add(end))
+            .filter(|&o| o.saturating_add(smallest) <= limit)
+        else {
+            break;
+        };
+        if at < window_start || at + 8 > window_start + window.len() as u64 {
+            let n = if record_bytes >= WINDOW {
+                8
+            } else {
+                WINDOW.min(limit - at)
+            };
+            window.resize(n as usize, 0);
+            read_exact_at(file, &mut window, at)?;
+            window_start = at;
+        }
+        let i = (at - window_start) as usize;
+        if window[i..i + 8] == TRAILER_TAG {
+            if let Probe::Valid(block) = probe_forward(file, at, limit) {
+                if block.is_forward() {
+                    return Ok(Some((k, block)));
+                }
+            }
+        }
+    }
+    Ok(None)
+}
+
+/// Refuses headers too long to be rewritten with one untearable write.
+pub(crate) fn check_header_len(header: &Header) -> Result<()> {
+    if header.encoded_len() > MAX_HEADER_LEN {
+        return Err(Error::unsupported(format!(
+            "a header of {} dims ({} bytes) cannot be updated in one untearable write \
+             (at most {MAX_HEADER_LEN} bytes, {} dims)",
+            header.dims.len(),
+            header.encoded_len(),
+            (MAX_HEADER_LEN - crate::header::FIXED_HEADER_LEN) / 8
+        )));
+    }
+    Ok(())
+}

@@ -1,0 +1,1048 @@
+//! Serialize any serde value as a `.ra` file.
+//!
+//! The serializer streams. It records the events of the first element (the first item of the
+//! outermost sequence, or the whole value when it is not a sequence), decides from them the
+//! dims and the element type (see the README's mapping table), writes the header, and then
+//! checks every later element against the first one while writing its bytes. A later element
+//! of another shape (a ragged sequence, a `Vec` field of another length) is an error naming
+//! its index or field.
+//!
+//! `num_complex::Complex<f32>` and `[f32; 2]` both serialize as a 2-tuple; serde's data model
+//! cannot tell them apart. They differ in one way the serializer can see: `Complex` serializes
+//! the tuple `(&re, &im)`, so its elements arrive as `&f32` (or `&f64`, `&f16`), while arrays
+//! and tuples of floats hand over `f32` values. A 2-tuple whose elements are references to the
+//! same float type is therefore written as one complex element (eltype 4). A user type that
+//! serializes itself as a tuple of two float references is written as complex too.
+
+use std::io::Write;
+
+use half::f16;
+use serde::ser::{self, Serialize};
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::header::{type_label, ElType, Header};
+
+/// The newtype name under which an embedded `.ra` file travels through serde
+/// (see [`RawArray`](crate::RawArray)'s `Serialize` impl).
+pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
+
+/// Flush the pending bytes to the writer once they pass this size.
+const FLUSH_AT: usize = 256 << 10;
+
+/// A scalar the serializer writes, with its element type and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Scalar {
+    I8,
+    I16,
+    I32,
+    I64,
+    I128,
+    U8,
+    U16,
+    U32,
+    U64,
+    U128,
+    F16,
+    BF16,
+    F32,
+    F64,
+    Bool,
+    Char,
+    C16,
+    C32,
+    C64,
+    /// The index of a unit enum variant.
+    Variant,
+}
+
+impl Scalar {
+    pub(crate) fn eltype_elbyte(self) -> (ElType, u64) {
+        use Scalar::*;
+        match self {
+            I8 => (ElType::Int, 1),
+            I16 => (ElType::Int, 2),
+            I32 => (ElType::Int, 4),
+            I64 => (ElType::Int, 8),
+            I128 => (ElType::Int, 16),
+            U8 | Bool => (ElType::Uint, 1),
+            U16 => (ElType::Uint, 2),
+            U32 | Char | Variant => (ElType::Uint, 4),
+            U64 => (ElType::Uint, 8),
+            U128 => (ElType::Uint, 16),
+            F16 => (ElType::Float, 2),
+            BF16 => (ElType::BFloat16, 2),
+            F32 => (ElType::Float, 4),
+            F64 => (ElType::Float, 8),
+            C16 => (ElType::Complex, 4),
+            C32 => (ElType::Complex, 8),
+            C64 => (ElType::Complex, 16),
+        }
+    }
+
+    fn size(self) -> u64 {
+        self.eltype_elbyte().1
+    }
+
+    fn complex_of(self) -> Option<Scalar> {
+        match self {
+            Scalar::F16 => Some(Scalar::C16),
+            Scalar::F32 => Some(Scalar::C32),
+            Scalar::F64 => Some(Scalar::C64),
+            _ => None,
+        }
+    }
+}
+
+/// One step of a value's serialization; the first element's steps are the plan the others follow.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Ev {
+    /// `run` consecutive scalars of one type.
+    Scalars(Scalar, u64),
+    /// A string or byte buffer of this length.
+    Bytes(usize),
+    /// A whole `.ra` file of this length, as one element.
+    Embedded(usize),
+    /// A sequence (`Vec`, slice, ...) with its length hint.
+    SeqStart(Option<usize>),
+    /// A tuple or fixed array of this length.
+    TupleStart(usize),
+    SeqEnd,
+    StructStart(&'static str),
+    Field(&'static str),
+    StructEnd,
+}
+
+/// Whether a step of a later element agrees with the plan's step.
+fn agrees(plan: Ev, got: Ev) -> bool {
+    match (plan, got) {
+        (Ev::SeqStart(a), Ev::SeqStart(b)) => a.is_none() || b.is_none() || a == b,
+        (Ev::StructStart(_), Ev::StructStart(_)) | (Ev::Field(_), Ev::Field(_)) => true,
+        _ => plan == got,
+    }
+}
+
+/// Where the serializer is.
+#[derive(Debug, PartialEq, Eq)]
+enum Mode {
+    /// Recording the first element's steps.
+    Record,
+    /// Checking later elements against the plan.
+    Stream,
+}
+
+/// The outermost sequence, whose items are the elements.
+#[derive(Debug)]
+struct TopSeq {
+    hint: Option<usize>,
+    dims: Vec<u64>,
+    eltype: ElType,
+    elbyte: u64,
+}
+
+/// A serde `Serializer` that writes one `.ra` file to a `Write`.
+///
+/// Use [`to_writer`](crate::to_writer) and friends; or serialize into `&mut Serializer` and
+/// call [`Serializer::finish`], which writes what is still buffered and returns the writer.
+///
+/// ```
+/// use serde::Serialize;
+/// let mut ser = rawarray_serde::Serializer::new(Vec::new());
+/// vec![1u16, 2, 3].serialize(&mut ser).unwrap();
+/// let bytes = ser.finish().unwrap();
+/// assert_eq!(bytes.len(), 48 + 8 + 6);
+/// ```
+pub struct Serializer<W> {
+    out: W,
+    buf: Vec<u8>,
+    mode: Mode,
+    events: Vec<Ev>,
+    pos: usize,
+    sub: u64,
+    items: u64,
+    top: Option<TopSeq>,
+    header_written: bool,
+    /// Set while a half of a complex number is serialized: its bytes go out without a step.
+    half: Option<Scalar>,
+    /// When every element is one scalar of this type, the plan check is one comparison.
+    only: Option<Scalar>,
+}
+
+impl<W: Write> Serializer<W> {
+    /// A serializer writing to `out`.
+    pub fn new(out: W) -> Serializer<W> {
+        Serializer {
+            out,
+            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            mode: Mode::Record,
+            events: Vec::new(),
+            pos: 0,
+            sub: 0,
+            items: 0,
+            top: None,
+            header_written: false,
+            half: None,
+            only: None,
+        }
+    }
+
+    /// Writes the header (if the value was not a sequence, it is only known now) and every
+    /// byte still buffered, flushes, and returns the writer.
+    pub fn finish(mut self) -> Result<W> {
+        if !self.header_written {
+            let header = match self.top.take() {
+                Some(top) => {
+                    let mut dims = top.dims;
+                    dims.push(self.items);
+                    header_for(top.eltype, top.elbyte, dims)?
+                }
+                None => {
+                    if self.events.is_empty() {
+                        return Err(Error::msg("nothing was serialized"));
+                    }
+                    let shape = classify(&self.events)?;
+                    let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
+                    header_for(eltype, elbyte, shape.dims)?
+                }
+            };
+            self.out.write_all(&header.encode())?;
+            self.header_written = true;
+        }
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// The top-level sequence's first item is complete: decide dims and element type, write
+    /// the header if the item count is known, and follow the plan from now on.
+    fn first_item_done(&mut self) -> Result<()> {
+        let shape = classify(&self.events)?;
+        let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
+        let top = self.top.as_mut().expect("inside the top-level sequence");
+        top.dims = shape.dims;
+        top.eltype = eltype;
+        top.elbyte = elbyte;
+        if let Some(n) = top.hint {
+            let mut dims = top.dims.clone();
+            dims.push(n as u64);
+            let header = header_for(eltype, elbyte, dims)?;
+            self.out.write_all(&header.encode())?;
+            self.header_written = true;
+        }
+        self.mode = Mode::Stream;
+        if let [Ev::Scalars(k, 1)] = self.events[..] {
+            self.only = Some(k);
+        }
+        self.items = 1;
+        self.pos = 0;
+        self.sub = 0;
+        self.flush_if_full()
+    }
+
+    fn flush_if_full(&mut self) -> Result<()> {
+        if self.header_written && self.buf.len() >= FLUSH_AT {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes a scalar's bytes and notes its step.
+    #[inline]
+    fn scalar(&mut self, kind: Scalar, bytes: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(bytes);
+        if self.only == Some(kind) && self.half.is_none() {
+            // Each element is one scalar: this one completes an element.
+            self.items += 1;
+            return if self.buf.len() >= FLUSH_AT {
+                self.flush_if_full()
+            } else {
+                Ok(())
+            };
+        }
+        if let Some(expected) = self.half {
+            if expected != kind {
+                return Err(Error::msg("complex number halves of different types"));
+            }
+            return Ok(());
+        }
+        self.note_scalar(kind)
+    }
+
+    #[inline]
+    fn note_scalar(&mut self, kind: Scalar) -> Result<()> {
+        match self.mode {
+            Mode::Record => {
+                match self.events.last_mut() {
+                    Some(Ev::Scalars(k, run)) if *k == kind => *run += 1,
+                    _ => self.events.push(Ev::Scalars(kind, 1)),
+                }
+                Ok(())
+            }
+            Mode::Stream => match self.events.get(self.pos) {
+                Some(&Ev::Scalars(k, run)) if k == kind => {
+                    self.sub += 1;
+                    if self.sub == run {
+                        self.sub = 0;
+                        self.advance()?;
+                    }
+                    Ok(())
+                }
+                _ => Err(self.mismatch(Ev::Scalars(kind, 1))),
+            },
+        }
+    }
+
+    /// Notes a structural step.
+    fn step(&mut self, ev: Ev) -> Result<()> {
+        match self.mode {
+            Mode::Record => {
+                self.events.push(ev);
+                Ok(())
+            }
+            Mode::Stream => match self.events.get(self.pos) {
+                Some(&plan) if self.sub == 0 && agrees(plan, ev) => self.advance(),
+                _ => Err(self.mismatch(ev)),
+            },
+        }
+    }
+
+    #[inline]
+    fn advance(&mut self) -> Result<()> {
+        self.pos += 1;
+        if self.pos == self.events.len() {
+            self.pos = 0;
+            self.items += 1;
+            self.flush_if_full()?;
+        }
+        Ok(())
+    }
+
+    /// The error for a step of a later element that does not follow the first element.
+    fn mismatch(&self, got: Ev) -> Error {
+        let expected = self.events.get(self.pos).copied();
+        let path = self.index_path();
+        let field = self.events[..self.pos.min(self.events.len())]
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                Ev::Field(f) => Some(*f),
+                _ => None,
+            });
+        let inner = self.events.iter().any(|e| matches!(e, Ev::StructStart(_)));
+        let what = match (expected, got) {
+            (Some(Ev::SeqStart(Some(a))), Ev::SeqStart(Some(b))) => {
+                format!("length {b}, expected {a} (the length in element 0)")
+            }
+            (Some(Ev::SeqEnd), _) => "longer than in element 0".to_string(),
+            (Some(_), Ev::SeqEnd) => {
+                let (len, done) = self.current_seq_len();
+                format!("length {done}, expected {len} (the length in element 0)")
+            }
+            (Some(Ev::Bytes(a)), Ev::Bytes(b)) | (Some(Ev::Embedded(a)), Ev::Embedded(b)) => {
+                format!("length {b} bytes, expected {a} (the length in element 0)")
+            }
+            (e, g) => format!(
+                "{} where element 0 has {}",
+                describe(g),
+                e.map_or("nothing".into(), describe)
+            ),
+        };
+        let place = match field {
+            Some(f) if inner => format!("element {path:?}, field `{f}`"),
+            _ => format!("element {path:?}"),
+        };
+        Error::new(ErrorKind::Message(format!(
+            "not rectangular: {place} has {what}"
+        )))
+    }
+
+    /// The index of the current position: the top-level item, then the index in each open sequence.
+    fn index_path(&self) -> Vec<u64> {
+        let mut path = vec![self.items];
+        let mut counters: Vec<u64> = Vec::new();
+        for ev in &self.events[..self.pos.min(self.events.len())] {
+            match ev {
+                Ev::SeqStart(_) | Ev::TupleStart(_) => counters.push(0),
+                Ev::SeqEnd => {
+                    counters.pop();
+                    if let Some(c) = counters.last_mut() {
+                        *c += 1;
+                    }
+                }
+                Ev::Scalars(_, run) => {
+                    if let Some(c) = counters.last_mut() {
+                        *c += run;
+                    }
+                }
+                Ev::Bytes(_) | Ev::Embedded(_) | Ev::StructEnd => {
+                    if let Some(c) = counters.last_mut() {
+                        *c += 1;
+                    }
+                }
+                _ => {}
+            }
+        }
+        if let Some(c) = counters.last_mut() {
+            *c += self.sub;
+        }
+        path.extend(counters);
+        path
+    }
+
+    /// The plan's length of the innermost open sequence, and how many items the current one had.
+    fn current_seq_len(&self) -> (u64, u64) {
+        let done = *self.index_path().last().unwrap_or(&0);
+        let mut depth = 0i64;
+        let mut start = 0;
+        for (i, ev) in self.events[..self.pos].iter().enumerate().rev() {
+            match ev {
+                Ev::SeqEnd => depth += 1,
+                Ev::SeqStart(_) | Ev::TupleStart(_) if depth == 0 => {
+                    start = i;
+                    break;
+                }
+                Ev::SeqStart(_) | Ev::TupleStart(_) => depth -= 1,
+                _ => {}
+            }
+        }
+        let len = children(&self.events[start..node_end(&self.events, start)]).len() as u64;
+        (len, done)
+    }
+}
+
+fn describe(ev: Ev) -> String {
+    match ev {
+        Ev::Scalars(k, _) => {
+            let (t, b) = k.eltype_elbyte();
+            format!("a {} value", type_label(t, b))
+        }
+        Ev::Bytes(n) => format!("{n} bytes"),
+        Ev::Embedded(n) => format!("an embedded .ra file of {n} bytes"),
+        Ev::SeqStart(_) | Ev::TupleStart(_) => "a sequence".into(),
+        Ev::SeqEnd => "the end of a sequence".into(),
+        Ev::StructStart(n) => format!("a struct {n}"),
+        Ev::Field(f) => format!("field `{f}`"),
+        Ev::StructEnd => "the end of a struct".into(),
+    }
+}
+
+fn header_for(eltype: ElType, elbyte: u64, dims: Vec<u64>) -> Result<Header> {
+    Header::new(eltype, elbyte, dims)
+}
+
+/// What one element is, as far as the header is concerned.
+#[derive(Debug)]
+enum Leaf {
+    Scalar(Scalar),
+    /// A struct, heterogeneous tuple or embedded file of this many bytes.
+    Composite(u64),
+    /// No element was seen (an empty sequence).
+    Unknown,
+}
+
+impl Leaf {
+    fn eltype_elbyte(&self) -> Result<(ElType, u64)> {
+        match self {
+            Leaf::Scalar(k) => Ok(k.eltype_elbyte()),
+            Leaf::Composite(0) => Err(Error::msg("a record of 0 bytes cannot be an element")),
+            Leaf::Composite(n) => Ok((ElType::User, *n)),
+            // Documented default: an empty sequence is an empty uint8 array.
+            Leaf::Unknown => Ok((ElType::Uint, 1)),
+        }
+    }
+}
+
+struct Shape {
+    /// Dims inside the element, first varying fastest.
+    dims: Vec<u64>,
+    leaf: Leaf,
+}
+
+/// Index just past the node that starts at `i`.
+fn node_end(evs: &[Ev], i: usize) -> usize {
+    match evs[i] {
+        Ev::SeqStart(_) | Ev::TupleStart(_) | Ev::StructStart(_) => {
+            let mut depth = 0usize;
+            for (j, ev) in evs.iter().enumerate().skip(i) {
+                match ev {
+                    Ev::SeqStart(_) | Ev::TupleStart(_) | Ev::StructStart(_) => depth += 1,
+                    Ev::SeqEnd | Ev::StructEnd => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            evs.len()
+        }
+        _ => i + 1,
+    }
+}
+
+/// The children of a sequence node, a run of `n` scalars counting as `n` children.
+fn children(node: &[Ev]) -> Vec<Child<'_>> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i + 1 < node.len() {
+        match node[i] {
+            Ev::Scalars(k, run) => {
+                out.extend((0..run).map(|_| Child::Scalar(k)));
+                i += 1;
+            }
+            _ => {
+                let end = node_end(node, i);
+                out.push(Child::Node(&node[i..end]));
+                i = end;
+            }
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Child<'a> {
+    Scalar(Scalar),
+    Node(&'a [Ev]),
+}
+
+impl Child<'_> {
+    fn slice(&self) -> Vec<Ev> {
+        match self {
+            Child::Scalar(k) => vec![Ev::Scalars(*k, 1)],
+            Child::Node(n) => n.to_vec(),
+        }
+    }
+}
+
+fn byte_size(evs: &[Ev]) -> u64 {
+    evs.iter()
+        .map(|e| match e {
+            Ev::Scalars(k, run) => k.size() * run,
+            Ev::Bytes(n) | Ev::Embedded(n) => *n as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Decides the dims and element type of one recorded element.
+fn classify(evs: &[Ev]) -> Result<Shape> {
+    match evs {
+        [Ev::Scalars(k, 1)] => Ok(Shape {
+            dims: vec![],
+            leaf: Leaf::Scalar(*k),
+        }),
+        [Ev::Bytes(n)] => Ok(Shape {
+            dims: vec![*n as u64],
+            leaf: if *n == 0 {
+                Leaf::Unknown
+            } else {
+                Leaf::Scalar(Scalar::U8)
+            },
+        }),
+        [Ev::Embedded(n)] => Ok(Shape {
+            dims: vec![],
+            leaf: Leaf::Composite(*n as u64),
+        }),
+        [Ev::StructStart(_), ..] => Ok(Shape {
+            dims: vec![],
+            leaf: Leaf::Composite(byte_size(evs)),
+        }),
+        [start @ (Ev::SeqStart(_) | Ev::TupleStart(_)), ..] => {
+            let kids = children(evs);
+            let Some(first) = kids.first() else {
+                return Ok(Shape {
+                    dims: vec![0],
+                    leaf: Leaf::Unknown,
+                });
+            };
+            if let Some(j) = kids.iter().position(|c| c != first) {
+                if matches!(start, Ev::TupleStart(_)) {
+                    // A heterogeneous tuple is a record.
+                    return Ok(Shape {
+                        dims: vec![],
+                        leaf: Leaf::Composite(byte_size(evs)),
+                    });
+                }
+                return Err(differing_child(first, &kids[j], j));
+            }
+            let inner = classify(&first.slice())?;
+            let mut dims = inner.dims;
+            dims.push(kids.len() as u64);
+            Ok(Shape {
+                dims,
+                leaf: inner.leaf,
+            })
+        }
+        _ => Err(Error::msg(format!("cannot map {evs:?} to an array"))),
+    }
+}
+
+/// The error for a sequence inside the first element whose items differ.
+fn differing_child(first: &Child<'_>, other: &Child<'_>, j: usize) -> Error {
+    let len = |c: &Child<'_>| match c {
+        Child::Node(n @ [Ev::SeqStart(_) | Ev::TupleStart(_), ..]) => Some(children(n).len()),
+        Child::Node([Ev::Bytes(n)]) => Some(*n),
+        _ => None,
+    };
+    match (len(first), len(other)) {
+        (Some(a), Some(b)) if a != b => Error::msg(format!(
+            "not rectangular: element [0, {j}] has length {b}, expected {a} (the length of [0, 0])"
+        )),
+        _ => Error::msg(format!(
+            "mixed element types: element [0, {j}] is not of the type of element [0, 0]"
+        )),
+    }
+}
+
+/// The float type whose reference `T` is, if it is one: the sign of a `Complex` half.
+fn float_ref<T: ?Sized>() -> Option<Scalar> {
+    let id = typeid::of::<T>();
+    if id == typeid::of::<&f32>() {
+        Some(Scalar::F32)
+    } else if id == typeid::of::<&f64>() {
+        Some(Scalar::F64)
+    } else if id == typeid::of::<&f16>() {
+        Some(Scalar::F16)
+    } else {
+        None
+    }
+}
+
+fn unsupported(what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Message(format!(
+        "{what} cannot be stored in .ra: every element must have the same fixed size"
+    )))
+}
+
+macro_rules! scalars {
+    ($($method:ident($t:ty) => $kind:ident),* $(,)?) => {$(
+        #[inline]
+        fn $method(self, v: $t) -> Result<()> {
+            self.scalar(Scalar::$kind, &v.to_le_bytes())
+        }
+    )*};
+}
+
+impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'a, W>;
+    type SerializeTuple = Compound<'a, W>;
+    type SerializeTupleStruct = Compound<'a, W>;
+    type SerializeTupleVariant = ser::Impossible<(), Error>;
+    type SerializeMap = ser::Impossible<(), Error>;
+    type SerializeStruct = Compound<'a, W>;
+    type SerializeStructVariant = ser::Impossible<(), Error>;
+
+    scalars! {
+        serialize_i8(i8) => I8, serialize_i16(i16) => I16, serialize_i32(i32) => I32,
+        serialize_i64(i64) => I64, serialize_i128(i128) => I128,
+        serialize_u8(u8) => U8, serialize_u16(u16) => U16, serialize_u32(u32) => U32,
+        serialize_u64(u64) => U64, serialize_u128(u128) => U128,
+        serialize_f32(f32) => F32, serialize_f64(f64) => F64,
+    }
+
+    fn serialize_bool(self, v: bool) -> Result<()> {
+        self.scalar(Scalar::Bool, &[u8::from(v)])
+    }
+
+    fn serialize_char(self, v: char) -> Result<()> {
+        self.scalar(Scalar::Char, &u32::from(v).to_le_bytes())
+    }
+
+    fn serialize_str(self, v: &str) -> Result<()> {
+        self.serialize_bytes(v.as_bytes())
+    }
+
+    fn serialize_bytes(self, v: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(v);
+        self.step(Ev::Bytes(v.len()))?;
+        self.flush_if_full()
+    }
+
+    fn serialize_none(self) -> Result<()> {
+        Err(unsupported("Option (None)"))
+    }
+
+    fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<()> {
+        Err(unsupported("Option (Some)"))
+    }
+
+    fn serialize_unit(self) -> Result<()> {
+        Err(unsupported("unit `()`"))
+    }
+
+    fn serialize_unit_struct(self, name: &'static str) -> Result<()> {
+        Err(unsupported(format_args!("unit struct {name}")))
+    }
+
+    fn serialize_unit_variant(self, _: &'static str, index: u32, _: &'static str) -> Result<()> {
+        self.scalar(Scalar::Variant, &index.to_le_bytes())
+    }
+
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Result<()> {
+        match name {
+            // half's f16 and bf16 serialize as newtypes holding their bits.
+            "f16" | "bf16" => {
+                let kind = if name == "f16" {
+                    Scalar::F16
+                } else {
+                    Scalar::BF16
+                };
+                let bits = value.serialize(BitsCapture)?;
+                let bytes = bits.to_le_bytes();
+                self.scalar(kind, &bytes)
+            }
+            EMBEDDED => {
+                let start = self.buf.len();
+                value.serialize(BytesCapture(&mut self.buf))?;
+                let len = self.buf.len() - start;
+                self.step(Ev::Embedded(len))?;
+                self.flush_if_full()
+            }
+            _ => value.serialize(self),
+        }
+    }
+
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        name: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: &T,
+    ) -> Result<()> {
+        Err(unsupported(format_args!(
+            "enum variant with data {name}::{variant}"
+        )))
+    }
+
+    fn serialize_seq(self, len: Option<usize>) -> Result<Compound<'a, W>> {
+        if self.top.is_none() && self.mode == Mode::Record && self.events.is_empty() {
+            self.top = Some(TopSeq {
+                hint: len,
+                dims: Vec::new(),
+                eltype: ElType::Uint,
+                elbyte: 1,
+            });
+            return Ok(Compound::top(self));
+        }
+        self.step(Ev::SeqStart(len))?;
+        Ok(Compound::seq(self))
+    }
+
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a, W>> {
+        Ok(Compound::tuple(self, len))
+    }
+
+    fn serialize_tuple_struct(self, name: &'static str, _: usize) -> Result<Compound<'a, W>> {
+        self.step(Ev::StructStart(name))?;
+        Ok(Compound::record(self))
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        name: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeTupleVariant> {
+        Err(unsupported(format_args!(
+            "enum variant with data {name}::{variant}"
+        )))
+    }
+
+    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> {
+        Err(unsupported("a map"))
+    }
+
+    fn serialize_struct(self, name: &'static str, _: usize) -> Result<Compound<'a, W>> {
+        self.step(Ev::StructStart(name))?;
+        Ok(Compound::record(self))
+    }
+
+    fn serialize_struct_variant(
+        self,
+        name: &'static str,
+        _: u32,
+        variant: &'static str,
+        _: usize,
+    ) -> Result<Self::SerializeStructVariant> {
+        Err(unsupported(format_args!(
+            "enum variant with data {name}::{variant}"
+        )))
+    }
+
+    fn is_human_readable(&self) -> bool {
+        false
+    }
+}
+
+/// What a compound value is.
+enum Kind {
+    /// The outermost sequence: its items are the elements.
+    Top,
+    Seq,
+    /// A tuple or fixed array; its start step waits for the first element, which tells
+    /// whether it is a complex number.
+    Tuple {
+        len: usize,
+        index: usize,
+        complex: Option<Scalar>,
+    },
+    Record,
+}
+
+/// The state of a sequence, tuple or struct being serialized.
+#[doc(hidden)]
+pub struct Compound<'a, W> {
+    ser: &'a mut Serializer<W>,
+    kind: Kind,
+}
+
+impl<'a, W: Write> Compound<'a, W> {
+    fn top(ser: &'a mut Serializer<W>) -> Self {
+        Compound {
+            ser,
+            kind: Kind::Top,
+        }
+    }
+
+    fn seq(ser: &'a mut Serializer<W>) -> Self {
+        Compound {
+            ser,
+            kind: Kind::Seq,
+        }
+    }
+
+    fn tuple(ser: &'a mut Serializer<W>, len: usize) -> Self {
+        Compound {
+            ser,
+            kind: Kind::Tuple {
+                len,
+                index: 0,
+                complex: None,
+            },
+        }
+    }
+
+    fn record(ser: &'a mut Serializer<W>) -> Self {
+        Compound {
+            ser,
+            kind: Kind::Record,
+        }
+    }
+
+    #[inline]
+    fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        match &mut self.kind {
+            Kind::Top => {
+                value.serialize(&mut *self.ser)?;
+                if self.ser.mode == Mode::Record {
+                    self.ser.first_item_done()?;
+                }
+                Ok(())
+            }
+            Kind::Seq | Kind::Record => value.serialize(&mut *self.ser),
+            Kind::Tuple {
+                len,
+                index,
+                complex,
+            } => {
+                let i = *index;
+                *index += 1;
+                if *len == 2 && (i == 0 || complex.is_some()) {
+                    if let Some(half) = float_ref::<T>() {
+                        if i == 0 || *complex == Some(half) {
+                            *complex = Some(half);
+                            self.ser.half = Some(half);
+                            let r = value.serialize(&mut *self.ser);
+                            self.ser.half = None;
+                            return r;
+                        }
+                    }
+                }
+                match (i, *complex) {
+                    (0, _) => self.ser.step(Ev::TupleStart(*len))?,
+                    // The first element looked like half of a complex number but this one is
+                    // not: the tuple is an ordinary one whose first element is already written.
+                    (1, Some(half)) => {
+                        *complex = None;
+                        self.ser.step(Ev::TupleStart(*len))?;
+                        self.ser.note_scalar(half)?;
+                    }
+                    _ => {}
+                }
+                value.serialize(&mut *self.ser)
+            }
+        }
+    }
+
+    fn end_compound(self) -> Result<()> {
+        match self.kind {
+            Kind::Top => {
+                let ser = self.ser;
+                let top = ser.top.as_ref().expect("top-level sequence");
+                if let Some(n) = top.hint {
+                    let got = if ser.mode == Mode::Record {
+                        0
+                    } else {
+                        ser.items
+                    };
+                    if got != n as u64 {
+                        return Err(Error::msg(format!(
+                            "the sequence said it had {n} items but gave {got}"
+                        )));
+                    }
+                }
+                if ser.mode == Mode::Record {
+                    // No item at all: an empty array of the documented default type.
+                    ser.items = 0;
+                }
+                Ok(())
+            }
+            Kind::Seq => self.ser.step(Ev::SeqEnd),
+            Kind::Tuple {
+                len,
+                index,
+                complex,
+            } => match complex {
+                Some(half) if index == 2 => {
+                    let c = half.complex_of().expect("float half");
+                    self.ser.note_scalar(c)
+                }
+                _ => {
+                    if index == 0 {
+                        self.ser.step(Ev::TupleStart(len))?;
+                    }
+                    self.ser.step(Ev::SeqEnd)
+                }
+            },
+            Kind::Record => self.ser.step(Ev::StructEnd),
+        }
+    }
+}
+
+impl<W: Write> ser::SerializeSeq for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    #[inline]
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.end_compound()
+    }
+}
+
+impl<W: Write> ser::SerializeTuple for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    #[inline]
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.end_compound()
+    }
+}
+
+impl<W: Write> ser::SerializeTupleStruct for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.end_compound()
+    }
+}
+
+impl<W: Write> ser::SerializeStruct for Compound<'_, W> {
+    type Ok = ();
+    type Error = Error;
+    #[inline]
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<()> {
+        self.ser.step(Ev::Field(key))?;
+        self.element(value)
+    }
+    fn end(self) -> Result<()> {
+        self.end_compound()
+    }
+}
+
+/// Takes the `u16` bits out of half's `f16`/`bf16` newtypes.
+struct BitsCapture;
+
+/// Appends the bytes of an embedded `.ra` file.
+struct BytesCapture<'a>(&'a mut Vec<u8>);
+
+macro_rules! refuse {
+    ($($method:ident($($arg:ty),*)),* $(,)?) => {$(
+        fn $method(self, $(_: $arg),*) -> Result<Self::Ok> {
+            Err(Error::msg(concat!("internal: unexpected ", stringify!($method))))
+        }
+    )*};
+}
+
+macro_rules! capture_impl {
+    ($name:ty, $ok:ty, $($keep:tt)*) => {
+        impl ser::Serializer for $name {
+            type Ok = $ok;
+            type Error = Error;
+            type SerializeSeq = ser::Impossible<$ok, Error>;
+            type SerializeTuple = ser::Impossible<$ok, Error>;
+            type SerializeTupleStruct = ser::Impossible<$ok, Error>;
+            type SerializeTupleVariant = ser::Impossible<$ok, Error>;
+            type SerializeMap = ser::Impossible<$ok, Error>;
+            type SerializeStruct = ser::Impossible<$ok, Error>;
+            type SerializeStructVariant = ser::Impossible<$ok, Error>;
+            $($keep)*
+            refuse! {
+                serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
+                serialize_i64(i64), serialize_u8(u8), serialize_u32(u32), serialize_u64(u64),
+                serialize_f32(f32), serialize_f64(f64), serialize_char(char), serialize_str(&str),
+                serialize_none(), serialize_unit(), serialize_unit_struct(&'static str),
+                serialize_unit_variant(&'static str, u32, &'static str),
+            }
+            fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<$ok> {
+                Err(Error::msg("internal: unexpected Some"))
+            }
+            fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<$ok> {
+                Err(Error::msg("internal: unexpected newtype"))
+            }
+            fn serialize_newtype_variant<T: ?Sized + Serialize>(self, _: &'static str, _: u32, _: &'static str, _: &T) -> Result<$ok> {
+                Err(Error::msg("internal: unexpected variant"))
+            }
+            fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> { Err(Error::msg("internal: unexpected seq")) }
+            fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> { Err(Error::msg("internal: unexpected tuple")) }
+            fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct> { Err(Error::msg("internal: unexpected tuple struct")) }
+            fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeTupleVariant> { Err(Error::msg("internal: unexpected variant")) }
+            fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> { Err(Error::msg("internal: unexpected map")) }
+            fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> { Err(Error::msg("internal: unexpected struct")) }
+            fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeStructVariant> { Err(Error::msg("internal: unexpected variant")) }
+        }
+    };
+}
+
+capture_impl! {
+    BitsCapture, u16,
+    fn serialize_u16(self, v: u16) -> Result<u16> { Ok(v) }
+    fn serialize_bytes(self, _: &[u8]) -> Result<u16> { Err(Error::msg("internal: unexpected bytes")) }
+}
+
+capture_impl! {
+    BytesCapture<'_>, (),
+    fn serialize_u16(self, _: u16) -> Result<()> { Err(Error::msg("internal: unexpected u16")) }
+    fn serialize_bytes(self, v: &[u8]) -> Result<()> { self.0.extend_from_slice(v); Ok(()) }
+}

@@ -1,0 +1,445 @@
+//! The metadata trailer: parameters, units and provenance stored with the data, and the record
+//! schema, in the bytes after the data section that readers of `size` bytes never look at.
+//!
+//! # The block
+//!
+//! The trailer is one JSON document framed so that it can be found from either end, in O(1):
+//! forward at the data end (`header length + size`), and backward from the end of the file.
+//!
+//! | bytes | field | meaning |
+//! |---|---|---|
+//! | 8 | tag | [`TRAILER_TAG`], `b"RATRAILR"` |
+//! | 8 | len | bytes of JSON, `u64` |
+//! | 8 | at | the block's own file offset when it sits at the data end; 0 for the spare copy at the end of the file |
+//! | 4 | crc | CRC-32 (IEEE, as `zlib.crc32`) of `len`, `at` (16 bytes) then the JSON |
+//! | len | JSON | `{"version":1,"params":...,"schema":...,"numpy_descr":...}` |
+//! | 4 | crc | the same CRC |
+//! | 8 | at | the same `at` |
+//! | 8 | len | the same `len` |
+//! | 8 | tag | [`TRAILER_TAG`] |
+//!
+//! A block is [`TRAILER_FRAME`] bytes before and after its JSON. Both frames must agree and the
+//! CRC must match, so a block half overwritten by a crash is recognised as damaged, never read.
+//!
+//! `at` tells a copy written at the data end (the *forward* copy) from the spare copy the record
+//! writer keeps at the end of the file: [`recover`](crate::recover) extends a header only over a
+//! forward block whose `at` is its own offset, so a spare copy that happens to sit at a record
+//! boundary after a torn flush is never mistaken for the end of complete records.
+//!
+//! numpy needs no Rust to read it: the last 28 bytes give `len`, the JSON precedes them, and
+//! `numpy_descr` becomes the record dtype once its lists are made tuples (see
+//! `tests/python/read_simulation.py`).
+
+use std::fs::File;
+use std::io;
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+
+use crate::element::{Element, Layout};
+use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::read_exact_at;
+use crate::header::{le_u64, Header};
+
+/// The first and last eight bytes of a trailer block.
+pub const TRAILER_TAG: [u8; 8] = *b"RATRAILR";
+
+/// Bytes of a trailer block's frame on each side of its JSON: tag, len, at, crc.
+pub const TRAILER_FRAME: usize = 28;
+
+/// JSON longer than this is not believed: a damaged `len` must not make us read gigabytes.
+const MAX_JSON: u64 = 64 << 20;
+
+/// Parameters and schema stored after the data: the contents of a trailer block.
+///
+/// `params` is whatever JSON the user stores (parameters, units, provenance); `schema` is the
+/// layout of one element ([`Element::layout`]); `numpy_descr` is
+/// [`Layout::numpy_descr_json`] of the schema, so numpy can build the dtype without Rust.
+///
+/// ```
+/// use rawarray_serde::{DynArray, RawArray, Trailer};
+/// let t = Trailer::for_element::<[f64; 3]>(serde_json::json!({"dt": 0.01, "units": "m"})).unwrap();
+/// let mut a = DynArray::from_typed(&RawArray::from_vec(vec![[1.0, 2.0, 3.0]]));
+/// a.set_trailer(&t);
+/// let bytes = a.to_bytes().unwrap();
+/// assert_eq!(Trailer::from_file_bytes(&bytes).unwrap(), Some(t.clone()));
+/// assert_eq!(t.params["dt"], 0.01);
+/// assert_eq!(t.numpy_descr, Some(serde_json::json!(["<f8", [3]])));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Trailer {
+    /// The trailer format version, [`Trailer::VERSION`].
+    pub version: u32,
+    /// The user's JSON: parameters, units, provenance. `null` if none.
+    #[serde(default)]
+    pub params: serde_json::Value,
+    /// The layout of one element, if known.
+    #[serde(default)]
+    pub schema: Option<Layout>,
+    /// The numpy dtype of one element as JSON ([`Layout::numpy_descr_json`] of the schema).
+    #[serde(default)]
+    pub numpy_descr: Option<serde_json::Value>,
+}
+
+impl Trailer {
+    /// The version this crate writes and reads.
+    pub const VERSION: u32 = 1;
+
+    /// A trailer holding `params` and no schema.
+    ///
+    /// ```
+    /// use rawarray_serde::Trailer;
+    /// #[derive(serde::Serialize, serde::Deserialize, PartialEq, Debug)]
+    /// struct Params { dt: f64, steps: u32 }
+    /// let t = Trailer::new(&Params { dt: 0.5, steps: 10 }).unwrap();
+    /// assert_eq!(t.params_as::<Params>().unwrap(), Params { dt: 0.5, steps: 10 });
+    /// ```
+    pub fn new(params: impl Serialize) -> Result<Trailer> {
+        Ok(Trailer {
+            version: Trailer::VERSION,
+            params: serde_json::to_value(params).map_err(Error::msg)?,
+            schema: None,
+            numpy_descr: None,
+        })
+    }
+
+    /// A trailer holding `params` and the schema of `T`.
+    pub fn for_element<T: Element>(params: impl Serialize) -> Result<Trailer> {
+        Ok(Trailer::new(params)?.with_schema(T::layout()))
+    }
+
+    /// The same trailer with `schema` and its numpy dtype.
+    #[must_use]
+    pub fn with_schema(mut self, schema: Layout) -> Trailer {
+        self.numpy_descr = Some(schema.numpy_descr_json());
+        self.schema = Some(schema);
+        self
+    }
+
+    /// The params as a Rust value.
+    pub fn params_as<P: DeserializeOwned>(&self) -> Result<P> {
+        P::deserialize(&self.params).map_err(Error::msg)
+    }
+
+    /// The JSON document of the block.
+    pub fn to_json(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("a JSON value and a layout always serialize")
+    }
+
+    /// The trailer block, for the file offset `at` (see the module docs; 0 for a spare copy).
+    ///
+    /// ```
+    /// use rawarray_serde::{Trailer, TRAILER_FRAME, TRAILER_TAG};
+    /// let t = Trailer::new(serde_json::json!({"n": 1})).unwrap();
+    /// let block = t.encode_block(72);
+    /// let json = t.to_json();
+    /// assert_eq!(block.len(), 2 * TRAILER_FRAME + json.len());
+    /// assert_eq!(&block[..8], &TRAILER_TAG);
+    /// assert_eq!(&block[block.len() - 8..], &TRAILER_TAG);
+    /// assert_eq!(&block[TRAILER_FRAME..TRAILER_FRAME + json.len()], &json[..]);
+    /// assert_eq!(Trailer::from_trailing_bytes(&block).unwrap(), Some(t));
+    /// ```
+    pub fn encode_block(&self, at: u64) -> Vec<u8> {
+        let json = self.to_json();
+        let mut out = Vec::with_capacity(block_len(json.len()));
+        encode_block_into(&json, at, &mut out);
+        out
+    }
+
+    /// The trailer in the bytes after a data section, or `None` if they hold none.
+    ///
+    /// Looks backward from the end first (the spare copy of a file being appended to), then
+    /// forward at the start. A block whose frames or CRC do not match is damaged: it is skipped
+    /// if the other copy is good, and is an error if it is all there is.
+    pub fn from_trailing_bytes(trailing: &[u8]) -> Result<Option<Trailer>> {
+        locate(trailing, 0, trailing.len() as u64).into_result()
+    }
+
+    /// The trailer of a whole `.ra` file's bytes, or `None` if it has none.
+    pub fn from_file_bytes(file: &[u8]) -> Result<Option<Trailer>> {
+        let header = Header::decode(file)?;
+        header.check_input_len(file.len() as u64)?;
+        Trailer::from_trailing_bytes(&file[data_end(&header) as usize..])
+    }
+
+    /// The trailer of a `.ra` file, reading only its header and the trailer block: O(1) in the
+    /// file's size.
+    pub fn read_file(path: impl AsRef<Path>) -> Result<Option<Trailer>> {
+        let mut file = File::open(path)?;
+        let header = Header::read_from(&mut file)?;
+        let len = file.metadata()?.len();
+        header.check_input_len(len)?;
+        locate(&file, data_end(&header), len).into_result()
+    }
+}
+
+/// Bytes of a block holding `json_len` bytes of JSON.
+pub(crate) fn block_len(json_len: usize) -> usize {
+    json_len + 2 * TRAILER_FRAME
+}
+
+/// Where the data section of a file with this header ends (its stored size, compressed or not).
+pub(crate) fn data_end(header: &Header) -> u64 {
+    header.encoded_len() as u64 + header.size
+}
+
+/// Appends the block framing `json` for offset `at` to `out`.
+pub(crate) fn encode_block_into(json: &[u8], at: u64, out: &mut Vec<u8>) {
+    let len = json.len() as u64;
+    let crc = checksum(len, at, json).to_le_bytes();
+    out.extend_from_slice(&TRAILER_TAG);
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&at.to_le_bytes());
+    out.extend_from_slice(&crc);
+    out.extend_from_slice(json);
+    out.extend_from_slice(&crc);
+    out.extend_from_slice(&at.to_le_bytes());
+    out.extend_from_slice(&len.to_le_bytes());
+    out.extend_from_slice(&TRAILER_TAG);
+}
+
+fn checksum(len: u64, at: u64, json: &[u8]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    h.update(&len.to_le_bytes());
+    h.update(&at.to_le_bytes());
+    h.update(json);
+    h.finalize()
+}
+
+/// Bytes addressed by offset: a file read on demand, or bytes in memory.
+pub(crate) trait Source {
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+}
+
+impl Source for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        read_exact_at(self, buf, offset)
+    }
+}
+
+impl Source for [u8] {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+/// A valid trailer block and where it is.
+#[derive(Clone, Debug)]
+pub(crate) struct Block {
+    /// Offset of its first byte.
+    pub start: u64,
+    /// Its bytes in all.
+    pub len: u64,
+    /// Its `at` field.
+    pub at: u64,
+    /// Its JSON, decoded.
+    pub trailer: Trailer,
+}
+
+impl Block {
+    /// Offset after its last byte.
+    pub fn end(&self) -> u64 {
+        self.start + self.len
+    }
+
+    /// Whether it is a forward copy: `at` is its own offset.
+    pub fn is_forward(&self) -> bool {
+        self.at == self.start
+    }
+}
+
+/// What is at a place a block may be.
+#[derive(Clone, Debug)]
+pub(crate) enum Probe {
+    /// No tag there: no block.
+    Absent,
+    /// A tag, but not a good block: torn, overwritten or corrupt (why, in words).
+    Damaged(String),
+    /// A good block.
+    Valid(Block),
+}
+
+impl Probe {
+    /// The block, if valid.
+    pub fn valid(self) -> Option<Block> {
+        match self {
+            Probe::Valid(b) => Some(b),
+            _ => None,
+        }
+    }
+
+    /// The trailer, `None` if absent, an error if damaged.
+    pub fn into_result(self) -> Result<Option<Trailer>> {
+        match self {
+            Probe::Absent => Ok(None),
+            Probe::Damaged(why) => Err(ErrorKind::Trailer(why).into()),
+            Probe::Valid(b) => Ok(Some(b.trailer)),
+        }
+    }
+
+    /// This probe if valid, else `other`'s, keeping damage over absence so it gets reported.
+    fn or(self, other: impl FnOnce() -> Probe) -> Probe {
+        match self {
+            Probe::Valid(_) => self,
+            Probe::Absent => other(),
+            Probe::Damaged(_) => match other() {
+                Probe::Absent => self,
+                found => found,
+            },
+        }
+    }
+}
+
+/// The trailer of a data section ending at `data_end` in a source of `len` bytes: backward from
+/// `len` first, then forward at `data_end`, then backward again. Both look-ups are O(1). The
+/// second backward look covers a writer that finished growing the spare copy while we looked
+/// forward (see `records`): a reader racing a writer still finds one good copy.
+pub(crate) fn locate<S: Source + ?Sized>(src: &S, data_end: u64, len: u64) -> Probe {
+    probe_backward(src, data_end, len)
+        .or(|| probe_forward(src, data_end, len))
+        .or(|| probe_backward(src, data_end, len))
+}
+
+/// The block that ends at `end`, if it starts at or after `min_start`.
+pub(crate) fn probe_backward<S: Source + ?Sized>(src: &S, min_start: u64, end: u64) -> Probe {
+    let Some(frame_start) = end.checked_sub(TRAILER_FRAME as u64) else {
+        return Probe::Absent;
+    };
+    if frame_start < min_start {
+        return Probe::Absent;
+    }
+    let mut tail = [0u8; TRAILER_FRAME];
+    if src.read_at(&mut tail, frame_start).is_err() {
+        // The file shrank under us: nothing to find there any more.
+        return Probe::Absent;
+    }
+    if tail[20..] != TRAILER_TAG {
+        return Probe::Absent;
+    }
+    let json_len = le_u64(&tail[12..20]);
+    match total_len(json_len) {
+        Some(total) if total <= end - min_start => read_block(src, end - total, total),
+        _ => Probe::Damaged(format!(
+            "the block ending at byte {end} claims {json_len} bytes of JSON, more than fit after the data"
+        )),
+    }
+}
+
+/// The block that starts at `start`, if it ends by `end`.
+pub(crate) fn probe_forward<S: Source + ?Sized>(src: &S, start: u64, end: u64) -> Probe {
+    if end.saturating_sub(start) < 2 * TRAILER_FRAME as u64 {
+        return Probe::Absent;
+    }
+    let mut head = [0u8; TRAILER_FRAME];
+    if src.read_at(&mut head, start).is_err() {
+        return Probe::Absent;
+    }
+    if head[..8] != TRAILER_TAG {
+        return Probe::Absent;
+    }
+    let json_len = le_u64(&head[8..16]);
+    match total_len(json_len) {
+        Some(total) if total <= end - start => read_block(src, start, total),
+        _ => Probe::Damaged(format!(
+            "the block at byte {start} claims {json_len} bytes of JSON, more than the file holds"
+        )),
+    }
+}
+
+fn total_len(json_len: u64) -> Option<u64> {
+    (json_len <= MAX_JSON).then(|| json_len + 2 * TRAILER_FRAME as u64)
+}
+
+fn read_block<S: Source + ?Sized>(src: &S, start: u64, total: u64) -> Probe {
+    let mut bytes = vec![0u8; total as usize];
+    if src.read_at(&mut bytes, start).is_err() {
+        return Probe::Damaged(format!("the block at byte {start} is cut short"));
+    }
+    match check_block(&bytes) {
+        Ok((at, trailer)) => Probe::Valid(Block {
+            start,
+            len: total,
+            at,
+            trailer,
+        }),
+        Err(why) => Probe::Damaged(format!("the block at byte {start}: {why}")),
+    }
+}
+
+/// Checks a whole block's framing and CRC and decodes its JSON; returns its `at` and trailer.
+fn check_block(bytes: &[u8]) -> std::result::Result<(u64, Trailer), String> {
+    let f = TRAILER_FRAME;
+    let (head, rest) = bytes.split_at(f);
+    let (json, tail) = rest.split_at(rest.len() - f);
+    let head_fields = (le_u64(&head[8..16]), le_u64(&head[16..24]), &head[24..28]);
+    let tail_fields = (le_u64(&tail[12..20]), le_u64(&tail[4..12]), &tail[..4]);
+    if head[..8] != TRAILER_TAG || tail[20..] != TRAILER_TAG || head_fields != tail_fields {
+        return Err("its two frames disagree (torn or overwritten)".into());
+    }
+    let (len, at, crc) = head_fields;
+    let want = checksum(len, at, json);
+    if crc != want.to_le_bytes() {
+        return Err(format!(
+            "CRC mismatch: stored {:#010x}, computed {want:#010x}",
+            u32::from_le_bytes(crc.try_into().expect("4 bytes"))
+        ));
+    }
+    let trailer: Trailer = serde_json::from_slice(json).map_err(|e| format!("JSON: {e}"))?;
+    if trailer.version != Trailer::VERSION {
+        return Err(format!(
+            "version {} is not supported (this crate reads version {})",
+            trailer.version,
+            Trailer::VERSION
+        ));
+    }
+    Ok((at, trailer))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(n: u64) -> Trailer {
+        Trailer::new(serde_json::json!({ "n": n })).unwrap()
+    }
+
+    #[test]
+    fn a_torn_block_is_damaged_and_the_other_copy_wins() {
+        let mut bytes = t(1).encode_block(100);
+        let first = bytes.len();
+        bytes.extend_from_slice(&[0u8; 10]);
+        bytes.extend_from_slice(&t(2).encode_block(0));
+        // Both good: the copy at the end is preferred.
+        assert_eq!(Trailer::from_trailing_bytes(&bytes).unwrap(), Some(t(2)));
+        // The end copy torn: the forward one.
+        let n = bytes.len();
+        bytes[n - 40] ^= 1;
+        assert_eq!(Trailer::from_trailing_bytes(&bytes).unwrap(), Some(t(1)));
+        // Both torn: an error naming the damage.
+        bytes[first - 40] ^= 1;
+        let err = Trailer::from_trailing_bytes(&bytes).unwrap_err();
+        assert!(err.to_string().contains("CRC mismatch"), "{err}");
+    }
+
+    #[test]
+    fn no_tag_is_no_trailer() {
+        assert_eq!(Trailer::from_trailing_bytes(b"").unwrap(), None);
+        assert_eq!(Trailer::from_trailing_bytes(&[7u8; 200]).unwrap(), None);
+    }
+
+    #[test]
+    fn a_lying_length_is_damage_not_an_allocation() {
+        let mut block = t(1).encode_block(0);
+        let n = block.len();
+        block[n - 16..n - 8].copy_from_slice(&u64::MAX.to_le_bytes());
+        block[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(Trailer::from_trailing_bytes(&block).is_err());
+    }
+}

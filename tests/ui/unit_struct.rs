@@ -1,0 +1,6 @@
+use rawarray_serde::RaRecord;
+
+#[derive(RaRecord)]
+struct Marker;
+
+fn main() {}
