@@ -228,11 +228,7 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
         Layout::Scalar { eltype, elbyte } => {
             let mut scalar = b[..*elbyte as usize].to_vec();
             if big_endian {
-                if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
-                    scalar
-                        .chunks_exact_mut(w as usize)
-                        .for_each(<[u8]>::reverse);
-                }
+                swap_by_layout(layout, &mut scalar);
             }
             let v = Decoder::new(*eltype, *elbyte).decode(&scalar);
             if json {
@@ -267,6 +263,30 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
                 layout_text(&f.layout, &b[f.offset as usize..], big_endian, json, out);
             }
             out.push('}');
+        }
+    }
+}
+
+/// Reverses the byte order of every scalar of one element laid out as `layout`, in place.
+pub fn swap_by_layout(layout: &Layout, b: &mut [u8]) {
+    match layout {
+        Layout::Scalar { eltype, elbyte } => {
+            if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
+                b[..*elbyte as usize]
+                    .chunks_exact_mut(w as usize)
+                    .for_each(<[u8]>::reverse);
+            }
+        }
+        Layout::Array { len, item } => {
+            let size = item.size() as usize;
+            for i in 0..*len as usize {
+                swap_by_layout(item, &mut b[i * size..]);
+            }
+        }
+        Layout::Record { fields, .. } => {
+            for f in fields {
+                swap_by_layout(&f.layout, &mut b[f.offset as usize..]);
+            }
         }
     }
 }

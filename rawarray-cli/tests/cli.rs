@@ -10,7 +10,10 @@ use half::f16;
 use md5::{Digest, Md5};
 use num_complex::Complex;
 use predicates::prelude::*;
-use rawarray_serde::{DynArray, ElType, Element, Header, RawArray, WriteOptions};
+use rawarray_serde::{
+    DynArray, ElType, Element, Header, RaRecord, RawArray, RecordOptions, RecordWriter, Trailer,
+    WriteOptions,
+};
 use serde_json::Value;
 
 fn reference_dir() -> PathBuf {
@@ -576,9 +579,11 @@ fn malformed_npy_is_one_line_and_leaves_no_output() {
             "'<U4'",
         ),
         (
-            "structured",
-            with_header("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (4,), }"),
-            "structured",
+            "padded record",
+            with_header(
+                "{'descr': [('a', '<f4'), ('', '|V12')], 'fortran_order': False, 'shape': (1,), }",
+            ),
+            "'|V12' has no .ra element type",
         ),
         (
             "overflow",
@@ -1039,6 +1044,308 @@ fn verify_reads_what_checksum_writes() {
         stdout.contains("test.ra: FAILED") && stdout.contains("test.ra (data): OK"),
         "{stdout}"
     );
+}
+
+// ---------------------------------------------------------------------------------------
+// records and trailers
+
+/// tests/python/npy_check.py's REC: `[('t', '<f8'), ('xyz', '<f4', (3,)), ('id', '<u2')]`.
+#[derive(RaRecord, Clone, Copy, Debug, PartialEq)]
+struct Rec {
+    t: f64,
+    xyz: [f32; 3],
+    id: u16,
+}
+
+fn rec(k: u64) -> Rec {
+    Rec {
+        t: k as f64 * 0.5,
+        xyz: [k as f32, k as f32 + 0.25, -(k as f32)],
+        id: (k * 7 + 1) as u16,
+    }
+}
+
+fn recs(n: u64) -> Vec<Rec> {
+    (0..n).map(rec).collect()
+}
+
+/// A record file of `n` records of one `Rec` each, with params.
+fn record_file(path: &Path, n: u64) {
+    let mut w =
+        RecordWriter::<Rec>::create(path, serde_json::json!({"dt": 0.5, "units": "s"})).unwrap();
+    for r in recs(n) {
+        w.append(&r).unwrap();
+    }
+    w.finish().unwrap();
+}
+
+#[test]
+fn info_shows_the_trailer_params_and_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.ra");
+    record_file(&path, 4);
+    let text = stdout_of(ra().arg("info").arg(&path));
+    for want in [
+        "user(22 bytes) (eltype 0, user-defined)",
+        "none (user-defined; needs a record schema)",
+        "trailer block version 1; params keys: dt, units; record schema: \
+         [('t', '<f8'), ('xyz', '<f4', (3,)), ('id', '<u2')]",
+    ] {
+        assert!(text.contains(want), "{want:?} not in\n{text}");
+    }
+    let j: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    assert_eq!(j["eltype"], 0);
+    assert_eq!(j["dtype"], Value::Null);
+    assert_eq!(j["trailer"]["params"]["dt"], 0.5);
+    assert_eq!(
+        j["trailer"]["numpy_descr"],
+        serde_json::json!([["t", "<f8"], ["xyz", "<f4", [3]], ["id", "<u2"]])
+    );
+    assert_eq!(j["trailer_error"], Value::Null);
+    let file_len = std::fs::metadata(&path).unwrap().len();
+    assert_eq!(j["trailer_bytes"], file_len - 56 - 4 * 22);
+    // A damaged block is reported, and the array is still described.
+    let mut bytes = std::fs::read(&path).unwrap();
+    let n = bytes.len();
+    bytes[n - 40] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let j: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    assert_eq!(j["trailer"], Value::Null);
+    assert!(
+        j["trailer_error"].as_str().unwrap().contains("trailer"),
+        "{j}"
+    );
+}
+
+#[test]
+fn cat_prints_records_by_field_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.ra");
+    record_file(&path, 3);
+    let out = stdout_of(ra().arg("cat").arg(&path));
+    assert_eq!(
+        out.lines().collect::<Vec<_>>(),
+        [
+            "[0]\t{t: 0.0, xyz: [0.0, 0.25, -0.0], id: 1}",
+            "[1]\t{t: 0.5, xyz: [1.0, 1.25, -1.0], id: 8}",
+            "[2]\t{t: 1.0, xyz: [2.0, 2.25, -2.0], id: 15}",
+        ]
+    );
+    let out = stdout_of(ra().args(["cat", "--json", "--head", "1"]).arg(&path));
+    assert_eq!(
+        out,
+        "{\"index\":[0],\"value\":{\"t\":0.0,\"xyz\":[0.0,0.25,-0.0],\"id\":1}}\n"
+    );
+}
+
+#[test]
+fn records_become_structured_npy_and_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = tempfile::tempdir().unwrap();
+    // One record per value, dims [4].
+    let one = dir.path().join("rec_4.ra");
+    record_file(&one, 4);
+    // Records of three values, dims [3, 2].
+    let three = dir.path().join("rec_3x2.ra");
+    let mut w = RecordOptions::new()
+        .record_dims(vec![3])
+        .create::<Rec>(&three)
+        .unwrap();
+    w.append_slice(&recs(6)).unwrap();
+    w.finish().unwrap();
+    // A big-endian file: the schema says which bytes to swap.
+    let be = dir.path().join("rec_2x2_be.ra");
+    let mut bytes = Vec::new();
+    RawArray::from_shape_vec(vec![2, 2], recs(4))
+        .unwrap()
+        .write_to_with(&mut bytes, &WriteOptions::new().big_endian(true))
+        .unwrap();
+    let end = bytes.len() as u64;
+    bytes.extend(
+        Trailer::for_element::<Rec>(Value::Null)
+            .unwrap()
+            .encode_block(end),
+    );
+    std::fs::write(&be, bytes).unwrap();
+    for input in [&one, &three, &be] {
+        let name = input
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .replace(".ra", ".npy");
+        ra().arg("convert")
+            .arg(input)
+            .arg(out.path().join(&name))
+            .assert()
+            .success();
+    }
+    python(&[&"records", &out.path()]);
+    // Back to .ra: the same data bytes, the same dtype in the trailer (numpy has no params).
+    let back = dir.path().join("back.ra");
+    ra().arg("convert")
+        .arg(out.path().join("rec_3x2.npy"))
+        .arg(&back)
+        .assert()
+        .success();
+    let a: RawArray<Rec> = RawArray::read_file(&back).unwrap();
+    assert_eq!((a.dims(), a.as_slice()), (&[3u64, 2][..], &recs(6)[..]));
+    let t = Trailer::read_file(&back).unwrap().unwrap();
+    assert_eq!(t.numpy_descr, Some(Rec::layout().numpy_descr_json()));
+    assert_eq!(t.params, Value::Null);
+    let back_be = dir.path().join("back_be.ra");
+    ra().arg("convert")
+        .arg(out.path().join("rec_2x2_be.npy"))
+        .arg(&back_be)
+        .assert()
+        .success();
+    let a: RawArray<Rec> = RawArray::read_file(&back_be).unwrap();
+    assert_eq!(a.as_slice(), &recs(4)[..]);
+    // Without a schema, user-defined elements have no dtype: nothing written.
+    let bare = dir.path().join("bare.ra");
+    DynArray::new(ElType::User, 22, vec![1], vec![0; 22])
+        .unwrap()
+        .write_file(&bare)
+        .unwrap();
+    let err = fails_with_one_line(
+        ra().arg("convert")
+            .arg(&bare)
+            .arg(out.path().join("bare.npy")),
+    );
+    assert!(err.contains("needs a record schema"), "{err}");
+}
+
+#[test]
+fn numpy_written_structured_npy_converts_to_records() {
+    let dir = tempfile::tempdir().unwrap();
+    if python(&[&"write_records", &dir.path()]).is_none() {
+        return;
+    }
+    for (name, dims) in [
+        ("rec_4_C", vec![4u64]),
+        ("rec_3x2_C", vec![3, 2]),
+        ("rec_3x2_F", vec![3, 2]),
+    ] {
+        let out = dir.path().join(format!("{name}.ra"));
+        ra().arg("convert")
+            .arg(dir.path().join(format!("{name}.npy")))
+            .arg(&out)
+            .assert()
+            .success();
+        let a: RawArray<Rec> = RawArray::read_file(&out).unwrap();
+        assert_eq!(a.dims(), &dims[..], "{name}");
+        assert_eq!(a.as_slice(), &recs(dims.iter().product())[..], "{name}");
+        let t = Trailer::read_file(&out).unwrap().unwrap();
+        assert_eq!(
+            t.numpy_descr,
+            Some(Rec::layout().numpy_descr_json()),
+            "{name}"
+        );
+        // And it reads as a record file.
+        assert!(stdout_of(ra().args(["cat", "--head", "1"]).arg(&out)).contains("id: 1}"));
+    }
+}
+
+#[test]
+fn recover_extends_the_header_over_complete_records() {
+    let dir = tempfile::tempdir().unwrap();
+    // No trailer: a header for 2 values, 3 whole values after them and a torn one.
+    let plain = dir.path().join("plain.ra");
+    let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
+    bytes.extend([3u32, 4, 5].iter().flat_map(|v| v.to_le_bytes()));
+    bytes.extend([6, 0]);
+    std::fs::write(&plain, &bytes).unwrap();
+    let out = stdout_of(ra().arg("recover").arg(&plain));
+    assert_eq!(
+        out,
+        format!(
+            "{}: 2 records -> 5 records; no trailer; 0 bytes removed\n",
+            plain.display()
+        )
+    );
+    let a: RawArray<u32> = RawArray::read_file(&plain).unwrap();
+    assert_eq!(a.as_slice(), [1, 2, 3, 4, 5]);
+
+    // A record file caught by a crash between writing a flush's records and its header
+    // update: the header says 2 records, 4 are there with the flush's trailer block after them.
+    let live = dir.path().join("live.ra");
+    let mut w = RecordWriter::<Rec>::create(&live, serde_json::json!({"dt": 0.5})).unwrap();
+    for r in recs(2) {
+        w.append(&r).unwrap();
+    }
+    w.flush().unwrap();
+    let two_records_header = std::fs::read(&live).unwrap()[..56].to_vec();
+    for r in &recs(4)[2..] {
+        w.append(r).unwrap();
+    }
+    w.flush().unwrap();
+    let mut crashed = std::fs::read(&live).unwrap();
+    drop(w);
+    crashed[..56].copy_from_slice(&two_records_header);
+    let rec_path = dir.path().join("rec.ra");
+    std::fs::write(&rec_path, &crashed).unwrap();
+    let out = stdout_of(ra().arg("recover").arg(&rec_path));
+    let removed = crashed.len() as u64 - std::fs::metadata(&rec_path).unwrap().len();
+    assert!(removed > 0, "the free space and the spare copy are cut off");
+    assert!(
+        out.ends_with(&format!(
+            ": 2 records -> 4 records; trailer kept; {removed} bytes removed\n"
+        )),
+        "{out}"
+    );
+    let a: RawArray<Rec> = RawArray::read_file(&rec_path).unwrap();
+    assert_eq!(a.as_slice(), &recs(4)[..]);
+    let out = stdout_of(ra().arg("recover").arg(&rec_path));
+    assert!(
+        out.ends_with(": 4 records (unchanged); trailer kept; 0 bytes removed\n"),
+        "{out}"
+    );
+
+    let z = dir.path().join("z.ra");
+    copy_writable(&reference("mnist_8_z.ra"), &z);
+    let err = fails_with_one_line(ra().arg("recover").arg(&z));
+    assert!(err.contains("z.ra") && err.contains("LZ4"), "{err}");
+}
+
+#[test]
+fn rewrites_place_the_trailer_where_record_readers_look() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rec.ra");
+    record_file(&path, 4);
+    // Two dims instead of one: the header grows by 8 bytes, the block moves with the data end.
+    let r = dir.path().join("r.ra");
+    ra().args(["reshape", "-o"])
+        .arg(&r)
+        .arg(&path)
+        .args(["2", "2"])
+        .assert()
+        .success();
+    let reshaped = std::fs::read(&r).unwrap();
+    assert_eq!(reshaped.len(), std::fs::read(&path).unwrap().len() + 8);
+    assert_eq!(Trailer::read_file(&r).unwrap().unwrap().params["dt"], 0.5);
+    let out = stdout_of(ra().arg("recover").arg(&r));
+    assert!(
+        out.ends_with(": 2 records (unchanged); trailer kept; 0 bytes removed\n"),
+        "{out}"
+    );
+    assert_eq!(
+        std::fs::read(&r).unwrap(),
+        reshaped,
+        "recover found nothing to repair"
+    );
+    // Compressed, the block is still found; decompressed, the file is what it was.
+    ra().arg("compress").arg(&r).assert().success();
+    assert!(Header::decode(&std::fs::read(&r).unwrap())
+        .unwrap()
+        .is_compressed());
+    assert_eq!(
+        Trailer::read_file(&r).unwrap().unwrap().params["units"],
+        "s"
+    );
+    ra().arg("decompress").arg(&r).assert().success();
+    assert_eq!(std::fs::read(&r).unwrap(), reshaped);
 }
 
 // ---------------------------------------------------------------------------------------

@@ -6,6 +6,9 @@
                                     .ra read by numpy itself (its own header parse, no Rust)
     npy_check.py write DIR          write .npy files with numpy (C and Fortran order, both byte
                                     orders, format versions 1.0, 2.0, 3.0) for `ra convert` to read
+    npy_check.py records DIR        np.load every rec_DIMS*.npy `ra convert` wrote from a record
+                                    file and check its structured dtype and every field
+    npy_check.py write_records DIR  write structured .npy files (C and Fortran order) to convert
 
 Names: DTYPE_DIMS where DIMS are the .ra dims (first fastest) joined by x, or `scalar`; numpy's
 shape is the dims reversed. The value at C-order position k of that numpy array (= column-major
@@ -116,6 +119,46 @@ def write(d):
         print(name)
 
 
+# One record: t <f8, xyz <f4 (3,), id <u2 (the Rust test's `Rec`, packed: 22 bytes).
+REC = np.dtype([("t", "<f8"), ("xyz", "<f4", (3,)), ("id", "<u2")])
+
+
+def rec_formula(n):
+    k = np.arange(n, dtype=np.float64)
+    a = np.zeros(n, dtype=REC)
+    a["t"] = k * 0.5
+    a["xyz"] = np.stack([k, k + 0.25, -k], axis=1).astype("<f4")
+    a["id"] = (np.arange(n) * 7 + 1).astype("<u2")
+    return a
+
+
+def records(d):
+    names = sorted(n for n in os.listdir(d) if n.startswith("rec_") and n.endswith(".npy"))
+    assert names, "no rec_*.npy in " + d
+    for name in names:
+        _, dims, _ = parse_name(name)
+        shape = tuple(reversed(dims))
+        got = np.load(os.path.join(d, name))
+        assert got.dtype == REC, (name, got.dtype)
+        want = rec_formula(int(np.prod(shape, dtype=np.int64))).reshape(shape)
+        assert got.shape == want.shape, (name, got.shape)
+        for field in REC.names:
+            assert np.array_equal(got[field], want[field]), (name, field, got[field], want[field])
+        print("ok", name)
+
+
+def write_records(d):
+    os.makedirs(d, exist_ok=True)
+    for dims, order in [([4], "C"), ([3, 2], "C"), ([3, 2], "F")]:
+        shape = tuple(reversed(dims))
+        a = rec_formula(int(np.prod(shape))).reshape(shape).copy(order=order)
+        name = "rec_%s_%s.npy" % ("x".join(map(str, dims)), order)
+        np.save(os.path.join(d, name), a)
+        raw = open(os.path.join(d, name), "rb").read(256)
+        assert (b"'fortran_order': True" in raw) == (order == "F"), name
+        print(name)
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "check":
@@ -124,5 +167,9 @@ if __name__ == "__main__":
         reference(sys.argv[2], sys.argv[3])
     elif cmd == "write":
         write(sys.argv[2])
+    elif cmd == "records":
+        records(sys.argv[2])
+    elif cmd == "write_records":
+        write_records(sys.argv[2])
     else:
         sys.exit("unknown command " + cmd)
