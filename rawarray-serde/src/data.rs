@@ -82,18 +82,28 @@ pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Resul
         return Ok(v);
     }
     let mut out = Vec::with_capacity(n);
-    let mut scratch = vec![0u8; T::PACKED_SIZE];
-    for (i, chunk) in bytes.chunks_exact(T::PACKED_SIZE.max(1)).enumerate() {
-        let chunk = if big_endian {
+    decode_into(bytes, big_endian, &mut out)?;
+    Ok(out)
+}
+
+/// Decodes values from their packed bytes onto the end of `out`; errors give the index in `out`.
+fn decode_into<T: Element>(bytes: &[u8], big_endian: bool, out: &mut Vec<T>) -> Result<()> {
+    let first = out.len();
+    let chunks = bytes.chunks_exact(T::PACKED_SIZE.max(1));
+    out.reserve(chunks.len());
+    if big_endian {
+        let mut scratch = vec![0u8; T::PACKED_SIZE];
+        for (i, chunk) in chunks.enumerate() {
             scratch.copy_from_slice(chunk);
             T::swap_bytes(&mut scratch);
-            &scratch[..]
-        } else {
-            chunk
-        };
-        out.push(T::read_le(chunk).map_err(|e| shift_index(e, i as u64))?);
+            out.push(T::read_le(&scratch).map_err(|e| shift_index(e, (first + i) as u64))?);
+        }
+    } else {
+        for (i, chunk) in chunks.enumerate() {
+            out.push(T::read_le(chunk).map_err(|e| shift_index(e, (first + i) as u64))?);
+        }
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Swaps the byte order of every value in `bytes`, in place.
@@ -141,9 +151,11 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
         }
         return Ok(v);
     }
-    // Non-POD elements: unpack chunk by chunk from a reused buffer.
+    // Non-POD elements: unpack chunk by chunk from a reused buffer straight into the result,
+    // allocated once when the input is known to hold all of it.
     let per_chunk = (CHUNK / T::PACKED_SIZE.max(1)).max(1);
-    let mut out = Vec::with_capacity(n.min(per_chunk));
+    let known = available.is_some_and(|a| a >= header.size);
+    let mut out = Vec::with_capacity(if known { n } else { n.min(per_chunk) });
     let mut buf = vec![0u8; per_chunk.min(n) * T::PACKED_SIZE];
     let mut done = 0u64;
     while out.len() < n {
@@ -154,8 +166,7 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
             return Err(truncated(header.size, done + got as u64));
         }
         done += got as u64;
-        let first = out.len() as u64;
-        out.extend(decode_values::<T>(bytes, big_endian).map_err(|e| shift_index(e, first))?);
+        decode_into(bytes, big_endian, &mut out)?;
     }
     Ok(out)
 }

@@ -58,6 +58,28 @@ pub struct Deserializer<'de> {
     raw16: bool,
     record: Option<Record>,
     entered: bool,
+    /// What a scalar read must be at this point, as [`scalar_code`]: the element type at
+    /// element level, [`ANY`] inside a record, [`NOT_HERE`] where dims remain. Kept current
+    /// so the hot path is one comparison; the slow path explains every refusal.
+    here: u32,
+    /// [`scalar_code`] of the file's element type.
+    elem: u32,
+    /// Where reads must stop: the end of the data, or of the record being read.
+    limit: usize,
+}
+
+/// `here` inside a record: any scalar, unchecked (the header does not describe the fields).
+const ANY: u32 = u32::MAX;
+/// `here` where a scalar cannot be read.
+const NOT_HERE: u32 = u32::MAX - 1;
+
+#[inline(always)]
+fn scalar_code(eltype: ElType, elbyte: u64) -> u32 {
+    if elbyte < (1 << 16) {
+        ((eltype as u32) << 16) | elbyte as u32
+    } else {
+        NOT_HERE
+    }
 }
 
 impl<'de> Deserializer<'de> {
@@ -110,7 +132,10 @@ impl<'de> Deserializer<'de> {
             (None, Input::Borrowed(b)) => Cow::Borrowed(&b[section]),
             (None, Input::Owned(v)) => Cow::Owned(v[section].to_vec()),
         };
-        let dims = header.dims.iter().rev().copied().collect();
+        let dims: Vec<u64> = header.dims.iter().rev().copied().collect();
+        let elem = scalar_code(header.eltype, header.elbyte);
+        let here = if dims.is_empty() { elem } else { NOT_HERE };
+        let limit = data.len();
         Ok(Deserializer {
             input,
             header,
@@ -122,6 +147,9 @@ impl<'de> Deserializer<'de> {
             raw16: false,
             record: None,
             entered: false,
+            here,
+            elem,
+            limit,
         })
     }
 
@@ -199,12 +227,31 @@ impl<'de> Deserializer<'de> {
     /// Checks that a scalar of `eltype`/`N` bytes can be read here and reads its bytes.
     #[inline(always)]
     fn scalar<const N: usize>(&mut self, eltype: ElType, rust: &'static str) -> Result<[u8; N]> {
+        if self.here == scalar_code(eltype, N as u64) || self.here == ANY {
+            let end = self.pos + N;
+            if end <= self.limit {
+                let bytes = self.data[self.pos..end].try_into().expect("N bytes");
+                self.pos = end;
+                return Ok(bytes);
+            }
+        }
+        self.scalar_slow::<N>(eltype, rust)
+    }
+
+    /// The scalar read the hot path refused: an f16/bf16's bits, or an error saying why.
+    #[cold]
+    #[inline(never)]
+    fn scalar_slow<const N: usize>(
+        &mut self,
+        eltype: ElType,
+        rust: &'static str,
+    ) -> Result<[u8; N]> {
         if self.record.is_none() {
             if self.depth != self.dims.len() {
                 return Err(self.shape_error(rust));
             }
             let (t, b) = self.scalar_type();
-            if (t as u8 != eltype as u8 || b != N as u64) && !std::mem::take(&mut self.raw16) {
+            if (t, b) != (eltype, N as u64) && !std::mem::take(&mut self.raw16) {
                 return Err(ErrorKind::TypeMismatch {
                     file_eltype: t,
                     file_elbyte: b,
@@ -249,12 +296,16 @@ impl<'de> Deserializer<'de> {
             end: self.pos + self.header.elbyte as usize,
         };
         self.record = Some(r);
+        self.here = ANY;
+        self.limit = r.end;
         Ok(Some(r))
     }
 
     fn end_record(&mut self, started: Option<Record>) -> Result<()> {
         if let Some(r) = started {
             self.record = None;
+            self.here = self.elem;
+            self.limit = self.data.len();
             if self.pos != r.end {
                 let consumed = self.pos - r.start;
                 self.pos = r.end;
@@ -326,9 +377,8 @@ impl<'de> Deserializer<'de> {
                 )));
             };
             return visitor.visit_seq(Items {
-                de: self,
+                de: &mut *self,
                 left: len as u64,
-                kind: ItemKind::Inline,
             });
         }
         if self.depth < self.dims.len() {
@@ -341,40 +391,49 @@ impl<'de> Deserializer<'de> {
                     }));
                 }
             }
-            let mut items = Items {
-                de: self,
-                left: dim,
-                kind: ItemKind::Dim,
+            // Every item of this dim is read one dim deeper: set that up once, not per item.
+            self.depth += 1;
+            let saved = self.here;
+            self.here = if self.depth == self.dims.len() {
+                self.elem
+            } else {
+                NOT_HERE
             };
-            let value = visitor.visit_seq(&mut items)?;
-            if items.left != 0 {
+            let mut items = Items {
+                de: &mut *self,
+                left: dim,
+            };
+            let value = visitor.visit_seq(&mut items);
+            let left = items.left;
+            self.depth -= 1;
+            self.here = saved;
+            let value = value?;
+            if left != 0 {
                 return Err(Error::msg(format!(
-                    "a {rust} stopped with {} of {dim} items unread",
-                    items.left
+                    "a {rust} stopped with {left} of {dim} items unread"
                 )));
             }
             return Ok(value);
         }
         let (t, b) = self.scalar_type();
         if t == ElType::Complex && len.is_none_or(|l| l == 2) {
-            let half = if b == 4 {
-                (ElType::Float, 2)
-            } else {
-                (ElType::Float, b / 2)
-            };
-            return visitor.visit_seq(Items {
-                de: self,
+            let half = (ElType::Float, b / 2);
+            let saved = (self.half, self.here);
+            self.half = Some(half);
+            self.here = scalar_code(half.0, half.1);
+            let value = visitor.visit_seq(Items {
+                de: &mut *self,
                 left: 2,
-                kind: ItemKind::Half(half),
             });
+            (self.half, self.here) = saved;
+            return value;
         }
         if t == ElType::User {
             if let Some(len) = len {
                 let started = self.begin_record("tuple")?;
                 let v = visitor.visit_seq(Items {
-                    de: self,
+                    de: &mut *self,
                     left: len as u64,
-                    kind: ItemKind::Inline,
                 })?;
                 self.end_record(started)?;
                 return Ok(v);
@@ -387,21 +446,11 @@ impl<'de> Deserializer<'de> {
     }
 }
 
-/// Where the items of a sequence come from.
-#[derive(Clone, Copy)]
-enum ItemKind {
-    /// One dim of the array: each item enters the next dim.
-    Dim,
-    /// Consecutive values inside a record.
-    Inline,
-    /// The two halves of a complex element.
-    Half((ElType, u64)),
-}
-
+/// The items of a sequence: a dim, consecutive values of a record, or a complex element's
+/// halves. The caller sets up what reading an item means (depth, `here`) around the visit.
 struct Items<'a, 'de> {
     de: &'a mut Deserializer<'de>,
     left: u64,
-    kind: ItemKind,
 }
 
 impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
@@ -413,21 +462,7 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
-        match self.kind {
-            ItemKind::Dim => {
-                self.de.depth += 1;
-                let v = seed.deserialize(&mut *self.de);
-                self.de.depth -= 1;
-                v.map(Some)
-            }
-            ItemKind::Inline => seed.deserialize(&mut *self.de).map(Some),
-            ItemKind::Half(half) => {
-                self.de.half = Some(half);
-                let v = seed.deserialize(&mut *self.de);
-                self.de.half = None;
-                v.map(Some)
-            }
-        }
+        seed.deserialize(&mut *self.de).map(Some)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -631,7 +666,6 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         let v = visitor.visit_seq(Items {
             de: &mut *self,
             left: len as u64,
-            kind: ItemKind::Inline,
         })?;
         self.end_record(started)?;
         Ok(v)

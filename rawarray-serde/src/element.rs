@@ -1,5 +1,7 @@
 //! The element trait: how one value is laid out in a `.ra` data section, and its layout description.
 
+use std::mem::MaybeUninit;
+
 use half::{bf16, f16};
 use num_complex::Complex;
 use serde::{Deserialize, Serialize};
@@ -516,20 +518,25 @@ impl<T: Element, const N: usize> Element for [T; N] {
             ))
             .into());
         }
-        let mut items = bytes.chunks_exact(T::PACKED_SIZE).map(T::read_le);
-        let mut err = None;
-        let arr: [Option<T>; N] = std::array::from_fn(|_| match items.next()? {
-            Ok(v) => Some(v),
-            Err(e) => {
-                err.get_or_insert(e);
-                None
+        // Items go straight into their slots: this is the inner loop of reading records.
+        let mut items: [MaybeUninit<T>; N] = [const { MaybeUninit::uninit() }; N];
+        for (i, chunk) in bytes.chunks_exact(T::PACKED_SIZE).enumerate() {
+            match T::read_le(chunk) {
+                Ok(v) => {
+                    items[i].write(v);
+                }
+                Err(e) => {
+                    for item in &mut items[..i] {
+                        // SAFETY: the items before `i` were written by earlier iterations.
+                        unsafe { item.assume_init_drop() };
+                    }
+                    return Err(e);
+                }
             }
-        });
-        match err {
-            Some(e) => Err(e),
-            // The length check above gives every slot an item, and no item failed.
-            None => Ok(arr.map(|v| v.expect("one item per slot"))),
         }
+        // SAFETY: the length check above makes exactly N chunks, and each wrote its item;
+        // `[MaybeUninit<T>; N]` has the layout of `[T; N]` and drops nothing.
+        Ok(unsafe { items.as_ptr().cast::<[T; N]>().read() })
     }
 
     fn swap_bytes(bytes: &mut [u8]) {
