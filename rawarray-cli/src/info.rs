@@ -90,11 +90,8 @@ fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
 }
 
 fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
-    let shape: Vec<String> = h.dims.iter().rev().map(u64::to_string).collect();
-    let shape = match &shape[..] {
-        [one] => format!("({one},)"),
-        _ => format!("({})", shape.join(", ")),
-    };
+    let reversed: Vec<u64> = h.dims.iter().rev().copied().collect();
+    let shape = rawarray_serde::numpy_shape(&reversed);
     let elements = h.num_elements();
     let rows = [
         (

@@ -60,17 +60,7 @@ pub struct NpyHeader {
 /// The bytes of a `.npy` header for `descr` (Python source: `'<f4'` quoted, or a list of
 /// fields) and `shape`, C order, version 1.0 unless the header needs 2.0's longer length field.
 pub fn encode_header(descr: &str, shape: &[u64]) -> Vec<u8> {
-    let shape_text = match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
+    let shape_text = rawarray_serde::numpy_shape(shape);
     let dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {shape_text}, }}");
     let mut out = Vec::with_capacity(dict.len() + 80);
     out.extend_from_slice(MAGIC);

@@ -7,7 +7,7 @@ use num_complex::Complex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorKind, Result};
-use crate::header::{numpy_dtype, ElType};
+use crate::header::{numpy_dtype, numpy_shape, ElType};
 
 /// A value that can be an element of a `.ra` array: fixed size, packed little-endian, no padding.
 ///
@@ -159,7 +159,7 @@ impl Layout {
     pub fn numpy_descr(&self) -> String {
         match self.split_shape() {
             (base, shape) if shape.is_empty() => base.numpy_base(),
-            (base, shape) => format!("({}, {})", base.numpy_base(), py_tuple(&shape)),
+            (base, shape) => format!("({}, {})", base.numpy_base(), numpy_shape(&shape)),
         }
     }
 
@@ -297,7 +297,7 @@ impl Layout {
                                 "('{}', {}, {})",
                                 f.name,
                                 base.numpy_base(),
-                                py_tuple(&shape)
+                                numpy_shape(&shape)
                             )
                         }
                     })
@@ -311,20 +311,6 @@ impl Layout {
 
 fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
     numpy_dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
-}
-
-fn py_tuple(shape: &[u64]) -> String {
-    match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 /// Element impls for scalars whose memory is their little-endian bytes and where every bit
