@@ -362,7 +362,8 @@ pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
         }
         _ => write_data(&mut src, &mut out, &progress)?,
     }
-    out.commit().at(output)
+    // A new output is not synced, as with `cp`; one that replaces a file is.
+    out.commit_relaxed().at(output)
 }
 
 /// Writes the plain data of `src` to `out`: copied by the kernel when it is stored plain,
@@ -493,7 +494,8 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
         let block = t.encode_block(header.encoded_len() as u64 + header.size);
         out.file().write_all(&block).at(output)?;
     }
-    out.commit().at(output)
+    // A new output is not synced, as with `cp`; one that replaces a file is.
+    out.commit_relaxed().at(output)
 }
 
 /// The elements of a Fortran-order array of `shape` (first axis fastest) in C order (last
