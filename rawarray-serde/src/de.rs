@@ -6,6 +6,11 @@
 //! consume exactly its elbyte bytes. A complex element reads as `Complex<_>` or as any 2-tuple
 //! of its float type. `&str` and `&[u8]` borrow from the input of [`from_slice`](crate::from_slice)
 //! when the data is stored plain (little-endian, uncompressed).
+//!
+//! Two limits keep a hostile file from costing more than its bytes justify: a file with no data
+//! (a dim is 0) yields at most 1024 empty sequences per level (dims `[0, 2^40]` would ask for
+//! 2^40 empty `Vec`s), and a self-describing read (`deserialize_any`) refuses more than 128
+//! nested dims (one level of recursion each).
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -17,6 +22,15 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{type_label, ElType, Header};
 use crate::ser::EMBEDDED;
+
+/// Most empty sequences read per level from a file without data (a dim is 0). Each costs the
+/// caller a value (24 bytes for a `Vec`) that no byte of the input pays for, so a file of a few
+/// bytes could otherwise ask for unbounded time and memory.
+pub(crate) const MAX_EMPTY_ITEMS: u64 = 1 << 10;
+
+/// Most dims left when a self-describing read (`deserialize_any`, as `IgnoredAny` or a generic
+/// value uses) starts: each dim is one level of recursion.
+pub(crate) const MAX_ANY_DEPTH: usize = 128;
 
 /// The input: the caller's bytes, or bytes read from a stream.
 enum Input<'de> {
@@ -49,8 +63,8 @@ pub struct Deserializer<'de> {
     /// The plain little-endian data: borrowed from the caller's bytes where it is stored so.
     data: Cow<'de, [u8]>,
     pos: usize,
-    /// Dims outermost first; `depth` of them have been entered.
-    dims: Vec<u64>,
+    /// Number of dims; `depth` of them have been entered, outermost (the header's last) first.
+    ndims: usize,
     depth: usize,
     /// Reading one half of a complex element: the half's float type and size.
     half: Option<(ElType, u64)>,
@@ -110,13 +124,13 @@ impl<'de> Deserializer<'de> {
             (None, Input::Borrowed(b)) => Cow::Borrowed(&b[section]),
             (None, Input::Owned(v)) => Cow::Owned(v[section].to_vec()),
         };
-        let dims = header.dims.iter().rev().copied().collect();
+        let ndims = header.dims.len();
         Ok(Deserializer {
             input,
             header,
             data,
             pos: 0,
-            dims,
+            ndims,
             depth: 0,
             half: None,
             raw16: false,
@@ -145,6 +159,31 @@ impl<'de> Deserializer<'de> {
     #[inline]
     fn data(&self) -> &[u8] {
         &self.data
+    }
+
+    /// The dim entered at `depth`: the header's dims are fastest first, sequences outermost first.
+    #[inline]
+    fn dim(&self, depth: usize) -> u64 {
+        self.header.dims[self.ndims - 1 - depth]
+    }
+
+    /// Refuses to enter the dim at `depth` when the file has no data (a dim is 0) and the dims
+    /// entered so far multiply to more than [`MAX_EMPTY_ITEMS`] empty sequences: a 64-byte
+    /// file with dims `[0, 2^40]` would otherwise build 2^40 empty `Vec`s.
+    fn check_empty_items(&self, rust: &str) -> Result<()> {
+        if !self.data().is_empty() {
+            // Each item at any level then holds at least one element's bytes.
+            return Ok(());
+        }
+        let items = (0..=self.depth).fold(1u64, |p, d| p.saturating_mul(self.dim(d)));
+        if items > MAX_EMPTY_ITEMS {
+            return Err(Error::msg(format!(
+                "the outermost {} dims describe {items} empty {rust}s but the file holds no \
+                 data (a dim is 0); at most {MAX_EMPTY_ITEMS} empty sequences per level are read",
+                self.depth + 1
+            )));
+        }
+        Ok(())
     }
 
     /// The data with the input's lifetime, when it is the caller's bytes.
@@ -200,7 +239,7 @@ impl<'de> Deserializer<'de> {
     #[inline]
     fn scalar<const N: usize>(&mut self, eltype: ElType, rust: &'static str) -> Result<[u8; N]> {
         if self.record.is_none() {
-            if self.depth != self.dims.len() {
+            if self.depth != self.ndims {
                 return Err(self.shape_error(rust));
             }
             let (t, b) = self.scalar_type();
@@ -220,7 +259,7 @@ impl<'de> Deserializer<'de> {
     }
 
     fn shape_error(&self, rust: &str) -> Error {
-        let left: Vec<u64> = self.dims[self.depth..].iter().rev().copied().collect();
+        let left = &self.header.dims[..self.ndims - self.depth];
         Error::new(ErrorKind::DimsMismatch {
             expected: format!(
                 "no dims left for a {rust}, but dims {left:?} remain (a sequence per dim)"
@@ -234,7 +273,7 @@ impl<'de> Deserializer<'de> {
         if self.record.is_some() {
             return Ok(None);
         }
-        if self.depth != self.dims.len() {
+        if self.depth != self.ndims {
             return Err(self.shape_error(name));
         }
         if self.header.eltype != ElType::User || self.half.is_some() {
@@ -275,11 +314,11 @@ impl<'de> Deserializer<'de> {
         }
         let depth = self.depth;
         let (t, b) = (self.header.eltype, self.header.elbyte);
-        if depth + 1 == self.dims.len() && (t, b) == (ElType::Uint, 1) {
-            let n = self.dims[depth] as usize;
+        if depth + 1 == self.ndims && (t, b) == (ElType::Uint, 1) {
+            let n = self.dim(depth) as usize;
             return self.take(n);
         }
-        if depth == self.dims.len() && t == ElType::User {
+        if depth == self.ndims && t == ElType::User {
             return self.take(b as usize);
         }
         Err(Error::msg(format!(
@@ -331,8 +370,9 @@ impl<'de> Deserializer<'de> {
                 kind: ItemKind::Inline,
             });
         }
-        if self.depth < self.dims.len() {
-            let dim = self.dims[self.depth];
+        if self.depth < self.ndims {
+            let dim = self.dim(self.depth);
+            self.check_empty_items(rust)?;
             if let Some(len) = len {
                 if len as u64 != dim {
                     return Err(Error::new(ErrorKind::DimsMismatch {
@@ -492,7 +532,13 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 r.name
             )));
         }
-        if self.depth < self.dims.len() {
+        if self.depth < self.ndims {
+            if self.ndims - self.depth > MAX_ANY_DEPTH {
+                return Err(Error::msg(format!(
+                    "{} nested dims are too deep for a self-describing read (at most {MAX_ANY_DEPTH})",
+                    self.ndims - self.depth
+                )));
+            }
             return self.seq(None, visitor, "sequence");
         }
         match self.scalar_type() {
@@ -580,7 +626,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 } else {
                     ElType::BFloat16
                 };
-                if self.record.is_none() && self.depth == self.dims.len() {
+                if self.record.is_none() && self.depth == self.ndims {
                     let (t, b) = self.scalar_type();
                     if (t, b) != (want, 2) {
                         return Err(ErrorKind::TypeMismatch {

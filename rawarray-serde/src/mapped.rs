@@ -137,7 +137,7 @@ impl<T: Element + Clone> RecordReader<T> {
 
     /// The values of record `index`.
     pub fn get(&self, index: usize) -> Result<Cow<'_, [T]>> {
-        self.slice(index..index.saturating_add(1))
+        self.slice(index..=index)
     }
 
     /// The values of the records in `range`, one record after the other.
@@ -162,25 +162,28 @@ impl<T: Element + Clone> RecordReader<T> {
     }
 
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        // Wider than usize, so that `..=usize::MAX` ends one past the last index rather than at
+        // a saturated one: a file of empty records can hold usize::MAX of them.
         let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Included(&s) => s as u128,
+            Bound::Excluded(&s) => s as u128 + 1,
             Bound::Unbounded => 0,
         };
         let end = match range.end_bound() {
-            Bound::Included(&e) => e.saturating_add(1),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => self.len,
+            Bound::Included(&e) => e as u128 + 1,
+            Bound::Excluded(&e) => e as u128,
+            Bound::Unbounded => self.len as u128,
         };
-        if start > end || end > self.len {
+        if start > end || end > self.len as u128 {
+            let to_u64 = |i: u128| u64::try_from(i).unwrap_or(u64::MAX);
             return Err(ErrorKind::OutOfBounds {
-                start: start as u64,
-                end: end as u64,
+                start: to_u64(start),
+                end: to_u64(end),
                 len: self.len as u64,
             }
             .into());
         }
-        Ok((start, end))
+        Ok((start as usize, end as usize))
     }
 }
 
