@@ -20,7 +20,7 @@ use half::{bf16, f16};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::header::{type_label, ElType, Header};
+use crate::header::{type_label, ElType, Flags, Header};
 use crate::ser::EMBEDDED;
 
 /// Most empty sequences read per level from a file without data (a dim is 0). Each costs the
@@ -32,10 +32,10 @@ pub(crate) const MAX_EMPTY_ITEMS: u64 = 1 << 10;
 /// value uses) starts: each dim is one level of recursion.
 pub(crate) const MAX_ANY_DEPTH: usize = 128;
 
-/// The input: the caller's bytes, or bytes read from a stream.
+/// The input: the caller's bytes, or a stream's, of which only the data section is kept.
 enum Input<'de> {
     Borrowed(&'de [u8]),
-    Owned(Vec<u8>),
+    Stream,
 }
 
 /// The record (eltype-0 element) being read field by field.
@@ -60,8 +60,10 @@ struct Record {
 pub struct Deserializer<'de> {
     input: Input<'de>,
     header: Header,
-    /// The plain little-endian data: borrowed from the caller's bytes where it is stored so.
+    /// The plain data (decompressed), borrowed from the caller's bytes unless compressed.
     data: Cow<'de, [u8]>,
+    /// The data is big-endian: each scalar is swapped as it is read (no copy of the data).
+    swap: bool,
     pos: usize,
     /// Number of dims; `depth` of them have been entered, outermost (the header's last) first.
     ndims: usize,
@@ -78,57 +80,44 @@ impl<'de> Deserializer<'de> {
     /// A deserializer over a whole file's bytes; `&str` and `&[u8]` borrow from them where the
     /// data is plain.
     pub fn from_slice(bytes: &'de [u8]) -> Result<Deserializer<'de>> {
-        Deserializer::new(Input::Borrowed(bytes))
-    }
-
-    /// A deserializer over a stream, read to its end (the data is held in memory).
-    pub fn from_reader<R: Read>(mut reader: R) -> Result<Deserializer<'static>> {
-        let header = Header::read_from(&mut reader)?;
-        // Read the rest in one buffer after the header bytes, growing as bytes arrive.
-        let mut bytes = header.encode();
-        let wanted = header.size;
-        let got = (&mut reader).take(wanted).read_to_end(&mut bytes)? as u64;
-        if got < wanted {
-            return Err(ErrorKind::Truncated {
-                expected: wanted,
-                found: got,
-            }
-            .into());
-        }
-        Deserializer::new(Input::Owned(bytes))
-    }
-
-    fn new(input: Input<'de>) -> Result<Deserializer<'de>> {
-        let bytes = match &input {
-            Input::Borrowed(b) => *b,
-            Input::Owned(v) => &v[..],
-        };
         let header = Header::decode(bytes)?;
         header.check_input_len(bytes.len() as u64)?;
         let start = header.encoded_len();
-        let section = start..start + crate::data::to_usize(header.size)?;
-        let mut plain = None;
-        if header.is_compressed() {
-            plain = Some(crate::data::decompress(&bytes[section.clone()], &header)?);
-        }
-        if header.is_big_endian() {
-            let swapped = plain.get_or_insert_with(|| bytes[section.clone()].to_vec());
-            if !crate::data::swap_by_eltype(swapped, header.eltype, header.elbyte) {
-                return Err(Error::unsupported(
-                    "big-endian user-defined elements: their scalars are not described by the header",
-                ));
-            }
-        }
-        let data = match (plain, &input) {
-            (Some(p), _) => Cow::Owned(p),
-            (None, Input::Borrowed(b)) => Cow::Borrowed(&b[section]),
-            (None, Input::Owned(v)) => Cow::Owned(v[section].to_vec()),
+        let section = &bytes[start..start + crate::data::to_usize(header.size)?];
+        Deserializer::new(Input::Borrowed(bytes), header, Cow::Borrowed(section))
+    }
+
+    /// A deserializer over a stream: the header, then the data section, read into one buffer
+    /// that grows as bytes arrive (a header that lies about its size costs at most the bytes
+    /// really there, twice). The stream is left after the data section.
+    pub fn from_reader<R: Read>(mut reader: R) -> Result<Deserializer<'static>> {
+        let header = Header::read_from(&mut reader)?;
+        let section = crate::data::read_bytes(&mut reader, header.size, None)?;
+        Deserializer::new(Input::Stream, header, Cow::Owned(section))
+    }
+
+    fn new(
+        input: Input<'de>,
+        header: Header,
+        section: Cow<'de, [u8]>,
+    ) -> Result<Deserializer<'de>> {
+        let data = if header.is_compressed() {
+            Cow::Owned(crate::data::decompress(&section, &header)?)
+        } else {
+            section
         };
+        let swap = header.is_big_endian();
+        if swap && header.eltype.swap_width(header.elbyte).is_none() {
+            return Err(Error::unsupported(
+                "big-endian user-defined elements: their scalars are not described by the header",
+            ));
+        }
         let ndims = header.dims.len();
         Ok(Deserializer {
             input,
             header,
             data,
+            swap,
             pos: 0,
             ndims,
             depth: 0,
@@ -194,13 +183,6 @@ impl<'de> Deserializer<'de> {
         }
     }
 
-    fn whole_input(&self) -> &[u8] {
-        match &self.input {
-            Input::Borrowed(b) => b,
-            Input::Owned(v) => v,
-        }
-    }
-
     /// Takes the next `n` bytes of the data (inside a record: of the record).
     #[inline]
     fn take(&mut self, n: usize) -> Result<Range<usize>> {
@@ -255,7 +237,12 @@ impl<'de> Deserializer<'de> {
             }
         }
         let r = self.take(N)?;
-        Ok(self.data()[r].try_into().expect("N bytes"))
+        let mut b: [u8; N] = self.data()[r].try_into().expect("N bytes");
+        // N is the scalar's own width (a complex half's, inside a complex), as byte order needs.
+        if self.swap {
+            b.reverse();
+        }
+        Ok(b)
     }
 
     fn shape_error(&self, rust: &str) -> Error {
@@ -648,7 +635,13 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 if let Input::Borrowed(b) = self.input {
                     return visitor.visit_borrowed_bytes(b);
                 }
-                visitor.visit_bytes(self.whole_input())
+                // A stream kept only its data: the file again, with the data as it is held.
+                let mut header = self.header.clone();
+                header.flags = header.flags.with(Flags::COMPRESSED, false);
+                header.size = self.data().len() as u64;
+                let mut file = header.encode();
+                file.extend_from_slice(self.data());
+                visitor.visit_bytes(&file)
             }
             EMBEDDED => {
                 let r = self.byte_run("embedded .ra file")?;

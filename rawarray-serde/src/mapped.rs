@@ -12,7 +12,7 @@ use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
 use crate::fileio::read_exact_at;
-use crate::header::{le_u64, Header, FIXED_HEADER_LEN};
+use crate::header::{le_u64, Header, FIXED_HEADER_LEN, MAX_NDIMS};
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
@@ -228,9 +228,9 @@ fn header_bytes(file: &File) -> Result<Vec<u8>> {
     read_exact_at(file, &mut bytes, 0)?;
     if bytes.len() == FIXED_HEADER_LEN {
         let ndims = le_u64(&bytes[40..48]);
-        let total = ndims
-            .checked_mul(8)
-            .and_then(|d| d.checked_add(FIXED_HEADER_LEN as u64))
+        // More dims than a header may have are refused by `Header::decode` from the fixed part.
+        let total = (ndims <= MAX_NDIMS)
+            .then(|| FIXED_HEADER_LEN as u64 + 8 * ndims)
             .filter(|&t| t <= len);
         if let Some(total) = total {
             bytes.resize(total as usize, 0);
