@@ -2,13 +2,14 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::atomic::write_atomic;
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::stable_header;
 use crate::header::{ElType, Flags, Header};
 use crate::trailer::Trailer;
 
@@ -364,9 +365,14 @@ fn open_file<C>(
     check: impl FnOnce(&Header) -> Result<C>,
 ) -> Result<(File, Header, u64)> {
     let mut file = File::open(path)?;
-    let len = file.metadata()?.len();
-    let header = Header::read_from(&mut file)?;
+    // Read whole and untorn, as a record writer may be appending to the file.
+    let header = stable_header(&file)?;
+    file.seek(SeekFrom::Start(header.encoded_len() as u64))?;
     check(&header)?;
+    // The length after the header: a record writer appending to the file writes the data
+    // before the header that counts it, so a length taken first could be shorter than the
+    // data the header then describes.
+    let len = file.metadata()?.len();
     header.check_input_len(len)?;
     let available = len - header.encoded_len() as u64;
     Ok((file, header, available))

@@ -11,8 +11,8 @@ use memmap2::{Mmap, MmapOptions};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::read_exact_at;
-use crate::header::{le_u64, Header, FIXED_HEADER_LEN, MAX_NDIMS};
+use crate::fileio::stable_header;
+use crate::header::Header;
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
@@ -204,42 +204,4 @@ fn snapshot(file: &File) -> Result<(Header, Probe)> {
         std::thread::yield_now();
     }
     Ok(seen.expect("SNAPSHOT_TRIES > 0"))
-}
-
-/// The header, read until two reads agree: a read racing the writer's one-`pwrite` header
-/// update may see part of it.
-fn stable_header(file: &File) -> Result<Header> {
-    let mut bytes = header_bytes(file)?;
-    for _ in 0..SNAPSHOT_TRIES {
-        let again = header_bytes(file)?;
-        if again == bytes {
-            break;
-        }
-        bytes = again;
-        std::thread::yield_now();
-    }
-    Header::decode(&bytes)
-}
-
-/// The header's bytes (fewer if the file is shorter, for `Header::decode` to report).
-fn header_bytes(file: &File) -> Result<Vec<u8>> {
-    let len = file.metadata()?.len();
-    let mut bytes = vec![0u8; FIXED_HEADER_LEN.min(len as usize)];
-    read_exact_at(file, &mut bytes, 0)?;
-    if bytes.len() == FIXED_HEADER_LEN {
-        let ndims = le_u64(&bytes[40..48]);
-        // More dims than a header may have are refused by `Header::decode` from the fixed part.
-        let total = (ndims <= MAX_NDIMS)
-            .then(|| FIXED_HEADER_LEN as u64 + 8 * ndims)
-            .filter(|&t| t <= len);
-        if let Some(total) = total {
-            bytes.resize(total as usize, 0);
-            read_exact_at(
-                file,
-                &mut bytes[FIXED_HEADER_LEN..],
-                FIXED_HEADER_LEN as u64,
-            )?;
-        }
-    }
-    Ok(bytes)
 }
