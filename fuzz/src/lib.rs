@@ -112,7 +112,11 @@ pub fn header(data: &[u8]) {
             let bytes = h.encode();
             assert_eq!(bytes[..], data[..bytes.len()], "encode(decode(bytes))");
             assert_eq!(h.encoded_len(), bytes.len());
-            let _ = (h.type_label(), h.numpy_dtype(), h.check_input_len(data.len() as u64));
+            let _ = (
+                h.type_label(),
+                h.numpy_dtype(),
+                h.check_input_len(data.len() as u64),
+            );
             if !h.is_compressed() {
                 assert_eq!(h.size, h.data_len());
             }
@@ -188,8 +192,14 @@ fn typed_one<T: Element>(data: &[u8], path: &Path, dynamic: Option<&DynArray>) {
     assert_eq!(back.to_bytes(), bytes);
     let d = dynamic.expect("a file the typed reader reads, the dynamic reader reads");
     // The dynamic reader keeps user-defined elements big-endian; to_typed swaps them itself.
-    let t = d.to_typed::<T>().expect("the dynamic reader's data is the same type");
-    assert_eq!(t.to_bytes(), bytes, "typed read and DynArray::to_typed differ");
+    let t = d
+        .to_typed::<T>()
+        .expect("the dynamic reader's data is the same type");
+    assert_eq!(
+        t.to_bytes(),
+        bytes,
+        "typed read and DynArray::to_typed differ"
+    );
 }
 
 /// `from_slice` and `from_reader` into several serde types agree, and what reads back
@@ -223,7 +233,10 @@ pub fn from_slice_types(data: &[u8]) {
     agree("IgnoredAny", &a, &b, |_| ());
     // The borrowing paths.
     if let Ok(s) = from_slice::<&str>(data) {
-        assert_eq!(from_slice::<String>(data).expect("&str read, String too"), s);
+        assert_eq!(
+            from_slice::<String>(data).expect("&str read, String too"),
+            s
+        );
     }
     if let Ok(b) = from_slice::<&[u8]>(data) {
         let _ = b.len();
@@ -278,7 +291,11 @@ pub fn lz4(data: &[u8]) {
                     let w = h.eltype.swap_width(h.elbyte).expect("primitive") as usize;
                     v.chunks_exact_mut(w).for_each(<[u8]>::reverse);
                 }
-                assert_eq!(d.data(), &v[..], "DynArray and lz4_flex decompress differently");
+                assert_eq!(
+                    d.data(),
+                    &v[..],
+                    "DynArray and lz4_flex decompress differently"
+                );
             }
             (Err(e), Some(_)) => panic!("lz4_flex decompresses the block, DynArray fails: {e}"),
             (Ok(_), None) => panic!("DynArray decompresses a block lz4_flex rejects"),
@@ -286,7 +303,12 @@ pub fn lz4(data: &[u8]) {
         }
     }
     let b = DynArray::read_from(Trickle::new(&file));
-    agree("compressed DynArray from_bytes/read_from", &d, &b, Clone::clone);
+    agree(
+        "compressed DynArray from_bytes/read_from",
+        &d,
+        &b,
+        Clone::clone,
+    );
     let _ = RawArray::<u8>::from_bytes(&file);
     let _ = RawArray::<f32>::read_from(Trickle::new(&file));
     let _ = RawArray::<Complex<f64>>::from_bytes(&file);
@@ -360,7 +382,11 @@ pub fn trailer(data: &[u8]) {
                     assert_eq!(back.as_ref(), Some(&t));
                 }
                 if let Some(schema) = &t.schema {
-                    let _ = (schema.size(), schema.numpy_descr(), schema.numpy_descr_json());
+                    let _ = (
+                        schema.size(),
+                        schema.numpy_descr(),
+                        schema.numpy_descr_json(),
+                    );
                 }
                 let _ = t.params_as::<serde_json::Value>();
             }
@@ -373,7 +399,12 @@ pub fn trailer(data: &[u8]) {
     let path = write_scratch("trailer.ra", data);
     let by_file = Trailer::read_file(&path);
     let by_bytes = Trailer::from_file_bytes(data);
-    agree("Trailer read_file/from_file_bytes", &by_file, &by_bytes, Clone::clone);
+    agree(
+        "Trailer read_file/from_file_bytes",
+        &by_file,
+        &by_bytes,
+        Clone::clone,
+    );
 }
 
 /// The mapped record reader on the input as a file, for several element types: `get`, `iter`
@@ -437,7 +468,11 @@ pub fn recover(data: &[u8]) {
     let after = std::fs::read(&path).expect("read back");
     let again = recover_file(&path).expect("a recovered file recovers again");
     assert_eq!(
-        (again.records_before, again.records_after, again.bytes_removed),
+        (
+            again.records_before,
+            again.records_after,
+            again.bytes_removed
+        ),
         (first.records_after, first.records_after, 0),
         "recover is not idempotent"
     );

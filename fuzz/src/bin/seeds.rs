@@ -11,8 +11,8 @@ use half::{bf16, f16};
 use num_complex::Complex;
 use rawarray_fuzz::{lz4_input, Particle};
 use rawarray_serde::{
-    to_vec, DynArray, Durability, Header, RaRecord, RawArray, RecordOptions, RecordWriter,
-    Trailer, WriteOptions,
+    to_vec, Durability, DynArray, Header, RaRecord, RawArray, RecordOptions, RecordWriter, Trailer,
+    WriteOptions,
 };
 
 /// A three-byte record: user-defined elements of an odd size.
@@ -40,7 +40,14 @@ fn main() {
         .collect();
 
     let corpus = root.join("corpus");
-    for target in ["header", "dynamic", "typed", "from_slice", "records", "recover"] {
+    for target in [
+        "header",
+        "dynamic",
+        "typed",
+        "from_slice",
+        "records",
+        "recover",
+    ] {
         write(&corpus.join(target), &files);
     }
     write(&corpus.join("trailer"), &trailers);
@@ -57,7 +64,10 @@ fn write(dir: &Path, seeds: &Seeds) {
 
 fn reference_files(dir: &Path) -> Seeds {
     let Ok(entries) = std::fs::read_dir(dir) else {
-        eprintln!("no reference files at {} (set RA_REFERENCE_DIR)", dir.display());
+        eprintln!(
+            "no reference files at {} (set RA_REFERENCE_DIR)",
+            dir.display()
+        );
         return Vec::new();
     };
     let mut out: Seeds = entries
@@ -102,23 +112,62 @@ fn written_files() -> Seeds {
     let mut out = Seeds::new();
     let f32s = RawArray::from_shape_vec(vec![3, 2], vec![1.0f32, 2.0, 3.5, -4.0, 5.0, 6.0]);
     typed(&mut out, "f32", &f32s.expect("shape"));
-    typed(&mut out, "f64", &RawArray::from_vec(vec![0.1f64, f64::NAN, -0.0]));
+    typed(
+        &mut out,
+        "f64",
+        &RawArray::from_vec(vec![0.1f64, f64::NAN, -0.0]),
+    );
     typed(
         &mut out,
         "c64",
-        &RawArray::from_shape_vec(vec![2, 2], (0..4).map(|i| Complex::new(i as f64, 1.0)).collect())
-            .expect("shape"),
+        &RawArray::from_shape_vec(
+            vec![2, 2],
+            (0..4).map(|i| Complex::new(i as f64, 1.0)).collect(),
+        )
+        .expect("shape"),
     );
-    typed(&mut out, "c32", &RawArray::from_vec(vec![Complex::new(1.0f32, -1.0)]));
-    typed(&mut out, "u16x3", &RawArray::from_vec(vec![[1u16, 2, 3], [4, 5, 6]]));
-    typed(&mut out, "bool", &RawArray::from_vec(vec![true, false, true, true]));
+    typed(
+        &mut out,
+        "c32",
+        &RawArray::from_vec(vec![Complex::new(1.0f32, -1.0)]),
+    );
+    typed(
+        &mut out,
+        "u16x3",
+        &RawArray::from_vec(vec![[1u16, 2, 3], [4, 5, 6]]),
+    );
+    typed(
+        &mut out,
+        "bool",
+        &RawArray::from_vec(vec![true, false, true, true]),
+    );
     typed(&mut out, "particle", &RawArray::from_vec(particles(3)));
-    typed(&mut out, "small", &RawArray::from_vec(vec![Small { a: 1, b: 2 }; 5]));
-    typed(&mut out, "f16", &RawArray::from_vec(vec![f16::from_f32(1.5); 4]));
-    typed(&mut out, "bf16", &RawArray::from_vec(vec![bf16::from_f32(-2.0); 4]));
-    typed(&mut out, "i128", &RawArray::from_vec(vec![-1i128, 1 << 100]));
+    typed(
+        &mut out,
+        "small",
+        &RawArray::from_vec(vec![Small { a: 1, b: 2 }; 5]),
+    );
+    typed(
+        &mut out,
+        "f16",
+        &RawArray::from_vec(vec![f16::from_f32(1.5); 4]),
+    );
+    typed(
+        &mut out,
+        "bf16",
+        &RawArray::from_vec(vec![bf16::from_f32(-2.0); 4]),
+    );
+    typed(
+        &mut out,
+        "i128",
+        &RawArray::from_vec(vec![-1i128, 1 << 100]),
+    );
     typed(&mut out, "i16", &RawArray::from_vec(vec![-1i16, 300, 7]));
-    typed(&mut out, "char", &RawArray::from_vec("héllo".chars().collect()));
+    typed(
+        &mut out,
+        "char",
+        &RawArray::from_vec("héllo".chars().collect()),
+    );
     typed(&mut out, "u8-long", &RawArray::from_vec(vec![7u8; 300]));
     typed(&mut out, "scalar", &RawArray::scalar(42u8));
     typed(&mut out, "empty", &RawArray::<f32>::from_vec(Vec::new()));
@@ -136,7 +185,10 @@ fn written_files() -> Seeds {
     let serde_values: [(&str, rawarray_serde::Result<Vec<u8>>); 10] = [
         ("serde-str", to_vec("hello")),
         ("serde-strings", to_vec(&vec!["ab", "cd", "ef"])),
-        ("serde-nested", to_vec(&vec![vec![1.0f64, 2.0], vec![3.0, 4.0]])),
+        (
+            "serde-nested",
+            to_vec(&vec![vec![1.0f64, 2.0], vec![3.0, 4.0]]),
+        ),
         ("serde-scalar", to_vec(&2.5f64)),
         ("serde-tuple", to_vec(&(7u32, true))),
         ("serde-particle", to_vec(&particles(1)[0])),
@@ -156,10 +208,13 @@ fn written_files() -> Seeds {
     }
 
     let mut with_trailer = DynArray::from_typed(&RawArray::from_vec(vec![1.5f32, 2.5, 3.5]));
-    let t = Trailer::for_element::<f32>(serde_json::json!({"units": "K", "dt": 0.5}))
-        .expect("trailer");
+    let t =
+        Trailer::for_element::<f32>(serde_json::json!({"units": "K", "dt": 0.5})).expect("trailer");
     with_trailer.set_trailer(&t);
-    out.push(("trailer-f32.ra".into(), with_trailer.to_bytes().expect("to_bytes")));
+    out.push((
+        "trailer-f32.ra".into(),
+        with_trailer.to_bytes().expect("to_bytes"),
+    ));
     let mut raw_tail = DynArray::from_typed(&RawArray::from_vec(vec![9u8; 4]));
     raw_tail.set_trailer_bytes(b"volatile metadata".to_vec());
     out.push(("tail-u8.ra".into(), raw_tail.to_bytes().expect("to_bytes")));
@@ -188,16 +243,23 @@ fn record_files() -> Seeds {
     let lost = lose_last_header_update(&std::fs::read(&path).expect("read"), &mid);
     out.push(("rec-f32-lost-update.ra".into(), compact(&lost)));
     w.finish().expect("finish");
-    out.push(("rec-f32-done.ra".into(), std::fs::read(&path).expect("read")));
+    out.push((
+        "rec-f32-done.ra".into(),
+        std::fs::read(&path).expect("read"),
+    ));
 
     let path = dir.path().join("particle.ra");
     let mut w: RecordWriter<Particle> = opts.create(&path).expect("create");
     w.append_slice(&particles(3)).expect("append");
     w.finish().expect("finish");
-    out.push(("rec-particle.ra".into(), std::fs::read(&path).expect("read")));
+    out.push((
+        "rec-particle.ra".into(),
+        std::fs::read(&path).expect("read"),
+    ));
 
     let path = dir.path().join("field.ra");
-    let mut w: RecordWriter<[u16; 3]> = opts.clone().record_dims([2]).create(&path).expect("create");
+    let mut w: RecordWriter<[u16; 3]> =
+        opts.clone().record_dims([2]).create(&path).expect("create");
     w.append_slice(&[[1, 2, 3], [4, 5, 6], [7, 8, 9], [10, 11, 12]])
         .expect("append");
     w.finish().expect("finish");
@@ -222,7 +284,12 @@ fn lose_last_header_update(now: &[u8], before: &[u8]) -> Vec<u8> {
 /// the spare block (so both copies stay findable in a file of a few hundred bytes).
 fn compact(file: &[u8]) -> Vec<u8> {
     let tag = b"RATRAILR";
-    let positions: Vec<usize> = file.windows(8).enumerate().filter(|(_, w)| w == tag).map(|(i, _)| i).collect();
+    let positions: Vec<usize> = file
+        .windows(8)
+        .enumerate()
+        .filter(|(_, w)| w == tag)
+        .map(|(i, _)| i)
+        .collect();
     match positions[..] {
         [_, forward_end, spare, ..] if forward_end + 8 < spare => {
             let mut out = file[..forward_end + 8].to_vec();
@@ -238,7 +305,9 @@ fn compact(file: &[u8]) -> Vec<u8> {
 fn trailer_seeds(files: &Seeds) -> Seeds {
     let mut out = Seeds::new();
     for (name, bytes) in files {
-        let Ok(h) = Header::decode(bytes) else { continue };
+        let Ok(h) = Header::decode(bytes) else {
+            continue;
+        };
         let end = h.encoded_len() + h.size as usize;
         if bytes.len() > end {
             out.push((format!("tail-{name}"), bytes[end..].to_vec()));
