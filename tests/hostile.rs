@@ -58,6 +58,14 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
     w.append_slice(&samples(3)).unwrap();
     w.finish().unwrap();
     let records = std::fs::read(&path).unwrap();
+    let path = dir.path().join("f32.ra");
+    let mut w: RecordWriter<f32> = RecordOptions::new()
+        .durability(Durability::NoFsync)
+        .create(&path)
+        .unwrap();
+    w.append_slice(&[0.5, 1.5, 2.5]).unwrap();
+    w.finish().unwrap();
+    let f32_records = std::fs::read(&path).unwrap();
 
     vec![
         ("f32", f32s.clone()),
@@ -79,6 +87,7 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
             RawArray::from_vec(vec![true, false, true]).to_bytes(),
         ),
         ("records", records),
+        ("f32 records", f32_records),
         ("serde string", to_vec("hello, world").unwrap()),
         (
             "serde nested",
@@ -217,6 +226,25 @@ fn every_reader(bytes: &[u8]) {
     records::<f32>(bytes, &path);
     records::<Sample>(bytes, &path);
     records::<[u16; 3]>(bytes, &path);
+
+    // The appending writer reads the file it opens: on a copy, and one more record appends.
+    let append = dir.path().join("append.ra");
+    std::fs::write(&append, bytes).unwrap();
+    let opened = no_panic("RecordOptions::open", bytes, || {
+        RecordOptions::new()
+            .durability(Durability::NoFsync)
+            .open::<f32>(&append)
+    });
+    if let Ok(mut w) = opened {
+        let before = w.len();
+        no_panic("append and finish", bytes, || {
+            w.append(&1.5).unwrap();
+            w.finish().unwrap()
+        });
+        let r = RecordReader::<f32>::open(&append).unwrap();
+        assert_eq!(r.len() as u64, before + 1);
+        assert_eq!(r.get(before as usize).unwrap()[0], 1.5);
+    }
 
     // recover rewrites the file: on a copy, and what it leaves is a valid file.
     let copy = dir.path().join("copy.ra");

@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 
 use num_complex::Complex;
 use rawarray_serde::{
-    from_reader, from_slice, recover as recover_file, DynArray, ElType, Element, Header, RaRecord,
-    RawArray, RecordReader, Trailer, WriteOptions,
+    from_reader, from_slice, recover as recover_file, Durability, DynArray, ElType, Element,
+    Header, RaRecord, RawArray, RecordOptions, RecordReader, Trailer, WriteOptions,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -456,8 +456,11 @@ fn records_one<T: Element + Clone>(path: &Path) {
 }
 
 /// `recover` on a copy of the input: when it succeeds the file is a valid `.ra` file whose
-/// last dim is the record count it reports, and a second `recover` changes nothing.
+/// last dim is the record count it reports, and a second `recover` changes nothing. And
+/// `RecordOptions::open` (the appending writer's reader) on another copy: when it opens the
+/// file, one more record appends and reads back.
 pub fn recover(data: &[u8]) {
+    append(data);
     let path = write_scratch("recover.ra", data);
     let Ok(first) = recover_file(&path) else {
         return;
@@ -477,4 +480,19 @@ pub fn recover(data: &[u8]) {
         "recover is not idempotent"
     );
     assert_eq!(std::fs::read(&path).expect("read back"), after);
+}
+
+fn append(data: &[u8]) {
+    let path = write_scratch("append.ra", data);
+    let opened = RecordOptions::new()
+        .durability(Durability::NoFsync)
+        .open::<f32>(&path);
+    let Ok(mut w) = opened else { return };
+    let before = w.len();
+    w.append(&1.5).expect("append to an opened file");
+    let h = w.finish().expect("finish an opened file");
+    assert_eq!(h.dims.last().copied(), Some(before + 1));
+    let r = RecordReader::<f32>::open(&path).expect("an appended file opens");
+    assert_eq!(r.len() as u64, before + 1);
+    assert_eq!(r.get(before as usize).expect("the new record")[0], 1.5);
 }
