@@ -366,3 +366,54 @@ proptest! {
         every_reader(&bytes);
     }
 }
+
+/// The `ra` binary beside this test's folder, if the workspace build made it.
+fn ra_binary() -> Option<std::path::PathBuf> {
+    let exe = std::env::current_exe().ok()?;
+    let ra = exe.parent()?.parent()?.join("ra");
+    ra.is_file().then_some(ra)
+}
+
+/// The `ra` tool on mutated files (every 7th prefix and a bit flip per byte of each seed, and
+/// the file that made `ra cat` abort): it answers with exit status 0 or 1, never a crash.
+#[test]
+fn the_ra_tool_answers_hostile_files() {
+    let Some(ra) = ra_binary() else {
+        eprintln!("skipped: the ra binary is not built (cargo build -p rawarray-cli)");
+        return;
+    };
+    let dir = tempfile::tempdir_in(scratch_root()).unwrap();
+    let mut inputs: Vec<Vec<u8>> = Vec::new();
+    for (_, bytes) in seeds().into_iter().take(6) {
+        inputs.extend((0..bytes.len()).step_by(7).map(|n| bytes[..n].to_vec()));
+        let mut flipped = bytes.clone();
+        for i in (0..flipped.len()).step_by(5) {
+            flipped[i] ^= 0x80;
+        }
+        inputs.push(flipped);
+    }
+    // A user-defined element of 2^56 bytes in a file with a 0 dim.
+    let words = [u64::from_le_bytes(*b"rawarray"), 0, 0, 1 << 56, 0, 2, 0, 5];
+    inputs.push(words.iter().flat_map(|w| w.to_le_bytes()).collect());
+    let path = dir.path().join("in.ra");
+    let mut runs = 0;
+    for bytes in &inputs {
+        std::fs::write(&path, bytes).unwrap();
+        for args in [&["info"][..], &["cat", "--head", "5"], &["checksum"]] {
+            let out = std::process::Command::new(&ra)
+                .args(args)
+                .arg(&path)
+                .output()
+                .unwrap();
+            let code = out.status.code();
+            assert!(
+                matches!(code, Some(0 | 1)),
+                "ra {args:?} exited {code:?} on {} bytes: {}",
+                bytes.len(),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            runs += 1;
+        }
+    }
+    assert!(runs > 100, "{runs}");
+}
