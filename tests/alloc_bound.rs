@@ -6,6 +6,7 @@
 //! | reader | peak allowed |
 //! |---|---|
 //! | slices and files: `from_bytes`, `read_file`, `from_slice`, `Trailer`, `RecordReader::open`, `recover` | `N + 64 KiB` |
+//! | `from_slice` of big-endian data | `2N + 64 KiB` (the data is swapped once, in a copy: swapping scalar by scalar would slow every little-endian read) |
 //! | streams of unknown length: `read_from`, `from_reader` | `2N + 64 KiB` (the buffer grows by doubling from 32 KiB as bytes arrive, and `from_reader` holds the data and the value) |
 //! | LZ4-compressed inputs | the above plus `2 x (255 N + 24)`: LZ4 expands at most 255x, and the plain block and the value built from it can both be alive |
 //!
@@ -103,14 +104,19 @@ fn file(words: &[u64], data: &[u8]) -> Vec<u8> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Kind {
     Slice,
+    /// `from_slice`: a slice reader that swaps big-endian data in a copy.
+    Serde,
     Stream,
 }
 
 /// What a reader may allocate for `bytes` (see the module docs).
 fn bound(kind: Kind, bytes: &[u8]) -> usize {
     let n = bytes.len();
+    let big_endian = bytes.len() >= 16 && bytes[8] & 1 != 0;
     let base = match kind {
         Kind::Slice => n,
+        Kind::Serde if big_endian => 2 * n,
+        Kind::Serde => n,
         Kind::Stream => 2 * n,
     };
     let compressed = bytes.len() >= 16 && bytes[8] & 2 != 0;
@@ -198,22 +204,22 @@ fn readers<'a>(bytes: &'a [u8], path: &'a Path, copy: &'a Path) -> Vec<Reader<'a
         ),
         (
             "from_slice::<Vec<f32>>",
-            Slice,
+            Serde,
             Box::new(move || ok(from_slice::<Vec<f32>>(bytes))),
         ),
         (
             "from_slice::<Vec<u8>>",
-            Slice,
+            Serde,
             Box::new(move || ok(from_slice::<Vec<u8>>(bytes))),
         ),
         (
             "from_slice::<String>",
-            Slice,
+            Serde,
             Box::new(move || ok(from_slice::<String>(bytes))),
         ),
         (
             "from_slice::<f64>",
-            Slice,
+            Serde,
             Box::new(move || ok(from_slice::<f64>(bytes))),
         ),
         (
