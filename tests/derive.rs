@@ -24,10 +24,22 @@ struct PodFoo {
     v: [f64; 8],
 }
 
-// The inherent constants work in const context without importing `Element`.
-const _: () = assert!(Foo::ELBYTE == 80);
-const _: () = assert!(Foo::OFFSETS[2] == 16);
-const _: () = assert!(PodFoo::ELBYTE == 80);
+/// The inherent constants work in const context where `Element` is not imported.
+mod without_the_trait {
+    use rawarray_serde::RaRecord;
+
+    #[derive(RaRecord)]
+    #[allow(dead_code)]
+    struct Foo {
+        info: [u8; 12],
+        index: u32,
+        v: [f64; 8],
+    }
+
+    const _: () = assert!(Foo::ELBYTE == 80);
+    const _: () = assert!(Foo::OFFSETS[0] == 0 && Foo::OFFSETS[1] == 12 && Foo::OFFSETS[2] == 16);
+    const _: [u8; Foo::ELBYTE] = [0; 80];
+}
 
 fn foo(i: u32) -> Foo {
     let mut info = [0u8; 12];
@@ -641,4 +653,108 @@ fn nested_pod_records_are_one_copy() {
         RawArray::<Segment>::from_bytes(&bytes).unwrap().as_slice()[0],
         s
     );
+}
+
+// ---- fixed arrays of records: items read before an invalid one are dropped once --------------
+
+static DROPS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+#[derive(RaRecord, Debug)]
+struct Counted {
+    valid: bool,
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        DROPS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn array_read_error_drops_the_items_already_read() {
+    let err = <[Counted; 4]>::read_le(&[1, 0, 7, 1]).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::InvalidValue {
+                what: "bool",
+                value: 7,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(DROPS.load(std::sync::atomic::Ordering::SeqCst), 2);
+    let ok = <[Counted; 2]>::read_le(&[1, 0]).unwrap();
+    assert!(ok[0].valid && !ok[1].valid);
+    drop(ok);
+    assert_eq!(DROPS.load(std::sync::atomic::Ordering::SeqCst), 4);
+}
+
+// ---- names the derive must not misread ---------------------------------------------------------
+
+/// A record of the user's own named like a standard type.
+#[derive(RaRecord, Clone, Copy, Debug, PartialEq)]
+struct Path {
+    stops: [u16; 2],
+}
+
+/// Constants named like the parameters of `Element`'s methods: a binding of the generated code
+/// with such a name would not compile here (bindings cannot shadow constants).
+mod misleading {
+    #![allow(non_upper_case_globals)]
+    use super::Path;
+    use rawarray_serde::RaRecord;
+
+    const bytes: usize = 3;
+    const len: usize = 2;
+    const out: usize = 1;
+    const values: usize = 1;
+
+    #[derive(RaRecord, Clone, Debug, PartialEq)]
+    pub struct Odd {
+        pub path: Path,
+        pub tail: [u8; bytes],
+        pub more: [i8; len],
+        pub last: [[u8; out]; values],
+    }
+}
+
+/// A const-generic record.
+#[derive(RaRecord, Clone, Debug, PartialEq)]
+struct Route<const N: usize> {
+    path: Path,
+    legs: [f32; N],
+}
+
+#[test]
+fn records_with_misleading_names() {
+    let o = misleading::Odd {
+        path: Path { stops: [1, 2] },
+        tail: [7, 8, 9],
+        more: [-1, 1],
+        last: [[5]],
+    };
+    let mut out = [0u8; 10];
+    o.write_le(&mut out);
+    assert_eq!(out, [1, 0, 2, 0, 7, 8, 9, 0xff, 1, 5]);
+    assert_eq!(misleading::Odd::read_le(&out).unwrap(), o);
+    assert!(misleading::Odd::as_pod_bytes(&[]).is_none());
+}
+
+#[test]
+fn const_generic_record() {
+    assert_eq!(Route::<2>::OFFSETS, [0, 4]);
+    assert_eq!(Route::<5>::ELBYTE, 4 + 20);
+    let r = Route {
+        path: Path { stops: [1, 2] },
+        legs: [0.5, 1.5],
+    };
+    let mut out = [0u8; 12];
+    r.write_le(&mut out);
+    let mut expected = vec![1, 0, 2, 0];
+    expected.extend_from_slice(&0.5f32.to_le_bytes());
+    expected.extend_from_slice(&1.5f32.to_le_bytes());
+    assert_eq!(out.to_vec(), expected);
+    assert_eq!(Route::<2>::read_le(&out).unwrap(), r);
 }

@@ -14,11 +14,8 @@ use crate::value::{layout_text, Decoder};
 pub fn run(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> Result<()> {
     let mut src = RaSource::open(path)?;
     let header = src.plain_header();
-    let schema = if src.trailer_len() > 0 {
-        trailer::describe(&src.read_trailer()?).schema
-    } else {
-        None
-    };
+    let info = trailer::describe(&src.read_trailer()?);
+    let schema = info.element_schema(&header);
     let decoder = Decoder::new(header.eltype, header.elbyte);
     let big_endian = header.is_big_endian();
     let dims = header.dims.clone();
@@ -38,7 +35,7 @@ pub fn run(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> R
                 push_index(&index, ", ", &mut line);
                 line.push('\t');
             }
-            match &schema {
+            match schema {
                 Some(layout) => layout_text(layout, element, big_endian, json, &mut line),
                 None if json => decoder.decode(element).json(&mut line),
                 None => decoder.decode(element).text(&mut line),

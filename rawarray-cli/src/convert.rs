@@ -28,14 +28,20 @@ fn format_of(path: &Path) -> Option<Format> {
 /// Converts `input` to `output`; `rgb` expands gray PNGs to RGB.
 pub fn run(input: &Path, output: &Path, rgb: bool) -> Result<()> {
     let (Some(from), Some(to)) = (format_of(input), format_of(output)) else {
-        return Err(Failure::usage(format!(
+        return Err(Failure::usage(
+            "convert",
+            format!(
             "cannot tell the formats of '{}' -> '{}' by their extensions (.ra, .npy, .png, .csv)",
             input.display(),
             output.display()
-        )));
+        ),
+        ));
     };
     if rgb && (from, to) != (Format::Png, Format::Ra) {
-        return Err(Failure::usage("--rgb applies to .png -> .ra only"));
+        return Err(Failure::usage(
+            "convert",
+            "--rgb applies to .png -> .ra only",
+        ));
     }
     match (from, to) {
         (Format::Ra, Format::Npy) => npy::ra_to_npy(input, output),
@@ -43,7 +49,8 @@ pub fn run(input: &Path, output: &Path, rgb: bool) -> Result<()> {
         (Format::Ra, Format::Png) => image::ra_to_png(input, output),
         (Format::Png, Format::Ra) => image::png_to_ra(input, output, rgb),
         (Format::Ra, Format::Csv) => crate::csv::ra_to_csv(input, output),
-        _ => Err(Failure::usage(format!(
+        _ => Err(Failure::usage(
+            "convert",format!(
             "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra -> .csv"
         ))),
     }

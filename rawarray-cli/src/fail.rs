@@ -20,8 +20,13 @@ pub enum Failure {
     },
     /// Checks ran and some did not pass (`ra verify`); the details are already on stdout.
     Checks(String),
-    /// The arguments do not make sense together (exit 2).
-    Usage(String),
+    /// The arguments of a subcommand do not make sense together (exit 2).
+    Usage {
+        /// The subcommand, for its usage line.
+        command: &'static str,
+        /// What is wrong.
+        message: String,
+    },
     /// stdout was closed by its reader: stop quietly.
     BrokenPipe,
 }
@@ -38,9 +43,12 @@ impl Failure {
         }
     }
 
-    /// A usage error.
-    pub fn usage(message: impl fmt::Display) -> Failure {
-        Failure::Usage(one_line(&message.to_string()))
+    /// A usage error of `command`.
+    pub fn usage(command: &'static str, message: impl fmt::Display) -> Failure {
+        Failure::Usage {
+            command,
+            message: one_line(&message.to_string()),
+        }
     }
 
     /// A failed write to stdout.
@@ -60,7 +68,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::File { path, message } => write!(f, "{path}: {message}"),
-            Failure::Checks(m) | Failure::Usage(m) => f.write_str(m),
+            Failure::Checks(m) | Failure::Usage { message: m, .. } => f.write_str(m),
             Failure::BrokenPipe => f.write_str("broken pipe"),
         }
     }

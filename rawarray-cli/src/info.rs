@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::fail::{Failure, Result};
 use crate::source::RaSource;
-use crate::trailer::{self, Trailer};
+use crate::trailer::{self, TrailerInfo};
 
 /// The `--json` object: the header's fields as the format names them, then what follows.
 #[derive(Serialize)]
@@ -28,6 +28,10 @@ struct InfoJson<'a> {
     r#type: String,
     header_bytes: usize,
     trailer_bytes: u64,
+    /// The trailer block: `{"version", "params", "schema", "numpy_descr"}`, `null` if none.
+    trailer: Option<&'a rawarray_serde::Trailer>,
+    /// Why trailing bytes that look like a trailer block cannot be read, `null` if not so.
+    trailer_error: Option<&'a str>,
 }
 
 /// Prints every file's header; a file that cannot be read is reported on stderr and the
@@ -58,13 +62,13 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn describe(path: &Path) -> Result<(Header, Trailer)> {
+fn describe(path: &Path) -> Result<(Header, TrailerInfo)> {
     let mut src = RaSource::open(path)?;
     let trailer = trailer::describe(&src.read_trailer()?);
     Ok((src.header, trailer))
 }
 
-fn json_line(path: &Path, h: &Header, t: &Trailer) -> String {
+fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
     let j = InfoJson {
         file: path.display().to_string(),
         flags: h.flags.bits(),
@@ -79,15 +83,15 @@ fn json_line(path: &Path, h: &Header, t: &Trailer) -> String {
         r#type: h.type_label(),
         header_bytes: h.encoded_len(),
         trailer_bytes: t.bytes,
+        trailer: t.trailer.as_ref(),
+        trailer_error: t.damaged.as_deref(),
     };
     serde_json::to_string(&j).expect("plain data serializes") + "\n"
 }
 
-fn text_block(path: &Path, h: &Header, t: &Trailer, gap: bool) -> String {
-    let mut shape: Vec<String> = h.dims.iter().rev().map(u64::to_string).collect();
-    if shape.len() == 1 {
-        shape.push(String::new());
-    }
+fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
+    let reversed: Vec<u64> = h.dims.iter().rev().copied().collect();
+    let shape = rawarray_serde::numpy_shape(&reversed);
     let elements = h.num_elements();
     let rows = [
         (
@@ -104,10 +108,9 @@ fn text_block(path: &Path, h: &Header, t: &Trailer, gap: bool) -> String {
         (
             "dims",
             format!(
-                "{:?}, {elements} element{} (numpy shape ({}))",
+                "{:?}, {elements} element{} (numpy shape {shape})",
                 h.dims,
                 if elements == 1 { "" } else { "s" },
-                shape.join(", ")
             ),
         ),
         (
@@ -151,10 +154,27 @@ fn text_block(path: &Path, h: &Header, t: &Trailer, gap: bool) -> String {
     s
 }
 
-fn trailer_text(t: &Trailer) -> String {
-    match (t.bytes, &t.schema) {
-        (0, _) => "none".into(),
-        (n, None) => format!("{n} bytes"),
-        (n, Some(schema)) => format!("{n} bytes, record schema {}", schema.numpy_descr()),
+fn trailer_text(t: &TrailerInfo) -> String {
+    if t.bytes == 0 {
+        return "none".into();
     }
+    let mut s = format!("{} bytes", t.bytes);
+    if let Some(why) = &t.damaged {
+        s.push_str(&format!(", a damaged trailer block ({why})"));
+    }
+    if let Some(tr) = &t.trailer {
+        s.push_str(&format!(", trailer block version {}", tr.version));
+        match &tr.params {
+            serde_json::Value::Null => {}
+            serde_json::Value::Object(m) => {
+                let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+                s.push_str(&format!("; params keys: {}", keys.join(", ")));
+            }
+            other => s.push_str(&format!("; params: {other}")),
+        }
+        if let Some(schema) = &tr.schema {
+            s.push_str(&format!("; record schema: {}", schema.numpy_descr()));
+        }
+    }
+    s
 }

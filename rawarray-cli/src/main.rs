@@ -1,4 +1,4 @@
-//! `ra`: inspect, print, convert, compress, reshape and checksum RawArray (`.ra`) files.
+//! `ra`: inspect, print, convert, compress, reshape, recover and checksum RawArray (`.ra`) files.
 //!
 //! Exit codes: 0 success; 1 a file could not be read or written, or a check failed (one line
 //! on stderr per problem, naming the file); 2 a usage error.
@@ -13,6 +13,7 @@ mod image;
 mod info;
 mod npy;
 mod progress;
+mod recover;
 mod reshape;
 mod source;
 mod trailer;
@@ -27,7 +28,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::checksum::Algo;
 use crate::fail::Failure;
 
-/// Inspect, print, convert, compress, reshape and checksum RawArray (.ra) files.
+/// Inspect, print, convert, compress, reshape, recover and checksum RawArray (.ra) files.
 #[derive(Parser, Debug)]
 #[command(name = "ra", version, propagate_version = true)]
 #[command(after_help = "\
@@ -36,6 +37,7 @@ Examples:
   ra cat --head 10 data.ra        the first values with their indices
   ra convert data.ra data.npy     for numpy (np.load), and back
   ra checksum *.ra > SUMS         then: ra verify SUMS
+  ra recover run.ra               after a crash of the program appending records
 
 Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error.")]
 struct Cli {
@@ -46,15 +48,16 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Command {
     /// Show each file's header: element type, numpy dtype, dims, byte order, compression,
-    /// header and trailer sizes.
+    /// header size, and the trailer (its params and record schema).
     #[command(after_help = "\
 Examples:
   ra info test.ra
   ra info --json *.ra | jq .dims
 
---json prints one object per line with the keys flags, eltype, elbyte, size, ndims, dims,
-big_endian, compressed, dtype (null where numpy has none), type, header_bytes, trailer_bytes
-and file.")]
+--json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
+dims, big_endian, compressed, dtype (null where numpy has none), type, header_bytes,
+trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr; or null) and
+trailer_error (why a damaged block cannot be read; or null).")]
     Info {
         /// .ra files.
         #[arg(required = true)]
@@ -70,8 +73,8 @@ Examples:
   ra cat test.ra                  [0, 0]<TAB>0.0-infi ...
   ra cat --head 3 --json test.ra  {\"index\":[0,0],\"value\":{\"re\":0.0,\"im\":\"-inf\"}} ...
 
-Complex values print as a+bi, f16 and bfloat16 as decimals, user-defined elements as hex
-(by field name once the file carries a record schema). In JSON, NaN and infinities are
+Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, user-defined
+elements by field name when the trailer holds their record schema (as hex otherwise). In JSON, NaN and infinities are
 the strings \"NaN\", \"inf\", \"-inf\".")]
     Cat {
         /// A .ra file.
@@ -79,7 +82,7 @@ the strings \"NaN\", \"inf\", \"-inf\".")]
         /// Print only the first N values.
         #[arg(long, value_name = "N")]
         head: Option<u64>,
-        /// One JSON object per value: {\"index\": [..], \"value\": ..}.
+        /// One JSON object per value, one per line.
         #[arg(long)]
         json: bool,
     },
@@ -92,8 +95,10 @@ Examples:
   ra convert --rgb img.png img.ra gray repeated as R, G, B, as the C reference's png2ra
   ra convert m.ra m.csv           1-D: one value per line; 2-D [d0, d1]: d1 lines of d0
 
-Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). A PNG of width w and height h
-becomes dims [w, h] (gray) or [c, w, h], its bytes the PNG's interleaved rows.
+Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
+trailer are a structured dtype, and a structured .npy becomes records with that schema.
+A PNG of width w and height h becomes dims [w, h] (gray) or [c, w, h], its bytes the PNG's
+interleaved rows.
 The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
     Convert {
         /// Input file (.ra, .npy or .png).
@@ -110,7 +115,7 @@ Examples:
   ra compress big.ra              in place, through a temporary file
   ra compress big.ra -o big_z.ra
 
-Byte order and trailing bytes are kept. One LZ4 block holds at most 2,113,929,216 bytes.")]
+Byte order and the trailer are kept. One LZ4 block holds at most 2,113,929,216 bytes.")]
     Compress {
         /// A .ra file.
         file: PathBuf,
@@ -137,7 +142,7 @@ Examples:
   ra reshape mnist_8.ra 3 28 28   the C reference's png2ra layout as [c, w, h]
   ra reshape s.ra                 no dims: a scalar (one element)
 
-The data and trailing bytes are copied unchanged behind the new header, atomically.")]
+The data is copied unchanged behind the new header, then the trailer, atomically.")]
     Reshape {
         /// A .ra file.
         file: PathBuf,
@@ -147,6 +152,19 @@ The data and trailing bytes are copied unchanged behind the new header, atomical
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
+    },
+    /// Repair a record file after a crash: extend the header over the complete records
+    /// written after it, drop torn ones, keep the trailer.
+    #[command(after_help = "\
+Examples:
+  ra recover run.ra               run.ra: 1200 records -> 1264 records; trailer kept; 65800 bytes removed
+
+Works in place on an uncompressed file whose last dim counts records (as the library's
+RecordWriter writes them). Complete records are told from torn ones by the trailer block the
+writer places after each flush; a file without a trailer is extended over whole records.")]
+    Recover {
+        /// A .ra record file.
+        file: PathBuf,
     },
     /// Print md5 and sha256 of each whole file and of its data section alone.
     #[command(after_help = "\
@@ -190,6 +208,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Compress { file, output } => compress::run(&file, output.as_deref(), true),
         Command::Decompress { file, output } => compress::run(&file, output.as_deref(), false),
         Command::Reshape { file, dims, output } => reshape::run(&file, &dims, output.as_deref()),
+        Command::Recover { file } => recover::run(&file, &mut out),
         Command::Checksum { files, algo } => {
             let algos = if algo.is_empty() {
                 vec![Algo::Md5, Algo::Sha256]
@@ -213,9 +232,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
-        Err(Failure::Usage(m)) => Cli::command()
-            .error(clap::error::ErrorKind::ValueValidation, m)
-            .exit(),
+        Err(Failure::Usage { command, message }) => {
+            // As clap reports its own usage errors, with the subcommand's usage line: exit 2.
+            let mut cli = Cli::command();
+            cli.build();
+            let sub = cli.find_subcommand_mut(command).expect("a subcommand");
+            sub.error(clap::error::ErrorKind::ValueValidation, message)
+                .exit()
+        }
         Err(e) => {
             let line = e.to_string();
             if !line.is_empty() {

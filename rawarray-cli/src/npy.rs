@@ -10,16 +10,25 @@
 //! A Fortran-order `.npy` of shape `S` holds its elements with the first axis fastest; its
 //! `.ra` is still dims `reverse(S)` (numpy must see the same array), so its data is transposed
 //! (all axes reversed) on the way, in memory.
+//!
+//! Records: a `.ra` of user-defined (eltype 0) elements whose trailer holds a record schema is
+//! a structured dtype (`[('t', '<f8'), ('xyz', '<f4', (3,))]`), and a structured `.npy` becomes
+//! such a `.ra`, its schema in a trailer block. The trailer's params have no place in `.npy`.
 
 use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
-use rawarray_serde::{numpy_dtype, numpy_dtype_or_reason, parse_numpy_dtype, AtomicFile, Header};
+use rawarray_serde::{
+    numpy_dtype, numpy_dtype_or_reason, parse_numpy_dtype, AtomicFile, ElType, Header, Layout,
+    Trailer,
+};
 
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
 use crate::source::{RaSource, CHUNK};
+use crate::trailer;
+use crate::value::swap_by_layout;
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
 
@@ -27,32 +36,32 @@ const MAGIC: &[u8; 6] = b"\x93NUMPY";
 /// so that a hostile length costs nothing.
 const MAX_HEADER: usize = 1 << 20;
 
+/// The dtype of a `.npy` file.
+#[derive(Debug, PartialEq)]
+pub enum Descr {
+    /// A dtype string (`'<f4'`).
+    Simple(String),
+    /// A structured dtype, its list of fields with tuples as lists (what
+    /// `Layout::from_numpy_descr_json` reads).
+    Structured(serde_json::Value),
+}
+
 /// The parsed header of a `.npy` file.
 #[derive(Debug, PartialEq)]
 pub struct NpyHeader {
-    /// The dtype string as written (`'<f4'`).
-    pub descr: String,
+    /// The dtype.
+    pub descr: Descr,
     /// Whether the data is in Fortran (column-major) order.
     pub fortran_order: bool,
     /// numpy's shape, slowest axis first (C order's reading).
     pub shape: Vec<u64>,
 }
 
-/// The bytes of a `.npy` header for `descr` and `shape`, C order, version 1.0 unless the
-/// header needs 2.0's longer length field.
+/// The bytes of a `.npy` header for `descr` (Python source: `'<f4'` quoted, or a list of
+/// fields) and `shape`, C order, version 1.0 unless the header needs 2.0's longer length field.
 pub fn encode_header(descr: &str, shape: &[u64]) -> Vec<u8> {
-    let shape_text = match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    };
-    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape_text}, }}");
+    let shape_text = rawarray_serde::numpy_shape(shape);
+    let dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {shape_text}, }}");
     let mut out = Vec::with_capacity(dict.len() + 80);
     out.extend_from_slice(MAGIC);
     for (version, len_bytes) in [(1u8, 2usize), (2, 4)] {
@@ -136,7 +145,14 @@ fn parse_dict(text: &str) -> std::result::Result<NpyHeader, String> {
         i: 0,
         depth: 0,
     };
-    let bad = |what: &str| format!("malformed .npy header ({what}): {}", text.trim_end());
+    // Quote the header in messages, but not all of a long one.
+    let quoted: String = text.trim_end().chars().take(200).collect();
+    let more = if text.trim_end().chars().count() > 200 {
+        "..."
+    } else {
+        ""
+    };
+    let bad = |what: &str| format!("malformed .npy header ({what}): {quoted}{more}");
     let v = p.value().map_err(|e| bad(&e))?;
     p.ws();
     if p.i != p.s.len() {
@@ -152,14 +168,11 @@ fn parse_dict(text: &str) -> std::result::Result<NpyHeader, String> {
             .map(|(_, v)| v)
     };
     let descr = match get("descr") {
-        Some(Py::Str(s)) => s.clone(),
-        Some(Py::Seq(_)) => {
-            return Err(
-                "structured .npy dtypes are not supported yet (they need the record trailer)"
-                    .into(),
-            )
-        }
-        _ => return Err(bad("no 'descr' string")),
+        Some(Py::Str(s)) => Descr::Simple(s.clone()),
+        Some(list @ Py::Seq(_)) => Descr::Structured(
+            to_json(list).ok_or_else(|| bad("a structured 'descr' holds something not a dtype"))?,
+        ),
+        _ => return Err(bad("no 'descr'")),
     };
     let fortran_order = match get("fortran_order") {
         Some(Py::Bool(b)) => *b,
@@ -179,6 +192,18 @@ fn parse_dict(text: &str) -> std::result::Result<NpyHeader, String> {
         descr,
         fortran_order,
         shape,
+    })
+}
+
+/// A dtype description as JSON: strings, integers and lists (tuples become lists).
+fn to_json(v: &Py) -> Option<serde_json::Value> {
+    Some(match v {
+        Py::Str(s) => serde_json::Value::from(s.as_str()),
+        Py::Int(n) => serde_json::Value::from(*n),
+        Py::Seq(items) => {
+            serde_json::Value::Array(items.iter().map(to_json).collect::<Option<Vec<_>>>()?)
+        }
+        Py::Bool(_) | Py::None | Py::Dict(_) => return None,
     })
 }
 
@@ -292,29 +317,53 @@ impl Parser<'_> {
     }
 }
 
-/// `.ra` -> `.npy`: the numpy dtype of the element, the reversed dims as the shape, C order;
-/// the data bytes are copied as they are when stored plain and little-endian.
+/// `.ra` -> `.npy`: the numpy dtype of the element (a structured one for records with a
+/// schema), the reversed dims as the shape, C order; the data bytes are copied as they are
+/// when stored plain and little-endian.
 pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
     let mut src = RaSource::open(input)?;
     let header = src.plain_header();
-    let descr = numpy_dtype(header.eltype, header.elbyte).ok_or_else(|| {
-        Failure::file(
-            input,
-            format!(
-                "no .npy for {}: numpy dtype {}",
-                header.type_label(),
-                numpy_dtype_or_reason(header.eltype, header.elbyte)
-            ),
-        )
-    })?;
+    let info = trailer::describe(&src.read_trailer()?);
+    let schema = info.element_schema(&header);
+    let descr = match (numpy_dtype(header.eltype, header.elbyte), schema) {
+        (Some(d), _) => format!("'{d}'"),
+        (None, Some(schema)) => schema.numpy_descr(),
+        (None, None) => {
+            let why = info.damaged.map_or_else(
+                || numpy_dtype_or_reason(header.eltype, header.elbyte),
+                |why| format!("unknown: {why}"),
+            );
+            return Err(Failure::file(
+                input,
+                format!("no .npy for {}: numpy dtype {why}", header.type_label()),
+            ));
+        }
+    };
     let shape: Vec<u64> = header.dims.iter().rev().copied().collect();
     let progress = Progress::bytes(header.data_len(), "convert");
     let mut out = AtomicFile::create(output).at(output)?;
     out.file()
-        .write_all(&encode_header(descr, &shape))
+        .write_all(&encode_header(&descr, &shape))
         .at(output)?;
-    write_data(&mut src, &mut out, &progress)?;
-    out.commit().at(output)
+    match schema {
+        // Records of a big-endian file: the schema says where their scalars are.
+        Some(layout) if header.is_big_endian() => {
+            let elbyte = header.elbyte as usize;
+            let mut w = BufWriter::with_capacity(CHUNK, out.file());
+            let mut buf = Vec::new();
+            src.for_each_chunk(None, &progress, |chunk| {
+                buf.clear();
+                buf.extend_from_slice(chunk);
+                buf.chunks_exact_mut(elbyte)
+                    .for_each(|e| swap_by_layout(layout, e));
+                w.write_all(&buf).at(output)
+            })?;
+            w.flush().at(output)?;
+        }
+        _ => write_data(&mut src, &mut out, &progress)?,
+    }
+    // A new output is not synced, as with `cp`; one that replaces a file is.
+    out.commit_relaxed().at(output)
 }
 
 /// Writes the plain data of `src` to `out`: copied by the kernel when it is stored plain,
@@ -375,12 +424,18 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
     let file_len = file.metadata().at(input)?.len();
     let mut reader = BufReader::new(&mut file);
     let npy = read_header(&mut reader).map_err(|e| Failure::file(input, e))?;
-    let (eltype, elbyte, big_endian) = parse_numpy_dtype(&npy.descr).ok_or_else(|| {
-        Failure::file(
-            input,
-            format!("numpy dtype '{}' has no .ra element type", npy.descr),
-        )
-    })?;
+    let (eltype, elbyte, big_endian, schema) = match &npy.descr {
+        Descr::Simple(d) => {
+            let (eltype, elbyte, big_endian) = parse_numpy_dtype(d).ok_or_else(|| {
+                Failure::file(input, format!("numpy dtype '{d}' has no .ra element type"))
+            })?;
+            (eltype, elbyte, big_endian, None)
+        }
+        Descr::Structured(json) => {
+            let layout = Layout::from_numpy_descr_json(json).at(input)?;
+            (ElType::User, layout.size(), false, Some(layout))
+        }
+    };
     let dims: Vec<u64> = npy.shape.iter().rev().copied().collect();
     let header = Header::new(eltype, elbyte, dims).at(input)?;
     // The buffered reader has read ahead: the data starts where it says it stands.
@@ -432,7 +487,15 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
         out.file().write_all(&c_order).at(output)?;
         progress.inc(header.size);
     }
-    out.commit().at(output)
+    if let Some(layout) = schema {
+        let t = Trailer::new(serde_json::Value::Null)
+            .at(input)?
+            .with_schema(layout);
+        let block = t.encode_block(header.encoded_len() as u64 + header.size);
+        out.file().write_all(&block).at(output)?;
+    }
+    // A new output is not synced, as with `cp`; one that replaces a file is.
+    out.commit_relaxed().at(output)
 }
 
 /// The elements of a Fortran-order array of `shape` (first axis fastest) in C order (last
@@ -478,7 +541,7 @@ mod tests {
 
     #[test]
     fn header_is_what_numpy_writes() {
-        let h = encode_header("<f4", &[4, 3]);
+        let h = encode_header("'<f4'", &[4, 3]);
         assert_eq!(h.len() % 64, 0);
         assert_eq!(&h[..8], b"\x93NUMPY\x01\x00");
         let text = std::str::from_utf8(&h[10..]).unwrap();
@@ -487,7 +550,7 @@ mod tests {
         let back = read_header(&mut &h[..]).unwrap();
         assert_eq!(back.shape, vec![4, 3]);
         for shape in [vec![], vec![5]] {
-            let h = encode_header("|u1", &shape);
+            let h = encode_header("'|u1'", &shape);
             assert_eq!(read_header(&mut &h[..]).unwrap().shape, shape);
         }
     }
@@ -495,7 +558,7 @@ mod tests {
     #[test]
     fn long_headers_take_version_2() {
         let shape = vec![1u64; 30_000];
-        let h = encode_header("<f8", &shape);
+        let h = encode_header("'<f8'", &shape);
         assert_eq!(&h[6..8], &[2, 0]);
         assert_eq!(h.len() % 64, 0);
         assert_eq!(read_header(&mut &h[..]).unwrap().shape, shape);
@@ -505,15 +568,18 @@ mod tests {
     fn parses_the_dict_forms_numpy_has_written() {
         let parse = |t: &str| parse_dict(t);
         let h = parse("{'descr': '>i2', 'fortran_order': True, 'shape': (2L, 3L), }   \n").unwrap();
-        assert_eq!(h.descr, ">i2");
+        assert_eq!(h.descr, Descr::Simple(">i2".into()));
         assert!(h.fortran_order);
         assert_eq!(h.shape, vec![2, 3]);
         let h = parse("{\"shape\": (), \"fortran_order\": False, \"descr\": \"<c16\"}").unwrap();
         assert!(h.shape.is_empty());
-        assert!(
-            parse("{'descr': [('a', '<f4')], 'fortran_order': False, 'shape': (1,)}")
-                .unwrap_err()
-                .contains("structured")
+        let h = parse(
+            "{'descr': [('a', '<f4'), ('b', '|u1', (3,))], 'fortran_order': False, 'shape': (1,)}",
+        )
+        .unwrap();
+        assert_eq!(
+            h.descr,
+            Descr::Structured(serde_json::json!([["a", "<f4"], ["b", "|u1", [3]]]))
         );
         for bad in [
             "",

@@ -1,5 +1,6 @@
-//! `ra reshape FILE DIM...`: new dims over the same elements. The data and trailing bytes are
-//! copied as they are (compressed or not), behind the new header, through a temporary file.
+//! `ra reshape FILE DIM...`: new dims over the same elements. The data is copied as it is
+//! (compressed or not) behind the new header, through a temporary file, then the trailing
+//! bytes (a trailer block placed again for the new data end).
 
 use std::io::Write;
 use std::path::Path;
@@ -10,6 +11,7 @@ use crate::fail::{At, Failure, Result};
 use crate::npy::copy_exact;
 use crate::progress::Progress;
 use crate::source::RaSource;
+use crate::trailer::replace_for;
 
 /// Rewrites `input` (or writes `output`) with `dims`, whose product must be the element count.
 pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
@@ -33,11 +35,12 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
     };
     new.validate().at(input)?;
     let output = output.unwrap_or(input);
-    let rest = old.size + src.trailer_len();
-    let progress = Progress::bytes(rest, "reshape");
+    let trailing = replace_for(src.read_trailer()?, new.encoded_len() as u64 + new.size);
+    let progress = Progress::bytes(old.size, "reshape");
     let mut out = AtomicFile::create(output).at(output)?;
     out.file().write_all(&new.encode()).at(output)?;
-    let (file, _) = src.data_file()?;
-    copy_exact(file, input, out.file(), output, rest, &progress)?;
+    let (file, size) = src.data_file()?;
+    copy_exact(file, input, out.file(), output, size, &progress)?;
+    out.file().write_all(&trailing).at(output)?;
     out.commit().at(output)
 }

@@ -48,11 +48,6 @@ impl RaSource {
         self.header.encoded_len() as u64
     }
 
-    /// Bytes after the data section.
-    pub fn trailer_len(&self) -> u64 {
-        self.file_len - self.data_offset() - self.header.size
-    }
-
     /// The header of the plain data this source hands out: uncompressed, little-endian (except
     /// user-defined elements of a big-endian file, whose scalars are unknown and stay as stored).
     pub fn plain_header(&self) -> Header {

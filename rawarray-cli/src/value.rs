@@ -228,11 +228,7 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
         Layout::Scalar { eltype, elbyte } => {
             let mut scalar = b[..*elbyte as usize].to_vec();
             if big_endian {
-                if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
-                    scalar
-                        .chunks_exact_mut(w as usize)
-                        .for_each(<[u8]>::reverse);
-                }
+                swap_by_layout(layout, &mut scalar);
             }
             let v = Decoder::new(*eltype, *elbyte).decode(&scalar);
             if json {
@@ -246,7 +242,7 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
             out.push('[');
             for i in 0..*len as usize {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(if json { "," } else { ", " });
                 }
                 layout_text(item, &b[i * size..], big_endian, json, out);
             }
@@ -256,17 +252,41 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
             out.push('{');
             for (i, f) in fields.iter().enumerate() {
                 if i > 0 {
-                    out.push_str(", ");
+                    out.push_str(if json { "," } else { ", " });
                 }
                 if json {
                     out.push_str(&serde_json::Value::from(f.name.as_str()).to_string());
-                    out.push_str(": ");
+                    out.push(':');
                 } else {
                     let _ = write!(out, "{}: ", f.name);
                 }
                 layout_text(&f.layout, &b[f.offset as usize..], big_endian, json, out);
             }
             out.push('}');
+        }
+    }
+}
+
+/// Reverses the byte order of every scalar of one element laid out as `layout`, in place.
+pub fn swap_by_layout(layout: &Layout, b: &mut [u8]) {
+    match layout {
+        Layout::Scalar { eltype, elbyte } => {
+            if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
+                b[..*elbyte as usize]
+                    .chunks_exact_mut(w as usize)
+                    .for_each(<[u8]>::reverse);
+            }
+        }
+        Layout::Array { len, item } => {
+            let size = item.size() as usize;
+            for i in 0..*len as usize {
+                swap_by_layout(item, &mut b[i * size..]);
+            }
+        }
+        Layout::Record { fields, .. } => {
+            for f in fields {
+                swap_by_layout(&f.layout, &mut b[f.offset as usize..]);
+            }
         }
     }
 }
@@ -373,7 +393,7 @@ mod tests {
         assert_eq!(s, "{id: 7, xy: [1.5, NaN]}");
         let mut s = String::new();
         layout_text(&layout, &b, false, true, &mut s);
-        assert_eq!(s, r#"{"id": 7, "xy": [1.5, "NaN"]}"#);
+        assert_eq!(s, r#"{"id":7,"xy":[1.5,"NaN"]}"#);
         let mut be = 7u16.to_be_bytes().to_vec();
         be.extend(1.5f32.to_be_bytes());
         be.extend(2.0f32.to_be_bytes());

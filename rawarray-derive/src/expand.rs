@@ -42,6 +42,8 @@ fn crate_path(explicit: Option<&Path>) -> TokenStream {
     }
 }
 
+/// Locals of generated functions start with `__`: field types are spliced into the same
+/// bodies, and an array length there must not resolve to one of our locals.
 fn expand(record: &Record) -> TokenStream {
     let krate = crate_path(record.crate_path.as_ref());
     let core = quote!(#krate::__private::core);
@@ -133,27 +135,27 @@ fn expand(record: &Record) -> TokenStream {
             const ELBYTE: usize = Self::ELBYTE;
 
             #[inline]
-            fn write_le(&self, out: &mut [u8]) {
-                let out = &mut out[..Self::ELBYTE];
-                #( #as_element::write_le(#reads, &mut out[#ranges]); )*
+            fn write_le(&self, __out: &mut [u8]) {
+                let __out = &mut __out[..Self::ELBYTE];
+                #( #as_element::write_le(#reads, &mut __out[#ranges]); )*
             }
 
             #[inline]
-            fn read_le(bytes: &[u8]) -> #krate::Result<Self> {
-                if bytes.len() != Self::ELBYTE {
+            fn read_le(__bytes: &[u8]) -> #krate::Result<Self> {
+                if __bytes.len() != Self::ELBYTE {
                     return #core::result::Result::Err(
-                        #krate::__private::wrong_len(#name, Self::ELBYTE, bytes.len()),
+                        #krate::__private::wrong_len(#name, Self::ELBYTE, __bytes.len()),
                     );
                 }
                 #core::result::Result::Ok(Self {
-                    #( #members: #as_element::read_le(&bytes[#ranges])?, )*
+                    #( #members: #as_element::read_le(&__bytes[#ranges])?, )*
                 })
             }
 
             #[inline]
-            fn swap_bytes(bytes: &mut [u8]) {
-                let bytes = &mut bytes[..Self::ELBYTE];
-                #( #as_element::swap_bytes(&mut bytes[#ranges]); )*
+            fn swap_bytes(__bytes: &mut [u8]) {
+                let __bytes = &mut __bytes[..Self::ELBYTE];
+                #( #as_element::swap_bytes(&mut __bytes[#ranges]); )*
             }
 
             fn layout() -> #krate::Layout {
@@ -215,35 +217,35 @@ fn pod_hooks(record: &Record, krate: &TokenStream, as_element: &[TokenStream]) -
     }};
     quote! {
         #[inline]
-        fn as_pod_bytes(values: &[Self]) -> #core::option::Option<&[u8]> {
+        fn as_pod_bytes(__values: &[Self]) -> #core::option::Option<&[u8]> {
             if !(#write_guard) {
                 return #core::option::Option::None;
             }
-            #ops.as_bytes.map(|f| f(values))
+            #ops.as_bytes.map(|__f| __f(__values))
         }
 
         #[inline]
-        fn as_pod_bytes_mut(values: &mut [Self]) -> #core::option::Option<&mut [u8]> {
+        fn as_pod_bytes_mut(__values: &mut [Self]) -> #core::option::Option<&mut [u8]> {
             if !(#read_guard) {
                 return #core::option::Option::None;
             }
-            #ops.as_bytes_mut.map(|f| f(values))
+            #ops.as_bytes_mut.map(|__f| __f(__values))
         }
 
         #[inline]
-        fn zeroed_pod_vec(len: usize) -> #core::option::Option<#krate::__private::Vec<Self>> {
+        fn zeroed_pod_vec(__len: usize) -> #core::option::Option<#krate::__private::Vec<Self>> {
             if !(#read_guard) {
                 return #core::option::Option::None;
             }
-            #ops.zeroed_vec.map(|f| f(len))
+            #ops.zeroed_vec.map(|__f| __f(__len))
         }
 
         #[inline]
-        fn cast_pod_slice(bytes: &[u8]) -> #core::option::Option<&[Self]> {
+        fn cast_pod_slice(__bytes: &[u8]) -> #core::option::Option<&[Self]> {
             if !(#read_guard) {
                 return #core::option::Option::None;
             }
-            #ops.cast_slice.and_then(|f| f(bytes))
+            #ops.cast_slice.and_then(|__f| __f(__bytes))
         }
     }
 }

@@ -71,7 +71,9 @@ fn not_fixed_size(field: &RecordField, ty: &Type) -> Option<Error> {
         Type::Paren(t) => return not_fixed_size(field, &t.elem),
         Type::Group(t) => return not_fixed_size(field, &t.elem),
         Type::Array(t) => return not_fixed_size(field, &t.elem),
-        Type::Reference(_) => "a reference, whose target is not stored in the record; store the value itself",
+        Type::Reference(_) => {
+            "a reference, whose target is not stored in the record; store the value itself"
+        }
         Type::Ptr(_) => "a raw pointer, which means nothing in a file; store the value itself",
         Type::Slice(_) => "a slice, whose length is not fixed; use a fixed array `[T; N]`",
         Type::TraitObject(_) | Type::ImplTrait(_) => {
@@ -79,32 +81,36 @@ fn not_fixed_size(field: &RecordField, ty: &Type) -> Option<Error> {
         }
         Type::BareFn(_) => "a function pointer, which means nothing in a file",
         Type::Never(_) => "`!`, which has no values",
-        Type::Tuple(t) if t.elems.is_empty() => {
-            "`()`, which has no bytes; remove the field"
+        Type::Tuple(t) if t.elems.is_empty() => "`()`, which has no bytes; remove the field",
+        Type::Tuple(_) => {
+            "a tuple, which has no field names; \
+             use a nested #[derive(RaRecord)] struct or a fixed array `[T; N]`"
         }
-        Type::Tuple(_) => "a tuple, which has no field names; use a nested #[derive(RaRecord)] struct or a fixed array `[T; N]`",
         Type::Path(p) if p.qself.is_none() => {
-            let last = p.path.segments.last()?.ident.to_string();
-            match last.as_str() {
-                "Vec" | "VecDeque" | "LinkedList" | "BinaryHeap" => {
+            // Standard types by name; the generic ones only with arguments, so that a record
+            // of the user's own that happens to share a name is not rejected.
+            let last = p.path.segments.last()?;
+            let generic = !last.arguments.is_none();
+            match (last.ident.to_string().as_str(), generic) {
+                ("Vec" | "VecDeque" | "LinkedList" | "BinaryHeap", true) => {
                     "a growable collection, whose length is not fixed; use a fixed array `[T; N]`"
                 }
-                "String" | "str" | "OsString" | "OsStr" | "CString" | "CStr" | "PathBuf"
-                | "Path" => {
+                ("String" | "str" | "OsString" | "CString" | "PathBuf", false) => {
                     "a string, whose length is not fixed; use a fixed byte array `[u8; N]`"
                 }
-                "HashMap" | "BTreeMap" | "HashSet" | "BTreeSet" => {
+                ("HashMap" | "BTreeMap" | "HashSet" | "BTreeSet", true) => {
                     "a map or set, whose length is not fixed"
                 }
-                "Box" | "Rc" | "Arc" | "Cow" => {
+                ("Box" | "Rc" | "Arc" | "Cow", true) => {
                     "a pointer to the heap, which means nothing in a file; store the value itself"
                 }
-                "Option" => {
+                ("Option", true) => {
                     "an `Option`, and a .ra record has no way to mark a value as missing; \
                      store the value with a sentinel, or a `bool` flag next to it"
                 }
-                "usize" | "isize" => {
-                    "pointer-sized, so its size depends on the machine; use `u64`/`i64` or `u32`/`i32`"
+                ("usize" | "isize", false) => {
+                    "pointer-sized, so its size depends on the machine; \
+                     use `u64`/`i64` or `u32`/`i32`"
                 }
                 _ => return None,
             }

@@ -29,6 +29,7 @@ pub struct AtomicFile {
     tmp: tempfile::NamedTempFile,
     path: PathBuf,
     dir: PathBuf,
+    replaces: bool,
 }
 
 impl AtomicFile {
@@ -51,13 +52,15 @@ impl AtomicFile {
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
         let tmp = builder.tempfile_in(dir)?;
         // Keep the permissions of the file being replaced.
-        if let Ok(meta) = std::fs::metadata(path) {
+        let existing = std::fs::metadata(path).ok();
+        if let Some(meta) = &existing {
             tmp.as_file().set_permissions(meta.permissions())?;
         }
         Ok(AtomicFile {
             tmp,
             path: path.to_path_buf(),
             dir: dir.to_path_buf(),
+            replaces: existing.is_some(),
         })
     }
 
@@ -72,11 +75,38 @@ impl AtomicFile {
         &self.path
     }
 
+    /// Whether a file was at the destination when this one was started.
+    pub fn replaces_existing(&self) -> bool {
+        self.replaces
+    }
+
     /// Syncs the temporary file, renames it over the destination and syncs the folder.
     pub fn commit(self) -> io::Result<()> {
         self.tmp.as_file().sync_all()?;
         self.tmp.persist(&self.path).map_err(|e| e.error)?;
         sync_dir(&self.dir);
+        Ok(())
+    }
+
+    /// Like [`AtomicFile::commit`] when a file is being replaced; a new file is renamed into
+    /// place without syncing, as `cp` does. Either way nothing that was on disk can be lost:
+    /// a power cut right after a relaxed commit may lose only the new file.
+    ///
+    /// ```
+    /// use std::io::Write;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("new.npy");
+    /// let mut f = rawarray_serde::AtomicFile::create(&path).unwrap();
+    /// assert!(!f.replaces_existing());
+    /// f.file().write_all(b"data").unwrap();
+    /// f.commit_relaxed().unwrap();
+    /// assert_eq!(std::fs::read(&path).unwrap(), b"data");
+    /// ```
+    pub fn commit_relaxed(self) -> io::Result<()> {
+        if self.replaces {
+            return self.commit();
+        }
+        self.tmp.persist(&self.path).map_err(|e| e.error)?;
         Ok(())
     }
 }

@@ -84,24 +84,26 @@ pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Resul
         return Ok(v);
     }
     let mut out = Vec::with_capacity(n);
-    decode_extend(bytes, big_endian, &mut out)?;
+    decode_into(bytes, big_endian, &mut out)?;
     Ok(out)
 }
 
-/// Decodes packed values one by one onto the end of `out`; an invalid value's error names its
-/// index in `out`.
-fn decode_extend<T: Element>(bytes: &[u8], big_endian: bool, out: &mut Vec<T>) -> Result<()> {
-    let first = out.len() as u64;
-    let mut scratch = vec![0u8; T::PACKED_SIZE];
-    for (i, chunk) in bytes.chunks_exact(T::PACKED_SIZE.max(1)).enumerate() {
-        let chunk = if big_endian {
+/// Decodes values from their packed bytes onto the end of `out`; errors give the index in `out`.
+fn decode_into<T: Element>(bytes: &[u8], big_endian: bool, out: &mut Vec<T>) -> Result<()> {
+    let first = out.len();
+    let chunks = bytes.chunks_exact(T::PACKED_SIZE.max(1));
+    out.reserve(chunks.len());
+    if big_endian {
+        let mut scratch = vec![0u8; T::PACKED_SIZE];
+        for (i, chunk) in chunks.enumerate() {
             scratch.copy_from_slice(chunk);
             T::swap_bytes(&mut scratch);
-            &scratch[..]
-        } else {
-            chunk
-        };
-        out.push(T::read_le(chunk).map_err(|e| shift_index(e, first + i as u64))?);
+            out.push(T::read_le(&scratch).map_err(|e| shift_index(e, (first + i) as u64))?);
+        }
+    } else {
+        for (i, chunk) in chunks.enumerate() {
+            out.push(T::read_le(chunk).map_err(|e| shift_index(e, (first + i) as u64))?);
+        }
     }
     Ok(())
 }
@@ -152,8 +154,8 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
         }
         return Ok(v);
     }
-    // Non-POD elements: unpack chunk by chunk from a reused buffer, into a vector allocated
-    // once when the data is known to be there, else growing as it arrives.
+    // Non-POD elements: unpack chunk by chunk from a reused buffer straight into the result,
+    // allocated once when the input is known to hold all of it, else growing as it arrives.
     let known = available.is_some_and(|a| a >= header.size);
     let per_chunk = (FIRST_READ / T::PACKED_SIZE.max(1)).max(1);
     let mut out = Vec::with_capacity(if known { n } else { 0 });
@@ -168,8 +170,7 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
                 (out.len() * T::PACKED_SIZE + got) as u64,
             ));
         }
-        out.reserve(take);
-        decode_extend(bytes, big_endian, &mut out)?;
+        decode_into(bytes, big_endian, &mut out)?;
     }
     Ok(out)
 }

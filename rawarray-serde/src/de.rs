@@ -63,8 +63,8 @@ pub struct Deserializer<'de> {
     /// The plain little-endian data: borrowed from the caller's bytes where it is stored so.
     data: Cow<'de, [u8]>,
     pos: usize,
-    /// Number of dims; `depth` of them have been entered, outermost (the header's last) first.
-    ndims: usize,
+    /// Dims outermost first; `depth` of them have been entered.
+    dims: Vec<u64>,
     depth: usize,
     /// Reading one half of a complex element: the half's float type and size.
     half: Option<(ElType, u64)>,
@@ -72,6 +72,28 @@ pub struct Deserializer<'de> {
     raw16: bool,
     record: Option<Record>,
     entered: bool,
+    /// What a scalar read must be at this point, as [`scalar_code`]: the element type at
+    /// element level, [`ANY`] inside a record, [`NOT_HERE`] where dims remain. Kept current
+    /// so the hot path is one comparison; the slow path explains every refusal.
+    here: u32,
+    /// [`scalar_code`] of the file's element type.
+    elem: u32,
+    /// Where reads must stop: the end of the data, or of the record being read.
+    limit: usize,
+}
+
+/// `here` inside a record: any scalar, unchecked (the header does not describe the fields).
+const ANY: u32 = u32::MAX;
+/// `here` where a scalar cannot be read.
+const NOT_HERE: u32 = u32::MAX - 1;
+
+#[inline(always)]
+fn scalar_code(eltype: ElType, elbyte: u64) -> u32 {
+    if elbyte < (1 << 16) {
+        ((eltype as u32) << 16) | elbyte as u32
+    } else {
+        NOT_HERE
+    }
 }
 
 impl<'de> Deserializer<'de> {
@@ -120,18 +142,24 @@ impl<'de> Deserializer<'de> {
                 Some(_) => {}
             }
         }
-        let ndims = header.dims.len();
+        let dims: Vec<u64> = header.dims.iter().rev().copied().collect();
+        let elem = scalar_code(header.eltype, header.elbyte);
+        let here = if dims.is_empty() { elem } else { NOT_HERE };
+        let limit = data.len();
         Ok(Deserializer {
             input,
             header,
             data,
             pos: 0,
-            ndims,
+            dims,
             depth: 0,
             half: None,
             raw16: false,
             record: None,
             entered: false,
+            here,
+            elem,
+            limit,
         })
     }
 
@@ -157,10 +185,12 @@ impl<'de> Deserializer<'de> {
         &self.data
     }
 
-    /// The dim entered at `depth`: the header's dims are fastest first, sequences outermost first.
-    #[inline]
-    fn dim(&self, depth: usize) -> u64 {
-        self.header.dims[self.ndims - 1 - depth]
+    /// The data with the input's lifetime, when it is the caller's bytes.
+    fn borrowed_data(&self) -> Option<&'de [u8]> {
+        match self.data {
+            Cow::Borrowed(b) => Some(b),
+            Cow::Owned(_) => None,
+        }
     }
 
     /// Refuses to enter the dim at `depth` when the file has no data (a dim is 0) and the dims
@@ -171,7 +201,9 @@ impl<'de> Deserializer<'de> {
             // Each item at any level then holds at least one element's bytes.
             return Ok(());
         }
-        let items = (0..=self.depth).fold(1u64, |p, d| p.saturating_mul(self.dim(d)));
+        let items = self.dims[..=self.depth]
+            .iter()
+            .fold(1u64, |p, &d| p.saturating_mul(d));
         if items > MAX_EMPTY_ITEMS {
             return Err(Error::msg(format!(
                 "the outermost {} dims describe {items} empty {rust}s but the file holds no \
@@ -182,16 +214,8 @@ impl<'de> Deserializer<'de> {
         Ok(())
     }
 
-    /// The data with the input's lifetime, when it is the caller's bytes.
-    fn borrowed_data(&self) -> Option<&'de [u8]> {
-        match self.data {
-            Cow::Borrowed(b) => Some(b),
-            Cow::Owned(_) => None,
-        }
-    }
-
     /// Takes the next `n` bytes of the data (inside a record: of the record).
-    #[inline]
+    #[inline(always)]
     fn take(&mut self, n: usize) -> Result<Range<usize>> {
         let end = self.pos + n;
         let limit = self.record.map_or(self.data().len(), |r| r.end);
@@ -225,10 +249,29 @@ impl<'de> Deserializer<'de> {
     }
 
     /// Checks that a scalar of `eltype`/`N` bytes can be read here and reads its bytes.
-    #[inline]
+    #[inline(always)]
     fn scalar<const N: usize>(&mut self, eltype: ElType, rust: &'static str) -> Result<[u8; N]> {
+        if self.here == scalar_code(eltype, N as u64) || self.here == ANY {
+            let end = self.pos + N;
+            if end <= self.limit {
+                let bytes = self.data[self.pos..end].try_into().expect("N bytes");
+                self.pos = end;
+                return Ok(bytes);
+            }
+        }
+        self.scalar_slow::<N>(eltype, rust)
+    }
+
+    /// The scalar read the hot path refused: an f16/bf16's bits, or an error saying why.
+    #[cold]
+    #[inline(never)]
+    fn scalar_slow<const N: usize>(
+        &mut self,
+        eltype: ElType,
+        rust: &'static str,
+    ) -> Result<[u8; N]> {
         if self.record.is_none() {
-            if self.depth != self.ndims {
+            if self.depth != self.dims.len() {
                 return Err(self.shape_error(rust));
             }
             let (t, b) = self.scalar_type();
@@ -248,7 +291,7 @@ impl<'de> Deserializer<'de> {
     }
 
     fn shape_error(&self, rust: &str) -> Error {
-        let left = &self.header.dims[..self.ndims - self.depth];
+        let left: Vec<u64> = self.dims[self.depth..].iter().rev().copied().collect();
         Error::new(ErrorKind::DimsMismatch {
             expected: format!(
                 "no dims left for a {rust}, but dims {left:?} remain (a sequence per dim)"
@@ -262,7 +305,7 @@ impl<'de> Deserializer<'de> {
         if self.record.is_some() {
             return Ok(None);
         }
-        if self.depth != self.ndims {
+        if self.depth != self.dims.len() {
             return Err(self.shape_error(name));
         }
         if self.header.eltype != ElType::User || self.half.is_some() {
@@ -277,12 +320,16 @@ impl<'de> Deserializer<'de> {
             end: self.pos + self.header.elbyte as usize,
         };
         self.record = Some(r);
+        self.here = ANY;
+        self.limit = r.end;
         Ok(Some(r))
     }
 
     fn end_record(&mut self, started: Option<Record>) -> Result<()> {
         if let Some(r) = started {
             self.record = None;
+            self.here = self.elem;
+            self.limit = self.data.len();
             if self.pos != r.end {
                 let consumed = self.pos - r.start;
                 self.pos = r.end;
@@ -303,11 +350,11 @@ impl<'de> Deserializer<'de> {
         }
         let depth = self.depth;
         let (t, b) = (self.header.eltype, self.header.elbyte);
-        if depth + 1 == self.ndims && (t, b) == (ElType::Uint, 1) {
-            let n = self.dim(depth) as usize;
+        if depth + 1 == self.dims.len() && (t, b) == (ElType::Uint, 1) {
+            let n = self.dims[depth] as usize;
             return self.take(n);
         }
-        if depth == self.ndims && t == ElType::User {
+        if depth == self.dims.len() && t == ElType::User {
             return self.take(b as usize);
         }
         Err(Error::msg(format!(
@@ -354,13 +401,12 @@ impl<'de> Deserializer<'de> {
                 )));
             };
             return visitor.visit_seq(Items {
-                de: self,
+                de: &mut *self,
                 left: len as u64,
-                kind: ItemKind::Inline,
             });
         }
-        if self.depth < self.ndims {
-            let dim = self.dim(self.depth);
+        if self.depth < self.dims.len() {
+            let dim = self.dims[self.depth];
             self.check_empty_items(rust)?;
             if let Some(len) = len {
                 if len as u64 != dim {
@@ -370,40 +416,49 @@ impl<'de> Deserializer<'de> {
                     }));
                 }
             }
-            let mut items = Items {
-                de: self,
-                left: dim,
-                kind: ItemKind::Dim,
+            // Every item of this dim is read one dim deeper: set that up once, not per item.
+            self.depth += 1;
+            let saved = self.here;
+            self.here = if self.depth == self.dims.len() {
+                self.elem
+            } else {
+                NOT_HERE
             };
-            let value = visitor.visit_seq(&mut items)?;
-            if items.left != 0 {
+            let mut items = Items {
+                de: &mut *self,
+                left: dim,
+            };
+            let value = visitor.visit_seq(&mut items);
+            let left = items.left;
+            self.depth -= 1;
+            self.here = saved;
+            let value = value?;
+            if left != 0 {
                 return Err(Error::msg(format!(
-                    "a {rust} stopped with {} of {dim} items unread",
-                    items.left
+                    "a {rust} stopped with {left} of {dim} items unread"
                 )));
             }
             return Ok(value);
         }
         let (t, b) = self.scalar_type();
         if t == ElType::Complex && len.is_none_or(|l| l == 2) {
-            let half = if b == 4 {
-                (ElType::Float, 2)
-            } else {
-                (ElType::Float, b / 2)
-            };
-            return visitor.visit_seq(Items {
-                de: self,
+            let half = (ElType::Float, b / 2);
+            let saved = (self.half, self.here);
+            self.half = Some(half);
+            self.here = scalar_code(half.0, half.1);
+            let value = visitor.visit_seq(Items {
+                de: &mut *self,
                 left: 2,
-                kind: ItemKind::Half(half),
             });
+            (self.half, self.here) = saved;
+            return value;
         }
         if t == ElType::User {
             if let Some(len) = len {
                 let started = self.begin_record("tuple")?;
                 let v = visitor.visit_seq(Items {
-                    de: self,
+                    de: &mut *self,
                     left: len as u64,
-                    kind: ItemKind::Inline,
                 })?;
                 self.end_record(started)?;
                 return Ok(v);
@@ -416,47 +471,23 @@ impl<'de> Deserializer<'de> {
     }
 }
 
-/// Where the items of a sequence come from.
-#[derive(Clone, Copy)]
-enum ItemKind {
-    /// One dim of the array: each item enters the next dim.
-    Dim,
-    /// Consecutive values inside a record.
-    Inline,
-    /// The two halves of a complex element.
-    Half((ElType, u64)),
-}
-
+/// The items of a sequence: a dim, consecutive values of a record, or a complex element's
+/// halves. The caller sets up what reading an item means (depth, `here`) around the visit.
 struct Items<'a, 'de> {
     de: &'a mut Deserializer<'de>,
     left: u64,
-    kind: ItemKind,
 }
 
 impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
     type Error = Error;
 
-    #[inline]
+    #[inline(always)]
     fn next_element_seed<T: DeserializeSeed<'de>>(&mut self, seed: T) -> Result<Option<T::Value>> {
         if self.left == 0 {
             return Ok(None);
         }
         self.left -= 1;
-        match self.kind {
-            ItemKind::Dim => {
-                self.de.depth += 1;
-                let v = seed.deserialize(&mut *self.de);
-                self.de.depth -= 1;
-                v.map(Some)
-            }
-            ItemKind::Inline => seed.deserialize(&mut *self.de).map(Some),
-            ItemKind::Half(half) => {
-                self.de.half = Some(half);
-                let v = seed.deserialize(&mut *self.de);
-                self.de.half = None;
-                v.map(Some)
-            }
-        }
+        seed.deserialize(&mut *self.de).map(Some)
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -466,7 +497,7 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
 
 macro_rules! scalars {
     ($($method:ident => $visit:ident($t:ty, $eltype:ident)),* $(,)?) => {$(
-        #[inline]
+        #[inline(always)]
         fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
             let b = self.scalar(ElType::$eltype, stringify!($t))?;
             visitor.$visit(<$t>::from_le_bytes(b))
@@ -521,11 +552,11 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 r.name
             )));
         }
-        if self.depth < self.ndims {
-            if self.ndims - self.depth > MAX_ANY_DEPTH {
+        if self.depth < self.dims.len() {
+            if self.dims.len() - self.depth > MAX_ANY_DEPTH {
                 return Err(Error::msg(format!(
                     "{} nested dims are too deep for a self-describing read (at most {MAX_ANY_DEPTH})",
-                    self.ndims - self.depth
+                    self.dims.len() - self.depth
                 )));
             }
             return self.seq(None, visitor, "sequence");
@@ -615,7 +646,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
                 } else {
                     ElType::BFloat16
                 };
-                if self.record.is_none() && self.depth == self.ndims {
+                if self.record.is_none() && self.depth == self.dims.len() {
                     let (t, b) = self.scalar_type();
                     if (t, b) != (want, 2) {
                         return Err(ErrorKind::TypeMismatch {
@@ -673,7 +704,6 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         let v = visitor.visit_seq(Items {
             de: &mut *self,
             left: len as u64,
-            kind: ItemKind::Inline,
         })?;
         self.end_record(started)?;
         Ok(v)

@@ -69,17 +69,24 @@ pub fn wrong_len(record: &str, expected: usize, got: usize) -> Error {
     ErrorKind::Message(format!("record {record} needs {expected} bytes, got {got}")).into()
 }
 
+/// The values' memory.
+pub type AsBytes<T> = fn(&[T]) -> &[u8];
+/// The values' memory, writable.
+pub type AsBytesMut<T> = fn(&mut [T]) -> &mut [u8];
+/// Bytes viewed as values if aligned and sized.
+pub type CastSlice<T> = fn(&[u8]) -> Option<&[T]>;
+
 /// The one-copy operations a type supports, as `bytemuck` provides them for its bounds.
 #[allow(clippy::type_complexity)] // plain fn pointers, one per Element hook
 pub struct PodOps<T> {
     /// The values' memory (`T: NoUninit`).
-    pub as_bytes: Option<fn(&[T]) -> &[u8]>,
+    pub as_bytes: Option<AsBytes<T>>,
     /// The values' memory, writable (`T: Pod`).
-    pub as_bytes_mut: Option<fn(&mut [T]) -> &mut [u8]>,
+    pub as_bytes_mut: Option<AsBytesMut<T>>,
     /// `len` zeroed values (`T: Pod`).
     pub zeroed_vec: Option<fn(usize) -> Vec<T>>,
     /// Bytes viewed as values if aligned and sized (`T: Pod`).
-    pub cast_slice: Option<fn(&[u8]) -> Option<&[T]>>,
+    pub cast_slice: Option<CastSlice<T>>,
 }
 
 /// The receiver of the autoref probe; see the module documentation.
@@ -159,6 +166,8 @@ mod tests {
     struct NotPod(#[allow(dead_code)] u32);
 
     #[test]
+    // The borrows are the point: each level of reference is one step down in priority.
+    #[allow(clippy::needless_borrow)]
     fn probe_picks_the_strongest_bound() {
         let pod = (&&&Probe::<u32>::NEW).pod_ops();
         assert!(pod.as_bytes.is_some() && pod.as_bytes_mut.is_some());

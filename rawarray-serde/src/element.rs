@@ -1,11 +1,13 @@
 //! The element trait: how one value is laid out in a `.ra` data section, and its layout description.
 
+use std::mem::MaybeUninit;
+
 use half::{bf16, f16};
 use num_complex::Complex;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{ErrorKind, Result};
-use crate::header::{numpy_dtype, ElType};
+use crate::header::{numpy_dtype, numpy_shape, ElType};
 
 /// A value that can be an element of a `.ra` array: fixed size, packed little-endian, no padding.
 ///
@@ -157,7 +159,7 @@ impl Layout {
     pub fn numpy_descr(&self) -> String {
         match self.split_shape() {
             (base, shape) if shape.is_empty() => base.numpy_base(),
-            (base, shape) => format!("({}, {})", base.numpy_base(), py_tuple(&shape)),
+            (base, shape) => format!("({}, {})", base.numpy_base(), numpy_shape(&shape)),
         }
     }
 
@@ -187,6 +189,88 @@ impl Layout {
         }
     }
 
+    /// The layout a numpy dtype describes, given as [`Layout::numpy_descr_json`] writes it (the
+    /// `descr` of a `.npy` header, with tuples as lists): the inverse of that function, except
+    /// that records come back with an empty `name` (numpy has none) and raw `V` bytes are
+    /// refused (they have no element type). Big-endian fields are refused too: a layout's
+    /// scalars are little-endian.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Layout};
+    /// let descr = serde_json::json!([["t", "<f8"], ["xyz", "<f4", [3]]]);
+    /// let l = Layout::from_numpy_descr_json(&descr).unwrap();
+    /// assert_eq!(l.size(), 8 + 12);
+    /// assert_eq!(l.numpy_descr_json(), descr);
+    /// assert!(Layout::from_numpy_descr_json(&serde_json::json!("|V4")).is_err());
+    /// ```
+    pub fn from_numpy_descr_json(descr: &serde_json::Value) -> Result<Layout> {
+        use serde_json::Value;
+        let bad = |what: String| crate::error::Error::from(ErrorKind::Unsupported(what));
+        let shape_of =
+            |v: &Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(Value::as_u64).collect() };
+        let wrap = |mut item: Layout, shape: &[u64]| {
+            for &len in shape.iter().rev() {
+                item = Layout::Array {
+                    len,
+                    item: Box::new(item),
+                };
+            }
+            item
+        };
+        match descr {
+            Value::String(s) => match crate::header::parse_numpy_dtype(s) {
+                Some((eltype, elbyte, false)) => Ok(Layout::Scalar { eltype, elbyte }),
+                Some((_, _, true)) => Err(bad(format!(
+                    "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
+                ))),
+                None => Err(bad(format!("numpy dtype '{s}' has no .ra element type"))),
+            },
+            // [base, [shape...]]: a sub-array, as `numpy_descr_json` writes `Layout::Array`.
+            Value::Array(v)
+                if v.len() == 2
+                    && !matches!(&v[0], Value::Array(e) if e.first().is_some_and(Value::is_string))
+                    && shape_of(&v[1]).is_some() =>
+            {
+                let item = Layout::from_numpy_descr_json(&v[0])?;
+                Ok(wrap(item, &shape_of(&v[1]).expect("checked")))
+            }
+            Value::Array(entries) => {
+                let mut fields = Vec::with_capacity(entries.len());
+                let mut offset = 0u64;
+                for e in entries {
+                    let (name, base, shape) = match e.as_array().map(Vec::as_slice) {
+                        Some([Value::String(n), base]) => (n, base, Vec::new()),
+                        Some([Value::String(n), base, shape]) => (
+                            n,
+                            base,
+                            shape_of(shape)
+                                .ok_or_else(|| bad(format!("field '{n}': bad shape {shape}")))?,
+                        ),
+                        _ => return Err(bad(format!("not a numpy record field: {e}"))),
+                    };
+                    let layout = wrap(Layout::from_numpy_descr_json(base)?, &shape);
+                    let size = layout.size();
+                    fields.push(Field {
+                        name: name.clone(),
+                        offset,
+                        layout,
+                    });
+                    offset = offset
+                        .checked_add(size)
+                        .ok_or_else(|| bad("record size overflows".into()))?;
+                }
+                if fields.is_empty() {
+                    return Err(bad("a record with no fields".into()));
+                }
+                Ok(Layout::Record {
+                    name: String::new(),
+                    fields,
+                })
+            }
+            other => Err(bad(format!("not a numpy dtype: {other}"))),
+        }
+    }
+
     /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
     fn split_shape(&self) -> (&Layout, Vec<u64>) {
         let mut shape = Vec::new();
@@ -213,7 +297,7 @@ impl Layout {
                                 "('{}', {}, {})",
                                 f.name,
                                 base.numpy_base(),
-                                py_tuple(&shape)
+                                numpy_shape(&shape)
                             )
                         }
                     })
@@ -227,20 +311,6 @@ impl Layout {
 
 fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
     numpy_dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
-}
-
-fn py_tuple(shape: &[u64]) -> String {
-    match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
 }
 
 /// Element impls for scalars whose memory is their little-endian bytes and where every bit
@@ -434,20 +504,25 @@ impl<T: Element, const N: usize> Element for [T; N] {
             ))
             .into());
         }
-        let mut items = bytes.chunks_exact(T::PACKED_SIZE).map(T::read_le);
-        let mut err = None;
-        let arr: [Option<T>; N] = std::array::from_fn(|_| match items.next()? {
-            Ok(v) => Some(v),
-            Err(e) => {
-                err.get_or_insert(e);
-                None
+        // Items go straight into their slots: this is the inner loop of reading records.
+        let mut items: [MaybeUninit<T>; N] = [const { MaybeUninit::uninit() }; N];
+        for (i, chunk) in bytes.chunks_exact(T::PACKED_SIZE).enumerate() {
+            match T::read_le(chunk) {
+                Ok(v) => {
+                    items[i].write(v);
+                }
+                Err(e) => {
+                    for item in &mut items[..i] {
+                        // SAFETY: the items before `i` were written by earlier iterations.
+                        unsafe { item.assume_init_drop() };
+                    }
+                    return Err(e);
+                }
             }
-        });
-        match err {
-            Some(e) => Err(e),
-            // The length check above gives every slot an item, and no item failed.
-            None => Ok(arr.map(|v| v.expect("one item per slot"))),
         }
+        // SAFETY: the length check above makes exactly N chunks, and each wrote its item;
+        // `[MaybeUninit<T>; N]` has the layout of `[T; N]` and drops nothing.
+        Ok(unsafe { items.as_ptr().cast::<[T; N]>().read() })
     }
 
     fn swap_bytes(bytes: &mut [u8]) {
@@ -503,6 +578,76 @@ impl<T: Element, const N: usize> Element for [T; N] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numpy_descr_json_round_trips_through_from_numpy_descr_json() {
+        let scalar = |eltype, elbyte| Layout::Scalar { eltype, elbyte };
+        let inner = Layout::Record {
+            name: String::new(),
+            fields: vec![
+                Field {
+                    name: "a".into(),
+                    offset: 0,
+                    layout: scalar(ElType::Int, 2),
+                },
+                Field {
+                    name: "b".into(),
+                    offset: 2,
+                    layout: scalar(ElType::Complex, 16),
+                },
+            ],
+        };
+        let grid = Layout::Array {
+            len: 2,
+            item: Box::new(Layout::Array {
+                len: 3,
+                item: Box::new(scalar(ElType::Float, 4)),
+            }),
+        };
+        let outer = Layout::Record {
+            name: String::new(),
+            fields: vec![
+                Field {
+                    name: "id".into(),
+                    offset: 0,
+                    layout: scalar(ElType::Uint, 8),
+                },
+                Field {
+                    name: "grid".into(),
+                    offset: 8,
+                    layout: grid.clone(),
+                },
+                Field {
+                    name: "inner".into(),
+                    offset: 32,
+                    layout: inner.clone(),
+                },
+                Field {
+                    name: "many".into(),
+                    offset: 50,
+                    layout: Layout::Array {
+                        len: 4,
+                        item: Box::new(inner.clone()),
+                    },
+                },
+            ],
+        };
+        for l in [scalar(ElType::Float, 8), grid, inner, outer] {
+            let json = l.numpy_descr_json();
+            assert_eq!(Layout::from_numpy_descr_json(&json).unwrap(), l, "{json}");
+        }
+        for bad in [
+            serde_json::json!("|V2"),
+            serde_json::json!(">f8"),
+            serde_json::json!([["a", ">i4"]]),
+            serde_json::json!([]),
+            serde_json::json!([["a"]]),
+            serde_json::json!([[["title", "a"], "<f4"]]),
+            serde_json::json!(3),
+        ] {
+            assert!(Layout::from_numpy_descr_json(&bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn array_pod_vec_has_the_requested_length() {

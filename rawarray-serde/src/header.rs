@@ -277,6 +277,29 @@ pub fn parse_numpy_dtype(descr: &str) -> Option<(ElType, u64, bool)> {
     })
 }
 
+/// A numpy shape as Python source: `(3,)`, `(2, 3)`, `()`. numpy's shape is the `.ra` dims
+/// reversed (the last dim of a `.ra` file is numpy's first axis).
+///
+/// ```
+/// use rawarray_serde::numpy_shape;
+/// assert_eq!(numpy_shape(&[12]), "(12,)");
+/// assert_eq!(numpy_shape(&[4, 3]), "(4, 3)");
+/// assert_eq!(numpy_shape(&[]), "()");
+/// ```
+pub fn numpy_shape(shape: &[u64]) -> String {
+    match shape {
+        [one] => format!("({one},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(u64::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
 /// Why [`numpy_dtype`] has no answer, in words, for messages and `ra info`.
 pub fn numpy_dtype_or_reason(eltype: ElType, elbyte: u64) -> String {
     match numpy_dtype(eltype, elbyte) {

@@ -32,6 +32,11 @@ const SNAPSHOT_TRIES: usize = 100;
 /// same time changes nothing it sees. The trailer is read once, at open. After open the reader
 /// touches no byte past the data end, so writers may cut or rewrite what follows.
 ///
+/// Like every memory map, this one assumes that nobody modifies the mapped bytes in place or
+/// truncates the file below them while it is open. This crate's writers never do (they only
+/// write after the data end, and replace files by renaming a new one over them); another program
+/// doing so could make the views change under you, or the process receive `SIGBUS`.
+///
 /// ```
 /// use std::borrow::Cow;
 /// use rawarray_serde::{RecordReader, RawArray};

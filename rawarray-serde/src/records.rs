@@ -1,55 +1,6 @@
-//! Appending records to a `.ra` file as a simulation runs, crash-safely, and repairing a file
-//! whose last flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
-//!
-//! A record file is an ordinary `.ra` array whose **last dim counts records** and grows: one
-//! record is one value of `T` (dims `[n]`, or `[3, n]` for `T = [f64; 3]`), or an n-d snapshot
-//! of values of `T` (dims `[nx, ny, n]` for an `[nx, ny]` field per step). Every reader of
-//! `size` bytes (numpy, Julia, C) reads it as it stands at any moment.
-//!
-//! # The file while it is written
-//!
-//! ```text
-//! header(n) | data: n records | trailer block | free space (a hole) | spare trailer block
-//!                              ^ the data end                        ^ the end of the file
-//! ```
-//!
-//! The [trailer](crate::Trailer) (parameters and schema) is kept twice: the *forward* copy at
-//! the data end, and a *spare* copy at the end of the file (the two coincide when there is no
-//! free space, as after [`RecordWriter::finish`]). Invariant: **the header is always valid and
-//! describes only synced records, and at every instant at least one of the two copies is
-//! valid** (the reader tries the end of the file, then the data end: both O(1)).
-//!
-//! [`RecordWriter::flush`] with pending records `R` and the block `B`:
-//!
-//! 1. if `data end + |R| + |B|` would reach the spare copy, a new spare copy is written further
-//!    out (leaving free space of 1/8 of the data, at least 64 KiB: a sparse hole on most file
-//!    systems), and synced. The forward copy is untouched meanwhile.
-//! 2. `R | B` is written at the data end in one `pwrite`, and synced. This clobbers only the
-//!    forward copy of the old header; the spare copy lies beyond it.
-//! 3. the header, with the new last dim and `size`, is written in one `pwrite` at offset 0, and
-//!    synced. A header is at most 512 bytes (58 dims), inside one page and one disk sector, so
-//!    no kill can tear it; if it is not written, the old header still describes complete data.
-//!
-//! A process killed anywhere leaves a file whose header describes the records of the last
-//! completed flush, or those of the flush under way if step 3 was reached. With
-//! [`Durability::NoFsync`] the syncs are skipped: a killed process loses nothing the kernel
-//! has (its page cache keeps the writes' order), but a power cut may.
-//!
-//! [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
-//! [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
-//! if needed, the forward copy written, then the rest cut off. Records a lost header update
-//! left after the data are dropped then; call [`recover`] first to keep them.
-//!
-//! # Recovery
-//!
-//! [`recover`] looks for the forward block of a flush whose header update was lost: at the
-//! data end and at each record boundary after it, a valid block whose `at` field is its own
-//! offset. Finding one `k` records on, it extends the header over those `k` records (they were
-//! synced before the block was written). The spare copy has `at = 0`, so a spare that happens to
-//! sit at a record boundary behind a torn flush is not taken for one. Without a forward block,
-//! the trailer (the spare) is written back at the data end and nothing is extended. A file with
-//! no trailer at all is extended over as many whole records as follow the data. The scan is
-//! fooled only by record data that itself holds a valid trailer block at a record boundary.
+//! Appending records to a `.ra` file as a simulation runs, crash-safely ([`RecordWriter`], whose
+//! docs describe the file layout and the order of writes), and repairing a file whose last
+//! flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
 
 use std::fs::{File, OpenOptions};
 use std::marker::PhantomData;
@@ -75,8 +26,11 @@ const MAX_HEADER_LEN: usize = 512;
 /// Least free space left before the spare trailer copy when it moves.
 const MIN_SLACK: u64 = 64 << 10;
 
-/// Pending record bytes at which the writer flushes by itself, unless told otherwise.
+/// Buffered record bytes at which the writer writes them out (uncommitted), unless told otherwise.
 const DEFAULT_BUFFER: usize = 8 << 20;
+
+/// Plain-old-data appends of at least this many bytes skip the buffer.
+const DIRECT_WRITE: usize = 64 << 10;
 
 /// What a completed [`RecordWriter::flush`] survives.
 ///
@@ -176,8 +130,9 @@ impl RecordOptions {
         self
     }
 
-    /// Pending bytes at which appending flushes by itself (default 8 MiB), so that memory
-    /// stays bounded however long the writer goes without [`RecordWriter::flush`].
+    /// Buffered bytes at which appending writes records out (default 8 MiB), still uncommitted
+    /// until [`RecordWriter::flush`], so that memory stays bounded however long the writer goes
+    /// without a flush.
     #[must_use]
     pub fn buffer_bytes(mut self, bytes: usize) -> RecordOptions {
         self.buffer_bytes = bytes.max(1);
@@ -207,9 +162,10 @@ impl RecordOptions {
         Ok(RecordWriter::new(file, header, shape, trailer, json, self))
     }
 
-    /// Opens a record file to append to it. Its element type, byte order and leading dims must
-    /// be `T`'s and these record dims, and its trailer schema (if any) `T`'s; otherwise the
-    /// error names what differs. The file is settled first (see the module docs).
+    /// Opens a record file to append to it. Its element type and leading dims must be `T`'s
+    /// and these record dims, and its trailer schema (if any) `T`'s; otherwise the error names
+    /// what differs. Its byte order is kept. The file is first left as [`RecordWriter::finish`]
+    /// leaves it (see [`RecordWriter`]).
     pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
         let header = Header::read_from(&mut &file)?;
@@ -296,25 +252,33 @@ impl RecordShape {
             }
             .into());
         }
-        let values = record_dims.iter().try_fold(1usize, |a, &d| {
-            usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
-        });
-        let values = values.ok_or(ErrorKind::TooLarge { bytes: u64::MAX })?;
+        // Validated dims fit in a u64 byte count, but a usize may be narrower.
+        let sizes = record_dims
+            .iter()
+            .try_fold(1usize, |a, &d| {
+                usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
+            })
+            .and_then(|values| Some((values, values.checked_mul(T::PACKED_SIZE)?)));
+        let (values, bytes) = sizes.ok_or(ErrorKind::DataLenOverflow {
+            elbyte: T::PACKED_SIZE as u64,
+            dims: record_dims.to_vec(),
+        })?;
         Ok(RecordShape {
             dims: record_dims.to_vec(),
             values,
-            bytes: values as u64 * T::PACKED_SIZE as u64,
+            bytes: bytes as u64,
         })
     }
 }
 
-/// Appends records to a `.ra` file crash-safely: see the [module docs](self) for the layout
-/// and the order of writes.
+/// Appends records to a `.ra` file crash-safely: a crash loses at most the records appended
+/// since the last [`RecordWriter::flush`], and leaves a file every reader reads.
 ///
-/// Appended records are packed into a reused buffer (one copy for plain-old-data elements) and
-/// written by [`RecordWriter::flush`] in one `pwrite`, followed by one `pwrite` of the header.
-/// A crash loses at most the records since the last flush. Dropping the writer finishes it,
-/// ignoring errors; call [`RecordWriter::finish`] to see them.
+/// A record file is an ordinary `.ra` array whose **last dim counts records** and grows: one
+/// record is one value of `T` (dims `[n]`, or `[3, n]` for `T = [f64; 3]`), or an n-d snapshot
+/// of values of `T` (dims `[nx, ny, n]` for an `[nx, ny]` field per step). Every reader of
+/// `size` bytes (numpy, Julia, C) reads it as it stands at any moment. Dropping the writer
+/// finishes it, ignoring errors; call [`RecordWriter::finish`] to see them.
 ///
 /// ```
 /// use rawarray_serde::{RecordReader, RecordWriter, RawArray};
@@ -336,6 +300,43 @@ impl RecordShape {
 /// let r = RecordReader::<[f64; 3]>::open(&path).unwrap();
 /// assert_eq!(r.get(10).unwrap()[0][2], 1.0);
 /// ```
+///
+/// # The file while it is written
+///
+/// ```text
+/// header(n) | data: n records | trailer block | free space (a hole) | spare trailer block
+///                              ^ the data end                        ^ the end of the file
+/// ```
+///
+/// The [trailer](crate::Trailer) (parameters and schema) is kept twice: the *forward* copy at
+/// the data end, and a *spare* copy at the end of the file (the two coincide when there is no
+/// free space, as after [`RecordWriter::finish`]). Invariant: **the header is always valid and
+/// describes only synced records, and at every instant at least one of the two copies is
+/// valid** (the reader tries the end of the file, then the data end: both O(1)).
+///
+/// Appended records `R` go after the data end, uncommitted: packed into a reused buffer (one
+/// copy for plain-old-data elements), or for plain-old-data slices of 64 KiB or more written
+/// straight from the caller's memory. [`RecordWriter::flush`] commits them, with `B` the block:
+///
+/// 1. whenever bytes are about to be written that, with a block after them, would reach the
+///    spare copy, a new spare copy is first written further out (leaving free space of 1/8 of
+///    the data, at least 64 KiB: a sparse hole on most file systems), and synced.
+/// 2. the records still in the buffer, then `B`, are written after the records already written,
+///    in one `pwrite`, and synced. Record writes clobber only the forward copy of the old
+///    header; the spare copy lies beyond them.
+/// 3. the header, with the new last dim and `size`, is written in one `pwrite` at offset 0, and
+///    synced. A header is at most 512 bytes (58 dims), inside one page and one disk sector, so
+///    no kill can tear it; if it is not written, the old header still describes complete data.
+///
+/// A process killed anywhere leaves a file whose header describes the records of the last
+/// completed flush, or those of the flush under way if step 3 was reached. With
+/// [`Durability::NoFsync`] the syncs are skipped: a killed process loses nothing the kernel
+/// has (its page cache keeps the writes' order), but a power cut may.
+///
+/// [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
+/// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
+/// if needed, the forward copy written, then the rest cut off. Records a lost header update
+/// left after the data are dropped then; call [`recover`] first to keep them.
 #[derive(Debug)]
 pub struct RecordWriter<T: Element> {
     file: File,
@@ -348,8 +349,11 @@ pub struct RecordWriter<T: Element> {
     json: Vec<u8>,
     /// Offset of the spare trailer copy; equal to the data end when the two copies coincide.
     spare_at: u64,
-    /// Packed records not yet flushed (the block is appended to them while flushing).
+    /// Bytes of records already written after the data end, not yet committed.
+    ahead: u64,
+    /// Packed records not yet written (the block is appended to them while flushing).
     pending: Vec<u8>,
+    /// Records not yet committed: those written ahead and those pending.
     pending_records: u64,
     durability: Durability,
     buffer_bytes: usize,
@@ -385,6 +389,7 @@ impl<T: Element> RecordWriter<T> {
             shape,
             trailer,
             json,
+            ahead: 0,
             pending: Vec::new(),
             pending_records: 0,
             durability: opts.durability,
@@ -400,6 +405,11 @@ impl<T: Element> RecordWriter<T> {
     }
 
     /// Appends whole records: `values.len()` must be a multiple of the values per record.
+    ///
+    /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
+    /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
+    /// packed into the buffer, which is written out (still uncommitted) when it holds
+    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
     pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
         let per = self.shape.values;
         if per == 0 || !values.len().is_multiple_of(per) {
@@ -409,12 +419,20 @@ impl<T: Element> RecordWriter<T> {
                 self.shape.dims
             )));
         }
+        if !self.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
+                self.write_pending()?;
+                self.write_ahead(bytes)?;
+                self.pending_records += (values.len() / per) as u64;
+                return Ok(());
+            }
+        }
         let chunk = (self.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
         for part in values.chunks(chunk) {
             self.pack(part);
             self.pending_records += (part.len() / per) as u64;
             if self.pending.len() >= self.buffer_bytes {
-                self.flush()?;
+                self.write_pending()?;
             }
         }
         Ok(())
@@ -447,30 +465,63 @@ impl<T: Element> RecordWriter<T> {
         data::pack_into(values, self.big_endian, &mut self.pending[start..]);
     }
 
-    /// Writes the pending records and commits them: when it returns, the header on disk covers
-    /// every record appended so far (synced, with [`Durability::Fsync`]). On an error the file
-    /// still holds the records of the last successful flush, and flushing can be retried.
+    /// Writes the buffer after the records already written ahead, uncommitted.
+    fn write_pending(&mut self) -> Result<()> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let written = self.write_ahead(&pending);
+        self.pending = pending;
+        written?;
+        self.pending.clear();
+        Ok(())
+    }
+
+    /// Writes record bytes after those already written ahead, uncommitted (they replace the
+    /// forward trailer copy; the spare copy stays valid beyond them).
+    fn write_ahead(&mut self, bytes: &[u8]) -> Result<()> {
+        let at = self.data_end() + self.ahead;
+        self.reserve(at + bytes.len() as u64)?;
+        write_all_at(&self.file, bytes, at)?;
+        self.ahead += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Keeps the bytes up to `end`, and a trailer block after them, clear of the spare copy:
+    /// if they would reach it, a new spare copy is written (and synced) further out, leaving
+    /// free space of 1/8 of the data, at least 64 KiB.
+    fn reserve(&mut self, end: u64) -> Result<()> {
+        let block = block_len(self.json.len()) as u64;
+        if end + block <= self.spare_at {
+            return Ok(());
+        }
+        let data_len = end - self.header.encoded_len() as u64;
+        let spare = (end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
+        let mut bytes = Vec::with_capacity(block as usize);
+        encode_block_into(&self.json, 0, &mut bytes);
+        write_all_at(&self.file, &bytes, spare)?;
+        self.sync()?;
+        self.spare_at = spare;
+        Ok(())
+    }
+
+    /// Commits the records appended so far: writes the buffer and the trailer block after them
+    /// in one `pwrite`, syncs, then rewrites the header in one `pwrite` and syncs (with
+    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+    /// On an error the file still holds the records of the last successful flush, and flushing
+    /// can be retried.
     pub fn flush(&mut self) -> Result<()> {
         if self.pending_records == 0 {
             return Ok(());
         }
-        let end = self.data_end();
-        let data_bytes = self.pending.len() as u64;
-        let new_end = end + data_bytes;
-        let block = block_len(self.json.len()) as u64;
-        if new_end + block > self.spare_at {
-            // Move the spare copy out of the way first, leaving room for more flushes.
-            let data_len = new_end - self.header.encoded_len() as u64;
-            let spare = (new_end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
-            let mut bytes = Vec::with_capacity(block as usize);
-            encode_block_into(&self.json, 0, &mut bytes);
-            write_all_at(&self.file, &bytes, spare)?;
-            self.sync()?;
-            self.spare_at = spare;
-        }
+        let at = self.data_end() + self.ahead;
+        let buffered = self.pending.len();
+        let new_end = at + buffered as u64;
+        self.reserve(new_end)?;
         encode_block_into(&self.json, new_end, &mut self.pending);
-        let written = write_all_at(&self.file, &self.pending, end);
-        self.pending.truncate(data_bytes as usize);
+        let written = write_all_at(&self.file, &self.pending, at);
+        self.pending.truncate(buffered);
         written?;
         self.sync()?;
         let mut header = self.header.clone();
@@ -478,10 +529,11 @@ impl<T: Element> RecordWriter<T> {
             .dims
             .last_mut()
             .expect("record files have a last dim") += self.pending_records;
-        header.size += data_bytes;
+        header.size += self.ahead + buffered as u64;
         write_all_at(&self.file, &header.encode(), 0)?;
         self.sync()?;
         self.header = header;
+        self.ahead = 0;
         self.pending.clear();
         self.pending_records = 0;
         Ok(())
@@ -615,14 +667,24 @@ pub struct Recovery {
 }
 
 /// Repairs a record file after a crash: extends the header over the complete records that
-/// follow it and leaves the file as [`RecordWriter::finish`] would. See the
-/// [module docs](self#recovery) for how complete records are told from torn ones.
+/// follow it and leaves the file as [`RecordWriter::finish`] would.
 ///
-/// Works on any uncompressed `.ra` file whose last dim counts records; a file with no trailer
-/// is extended over as many whole records as follow its data.
+/// It looks for the forward trailer block of a flush whose header update was lost (see
+/// [`RecordWriter`] for the layout): at the data end and at each record boundary after it, a
+/// valid block whose `at` field is its own offset ([`Trailer`] describes the block). Finding one
+/// `k` records on, it extends the header over those `k` records, which were written (and synced)
+/// before the block. The spare copy has `at = 0`, so a spare that happens to sit on a record
+/// boundary behind a torn flush is never taken for the end of complete records. Without a
+/// forward block, the last flush was torn: the trailer is written back at the data end and
+/// nothing is extended. A file with no trailer at all (not written by [`RecordWriter`]) is
+/// extended over as many whole records as follow its data. A damaged trailer and no good copy
+/// is an error, and nothing is written. The scan can only be fooled by record data that itself
+/// holds a valid forward trailer block on a record boundary.
+///
+/// Works on any uncompressed `.ra` file whose last dim counts records.
 ///
 /// ```
-/// use rawarray_serde::{recover, DynArray, RawArray};
+/// use rawarray_serde::{recover, RawArray};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("log.ra");
 /// // A header for 2 values, followed by 3 whole u32 values and a torn one.

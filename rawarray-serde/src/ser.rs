@@ -7,6 +7,11 @@
 //! of another shape (a ragged sequence, a `Vec` field of another length) is an error naming
 //! its index or field.
 //!
+//! The check is cheap: each later element folds its steps into a 64-bit signature, compared
+//! with the first element's signature and byte count once the element is complete. Only an
+//! element that differs is serialized a second time, step by step against the first one's,
+//! to say precisely where it differs.
+//!
 //! `num_complex::Complex<f32>` and `[f32; 2]` both serialize as a 2-tuple; serde's data model
 //! cannot tell them apart. They differ in one way the serializer can see: `Complex` serializes
 //! the tuple `(&re, &im)`, so its elements arrive as `&f32` (or `&f64`, `&f16`), while arrays
@@ -126,8 +131,48 @@ fn agrees(plan: Ev, got: Ev) -> bool {
 enum Mode {
     /// Recording the first element's steps.
     Record,
-    /// Checking later elements against the plan.
+    /// Folding later elements' steps into a signature.
     Stream,
+    /// Replaying an element whose signature differed, step by step against the plan.
+    Check,
+}
+
+/// The signature before any step.
+const SIG_SEED: u64 = 0x243f_6a88_85a3_08d3;
+
+/// Folds one step's code into a signature (FxHash's mix).
+#[inline(always)]
+fn mix(sig: u64, code: u64) -> u64 {
+    (sig.rotate_left(5) ^ code).wrapping_mul(0x517c_c1b7_2722_0a95)
+}
+
+/// A step's code in the signature. Sequence length hints are left out (an iterator may not
+/// give one); the lengths show in the number of steps.
+fn code(ev: Ev) -> u64 {
+    match ev {
+        Ev::Scalars(k, _) => scalar_code(k),
+        Ev::Bytes(n) => (2 << 40) | n as u64,
+        Ev::Embedded(n) => (3 << 40) | n as u64,
+        Ev::SeqStart(_) => 4 << 40,
+        Ev::TupleStart(n) => (5 << 40) | n as u64,
+        Ev::SeqEnd => 6 << 40,
+        Ev::StructStart(_) => 7 << 40,
+        Ev::Field(_) => 8 << 40,
+        Ev::StructEnd => 9 << 40,
+    }
+}
+
+#[inline(always)]
+fn scalar_code(k: Scalar) -> u64 {
+    1 + k as u64
+}
+
+/// The signature of a recorded element, as [`Mode::Stream`] computes it step by step.
+fn signature(events: &[Ev]) -> u64 {
+    events.iter().fold(SIG_SEED, |sig, &ev| match ev {
+        Ev::Scalars(k, run) => (0..run).fold(sig, |s, _| mix(s, scalar_code(k))),
+        ev => mix(sig, code(ev)),
+    })
 }
 
 /// The outermost sequence, whose items are the elements.
@@ -163,8 +208,11 @@ pub struct Serializer<W> {
     header_written: bool,
     /// Set while a half of a complex number is serialized: its bytes go out without a step.
     half: Option<Scalar>,
-    /// When every element is one scalar of this type, the plan check is one comparison.
-    only: Option<Scalar>,
+    /// The signature of the element being written, and the first element's.
+    sig: u64,
+    plan_sig: u64,
+    /// Bytes of one element.
+    item_bytes: usize,
 }
 
 impl<W: Write> Serializer<W> {
@@ -181,7 +229,9 @@ impl<W: Write> Serializer<W> {
             top: None,
             header_written: false,
             half: None,
-            only: None,
+            sig: SIG_SEED,
+            plan_sig: SIG_SEED,
+            item_bytes: 0,
         }
     }
 
@@ -215,6 +265,8 @@ impl<W: Write> Serializer<W> {
 
     /// The top-level sequence's first item is complete: decide dims and element type, write
     /// the header if the item count is known, and follow the plan from now on.
+    #[cold]
+    #[inline(never)]
     fn first_item_done(&mut self) -> Result<()> {
         let shape = classify(&self.events)?;
         let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
@@ -230,20 +282,28 @@ impl<W: Write> Serializer<W> {
             self.header_written = true;
         }
         self.mode = Mode::Stream;
-        if let [Ev::Scalars(k, 1)] = self.events[..] {
-            self.only = Some(k);
-        }
+        self.plan_sig = signature(&self.events);
+        self.sig = SIG_SEED;
+        self.item_bytes = self.buf.len();
         self.items = 1;
         self.pos = 0;
         self.sub = 0;
         self.flush_if_full()
     }
 
+    #[inline(always)]
     fn flush_if_full(&mut self) -> Result<()> {
         if self.header_written && self.buf.len() >= FLUSH_AT {
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
+            return self.flush();
         }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn flush(&mut self) -> Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
         Ok(())
     }
 
@@ -251,14 +311,9 @@ impl<W: Write> Serializer<W> {
     #[inline]
     fn scalar(&mut self, kind: Scalar, bytes: &[u8]) -> Result<()> {
         self.buf.extend_from_slice(bytes);
-        if self.only == Some(kind) && self.half.is_none() {
-            // Each element is one scalar: this one completes an element.
-            self.items += 1;
-            return if self.buf.len() >= FLUSH_AT {
-                self.flush_if_full()
-            } else {
-                Ok(())
-            };
+        if self.mode == Mode::Stream && self.half.is_none() {
+            self.sig = mix(self.sig, scalar_code(kind));
+            return Ok(());
         }
         if let Some(expected) = self.half {
             if expected != kind {
@@ -279,7 +334,11 @@ impl<W: Write> Serializer<W> {
                 }
                 Ok(())
             }
-            Mode::Stream => match self.events.get(self.pos) {
+            Mode::Stream => {
+                self.sig = mix(self.sig, scalar_code(kind));
+                Ok(())
+            }
+            Mode::Check => match self.events.get(self.pos) {
                 Some(&Ev::Scalars(k, run)) if k == kind => {
                     self.sub += 1;
                     if self.sub == run {
@@ -294,31 +353,70 @@ impl<W: Write> Serializer<W> {
     }
 
     /// Notes a structural step.
+    #[inline]
     fn step(&mut self, ev: Ev) -> Result<()> {
         match self.mode {
             Mode::Record => {
                 self.events.push(ev);
                 Ok(())
             }
-            Mode::Stream => match self.events.get(self.pos) {
+            Mode::Stream => {
+                self.sig = mix(self.sig, code(ev));
+                Ok(())
+            }
+            Mode::Check => match self.events.get(self.pos) {
                 Some(&plan) if self.sub == 0 && agrees(plan, ev) => self.advance(),
                 _ => Err(self.mismatch(ev)),
             },
         }
     }
 
-    #[inline]
     fn advance(&mut self) -> Result<()> {
         self.pos += 1;
         if self.pos == self.events.len() {
+            // The replayed element followed the plan after all (a signature collision cannot
+            // make a good element fail; this is only reached for elements that differ in a
+            // way the plan's steps do not show, such as a different struct).
             self.pos = 0;
-            self.items += 1;
-            self.flush_if_full()?;
         }
         Ok(())
     }
 
+    /// An element of the top-level sequence is complete: check it against the first one.
+    #[inline]
+    fn item_done<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Result<()> {
+        let sig = std::mem::replace(&mut self.sig, SIG_SEED);
+        if sig != self.plan_sig || self.buf.len() - start != self.item_bytes {
+            return Err(self.diagnose(start, value));
+        }
+        self.items += 1;
+        self.flush_if_full()
+    }
+
+    /// Serializes an element that differs from the first one again, step by step against
+    /// the plan, for an error that says where.
+    #[cold]
+    #[inline(never)]
+    fn diagnose<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Error {
+        let bytes = self.buf.len() - start;
+        self.buf.truncate(start);
+        self.mode = Mode::Check;
+        self.pos = 0;
+        self.sub = 0;
+        let replay = value.serialize(&mut *self);
+        self.mode = Mode::Stream;
+        match replay {
+            Err(e) => e,
+            Ok(()) => Error::msg(format!(
+                "element [{}] has {bytes} bytes of another layout than element 0 ({} bytes)",
+                self.items, self.item_bytes
+            )),
+        }
+    }
+
     /// The error for a step of a later element that does not follow the first element.
+    #[cold]
+    #[inline(never)]
     fn mismatch(&self, got: Ev) -> Error {
         let expected = self.events.get(self.pos).copied();
         let path = self.index_path();
@@ -659,8 +757,7 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
 
     fn serialize_bytes(self, v: &[u8]) -> Result<()> {
         self.buf.extend_from_slice(v);
-        self.step(Ev::Bytes(v.len()))?;
-        self.flush_if_full()
+        self.step(Ev::Bytes(v.len()))
     }
 
     fn serialize_none(self) -> Result<()> {
@@ -704,8 +801,7 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
                 let start = self.buf.len();
                 value.serialize(BytesCapture(&mut self.buf))?;
                 let len = self.buf.len() - start;
-                self.step(Ev::Embedded(len))?;
-                self.flush_if_full()
+                self.step(Ev::Embedded(len))
             }
             _ => value.serialize(self),
         }
@@ -843,11 +939,13 @@ impl<'a, W: Write> Compound<'a, W> {
     fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
         match &mut self.kind {
             Kind::Top => {
+                let start = self.ser.buf.len();
                 value.serialize(&mut *self.ser)?;
                 if self.ser.mode == Mode::Record {
-                    self.ser.first_item_done()?;
+                    self.ser.first_item_done()
+                } else {
+                    self.ser.item_done(start, value)
                 }
-                Ok(())
             }
             Kind::Seq | Kind::Record => value.serialize(&mut *self.ser),
             Kind::Tuple {

@@ -1,34 +1,6 @@
 //! The metadata trailer: parameters, units and provenance stored with the data, and the record
-//! schema, in the bytes after the data section that readers of `size` bytes never look at.
-//!
-//! # The block
-//!
-//! The trailer is one JSON document framed so that it can be found from either end, in O(1):
-//! forward at the data end (`header length + size`), and backward from the end of the file.
-//!
-//! | bytes | field | meaning |
-//! |---|---|---|
-//! | 8 | tag | [`TRAILER_TAG`], `b"RATRAILR"` |
-//! | 8 | len | bytes of JSON, `u64` |
-//! | 8 | at | the block's own file offset when it sits at the data end; 0 for the spare copy at the end of the file |
-//! | 4 | crc | CRC-32 (IEEE, as `zlib.crc32`) of `len`, `at` (16 bytes) then the JSON |
-//! | len | JSON | `{"version":1,"params":...,"schema":...,"numpy_descr":...}` |
-//! | 4 | crc | the same CRC |
-//! | 8 | at | the same `at` |
-//! | 8 | len | the same `len` |
-//! | 8 | tag | [`TRAILER_TAG`] |
-//!
-//! A block is [`TRAILER_FRAME`] bytes before and after its JSON. Both frames must agree and the
-//! CRC must match, so a block half overwritten by a crash is recognised as damaged, never read.
-//!
-//! `at` tells a copy written at the data end (the *forward* copy) from the spare copy the record
-//! writer keeps at the end of the file: [`recover`](crate::recover) extends a header only over a
-//! forward block whose `at` is its own offset, so a spare copy that happens to sit at a record
-//! boundary after a torn flush is never mistaken for the end of complete records.
-//!
-//! numpy needs no Rust to read it: the last 28 bytes give `len`, the JSON precedes them, and
-//! `numpy_descr` becomes the record dtype once its lists are made tuples (see
-//! `tests/python/read_simulation.py`).
+//! schema, in the bytes after the data section that readers of `size` bytes never look at. The
+//! block's layout is documented on [`Trailer`].
 
 use std::fs::File;
 use std::io;
@@ -67,6 +39,35 @@ const MAX_JSON: u64 = 64 << 20;
 /// assert_eq!(t.params["dt"], 0.01);
 /// assert_eq!(t.numpy_descr, Some(serde_json::json!(["<f8", [3]])));
 /// ```
+///
+/// # The block on disk
+///
+/// The trailer is one JSON document framed so that it can be found from either end, in O(1):
+/// forward at the data end (`header length + size`), and backward from the end of the file.
+///
+/// | bytes | field | meaning |
+/// |---|---|---|
+/// | 8 | tag | [`TRAILER_TAG`], `b"RATRAILR"` |
+/// | 8 | len | bytes of JSON, `u64` |
+/// | 8 | at | the block's own file offset when it sits at the data end; 0 for the spare copy at the end of the file |
+/// | 4 | crc | CRC-32 (IEEE, as `zlib.crc32`) of `len`, `at` (16 bytes) then the JSON |
+/// | len | JSON | `{"version":1,"params":...,"schema":...,"numpy_descr":...}` |
+/// | 4 | crc | the same CRC |
+/// | 8 | at | the same `at` |
+/// | 8 | len | the same `len` |
+/// | 8 | tag | [`TRAILER_TAG`] |
+///
+/// A block is [`TRAILER_FRAME`] bytes before and after its JSON. Both frames must agree and the
+/// CRC must match, so a block half overwritten by a crash is recognised as damaged, never read.
+///
+/// `at` tells a copy written at the data end (the *forward* copy) from the spare copy the record
+/// writer keeps at the end of the file: [`recover`](crate::recover) extends a header only over a
+/// forward block whose `at` is its own offset, so a spare copy that happens to sit at a record
+/// boundary after a torn flush is never mistaken for the end of complete records.
+///
+/// numpy needs no Rust to read it: the last 28 bytes give `len`, the JSON precedes them, and
+/// `numpy_descr` becomes the record dtype once its lists are made tuples (see
+/// `tests/python/read_simulation.py`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trailer {
     /// The trailer format version, [`Trailer::VERSION`].
@@ -426,6 +427,22 @@ mod tests {
         bytes[first - 40] ^= 1;
         let err = Trailer::from_trailing_bytes(&bytes).unwrap_err();
         assert!(err.to_string().contains("CRC mismatch"), "{err}");
+    }
+
+    #[test]
+    fn float_params_read_back_bit_for_bit() {
+        let xs = [
+            0.1 + 0.2,
+            1e-3,
+            0.483_129_757_543_646_84,
+            f64::MIN_POSITIVE,
+            1.0 / 3.0,
+        ];
+        let block = Trailer::new(xs).unwrap().encode_block(0);
+        let back = Trailer::from_trailing_bytes(&block).unwrap().unwrap();
+        let back: Vec<f64> = back.params_as().unwrap();
+        let bits: Vec<u64> = back.iter().map(|x| x.to_bits()).collect();
+        assert_eq!(bits, xs.map(f64::to_bits));
     }
 
     #[test]

@@ -1,0 +1,33 @@
+//! `ra recover FILE`: the record writer's crash repair ([`rawarray_serde::recover`]), in place.
+
+use std::io::Write;
+use std::path::Path;
+
+use crate::fail::{At, Failure, Result};
+
+/// Repairs `path` and says what changed.
+pub fn run(path: &Path, out: &mut dyn Write) -> Result<()> {
+    let r = rawarray_serde::recover(path).at(path)?;
+    let records = |n: u64| format!("{n} record{}", if n == 1 { "" } else { "s" });
+    let change = if r.records_after == r.records_before {
+        format!("{} (unchanged)", records(r.records_after))
+    } else {
+        format!(
+            "{} -> {}",
+            records(r.records_before),
+            records(r.records_after)
+        )
+    };
+    writeln!(
+        out,
+        "{}: {change}; {}; {} bytes removed",
+        path.display(),
+        if r.trailer {
+            "trailer kept"
+        } else {
+            "no trailer"
+        },
+        r.bytes_removed
+    )
+    .map_err(Failure::stdout)
+}
