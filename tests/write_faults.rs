@@ -120,6 +120,7 @@ fn every_writer_reports_a_full_disk_at_every_byte() {
         |w| to_writer(w, "hello"),
     );
     assert!(runs > 500, "{runs}");
+    println!("{runs} writes into a disk that fills after k bytes");
 }
 
 /// The files in a folder, sorted.
