@@ -235,7 +235,19 @@ fn huge_claims_in_a_small_input_do_not_allocate() {
         "truncated"
     );
 
+    // More dims than any reader needs: refused before they are read (MAX_NDIMS).
     let mut claims_dims = file(&[MAGIC, 0, 3, 4, 4, 1 << 40], &[]);
+    claims_dims.resize(100, 1);
+    assert_all!(
+        claims_dims,
+        ErrorKind::TooManyDims {
+            ndims: 0x100_0000_0000,
+            max: 1024
+        },
+        "ndims is 1099511627776: at most 1024 dims"
+    );
+    // Within the limit, dims past the end are a truncated header.
+    let mut claims_dims = file(&[MAGIC, 0, 3, 4, 4, 1024], &[]);
     claims_dims.resize(100, 1);
     assert_all!(
         claims_dims,
@@ -245,7 +257,7 @@ fn huge_claims_in_a_small_input_do_not_allocate() {
     let e = Header::decode(&claims_dims).unwrap_err();
     assert!(
         e.to_string()
-            .contains(&format!("expected {} header bytes", 48u64 + (8u64 << 40))),
+            .contains(&format!("expected {} header bytes", 48 + 8 * 1024)),
         "{e}"
     );
 }

@@ -110,7 +110,10 @@ impl RaSource {
         };
         self.data_file()?;
         let mut reader = (&self.file).take(total);
-        let mut buf = vec![0u8; (CHUNK / elbyte).max(1) * elbyte];
+        // Whole elements, and never more than there is to read: a user-defined element may
+        // claim a huge elbyte in a file whose dims hold a 0 (and so no data at all).
+        let per = ((CHUNK / elbyte).max(1) * elbyte) as u64;
+        let mut buf = vec![0u8; per.min(total) as usize];
         let mut left = total;
         while left > 0 {
             let want = (buf.len() as u64).min(left) as usize;
@@ -134,5 +137,31 @@ impl RaSource {
             Ok(())
         })?;
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Found by running `ra cat` over the fuzz corpus: a user-defined element of 2^56 bytes in a
+    /// file with a 0 dim (so no data) made `for_each_chunk` allocate one element's buffer, and
+    /// abort.
+    #[test]
+    fn a_huge_elbyte_without_data_allocates_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.ra");
+        let words: [u64; 8] = [u64::from_le_bytes(*b"rawarray"), 0, 0, 1 << 56, 0, 2, 0, 5];
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        std::fs::write(&path, bytes).unwrap();
+        let mut src = RaSource::open(&path).unwrap();
+        let mut calls = 0;
+        src.for_each_chunk(None, &Progress::hidden(), |_| {
+            calls += 1;
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(calls, 0);
+        assert!(src.read_all().unwrap().is_empty());
     }
 }

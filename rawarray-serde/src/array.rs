@@ -2,13 +2,14 @@
 
 use std::borrow::Cow;
 use std::fs::File;
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::atomic::write_atomic;
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::stable_header;
 use crate::header::{ElType, Flags, Header};
 use crate::trailer::Trailer;
 
@@ -222,7 +223,9 @@ impl<T: Element> RawArray<T> {
     /// Reads an array from a file. Its length is checked against the header before anything
     /// is allocated, and the data is read with one `read_exact` into the final buffer.
     pub fn read_file(path: impl AsRef<Path>) -> Result<RawArray<T>> {
-        let (mut file, header, available) = open_file(path.as_ref())?;
+        // The element type is checked before the length, as `from_bytes` and `read_from` do,
+        // so that one file gives one error whichever way it is read.
+        let (mut file, header, available) = open_file(path.as_ref(), element_dims::<T>)?;
         Self::read_data(&mut file, header, Some(available))
     }
 
@@ -356,11 +359,20 @@ fn data_section<'a>(bytes: &'a [u8], header: &Header) -> Result<&'a [u8]> {
 }
 
 /// Opens a file and reads its header; returns the file at the first data byte and the
-/// number of bytes after the header, checked to hold the data section.
-fn open_file(path: &Path) -> Result<(File, Header, u64)> {
+/// number of bytes after the header, checked (after `check`) to hold the data section.
+fn open_file<C>(
+    path: &Path,
+    check: impl FnOnce(&Header) -> Result<C>,
+) -> Result<(File, Header, u64)> {
     let mut file = File::open(path)?;
+    // Read whole and untorn, as a record writer may be appending to the file.
+    let header = stable_header(&file)?;
+    file.seek(SeekFrom::Start(header.encoded_len() as u64))?;
+    check(&header)?;
+    // The length after the header: a record writer appending to the file writes the data
+    // before the header that counts it, so a length taken first could be shorter than the
+    // data the header then describes.
     let len = file.metadata()?.len();
-    let header = Header::read_from(&mut file)?;
     header.check_input_len(len)?;
     let available = len - header.encoded_len() as u64;
     Ok((file, header, available))
@@ -514,7 +526,7 @@ impl DynArray {
 
     /// Reads a file.
     pub fn read_file(path: impl AsRef<Path>) -> Result<DynArray> {
-        let (mut file, header, available) = open_file(path.as_ref())?;
+        let (mut file, header, available) = open_file(path.as_ref(), |_| Ok(()))?;
         let section = data::read_bytes(&mut file, header.size, Some(available))?;
         let mut trailer = Vec::with_capacity(data::to_usize(available - header.size)?);
         file.read_to_end(&mut trailer)?;

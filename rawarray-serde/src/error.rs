@@ -85,6 +85,14 @@ pub enum ErrorKind {
         /// product(dims) x elbyte.
         plain: u64,
     },
+    /// The header claims more dims than [`MAX_NDIMS`](crate::MAX_NDIMS).
+    #[error("ndims is {ndims}: at most {max} dims are read")]
+    TooManyDims {
+        /// The ndims field.
+        ndims: u64,
+        /// The limit.
+        max: u64,
+    },
     /// The input ends inside the header.
     #[error("truncated header: expected {needed} header bytes, found {found}")]
     HeaderTruncated {

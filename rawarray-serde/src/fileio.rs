@@ -1,8 +1,11 @@
 //! Positioned reads and writes (`pread`/`pwrite`), which leave no shared cursor behind: the
-//! record writer and the trailer probes address the file by offset only.
+//! record writer and the trailer probes address the file by offset only; and the header of a
+//! file being appended to, read so that it is never torn.
 
 use std::fs::File;
 use std::io;
+
+use crate::header::{le_u64, Header, FIXED_HEADER_LEN, MAX_NDIMS};
 
 /// Reads exactly `buf.len()` bytes at `offset`.
 pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -50,4 +53,44 @@ pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<(
         }
         Ok(())
     }
+}
+
+/// Times a header that changes under the reader is read again before settling for the last.
+const HEADER_TRIES: usize = 100;
+
+/// The header of a file that a [`RecordWriter`](crate::RecordWriter) may be appending to: its
+/// bytes are read (in one positioned read) until two reads agree, then decoded. A writer updates
+/// the header with one `pwrite`; a reader taking the fixed part and the dims in two reads, or
+/// racing the copy into the page cache, could otherwise join an old `size` to new dims.
+///
+/// At most `48 + 8 x MAX_NDIMS` bytes are read, and a header cut short by the end of the file is
+/// decoded from what is there, so the errors are those of [`Header::decode`] on the same bytes.
+pub(crate) fn stable_header(file: &File) -> crate::Result<Header> {
+    let mut bytes = header_bytes(file)?;
+    for _ in 0..HEADER_TRIES {
+        let again = header_bytes(file)?;
+        if again == bytes {
+            break;
+        }
+        bytes = again;
+        std::thread::yield_now();
+    }
+    Header::decode(&bytes)
+}
+
+/// The header's bytes: the fixed part, then its dims, as far as the file goes.
+fn header_bytes(file: &File) -> io::Result<Vec<u8>> {
+    let len = file.metadata()?.len();
+    let mut bytes = vec![0u8; FIXED_HEADER_LEN.min(len as usize)];
+    read_exact_at(file, &mut bytes, 0)?;
+    if bytes.len() == FIXED_HEADER_LEN {
+        let ndims = le_u64(&bytes[40..48]);
+        // More dims than a header may have are refused by `Header::decode` from the fixed part.
+        if ndims <= MAX_NDIMS {
+            let total = (FIXED_HEADER_LEN as u64 + 8 * ndims).min(len);
+            bytes.resize(total as usize, 0);
+            read_exact_at(file, &mut bytes, 0)?;
+        }
+    }
+    Ok(bytes)
 }

@@ -23,6 +23,11 @@ pub const MAGIC: u64 = u64::from_le_bytes(*b"rawarray");
 /// Bytes of the fixed part of the header (magic .. ndims), before the dims.
 pub const FIXED_HEADER_LEN: usize = 48;
 
+/// The most dims a header may have. The format sets no limit, but no reader needs more (numpy
+/// allows 64), and the bound keeps every copy of a hostile header's dims, in a value or an
+/// error message, within 8 KiB: a 1 MB header of 2^17 dims is refused before its dims are read.
+pub const MAX_NDIMS: u64 = 1024;
+
 /// The largest plain data section an LZ4 block may hold (`LZ4_MAX_INPUT_SIZE` of the C library),
 /// so that every compressed file we write can be read by the C reference.
 pub const LZ4_MAX_INPUT: u64 = 0x7E00_0000;
@@ -330,8 +335,8 @@ pub fn type_label(eltype: ElType, elbyte: u64) -> String {
 /// A decoded and validated `.ra` header.
 ///
 /// Every `Header` this crate hands out has passed [`Header::validate`]: a known eltype, an
-/// elbyte possible for it, dims whose byte count fits in a `u64`, and (uncompressed) a `size`
-/// equal to that byte count.
+/// elbyte possible for it, at most [`MAX_NDIMS`] dims whose byte count fits in a `u64`, and
+/// (uncompressed) a `size` equal to that byte count.
 ///
 /// ```
 /// use rawarray_serde::{ElType, Header};
@@ -374,6 +379,13 @@ impl Header {
     /// Checks the rules every header must satisfy (see the type's docs).
     pub fn validate(&self) -> Result<()> {
         Flags::from_bits(self.flags.bits())?;
+        if self.dims.len() as u64 > MAX_NDIMS {
+            return Err(ErrorKind::TooManyDims {
+                ndims: self.dims.len() as u64,
+                max: MAX_NDIMS,
+            }
+            .into());
+        }
         if self.elbyte == 0 {
             return Err(ErrorKind::ZeroElbyte {
                 eltype: self.eltype,
@@ -549,13 +561,21 @@ impl Fixed {
         if w(0) != MAGIC {
             return Err(ErrorKind::BadMagic { found: w(0) }.into());
         }
-        Ok(Fixed {
+        let fixed = Fixed {
             flags: Flags::from_bits(w(1))?,
             eltype: ElType::from_code(w(2))?,
             elbyte: w(3),
             size: w(4),
             ndims: w(5),
-        })
+        };
+        if fixed.ndims > MAX_NDIMS {
+            return Err(ErrorKind::TooManyDims {
+                ndims: fixed.ndims,
+                max: MAX_NDIMS,
+            }
+            .into());
+        }
+        Ok(fixed)
     }
 
     /// Bytes the dims take, checked against the `available` bytes after the fixed part.

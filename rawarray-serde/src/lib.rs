@@ -44,7 +44,7 @@ pub use element::{Element, Field, Layout};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{
     numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
-    Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC,
+    Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
 };
 pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
 pub use ser::Serializer;

@@ -11,8 +11,8 @@ use memmap2::{Mmap, MmapOptions};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::read_exact_at;
-use crate::header::{le_u64, Header, FIXED_HEADER_LEN};
+use crate::fileio::stable_header;
+use crate::header::Header;
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
@@ -142,7 +142,7 @@ impl<T: Element + Clone> RecordReader<T> {
 
     /// The values of record `index`.
     pub fn get(&self, index: usize) -> Result<Cow<'_, [T]>> {
-        self.slice(index..index.saturating_add(1))
+        self.slice(index..=index)
     }
 
     /// The values of the records in `range`, one record after the other.
@@ -167,25 +167,28 @@ impl<T: Element + Clone> RecordReader<T> {
     }
 
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
+        // Wider than usize, so that `..=usize::MAX` ends one past the last index rather than at
+        // a saturated one: a file of empty records can hold usize::MAX of them.
         let start = match range.start_bound() {
-            Bound::Included(&s) => s,
-            Bound::Excluded(&s) => s.saturating_add(1),
+            Bound::Included(&s) => s as u128,
+            Bound::Excluded(&s) => s as u128 + 1,
             Bound::Unbounded => 0,
         };
         let end = match range.end_bound() {
-            Bound::Included(&e) => e.saturating_add(1),
-            Bound::Excluded(&e) => e,
-            Bound::Unbounded => self.len,
+            Bound::Included(&e) => e as u128 + 1,
+            Bound::Excluded(&e) => e as u128,
+            Bound::Unbounded => self.len as u128,
         };
-        if start > end || end > self.len {
+        if start > end || end > self.len as u128 {
+            let to_u64 = |i: u128| u64::try_from(i).unwrap_or(u64::MAX);
             return Err(ErrorKind::OutOfBounds {
-                start: start as u64,
-                end: end as u64,
+                start: to_u64(start),
+                end: to_u64(end),
                 len: self.len as u64,
             }
             .into());
         }
-        Ok((start, end))
+        Ok((start as usize, end as usize))
     }
 }
 
@@ -206,42 +209,4 @@ fn snapshot(file: &File) -> Result<(Header, Probe)> {
         std::thread::yield_now();
     }
     Ok(seen.expect("SNAPSHOT_TRIES > 0"))
-}
-
-/// The header, read until two reads agree: a read racing the writer's one-`pwrite` header
-/// update may see part of it.
-fn stable_header(file: &File) -> Result<Header> {
-    let mut bytes = header_bytes(file)?;
-    for _ in 0..SNAPSHOT_TRIES {
-        let again = header_bytes(file)?;
-        if again == bytes {
-            break;
-        }
-        bytes = again;
-        std::thread::yield_now();
-    }
-    Header::decode(&bytes)
-}
-
-/// The header's bytes (fewer if the file is shorter, for `Header::decode` to report).
-fn header_bytes(file: &File) -> Result<Vec<u8>> {
-    let len = file.metadata()?.len();
-    let mut bytes = vec![0u8; FIXED_HEADER_LEN.min(len as usize)];
-    read_exact_at(file, &mut bytes, 0)?;
-    if bytes.len() == FIXED_HEADER_LEN {
-        let ndims = le_u64(&bytes[40..48]);
-        let total = ndims
-            .checked_mul(8)
-            .and_then(|d| d.checked_add(FIXED_HEADER_LEN as u64))
-            .filter(|&t| t <= len);
-        if let Some(total) = total {
-            bytes.resize(total as usize, 0);
-            read_exact_at(
-                file,
-                &mut bytes[FIXED_HEADER_LEN..],
-                FIXED_HEADER_LEN as u64,
-            )?;
-        }
-    }
-    Ok(bytes)
 }

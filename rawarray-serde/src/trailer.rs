@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::{Element, Layout};
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::read_exact_at;
+use crate::fileio::{read_exact_at, stable_header};
 use crate::header::{le_u64, Header};
 
 /// The first and last eight bytes of a trailer block.
@@ -167,8 +167,8 @@ impl Trailer {
     /// The trailer of a `.ra` file, reading only its header and the trailer block: O(1) in the
     /// file's size.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Option<Trailer>> {
-        let mut file = File::open(path)?;
-        let header = Header::read_from(&mut file)?;
+        let file = File::open(path)?;
+        let header = stable_header(&file)?;
         let len = file.metadata()?.len();
         header.check_input_len(len)?;
         locate(&file, data_end(&header), len).into_result()
