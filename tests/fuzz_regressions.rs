@@ -165,3 +165,30 @@ fn record_index_past_the_last_is_out_of_bounds_even_at_usize_max() {
     assert!(r.slice(usize::MAX..).unwrap().is_empty());
     assert!(r.slice(..).unwrap().is_empty());
 }
+
+/// Review of `ra convert x.npy` (the `.npy` header's structured dtype goes through
+/// `Layout::from_numpy_descr_json`): a field shape of 200 000 dims nested the layout 200 000
+/// `Box`es deep, and building, measuring or dropping it overflowed the stack (the tool
+/// aborted). Sub-arrays are limited to numpy's 64 dims.
+#[test]
+fn numpy_sub_array_shapes_deeper_than_numpy_allows_are_refused() {
+    let deep = serde_json::json!([["a", "<f4", vec![1u64; 200_000]]]);
+    let err = std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            rawarray_serde::Layout::from_numpy_descr_json(&deep)
+                .unwrap_err()
+                .to_string()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(err.contains("200000 dims"), "{err}");
+    // Nested sub-arrays count together; numpy's own limit still reads.
+    let nested = serde_json::json!([[["<f4", vec![1u64; 40]], vec![2u64; 30]]]);
+    let nested = serde_json::json!([["a", nested[0][0], nested[0][1]]]);
+    assert!(rawarray_serde::Layout::from_numpy_descr_json(&nested).is_err());
+    let ok = serde_json::json!([["a", "<f4", vec![1u64; 64]]]);
+    let l = rawarray_serde::Layout::from_numpy_descr_json(&ok).unwrap();
+    assert_eq!(l.size(), 4);
+}

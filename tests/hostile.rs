@@ -417,4 +417,30 @@ fn the_ra_tool_answers_hostile_files() {
         }
     }
     assert!(runs > 100, "{runs}");
+
+    // A .npy whose structured dtype has a field of 200 000 dims: refused, not a stack overflow.
+    let shape = format!("({},)", vec!["1"; 200_000].join(", "));
+    let dict =
+        format!("{{'descr': [('a', '<f4', {shape})], 'fortran_order': False, 'shape': (1,), }}");
+    let mut header = dict.into_bytes();
+    header.resize((12 + header.len() + 1).next_multiple_of(64) - 12 - 1, b' ');
+    header.push(b'\n');
+    let mut npy = b"\x93NUMPY\x02\x00".to_vec();
+    npy.extend((header.len() as u32).to_le_bytes());
+    npy.extend(header);
+    npy.extend([0u8; 4]);
+    let npy_path = dir.path().join("deep.npy");
+    std::fs::write(&npy_path, npy).unwrap();
+    let out = std::process::Command::new(&ra)
+        .arg("convert")
+        .arg(&npy_path)
+        .arg(dir.path().join("deep.ra"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

@@ -193,7 +193,8 @@ impl Layout {
     /// `descr` of a `.npy` header, with tuples as lists): the inverse of that function, except
     /// that records come back with an empty `name` (numpy has none) and raw `V` bytes are
     /// refused (they have no element type). Big-endian fields are refused too: a layout's
-    /// scalars are little-endian.
+    /// scalars are little-endian. So are sub-arrays of more than 64 dims in all, as numpy
+    /// refuses them: each dim nests the layout one level deeper.
     ///
     /// ```
     /// use rawarray_serde::{ElType, Layout};
@@ -208,14 +209,23 @@ impl Layout {
         let bad = |what: String| crate::error::Error::from(ErrorKind::Unsupported(what));
         let shape_of =
             |v: &Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(Value::as_u64).collect() };
+        // numpy's NPY_MAXDIMS. A hostile header's shape of 10^5 dims would nest the layout
+        // deeper than its recursive methods, and its drop, can go on a thread's stack.
+        const MAX_SUBARRAY_DIMS: usize = 64;
         let wrap = |mut item: Layout, shape: &[u64]| {
+            let depth = item.split_shape().1.len() + shape.len();
+            if depth > MAX_SUBARRAY_DIMS {
+                return Err(bad(format!(
+                    "a sub-array of {depth} dims (numpy allows {MAX_SUBARRAY_DIMS})"
+                )));
+            }
             for &len in shape.iter().rev() {
                 item = Layout::Array {
                     len,
                     item: Box::new(item),
                 };
             }
-            item
+            Ok(item)
         };
         match descr {
             Value::String(s) => match crate::header::parse_numpy_dtype(s) {
@@ -232,7 +242,7 @@ impl Layout {
                     && shape_of(&v[1]).is_some() =>
             {
                 let item = Layout::from_numpy_descr_json(&v[0])?;
-                Ok(wrap(item, &shape_of(&v[1]).expect("checked")))
+                wrap(item, &shape_of(&v[1]).expect("checked"))
             }
             Value::Array(entries) => {
                 let mut fields = Vec::with_capacity(entries.len());
@@ -248,7 +258,7 @@ impl Layout {
                         ),
                         _ => return Err(bad(format!("not a numpy record field: {e}"))),
                     };
-                    let layout = wrap(Layout::from_numpy_descr_json(base)?, &shape);
+                    let layout = wrap(Layout::from_numpy_descr_json(base)?, &shape)?;
                     let size = layout.size();
                     fields.push(Field {
                         name: name.clone(),
