@@ -359,22 +359,33 @@ fn arrays_of_ra_files_nest() {
 }
 
 #[test]
-fn empty_sequences_are_empty_uint8_arrays() {
+fn empty_sequences_of_plain_scalars_keep_their_type_others_are_uint8() {
+    // A slice, Vec or VecDeque of plain scalars is written whole, so even an empty one says its
+    // type, exactly as the typed writer does.
     let empty: Vec<f64> = vec![];
     let bytes = to_vec(&empty).unwrap();
-    assert_eq!(bytes, file(2, 1, &[0], &[]));
-    // Reading an empty array into any sequence type gives an empty sequence.
+    assert_eq!(bytes, file(3, 8, &[0], &[]));
+    assert_eq!(bytes, RawArray::<f64>::from_vec(vec![]).to_bytes());
+    assert_eq!(
+        to_vec(&std::collections::VecDeque::<u16>::new()).unwrap(),
+        file(2, 2, &[0], &[])
+    );
     assert_eq!(from_slice::<Vec<f64>>(&bytes).unwrap(), empty);
+    // Other empty sequences show no element to take the type from: an empty uint8 array.
+    let no_foo: Vec<Foo> = vec![];
+    let untyped = to_vec(&no_foo).unwrap();
+    assert_eq!(untyped, file(2, 1, &[0], &[]));
+    // Reading an empty array into any sequence type gives an empty sequence.
+    assert_eq!(from_slice::<Vec<f64>>(&untyped).unwrap(), empty);
+    assert_eq!(from_slice::<Vec<Foo>>(&untyped).unwrap(), vec![]);
     assert_eq!(from_slice::<Vec<Foo>>(&bytes).unwrap(), vec![]);
+    // Empty rows inside the first element: no scalar was seen, uint8 again.
     let inner_empty: Vec<Vec<f32>> = vec![vec![], vec![]];
     assert_eq!(to_vec(&inner_empty).unwrap(), file(2, 1, &[0, 2], &[]));
     assert_eq!(
         from_slice::<Vec<Vec<f32>>>(&to_vec(&inner_empty).unwrap()).unwrap(),
         inner_empty
     );
-    // The typed writer knows the type of an empty array.
-    let typed = RawArray::<f64>::from_vec(vec![]).to_bytes();
-    assert_eq!(from_slice::<Vec<f64>>(&typed).unwrap(), empty);
 }
 
 #[test]

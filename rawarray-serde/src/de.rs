@@ -19,9 +19,10 @@ use std::ops::Range;
 use half::{bf16, f16};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
+use crate::bulk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{type_label, ElType, Flags, Header};
-use crate::ser::EMBEDDED;
+use crate::ser::{Scalar, EMBEDDED};
 
 /// Most empty sequences read per level from a file without data (a dim is 0). Each costs the
 /// caller a value (24 bytes for a `Vec`) that no byte of the input pays for, so a file of a few
@@ -471,6 +472,61 @@ impl<'de> Deserializer<'de> {
     }
 }
 
+/// The one-copy paths of [`crate::bulk`]: each returns `None`, having read nothing, where the
+/// element-by-element path must decide (and explain any error).
+impl<'de> Deserializer<'de> {
+    /// A `Vec` of the plain scalar `kind` over the innermost dim, whole.
+    #[inline]
+    fn plain_vec<V: Visitor<'de>>(&mut self, kind: Scalar) -> Result<Option<V::Value>> {
+        let (eltype, elbyte) = kind.eltype_elbyte();
+        if self.record.is_some()
+            || self.half.is_some()
+            || self.depth + 1 != self.dims.len()
+            || self.elem != scalar_code(eltype, elbyte)
+        {
+            return Ok(None);
+        }
+        self.check_empty_items("sequence")?;
+        self.entered = true;
+        let n = self.dims[self.depth];
+        let bytes = crate::data::to_usize(n.saturating_mul(elbyte))?;
+        if self.pos + bytes > self.limit {
+            return Ok(None);
+        }
+        let start = self.pos;
+        let r = self.take(bytes)?;
+        let value = bulk::vec_value::<V>(kind, &self.data[r]);
+        if value.is_none() {
+            self.pos = start;
+        }
+        Ok(value)
+    }
+
+    /// An array of `len` plain scalars `kind`, whole: a field of a record, or the innermost dim.
+    #[inline]
+    fn plain_array<V: Visitor<'de>>(&mut self, kind: Scalar, len: usize) -> Option<V::Value> {
+        let (eltype, elbyte) = kind.eltype_elbyte();
+        if self.half.is_some() {
+            return None;
+        }
+        if self.record.is_none()
+            && (self.depth + 1 != self.dims.len()
+                || self.dims[self.depth] != len as u64
+                || self.elem != scalar_code(eltype, elbyte))
+        {
+            return None;
+        }
+        let bytes = len * elbyte as usize;
+        if self.pos + bytes > self.limit {
+            return None;
+        }
+        let value = bulk::array_value::<V>(kind, len, &self.data[self.pos..self.pos + bytes])?;
+        self.entered = true;
+        self.pos += bytes;
+        Some(value)
+    }
+}
+
 /// The items of a sequence: a dim, consecutive values of a record, or a complex element's
 /// halves. The caller sets up what reading an item means (depth, `here`) around the visit.
 struct Items<'a, 'de> {
@@ -686,10 +742,20 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
+        if let Some(kind) = bulk::vec_visitor_kind::<V>() {
+            if let Some(v) = self.plain_vec::<V>(kind)? {
+                return Ok(v);
+            }
+        }
         self.seq(None, visitor, "sequence")
     }
 
     fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value> {
+        if let Some(kind) = bulk::array_visitor_kind::<V>(len) {
+            if let Some(v) = self.plain_array::<V>(kind, len) {
+                return Ok(v);
+            }
+        }
         self.seq(Some(len), visitor, "tuple or array")
     }
 

@@ -24,6 +24,7 @@
 
 mod array;
 mod atomic;
+mod bulk;
 mod data;
 mod de;
 mod element;

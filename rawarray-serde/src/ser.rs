@@ -24,6 +24,7 @@ use std::io::Write;
 use half::f16;
 use serde::ser::{self, Serialize};
 
+use crate::bulk;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{type_label, ElType, Header};
 
@@ -147,10 +148,11 @@ fn mix(sig: u64, code: u64) -> u64 {
 }
 
 /// A step's code in the signature. Sequence length hints are left out (an iterator may not
-/// give one); the lengths show in the number of steps.
+/// give one); the lengths show in the runs and the number of steps.
+#[inline(always)]
 fn code(ev: Ev) -> u64 {
     match ev {
-        Ev::Scalars(k, _) => scalar_code(k),
+        Ev::Scalars(k, run) => run_code(scalar_code(k), run),
         Ev::Bytes(n) => (2 << 40) | n as u64,
         Ev::Embedded(n) => (3 << 40) | n as u64,
         Ev::SeqStart(_) => 4 << 40,
@@ -167,12 +169,17 @@ fn scalar_code(k: Scalar) -> u64 {
     1 + k as u64
 }
 
-/// The signature of a recorded element, as [`Mode::Stream`] computes it step by step.
+/// The code of `run` consecutive scalars of code `code` (below 256).
+#[inline(always)]
+fn run_code(code: u64, run: u64) -> u64 {
+    code | run.wrapping_shl(8)
+}
+
+/// The signature of a recorded element, as [`Mode::Stream`] computes it step by step: one
+/// code per step, consecutive scalars of one type counting as one step (the serializer folds
+/// a run when the next step comes).
 fn signature(events: &[Ev]) -> u64 {
-    events.iter().fold(SIG_SEED, |sig, &ev| match ev {
-        Ev::Scalars(k, run) => (0..run).fold(sig, |s, _| mix(s, scalar_code(k))),
-        ev => mix(sig, code(ev)),
-    })
+    events.iter().fold(SIG_SEED, |sig, &ev| mix(sig, code(ev)))
 }
 
 /// The outermost sequence, whose items are the elements.
@@ -213,6 +220,10 @@ pub struct Serializer<W> {
     plan_sig: u64,
     /// Bytes of one element.
     item_bytes: usize,
+    /// The run of scalars of one type being written in [`Mode::Stream`]: its scalar code (0
+    /// for none) and length, folded into `sig` at the next other step.
+    run_code: u64,
+    run_len: u64,
 }
 
 impl<W: Write> Serializer<W> {
@@ -232,6 +243,8 @@ impl<W: Write> Serializer<W> {
             sig: SIG_SEED,
             plan_sig: SIG_SEED,
             item_bytes: 0,
+            run_code: 0,
+            run_len: 0,
         }
     }
 
@@ -285,6 +298,8 @@ impl<W: Write> Serializer<W> {
         self.plan_sig = signature(&self.events);
         self.sig = SIG_SEED;
         self.item_bytes = self.buf.len();
+        self.run_code = 0;
+        self.run_len = 0;
         self.items = 1;
         self.pos = 0;
         self.sub = 0;
@@ -312,7 +327,7 @@ impl<W: Write> Serializer<W> {
     fn scalar(&mut self, kind: Scalar, bytes: &[u8]) -> Result<()> {
         self.buf.extend_from_slice(bytes);
         if self.mode == Mode::Stream && self.half.is_none() {
-            self.sig = mix(self.sig, scalar_code(kind));
+            self.stream_scalars(kind, 1);
             return Ok(());
         }
         if let Some(expected) = self.half {
@@ -335,7 +350,7 @@ impl<W: Write> Serializer<W> {
                 Ok(())
             }
             Mode::Stream => {
-                self.sig = mix(self.sig, scalar_code(kind));
+                self.stream_scalars(kind, 1);
                 Ok(())
             }
             Mode::Check => match self.events.get(self.pos) {
@@ -352,18 +367,130 @@ impl<W: Write> Serializer<W> {
         }
     }
 
+    /// Adds `n` scalars of `kind` to the run being written in [`Mode::Stream`].
+    #[inline(always)]
+    fn stream_scalars(&mut self, kind: Scalar, n: u64) {
+        let code = scalar_code(kind);
+        if code == self.run_code {
+            self.run_len += n;
+        } else {
+            self.end_run();
+            self.run_code = code;
+            self.run_len = n;
+        }
+    }
+
+    /// Folds the run being written into the signature. (With no run, `run_code` may keep a
+    /// stale code: a run of 0 is none, and the next scalar of that code starts one from 0.)
+    #[inline(always)]
+    fn end_run(&mut self) {
+        if self.run_len != 0 {
+            self.sig = mix(self.sig, run_code(self.run_code, self.run_len));
+            self.run_len = 0;
+        }
+    }
+
+    /// Notes `n` scalars of `kind` written whole (by a bulk path: never in [`Mode::Check`]).
+    #[inline(always)]
+    fn note_run(&mut self, kind: Scalar, n: u64) {
+        if self.mode == Mode::Stream {
+            self.stream_scalars(kind, n);
+            return;
+        }
+        self.record_run(kind, n);
+    }
+
+    #[inline(never)]
+    fn record_run(&mut self, kind: Scalar, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match self.mode {
+            Mode::Record => match self.events.last_mut() {
+                Some(Ev::Scalars(k, run)) if *k == kind => *run += n,
+                _ => self.events.push(Ev::Scalars(kind, n)),
+            },
+            Mode::Stream => self.stream_scalars(kind, n),
+            Mode::Check => unreachable!("bulk paths are not taken in Mode::Check"),
+        }
+    }
+
+    /// Whether a bulk path may write the next value whole: not while an element that differed
+    /// is replayed step by step, nor inside a complex number.
+    #[inline(always)]
+    fn bulk_ok(&self) -> bool {
+        self.mode != Mode::Check && self.half.is_none()
+    }
+
+    /// Serializes a value inside an element: an array of plain scalars whole, anything else
+    /// through its `Serialize` impl.
+    #[inline(always)]
+    fn value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
+        if let Some(a) = bulk::plain_array(value) {
+            if self.bulk_ok() {
+                self.step(Ev::TupleStart(a.len))?;
+                // The length as a constant of `T`, so the copy compiles to a few moves.
+                self.buf
+                    .extend_from_slice(&a.bytes[..std::mem::size_of_val(value)]);
+                self.note_run(a.kind, a.len as u64);
+                return self.step(Ev::SeqEnd);
+            }
+        }
+        value.serialize(self)
+    }
+
+    /// A slice, `Vec` or `VecDeque` of plain scalars, whole: the whole file's data when it is
+    /// the value serialized, else a sequence inside an element.
+    fn run(&mut self, run: bulk::Run<'_>) -> Result<()> {
+        if self.top.is_none() && self.mode == Mode::Record && self.events.is_empty() {
+            let (eltype, elbyte) = run.kind.eltype_elbyte();
+            let header = header_for(eltype, elbyte, vec![run.len as u64])?;
+            self.out.write_all(&header.encode())?;
+            self.header_written = true;
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+            for part in run.parts {
+                self.out.write_all(part)?;
+            }
+            self.top = Some(TopSeq {
+                hint: Some(run.len),
+                dims: Vec::new(),
+                eltype,
+                elbyte,
+            });
+            self.events.push(Ev::Scalars(run.kind, 1));
+            self.items = run.len as u64;
+            self.mode = Mode::Stream;
+            return Ok(());
+        }
+        self.step(Ev::SeqStart(Some(run.len)))?;
+        for part in run.parts {
+            self.buf.extend_from_slice(part);
+        }
+        self.note_run(run.kind, run.len as u64);
+        self.step(Ev::SeqEnd)
+    }
+
     /// Notes a structural step.
-    #[inline]
+    #[inline(always)]
     fn step(&mut self, ev: Ev) -> Result<()> {
+        if self.mode == Mode::Stream {
+            self.end_run();
+            self.sig = mix(self.sig, code(ev));
+            return Ok(());
+        }
+        self.step_slow(ev)
+    }
+
+    /// A step while recording the first element or replaying one that differed.
+    #[inline(never)]
+    fn step_slow(&mut self, ev: Ev) -> Result<()> {
         match self.mode {
             Mode::Record => {
                 self.events.push(ev);
                 Ok(())
             }
-            Mode::Stream => {
-                self.sig = mix(self.sig, code(ev));
-                Ok(())
-            }
+            Mode::Stream => unreachable!("step takes Mode::Stream"),
             Mode::Check => match self.events.get(self.pos) {
                 Some(&plan) if self.sub == 0 && agrees(plan, ev) => self.advance(),
                 _ => Err(self.mismatch(ev)),
@@ -385,6 +512,7 @@ impl<W: Write> Serializer<W> {
     /// An element of the top-level sequence is complete: check it against the first one.
     #[inline]
     fn item_done<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Result<()> {
+        self.end_run();
         let sig = std::mem::replace(&mut self.sig, SIG_SEED);
         if sig != self.plan_sig || self.buf.len() - start != self.item_bytes {
             return Err(self.diagnose(start, value));
@@ -875,6 +1003,28 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
         )))
     }
 
+    fn collect_seq<I>(self, iter: I) -> Result<()>
+    where
+        I: IntoIterator,
+        I::Item: Serialize,
+    {
+        if let Some(run) = bulk::plain_run(&iter) {
+            if self.bulk_ok() {
+                return self.run(run);
+            }
+        }
+        let iter = iter.into_iter();
+        let len = match iter.size_hint() {
+            (lo, Some(hi)) if lo == hi => Some(lo),
+            _ => None,
+        };
+        let mut seq = self.serialize_seq(len)?;
+        for item in iter {
+            ser::SerializeSeq::serialize_element(&mut seq, &item)?;
+        }
+        ser::SerializeSeq::end(seq)
+    }
+
     fn is_human_readable(&self) -> bool {
         false
     }
@@ -940,14 +1090,14 @@ impl<'a, W: Write> Compound<'a, W> {
         match &mut self.kind {
             Kind::Top => {
                 let start = self.ser.buf.len();
-                value.serialize(&mut *self.ser)?;
+                self.ser.value(value)?;
                 if self.ser.mode == Mode::Record {
                     self.ser.first_item_done()
                 } else {
                     self.ser.item_done(start, value)
                 }
             }
-            Kind::Seq | Kind::Record => value.serialize(&mut *self.ser),
+            Kind::Seq | Kind::Record => self.ser.value(value),
             Kind::Tuple {
                 len,
                 index,
@@ -977,7 +1127,7 @@ impl<'a, W: Write> Compound<'a, W> {
                     }
                     _ => {}
                 }
-                value.serialize(&mut *self.ser)
+                self.ser.value(value)
             }
         }
     }

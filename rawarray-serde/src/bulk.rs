@@ -1,0 +1,380 @@
+//! One-copy paths for slices and arrays of plain scalars inside the serde format.
+//!
+//! serde hands a format a `Vec<f32>` one element at a time: a call, a type check and a few
+//! bytes per element. The `.ra` bytes of a `Vec<f32>` are its memory, so the serializer and
+//! the deserializer recognise the few concrete types where that is so and copy them whole:
+//!
+//! - writing, `collect_seq` receives the collection itself: `&[P]`, `&Vec<P>`,
+//!   `&VecDeque<P>`, `&[[P; N]]` or `&Vec<[P; N]>`; a field or element of type `[P; N]` comes
+//!   whole to `serialize_element`/`serialize_field`;
+//! - reading, `Vec<P>` and `[P; N]` ask for a sequence with serde's own visitor for them, which
+//!   is told by its type identity (found once by asking serde, see [`visitor_of`]), and the
+//!   value is built from the bytes with bytemuck.
+//!
+//! Here `P` is a [`Plain`] scalar: an integer, `f32`, `f64`, `f16`, `bf16` or a
+//! `Complex` of a float; `N` is 1 to 32 (serde's own array impls stop there). Everything else,
+//! and any case a fast path cannot take exactly as the element-by-element path would, goes
+//! element by element; the two produce the same bytes and the same errors (tests check both).
+//!
+//! Rust has no specialization, so a type is recognised by its identity (`typeid::of`, which
+//! also works for types that borrow). The two casts below are the only `unsafe` of the serde
+//! path: each turns a generic value into the concrete type it was just shown to be, which is
+//! what `Any::downcast_ref` does. The concrete type is always [`LifetimeFree`], so identity
+//! of the types with lifetimes erased is identity of the types.
+
+use std::any::TypeId;
+use std::collections::VecDeque;
+
+use half::{bf16, f16};
+use num_complex::Complex;
+use serde::de::{self, Visitor};
+
+use crate::ser::Scalar;
+
+/// A type with no lifetime parameters: `TypeId` equality with it is type equality.
+///
+/// # Safety
+/// Implement only for types without lifetime parameters (every type in this module).
+pub(crate) unsafe trait LifetimeFree: 'static {}
+
+/// `value` as a `U`, when its type is `U`.
+#[inline(always)]
+pub(crate) fn same_ref<T: ?Sized, U: LifetimeFree>(value: &T) -> Option<&U> {
+    if typeid::of::<T>() == TypeId::of::<U>() {
+        // SAFETY: `T` is `U`: their type ids are equal and `U` has no lifetimes that the id
+        // of `T` could have erased. The reference keeps the lifetime of `value`.
+        Some(unsafe { &*(value as *const T).cast::<U>() })
+    } else {
+        None
+    }
+}
+
+/// `*items` when `I` is `&U`, borrowed for as long as `items` is.
+#[inline(always)]
+pub(crate) fn deref_same<'b, I, U: ?Sized + LifetimeFree>(items: &'b I) -> Option<&'b U> {
+    if typeid::of::<I>() == TypeId::of::<&'static U>() {
+        // SAFETY: `I` is `&'x U` for some `'x`: the ids are equal and `U` has no lifetimes.
+        // `&'b I` is well-formed, so `'x: 'b`, and reading it as `&'b U` only shortens `'x`
+        // (the covariant coercion the compiler would make if it knew `I`).
+        Some(unsafe { *(items as *const I).cast::<&'b U>() })
+    } else {
+        None
+    }
+}
+
+/// `value` as a `U`, when `U` is its type.
+#[inline(always)]
+pub(crate) fn same_owned<T: LifetimeFree, U>(value: T) -> Option<U> {
+    if typeid::of::<U>() == TypeId::of::<T>() {
+        let value = std::mem::ManuallyDrop::new(value);
+        // SAFETY: `U` is `T` (equal ids, `T` without lifetimes); `value` is moved out once and
+        // never dropped here.
+        Some(unsafe { std::ptr::read((&*value as *const T).cast::<U>()) })
+    } else {
+        None
+    }
+}
+
+/// A scalar whose `.ra` bytes (little-endian) are its memory on a little-endian machine.
+pub(crate) trait Plain: bytemuck::Pod + LifetimeFree {
+    /// Its step in the serializer.
+    const KIND: Scalar;
+}
+
+/// Calls `$m!(type, Scalar variant)` for every [`Plain`] scalar.
+macro_rules! for_each_plain {
+    ($m:ident) => {
+        $m!(i8, I8);
+        $m!(i16, I16);
+        $m!(i32, I32);
+        $m!(i64, I64);
+        $m!(i128, I128);
+        $m!(u8, U8);
+        $m!(u16, U16);
+        $m!(u32, U32);
+        $m!(u64, U64);
+        $m!(u128, U128);
+        $m!(f16, F16);
+        $m!(bf16, BF16);
+        $m!(f32, F32);
+        $m!(f64, F64);
+        $m!(Complex<f16>, C16);
+        $m!(Complex<f32>, C32);
+        $m!(Complex<f64>, C64);
+    };
+}
+
+/// `match`es a length of 1 to 32 (the lengths serde implements arrays for) to
+/// `$f::<T, P, N>(value)`; `None` for other lengths.
+macro_rules! with_len {
+    ($len:expr, $f:ident::<$t:ty, $p:ty>($v:expr)) => {
+        match $len {
+            1 => $f::<$t, $p, 1>($v),
+            2 => $f::<$t, $p, 2>($v),
+            3 => $f::<$t, $p, 3>($v),
+            4 => $f::<$t, $p, 4>($v),
+            5 => $f::<$t, $p, 5>($v),
+            6 => $f::<$t, $p, 6>($v),
+            7 => $f::<$t, $p, 7>($v),
+            8 => $f::<$t, $p, 8>($v),
+            9 => $f::<$t, $p, 9>($v),
+            10 => $f::<$t, $p, 10>($v),
+            11 => $f::<$t, $p, 11>($v),
+            12 => $f::<$t, $p, 12>($v),
+            13 => $f::<$t, $p, 13>($v),
+            14 => $f::<$t, $p, 14>($v),
+            15 => $f::<$t, $p, 15>($v),
+            16 => $f::<$t, $p, 16>($v),
+            17 => $f::<$t, $p, 17>($v),
+            18 => $f::<$t, $p, 18>($v),
+            19 => $f::<$t, $p, 19>($v),
+            20 => $f::<$t, $p, 20>($v),
+            21 => $f::<$t, $p, 21>($v),
+            22 => $f::<$t, $p, 22>($v),
+            23 => $f::<$t, $p, 23>($v),
+            24 => $f::<$t, $p, 24>($v),
+            25 => $f::<$t, $p, 25>($v),
+            26 => $f::<$t, $p, 26>($v),
+            27 => $f::<$t, $p, 27>($v),
+            28 => $f::<$t, $p, 28>($v),
+            29 => $f::<$t, $p, 29>($v),
+            30 => $f::<$t, $p, 30>($v),
+            31 => $f::<$t, $p, 31>($v),
+            32 => $f::<$t, $p, 32>($v),
+            _ => None,
+        }
+    };
+}
+
+macro_rules! plain_impl {
+    ($t:ty, $k:ident) => {
+        // SAFETY: no lifetime parameters.
+        unsafe impl LifetimeFree for $t {}
+        impl Plain for $t {
+            const KIND: Scalar = Scalar::$k;
+        }
+    };
+}
+for_each_plain!(plain_impl);
+
+// SAFETY: no lifetime parameters beyond those of `P`, which has none.
+unsafe impl<P: Plain> LifetimeFree for [P] {}
+// SAFETY: as above.
+unsafe impl<P: Plain, const N: usize> LifetimeFree for [P; N] {}
+// SAFETY: as above.
+unsafe impl<P: Plain> LifetimeFree for Vec<P> {}
+// SAFETY: as above.
+unsafe impl<P: Plain> LifetimeFree for VecDeque<P> {}
+
+/// Whether the fast paths apply on this machine: `.ra` data is little-endian.
+const NATIVE_LE: bool = cfg!(target_endian = "little");
+
+/// A run of plain scalars found whole, with their bytes in order.
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'a> {
+    pub kind: Scalar,
+    pub len: usize,
+    pub parts: [&'a [u8]; 2],
+}
+
+/// The scalars of a collection `collect_seq` received, when it is a slice, `Vec` or
+/// `VecDeque` of one plain scalar type.
+#[inline(always)]
+pub(crate) fn plain_run<I>(items: &I) -> Option<Run<'_>> {
+    if !NATIVE_LE {
+        return None;
+    }
+    macro_rules! try_run {
+        ($t:ty, $k:ident) => {
+            let parts: Option<(&[$t], &[$t])> = if let Some(s) = deref_same::<I, [$t]>(items) {
+                Some((s, &[]))
+            } else if let Some(v) = deref_same::<I, Vec<$t>>(items) {
+                Some((v.as_slice(), &[]))
+            } else if let Some(d) = deref_same::<I, VecDeque<$t>>(items) {
+                Some(d.as_slices())
+            } else {
+                None
+            };
+            if let Some((a, b)) = parts {
+                return Some(Run {
+                    kind: Scalar::$k,
+                    len: a.len() + b.len(),
+                    parts: [bytemuck::cast_slice(a), bytemuck::cast_slice(b)],
+                });
+            }
+        };
+    }
+    for_each_plain!(try_run);
+    None
+}
+
+/// An array of plain scalars found whole: `[P; N]`, with `N` its length.
+#[derive(Clone, Copy)]
+pub(crate) struct Array<'a> {
+    pub kind: Scalar,
+    pub len: usize,
+    pub bytes: &'a [u8],
+}
+
+/// `value` as an array of plain scalars, when it is one.
+#[inline(always)]
+pub(crate) fn plain_array<T: ?Sized>(value: &T) -> Option<Array<'_>> {
+    if !NATIVE_LE {
+        return None;
+    }
+    let size = std::mem::size_of_val(value);
+    macro_rules! try_array {
+        ($t:ty, $k:ident) => {
+            let width = std::mem::size_of::<$t>();
+            if size % width == 0 && std::mem::align_of_val(value) == std::mem::align_of::<$t>() {
+                if let Some(a) = with_len!(size / width, array_as::<T, $t>(value)) {
+                    return Some(a);
+                }
+            }
+        };
+    }
+    for_each_plain!(try_array);
+    None
+}
+
+#[inline(always)]
+fn array_as<T: ?Sized, P: Plain, const N: usize>(value: &T) -> Option<Array<'_>> {
+    same_ref::<T, [P; N]>(value).map(|a| Array {
+        kind: P::KIND,
+        len: N,
+        bytes: bytemuck::cast_slice::<P, u8>(a.as_slice()),
+    })
+}
+
+/// Learns the visitor type a `Deserialize` impl hands to its deserializer.
+struct Probe;
+
+/// What [`Probe`] learnt.
+#[derive(Debug)]
+struct Found(Option<TypeId>);
+
+impl std::fmt::Display for Found {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("visitor probe")
+    }
+}
+
+impl std::error::Error for Found {}
+
+impl de::Error for Found {
+    fn custom<M: std::fmt::Display>(_: M) -> Self {
+        Found(None)
+    }
+}
+
+impl<'de> de::Deserializer<'de> for Probe {
+    type Error = Found;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _: V) -> Result<V::Value, Found> {
+        Err(Found(Some(typeid::of::<V>())))
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf
+        option unit unit_struct newtype_struct seq tuple tuple_struct map struct enum
+        identifier ignored_any
+    }
+}
+
+/// The type of the visitor serde's `Deserialize` impl of `T` passes to a deserializer.
+#[inline(always)]
+fn visitor_of<T: de::DeserializeOwned>() -> Option<TypeId> {
+    match T::deserialize(Probe) {
+        Err(Found(id)) => id,
+        Ok(_) => None,
+    }
+}
+
+/// The plain scalar `P` when `V` is serde's own visitor for `Vec<P>` (which pushes every
+/// item in order, so building the `Vec` whole gives the same value).
+#[inline(always)]
+pub(crate) fn vec_visitor_kind<'de, V: Visitor<'de>>() -> Option<Scalar> {
+    if !NATIVE_LE {
+        return None;
+    }
+    macro_rules! check {
+        ($t:ty, $k:ident) => {
+            if typeid::of::<V::Value>() == TypeId::of::<Vec<$t>>()
+                && Some(typeid::of::<V>()) == visitor_of::<Vec<$t>>()
+            {
+                return Some(Scalar::$k);
+            }
+        };
+    }
+    for_each_plain!(check);
+    None
+}
+
+/// `V::Value`, a `Vec` of the plain scalar `kind`, built from its little-endian bytes.
+#[inline]
+pub(crate) fn vec_value<'de, V: Visitor<'de>>(kind: Scalar, bytes: &[u8]) -> Option<V::Value> {
+    macro_rules! build {
+        ($t:ty, $k:ident) => {
+            if kind == Scalar::$k {
+                return same_owned::<Vec<$t>, V::Value>(bytemuck::pod_collect_to_vec(bytes));
+            }
+        };
+    }
+    for_each_plain!(build);
+    None
+}
+
+/// The plain scalar `P` when `V` is serde's own visitor for `[P; len]`.
+#[inline(always)]
+pub(crate) fn array_visitor_kind<'de, V: Visitor<'de>>(len: usize) -> Option<Scalar> {
+    if !NATIVE_LE {
+        return None;
+    }
+    macro_rules! check {
+        ($t:ty, $k:ident) => {
+            if std::mem::size_of::<V::Value>() == len.wrapping_mul(std::mem::size_of::<$t>())
+                && with_len!(len, array_visitor::<V, $t>(())).is_some()
+            {
+                return Some(Scalar::$k);
+            }
+        };
+    }
+    for_each_plain!(check);
+    None
+}
+
+#[inline(always)]
+fn array_visitor<'de, V: Visitor<'de>, P: Plain + de::DeserializeOwned, const N: usize>(
+    _: (),
+) -> Option<()>
+where
+    [P; N]: de::DeserializeOwned,
+{
+    (typeid::of::<V::Value>() == TypeId::of::<[P; N]>()
+        && Some(typeid::of::<V>()) == visitor_of::<[P; N]>())
+    .then_some(())
+}
+
+/// `V::Value`, an array of `len` plain scalars `kind`, built from its little-endian bytes.
+#[inline]
+pub(crate) fn array_value<'de, V: Visitor<'de>>(
+    kind: Scalar,
+    len: usize,
+    bytes: &[u8],
+) -> Option<V::Value> {
+    macro_rules! build {
+        ($t:ty, $k:ident) => {
+            if kind == Scalar::$k {
+                return with_len!(len, array_build::<V::Value, $t>(bytes));
+            }
+        };
+    }
+    for_each_plain!(build);
+    None
+}
+
+#[inline(always)]
+fn array_build<U, P: Plain, const N: usize>(bytes: &[u8]) -> Option<U> {
+    let array: [P; N] = bytemuck::try_pod_read_unaligned(bytes).ok()?;
+    same_owned::<[P; N], U>(array)
+}
