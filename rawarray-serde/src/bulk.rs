@@ -9,7 +9,10 @@
 //!   whole to `serialize_element`/`serialize_field`;
 //! - reading, `Vec<P>` and `[P; N]` ask for a sequence with serde's own visitor for them, which
 //!   is told by its type identity (found once by asking serde, see [`visitor_of`]), and the
-//!   value is built from the bytes with bytemuck.
+//!   value is built from the bytes with bytemuck; an item or field of type `[P; N]` is built
+//!   where `next_element` asks for it;
+//! - writing into a `&mut Vec<u8>`, [`to_writer`](crate::to_writer) appends to the caller's
+//!   `Vec` in place instead of staging the bytes in a buffer of its own.
 //!
 //! Here `P` is a [`Plain`] scalar: an integer, `f32`, `f64`, `f16`, `bf16` or a
 //! `Complex` of a float; `N` is 1 to 32 (serde's own array impls stop there). Everything else,
@@ -17,10 +20,11 @@
 //! element by element; the two produce the same bytes and the same errors (tests check both).
 //!
 //! Rust has no specialization, so a type is recognised by its identity (`typeid::of`, which
-//! also works for types that borrow). The two casts below are the only `unsafe` of the serde
-//! path: each turns a generic value into the concrete type it was just shown to be, which is
-//! what `Any::downcast_ref` does. The concrete type is always [`LifetimeFree`], so identity
-//! of the types with lifetimes erased is identity of the types.
+//! also works for types that borrow). The four casts below ([`same_ref`], [`deref_same`],
+//! [`vec_writer`], [`same_owned`]) are the only `unsafe` of the serde path: each turns a
+//! generic value into the concrete type it was just shown to be, which is what
+//! `Any::downcast_ref` does. The concrete type is always [`LifetimeFree`] (or `Vec<u8>`), so
+//! identity of the types with lifetimes erased is identity of the types.
 
 use std::any::TypeId;
 use std::collections::VecDeque;
@@ -57,6 +61,19 @@ pub(crate) fn deref_same<'b, I, U: ?Sized + LifetimeFree>(items: &'b I) -> Optio
         // `&'b I` is well-formed, so `'x: 'b`, and reading it as `&'b U` only shortens `'x`
         // (the covariant coercion the compiler would make if it knew `I`).
         Some(unsafe { *(items as *const I).cast::<&'b U>() })
+    } else {
+        None
+    }
+}
+
+/// The caller's `Vec` when the writer `W` is `&mut Vec<u8>`.
+#[inline(always)]
+pub(crate) fn vec_writer<W>(writer: &mut W) -> Option<&mut Vec<u8>> {
+    if typeid::of::<W>() == TypeId::of::<&'static mut Vec<u8>>() {
+        // SAFETY: `W` is `&'x mut Vec<u8>` for some `'x` (equal ids; `Vec<u8>` has no
+        // lifetimes). `&'b mut W` is well-formed, so `'x: 'b`, and the result reborrows the
+        // `Vec` for `'b` through the unique reference to `W`, as `&mut **writer` would.
+        Some(unsafe { &mut **(writer as *mut W).cast::<&mut Vec<u8>>() })
     } else {
         None
     }
@@ -355,17 +372,40 @@ where
     .then_some(())
 }
 
-/// `V::Value`, an array of `len` plain scalars `kind`, built from its little-endian bytes.
-#[inline]
-pub(crate) fn array_value<'de, V: Visitor<'de>>(
-    kind: Scalar,
-    len: usize,
-    bytes: &[u8],
-) -> Option<V::Value> {
+/// The plain scalar `P` and length `N` when the seed `S` is `PhantomData<[P; N]>`: what
+/// `SeqAccess::next_element` passes for an array item or field, whose value serde's own impl
+/// for `[P; N]` builds item by item in order. `value_size` is the size of `S::Value`.
+#[inline(always)]
+pub(crate) fn array_seed_kind<S>(value_size: usize) -> Option<(Scalar, usize)> {
+    if !NATIVE_LE {
+        return None;
+    }
+    macro_rules! check {
+        ($t:ty, $k:ident) => {
+            let width = std::mem::size_of::<$t>();
+            if value_size % width == 0
+                && with_len!(value_size / width, seed_is::<S, $t>(())).is_some()
+            {
+                return Some((Scalar::$k, value_size / width));
+            }
+        };
+    }
+    for_each_plain!(check);
+    None
+}
+
+#[inline(always)]
+fn seed_is<S, P: Plain, const N: usize>(_: ()) -> Option<()> {
+    (typeid::of::<S>() == TypeId::of::<std::marker::PhantomData<[P; N]>>()).then_some(())
+}
+
+/// `U`, an array of `len` plain scalars `kind`, built from its little-endian bytes.
+#[inline(always)]
+pub(crate) fn array_value<U>(kind: Scalar, len: usize, bytes: &[u8]) -> Option<U> {
     macro_rules! build {
         ($t:ty, $k:ident) => {
             if kind == Scalar::$k {
-                return with_len!(len, array_build::<V::Value, $t>(bytes));
+                return with_len!(len, array_build::<U, $t>(bytes));
             }
         };
     }

@@ -302,18 +302,18 @@ impl<'de> Deserializer<'de> {
     }
 
     /// Starts reading an eltype-0 element field by field; `None` if already inside one.
+    /// Inlined (the record comes back in registers, not through memory); the refusals are
+    /// out of line.
+    #[inline(always)]
     fn begin_record(&mut self, name: &'static str) -> Result<Option<Record>> {
         if self.record.is_some() {
             return Ok(None);
         }
-        if self.depth != self.dims.len() {
-            return Err(self.shape_error(name));
-        }
-        if self.header.eltype != ElType::User || self.half.is_some() {
-            return Err(Error::msg(format!(
-                "{name} is read from user-defined (eltype 0) elements; the file holds {}",
-                self.file_label()
-            )));
+        if self.depth != self.dims.len()
+            || self.header.eltype != ElType::User
+            || self.half.is_some()
+        {
+            return Err(self.record_refusal(name));
         }
         let r = Record {
             name,
@@ -326,18 +326,40 @@ impl<'de> Deserializer<'de> {
         Ok(Some(r))
     }
 
+    /// Why a record cannot be read here.
+    #[cold]
+    #[inline(never)]
+    fn record_refusal(&self, name: &'static str) -> Error {
+        if self.depth != self.dims.len() {
+            return self.shape_error(name);
+        }
+        Error::msg(format!(
+            "{name} is read from user-defined (eltype 0) elements; the file holds {}",
+            self.file_label()
+        ))
+    }
+
+    #[inline(always)]
     fn end_record(&mut self, started: Option<Record>) -> Result<()> {
         if let Some(r) = started {
             self.record = None;
             self.here = self.elem;
             self.limit = self.data.len();
             if self.pos != r.end {
-                let consumed = self.pos - r.start;
-                self.pos = r.end;
-                return Err(self.record_error(r, consumed));
+                return Err(self.record_short(r));
             }
         }
         Ok(())
+    }
+
+    /// A record whose fields did not consume exactly elbyte bytes: the error, with the
+    /// position moved to the record's end.
+    #[cold]
+    #[inline(never)]
+    fn record_short(&mut self, r: Record) -> Error {
+        let consumed = self.pos - r.start;
+        self.pos = r.end;
+        self.record_error(r, consumed)
     }
 
     /// Reads the bytes of one whole innermost dim of uint8 (a string or byte buffer), or of
@@ -503,8 +525,8 @@ impl<'de> Deserializer<'de> {
     }
 
     /// An array of `len` plain scalars `kind`, whole: a field of a record, or the innermost dim.
-    #[inline]
-    fn plain_array<V: Visitor<'de>>(&mut self, kind: Scalar, len: usize) -> Option<V::Value> {
+    #[inline(always)]
+    fn plain_array<U>(&mut self, kind: Scalar, len: usize) -> Option<U> {
         let (eltype, elbyte) = kind.eltype_elbyte();
         if self.half.is_some() {
             return None;
@@ -520,10 +542,33 @@ impl<'de> Deserializer<'de> {
         if self.pos + bytes > self.limit {
             return None;
         }
-        let value = bulk::array_value::<V>(kind, len, &self.data[self.pos..self.pos + bytes])?;
+        let value = bulk::array_value::<U>(kind, len, &self.data[self.pos..self.pos + bytes])?;
         self.entered = true;
         self.pos += bytes;
         Some(value)
+    }
+}
+
+impl<'de> Deserializer<'de> {
+    /// An item whose seed is `PhantomData<[P; N]>` of a plain scalar (`next_element::<[f64;
+    /// 8]>()`, a field of a record), built here in place: serde's own `[T; N]::deserialize` is
+    /// often not inlined, and its result then makes a round trip through memory.
+    ///
+    /// Optimised, the checks fold to constants and this is inlined away. Unoptimised (debug
+    /// builds) nothing folds: kept out of line there, its 17 x 32 arms do not enlarge the frame
+    /// of every sequence item, which a self-describing read recurses through once per dim.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline(never))]
+    fn plain_array_item<T: DeserializeSeed<'de>>(&mut self) -> Option<T::Value> {
+        let (kind, len) = bulk::array_seed_kind::<T>(std::mem::size_of::<T::Value>())?;
+        self.plain_array::<T::Value>(kind, len)
+    }
+
+    /// A tuple or array read item by item (out of line: the fast path is inlined into every
+    /// caller).
+    #[inline(never)]
+    fn tuple_items<V: Visitor<'de>>(&mut self, len: usize, visitor: V) -> Result<V::Value> {
+        self.seq(Some(len), visitor, "tuple or array")
     }
 }
 
@@ -543,6 +588,9 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
             return Ok(None);
         }
         self.left -= 1;
+        if let Some(v) = self.de.plain_array_item::<T>() {
+            return Ok(Some(v));
+        }
         seed.deserialize(&mut *self.de).map(Some)
     }
 
@@ -750,15 +798,19 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         self.seq(None, visitor, "sequence")
     }
 
+    /// Inlined so that `len` is the caller's constant: the check for an array of plain
+    /// scalars then folds away, and the array is built in place.
+    #[inline(always)]
     fn deserialize_tuple<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value> {
         if let Some(kind) = bulk::array_visitor_kind::<V>(len) {
-            if let Some(v) = self.plain_array::<V>(kind, len) {
+            if let Some(v) = self.plain_array::<V::Value>(kind, len) {
                 return Ok(v);
             }
         }
-        self.seq(Some(len), visitor, "tuple or array")
+        self.tuple_items(len, visitor)
     }
 
+    #[inline(always)]
     fn deserialize_tuple_struct<V: Visitor<'de>>(
         self,
         name: &'static str,
@@ -779,6 +831,7 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
         Err(Error::msg("maps cannot be read from .ra"))
     }
 
+    #[inline(always)]
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         name: &'static str,

@@ -63,7 +63,18 @@ use std::path::Path;
 /// let h = rawarray_serde::Header::decode(&out).unwrap();
 /// assert_eq!(h.dims, [3, 2]); // numpy sees shape (2, 3)
 /// ```
-pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(writer: W, value: &T) -> Result<()> {
+///
+/// Any writer gets the bytes in chunks of 64 KiB, so a `File` needs no `BufWriter`. A
+/// `&mut Vec<u8>` gets the file appended in place, with no staging copy; if serializing fails
+/// it is left as it was.
+pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(mut writer: W, value: &T) -> Result<()> {
+    if let Some(vec) = bulk::vec_writer(&mut writer) {
+        let mut ser = Serializer::<std::io::Sink>::in_place(std::mem::take(vec));
+        let serialized = value.serialize(&mut ser);
+        let result;
+        (*vec, result) = ser.into_bytes(serialized);
+        return result;
+    }
     let mut ser = Serializer::new(writer);
     value.serialize(&mut ser)?;
     ser.finish()?;
@@ -77,9 +88,12 @@ pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(writer: W, value: &T) -
 /// assert_eq!(&bytes[48 + 8..], b"hello"); // uint8, dims [5]
 /// ```
 pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    let mut out = Vec::new();
-    to_writer(&mut out, value)?;
-    Ok(out)
+    // Built in place: no buffer copied into the result, one allocation once the length and
+    // the first element are known.
+    let mut ser = Serializer::<std::io::Sink>::in_place(Vec::new());
+    let serialized = value.serialize(&mut ser);
+    let (bytes, result) = ser.into_bytes(serialized);
+    result.map(|()| bytes)
 }
 
 /// Serializes `value` into a file, atomically: on any error (a ragged sequence found half-way,

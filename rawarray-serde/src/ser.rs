@@ -33,7 +33,7 @@ use crate::header::{type_label, ElType, Header};
 pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
 
 /// Flush the pending bytes to the writer once they pass this size.
-const FLUSH_AT: usize = 256 << 10;
+const FLUSH_AT: usize = 64 << 10;
 
 /// A scalar the serializer writes, with its element type and size.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -138,48 +138,102 @@ enum Mode {
     Check,
 }
 
-/// The signature before any step.
-const SIG_SEED: u64 = 0x243f_6a88_85a3_08d3;
-
-/// Folds one step's code into a signature (FxHash's mix).
-#[inline(always)]
-fn mix(sig: u64, code: u64) -> u64 {
-    (sig.rotate_left(5) ^ code).wrapping_mul(0x517c_c1b7_2722_0a95)
+/// The signature of an element: what [`Mode::Stream`] checks later elements by. It is folded
+/// from the steps that decide the layout, as they are taken: the scalars, with consecutive
+/// scalars of one type folded as one run; the sequence and tuple boundaries (they make dims);
+/// the byte-run lengths; and, as one step, an array of plain scalars that a bulk path wrote
+/// whole. Struct and field steps are left out: a struct's bytes are its fields' bytes.
+///
+/// The first element's signature is folded the same way while it is recorded, so an element
+/// that takes the same path (every element of one Rust type does) has the same signature. An
+/// element of the same layout that arrives by another path (an untagged enum whose variants
+/// hold `[f32; 3]` and `(f32, f32, f32)`) has another signature; it is then replayed step by
+/// step against the first element's steps and accepted when it follows them exactly.
+#[derive(Clone, Copy, Debug)]
+struct Sig {
+    hash: u64,
+    /// The run of scalars being folded: its scalar code and length. With no run (`len` 0),
+    /// `code` may keep a stale code; the next scalar of that code starts a run from 0.
+    run_code: u64,
+    run_len: u64,
 }
 
-/// A step's code in the signature. Sequence length hints are left out (an iterator may not
-/// give one); the lengths show in the runs and the number of steps.
-#[inline(always)]
-fn code(ev: Ev) -> u64 {
-    match ev {
-        Ev::Scalars(k, run) => run_code(scalar_code(k), run),
-        Ev::Bytes(n) => (2 << 40) | n as u64,
-        Ev::Embedded(n) => (3 << 40) | n as u64,
-        Ev::SeqStart(_) => 4 << 40,
-        Ev::TupleStart(n) => (5 << 40) | n as u64,
-        Ev::SeqEnd => 6 << 40,
-        Ev::StructStart(_) => 7 << 40,
-        Ev::Field(_) => 8 << 40,
-        Ev::StructEnd => 9 << 40,
+/// The low byte of a step's code: what the step is (the length goes above it, so no two
+/// distinct steps share a code for lengths below 2^56). Scalar runs use `1 + kind` (below 32).
+mod tag {
+    pub const BYTES: u64 = 32;
+    pub const EMBEDDED: u64 = 33;
+    pub const SEQ_START: u64 = 34;
+    pub const TUPLE_START: u64 = 35;
+    pub const SEQ_END: u64 = 36;
+    /// An array of plain scalars written whole: `ARRAY + 1 + kind`.
+    pub const ARRAY: u64 = 64;
+}
+
+impl Sig {
+    const SEED: Sig = Sig {
+        hash: 0x243f_6a88_85a3_08d3,
+        run_code: 0,
+        run_len: 0,
+    };
+
+    /// Folds one code into the hash (FxHash's mix).
+    #[inline(always)]
+    fn mix(&mut self, code: u64) {
+        self.hash = (self.hash.rotate_left(5) ^ code).wrapping_mul(0x517c_c1b7_2722_0a95);
     }
-}
 
-#[inline(always)]
-fn scalar_code(k: Scalar) -> u64 {
-    1 + k as u64
-}
+    /// `n` more scalars of `kind`.
+    #[inline(always)]
+    fn scalars(&mut self, kind: Scalar, n: u64) {
+        let code = 1 + kind as u64;
+        if code == self.run_code {
+            self.run_len += n;
+        } else {
+            self.end_run();
+            self.run_code = code;
+            self.run_len = n;
+        }
+    }
 
-/// The code of `run` consecutive scalars of code `code` (below 256).
-#[inline(always)]
-fn run_code(code: u64, run: u64) -> u64 {
-    code | run.wrapping_shl(8)
-}
+    #[inline(always)]
+    fn end_run(&mut self) {
+        if self.run_len != 0 {
+            self.mix(self.run_code | self.run_len.wrapping_shl(8));
+            self.run_len = 0;
+        }
+    }
 
-/// The signature of a recorded element, as [`Mode::Stream`] computes it step by step: one
-/// code per step, consecutive scalars of one type counting as one step (the serializer folds
-/// a run when the next step comes).
-fn signature(events: &[Ev]) -> u64 {
-    events.iter().fold(SIG_SEED, |sig, &ev| mix(sig, code(ev)))
+    /// An array of `n` plain scalars of `kind`, written whole: one step.
+    #[inline(always)]
+    fn array(&mut self, kind: Scalar, n: u64) {
+        self.end_run();
+        self.mix((tag::ARRAY + 1 + kind as u64) | n.wrapping_shl(8));
+    }
+
+    /// A step other than scalars. Sequence length hints are left out (an iterator may not
+    /// give one); the lengths show in the runs and the number of steps.
+    #[inline(always)]
+    fn step(&mut self, ev: Ev) {
+        let code = match ev {
+            Ev::Scalars(k, run) => return self.scalars(k, run),
+            Ev::StructStart(_) | Ev::Field(_) | Ev::StructEnd => return,
+            Ev::Bytes(n) => tag::BYTES | (n as u64).wrapping_shl(8),
+            Ev::Embedded(n) => tag::EMBEDDED | (n as u64).wrapping_shl(8),
+            Ev::SeqStart(_) => tag::SEQ_START,
+            Ev::TupleStart(n) => tag::TUPLE_START | (n as u64).wrapping_shl(8),
+            Ev::SeqEnd => tag::SEQ_END,
+        };
+        self.end_run();
+        self.mix(code);
+    }
+
+    /// The signature of the element folded so far.
+    #[inline(always)]
+    fn finish(mut self) -> u64 {
+        self.end_run();
+        self.hash
+    }
 }
 
 /// The outermost sequence, whose items are the elements.
@@ -216,22 +270,40 @@ pub struct Serializer<W> {
     /// Set while a half of a complex number is serialized: its bytes go out without a step.
     half: Option<Scalar>,
     /// The signature of the element being written, and the first element's.
-    sig: u64,
+    sig: Sig,
     plan_sig: u64,
     /// Bytes of one element.
     item_bytes: usize,
-    /// The run of scalars of one type being written in [`Mode::Stream`]: its scalar code (0
-    /// for none) and length, folded into `sig` at the next other step.
-    run_code: u64,
-    run_len: u64,
+    /// How many times a replay in [`Mode::Check`] went through the whole plan.
+    laps: u64,
+    /// The file is built in `buf` itself, after its first `base` bytes, and never flushed
+    /// ([`to_vec`](crate::to_vec), [`to_writer`](crate::to_writer) into a `Vec`): the header
+    /// goes in front of what is buffered, and `out` is not used.
+    in_place: bool,
+    base: usize,
+    /// Flush `buf` to `out` once it holds this many bytes (after the header is out).
+    flush_at: usize,
 }
 
 impl<W: Write> Serializer<W> {
     /// A serializer writing to `out`.
     pub fn new(out: W) -> Serializer<W> {
+        Serializer::with_buffer(out, Vec::with_capacity(FLUSH_AT + 4096), false)
+    }
+
+    /// A serializer that appends the file to `buf` in place (see [`Serializer::into_bytes`]).
+    pub(crate) fn in_place(buf: Vec<u8>) -> Serializer<W>
+    where
+        W: Default,
+    {
+        Serializer::with_buffer(W::default(), buf, true)
+    }
+
+    fn with_buffer(out: W, buf: Vec<u8>, in_place: bool) -> Serializer<W> {
         Serializer {
+            base: buf.len(),
             out,
-            buf: Vec::with_capacity(FLUSH_AT + 4096),
+            buf,
             mode: Mode::Record,
             events: Vec::new(),
             pos: 0,
@@ -240,17 +312,40 @@ impl<W: Write> Serializer<W> {
             top: None,
             header_written: false,
             half: None,
-            sig: SIG_SEED,
-            plan_sig: SIG_SEED,
+            sig: Sig::SEED,
+            plan_sig: 0,
             item_bytes: 0,
-            run_code: 0,
-            run_len: 0,
+            laps: 0,
+            in_place,
+            flush_at: if in_place { usize::MAX } else { FLUSH_AT },
         }
+    }
+
+    /// Completes the file of a serializer made with [`Serializer::in_place`] and returns its
+    /// buffer: the bytes it was made with, then the file, or (on an error, which is returned
+    /// beside it) the bytes it was made with alone.
+    pub(crate) fn into_bytes(mut self, serialized: Result<()>) -> (Vec<u8>, Result<()>) {
+        debug_assert!(self.in_place);
+        let result = serialized.and_then(|()| self.write_late_header());
+        if result.is_err() {
+            self.buf.truncate(self.base);
+        }
+        (self.buf, result)
     }
 
     /// Writes the header (if the value was not a sequence, it is only known now) and every
     /// byte still buffered, flushes, and returns the writer.
     pub fn finish(mut self) -> Result<W> {
+        self.write_late_header()?;
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        self.out.flush()?;
+        Ok(self.out)
+    }
+
+    /// Writes the header now if it could not be written when the first element was complete
+    /// (the value was not a sequence, or the sequence did not tell its length).
+    fn write_late_header(&mut self) -> Result<()> {
         if !self.header_written {
             let header = match self.top.take() {
                 Some(top) => {
@@ -267,13 +362,21 @@ impl<W: Write> Serializer<W> {
                     header_for(eltype, elbyte, shape.dims)?
                 }
             };
-            self.out.write_all(&header.encode())?;
-            self.header_written = true;
+            self.put_header(&header)?;
         }
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        self.out.flush()?;
-        Ok(self.out)
+        Ok(())
+    }
+
+    /// Writes the header: before everything buffered (in place, in front of it).
+    fn put_header(&mut self, header: &Header) -> Result<()> {
+        let bytes = header.encode();
+        if self.in_place {
+            self.buf.splice(self.base..self.base, bytes);
+        } else {
+            self.out.write_all(&bytes)?;
+        }
+        self.header_written = true;
+        Ok(())
     }
 
     /// The top-level sequence's first item is complete: decide dims and element type, write
@@ -283,6 +386,8 @@ impl<W: Write> Serializer<W> {
     fn first_item_done(&mut self) -> Result<()> {
         let shape = classify(&self.events)?;
         let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
+        // The buffer holds element 0 (after the caller's bytes, in place) and nothing else.
+        self.item_bytes = self.buf.len() - self.base;
         let top = self.top.as_mut().expect("inside the top-level sequence");
         top.dims = shape.dims;
         top.eltype = eltype;
@@ -291,15 +396,17 @@ impl<W: Write> Serializer<W> {
             let mut dims = top.dims.clone();
             dims.push(n as u64);
             let header = header_for(eltype, elbyte, dims)?;
-            self.out.write_all(&header.encode())?;
-            self.header_written = true;
+            if self.in_place {
+                // The file's size is known now (or an element will differ, an error): one
+                // allocation for all of it.
+                let rest = (n as u64 - 1).saturating_mul(self.item_bytes as u64);
+                self.buf
+                    .reserve(usize::try_from(rest).unwrap_or(0) + header.encoded_len());
+            }
+            self.put_header(&header)?;
         }
         self.mode = Mode::Stream;
-        self.plan_sig = signature(&self.events);
-        self.sig = SIG_SEED;
-        self.item_bytes = self.buf.len();
-        self.run_code = 0;
-        self.run_len = 0;
+        self.plan_sig = std::mem::replace(&mut self.sig, Sig::SEED).finish();
         self.items = 1;
         self.pos = 0;
         self.sub = 0;
@@ -308,7 +415,7 @@ impl<W: Write> Serializer<W> {
 
     #[inline(always)]
     fn flush_if_full(&mut self) -> Result<()> {
-        if self.header_written && self.buf.len() >= FLUSH_AT {
+        if self.header_written && self.buf.len() >= self.flush_at {
             return self.flush();
         }
         Ok(())
@@ -327,7 +434,7 @@ impl<W: Write> Serializer<W> {
     fn scalar(&mut self, kind: Scalar, bytes: &[u8]) -> Result<()> {
         self.buf.extend_from_slice(bytes);
         if self.mode == Mode::Stream && self.half.is_none() {
-            self.stream_scalars(kind, 1);
+            self.sig.scalars(kind, 1);
             return Ok(());
         }
         if let Some(expected) = self.half {
@@ -347,10 +454,11 @@ impl<W: Write> Serializer<W> {
                     Some(Ev::Scalars(k, run)) if *k == kind => *run += 1,
                     _ => self.events.push(Ev::Scalars(kind, 1)),
                 }
+                self.sig.scalars(kind, 1);
                 Ok(())
             }
             Mode::Stream => {
-                self.stream_scalars(kind, 1);
+                self.sig.scalars(kind, 1);
                 Ok(())
             }
             Mode::Check => match self.events.get(self.pos) {
@@ -367,34 +475,11 @@ impl<W: Write> Serializer<W> {
         }
     }
 
-    /// Adds `n` scalars of `kind` to the run being written in [`Mode::Stream`].
-    #[inline(always)]
-    fn stream_scalars(&mut self, kind: Scalar, n: u64) {
-        let code = scalar_code(kind);
-        if code == self.run_code {
-            self.run_len += n;
-        } else {
-            self.end_run();
-            self.run_code = code;
-            self.run_len = n;
-        }
-    }
-
-    /// Folds the run being written into the signature. (With no run, `run_code` may keep a
-    /// stale code: a run of 0 is none, and the next scalar of that code starts one from 0.)
-    #[inline(always)]
-    fn end_run(&mut self) {
-        if self.run_len != 0 {
-            self.sig = mix(self.sig, run_code(self.run_code, self.run_len));
-            self.run_len = 0;
-        }
-    }
-
     /// Notes `n` scalars of `kind` written whole (by a bulk path: never in [`Mode::Check`]).
     #[inline(always)]
     fn note_run(&mut self, kind: Scalar, n: u64) {
         if self.mode == Mode::Stream {
-            self.stream_scalars(kind, n);
+            self.sig.scalars(kind, n);
             return;
         }
         self.record_run(kind, n);
@@ -406,11 +491,14 @@ impl<W: Write> Serializer<W> {
             return;
         }
         match self.mode {
-            Mode::Record => match self.events.last_mut() {
-                Some(Ev::Scalars(k, run)) if *k == kind => *run += n,
-                _ => self.events.push(Ev::Scalars(kind, n)),
-            },
-            Mode::Stream => self.stream_scalars(kind, n),
+            Mode::Record => {
+                match self.events.last_mut() {
+                    Some(Ev::Scalars(k, run)) if *k == kind => *run += n,
+                    _ => self.events.push(Ev::Scalars(kind, n)),
+                }
+                self.sig.scalars(kind, n);
+            }
+            Mode::Stream => self.sig.scalars(kind, n),
             Mode::Check => unreachable!("bulk paths are not taken in Mode::Check"),
         }
     }
@@ -428,12 +516,14 @@ impl<W: Write> Serializer<W> {
     fn value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
         if let Some(a) = bulk::plain_array(value) {
             if self.bulk_ok() {
-                self.step(Ev::TupleStart(a.len))?;
                 // The length as a constant of `T`, so the copy compiles to a few moves.
                 self.buf
                     .extend_from_slice(&a.bytes[..std::mem::size_of_val(value)]);
-                self.note_run(a.kind, a.len as u64);
-                return self.step(Ev::SeqEnd);
+                self.sig.array(a.kind, a.len as u64);
+                if self.mode == Mode::Record {
+                    self.record_array(a.kind, a.len);
+                }
+                return Ok(());
             }
         }
         value.serialize(self)
@@ -445,12 +535,20 @@ impl<W: Write> Serializer<W> {
         if self.top.is_none() && self.mode == Mode::Record && self.events.is_empty() {
             let (eltype, elbyte) = run.kind.eltype_elbyte();
             let header = header_for(eltype, elbyte, vec![run.len as u64])?;
-            self.out.write_all(&header.encode())?;
-            self.header_written = true;
-            self.out.write_all(&self.buf)?;
-            self.buf.clear();
-            for part in run.parts {
-                self.out.write_all(part)?;
+            if self.in_place {
+                let data: usize = run.parts.iter().map(|p| p.len()).sum();
+                self.buf.reserve(header.encoded_len() + data);
+                self.put_header(&header)?;
+                for part in run.parts {
+                    self.buf.extend_from_slice(part);
+                }
+            } else {
+                self.put_header(&header)?;
+                self.out.write_all(&self.buf)?;
+                self.buf.clear();
+                for part in run.parts {
+                    self.out.write_all(part)?;
+                }
             }
             self.top = Some(TopSeq {
                 hint: Some(run.len),
@@ -471,12 +569,21 @@ impl<W: Write> Serializer<W> {
         self.step(Ev::SeqEnd)
     }
 
+    /// The steps of an array of plain scalars written whole, in the first element.
+    #[inline(never)]
+    fn record_array(&mut self, kind: Scalar, len: usize) {
+        self.events.push(Ev::TupleStart(len));
+        if len != 0 {
+            self.events.push(Ev::Scalars(kind, len as u64));
+        }
+        self.events.push(Ev::SeqEnd);
+    }
+
     /// Notes a structural step.
     #[inline(always)]
     fn step(&mut self, ev: Ev) -> Result<()> {
         if self.mode == Mode::Stream {
-            self.end_run();
-            self.sig = mix(self.sig, code(ev));
+            self.sig.step(ev);
             return Ok(());
         }
         self.step_slow(ev)
@@ -488,6 +595,7 @@ impl<W: Write> Serializer<W> {
         match self.mode {
             Mode::Record => {
                 self.events.push(ev);
+                self.sig.step(ev);
                 Ok(())
             }
             Mode::Stream => unreachable!("step takes Mode::Stream"),
@@ -501,10 +609,10 @@ impl<W: Write> Serializer<W> {
     fn advance(&mut self) -> Result<()> {
         self.pos += 1;
         if self.pos == self.events.len() {
-            // The replayed element followed the plan after all (a signature collision cannot
-            // make a good element fail; this is only reached for elements that differ in a
-            // way the plan's steps do not show, such as a different struct).
+            // The plan is used up: the replayed element followed it once (or repeats it, which
+            // `laps` tells).
             self.pos = 0;
+            self.laps += 1;
         }
         Ok(())
     }
@@ -512,34 +620,39 @@ impl<W: Write> Serializer<W> {
     /// An element of the top-level sequence is complete: check it against the first one.
     #[inline]
     fn item_done<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Result<()> {
-        self.end_run();
-        let sig = std::mem::replace(&mut self.sig, SIG_SEED);
+        let sig = std::mem::replace(&mut self.sig, Sig::SEED).finish();
         if sig != self.plan_sig || self.buf.len() - start != self.item_bytes {
-            return Err(self.diagnose(start, value));
+            self.diagnose(start, value)?;
         }
         self.items += 1;
         self.flush_if_full()
     }
 
-    /// Serializes an element that differs from the first one again, step by step against
-    /// the plan, for an error that says where.
+    /// Serializes an element whose signature or size differs from the first one's again, step
+    /// by step against the plan: `Ok` (its bytes written again) if it follows the plan exactly
+    /// once after all (it took another path to the same layout), else an error saying where
+    /// it differs.
     #[cold]
     #[inline(never)]
-    fn diagnose<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Error {
+    fn diagnose<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Result<()> {
         let bytes = self.buf.len() - start;
         self.buf.truncate(start);
         self.mode = Mode::Check;
         self.pos = 0;
         self.sub = 0;
+        self.laps = 0;
         let replay = value.serialize(&mut *self);
         self.mode = Mode::Stream;
-        match replay {
-            Err(e) => e,
-            Ok(()) => Error::msg(format!(
-                "element [{}] has {bytes} bytes of another layout than element 0 ({} bytes)",
-                self.items, self.item_bytes
-            )),
+        self.sig = Sig::SEED;
+        replay?;
+        let replayed = self.buf.len() - start;
+        if self.laps == 1 && self.pos == 0 && self.sub == 0 && replayed == self.item_bytes {
+            return Ok(());
         }
+        Err(Error::msg(format!(
+            "element [{}] has {bytes} bytes of another layout than element 0 ({} bytes)",
+            self.items, self.item_bytes
+        )))
     }
 
     /// The error for a step of a later element that does not follow the first element.
@@ -1132,6 +1245,7 @@ impl<'a, W: Write> Compound<'a, W> {
         }
     }
 
+    #[inline]
     fn end_compound(self) -> Result<()> {
         match self.kind {
             Kind::Top => {
