@@ -1,0 +1,257 @@
+//! The serde format's fast paths and writers give exactly the bytes (and the errors) of the
+//! element-by-element path: elements of one layout reached by different paths, `to_writer`
+//! into a `Vec` (built in place) against any other writer (staged in 64 KiB chunks), files
+//! whose header can only be written at the end, and arrays read in place. Expected bytes are
+//! built by hand.
+
+use rawarray_serde::{from_slice, to_vec, to_writer};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// A file built by hand: header words, then data.
+fn file(eltype: u64, elbyte: u64, dims: &[u64], data: &[u8]) -> Vec<u8> {
+    let mut out = b"rawarray".to_vec();
+    for w in [0, eltype, elbyte, data.len() as u64, dims.len() as u64]
+        .iter()
+        .chain(dims)
+    {
+        out.extend_from_slice(&w.to_le_bytes());
+    }
+    out.extend_from_slice(data);
+    out
+}
+
+/// A record whose `[f32; 3]` the serializer copies whole.
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Debug)]
+struct Whole {
+    a: [f32; 3],
+    b: u16,
+}
+
+/// The same layout, reached element by element: a tuple is not an array of plain scalars.
+#[derive(Serialize, Deserialize, Clone, Copy, PartialEq, Debug)]
+struct ByItem {
+    a: (f32, f32, f32),
+    b: u16,
+}
+
+/// 12 bytes of floats again, but as a pair and a lone float: another layout.
+#[derive(Serialize, Clone, Copy, PartialEq, Debug)]
+struct PairAndOne {
+    a: (f32, f32),
+    c: f32,
+    b: u16,
+}
+
+#[derive(Serialize, Clone, Copy, Debug)]
+#[serde(untagged)]
+enum Row {
+    Whole(Whole),
+    ByItem(ByItem),
+    PairAndOne(PairAndOne),
+}
+
+fn record_bytes(a: [f32; 3], b: u16) -> Vec<u8> {
+    let mut out: Vec<u8> = a.iter().flat_map(|x| x.to_le_bytes()).collect();
+    out.extend_from_slice(&b.to_le_bytes());
+    out
+}
+
+#[test]
+fn one_layout_by_two_paths_is_one_array() {
+    let rows = vec![
+        Row::Whole(Whole {
+            a: [1.0, 2.0, 3.0],
+            b: 4,
+        }),
+        Row::ByItem(ByItem {
+            a: (5.0, 6.0, 7.0),
+            b: 8,
+        }),
+        Row::ByItem(ByItem {
+            a: (9.0, 10.0, 11.0),
+            b: 12,
+        }),
+        Row::Whole(Whole {
+            a: [13.0, 14.0, 15.0],
+            b: 16,
+        }),
+    ];
+    let mut data = Vec::new();
+    for (a, b) in [
+        ([1.0, 2.0, 3.0], 4),
+        ([5.0, 6.0, 7.0], 8),
+        ([9.0, 10.0, 11.0], 12),
+        ([13.0, 14.0, 15.0], 16),
+    ] {
+        data.extend(record_bytes(a, b));
+    }
+    let want = file(0, 14, &[4], &data);
+    assert_eq!(to_vec(&rows).unwrap(), want);
+    // The first element element by element, the later ones whole.
+    let mut reversed = rows.clone();
+    reversed.reverse();
+    let mut data = Vec::new();
+    for chunk in want[56..].chunks(14).rev() {
+        data.extend_from_slice(chunk);
+    }
+    assert_eq!(to_vec(&reversed).unwrap(), file(0, 14, &[4], &data));
+    // Both record types read the file.
+    let whole: Vec<Whole> = from_slice(&want).unwrap();
+    assert_eq!(whole[1].a, [5.0, 6.0, 7.0]);
+    let by_item: Vec<ByItem> = from_slice(&want).unwrap();
+    assert_eq!(by_item[3].a, (13.0, 14.0, 15.0));
+}
+
+#[test]
+fn another_layout_of_the_same_size_is_an_error() {
+    let whole = Row::Whole(Whole {
+        a: [1.0, 2.0, 3.0],
+        b: 4,
+    });
+    let other = Row::PairAndOne(PairAndOne {
+        a: (1.0, 2.0),
+        c: 3.0,
+        b: 4,
+    });
+    for rows in [vec![whole, other], vec![other, whole]] {
+        let e = to_vec(&rows).unwrap_err().to_string();
+        assert!(e.starts_with("not rectangular: element [1]"), "{e}");
+    }
+    // Dims differ, bytes do not: [f32; 4] against [[f32; 2]; 2].
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum Grid {
+        Flat([f32; 4]),
+        Square([[f32; 2]; 2]),
+    }
+    let e = to_vec(&vec![Grid::Flat([0.0; 4]), Grid::Square([[0.0; 2]; 2])])
+        .unwrap_err()
+        .to_string();
+    assert!(e.starts_with("not rectangular: element [1"), "{e}");
+}
+
+/// Serializes its items as a sequence of unknown length (a filtering iterator gives no exact
+/// size), so the header can only be written at the end.
+struct Unsized<T>(Vec<T>);
+
+impl<T: Serialize> Serialize for Unsized<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().filter(|_| true))
+    }
+}
+
+#[derive(Serialize, Deserialize, Clone, PartialEq, Debug)]
+struct Foo {
+    info: [u8; 12],
+    index: u32,
+    v: [f64; 8],
+}
+
+fn foo(i: u32) -> Foo {
+    Foo {
+        info: [i as u8; 12],
+        index: i,
+        v: std::array::from_fn(|k| f64::from(i) + k as f64 / 8.0),
+    }
+}
+
+fn foo_file(foos: &[Foo]) -> Vec<u8> {
+    let mut data = Vec::new();
+    for f in foos {
+        data.extend_from_slice(&f.info);
+        data.extend_from_slice(&f.index.to_le_bytes());
+        for x in f.v {
+            data.extend_from_slice(&x.to_le_bytes());
+        }
+    }
+    file(0, 80, &[foos.len() as u64], &data)
+}
+
+#[test]
+fn to_writer_into_a_vec_appends_the_file_in_place() {
+    // Past the 64 KiB chunks of the staged writers.
+    let foos: Vec<Foo> = (0..3000).map(foo).collect();
+    let want = foo_file(&foos);
+    let mut out = b"kept".to_vec();
+    to_writer(&mut out, &foos).unwrap();
+    assert_eq!(&out[..4], b"kept");
+    assert_eq!(&out[4..], want);
+    // Any other writer gets the same bytes.
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    to_writer(&mut cursor, &foos).unwrap();
+    assert_eq!(cursor.into_inner(), want);
+    assert_eq!(to_vec(&foos).unwrap(), want);
+
+    // A header known only at the end goes in front of the file, after the caller's bytes.
+    let mut out = b"kept".to_vec();
+    to_writer(&mut out, &Unsized(foos.clone())).unwrap();
+    assert_eq!(&out[4..], want);
+    assert_eq!(to_vec(&Unsized(foos.clone())).unwrap(), want);
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    to_writer(&mut cursor, &Unsized(foos)).unwrap();
+    assert_eq!(cursor.into_inner(), want);
+
+    // A lone value, and a whole slice of plain scalars.
+    let mut out = b"kept".to_vec();
+    to_writer(&mut out, &7u32).unwrap();
+    assert_eq!(
+        out,
+        [b"kept".as_slice(), &file(2, 4, &[], &[7, 0, 0, 0])].concat()
+    );
+    let mut out = b"kept".to_vec();
+    to_writer(&mut out, &[1u16, 2, 3][..]).unwrap();
+    assert_eq!(
+        out,
+        [b"kept".as_slice(), &file(2, 2, &[3], &[1, 0, 2, 0, 3, 0])].concat()
+    );
+}
+
+#[test]
+fn a_failed_write_into_a_vec_leaves_it_as_it_was() {
+    let mut ragged = vec![vec![1u32; 4]; 50_000];
+    ragged[49_999].pop();
+    let mut out = b"kept".to_vec();
+    let e = to_writer(&mut out, &ragged).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "not rectangular: element [49999] has length 3, expected 4 (the length in element 0)"
+    );
+    assert_eq!(out, b"kept");
+    // Unknown length: the error comes before any header.
+    let mut out = b"kept".to_vec();
+    assert!(to_writer(&mut out, &Unsized(ragged)).is_err());
+    assert_eq!(out, b"kept");
+    // Nothing serializable at all.
+    let mut out = b"kept".to_vec();
+    assert!(to_writer(&mut out, &Some(1u8)).is_err());
+    assert_eq!(out, b"kept");
+}
+
+#[test]
+fn arrays_read_in_place_check_what_the_item_path_checks() {
+    // Vec<[f32; 3]> over dims [3, 2]: each item is one innermost dim.
+    let data: Vec<u8> = (1..=6).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let f = file(3, 4, &[3, 2], &data);
+    let v: Vec<[f32; 3]> = from_slice(&f).unwrap();
+    assert_eq!(v, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+    // The wrong length, the wrong scalar type: the item path's errors.
+    let e = from_slice::<Vec<[f32; 2]>>(&f).unwrap_err().to_string();
+    assert!(e.contains("a dim of 2") && e.contains("[3, 2]"), "{e}");
+    let e = from_slice::<Vec<[u32; 3]>>(&f).unwrap_err().to_string();
+    assert!(e.contains("u32") && e.contains("float32"), "{e}");
+    // Longer than serde's array impls reach (33): item by item, same values.
+    let data: Vec<u8> = (0..66u16).flat_map(|i| i.to_le_bytes()).collect();
+    let f = file(2, 2, &[33, 2], &data);
+    let v: Vec<Vec<u16>> = from_slice(&f).unwrap();
+    assert_eq!(v[1][32], 65);
+    // A record's array field that runs past the record: the record's error.
+    #[derive(Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Short {
+        a: [f64; 2],
+    }
+    let e = from_slice::<Vec<Short>>(&file(0, 12, &[1], &[0; 12]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("record Short: elbyte is 12"), "{e}");
+}
