@@ -67,12 +67,12 @@ fn one_layout_by_two_paths_is_one_array() {
             a: (5.0, 6.0, 7.0),
             b: 8,
         }),
-        Row::ByItem(ByItem {
-            a: (9.0, 10.0, 11.0),
+        Row::Whole(Whole {
+            a: [9.0, 10.0, 11.0],
             b: 12,
         }),
-        Row::Whole(Whole {
-            a: [13.0, 14.0, 15.0],
+        Row::ByItem(ByItem {
+            a: (13.0, 14.0, 15.0),
             b: 16,
         }),
     ];
@@ -87,9 +87,10 @@ fn one_layout_by_two_paths_is_one_array() {
     }
     let want = file(0, 14, &[4], &data);
     assert_eq!(to_vec(&rows).unwrap(), want);
-    // The first element element by element, the later ones whole.
+    // The first element element by element, every other later one whole.
     let mut reversed = rows.clone();
     reversed.reverse();
+    assert!(matches!(reversed[0], Row::ByItem(_)));
     let mut data = Vec::new();
     for chunk in want[56..].chunks(14).rev() {
         data.extend_from_slice(chunk);
@@ -239,11 +240,14 @@ fn arrays_read_in_place_check_what_the_item_path_checks() {
     assert!(e.contains("a dim of 2") && e.contains("[3, 2]"), "{e}");
     let e = from_slice::<Vec<[u32; 3]>>(&f).unwrap_err().to_string();
     assert!(e.contains("u32") && e.contains("float32"), "{e}");
-    // Longer than serde's array impls reach (33): item by item, same values.
-    let data: Vec<u8> = (0..66u16).flat_map(|i| i.to_le_bytes()).collect();
-    let f = file(2, 2, &[33, 2], &data);
-    let v: Vec<Vec<u16>> = from_slice(&f).unwrap();
-    assert_eq!(v[1][32], 65);
+    // Arrays of a scalar that is not plain (bool: only 0 and 1) go item by item.
+    let f = file(2, 1, &[3, 2], &[1, 0, 1, 0, 0, 1]);
+    let v: Vec<[bool; 3]> = from_slice(&f).unwrap();
+    assert_eq!(v, [[true, false, true], [false, false, true]]);
+    let e = from_slice::<Vec<[bool; 3]>>(&file(2, 1, &[3, 1], &[1, 2, 0]))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("bool"), "{e}");
     // A record's array field that runs past the record: the record's error.
     #[derive(Deserialize, Debug)]
     #[allow(dead_code)]
@@ -254,4 +258,162 @@ fn arrays_read_in_place_check_what_the_item_path_checks() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("record Short: elbyte is 12"), "{e}");
+}
+
+#[test]
+fn struct_boundaries_are_part_of_the_layout() {
+    // The same floats, in one record of two or two records of one: element 1 differs.
+    #[derive(Serialize)]
+    struct One {
+        x: f32,
+    }
+    #[derive(Serialize)]
+    struct Two {
+        x: f32,
+        y: f32,
+    }
+    #[derive(Serialize)]
+    #[serde(untagged)]
+    enum R {
+        One(One),
+        Two(Two),
+    }
+    let e = to_vec(&vec![
+        vec![R::One(One { x: 1.0 }), R::One(One { x: 2.0 })],
+        vec![R::Two(Two { x: 3.0, y: 4.0 })],
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("not rectangular: element [1"), "{e}");
+    // One Rust type whose fields may be skipped.
+    #[derive(Serialize)]
+    struct P {
+        x: f32,
+        #[serde(skip_serializing_if = "is_zero")]
+        y: f32,
+    }
+    fn is_zero(y: &f32) -> bool {
+        *y == 0.0
+    }
+    let rows = vec![
+        vec![P { x: 1.0, y: 0.0 }, P { x: 2.0, y: 0.0 }],
+        vec![P { x: 3.0, y: 4.0 }],
+    ];
+    assert!(to_vec(&rows).is_err());
+    let mut out = b"kept".to_vec();
+    assert!(to_writer(&mut out, &rows).is_err());
+    assert_eq!(out, b"kept");
+}
+
+/// A sequence whose stated length is `said`, holding `items`.
+struct Lying {
+    said: usize,
+    items: Vec<u32>,
+}
+
+impl Serialize for Lying {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(self.said))?;
+        for i in &self.items {
+            seq.serialize_element(i)?;
+        }
+        seq.end()
+    }
+}
+
+#[test]
+fn a_wrong_length_hint_is_an_error_not_an_allocation() {
+    let overflow = format!(
+        "dims [{}] x elbyte 4 overflow a 64-bit byte count",
+        usize::MAX
+    );
+    for (said, want) in [
+        (0, "the sequence said it had 0 items but gave 1".to_string()),
+        (2, "the sequence said it had 2 items but gave 1".to_string()),
+        (
+            1 << 40,
+            format!("the sequence said it had {} items but gave 1", 1u64 << 40),
+        ),
+        // No header can hold that count.
+        (usize::MAX, overflow),
+    ] {
+        let lying = Lying {
+            said,
+            items: vec![7],
+        };
+        assert_eq!(to_vec(&lying).unwrap_err().to_string(), want);
+        let mut out = b"kept".to_vec();
+        assert_eq!(to_writer(&mut out, &lying).unwrap_err().to_string(), want);
+        assert_eq!(out, b"kept");
+        let mut cursor = std::io::Cursor::new(Vec::new());
+        assert_eq!(
+            to_writer(&mut cursor, &lying).unwrap_err().to_string(),
+            want
+        );
+    }
+}
+
+/// Ten `u32`s, but serializing the one at index `.0` panics.
+struct PanicsAt(u32);
+
+impl Serialize for PanicsAt {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeSeq;
+        let mut seq = s.serialize_seq(Some(10))?;
+        for i in 0..10u32 {
+            assert!(i != self.0, "a Serialize impl that panics");
+            seq.serialize_element(&i)?;
+        }
+        seq.end()
+    }
+}
+
+#[test]
+fn a_panic_while_writing_into_a_vec_keeps_its_bytes() {
+    // Before the first element, and after the header went in.
+    for at in [0, 5] {
+        let mut out = b"kept".to_vec();
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _ = to_writer(&mut out, &PanicsAt(at));
+        }));
+        assert!(caught.is_err());
+        assert_eq!(out, b"kept");
+    }
+    let mut out = b"kept".to_vec();
+    to_writer(&mut out, &PanicsAt(10)).unwrap();
+    let data: Vec<u8> = (0..10u32).flat_map(u32::to_le_bytes).collect();
+    assert_eq!(
+        out,
+        [b"kept".as_slice(), &file(2, 4, &[10], &data)].concat()
+    );
+}
+
+#[test]
+fn other_paths_are_replayed_in_place_and_past_the_chunks() {
+    // 10 000 records of 14 bytes (past the 64 KiB chunks of staged writers), the paths mixed.
+    let rows: Vec<Row> = (0..10_000u16)
+        .map(|i| {
+            let a = [f32::from(i), 0.5, -1.0];
+            if i % 3 == 0 {
+                Row::ByItem(ByItem {
+                    a: (a[0], a[1], a[2]),
+                    b: i,
+                })
+            } else {
+                Row::Whole(Whole { a, b: i })
+            }
+        })
+        .collect();
+    let data: Vec<u8> = (0..10_000u16)
+        .flat_map(|i| record_bytes([f32::from(i), 0.5, -1.0], i))
+        .collect();
+    let want = file(0, 14, &[10_000], &data);
+    assert_eq!(to_vec(&rows).unwrap(), want);
+    let mut out = b"kept".to_vec();
+    to_writer(&mut out, &rows).unwrap();
+    assert_eq!(out, [b"kept".as_slice(), &want].concat());
+    let mut cursor = std::io::Cursor::new(Vec::new());
+    to_writer(&mut cursor, &rows).unwrap();
+    assert_eq!(cursor.into_inner(), want);
 }

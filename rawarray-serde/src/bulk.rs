@@ -4,9 +4,9 @@
 //! bytes per element. The `.ra` bytes of a `Vec<f32>` are its memory, so the serializer and
 //! the deserializer recognise the few concrete types where that is so and copy them whole:
 //!
-//! - writing, `collect_seq` receives the collection itself: `&[P]`, `&Vec<P>`,
-//!   `&VecDeque<P>`, `&[[P; N]]` or `&Vec<[P; N]>`; a field or element of type `[P; N]` comes
-//!   whole to `serialize_element`/`serialize_field`;
+//! - writing, `collect_seq` receives the collection itself: `&[P]`, `&Vec<P>` or
+//!   `&VecDeque<P>`; an element, item or field of type `[P; N]` comes whole to
+//!   `serialize_element`/`serialize_field` (so a `Vec<[P; N]>` is copied an array at a time);
 //! - reading, `Vec<P>` and `[P; N]` ask for a sequence with serde's own visitor for them, which
 //!   is told by its type identity (found once by asking serde, see [`visitor_of`]), and the
 //!   value is built from the bytes with bytemuck; an item or field of type `[P; N]` is built

@@ -554,9 +554,10 @@ impl<'de> Deserializer<'de> {
     /// 8]>()`, a field of a record), built here in place: serde's own `[T; N]::deserialize` is
     /// often not inlined, and its result then makes a round trip through memory.
     ///
-    /// Optimised, the checks fold to constants and this is inlined away. Unoptimised (debug
-    /// builds) nothing folds: kept out of line there, its 17 x 32 arms do not enlarge the frame
-    /// of every sequence item, which a self-describing read recurses through once per dim.
+    /// Optimised, the checks fold to constants and this is inlined away. In builds with debug
+    /// assertions (unoptimised by default) nothing folds: kept out of line there, its 17 x 32
+    /// arms do not enlarge the frame of every sequence item, which a self-describing read
+    /// recurses through once per dim.
     #[cfg_attr(not(debug_assertions), inline(always))]
     #[cfg_attr(debug_assertions, inline(never))]
     fn plain_array_item<T: DeserializeSeed<'de>>(&mut self) -> Option<T::Value> {

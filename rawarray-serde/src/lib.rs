@@ -64,16 +64,13 @@ use std::path::Path;
 /// assert_eq!(h.dims, [3, 2]); // numpy sees shape (2, 3)
 /// ```
 ///
-/// Any writer gets the bytes in chunks of 64 KiB, so a `File` needs no `BufWriter`. A
-/// `&mut Vec<u8>` gets the file appended in place, with no staging copy; if serializing fails
-/// it is left as it was.
+/// Any writer gets the bytes in chunks of at least 64 KiB, so a `File` needs no `BufWriter`
+/// (a top-level sequence that does not tell its length is held whole until it ends: the header
+/// needs the count). A `&mut Vec<u8>` gets the file appended in place, with no staging copy;
+/// if serializing fails, or a `Serialize` impl panics, it keeps only the bytes it had.
 pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(mut writer: W, value: &T) -> Result<()> {
     if let Some(vec) = bulk::vec_writer(&mut writer) {
-        let mut ser = Serializer::<std::io::Sink>::in_place(std::mem::take(vec));
-        let serialized = value.serialize(&mut ser);
-        let result;
-        (*vec, result) = ser.into_bytes(serialized);
-        return result;
+        return ser::append_in_place(vec, value);
     }
     let mut ser = Serializer::new(writer);
     value.serialize(&mut ser)?;
@@ -88,12 +85,9 @@ pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(mut writer: W, value: &
 /// assert_eq!(&bytes[48 + 8..], b"hello"); // uint8, dims [5]
 /// ```
 pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
-    // Built in place: no buffer copied into the result, one allocation once the length and
-    // the first element are known.
-    let mut ser = Serializer::<std::io::Sink>::in_place(Vec::new());
-    let serialized = value.serialize(&mut ser);
-    let (bytes, result) = ser.into_bytes(serialized);
-    result.map(|()| bytes)
+    let mut out = Vec::new();
+    ser::append_in_place(&mut out, value)?;
+    Ok(out)
 }
 
 /// Serializes `value` into a file, atomically: on any error (a ragged sequence found half-way,
