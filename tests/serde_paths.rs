@@ -322,6 +322,8 @@ impl Serialize for Lying {
     }
 }
 
+// The counts below do not fit a 32-bit usize, nor does the overflow message.
+#[cfg(target_pointer_width = "64")]
 #[test]
 fn a_wrong_length_hint_is_an_error_not_an_allocation() {
     let overflow = format!(
@@ -354,13 +356,14 @@ fn a_wrong_length_hint_is_an_error_not_an_allocation() {
     }
 }
 
-/// Ten `u32`s, but serializing the one at index `.0` panics.
-struct PanicsAt(u32);
+/// Ten `u32`s, but serializing the one at index `.0` panics; `.1`: the sequence tells its
+/// length (else the header waits for the end).
+struct PanicsAt(u32, bool);
 
 impl Serialize for PanicsAt {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeSeq;
-        let mut seq = s.serialize_seq(Some(10))?;
+        let mut seq = s.serialize_seq(self.1.then_some(10))?;
         for i in 0..10u32 {
             assert!(i != self.0, "a Serialize impl that panics");
             seq.serialize_element(&i)?;
@@ -371,22 +374,25 @@ impl Serialize for PanicsAt {
 
 #[test]
 fn a_panic_while_writing_into_a_vec_keeps_its_bytes() {
-    // Before the first element, and after the header went in.
-    for at in [0, 5] {
+    // Before the first element, and after the header went in (or, for a sequence that does
+    // not tell its length, while it waits for the end).
+    for sized in [true, false] {
+        for at in [0, 5] {
+            let mut out = b"kept".to_vec();
+            let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                let _ = to_writer(&mut out, &PanicsAt(at, sized));
+            }));
+            assert!(caught.is_err());
+            assert_eq!(out, b"kept");
+        }
         let mut out = b"kept".to_vec();
-        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            let _ = to_writer(&mut out, &PanicsAt(at));
-        }));
-        assert!(caught.is_err());
-        assert_eq!(out, b"kept");
+        to_writer(&mut out, &PanicsAt(10, sized)).unwrap();
+        let data: Vec<u8> = (0..10u32).flat_map(u32::to_le_bytes).collect();
+        assert_eq!(
+            out,
+            [b"kept".as_slice(), &file(2, 4, &[10], &data)].concat()
+        );
     }
-    let mut out = b"kept".to_vec();
-    to_writer(&mut out, &PanicsAt(10)).unwrap();
-    let data: Vec<u8> = (0..10u32).flat_map(u32::to_le_bytes).collect();
-    assert_eq!(
-        out,
-        [b"kept".as_slice(), &file(2, 4, &[10], &data)].concat()
-    );
 }
 
 #[test]
@@ -416,4 +422,144 @@ fn other_paths_are_replayed_in_place_and_past_the_chunks() {
     let mut cursor = std::io::Cursor::new(Vec::new());
     to_writer(&mut cursor, &rows).unwrap();
     assert_eq!(cursor.into_inner(), want);
+}
+
+#[test]
+fn field_steps_do_not_decide_whether_an_element_is_accepted() {
+    // A tuple struct (no field steps) and a named struct (field steps): one layout.
+    #[derive(Serialize, Clone, Copy)]
+    struct P(f32, f32);
+    #[derive(Serialize, Clone, Copy)]
+    struct Q {
+        x: f32,
+        y: f32,
+    }
+    #[derive(Serialize, Clone, Copy)]
+    #[serde(untagged)]
+    enum E {
+        P(P),
+        Q(Q),
+    }
+    // A struct field `[f32; 2]` is copied whole, `(f32, f32)` item by item: another path, so
+    // an element with `G::ByItem` after one with `G::Whole` is replayed.
+    #[derive(Serialize, Clone, Copy)]
+    struct Whole2 {
+        v: [f32; 2],
+    }
+    #[derive(Serialize, Clone, Copy)]
+    struct ByItem2 {
+        v: (f32, f32),
+    }
+    #[derive(Serialize, Clone, Copy)]
+    #[serde(untagged)]
+    enum G {
+        Whole(Whole2),
+        ByItem(ByItem2),
+    }
+    let data: Vec<u8> = [1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let want = file(0, 16, &[2], &data);
+    let first = (E::P(P(1.0, 2.0)), G::Whole(Whole2 { v: [3.0, 4.0] }));
+    let p = E::P(P(5.0, 6.0));
+    let q = E::Q(Q { x: 5.0, y: 6.0 });
+    let whole = G::Whole(Whole2 { v: [7.0, 8.0] });
+    let by_item = G::ByItem(ByItem2 { v: (7.0, 8.0) });
+    // Replayed or not, the named struct's field steps must not matter.
+    for second in [(p, whole), (q, whole), (p, by_item), (q, by_item)] {
+        assert_eq!(to_vec(&vec![first, second]).unwrap(), want);
+    }
+}
+
+/// Says a tuple of `said` items, then gives references to the floats of `gives` (what a
+/// `Complex` half looks like to the serializer).
+struct LyingTuple {
+    said: usize,
+    gives: Vec<f32>,
+}
+
+impl Serialize for LyingTuple {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeTuple;
+        let mut t = s.serialize_tuple(self.said)?;
+        for x in &self.gives {
+            // `&x` is `&&f32`: items of type `&f32`, as `Complex` hands them over.
+            t.serialize_element(&x)?;
+        }
+        t.end()
+    }
+}
+
+#[derive(Serialize)]
+struct WithTuple {
+    a: LyingTuple,
+    b: u16,
+}
+
+#[test]
+fn float_references_that_are_not_a_complex_number_keep_their_bytes_counted() {
+    // One item, or three, where two were said: no complex number, and the header counts
+    // every byte written.
+    for gives in [vec![1.5f32], vec![1.5, 2.5, 3.5]] {
+        let rows: Vec<WithTuple> = (0..3)
+            .map(|i| WithTuple {
+                a: LyingTuple {
+                    said: 2,
+                    gives: gives.clone(),
+                },
+                b: i,
+            })
+            .collect();
+        let mut data = Vec::new();
+        for i in 0..3u16 {
+            data.extend(gives.iter().flat_map(|x| x.to_le_bytes()));
+            data.extend_from_slice(&i.to_le_bytes());
+        }
+        let elbyte = 4 * gives.len() as u64 + 2;
+        assert_eq!(to_vec(&rows).unwrap(), file(0, elbyte, &[3], &data));
+    }
+    // Two: a complex number, as `Complex<f32>` writes it.
+    let two = vec![LyingTuple {
+        said: 2,
+        gives: vec![1.0, -1.0],
+    }];
+    let data: Vec<u8> = [1.0f32, -1.0]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    assert_eq!(to_vec(&two).unwrap(), file(4, 8, &[1], &data));
+}
+
+#[test]
+fn large_plain_slices_are_copied_whole_into_new_and_reused_vecs() {
+    // 400 KB: past the size copied 64 KiB at a time into a new allocation.
+    let v: Vec<f32> = (0..100_000).map(|i| i as f32 * 0.5).collect();
+    let data: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let want = file(3, 4, &[100_000], &data);
+    assert_eq!(to_vec(&v).unwrap(), want);
+    // A VecDeque whose items wrap around its buffer: two halves.
+    let mut d = std::collections::VecDeque::with_capacity(100_000);
+    d.extend(&v[50_000..]);
+    for x in v[..50_000].iter().rev() {
+        d.push_front(*x);
+    }
+    let (front, back) = d.as_slices();
+    assert!(!front.is_empty() && !back.is_empty());
+    assert_eq!(to_vec(&d).unwrap(), want);
+    // After the caller's bytes: with no room (a new allocation), and with room (reused).
+    for room in [0, want.len() + 64] {
+        for value in [to_vec(&v), to_vec(&d)] {
+            assert_eq!(value.unwrap(), want);
+        }
+        let mut out = Vec::with_capacity(4 + room);
+        out.extend_from_slice(b"kept");
+        to_writer(&mut out, &v).unwrap();
+        assert_eq!(&out[..4], b"kept");
+        assert!(out[4..] == want);
+        let mut out = Vec::with_capacity(4 + room);
+        out.extend_from_slice(b"kept");
+        to_writer(&mut out, &d).unwrap();
+        assert!(out[4..] == want);
+    }
 }

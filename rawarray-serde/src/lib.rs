@@ -64,10 +64,12 @@ use std::path::Path;
 /// assert_eq!(h.dims, [3, 2]); // numpy sees shape (2, 3)
 /// ```
 ///
-/// Any writer gets the bytes in chunks of at least 64 KiB, so a `File` needs no `BufWriter`
-/// (a top-level sequence that does not tell its length is held whole until it ends: the header
-/// needs the count). A `&mut Vec<u8>` gets the file appended in place, with no staging copy;
-/// if serializing fails, or a `Serialize` impl panics, it keeps only the bytes it had.
+/// A writer gets the header, then the data in chunks of about 64 KiB, so a `File` needs no
+/// `BufWriter`. What the header needs must come first: a top-level sequence that does not tell
+/// its length, or a value that is not a sequence, is held whole until it ends. A writer that is
+/// exactly `&mut Vec<u8>` gets the file appended in place, with no staging copy, and if
+/// serializing fails (or a `Serialize` impl panics) it keeps only the bytes it had; any other
+/// writer may have received part of the file before an error.
 pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(mut writer: W, value: &T) -> Result<()> {
     if let Some(vec) = bulk::vec_writer(&mut writer) {
         return ser::append_in_place(vec, value);
