@@ -62,8 +62,8 @@ fn row(name: &str, op: &str, mib: f64, [ours, bin, raw]: [Duration; 3]) {
 }
 
 /// Measures the workload given as `values` (one value, or many 1 MiB ones). `memory`, for a
-/// plain value, is its memory: a copy of it is the least any writer can do.
-fn bench<T>(name: &str, values: &[T], runs: usize, memory: Option<fn(&T) -> &[u8]>)
+/// plain value, is its memory (a copy of it is the least any writer can do); empty otherwise.
+fn bench<T>(name: &str, values: &[T], runs: usize, memory: fn(&T) -> &[u8])
 where
     T: Serialize + DeserializeOwned + PartialEq,
 {
@@ -87,7 +87,6 @@ where
     // A new Vec for each value: to_vec, bincode's serialize, a copy of the file into a new
     // Vec, and (for a plain value) a copy of the value's own memory, which may read slower
     // than the file's bytes (it does here).
-    let memory = memory.unwrap_or(|_| &[]);
     let new_vec = best_of(
         runs,
         &mut [
@@ -222,7 +221,7 @@ fn main() {
         &format!("`Vec<f32>`, {mib} values of 1 MiB"),
         &chunks,
         7,
-        Some(floats_memory),
+        floats_memory,
     );
     drop(chunks);
     let chunks: Vec<Vec<Foo>> = (0..mib)
@@ -239,7 +238,7 @@ fn main() {
         ),
         &chunks,
         7,
-        None,
+        |_| &[],
     );
     drop(chunks);
 
@@ -248,7 +247,7 @@ fn main() {
         &format!("`Vec<f32>`, one value of {mib} MiB"),
         std::slice::from_ref(&floats),
         3,
-        Some(floats_memory),
+        floats_memory,
     );
     drop(floats);
     let foos: Vec<Foo> = (0..mib * foos_per_mib).map(foo).collect();
@@ -256,6 +255,6 @@ fn main() {
         &format!("`Vec<Foo>`, one value of {} Ki records", foos.len() >> 10),
         std::slice::from_ref(&foos),
         3,
-        None,
+        |_| &[],
     );
 }

@@ -492,11 +492,33 @@ impl<'de> Deserializer<'de> {
             self.file_label()
         )))
     }
+
+    /// A tuple or array read item by item (out of line: the fast path is inlined into every
+    /// caller).
+    #[inline(never)]
+    fn tuple_items<V: Visitor<'de>>(&mut self, len: usize, visitor: V) -> Result<V::Value> {
+        self.seq(Some(len), visitor, "tuple or array")
+    }
 }
 
 /// The one-copy paths of [`crate::bulk`]: each returns `None`, having read nothing, where the
 /// element-by-element path must decide (and explain any error).
 impl<'de> Deserializer<'de> {
+    /// An item whose seed is `PhantomData<[P; N]>` of a plain scalar (`next_element::<[f64;
+    /// 8]>()`, a field of a record), built here in place: serde's own `[T; N]::deserialize` is
+    /// often not inlined, and its result then makes a round trip through memory.
+    ///
+    /// Optimised, the checks fold to constants and this is inlined away. In builds with debug
+    /// assertions (unoptimised by default) nothing folds: kept out of line there, its 17 x 32
+    /// arms do not enlarge the frame of every sequence item, which a self-describing read
+    /// recurses through once per dim.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline(never))]
+    fn plain_array_item<T: DeserializeSeed<'de>>(&mut self) -> Option<T::Value> {
+        let (kind, len) = bulk::array_seed_kind::<T>(std::mem::size_of::<T::Value>())?;
+        self.plain_array::<T::Value>(kind, len)
+    }
+
     /// A `Vec` of the plain scalar `kind` over the innermost dim, whole.
     #[inline]
     fn plain_vec<V: Visitor<'de>>(&mut self, kind: Scalar) -> Result<Option<V::Value>> {
@@ -546,30 +568,6 @@ impl<'de> Deserializer<'de> {
         self.entered = true;
         self.pos += bytes;
         Some(value)
-    }
-}
-
-impl<'de> Deserializer<'de> {
-    /// An item whose seed is `PhantomData<[P; N]>` of a plain scalar (`next_element::<[f64;
-    /// 8]>()`, a field of a record), built here in place: serde's own `[T; N]::deserialize` is
-    /// often not inlined, and its result then makes a round trip through memory.
-    ///
-    /// Optimised, the checks fold to constants and this is inlined away. In builds with debug
-    /// assertions (unoptimised by default) nothing folds: kept out of line there, its 17 x 32
-    /// arms do not enlarge the frame of every sequence item, which a self-describing read
-    /// recurses through once per dim.
-    #[cfg_attr(not(debug_assertions), inline(always))]
-    #[cfg_attr(debug_assertions, inline(never))]
-    fn plain_array_item<T: DeserializeSeed<'de>>(&mut self) -> Option<T::Value> {
-        let (kind, len) = bulk::array_seed_kind::<T>(std::mem::size_of::<T::Value>())?;
-        self.plain_array::<T::Value>(kind, len)
-    }
-
-    /// A tuple or array read item by item (out of line: the fast path is inlined into every
-    /// caller).
-    #[inline(never)]
-    fn tuple_items<V: Visitor<'de>>(&mut self, len: usize, visitor: V) -> Result<V::Value> {
-        self.seq(Some(len), visitor, "tuple or array")
     }
 }
 
