@@ -7,6 +7,9 @@
 //! - typed n-d arrays, [`RawArray<T>`] for any [`Element`] (one-copy reads and writes for
 //!   plain-old-data elements), and the dynamically typed [`DynArray`];
 //! - the validated [`Header`] with its [`ElType`] table and numpy dtype names;
+//! - blocks of a file read and written in place: [`ArrayReader`] (positioned reads or a map),
+//!   [`ArrayWriter`] (many threads and processes writing disjoint blocks of one array), and with
+//!   the feature `object_store`, `StoreArrayReader` for files in object storage;
 //! - a serde data format: [`to_writer`], [`to_vec`], [`to_file`], [`from_reader`],
 //!   [`from_slice`], [`from_file`] for any serde type (the mapping is in the README).
 //!
@@ -21,6 +24,7 @@
 //! ```
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod array;
 mod atomic;
@@ -34,9 +38,14 @@ mod header;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+mod reader;
 mod records;
 mod ser;
+#[cfg(feature = "object_store")]
+mod store;
+mod subset;
 mod trailer;
+mod writer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile};
@@ -47,9 +56,14 @@ pub use header::{
     numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
     Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
 };
+pub use reader::{ArrayReader, IoStats};
 pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
 pub use ser::Serializer;
+#[cfg(feature = "object_store")]
+pub use store::StoreArrayReader;
+pub use subset::{Runs, SubsetPlan};
 pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
+pub use writer::ArrayWriter;
 
 use std::io::{Read, Write};
 use std::path::Path;
