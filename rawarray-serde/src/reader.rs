@@ -11,7 +11,7 @@ use memmap2::{Mmap, MmapOptions};
 use crate::array::{element_dims, RawArray};
 use crate::data;
 use crate::element::Element;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{ErrorKind, Result};
 use crate::fileio::read_exact_at;
 use crate::header::{Flags, Header};
 use crate::mapped::snapshot;
@@ -400,6 +400,7 @@ mod nd {
     use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder, SliceInfoElem};
 
     use super::*;
+    use crate::error::Error;
 
     impl ArrayReader {
         /// The whole array as an `ndarray` view of the mapped file, without copying (Fortran
