@@ -234,6 +234,8 @@ impl Iterator for Runs<'_> {
 }
 
 #[cfg(test)]
+// A block of a 1-D array is a slice of one range: what this lint takes for a typo.
+#[allow(clippy::single_range_in_vec_init)]
 mod tests {
     use super::*;
 
