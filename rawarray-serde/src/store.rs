@@ -38,8 +38,8 @@ const BATCH_BYTES: u64 = 64 << 20;
 
 const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 
-/// A `.ra` file in an object store, opened for reading blocks: what [`ArrayReader`]
-/// (crate::ArrayReader) does for a local file, by ranged requests.
+/// A `.ra` file in an object store, opened for reading blocks: what
+/// [`ArrayReader`](crate::ArrayReader) does for a local file, by ranged requests.
 ///
 /// [`open`](StoreArrayReader::open) costs at most two requests for any file whose trailer is
 /// under 64 KiB: one ranged request for the first 64 KiB (every valid header fits; the whole

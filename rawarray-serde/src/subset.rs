@@ -174,12 +174,17 @@ impl SubsetPlan {
             strides.push(stride);
             stride = stride.saturating_mul(d);
         }
-        let first = self
-            .ranges
-            .iter()
-            .zip(&strides)
-            .map(|(r, s)| r.start * s)
-            .sum();
+        // The first element's offset; an empty block has none (its starts may be at the ends
+        // of their dims, whose offsets need not fit).
+        let first = if self.run_count == 0 {
+            0
+        } else {
+            self.ranges
+                .iter()
+                .zip(&strides)
+                .map(|(r, s)| r.start * s)
+                .sum()
+        };
         Runs {
             plan: self,
             strides,
@@ -213,14 +218,17 @@ impl Iterator for Runs<'_> {
         let run = self.offset..self.offset + self.plan.run_len;
         if self.left > 0 {
             // The odometer: step the first dim after the split; carry into the next on wrap.
+            // Every offset a run starts at is within the section, but the one past a dim's
+            // range, taken back at once by the carry, need not fit: wrapping arithmetic gives
+            // the same result either way.
             for d in self.plan.split + 1..self.index.len() {
                 let len = self.plan.ranges[d].end - self.plan.ranges[d].start;
                 self.index[d] += 1;
-                self.offset += self.strides[d];
+                self.offset = self.offset.wrapping_add(self.strides[d]);
                 if self.index[d] < len {
                     break;
                 }
-                self.offset -= len * self.strides[d];
+                self.offset = self.offset.wrapping_sub(len.wrapping_mul(self.strides[d]));
                 self.index[d] = 0;
             }
         }
@@ -280,5 +288,17 @@ mod tests {
         let e = SubsetPlan::new(&[3, 4], 1, &[0..u64::MAX, 0..1]).unwrap_err();
         assert!(e.to_string().contains("dim 0"), "{e}");
         assert!(SubsetPlan::new(&[u64::MAX, 4], 1, &[0..1, 0..1]).is_err());
+    }
+
+    #[test]
+    fn the_largest_sections_walk_without_overflow() {
+        // 2^63 bytes: the carry past the last run of a dim goes beyond u64::MAX / 2.
+        let dims = [1u64 << 31, 1 << 31, 2];
+        let p = SubsetPlan::new(&dims, 1, &[5..6, (1 << 31) - 2..1 << 31, 1..2]).unwrap();
+        let starts: Vec<u64> = p.runs().map(|r| r.start).collect();
+        let at = |x: u64, y: u64, z: u64| x + (y << 31) + (z << 62);
+        assert_eq!(starts, [at(5, (1 << 31) - 2, 1), at(5, (1 << 31) - 1, 1)]);
+        let empty = SubsetPlan::new(&dims, 1, &[1 << 31..1 << 31, 1 << 31..1 << 31, 2..2]).unwrap();
+        assert_eq!(empty.runs().count(), 0);
     }
 }

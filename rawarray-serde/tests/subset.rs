@@ -197,6 +197,16 @@ property!(complex_blocks_equal_the_cut, Complex<f32>);
 property!(record_blocks_equal_the_cut, Rec);
 
 #[test]
+fn readers_and_writers_are_shared_between_threads() {
+    fn sync<T: Send + Sync>() {}
+    sync::<ArrayReader>();
+    sync::<ArrayWriter>();
+    sync::<SubsetPlan>();
+    #[cfg(feature = "object_store")]
+    sync::<rawarray_serde::StoreArrayReader>();
+}
+
+#[test]
 fn a_plane_and_a_slab_read_their_own_bytes() {
     let dims = [16u64, 8, 32];
     let n: u64 = dims.iter().product();
@@ -958,6 +968,30 @@ mod store {
             matches!(err.kind(), ErrorKind::HeaderTruncated { .. }),
             "{err}"
         );
+    }
+
+    /// The futures can be spawned on a multi-threaded runtime.
+    #[test]
+    fn the_futures_are_send() {
+        fn send<T: Send>(_: &T) {}
+        let rt = runtime();
+        let mem: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let bytes = RawArray::from_vec(vec![1u8, 2, 3]).to_bytes();
+        rt.block_on(mem.put(&StorePath::from("s.ra"), PutPayload::from(bytes)))
+            .unwrap();
+        let open = StoreArrayReader::open(mem, "s.ra");
+        send(&open);
+        let r = rt.block_on(open).unwrap();
+        let ranges = [0..2];
+        let read = r.read_subset::<u8>(&ranges);
+        send(&read);
+        assert_eq!(rt.block_on(read).unwrap().as_slice(), &[1, 2]);
+        let mut buf = [0u8; 3];
+        let into = r.read_subset_into(&[0..3], &mut buf);
+        send(&into);
+        rt.block_on(into).unwrap();
+        send(&r.read_subset_bytes(&ranges));
+        send(&r.read_all::<u8>());
     }
 
     #[test]
