@@ -27,6 +27,12 @@ use crate::subset::SubsetPlan;
 /// overlapping blocks leave either's bytes in the overlap). The writer is `Sync`: threads share
 /// one by reference. [`finish`](ArrayWriter::finish) syncs the data to disk.
 ///
+/// On a network filesystem, what one node wrote is seen by the others once it has synced
+/// ([`finish`](ArrayWriter::finish) or [`sync`](ArrayWriter::sync)) and they open the file
+/// after that (NFS's close-to-open consistency); parallel filesystems (Lustre, GPFS) lock byte
+/// ranges themselves. Blocks that share a filesystem page are safe on local and parallel
+/// filesystems; on NFS, aligning blocks to pages avoids relying on the client's write-back.
+///
 /// Only little-endian uncompressed files can be written in place: a big-endian or LZ4 file is
 /// refused with an error saying so.
 ///
