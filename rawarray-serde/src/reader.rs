@@ -67,8 +67,8 @@ impl Counter {
 /// with an [`ArrayWriter`](crate::ArrayWriter)) or copied out of a memory map
 /// ([`ArrayReader::open_mapped`]). Big-endian data is swapped. An LZ4-compressed file has no
 /// addressable runs: its data section is read and decompressed whole on the first read (within
-/// the bounds every reader of this crate applies: at most 255 plain bytes per compressed byte
-/// present, at most [`LZ4_MAX_INPUT`](crate::LZ4_MAX_INPUT) bytes), kept, and cut from.
+/// the bound every reader of this crate applies: at most 255 plain bytes per compressed byte
+/// present in the file), kept for the reads after it, and cut from.
 ///
 /// ```
 /// use rawarray_serde::{ArrayReader, RawArray};
