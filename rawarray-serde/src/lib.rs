@@ -24,7 +24,7 @@
 //! |---|---|---|
 //! | `i8`..`i128` | 1 | 1..16 |
 //! | `u8`..`u128`, `bool`, `char` | 2 | 1..16, 1, 4 |
-//! | [`f16`], `f32`, `f64` | 3 | 2, 4, 8 |
+//! | [`f16`](struct@f16), `f32`, `f64` | 3 | 2, 4, 8 |
 //! | [`Complex`]`<f16/f32/f64>` | 4 | 4, 8, 16 |
 //! | [`bf16`] | 5 | 2 |
 //! | `[T; N]` | T's | T's (one more dim) |
@@ -227,6 +227,11 @@ pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Res
 }
 
 mod derived;
+
+// The crate README's example, compiled and run with the doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
 
 #[cfg(feature = "derive")]
 pub use rawarray_derive::RaRecord;
