@@ -2,7 +2,9 @@
 //! with its parameters in the file's trailer; then reopens the file through the memory-mapped
 //! reader, reads one step and a range of steps, and prints a summary.
 //!
-//! Run: `cargo run --release --example simulation [OUT_DIR]`
+//! Run: `cargo run --release --example simulation [OUT_DIR]` (`--help` for the same text): the
+//! file is `OUT_DIR/nbody.ra`, in the system's temp folder by default. At the end it prints the
+//! command that inspects the file and two lines of Python that read it.
 //!
 //! The file is a 1-d array of `Body` records (eltype 0, 76 bytes each), particle-fastest:
 //! record `step * particles + id`. numpy reads it with the dtype stored in the trailer
@@ -181,9 +183,7 @@ impl Simulation {
 /// Runs the simulation, appending every step's records to `path` and flushing every
 /// `flush_every` steps.
 pub fn run(path: &Path, params: &Params) -> Result<(), Box<dyn Error>> {
-    let mut writer: RecordWriter<Body> = RecordOptions::new()
-        .params(serde_json::to_value(params)?)
-        .create(path)?;
+    let mut writer: RecordWriter<Body> = RecordOptions::new().params(params).create(path)?;
     let mut sim = Simulation::new(params);
     for step in 0..=params.steps {
         writer.append_slice(&sim.records())?;
@@ -202,11 +202,35 @@ fn total_energy(bodies: &[Body]) -> f64 {
     bodies.iter().map(|b| b.energy).sum()
 }
 
+/// What `--help` prints.
+const USAGE: &str = "\
+Usage: cargo run --release --example simulation [OUT_DIR]
+
+Runs a 64-particle N-body simulation for 2000 steps, appending one record per particle per
+step to OUT_DIR/nbody.ra (default OUT_DIR: the system's temp folder) and committing every 100
+steps; then reads the file back through a memory map and prints a summary, the command that
+inspects the file, and two lines of Python that read its records by field name.";
+
+/// Two lines of Python (numpy only) that read a record file's parameters and records by field
+/// name: the parameters from the trailer's JSON, which ends 28 bytes before the end of the file
+/// with its length 16 bytes before the end; the records with the dtype the schema gives.
+pub fn python_lines(path: &Path, header_len: usize, records: usize, numpy_descr: &str) -> String {
+    let path = path.display();
+    format!(
+        "import json, numpy as np; raw = open(\"{path}\", \"rb\").read(); \
+         params = json.loads(raw[-28 - int.from_bytes(raw[-16:-8], \"little\"):-28])[\"params\"]\n\
+         bodies = np.frombuffer(raw, {numpy_descr}, count={records}, offset={header_len}); \
+         print(params[\"dt\"], bodies[\"energy\"][:4])"
+    )
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
-    let dir = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(std::env::temp_dir);
+    let arg = std::env::args().nth(1);
+    if matches!(arg.as_deref(), Some("-h" | "--help")) {
+        println!("{USAGE}");
+        return Ok(());
+    }
+    let dir = arg.map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("nbody.ra");
 
@@ -262,6 +286,14 @@ fn main() -> Result<(), Box<dyn Error>> {
         total_energy(&last),
         last[0].time
     );
+
+    let header_len = reader.header().encoded_len();
+    let descr = <Body as rawarray_serde::Element>::layout().numpy_descr();
+    println!("\nLook into the file:\n  ra info {}", path.display());
+    println!("Read it from Python (numpy; the parameters are the trailer's JSON at the end):");
+    for line in python_lines(&path, header_len, reader.len(), &descr).lines() {
+        println!("  {line}");
+    }
     Ok(())
 }
 

@@ -1,10 +1,11 @@
 //! numpy reads files of derived records: the dtype Rust describes them with, and every field
 //! value, checked by `tests/python/read_records.py` (numpy's view, its own header parser).
 //!
-//! Needs `python3` with numpy; set `RAWARRAY_SKIP_PYTHON=1` to skip.
+//! Runs in the tests' own Python environment (`tests/common/python.rs`).
+
+mod common;
 
 use std::path::Path;
-use std::process::Command;
 
 use half::{bf16, f16};
 use num_complex::Complex;
@@ -70,21 +71,9 @@ fn run_numpy<T: Element>(
     let spec_path = dir.join(format!("{name}.json"));
     std::fs::write(&spec_path, serde_json::to_vec(&spec).unwrap()).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/read_records.py");
-    Command::new("python3")
-        .arg(script)
-        .arg(&spec_path)
+    common::python::command(&script, &[&spec_path])
         .output()
-        .unwrap_or_else(|e| {
-            panic!("cannot run python3 ({e}); install python3 with numpy or set RAWARRAY_SKIP_PYTHON=1")
-        })
-}
-
-fn skip() -> bool {
-    let skip = std::env::var_os("RAWARRAY_SKIP_PYTHON").is_some_and(|v| v == "1");
-    if skip {
-        eprintln!("RAWARRAY_SKIP_PYTHON=1: numpy interop not checked");
-    }
-    skip
+        .expect("the tests' Python runs")
 }
 
 fn foo_records() -> Vec<Foo> {
@@ -102,10 +91,8 @@ fn foo_json(r: &Foo) -> Value {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_reads_foo_records() {
-    if skip() {
-        return;
-    }
     let records = foo_records();
     let expected = records.iter().map(foo_json).collect();
     let dir = tempfile::tempdir().unwrap();
@@ -114,10 +101,8 @@ fn numpy_reads_foo_records() {
 
 /// The checker is not vacuous: one float off by a quarter in the expectation fails it.
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_check_catches_a_wrong_value() {
-    if skip() {
-        return;
-    }
     let records = foo_records();
     let mut expected: Vec<Value> = records.iter().map(foo_json).collect();
     expected[3]["v"][5] = json!(records[3].v[5] + 0.25);
@@ -129,10 +114,8 @@ fn numpy_check_catches_a_wrong_value() {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_reads_nested_records_in_two_dims() {
-    if skip() {
-        return;
-    }
     let records: Vec<Mixed> = (0..6i16)
         .map(|i| {
             let f = f32::from(i);

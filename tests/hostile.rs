@@ -379,10 +379,10 @@ fn ra_binary() -> Option<std::path::PathBuf> {
 /// the file that made `ra cat` abort): it answers with exit status 0 or 1, never a crash.
 #[test]
 fn the_ra_tool_answers_hostile_files() {
-    let Some(ra) = ra_binary() else {
-        eprintln!("skipped: the ra binary is not built (cargo build -p rawarray-cli)");
-        return;
-    };
+    // `cargo test --workspace` builds it before any test runs.
+    let ra = ra_binary().expect(
+        "the ra binary is not built: run cargo test --workspace (or cargo build -p rawarray-cli)",
+    );
     let dir = tempfile::tempdir_in(scratch_root()).unwrap();
     let mut inputs: Vec<Vec<u8>> = Vec::new();
     for (_, bytes) in seeds().into_iter().take(6) {

@@ -969,6 +969,7 @@ fn check_crashed_file(path: &Path, flushed: u64) -> u64 {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_reads_the_simulation() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("nbody.ra");
@@ -992,9 +993,7 @@ fn numpy_reads_the_simulation() {
     assert_eq!(truth.len(), 8 * 61);
     let picks = [0, 1, 7, 8, 250, truth.len() - 1];
     let picks_arg = picks.map(|i| i.to_string()).join(",");
-    let Some(out) = common::python("read_simulation.py", &[&path, &picks_arg]) else {
-        return;
-    };
+    let out = common::python("read_simulation.py", &[&path, &picks_arg]);
     let out: Value = serde_json::from_str(&out).unwrap();
     assert_eq!(out["records"], truth.len());
     assert_eq!(out["params"], serde_json::to_value(&params).unwrap());
@@ -1018,4 +1017,69 @@ fn numpy_reads_the_simulation() {
             "step {s}: {got} vs {want}"
         );
     }
+}
+
+/// The two lines of Python the main job prints read its records by field name and its
+/// parameters: run as printed (plus a line of ours that dumps what they read) and compared
+/// with the simulation kept in memory.
+#[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
+fn the_main_jobs_python_lines_read_its_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nbody.ra");
+    let params = simulation::Params {
+        particles: 5,
+        steps: 30,
+        flush_every: 4,
+        ..Default::default()
+    };
+    simulation::run(&path, &params).unwrap();
+    let r = RecordReader::<simulation::Body>::open(&path).unwrap();
+    let descr = simulation::Body::layout().numpy_descr();
+    let lines = simulation::python_lines(&path, r.header().encoded_len(), r.len(), &descr);
+    assert_eq!(lines.lines().count(), 2, "{lines}");
+    let script = dir.path().join("read.py");
+    fs::write(
+        &script,
+        format!(
+            "{lines}\nprint(json.dumps({{\"params\": params, \"id\": bodies[\"id\"].tolist(), \
+             \"energy\": bodies[\"energy\"].tolist()}}))\n"
+        ),
+    )
+    .unwrap();
+    let out = common::python::run_script(&script, &[]);
+    let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+
+    let mut sim = simulation::Simulation::new(&params);
+    let mut truth = Vec::new();
+    for step in 0..=params.steps {
+        truth.extend(sim.records());
+        if step < params.steps {
+            sim.advance();
+        }
+    }
+    assert_eq!(got["params"], serde_json::to_value(&params).unwrap());
+    assert_eq!(
+        got["id"],
+        json!(truth.iter().map(|b| b.id).collect::<Vec<_>>())
+    );
+    assert_eq!(
+        got["energy"],
+        json!(truth.iter().map(|b| b.energy).collect::<Vec<_>>())
+    );
+}
+
+/// The README shows the lines the default run prints for `/tmp/nbody.ra`, word for word.
+#[test]
+fn the_readme_shows_the_main_jobs_python_lines() {
+    let defaults = simulation::Params::default();
+    let records = defaults.particles as usize * (defaults.steps as usize + 1);
+    let header_len = 48 + 8; // one dim
+    let descr = simulation::Body::layout().numpy_descr();
+    let lines = simulation::python_lines(Path::new("/tmp/nbody.ra"), header_len, records, &descr);
+    let readme = include_str!("../README.md");
+    assert!(
+        readme.contains(&format!("```python\n{lines}\n```")),
+        "README.md should show:\n{lines}"
+    );
 }

@@ -7,7 +7,7 @@ use half::f16;
 use num_complex::Complex;
 use rawarray_serde::{DynArray, ElType, Flags, Header, RawArray, WriteOptions};
 
-/// The table of `shared/fixtures/reference/README.md`: name, flags, eltype, elbyte, size, dims, file bytes.
+/// The table of `tests/fixtures/reference/README.md`: name, flags, eltype, elbyte, size, dims, file bytes.
 /// name, flags, eltype, elbyte, size, dims, file bytes.
 type Row = (&'static str, u64, u64, u64, u64, &'static [u64], u64);
 

@@ -467,7 +467,7 @@ fn deserialize_any_reads_every_primitive_eltype() {
     // The reference test.ra: 4 rows of 3 complex64.
     let bytes = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/reference/test.ra"
+        "/tests/fixtures/reference/test.ra"
     ))
     .unwrap();
     let rows: Vec<Vec<Complex<f32>>> = from_reader(&bytes[..]).unwrap();
@@ -490,7 +490,7 @@ fn compressed_and_big_endian_files_read_through_serde() {
     }
     let z = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../shared/fixtures/reference/mnist_8_z.ra"
+        "/tests/fixtures/reference/mnist_8_z.ra"
     ))
     .unwrap();
     let img: Vec<Vec<Vec<u8>>> = from_slice(&z).unwrap();

@@ -6,7 +6,7 @@
 //! of a pixel next to each other: exactly the bytes a PNG decoder hands out.
 //!
 //! The C reference's `png2ra` writes gray pictures as RGB with dims `[w, h, 3]` over such
-//! interleaved bytes (see `shared/fixtures/reference/README.md`). `--rgb` expands gray to RGB
+//! interleaved bytes (see `tests/fixtures/reference/README.md`). `--rgb` expands gray to RGB
 //! the same way, giving the same data bytes under dims `[3, w, h]`; `ra reshape FILE 3 W H`
 //! makes such a file readable here.
 

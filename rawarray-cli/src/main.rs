@@ -216,7 +216,7 @@ SHA256-DATA (a.ra) = ... Each file is read once; the digests are computed in par
     /// Check files against a sums file: md5sum/sha256sum lines or BSD tag lines.
     #[command(after_help = "\
 Examples:
-  ra verify ../shared/fixtures/reference/CHECKSUMS.md5
+  ra verify tests/fixtures/reference/CHECKSUMS.md5
   ra checksum *.ra > SUMS && ra verify SUMS
 
 Lines: `HEX  NAME` (md5sum, sha256sum) or `MD5 (NAME) = HEX`, `SHA256 (..)`, `MD5-DATA (..)`,

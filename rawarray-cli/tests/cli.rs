@@ -1,6 +1,7 @@
 //! The `ra` binary, run as a user runs it (assert_cmd), on the reference files and on files
 //! the tests write. numpy checks our `.npy` files and writes the ones we read
-//! (tests/python/npy_check.py; set RAWARRAY_SKIP_PYTHON=1 where Python cannot be had).
+//! (tests/python/npy_check.py, run in the tests' own Python environment: the workspace's
+//! `tests/common/python.rs`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command as Process;
@@ -19,7 +20,7 @@ use serde_json::Value;
 fn reference_dir() -> PathBuf {
     Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/fixtures/reference"
+        "/../tests/fixtures/reference"
     ))
     .to_path_buf()
 }
@@ -69,29 +70,15 @@ fn listing(dir: &Path) -> Vec<String> {
     v
 }
 
-/// `python3 tests/python/<script> args...`; None when RAWARRAY_SKIP_PYTHON=1, a panic with
-/// the script's output when it fails or Python is missing.
-fn python(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Option<String> {
-    if std::env::var_os("RAWARRAY_SKIP_PYTHON").is_some_and(|v| v == "1") {
-        eprintln!("skipping numpy check: RAWARRAY_SKIP_PYTHON=1");
-        return None;
-    }
+#[path = "../../tests/common/python.rs"]
+#[allow(dead_code)]
+mod python_env;
+
+/// `python tests/python/npy_check.py args...` in the tests' Python environment: its stdout, or
+/// a panic with its output when a check fails.
+fn python(args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/npy_check.py");
-    let mut cmd = Process::new("python3");
-    cmd.arg(script);
-    for a in args {
-        cmd.arg(a);
-    }
-    let out = cmd.output().unwrap_or_else(|e| {
-        panic!("cannot run python3: {e} (install python3 and numpy, or set RAWARRAY_SKIP_PYTHON=1)")
-    });
-    assert!(
-        out.status.success(),
-        "npy_check.py failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8(out.stdout).unwrap())
+    python_env::run_script(&script, args)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -99,7 +86,7 @@ fn python(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Option<String> {
 
 type Row = (&'static str, u64, u64, u64, u64, &'static [u64], u64);
 
-/// The table of shared/fixtures/reference/README.md: name, flags, eltype, elbyte, size, dims,
+/// The table of tests/fixtures/reference/README.md: name, flags, eltype, elbyte, size, dims,
 /// file bytes.
 const TABLE: &[Row] = &[
     ("test.ra", 0, 4, 8, 96, &[3, 4], 160),
@@ -416,6 +403,7 @@ fn every_dtype(dir: &Path, out: &Path, dims: &[u64], opts: WriteOptions) {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_loads_our_npy_of_every_dtype_shape_byte_order_and_compression() {
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -441,12 +429,12 @@ fn numpy_loads_our_npy_of_every_dtype_shape_byte_order_and_compression() {
     let ra_bytes = std::fs::read(plain).unwrap();
     assert_eq!(npy.len() % 64, 96 % 64);
     assert_eq!(&npy[npy.len() - 96..], &ra_bytes[64..]);
-    if let Some(log) = python(&[&"check", &out.path()]) {
-        assert_eq!(log.lines().count(), listing(out.path()).len());
-    }
+    let log = python(&[&"check", &out.path()]);
+    assert_eq!(log.lines().count(), listing(out.path()).len());
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_loads_our_npy_of_every_reference_file() {
     let out = tempfile::tempdir().unwrap();
     for (name, ..) in TABLE {
@@ -479,11 +467,10 @@ fn check_from_numpy<T: Formula>(path: &Path, dims: &[u64]) {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_written_npy_in_c_and_fortran_order_converts_to_the_same_array() {
     let dir = tempfile::tempdir().unwrap();
-    if python(&[&"write", &dir.path()]).is_none() {
-        return;
-    }
+    python(&[&"write", &dir.path()]);
     let names = listing(dir.path());
     assert_eq!(names.len(), 10);
     for name in names {
@@ -1141,6 +1128,7 @@ fn cat_prints_records_by_field_name() {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn records_become_structured_npy_and_back() {
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
@@ -1218,11 +1206,10 @@ fn records_become_structured_npy_and_back() {
 }
 
 #[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn numpy_written_structured_npy_converts_to_records() {
     let dir = tempfile::tempdir().unwrap();
-    if python(&[&"write_records", &dir.path()]).is_none() {
-        return;
-    }
+    python(&[&"write_records", &dir.path()]);
     for (name, dims) in [
         ("rec_4_C", vec![4u64]),
         ("rec_3x2_C", vec![3, 2]),

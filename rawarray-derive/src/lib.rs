@@ -11,6 +11,11 @@ mod valid;
 use proc_macro::TokenStream;
 use syn::{parse_macro_input, DeriveInput};
 
+// The crate README's example, compiled and run with the doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
+
 /// Derives `rawarray_serde::Element` for a struct whose fields are elements, so that an array of
 /// it is a `.ra` file of packed records: eltype 0 (user-defined), elbyte the record's packed
 /// size, each record its fields' little-endian bytes in declaration order with no padding,

@@ -1,30 +1,100 @@
-//! The RawArray (`.ra`) file format for Rust.
+//! The RawArray (`.ra`) file format for Rust: n-d arrays and records stored as a small header
+//! and the raw bytes, readable from numpy, Julia, C and Matlab without this crate.
 //!
-//! A `.ra` file is a small header of little-endian `u64`s (magic, flags, eltype, elbyte, size,
-//! ndims, dims) followed by the array's bytes in column-major order, then optional trailing
-//! bytes that readers ignore. This crate reads and writes it as:
+//! A `.ra` file is a header of little-endian `u64`s (magic, flags, eltype, elbyte, size, ndims,
+//! dims) followed by the array's bytes in column-major order (the first dim varies fastest),
+//! then optional trailing bytes that readers ignore. Every field is validated before use.
 //!
-//! - typed n-d arrays, [`RawArray<T>`] for any [`Element`] (one-copy reads and writes for
-//!   plain-old-data elements), and the dynamically typed [`DynArray`];
-//! - the validated [`Header`] with its [`ElType`] table and numpy dtype names;
-//! - blocks of a file read and written in place: [`ArrayReader`] (positioned reads or a map),
-//!   [`ArrayWriter`] (many threads and processes writing disjoint blocks of one array), and with
-//!   the feature `object_store`, `StoreArrayReader` for files in object storage;
-//! - a serde data format: [`to_writer`], [`to_vec`], [`to_file`], [`from_reader`],
-//!   [`from_slice`], [`from_file`] for any serde type (the mapping is in the README).
+//! # What is here
+//!
+//! | capability | start at | for |
+//! |---|---|---|
+//! | typed arrays | [`RawArray<T>`], [`WriteOptions`] | n-d arrays of any [`Element`]: one-copy reads and writes of plain data, LZ4, either byte order |
+//! | dynamic arrays | [`DynArray`], [`Header`], [`ElType`] | files whose type is known only at run time (tools, converters) |
+//! | serde | [`to_writer`], [`to_vec`], [`to_file`], [`from_reader`], [`from_slice`], [`from_file`] | the types you already have, by the [mapping below](#the-serde-mapping) |
+//! | the derive | [`RaRecord`](derive@RaRecord) | packed fixed-size records whose size (`ELBYTE`) is known at compile time |
+//! | record files | [`RecordWriter`], [`RecordOptions`], [`RecordReader`], [`recover`] | appending records while a simulation runs; reading them through a memory map |
+//! | blocks of a file | [`ArrayReader`], [`ArrayWriter`], [`SubsetPlan`]; `StoreArrayReader` (feature `object_store`) | reading one n-d block by its byte runs (positioned reads, a map, or object storage), many threads and processes writing disjoint blocks of one array |
+//! | the trailer | [`Trailer`] | parameters, units and the record schema stored after the data |
+//! | `ndarray` (feature) | [`RawArray::into_ndarray`], [`RawArray::from_ndarray`] | `ndarray::ArrayD` in Fortran order, moved without a copy |
+//! | errors | [`Error`], [`ErrorKind`], [`Category`] | every error names the field, what was expected and what was found |
+//!
+//! The element types (`Complex`, `f16`, `bf16` are re-exported, so no other crate is needed):
+//!
+//! | Rust | eltype | elbyte |
+//! |---|---|---|
+//! | `i8`..`i128` | 1 | 1..16 |
+//! | `u8`..`u128`, `bool`, `char` | 2 | 1..16, 1, 4 |
+//! | [`f16`](struct@f16), `f32`, `f64` | 3 | 2, 4, 8 |
+//! | [`Complex`]`<f16/f32/f64>` | 4 | 4, 8, 16 |
+//! | [`bf16`] | 5 | 2 |
+//! | `[T; N]` | T's | T's (one more dim) |
+//! | `#[derive(RaRecord)]` structs | 0 | packed size of the fields |
+//!
+//! # Typed arrays
 //!
 //! ```
 //! use rawarray_serde::RawArray;
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("a.ra");
 //! let a = RawArray::from_shape_vec(vec![3, 2], (0..6).map(|i| i as f64).collect()).unwrap();
-//! a.write_file(&path).unwrap();
+//! a.write_file(&path).unwrap();                      // atomic: temporary file, sync, rename
 //! let b: RawArray<f64> = RawArray::read_file(&path).unwrap();
-//! assert_eq!(a, b);
+//! assert_eq!(b.get(&[2, 1]), Some(&5.0));            // column-major: [i, j] is i + 3 j
 //! ```
+//!
+//! # Dynamic arrays
+//!
+//! ```
+//! use rawarray_serde::{DynArray, ElType, RawArray, WriteOptions};
+//! let a = RawArray::from_vec(vec![1u16, 2, 3]);
+//! let mut bytes = Vec::new();
+//! a.write_to_with(&mut bytes, &WriteOptions::new().big_endian(true)).unwrap();
+//! let d = DynArray::from_bytes(&bytes).unwrap();
+//! assert_eq!((d.header().eltype, d.header().elbyte), (ElType::Uint, 2));
+//! assert_eq!(d.data(), &[1, 0, 2, 0, 3, 0]);         // handed out little-endian
+//! ```
+//!
+//! # serde
+//!
+//! ```
+//! let points = vec![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]];
+//! let bytes = rawarray_serde::to_vec(&points).unwrap();
+//! assert_eq!(rawarray_serde::Header::decode(&bytes).unwrap().dims, [3, 2]); // numpy: (2, 3)
+//! let back: Vec<[f32; 3]> = rawarray_serde::from_slice(&bytes).unwrap();
+//! assert_eq!(back, points);
+//! ```
+//!
+//! # The derive and record files
+//!
+//! ```
+//! use rawarray_serde::{RaRecord, RecordReader, RecordWriter};
+//!
+//! #[derive(RaRecord, Clone, Debug, PartialEq)]
+//! struct Sample { step: u64, position: [f32; 3] }
+//! const _: () = assert!(Sample::ELBYTE == 20);      // packed: no padding
+//!
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("run.ra");
+//! let mut w: RecordWriter<Sample> = RecordWriter::create(&path, serde_json::json!({"dt": 0.1})).unwrap();
+//! for step in 0..3 {
+//!     w.append(&Sample { step, position: [0.0, 1.0, step as f32] }).unwrap();
+//!     w.flush().unwrap();                            // commit: readers see the records
+//! }
+//! w.finish().unwrap();
+//! let r = RecordReader::<Sample>::open(&path).unwrap();
+//! assert_eq!(r.get(2).unwrap()[0].position, [0.0, 1.0, 2.0]);
+//! assert_eq!(r.trailer().unwrap().params["dt"], 0.1); // the trailer: stored with the data
+//! ```
+//!
+//! # The serde mapping
+//!
+//! How each Rust value is stored (the same table is in the repository's README):
+//!
+#![doc = include_str!("../doc/serde-mapping.md")]
 #![deny(missing_docs)]
-#![forbid(unsafe_op_in_unsafe_fn)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
+#![forbid(unsafe_op_in_unsafe_fn)]
 
 mod array;
 mod atomic;
@@ -64,6 +134,12 @@ pub use store::StoreArrayReader;
 pub use subset::{Runs, SubsetPlan};
 pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
 pub use writer::ArrayWriter;
+
+/// The half-precision floats of eltypes 3 (`f16`) and 5 (`bf16`) (from `half`), re-exported.
+pub use half::{bf16, f16};
+/// The complex type of eltype 4 elements (from `num-complex`), re-exported so that users need
+/// no other crate for the types in this crate's signatures.
+pub use num_complex::Complex;
 
 use std::io::{Read, Write};
 use std::path::Path;
@@ -162,6 +238,11 @@ pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Res
 }
 
 mod derived;
+
+// The crate README's example, compiled and run with the doc tests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+struct ReadmeDoctests;
 
 #[cfg(feature = "derive")]
 pub use rawarray_derive::RaRecord;

@@ -20,6 +20,7 @@ impl<T: Element> RawArray<T> {
     /// assert_eq!(nd.shape(), &[2, 3]);
     /// assert_eq!(nd[[1, 2]], 6);
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
     pub fn into_ndarray(self) -> Result<ArrayD<T>> {
         let (dims, data) = self.into_parts();
         let shape = dims
@@ -38,6 +39,7 @@ impl<T: Element> RawArray<T> {
     /// assert_eq!(a.dims(), &[2, 3]);
     /// assert_eq!(a.as_slice(), &[1, 4, 2, 5, 3, 6]);
     /// ```
+    #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
     pub fn from_ndarray(array: ArrayD<T>) -> RawArray<T>
     where
         T: Clone,

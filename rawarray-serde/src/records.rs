@@ -6,6 +6,8 @@ use std::fs::{File, OpenOptions};
 use std::marker::PhantomData;
 use std::path::Path;
 
+use serde::Serialize;
+
 use crate::array::{element_dims, RawArray};
 use crate::atomic::create_atomic;
 use crate::data;
@@ -84,7 +86,9 @@ pub enum Durability {
 #[derive(Clone, Debug, PartialEq)]
 pub struct RecordOptions {
     record_dims: Vec<u64>,
-    params: Option<serde_json::Value>,
+    /// The parameters as JSON, or why they could not be turned into JSON (reported by
+    /// `create`/`open`, so the builder stays infallible).
+    params: Option<std::result::Result<serde_json::Value, String>>,
     durability: Durability,
     buffer_bytes: usize,
 }
@@ -115,12 +119,25 @@ impl RecordOptions {
         self
     }
 
-    /// The trailer's parameters (any JSON). On [`RecordOptions::open`] they replace the
-    /// file's; unset, the file's are kept.
+    /// The trailer's parameters: any `Serialize` value (a struct of yours, a map,
+    /// `serde_json::Value`), stored as JSON. On [`RecordOptions::open`] they replace the file's;
+    /// unset, the file's are kept. A value JSON cannot hold (a map with non-string keys) makes
+    /// `create`/`open` fail.
     #[must_use]
-    pub fn params(mut self, params: serde_json::Value) -> RecordOptions {
-        self.params = Some(params);
+    pub fn params(mut self, params: impl Serialize) -> RecordOptions {
+        self.params = Some(serde_json::to_value(params).map_err(|e| e.to_string()));
         self
+    }
+
+    /// The parameters as JSON, if set.
+    fn params_json(&self) -> Result<Option<serde_json::Value>> {
+        match &self.params {
+            None => Ok(None),
+            Some(Ok(v)) => Ok(Some(v.clone())),
+            Some(Err(why)) => Err(Error::msg(format!(
+                "record parameters cannot be stored as JSON: {why}"
+            ))),
+        }
     }
 
     /// What a flush survives; see [`Durability`].
@@ -149,7 +166,7 @@ impl RecordOptions {
         let header = Header::new(T::ELTYPE, T::ELBYTE as u64, dims)?;
         check_header_len(&header)?;
         let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
-        let params = self.params.clone().unwrap_or_default();
+        let params = self.params_json()?.unwrap_or_default();
         let trailer = Trailer::new(params)?.with_schema(T::layout());
         let json = trailer.to_json();
         let end = data_end(&header);
@@ -195,8 +212,8 @@ impl RecordOptions {
             .into());
         }
         trailer = trailer.with_schema(T::layout());
-        if let Some(params) = &self.params {
-            trailer.params = params.clone();
+        if let Some(params) = self.params_json()? {
+            trailer.params = params;
         }
         let json = trailer.to_json();
         let spare = probe_backward(&file, end, file_len)
@@ -364,7 +381,7 @@ pub struct RecordWriter<T: Element> {
 impl<T: Element> RecordWriter<T> {
     /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
     /// its trailer; see [`RecordOptions`] for the rest.
-    pub fn create(path: impl AsRef<Path>, params: serde_json::Value) -> Result<RecordWriter<T>> {
+    pub fn create(path: impl AsRef<Path>, params: impl Serialize) -> Result<RecordWriter<T>> {
         RecordOptions::new().params(params).create(path)
     }
 

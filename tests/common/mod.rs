@@ -2,11 +2,12 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+pub mod python;
 
 /// The reference files written by the C, Julia and Python implementations.
 pub fn reference_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/reference")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference")
 }
 
 /// A reference file's path.
@@ -14,32 +15,13 @@ pub fn reference(name: &str) -> PathBuf {
     reference_dir().join(name)
 }
 
-/// Runs `python3 tests/python/<script> args...` and returns its stdout; panics with its
-/// stderr if it fails. Set RAWARRAY_SKIP_PYTHON=1 to skip (returns None) where Python and
-/// numpy cannot be installed; CI installs them and runs these tests.
-pub fn python(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> Option<String> {
-    if std::env::var_os("RAWARRAY_SKIP_PYTHON").is_some_and(|v| v == "1") {
-        eprintln!("skipping {script}: RAWARRAY_SKIP_PYTHON=1");
-        return None;
-    }
-    let script_path = Path::new(env!("CARGO_MANIFEST_DIR"))
+/// Runs `python tests/python/<script> args...` in the tests' own Python environment
+/// ([`python`]) and returns its stdout; panics with the script's output if it fails.
+pub fn python(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/python")
         .join(script);
-    let mut cmd = Command::new("python3");
-    cmd.arg(&script_path);
-    for a in args {
-        cmd.arg(a);
-    }
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run python3 {script}: {e} (install python3 and numpy, or set RAWARRAY_SKIP_PYTHON=1)"));
-    assert!(
-        out.status.success(),
-        "python3 {script} failed:\n--- stdout\n{}\n--- stderr\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    Some(String::from_utf8(out.stdout).expect("utf-8 output"))
+    python::run_script(&script, args)
 }
 
 /// Lowercase hex md5 of some bytes.

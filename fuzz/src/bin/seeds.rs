@@ -1,5 +1,5 @@
 //! Writes the seed corpora: `fuzz/corpus/<target>/`, from the reference files
-//! (`../shared/fixtures/reference`, or `$RA_REFERENCE_DIR`) and from files written the ways the
+//! (`tests/fixtures/reference`, or `$RA_REFERENCE_DIR`) and from files written the ways the
 //! tests write them (every element kind, big-endian, LZ4, trailers, record files caught
 //! mid-write, a file whose last header update was lost).
 //!
@@ -28,7 +28,7 @@ fn main() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let reference = std::env::var_os("RA_REFERENCE_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("../../shared/fixtures/reference"));
+        .unwrap_or_else(|| root.join("../tests/fixtures/reference"));
     let mut files = reference_files(&reference);
     files.extend(written_files());
     files.extend(record_files());

@@ -1,0 +1,355 @@
+"""Read and write RawArray (``.ra``) files as numpy arrays.
+
+A ``.ra`` file is a header of little-endian ``u64`` words, then an n-d array's bytes in
+column-major order (the first dim varies fastest), then optional trailing bytes such as the
+metadata trailer of record files. This package is a thin layer over the Rust library
+``rawarray-serde``: every header, trailer and schema is validated there, and numpy gets views of
+the bytes the library hands over (a memory map of the file, or decoded bytes), without a copy.
+
+Shapes follow the seed's Python convention: numpy's shape is the file's dims reversed, in C
+order, so a file of dims ``[3, n]`` (``n`` points of 3 floats) is an array of shape ``(n, 3)``.
+``order="F"`` gives the file's own dims in Fortran order (Julia's and Matlab's shape). Neither
+moves any data.
+
+>>> import numpy as np, rawarray, tempfile, os
+>>> path = os.path.join(tempfile.mkdtemp(), "points.ra")
+>>> rawarray.write(path, np.arange(6, dtype="<f4").reshape(2, 3))
+>>> rawarray.read(path).shape
+(2, 3)
+>>> rawarray.open(path).header["dims"]
+[3, 2]
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import tempfile
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._rawarray import Buffer, RaError, RawFile
+from ._rawarray import write as _write
+
+__all__ = ["read", "open", "write", "File", "RaError", "RaWarning", "loads"]
+
+
+class RaWarning(UserWarning):
+    """Data read with less meaning than the file intends (raw bits of bfloat16 without
+    ml_dtypes, records whose schema is damaged)."""
+
+
+def _dtype_from_json(descr: Any) -> np.dtype:
+    """A numpy dtype from the JSON form of a dtype description, as the trailer stores it and the
+    library produces it: a string (``"<f8"``), a sub-array ``[base, [shape...]]``, or a record,
+    a list of ``[name, base]`` or ``[name, base, [shape...]]`` fields."""
+    if isinstance(descr, str):
+        return np.dtype(descr)
+    is_subarray = (
+        len(descr) == 2
+        and isinstance(descr[1], list)
+        and descr[1]
+        and all(isinstance(n, int) for n in descr[1])
+    )
+    if is_subarray:
+        return np.dtype((_dtype_from_json(descr[0]), tuple(descr[1])))
+    fields = []
+    for field in descr:
+        name, base = field[0], _dtype_from_json(field[1])
+        fields.append((name, base, tuple(field[2])) if len(field) == 3 else (name, base))
+    return np.dtype(fields)
+
+
+def _element_dtype(raw: RawFile) -> np.dtype:
+    """numpy's dtype for one element of the file, by the library's reading of the header and
+    trailer; see the table in the README."""
+    kind, value = raw.element_kind()
+    if kind == "dtype":
+        return np.dtype(value)
+    if kind == "record":
+        # The library validated the schema against the header; numpy must agree with it too.
+        try:
+            dt = _dtype_from_json(json.loads(value))
+        except (ValueError, TypeError, OverflowError) as e:
+            value = f"the trailer's record schema is damaged: numpy refuses it ({e})"
+        else:
+            if dt.itemsize == raw.elbyte:
+                return dt
+            value = f"the trailer's record schema is damaged: {dt.itemsize} bytes, elbyte is {raw.elbyte}"
+    if kind == "bfloat16":
+        try:
+            import ml_dtypes  # noqa: PLC0415 (optional dependency)
+        except ImportError:
+            warnings.warn(
+                "bfloat16 data is returned as its raw bits (uint16): install ml_dtypes "
+                "(pip install ml-dtypes) for numpy's bfloat16, or view the result as one",
+                RaWarning,
+                stacklevel=3,
+            )
+            return np.dtype(value)
+        return np.dtype(ml_dtypes.bfloat16)
+    if kind == "complex32":
+        return np.dtype([("re", value), ("im", value)])
+    # No numpy type: the element's bytes. Say why when it is damaged metadata.
+    if "damaged" in value:
+        warnings.warn(f"{value}; the elements are returned as bytes", RaWarning, stacklevel=3)
+    return np.dtype(f"V{raw.elbyte}")
+
+
+class File:
+    """An opened ``.ra`` file (``rawarray.open``): the header and trailer are read and validated
+    at once, in O(1) of the file's size; the data only when asked for.
+
+    Use it as a context manager. ``array()`` is a read-only view over a memory map (no byte is
+    copied; the view keeps the map alive after the file is closed). Indexing ``f[k]`` or
+    ``f[a:b]`` works along numpy's first axis (the file's last dim: records, snapshots) and reads
+    only those bytes. LZ4-compressed and big-endian files are decoded into memory instead.
+    A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._raw = RawFile(self.path)
+        self._dtype = _element_dtype(self._raw)
+        self._buffer: Buffer | None = None
+        self.closed = False
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header's fields: eltype, elbyte, dims (file order), flags, size, header_len."""
+        r = self._raw
+        return {
+            "eltype": r.eltype,
+            "elbyte": r.elbyte,
+            "dims": list(r.dims),
+            "flags": r.flags,
+            "size": r.size,
+            "header_len": r.header_len,
+            "big_endian": bool(r.flags & 1),
+            "compressed": bool(r.flags & 2),
+        }
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """numpy's shape: the file's dims reversed."""
+        return tuple(reversed(self._raw.dims))
+
+    @property
+    def dtype(self) -> np.dtype:
+        """numpy's dtype of one element (structured for records with a schema)."""
+        return self._dtype
+
+    @property
+    def params(self) -> Any:
+        """The trailer's parameters (a dict for record files), or None without a trailer."""
+        p = self._raw.params_json
+        return None if p is None else json.loads(p)
+
+    @property
+    def schema(self) -> Any:
+        """The trailer's record schema (the Rust layout, as JSON), or None."""
+        s = self._raw.schema_json
+        return None if s is None else json.loads(s)
+
+    @property
+    def trailer_error(self) -> str | None:
+        """Why the trailer could not be read, if it is damaged (the data is still readable)."""
+        return self._raw.trailer_error
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise TypeError("a scalar .ra file has no len()")
+        return shape[0]
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<rawarray.File {self.path!r} shape={self.shape} dtype={self.dtype} ({state})>"
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def _plain(self) -> bool:
+        """Whether numpy can view the file's bytes as they are on disk."""
+        return not (self._raw.flags & 3)
+
+    def _mapped(self) -> Buffer:
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if self._buffer is None:
+            self._buffer = self._raw.map() if self._plain else self._raw.decode()
+        return self._buffer
+
+    def _decoded_dtype(self) -> np.dtype:
+        if self._raw.big_endian_records:
+            return self._dtype.newbyteorder(">")
+        return self._dtype
+
+    def array(self, order: str = "C") -> np.ndarray:
+        """The whole array: a read-only view over a memory map for plain little-endian files,
+        decoded into memory for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+        buf = self._mapped()
+        offset = self._raw.header_len if self._plain else 0
+        dims = list(self._raw.dims)
+        if order == "C":
+            shape, np_order = tuple(reversed(dims)), "C"
+        elif order == "F":
+            shape, np_order = tuple(dims), "F"
+        else:
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        arr = np.ndarray(shape, dtype=self._decoded_dtype(), buffer=buf, offset=offset, order=np_order)
+        arr.flags.writeable = False
+        return arr
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        """``f[k]``, ``f[a:b]`` (and ``f[k, ...]``): along numpy's first axis, reading only those
+        bytes of a plain file."""
+        rest = ()
+        if isinstance(key, tuple):
+            if not key:
+                return self.array()
+            key, rest = key[0], key[1:]
+        shape = self.shape
+        if not shape:
+            raise IndexError("a scalar .ra file cannot be indexed")
+        if not self._plain or not isinstance(key, (int, np.integer, slice)):
+            out = self.array()[key]
+            return out[(slice(None),) * 0 + rest] if rest else out
+        n = shape[0]
+        inner = shape[1:]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step != 1:
+                return self.array()[key][rest] if rest else self.array()[key]
+            count = max(stop - start, 0)
+        else:
+            k = int(key)
+            if k < -n or k >= n:
+                raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+            start, count = k % n, 1
+        per = int(np.prod(inner, dtype=np.int64)) * self._dtype.itemsize
+        buf = self._mapped()
+        arr = np.ndarray((count,) + inner, dtype=self._dtype, buffer=buf,
+                         offset=self._raw.header_len + start * per)
+        arr.flags.writeable = False
+        if not isinstance(key, slice):
+            arr = arr[0]
+        return arr[rest] if rest else arr
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Drops this object's reference to the map; views already made keep it alive."""
+        self._buffer = None
+        self.closed = True
+
+    def __enter__(self) -> "File":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open(path: str | os.PathLike[str]) -> File:  # noqa: A001 (the package's public name)
+    """Opens a ``.ra`` file lazily; see :class:`File`.
+
+    >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
+    ...     f.shape, f.dtype, f.params["dt"]
+    ...     energy = f.array()["energy"]                          # a view, no copy
+    ...     last_step = f[-1]                                     # reads one record's bytes
+    """
+    return File(path)
+
+
+def read(path: str | os.PathLike[str], *, order: str = "C") -> np.ndarray:
+    """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
+    C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
+    files come back as a read-only view over a memory map (``np.array(a)`` copies it);
+    compressed or big-endian ones are decoded into memory. Raises :class:`RaError` for an
+    invalid file and ``OSError`` for I/O errors."""
+    return File(path).array(order)
+
+
+def loads(data: bytes | bytearray | memoryview | np.void, *, order: str = "C") -> np.ndarray:
+    """Decodes one ``.ra`` file held in memory, for instance an element of a file whose
+    elements are themselves ``.ra`` files (which :func:`read` returns as raw bytes,
+    ``V<elbyte>``): ``rawarray.loads(outer[3])``."""
+    raw = data.tobytes() if isinstance(data, np.void) else bytes(data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "element.ra")
+        with builtins.open(path, "wb") as f:
+            f.write(raw)
+        with File(path) as f:
+            return np.array(f.array(order))
+
+
+def _descr_json(dtype: np.dtype) -> str:
+    """The dtype as the Rust side reads it: a dtype string, ``"bfloat16"``, ``"|V<n>"`` for raw
+    elements, or a structured dtype's ``descr`` as JSON."""
+    if dtype.fields is not None:
+        return json.dumps(_descr_to_json(dtype.descr))
+    if dtype.subdtype is not None:
+        raise RaError(f"numpy dtype {dtype} is a sub-array dtype: give the array its full shape")
+    if dtype.name == "bfloat16":  # ml_dtypes
+        return json.dumps("bfloat16")
+    if dtype.kind == "V":
+        return json.dumps(f"|V{dtype.itemsize}")
+    return json.dumps(dtype.str)
+
+
+def _descr_to_json(descr: Any) -> Any:
+    if isinstance(descr, str):
+        return descr
+    out = []
+    for field in descr:
+        name, base = field[0], _descr_to_json(field[1])
+        if isinstance(name, tuple):  # (title, name)
+            name = name[1]
+        out.append([name, base, list(field[2])] if len(field) == 3 else [name, base])
+    return out
+
+
+def _little_endian(dtype: np.dtype) -> np.dtype:
+    """The same dtype in little-endian byte order (a no-op for native dtypes on this machine
+    and for one-byte and raw types)."""
+    if dtype.kind == "V" and dtype.fields is None or dtype.name == "bfloat16":
+        return dtype
+    return dtype.newbyteorder("<")
+
+
+def write(
+    path: str | os.PathLike[str],
+    array: Any,
+    *,
+    params: Any = None,
+    compress: bool = False,
+    order: str = "C",
+) -> None:
+    """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
+    over ``path``: a failed write leaves the old file as it was).
+
+    ``order="C"`` (the default) stores numpy's shape reversed as the dims, ``order="F"`` stores
+    the shape as the dims; either way :func:`read` with the same ``order`` gives the array back.
+    Any numpy array works: non-contiguous and big-endian ones are copied into the file's
+    layout, structured dtypes are stored as records (eltype 0) with their schema in the trailer,
+    and ``params`` (anything ``json.dumps`` accepts) go in the trailer. Object, string and
+    padded structured dtypes are refused with :class:`RaError` naming the dtype.
+    """
+    arr = np.asarray(array)
+    if arr.dtype.hasobject or arr.dtype.kind in "OUSMm":
+        raise RaError(f"numpy dtype {arr.dtype} (kind '{arr.dtype.kind}') has no .ra element type")
+    if order == "C":
+        dims = list(reversed(arr.shape))
+        arr = np.ascontiguousarray(arr, dtype=_little_endian(arr.dtype))
+    elif order == "F":
+        dims = list(arr.shape)
+        arr = np.asfortranarray(arr, dtype=_little_endian(arr.dtype))
+        arr = arr.T if arr.ndim > 1 else arr  # the same bytes, now C-contiguous
+        arr = np.ascontiguousarray(arr)
+    else:
+        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    params_json = None if params is None else json.dumps(params)
+    data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
+    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress)

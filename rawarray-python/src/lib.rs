@@ -1,0 +1,458 @@
+//! `rawarray._rawarray`: the Rust half of the Python package. Every rule of the format (header
+//! validation, the trailer, the element-type table, LZ4, byte order, atomic writes) is
+//! rawarray-serde's; this module only hands its results to Python. Bytes reach numpy through
+//! [`Buffer`], which exports the buffer protocol over a memory map or an owned `Vec`, so a numpy
+//! view keeps the map alive for as long as the view lives.
+#![deny(missing_docs)]
+
+use std::ffi::{c_int, c_void};
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::PathBuf;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use rawarray_serde::{
+    parse_numpy_dtype, Category, DynArray, ElType, Error, Header, Layout, Trailer, WriteOptions,
+};
+
+create_exception!(
+    _rawarray,
+    RaError,
+    PyValueError,
+    "A file that is not a valid .ra file, or a value that cannot be stored in one. The message \
+     names the field, what was expected and what was found."
+);
+
+/// The library's errors as Python exceptions: I/O as `OSError` (with its errno), the rest as
+/// `RaError`.
+fn to_py(e: Error) -> PyErr {
+    if e.category() == Category::Io {
+        let io: std::io::Error = e.into();
+        return PyErr::from(io);
+    }
+    RaError::new_err(e.to_string())
+}
+
+fn ra_err(msg: impl Into<String>) -> PyErr {
+    RaError::new_err(msg.into())
+}
+
+/// Where a [`Buffer`]'s bytes live.
+enum Bytes {
+    /// A read-only map of a whole file.
+    Map(memmap2::Mmap),
+    /// Bytes decoded or read into memory.
+    Owned(Vec<u8>),
+}
+
+/// Read-only bytes exported through Python's buffer protocol: numpy's `frombuffer` and
+/// `ndarray(buffer=...)` view them without a copy, and the view's `base` holds this object.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+struct Buffer {
+    bytes: Bytes,
+}
+
+impl Buffer {
+    fn as_slice(&self) -> &[u8] {
+        match &self.bytes {
+            Bytes::Map(m) => m,
+            Bytes::Owned(v) => v,
+        }
+    }
+}
+
+#[pymethods]
+impl Buffer {
+    fn __len__(&self) -> usize {
+        self.as_slice().len()
+    }
+
+    /// Whether the bytes are a memory map of the file (rather than a copy in memory).
+    #[getter]
+    fn is_mapped(&self) -> bool {
+        matches!(self.bytes, Bytes::Map(_))
+    }
+
+    /// # Safety
+    /// Called by the interpreter with a valid `view` to fill.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        if flags & ffi::PyBUF_WRITABLE == ffi::PyBUF_WRITABLE {
+            return Err(PyBufferError::new_err("rawarray buffers are read-only"));
+        }
+        let bytes = slf.get().as_slice();
+        // SAFETY: `view` is the interpreter's to fill. `PyBuffer_FillInfo` stores a new
+        // reference to `slf` in `view.obj`, so the Buffer, and with it the map or Vec the
+        // pointer points into, outlives every consumer of the view; the bytes are never
+        // mutated or moved while the Buffer exists (it is frozen and owns them), and the view
+        // is read-only (readonly = 1), so no consumer writes through it.
+        let rc = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                bytes.as_ptr() as *mut c_void,
+                bytes.len() as ffi::Py_ssize_t,
+                1,
+                flags,
+            )
+        };
+        if rc == -1 {
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    /// # Safety
+    /// Called by the interpreter; nothing to release (the view's reference to the Buffer is
+    /// dropped by the interpreter itself).
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {}
+}
+
+/// An opened `.ra` file: its validated header and trailer, read in O(1) of the file's size.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+struct RawFile {
+    path: PathBuf,
+    header: Header,
+    file_len: u64,
+    trailer: Option<Trailer>,
+    trailer_error: Option<String>,
+}
+
+#[pymethods]
+impl RawFile {
+    /// Reads and validates the header, and finds the trailer from the end of the file.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<RawFile> {
+        py.detach(|| open_raw(path)).map_err(to_py)
+    }
+
+    /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
+    #[getter]
+    fn eltype(&self) -> u64 {
+        self.header.eltype.code()
+    }
+
+    /// Bytes per element.
+    #[getter]
+    fn elbyte(&self) -> u64 {
+        self.header.elbyte
+    }
+
+    /// The dims, first fastest (the file's order; numpy's shape is their reverse).
+    #[getter]
+    fn dims(&self) -> Vec<u64> {
+        self.header.dims.clone()
+    }
+
+    /// The flag bits (1: big-endian, 2: LZ4).
+    #[getter]
+    fn flags(&self) -> u64 {
+        self.header.flags.bits()
+    }
+
+    /// Stored data bytes (compressed length for LZ4 files).
+    #[getter]
+    fn size(&self) -> u64 {
+        self.header.size
+    }
+
+    /// Bytes of the header: the data starts here.
+    #[getter]
+    fn header_len(&self) -> usize {
+        self.header.encoded_len()
+    }
+
+    /// The type in words, e.g. `float32`, `complex64`, `user-defined (80 bytes)`.
+    #[getter]
+    fn type_label(&self) -> String {
+        self.header.type_label()
+    }
+
+    /// The trailer's parameters as JSON, `None` without a trailer.
+    #[getter]
+    fn params_json(&self) -> Option<String> {
+        self.trailer.as_ref().map(|t| t.params.to_string())
+    }
+
+    /// The trailer's record schema as JSON, if any.
+    #[getter]
+    fn schema_json(&self) -> Option<String> {
+        let schema = self.trailer.as_ref()?.schema.as_ref()?;
+        serde_json::to_string(schema).ok()
+    }
+
+    /// Why the trailer could not be read, if it is damaged (the data is still readable).
+    #[getter]
+    fn trailer_error(&self) -> Option<String> {
+        self.trailer_error.clone()
+    }
+
+    /// How numpy should see one element: `("dtype", "<f4")`, `("record", json_descr)` for a
+    /// record with a valid schema, `("bfloat16", "<u2")`, `("complex32", "<f2")` or
+    /// `("void", reason)` for bytes with no numpy type (the reason says why).
+    fn element_kind(&self) -> (String, String) {
+        let h = &self.header;
+        if let Some(dt) = h.numpy_dtype() {
+            return ("dtype".into(), dt.into());
+        }
+        match (h.eltype, h.elbyte) {
+            (ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
+            (ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
+            (ElType::User, elbyte) => match self.record_layout() {
+                Ok(Some(layout)) => ("record".into(), layout.numpy_descr_json().to_string()),
+                Ok(None) => (
+                    "void".into(),
+                    format!("user-defined elements of {elbyte} bytes and no record schema"),
+                ),
+                Err(why) => ("void".into(), why),
+            },
+            _ => (
+                "void".into(),
+                format!("{} has no numpy type", h.type_label()),
+            ),
+        }
+    }
+
+    /// The whole file as a read-only memory map (O(1); pages are read when touched).
+    fn map(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            let file = File::open(&self.path)?;
+            let len = file.metadata()?.len();
+            self.header.check_input_len(len)?;
+            // SAFETY: the map is read-only and its bytes only ever reach Python as a read-only
+            // buffer. Another process may still change or truncate the file while it is
+            // mapped: changed bytes are seen as such (no Rust reference relies on them being
+            // stable), and a truncation makes later reads of the lost pages fault, as with
+            // numpy's own `np.memmap`; the package documents this for `File.array()`.
+            let map = unsafe { memmap2::Mmap::map(&file)? };
+            Ok(Buffer {
+                bytes: Bytes::Map(map),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// The data section decoded into memory: LZ4 decompressed, primitive scalars little-endian
+    /// (user-defined elements of a big-endian file keep their bytes; see `big_endian_records`).
+    fn decode(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            let mut file = File::open(&self.path)?;
+            let end = self.header.encoded_len() as u64 + self.header.size;
+            let mut bytes = Vec::new();
+            (&mut file).take(end).read_to_end(&mut bytes)?;
+            let array = DynArray::from_bytes(&bytes)?;
+            let (_, data, _) = array.into_parts();
+            Ok(Buffer {
+                bytes: Bytes::Owned(data),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// Whether decoded user-defined elements are still big-endian (their fields' byte order
+    /// is the header's, as the format does not describe them).
+    #[getter]
+    fn big_endian_records(&self) -> bool {
+        self.header.is_big_endian() && self.header.eltype == ElType::User
+    }
+
+    /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
+    /// read with one positioned read: what `File[k]` reads when the file is not mapped.
+    fn read_data(&self, py: Python<'_>, start: u64, len: u64) -> PyResult<Buffer> {
+        if self.header.is_compressed() {
+            return Err(ra_err(
+                "an LZ4 file is read whole (decode), not by byte range",
+            ));
+        }
+        let end = start
+            .checked_add(len)
+            .filter(|&e| e <= self.header.size)
+            .ok_or_else(|| {
+                ra_err(format!(
+                    "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
+                    self.header.size
+                ))
+            })?;
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            let mut file = File::open(&self.path)?;
+            file.seek(SeekFrom::Start(self.header.encoded_len() as u64 + start))?;
+            let mut bytes = vec![0u8; (end - start) as usize];
+            file.read_exact(&mut bytes)?;
+            Ok(Buffer {
+                bytes: Bytes::Owned(bytes),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// The file's length in bytes when it was opened.
+    #[getter]
+    fn file_len(&self) -> u64 {
+        self.file_len
+    }
+}
+
+impl RawFile {
+    /// The trailer's record layout, validated against the header: `Ok(None)` without one,
+    /// `Err(why)` when it does not describe these elements.
+    fn record_layout(&self) -> Result<Option<Layout>, String> {
+        let Some(layout) = self.trailer.as_ref().and_then(|t| t.schema.clone()) else {
+            return Ok(None);
+        };
+        let size = layout.size();
+        if size != self.header.elbyte {
+            return Err(format!(
+                "the trailer's record schema is damaged: it describes {size} bytes, elbyte is {}",
+                self.header.elbyte
+            ));
+        }
+        Ok(Some(layout))
+    }
+}
+
+fn open_raw(path: PathBuf) -> rawarray_serde::Result<RawFile> {
+    let mut file = File::open(&path)?;
+    let header = Header::read_from(&mut file)?;
+    // The length after the header: a record writer appends data before the header that
+    // counts it, so a length taken first could be shorter than what the header describes.
+    let file_len = file.metadata()?.len();
+    header.check_input_len(file_len)?;
+    let (trailer, trailer_error) = match Trailer::read_file(&path) {
+        Ok(t) => (t, None),
+        Err(e) => (None, Some(e.to_string())),
+    };
+    Ok(RawFile {
+        path,
+        header,
+        file_len,
+        trailer,
+        trailer_error,
+    })
+}
+
+/// How to store one numpy element: its eltype and elbyte, and the record layout if it is a
+/// structured dtype. `descr_json` is `json.dumps(dtype.str)` for a plain dtype or
+/// `json.dumps(dtype.descr)` for a structured one.
+fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
+    let descr: serde_json::Value = serde_json::from_str(descr_json)
+        .map_err(|e| ra_err(format!("dtype description is not JSON: {e}")))?;
+    if let Some(s) = descr.as_str() {
+        if s == "bfloat16" {
+            return Ok((ElType::BFloat16, 2, None));
+        }
+        if let Some(n) = s.strip_prefix("|V").and_then(|n| n.parse::<u64>().ok()) {
+            return Ok((ElType::User, n, None));
+        }
+        let (eltype, elbyte, big_endian) = parse_numpy_dtype(s)
+            .ok_or_else(|| ra_err(format!("numpy dtype '{s}' has no .ra element type")))?;
+        if big_endian {
+            return Err(ra_err(format!(
+                "numpy dtype '{s}' is big-endian: pass little-endian data"
+            )));
+        }
+        return Ok((eltype, elbyte, None));
+    }
+    let layout = Layout::from_numpy_descr_json(&descr).map_err(|e| {
+        let padded = descr.as_array().is_some_and(|fields| {
+            fields
+                .iter()
+                .any(|f| f.get(0).and_then(|n| n.as_str()) == Some(""))
+        });
+        if padded {
+            ra_err(format!(
+                "structured dtype has padding (unnamed void fields), which .ra records do not \
+                 have: pack it with np.dtype(..., align=False) or \
+                 numpy.lib.recfunctions.repack_fields ({e})"
+            ))
+        } else {
+            to_py(e)
+        }
+    })?;
+    Ok((ElType::User, layout.size(), Some(layout)))
+}
+
+/// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
+/// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
+/// there are parameters or a record schema.
+#[pyfunction]
+#[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false))]
+fn write(
+    py: Python<'_>,
+    path: PathBuf,
+    descr_json: &str,
+    dims: Vec<u64>,
+    data: PyBuffer<u8>,
+    params_json: Option<&str>,
+    compress: bool,
+) -> PyResult<()> {
+    let (eltype, elbyte, layout) = element_of(descr_json)?;
+    let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
+    if !data.is_c_contiguous() {
+        return Err(ra_err("data must be C-contiguous bytes"));
+    }
+    if data.len_bytes() as u64 != header.data_len() {
+        return Err(ra_err(format!(
+            "data: expected {} bytes for dims {:?} of {elbyte} bytes, found {}",
+            header.data_len(),
+            header.dims,
+            data.len_bytes()
+        )));
+    }
+    let params: serde_json::Value = match params_json {
+        Some(p) => {
+            serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?
+        }
+        None => serde_json::Value::Null,
+    };
+    let trailer = if params.is_null() && layout.is_none() {
+        None
+    } else {
+        let t = Trailer::new(params).map_err(to_py)?;
+        Some(match layout {
+            Some(l) => t.with_schema(l),
+            None => t,
+        })
+    };
+    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid) and was checked
+    // C-contiguous with len_bytes() bytes at buf_ptr(); it is only read. Python code in another
+    // thread could write to the array while the GIL is released below, as with numpy's own
+    // `tofile`; the file then holds some mix of the old and new bytes, never out-of-bounds data.
+    let bytes: &[u8] =
+        unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) };
+    let result = py.detach(|| -> rawarray_serde::Result<()> {
+        if compress {
+            let mut array = DynArray::new(eltype, elbyte, header.dims.clone(), bytes.to_vec())?;
+            if let Some(t) = &trailer {
+                array.set_trailer(t);
+            }
+            return array.write_file_with(&path, &WriteOptions::new().compress(true));
+        }
+        let end = header.encoded_len() as u64 + header.data_len();
+        rawarray_serde::write_atomic(&path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+            w.write_all(&header.encode())?;
+            w.write_all(bytes)?;
+            if let Some(t) = &trailer {
+                w.write_all(&t.encode_block(end))?;
+            }
+            Ok(())
+        })
+    });
+    result.map_err(to_py)
+}
+
+/// The module.
+#[pymodule]
+fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("RaError", m.py().get_type::<RaError>())?;
+    m.add_class::<RawFile>()?;
+    m.add_class::<Buffer>()?;
+    m.add_function(wrap_pyfunction!(write, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,126 @@
+//! The Python package (`rawarray-python/`): built with maturin and installed into the tests'
+//! Python environment, then its pytest suite runs (`rawarray-python/tests/`), with files this
+//! test shares with it: the main job's record file for Python to read by field name, and a
+//! structured array Python writes for Rust's `RecordReader` to read into a derived struct.
+
+mod common;
+
+#[allow(dead_code)]
+#[path = "../examples/simulation.rs"]
+mod simulation;
+
+use std::path::Path;
+use std::process::Command;
+
+use rawarray_serde::{RaRecord, RecordReader};
+use serde_json::json;
+
+/// numpy's `[('info', 'u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]`, as the Python
+/// tests write it.
+#[derive(RaRecord, Clone, Debug, PartialEq)]
+struct Foo {
+    info: [u8; 12],
+    index: u32,
+    v: [f64; 8],
+}
+
+/// Builds and installs the package into the tests' Python (maturin through pip; cargo makes the
+/// rebuild a no-op when nothing changed). Its build directory is its own, under target/.
+fn install_package() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-build");
+    // maturin's build hook runs the `maturin` program: the environment's bin/ goes first.
+    let bin = common::python::interpreter()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let out = Command::new(common::python::interpreter())
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-build-isolation", "--no-deps", "--force-reinstall"])
+        .arg(root.join("rawarray-python"))
+        .env("CARGO_TARGET_DIR", &target)
+        .env("PATH", path)
+        .output()
+        .expect("pip runs");
+    assert!(
+        out.status.success(),
+        "building the rawarray Python package failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn simulation_files(dir: &Path) {
+    let params = simulation::Params {
+        particles: 6,
+        steps: 40,
+        flush_every: 5,
+        ..Default::default()
+    };
+    simulation::run(&dir.join("nbody.ra"), &params).unwrap();
+    let mut sim = simulation::Simulation::new(&params);
+    let mut truth = Vec::new();
+    for step in 0..=params.steps {
+        truth.extend(sim.records());
+        if step < params.steps {
+            sim.advance();
+        }
+    }
+    let truth = json!({
+        "params": params,
+        "id": truth.iter().map(|b| b.id).collect::<Vec<_>>(),
+        "energy": truth.iter().map(|b| b.energy).collect::<Vec<_>>(),
+    });
+    std::fs::write(dir.join("nbody_truth.json"), truth.to_string()).unwrap();
+}
+
+#[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
+fn the_python_package_passes_its_tests_and_agrees_with_rust() {
+    install_package();
+    let shared = tempfile::tempdir().unwrap();
+    simulation_files(shared.path());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let out = Command::new(common::python::interpreter())
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
+        .arg(root.join("rawarray-python/tests"))
+        .env("RAWARRAY_INTEROP_DIR", shared.path())
+        .output()
+        .expect("pytest runs");
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{log}");
+    assert!(
+        out.status.success(),
+        "the package's pytest suite failed:\n{log}"
+    );
+    // Nothing was skipped here: this run shares the files the skips wait for.
+    assert!(!log.contains("skipped"), "{log}");
+
+    // Rust reads what Python wrote, into a derived struct.
+    let r = RecordReader::<Foo>::open(shared.path().join("from_python.ra")).unwrap();
+    assert_eq!(r.len(), 9);
+    for i in 0..9u32 {
+        let rec = r.get(i as usize).unwrap()[0].clone();
+        let mut info = format!("record {i:05}").into_bytes();
+        info.resize(12, b'.');
+        assert_eq!(&rec.info[..], &info[..12], "record {i}");
+        assert_eq!(rec.index, i * 7);
+        let want: Vec<f64> = (0..8).map(|k| f64::from(k) * 0.5 + f64::from(i)).collect();
+        assert_eq!(rec.v.to_vec(), want, "record {i}");
+    }
+    assert_eq!(r.trailer().unwrap().params, json!({"written_by": "python"}));
+}
