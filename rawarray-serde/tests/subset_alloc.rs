@@ -153,7 +153,7 @@ fn a_block_costs_its_own_bytes() {
     let r = ArrayReader::open(&recs).unwrap();
     let block = 1000..1100u64;
     let bytes = (block.end - block.start) as usize * std::mem::size_of::<Rec>();
-    let p = peak(|| r.read_subset::<Rec>(&[block.clone()]).unwrap());
+    let p = peak(|| r.read_subset::<Rec>(std::slice::from_ref(&block)).unwrap());
     assert!(p <= 2 * bytes + SLACK, "{p} bytes of heap for 100 records");
 }
 
