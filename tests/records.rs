@@ -16,8 +16,9 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 use rawarray_serde::{
-    recover, Category, Durability, DynArray, ElType, Element, ErrorKind, Field, Layout, RawArray,
-    RecordOptions, RecordReader, RecordWriter, Trailer, WriteOptions,
+    recover, recover_with, Category, Durability, DynArray, ElType, Element, ErrorKind, Field,
+    Layout, RawArray, RecordOptions, RecordReader, RecordWriter, RecoverOptions, Trailer,
+    WriteOptions,
 };
 use serde_json::{json, Value};
 
@@ -598,14 +599,22 @@ fn recover_never_takes_the_spare_copy_for_the_end_of_the_records() {
 }
 
 #[test]
-fn recover_without_a_trailer_takes_whole_records_and_refuses_damage() {
+fn recover_without_a_trailer_takes_whole_records_only_when_forced_and_refuses_damage() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.ra");
     let mut file = header_bytes(0, 20, &[1]);
     file.extend(samples_bytes(0..3));
     file.extend([9u8; 7]);
     fs::write(&path, &file).unwrap();
-    let r = recover(&path).unwrap();
+    // Unforced: 47 bytes that no trailer vouches for are left alone, and named.
+    let err = recover(&path).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::ForeignTrailing { bytes: 47, looks_like, .. }
+            if looks_like.starts_with("bytes 0100000000000000")),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), file, "nothing written");
+    let r = recover_with(&path, &RecoverOptions::new().force(true)).unwrap();
     assert_eq!(
         (r.records_before, r.records_after, r.trailer),
         (1, 3, false)

@@ -2,7 +2,7 @@
 //! docs describe the file layout and the order of writes), and repairing a file whose last
 //! flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::marker::PhantomData;
 use std::path::Path;
 
@@ -13,6 +13,7 @@ use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::Header;
+use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
     Trailer, TRAILER_FRAME, TRAILER_TAG,
@@ -34,25 +35,30 @@ const DIRECT_WRITE: usize = 64 << 10;
 
 /// What a completed [`RecordWriter::flush`] survives.
 ///
+/// Either way a flush commits: readers see the records at once, and a killed process loses
+/// nothing flushed. [`RecordWriter::sync`] makes what is flushed survive a power cut too,
+/// whatever the setting, at the moments the caller chooses.
+///
 /// ```
 /// use rawarray_serde::{Durability, RecordOptions};
-/// let fast = RecordOptions::new().durability(Durability::NoFsync);
-/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::Fsync));
-/// # let _ = fast;
+/// let durable = RecordOptions::new().durability(Durability::Fsync);
+/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::NoFsync));
+/// # let _ = durable;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Durability {
-    /// Each flush syncs the data, then the header (`fdatasync`): flushed records survive a
-    /// power cut. The default.
-    #[default]
+    /// Each flush syncs the data, then the header (`fdatasync` twice): flushed records survive
+    /// a power cut. A sync costs what the disk takes, often milliseconds, on every flush.
     Fsync,
-    /// No syncs: flushed records survive the writer being killed (the kernel keeps them and
-    /// their order), not a power cut. The file is still valid after one, with fewer records.
+    /// No syncs (the default): flushed records survive the writer being killed (the kernel has
+    /// them, in order), not a power cut or a kernel crash, after which the header may cover
+    /// records whose bytes never reached the disk.
+    #[default]
     NoFsync,
 }
 
 /// How to create or reopen a record file: the dims of one record, the trailer's parameters,
-/// durability and buffering.
+/// durability, buffering, and what to do with bytes after the data that are not a trailer.
 ///
 /// ```
 /// use rawarray_serde::{Durability, RecordOptions, RecordReader, RecordWriter};
@@ -87,6 +93,7 @@ pub struct RecordOptions {
     params: Option<serde_json::Value>,
     durability: Durability,
     buffer_bytes: usize,
+    drop_foreign: bool,
 }
 
 impl Default for RecordOptions {
@@ -96,14 +103,44 @@ impl Default for RecordOptions {
 }
 
 impl RecordOptions {
-    /// Records of one value each, no parameters, [`Durability::Fsync`], an 8 MiB buffer.
+    /// Records of one value each, no parameters, [`Durability::NoFsync`], an 8 MiB buffer,
+    /// foreign trailing bytes refused.
     pub fn new() -> RecordOptions {
         RecordOptions {
             record_dims: Vec::new(),
             params: None,
-            durability: Durability::Fsync,
+            durability: Durability::NoFsync,
             buffer_bytes: DEFAULT_BUFFER,
+            drop_foreign: false,
         }
+    }
+
+    /// Whether [`RecordOptions::open`] may delete bytes after the data that are not a trailer
+    /// block of this crate (another program's metadata, say). By default it refuses such a
+    /// file with [`ErrorKind::ForeignTrailing`], which says how many bytes there are and what
+    /// they look like.
+    ///
+    /// ```
+    /// use rawarray_serde::{ErrorKind, RawArray, RecordOptions, RecordWriter};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
+    /// bytes.extend_from_slice(b"{\"note\": \"keep me\"}");
+    /// std::fs::write(&path, &bytes).unwrap();
+    ///
+    /// let err = RecordOptions::new().open::<u32>(&path).unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::ForeignTrailing { bytes: 19, .. }));
+    /// assert_eq!(std::fs::read(&path).unwrap(), bytes); // untouched
+    ///
+    /// let mut w: RecordWriter<u32> =
+    ///     RecordOptions::new().drop_foreign_trailing(true).open(&path).unwrap();
+    /// w.append(&3).unwrap();
+    /// w.finish().unwrap();
+    /// ```
+    #[must_use]
+    pub fn drop_foreign_trailing(mut self, on: bool) -> RecordOptions {
+        self.drop_foreign = on;
+        self
     }
 
     /// The dims of one record in values of `T`, first fastest: `[nx, ny]` for a field per
@@ -140,7 +177,10 @@ impl RecordOptions {
     }
 
     /// Creates (or replaces) a record file holding no records yet, atomically: readers that
-    /// had an old file at `path` open keep reading it.
+    /// had an old file at `path` open keep reading it. The writer holds the file's exclusive
+    /// lock (see [`RecordWriter`]); an existing file another writer holds is not replaced
+    /// ([`ErrorKind::Locked`]), and the destination is treated as
+    /// [`AtomicFile`](crate::AtomicFile) treats it (symlinks followed, special files refused).
     pub fn create<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
         let mut dims = Vec::new();
         T::inner_dims(&mut dims);
@@ -166,8 +206,14 @@ impl RecordOptions {
     /// and these record dims, and its trailer schema (if any) `T`'s; otherwise the error names
     /// what differs. Its byte order is kept. The file is first left as [`RecordWriter::finish`]
     /// leaves it (see [`RecordWriter`]).
+    ///
+    /// Fails at once with [`ErrorKind::Locked`] if another writer holds the file, and with
+    /// [`ErrorKind::ForeignTrailing`] if bytes after its data are not a trailer block (unless
+    /// [`RecordOptions::drop_foreign_trailing`]). A symlink is followed; anything but a regular
+    /// file is refused.
     pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let path = path.as_ref();
+        let file = open_locked(path)?;
         let header = Header::read_from(&mut &file)?;
         let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
         check_header_len(&header)?;
@@ -176,6 +222,15 @@ impl RecordOptions {
         let end = data_end(&header);
         let mut trailer = match locate(&file, end, file_len) {
             Probe::Valid(b) => b.trailer,
+            Probe::Absent if file_len > end && !self.drop_foreign => {
+                return Err(foreign_trailing(
+                    &file,
+                    path,
+                    end,
+                    file_len,
+                    "appending would delete them (RecordOptions::drop_foreign_trailing allows it)",
+                ))
+            }
             Probe::Absent => Trailer::new(serde_json::Value::Null)?,
             Probe::Damaged(why) => {
                 return Err(ErrorKind::Trailer(format!(
@@ -337,6 +392,28 @@ impl RecordShape {
 /// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
 /// if needed, the forward copy written, then the rest cut off. Records a lost header update
 /// left after the data are dropped then; call [`recover`] first to keep them.
+///
+/// # One writer at a time
+///
+/// A writer holds the file's exclusive advisory lock (`flock`) from create or open until it is
+/// finished or dropped. A second writer, in this process or another, fails at once with
+/// [`ErrorKind::Locked`]; so do [`recover`], [`RecordOptions::create`] over the file, and every
+/// replacement through [`AtomicFile`](crate::AtomicFile) (`write_file`, `to_file`, `ra`'s
+/// rewrites). Readers take no lock and are never blocked. Since no other writer can interleave,
+/// nothing cuts the file below a data end a reader may have mapped: [`RecordWriter::finish`]
+/// and `open` cut only after the data end of the latest flush.
+///
+/// ```
+/// use rawarray_serde::{ErrorKind, RecordWriter};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("log.ra");
+/// let mut first = RecordWriter::<u64>::create(&path, serde_json::Value::Null).unwrap();
+/// let second = RecordWriter::<u64>::open(&path).unwrap_err();
+/// assert!(matches!(second.kind(), ErrorKind::Locked { .. }));
+/// first.append(&1).unwrap();
+/// first.finish().unwrap();
+/// RecordWriter::<u64>::open(&path).unwrap(); // free again
+/// ```
 #[derive(Debug)]
 pub struct RecordWriter<T: Element> {
     file: File,
@@ -501,7 +578,7 @@ impl<T: Element> RecordWriter<T> {
         let mut bytes = Vec::with_capacity(block as usize);
         encode_block_into(&self.json, 0, &mut bytes);
         write_all_at(&self.file, &bytes, spare)?;
-        self.sync()?;
+        self.sync_if_durable()?;
         self.spare_at = spare;
         Ok(())
     }
@@ -523,7 +600,7 @@ impl<T: Element> RecordWriter<T> {
         let written = write_all_at(&self.file, &self.pending, at);
         self.pending.truncate(buffered);
         written?;
-        self.sync()?;
+        self.sync_if_durable()?;
         let mut header = self.header.clone();
         *header
             .dims
@@ -531,7 +608,7 @@ impl<T: Element> RecordWriter<T> {
             .expect("record files have a last dim") += self.pending_records;
         header.size += self.ahead + buffered as u64;
         write_all_at(&self.file, &header.encode(), 0)?;
-        self.sync()?;
+        self.sync_if_durable()?;
         self.header = header;
         self.ahead = 0;
         self.pending.clear();
@@ -539,8 +616,35 @@ impl<T: Element> RecordWriter<T> {
         Ok(())
     }
 
+    /// Commits like [`RecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
+    /// and trailer, then the header), whatever the writer's durability: when it returns, every
+    /// record appended survives a power cut.
+    ///
+    /// ```
+    /// use rawarray_serde::RecordWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut w = RecordWriter::<f32>::create(dir.path().join("s.ra"), serde_json::Value::Null).unwrap();
+    /// w.append_slice(&[1.0, 2.0]).unwrap();
+    /// w.flush().unwrap(); // committed: readers and a killed process keep it
+    /// w.append(&3.0).unwrap();
+    /// w.sync().unwrap(); // committed and on disk
+    /// assert_eq!(w.flushed_len(), 3);
+    /// ```
+    pub fn sync(&mut self) -> Result<()> {
+        if self.pending_records == 0 {
+            return Ok(self.file.sync_data()?);
+        }
+        // Records flushed without syncs before are synced by this flush's first sync, before
+        // its header is written.
+        let durability = std::mem::replace(&mut self.durability, Durability::Fsync);
+        let flushed = self.flush();
+        self.durability = durability;
+        flushed
+    }
+
     /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
-    /// copy) and closes it. Returns the final header.
+    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
+    /// data end of this flush: no reader has mapped anything beyond it.
     pub fn finish(mut self) -> Result<Header> {
         self.close()?;
         Ok(self.header.clone())
@@ -551,14 +655,14 @@ impl<T: Element> RecordWriter<T> {
         let end = self.data_end();
         if self.spare_at != end {
             self.file.set_len(end + block_len(self.json.len()) as u64)?;
-            self.sync()?;
+            self.sync_if_durable()?;
             self.spare_at = end;
         }
         self.closed = true;
         Ok(())
     }
 
-    fn sync(&self) -> Result<()> {
+    fn sync_if_durable(&self) -> Result<()> {
         if self.durability == Durability::Fsync {
             self.file.sync_data()?;
         }
@@ -676,30 +780,80 @@ pub struct Recovery {
 /// before the block. The spare copy has `at = 0`, so a spare that happens to sit on a record
 /// boundary behind a torn flush is never taken for the end of complete records. Without a
 /// forward block, the last flush was torn: the trailer is written back at the data end and
-/// nothing is extended. A file with no trailer at all (not written by [`RecordWriter`]) is
-/// extended over as many whole records as follow its data. A damaged trailer and no good copy
-/// is an error, and nothing is written. The scan can only be fooled by record data that itself
-/// holds a valid forward trailer block on a record boundary.
+/// nothing is extended. A damaged trailer and no good copy is an error, and nothing is written.
+/// The scan can only be fooled by record data that itself holds a valid forward trailer block
+/// on a record boundary.
+///
+/// A file with bytes after its data but no trailer block (not written by [`RecordWriter`]:
+/// another program's metadata, a hole) is not changed: the error,
+/// [`ErrorKind::ForeignTrailing`], says how many bytes there are and what they look like.
+/// [`recover_with`] and [`RecoverOptions::force`] extend its header over as many whole
+/// records as follow its data all the same.
+///
+/// It holds the file's exclusive lock while it works: a file a writer is appending to is
+/// refused with [`ErrorKind::Locked`] (its tail is not torn, just not committed yet).
 ///
 /// Works on any uncompressed `.ra` file whose last dim counts records.
 ///
 /// ```
-/// use rawarray_serde::{recover, RawArray};
+/// use rawarray_serde::{recover, RawArray, RecordWriter};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("log.ra");
-/// // A header for 2 values, followed by 3 whole u32 values and a torn one.
+/// let mut w = RecordWriter::<u32>::create(&path, serde_json::Value::Null).unwrap();
+/// w.append_slice(&[1, 2]).unwrap();
+/// w.finish().unwrap();
+///
+/// let r = recover(&path).unwrap(); // nothing was lost here
+/// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 2, true));
+/// ```
+pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
+    recover_with(path, &RecoverOptions::new())
+}
+
+/// How [`recover_with`] treats a file without a record trailer.
+///
+/// ```
+/// use rawarray_serde::{recover, recover_with, ErrorKind, RawArray, RecoverOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("log.ra");
+/// // A header for 2 values, followed by 3 whole u32 values and a torn one: no trailer.
 /// let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
 /// bytes.extend([3u32, 4, 5].iter().flat_map(|v| v.to_le_bytes()));
 /// bytes.extend([6, 0]);
 /// std::fs::write(&path, &bytes).unwrap();
 ///
-/// let r = recover(&path).unwrap();
+/// let refused = recover(&path).unwrap_err();
+/// assert!(matches!(refused.kind(), ErrorKind::ForeignTrailing { bytes: 14, .. }));
+/// assert_eq!(std::fs::read(&path).unwrap(), bytes);
+///
+/// let r = recover_with(&path, &RecoverOptions::new().force(true)).unwrap();
 /// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 5, false));
 /// let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
 /// assert_eq!(a.as_slice(), [1, 2, 3, 4, 5]);
 /// ```
-pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
-    let file = OpenOptions::new().read(true).write(true).open(path)?;
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoverOptions {
+    force: bool,
+}
+
+impl RecoverOptions {
+    /// The default: a file without a record trailer is refused.
+    pub fn new() -> RecoverOptions {
+        RecoverOptions::default()
+    }
+
+    /// Extend the header of a file without a trailer over the whole records after its data.
+    #[must_use]
+    pub fn force(mut self, on: bool) -> RecoverOptions {
+        self.force = on;
+        self
+    }
+}
+
+/// [`recover`], as `opts` say.
+pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Recovery> {
+    let path = path.as_ref();
+    let file = open_locked(path)?;
     let mut header = Header::read_from(&mut &file)?;
     if header.is_compressed() {
         return Err(Error::unsupported(
@@ -764,6 +918,14 @@ pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
             "{why}; without a trailer copy, complete records cannot be told from torn ones"
         ))
         .into()),
+        Probe::Absent if file_len > end && !opts.force => Err(foreign_trailing(
+            &file,
+            path,
+            end,
+            file_len,
+            "without a record trailer, records cannot be told from other data \
+             (force it: RecoverOptions::force, ra recover --force)",
+        )),
         Probe::Absent => {
             let k = (file_len - end) / record_bytes;
             if k > 0 {
@@ -777,6 +939,45 @@ pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
             Ok(recovery)
         }
     }
+}
+
+/// The error for bytes after the data end that are no trailer block: how many, and what the
+/// first of them look like.
+fn foreign_trailing(file: &File, path: &Path, end: u64, len: u64, advice: &'static str) -> Error {
+    let mut head = vec![0u8; (len - end).min(32) as usize];
+    let looks_like = match read_exact_at(file, &mut head, end) {
+        Ok(()) => describe_bytes(&head, len - end),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    ErrorKind::ForeignTrailing {
+        path: path.to_path_buf(),
+        bytes: len - end,
+        looks_like,
+        advice,
+    }
+    .into()
+}
+
+/// The first bytes of a run of `total`: quoted if printable text, zeros as such, hex otherwise.
+fn describe_bytes(head: &[u8], total: u64) -> String {
+    let more = if (head.len() as u64) < total {
+        "..."
+    } else {
+        ""
+    };
+    let printable = |t: &str| {
+        t.chars()
+            .all(|c| !c.is_control() || c.is_ascii_whitespace())
+    };
+    match std::str::from_utf8(head) {
+        _ if head.iter().all(|&b| b == 0) => format!("zeros{more}"),
+        Ok(text) if printable(text) => format!("text {text:?}{more}"),
+        _ => format!("bytes {}{more}", hex(head)),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The first forward block (its `at` its own offset) at `end + k * record_bytes`, lying
