@@ -43,7 +43,7 @@ mod trailer;
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::Deserializer;
-pub use element::{Element, Field, Layout};
+pub use element::{Element, Field, Layout, MAX_LAYOUT_DEPTH};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{
     numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
