@@ -495,7 +495,7 @@ fn mapped_views_borrow_when_aligned_and_decode_otherwise() {
         .finish()
         .unwrap();
     let r = RecordReader::<Sample>::open(&path).unwrap();
-    assert!(r.is_empty() && r.slice(..).unwrap().is_empty() && r.data().is_empty());
+    assert!(r.is_empty() && r.slice(..).unwrap().is_empty() && r.data().unwrap().is_empty());
     assert!(
         RecordReader::<f64>::open(&path).is_err(),
         "wrong element type"
@@ -673,7 +673,7 @@ fn a_reader_racing_a_writer_sees_valid_prefixes() {
         let r = RecordReader::<Sample>::open(&path).unwrap();
         assert!(r.len() >= last, "records went from {last} to {}", r.len());
         last = r.len();
-        assert_eq!(r.data(), &samples_bytes(0..last as u64)[..]);
+        assert_eq!(*r.data().unwrap(), samples_bytes(0..last as u64)[..]);
         assert_eq!(r.trailer().expect("a trailer").params, params());
         opens += 1;
         opened.store(opens, SeqCst);
@@ -723,9 +723,9 @@ fn creating_over_a_mapped_file_leaves_its_readers_alone() {
     let mut w = RecordWriter::<Sample>::create(&path, Value::Null).unwrap();
     w.append(&sample(100)).unwrap();
     w.finish().unwrap();
-    assert_eq!(old.data(), &samples_bytes(0..5)[..]);
+    assert_eq!(*old.data().unwrap(), samples_bytes(0..5)[..]);
     let new = RecordReader::<Sample>::open(&path).unwrap();
-    assert_eq!(new.data(), &samples_bytes(100..101)[..]);
+    assert_eq!(*new.data().unwrap(), samples_bytes(100..101)[..]);
 }
 
 /// New files get the permissions `File::create` gives, not a temporary file's 0o600.

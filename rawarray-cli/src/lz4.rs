@@ -107,15 +107,14 @@ pub fn decode<R: BufRead, E>(
         let mut left = len;
         while left > 0 && !out.enough() {
             let n = left.min(step) as usize;
-            let from = out.buf.len() - offset;
-            if offset >= n {
-                out.buf.extend_from_within(from..from + n);
-            } else {
-                // Overlapping: the match repeats the last `offset` bytes.
-                for i in 0..n {
-                    let b = out.buf[from + i];
-                    out.buf.push(b);
-                }
+            // An overlapping match (offset < n) repeats the last `offset` bytes: each copy
+            // takes what is there, which doubles what the next one can take.
+            let (mut from, mut todo) = (out.buf.len() - offset, n);
+            while todo > 0 {
+                let k = todo.min(out.buf.len() - from);
+                out.buf.extend_from_within(from..from + k);
+                from += k;
+                todo -= k;
             }
             left -= n as u64;
             out.emit(false)?;

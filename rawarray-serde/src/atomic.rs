@@ -304,11 +304,25 @@ fn keep_owner_and_mode(tmp: &File, meta: &Metadata) -> io::Result<()> {
 
 /// An I/O error about `path`: the destination, never the temporary file, with the OS's words.
 fn named(path: &Path, e: io::Error) -> crate::Error {
-    let inner = e.raw_os_error().map_or_else(
-        || e.to_string(),
-        |c| io::Error::from_raw_os_error(c).to_string(),
-    );
-    io::Error::new(e.kind(), format!("{}: {inner}", path.display())).into()
+    io::Error::new(e.kind(), format!("{}: {}", path.display(), os_words(&e))).into()
+}
+
+/// The operating system's words for an error, without the paths `tempfile` wraps around them
+/// (those name the temporary file): the code of the first OS error in its chain of sources.
+fn os_words(e: &io::Error) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = e.get_ref().map(|i| i as _);
+    let mut code = e.raw_os_error();
+    while let (None, Some(s)) = (code, source) {
+        code = s
+            .downcast_ref::<io::Error>()
+            .and_then(io::Error::raw_os_error);
+        source = s.source();
+    }
+    match code {
+        Some(c) => io::Error::from_raw_os_error(c).to_string(),
+        None if e.get_ref().is_some() => io::Error::from(e.kind()).to_string(),
+        None => e.to_string(),
+    }
 }
 
 /// An error about the resolved target, reported for the path the caller gave.

@@ -19,7 +19,7 @@ use crate::trailer::{
     Trailer, TRAILER_FRAME, TRAILER_TAG,
 };
 
-pub use crate::mapped::RecordReader;
+pub use crate::mapped::{ReadMode, RecordReader};
 
 /// Longest header updated in place: one 512-byte sector, inside the first page.
 const MAX_HEADER_LEN: usize = 512;
@@ -879,6 +879,18 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     let file_len = file.metadata()?.len();
     header.check_input_len(file_len)?;
     let end = data_end(&header);
+    // A file this crate's writer left always has a valid block at its end or at its data end
+    // (see `RecordWriter`): without one, refuse before scanning what may be gigabytes.
+    if file_len > end && !opts.force && matches!(locate(&file, end, file_len), Probe::Absent) {
+        return Err(foreign_trailing(
+            &file,
+            path,
+            end,
+            file_len,
+            "without a record trailer, records cannot be told from other data \
+             (force it: RecoverOptions::force, ra recover --force)",
+        ));
+    }
     let spare = probe_backward(&file, end, file_len).valid();
     let limit = spare
         .as_ref()
@@ -918,14 +930,6 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
             "{why}; without a trailer copy, complete records cannot be told from torn ones"
         ))
         .into()),
-        Probe::Absent if file_len > end && !opts.force => Err(foreign_trailing(
-            &file,
-            path,
-            end,
-            file_len,
-            "without a record trailer, records cannot be told from other data \
-             (force it: RecoverOptions::force, ra recover --force)",
-        )),
         Probe::Absent => {
             let k = (file_len - end) / record_bytes;
             if k > 0 {
