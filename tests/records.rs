@@ -1028,3 +1028,74 @@ fn numpy_reads_the_simulation() {
         );
     }
 }
+
+/// A writer whose element is known only at run time (as the Python package's is) writes the
+/// same file as the typed writer, byte for byte, under the same lock, and refuses bytes that
+/// are not whole records and files of another layout.
+#[test]
+fn a_dyn_record_writer_writes_what_the_typed_writer_writes() {
+    use rawarray_serde::ElementSpec;
+    #[derive(rawarray_serde::RaRecord, Clone, Debug, PartialEq)]
+    struct Rec {
+        t: f64,
+        xyz: [f32; 3],
+        id: u16,
+    }
+    let recs: Vec<Rec> = (0..50u16)
+        .map(|i| Rec {
+            t: f64::from(i) * 0.5,
+            xyz: [f32::from(i), -1.0, 2.5],
+            id: i * 3,
+        })
+        .collect();
+    // The records packed by hand: t, then xyz, then id, little-endian, no padding (22 bytes).
+    let mut packed = Vec::new();
+    for r in &recs {
+        packed.extend_from_slice(&r.t.to_le_bytes());
+        for x in r.xyz {
+            packed.extend_from_slice(&x.to_le_bytes());
+        }
+        packed.extend_from_slice(&r.id.to_le_bytes());
+    }
+    assert_eq!(packed.len(), 50 * 22);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (typed, dynamic) = (dir.path().join("typed.ra"), dir.path().join("dyn.ra"));
+    let opts = RecordOptions::new().params(json!({"dt": 0.5}));
+    let mut w: RecordWriter<Rec> = opts.create(&typed).unwrap();
+    w.append_slice(&recs[..20]).unwrap();
+    w.flush().unwrap();
+    w.append_slice(&recs[20..]).unwrap();
+    w.finish().unwrap();
+
+    let spec = ElementSpec::from_layout(Rec::layout()).unwrap();
+    assert_eq!(spec, ElementSpec::of::<Rec>());
+    let mut d = opts.create_dyn(&dynamic, &spec).unwrap();
+    assert_eq!(d.record_bytes(), 22);
+    // A second writer of either kind is refused while this one lives.
+    let locked = RecordOptions::new().open_dyn(&dynamic, &spec).unwrap_err();
+    assert!(
+        matches!(locked.kind(), ErrorKind::Locked { .. }),
+        "{locked}"
+    );
+    let ragged = d.append_bytes(&packed[..21]).unwrap_err();
+    assert_eq!(ragged.category(), Category::Usage);
+    d.append_bytes(&packed[..20 * 22]).unwrap();
+    d.flush().unwrap();
+    assert_eq!(RecordReader::<Rec>::open(&dynamic).unwrap().len(), 20);
+    d.append_bytes(&packed[20 * 22..]).unwrap();
+    assert_eq!((d.len(), d.flushed_len()), (50, 20));
+    d.finish().unwrap();
+    assert_eq!(fs::read(&typed).unwrap(), fs::read(&dynamic).unwrap());
+
+    // Reopened to append; another layout is refused, naming both schemas.
+    let mut d = RecordOptions::new().open_dyn(&dynamic, &spec).unwrap();
+    d.append_bytes(&packed[..22]).unwrap();
+    d.finish().unwrap();
+    let r = RecordReader::<Rec>::open(&dynamic).unwrap();
+    assert_eq!(r.len(), 51);
+    assert_eq!(r.get(50).unwrap()[0], recs[0]);
+    assert_eq!(r.trailer().unwrap().params, json!({"dt": 0.5}));
+    let other = ElementSpec::of::<[u8; 22]>();
+    assert!(RecordOptions::new().open_dyn(&dynamic, &other).is_err());
+}

@@ -388,7 +388,7 @@ impl Layout {
     }
 
     /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
-    fn split_shape(&self) -> (&Layout, Vec<u64>) {
+    pub(crate) fn split_shape(&self) -> (&Layout, Vec<u64>) {
         let mut shape = Vec::new();
         let mut l = self;
         while let Layout::Array { len, item } = l {

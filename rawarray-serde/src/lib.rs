@@ -50,8 +50,8 @@ pub use header::{
     Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
 };
 pub use records::{
-    recover, recover_with, Durability, ReadMode, RecordOptions, RecordReader, RecordWriter,
-    RecoverOptions, Recovery,
+    recover, recover_with, Durability, DynRecordWriter, ElementSpec, ReadMode, RecordOptions,
+    RecordReader, RecordWriter, RecoverOptions, Recovery,
 };
 pub use ser::Serializer;
 pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};

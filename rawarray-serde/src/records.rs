@@ -6,13 +6,13 @@ use std::fs::File;
 use std::marker::PhantomData;
 use std::path::Path;
 
-use crate::array::{element_dims, RawArray};
+use crate::array::RawArray;
 use crate::atomic::create_atomic;
 use crate::data;
-use crate::element::Element;
+use crate::element::{Element, Layout};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
-use crate::header::Header;
+use crate::header::{ElType, Header};
 use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
@@ -182,24 +182,55 @@ impl RecordOptions {
     /// ([`ErrorKind::Locked`]), and the destination is treated as
     /// [`AtomicFile`](crate::AtomicFile) treats it (symlinks followed, special files refused).
     pub fn create<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        let mut dims = Vec::new();
-        T::inner_dims(&mut dims);
+        let core = self.create_core(path.as_ref(), &ElementSpec::of::<T>())?;
+        Ok(RecordWriter {
+            core,
+            _element: PhantomData,
+        })
+    }
+
+    /// [`RecordOptions::create`] for an element described at run time: a writer of packed
+    /// record bytes ([`DynRecordWriter`]), for tools and bindings that learn the type late.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElementSpec, Element, RecordOptions, RecordReader};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("dyn.ra");
+    /// let spec = ElementSpec::from_layout(<[u16; 2] as Element>::layout()).unwrap();
+    /// let mut w = RecordOptions::new().create_dyn(&path, &spec).unwrap();
+    /// w.append_bytes(&[1, 0, 2, 0, 3, 0, 4, 0]).unwrap(); // two records of [u16; 2]
+    /// w.finish().unwrap();
+    /// let r = RecordReader::<[u16; 2]>::open(&path).unwrap();
+    /// assert_eq!(r.get(1).unwrap()[0], [3, 4]);
+    /// ```
+    pub fn create_dyn(
+        &self,
+        path: impl AsRef<Path>,
+        spec: &ElementSpec,
+    ) -> Result<DynRecordWriter> {
+        Ok(DynRecordWriter {
+            core: self.create_core(path.as_ref(), spec)?,
+        })
+    }
+
+    fn create_core(&self, path: &Path, spec: &ElementSpec) -> Result<Writer> {
+        let mut dims = spec.inner_dims.clone();
         dims.extend_from_slice(&self.record_dims);
         dims.push(0);
-        let header = Header::new(T::ELTYPE, T::ELBYTE as u64, dims)?;
+        let header = Header::new(spec.eltype, spec.elbyte, dims)?;
         check_header_len(&header)?;
-        let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
+        let shape = RecordShape::of_spec(spec, &header, Some(&self.record_dims))?;
         let params = self.params.clone().unwrap_or_default();
-        let trailer = Trailer::new(params)?.with_schema(T::layout());
+        let trailer = Trailer::new(params)?.with_schema(spec.layout.clone());
         let json = trailer.to_json();
         let end = data_end(&header);
         let sync = self.durability == Durability::Fsync;
-        let file = create_atomic(path.as_ref(), sync, |f| {
+        let file = create_atomic(path, sync, |f| {
             let mut bytes = header.encode();
             encode_block_into(&json, end, &mut bytes);
             Ok(write_all_at(f, &bytes, 0)?)
         })?;
-        Ok(RecordWriter::new(file, header, shape, trailer, json, self))
+        Ok(Writer::new(file, header, shape, trailer, json, self))
     }
 
     /// Opens a record file to append to it. Its element type and leading dims must be `T`'s
@@ -212,10 +243,34 @@ impl RecordOptions {
     /// [`RecordOptions::drop_foreign_trailing`]). A symlink is followed; anything but a regular
     /// file is refused.
     pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        let path = path.as_ref();
+        let core = self.open_core(
+            path.as_ref(),
+            &ElementSpec::of::<T>(),
+            std::any::type_name::<T>(),
+        )?;
+        Ok(RecordWriter {
+            core,
+            _element: PhantomData,
+        })
+    }
+
+    /// [`RecordOptions::open`] for an element described at run time; see
+    /// [`RecordOptions::create_dyn`]. A big-endian file is refused: [`DynRecordWriter`] takes
+    /// little-endian record bytes, and only a typed writer knows how to swap them.
+    pub fn open_dyn(&self, path: impl AsRef<Path>, spec: &ElementSpec) -> Result<DynRecordWriter> {
+        let core = self.open_core(path.as_ref(), spec, "the given element")?;
+        if core.big_endian {
+            return Err(Error::unsupported(
+                "the file is big-endian: append to it through RecordWriter<T>, which swaps its values",
+            ));
+        }
+        Ok(DynRecordWriter { core })
+    }
+
+    fn open_core(&self, path: &Path, spec: &ElementSpec, type_name: &str) -> Result<Writer> {
         let file = open_locked(path)?;
         let header = Header::read_from(&mut &file)?;
-        let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
+        let shape = RecordShape::of_spec(spec, &header, Some(&self.record_dims))?;
         check_header_len(&header)?;
         let file_len = file.metadata()?.len();
         header.check_input_len(file_len)?;
@@ -240,16 +295,15 @@ impl RecordOptions {
                 .into())
             }
         };
-        if let Some(schema) = trailer.schema.as_ref().filter(|&s| *s != T::layout()) {
+        if let Some(schema) = trailer.schema.as_ref().filter(|&s| *s != spec.layout) {
             return Err(ErrorKind::Trailer(format!(
-                "the file's record schema {} differs from {}'s {}",
+                "the file's record schema {} differs from {type_name}'s {}",
                 serde_json::to_string(schema).unwrap_or_default(),
-                std::any::type_name::<T>(),
-                serde_json::to_string(&T::layout()).unwrap_or_default()
+                serde_json::to_string(&spec.layout).unwrap_or_default()
             ))
             .into());
         }
-        trailer = trailer.with_schema(T::layout());
+        trailer = trailer.with_schema(spec.layout.clone());
         if let Some(params) = &self.params {
             trailer.params = params.clone();
         }
@@ -259,7 +313,7 @@ impl RecordOptions {
             .map(|b| b.start);
         let sync = self.durability == Durability::Fsync;
         settle(&file, end, &json, file_len, spare, sync)?;
-        Ok(RecordWriter::new(file, header, shape, trailer, json, self))
+        Ok(Writer::new(file, header, shape, trailer, json, self))
     }
 }
 
@@ -275,18 +329,27 @@ pub(crate) struct RecordShape {
 }
 
 impl RecordShape {
-    /// The record shape of a file holding values of `T`, whose record dims must be `expected`
-    /// if given. Compressed files and headers without a last dim to grow are refused.
+    /// The record shape of a file holding values of `T`; see [`RecordShape::of_spec`].
     pub fn of<T: Element>(header: &Header, expected: Option<&[u64]>) -> Result<RecordShape> {
+        RecordShape::of_spec(&ElementSpec::of::<T>(), header, expected)
+    }
+
+    /// The record shape of a file holding values of `spec`, whose record dims must be
+    /// `expected` if given. Compressed files and headers without a last dim to grow are
+    /// refused.
+    pub fn of_spec(
+        spec: &ElementSpec,
+        header: &Header,
+        expected: Option<&[u64]>,
+    ) -> Result<RecordShape> {
         if header.is_compressed() {
             return Err(Error::unsupported(
                 "the file is LZ4-compressed: its records cannot be appended to or mapped \
                  (rewrite it uncompressed with DynArray first)",
             ));
         }
-        let dims = element_dims::<T>(header)?;
-        let mut inner = Vec::new();
-        T::inner_dims(&mut inner);
+        let dims = spec.element_dims(header)?;
+        let inner = &spec.inner_dims;
         let Some((_, record_dims)) = dims.split_last() else {
             return Err(ErrorKind::DimsMismatch {
                 expected: format!(
@@ -301,21 +364,22 @@ impl RecordShape {
             return Err(ErrorKind::DimsMismatch {
                 expected: format!(
                     "leading dims {lead:?} (records of {want:?} values of {}), then the record count",
-                    std::any::type_name::<T>()
+                    spec.name
                 ),
                 found: header.dims.clone(),
             }
             .into());
         }
         // Validated dims fit in a u64 byte count, but a usize may be narrower.
+        let value_bytes = spec.value_bytes();
         let sizes = record_dims
             .iter()
             .try_fold(1usize, |a, &d| {
                 usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
             })
-            .and_then(|values| Some((values, values.checked_mul(T::PACKED_SIZE)?)));
+            .and_then(|values| Some((values, values.checked_mul(value_bytes)?)));
         let (values, bytes) = sizes.ok_or(ErrorKind::DataLenOverflow {
-            elbyte: T::PACKED_SIZE as u64,
+            elbyte: value_bytes as u64,
             dims: record_dims.to_vec(),
         })?;
         Ok(RecordShape {
@@ -323,6 +387,129 @@ impl RecordShape {
             values,
             bytes: bytes as u64,
         })
+    }
+}
+
+/// What one value of a record file is, known at run time: the facts [`RecordWriter<T>`] takes
+/// from `T: Element` (element type, size, own dims, layout), for writers whose type is chosen
+/// when the program runs ([`DynRecordWriter`]: the Python package, tools).
+///
+/// ```
+/// use rawarray_serde::{ElType, Element, ElementSpec};
+/// let spec = ElementSpec::from_layout(<[f64; 3] as Element>::layout()).unwrap();
+/// assert_eq!(spec, ElementSpec::of::<[f64; 3]>());
+/// assert_eq!((spec.eltype(), spec.elbyte(), spec.inner_dims()), (ElType::Float, 8, &[3][..]));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ElementSpec {
+    eltype: ElType,
+    elbyte: u64,
+    /// The value's own dims, first fastest (`[3]` for `[f64; 3]`).
+    inner_dims: Vec<u64>,
+    layout: Layout,
+    /// For messages: the Rust type's name, or what the layout describes.
+    name: String,
+}
+
+/// Two specs are equal when they describe the same values; the names in messages may differ.
+impl PartialEq for ElementSpec {
+    fn eq(&self, other: &ElementSpec) -> bool {
+        (self.eltype, self.elbyte, &self.inner_dims, &self.layout)
+            == (other.eltype, other.elbyte, &other.inner_dims, &other.layout)
+    }
+}
+
+impl ElementSpec {
+    /// The spec of a Rust element type.
+    pub fn of<T: Element>() -> ElementSpec {
+        let mut inner_dims = Vec::new();
+        T::inner_dims(&mut inner_dims);
+        ElementSpec {
+            eltype: T::ELTYPE,
+            elbyte: T::ELBYTE as u64,
+            inner_dims,
+            layout: T::layout(),
+            name: std::any::type_name::<T>().to_string(),
+        }
+    }
+
+    /// The spec of values laid out as `layout` (validated first: a schema from a file or a
+    /// user is not trusted). Fixed arrays of a scalar or record become the value's own dims, as
+    /// `[T; N]` does.
+    pub fn from_layout(layout: Layout) -> Result<ElementSpec> {
+        layout.validate()?;
+        let (base, shape) = layout.split_shape();
+        let (eltype, elbyte) = match base {
+            Layout::Scalar { eltype, elbyte } => (*eltype, *elbyte),
+            Layout::Record { .. } => (ElType::User, base.size()),
+            Layout::Array { .. } => unreachable!("split_shape strips every array"),
+        };
+        let inner_dims: Vec<u64> = shape.into_iter().rev().collect();
+        let name = match base {
+            Layout::Record { name, .. } => format!("record {name}"),
+            _ => crate::header::type_label(eltype, elbyte),
+        };
+        Ok(ElementSpec {
+            eltype,
+            elbyte,
+            inner_dims,
+            layout,
+            name,
+        })
+    }
+
+    /// The element type of the file's header.
+    pub fn eltype(&self) -> ElType {
+        self.eltype
+    }
+
+    /// The elbyte of the file's header.
+    pub fn elbyte(&self) -> u64 {
+        self.elbyte
+    }
+
+    /// The value's own dims, first fastest; they lead the file's dims.
+    pub fn inner_dims(&self) -> &[u64] {
+        &self.inner_dims
+    }
+
+    /// The layout stored as the trailer's schema.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Bytes of one value.
+    fn value_bytes(&self) -> usize {
+        self.layout.size() as usize
+    }
+
+    /// The dims of a file of these values after the value's own dims, once its element type
+    /// and leading dims are checked.
+    fn element_dims(&self, header: &Header) -> Result<Vec<u64>> {
+        if header.eltype != self.eltype || header.elbyte != self.elbyte {
+            return Err(ErrorKind::TypeMismatch {
+                file_eltype: header.eltype,
+                file_elbyte: header.elbyte,
+                requested: self.name.clone(),
+                requested_eltype: self.eltype,
+                requested_elbyte: self.elbyte,
+            }
+            .into());
+        }
+        if self.value_bytes() == 0 {
+            return Err(Error::unsupported(format!(
+                "{} is zero-sized: a .ra element needs at least one byte",
+                self.name
+            )));
+        }
+        if !header.dims.starts_with(&self.inner_dims) {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("leading dims {:?} for {}", self.inner_dims, self.name),
+                found: header.dims.clone(),
+            }
+            .into());
+        }
+        Ok(header.dims[self.inner_dims.len()..].to_vec())
     }
 }
 
@@ -416,6 +603,257 @@ impl RecordShape {
 /// ```
 #[derive(Debug)]
 pub struct RecordWriter<T: Element> {
+    core: Writer,
+    _element: PhantomData<fn(&T)>,
+}
+
+impl<T: Element> RecordWriter<T> {
+    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
+    /// its trailer; see [`RecordOptions`] for the rest.
+    pub fn create(path: impl AsRef<Path>, params: serde_json::Value) -> Result<RecordWriter<T>> {
+        RecordOptions::new().params(params).create(path)
+    }
+
+    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
+    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
+        RecordOptions::new().open(path)
+    }
+
+    /// Appends one record (for files whose records are one value each).
+    pub fn append(&mut self, record: &T) -> Result<()> {
+        self.append_slice(std::slice::from_ref(record))
+    }
+
+    /// Appends whole records: `values.len()` must be a multiple of the values per record.
+    ///
+    /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
+    /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
+    /// packed into the buffer, which is written out (still uncommitted) when it holds
+    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
+    pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
+        let per = self.core.shape.values;
+        if per == 0 || !values.len().is_multiple_of(per) {
+            return Err(Error::unsupported(format!(
+                "{} values are not whole records: a record of this file is {:?}, {per} values",
+                values.len(),
+                self.core.shape.dims
+            )));
+        }
+        if !self.core.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
+                self.core.write_pending()?;
+                self.core.write_ahead(bytes)?;
+                self.core.pending_records += (values.len() / per) as u64;
+                return Ok(());
+            }
+        }
+        let chunk = (self.core.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
+        for part in values.chunks(chunk) {
+            self.pack(part);
+            self.core.pending_records += (part.len() / per) as u64;
+            if self.core.pending.len() >= self.core.buffer_bytes {
+                self.core.write_pending()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends an array of records: dims equal to the record dims (one record), or the record
+    /// dims followed by a count.
+    pub fn append_array(&mut self, records: &RawArray<T>) -> Result<()> {
+        let (dims, want) = (records.dims(), &self.core.shape.dims[..]);
+        if dims != want && !(dims.len() == want.len() + 1 && dims.starts_with(want)) {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("{want:?} (one record), or {want:?} then a record count"),
+                found: dims.to_vec(),
+            }
+            .into());
+        }
+        self.append_slice(records.as_slice())
+    }
+
+    fn pack(&mut self, values: &[T]) {
+        if !self.core.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values) {
+                self.core.pending.extend_from_slice(bytes);
+                return;
+            }
+        }
+        let start = self.core.pending.len();
+        self.core
+            .pending
+            .resize(start + values.len() * T::PACKED_SIZE, 0);
+        data::pack_into(
+            values,
+            self.core.big_endian,
+            &mut self.core.pending[start..],
+        );
+    }
+
+    /// Commits the records appended so far: writes the buffer and the trailer block after them
+    /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
+    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+    /// On an error the file still holds the records of the last successful flush, and flushing
+    /// can be retried.
+    pub fn flush(&mut self) -> Result<()> {
+        self.core.flush()
+    }
+
+    /// Commits like [`RecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
+    /// and trailer, then the header), whatever the writer's durability: when it returns, every
+    /// record appended survives a power cut.
+    ///
+    /// ```
+    /// use rawarray_serde::RecordWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut w = RecordWriter::<f32>::create(dir.path().join("s.ra"), serde_json::Value::Null).unwrap();
+    /// w.append_slice(&[1.0, 2.0]).unwrap();
+    /// w.flush().unwrap(); // committed: readers and a killed process keep it
+    /// w.append(&3.0).unwrap();
+    /// w.sync().unwrap(); // committed and on disk
+    /// assert_eq!(w.flushed_len(), 3);
+    /// ```
+    pub fn sync(&mut self) -> Result<()> {
+        self.core.sync()
+    }
+
+    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
+    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
+    /// data end of this flush: no reader has mapped anything beyond it.
+    pub fn finish(mut self) -> Result<Header> {
+        self.core.close()?;
+        Ok(self.core.header.clone())
+    }
+
+    /// Records appended, flushed or not.
+    pub fn len(&self) -> u64 {
+        self.core.len()
+    }
+
+    /// Whether no record was ever appended.
+    pub fn is_empty(&self) -> bool {
+        self.core.len() == 0
+    }
+
+    /// Records the header on disk covers: those of the last flush.
+    pub fn flushed_len(&self) -> u64 {
+        self.core.flushed_len()
+    }
+
+    /// The header on disk.
+    pub fn header(&self) -> &Header {
+        &self.core.header
+    }
+
+    /// The dims of one record, in values of the element.
+    pub fn record_dims(&self) -> &[u64] {
+        &self.core.shape.dims
+    }
+
+    /// The trailer written with the records.
+    pub fn trailer(&self) -> &Trailer {
+        &self.core.trailer
+    }
+}
+
+/// Appends records given as packed little-endian bytes, for an element described at run time
+/// ([`ElementSpec`]): the same file, lock and crash safety as [`RecordWriter<T>`], whose docs
+/// describe them. Made by [`RecordOptions::create_dyn`] and [`RecordOptions::open_dyn`].
+#[derive(Debug)]
+pub struct DynRecordWriter {
+    core: Writer,
+}
+
+impl DynRecordWriter {
+    /// Appends whole records: `bytes` holds them packed, little-endian, as the trailer's schema
+    /// lays them out, and its length must be a multiple of the record size. Not committed until
+    /// [`DynRecordWriter::flush`].
+    pub fn append_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let record = self.core.shape.bytes;
+        if record == 0 || !(bytes.len() as u64).is_multiple_of(record) {
+            return Err(Error::unsupported(format!(
+                "{} bytes are not whole records of {record} bytes",
+                bytes.len()
+            )));
+        }
+        let records = bytes.len() as u64 / record;
+        if bytes.len() >= DIRECT_WRITE {
+            self.core.write_pending()?;
+            self.core.write_ahead(bytes)?;
+        } else {
+            self.core.pending.extend_from_slice(bytes);
+            if self.core.pending.len() >= self.core.buffer_bytes {
+                self.core.write_pending()?;
+            }
+        }
+        self.core.pending_records += records;
+        Ok(())
+    }
+
+    /// Commits the records appended so far: writes the buffer and the trailer block after them
+    /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
+    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+    /// On an error the file still holds the records of the last successful flush, and flushing
+    /// can be retried.
+    pub fn flush(&mut self) -> Result<()> {
+        self.core.flush()
+    }
+
+    /// Commits like [`DynRecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
+    /// and trailer, then the header), whatever the writer's durability: when it returns, every
+    /// record appended survives a power cut.
+    pub fn sync(&mut self) -> Result<()> {
+        self.core.sync()
+    }
+
+    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
+    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
+    /// data end of this flush: no reader has mapped anything beyond it.
+    pub fn finish(mut self) -> Result<Header> {
+        self.core.close()?;
+        Ok(self.core.header.clone())
+    }
+
+    /// Records appended, flushed or not.
+    pub fn len(&self) -> u64 {
+        self.core.len()
+    }
+
+    /// Whether no record was ever appended.
+    pub fn is_empty(&self) -> bool {
+        self.core.len() == 0
+    }
+
+    /// Records the header on disk covers: those of the last flush.
+    pub fn flushed_len(&self) -> u64 {
+        self.core.flushed_len()
+    }
+
+    /// The header on disk.
+    pub fn header(&self) -> &Header {
+        &self.core.header
+    }
+
+    /// The dims of one record, in values of the element.
+    pub fn record_dims(&self) -> &[u64] {
+        &self.core.shape.dims
+    }
+
+    /// The trailer written with the records.
+    pub fn trailer(&self) -> &Trailer {
+        &self.core.trailer
+    }
+
+    /// Bytes of one record.
+    pub fn record_bytes(&self) -> u64 {
+        self.core.shape.bytes
+    }
+}
+
+/// The writer itself, for records of any element: [`RecordWriter<T>`] packs values of `T` into
+/// it, [`DynRecordWriter`] hands it packed bytes.
+#[derive(Debug)]
+struct Writer {
     file: File,
     /// The header on disk: the records of the last flush.
     header: Header,
@@ -435,21 +873,9 @@ pub struct RecordWriter<T: Element> {
     durability: Durability,
     buffer_bytes: usize,
     closed: bool,
-    _element: PhantomData<fn(&T)>,
 }
 
-impl<T: Element> RecordWriter<T> {
-    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
-    /// its trailer; see [`RecordOptions`] for the rest.
-    pub fn create(path: impl AsRef<Path>, params: serde_json::Value) -> Result<RecordWriter<T>> {
-        RecordOptions::new().params(params).create(path)
-    }
-
-    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
-    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        RecordOptions::new().open(path)
-    }
-
+impl Writer {
     fn new(
         file: File,
         header: Header,
@@ -457,8 +883,8 @@ impl<T: Element> RecordWriter<T> {
         trailer: Trailer,
         json: Vec<u8>,
         opts: &RecordOptions,
-    ) -> RecordWriter<T> {
-        RecordWriter {
+    ) -> Writer {
+        Writer {
             file,
             big_endian: header.is_big_endian(),
             spare_at: data_end(&header),
@@ -472,74 +898,7 @@ impl<T: Element> RecordWriter<T> {
             durability: opts.durability,
             buffer_bytes: opts.buffer_bytes,
             closed: false,
-            _element: PhantomData,
         }
-    }
-
-    /// Appends one record (for files whose records are one value each).
-    pub fn append(&mut self, record: &T) -> Result<()> {
-        self.append_slice(std::slice::from_ref(record))
-    }
-
-    /// Appends whole records: `values.len()` must be a multiple of the values per record.
-    ///
-    /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
-    /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
-    /// packed into the buffer, which is written out (still uncommitted) when it holds
-    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
-    pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
-        let per = self.shape.values;
-        if per == 0 || !values.len().is_multiple_of(per) {
-            return Err(Error::unsupported(format!(
-                "{} values are not whole records: a record of this file is {:?}, {per} values",
-                values.len(),
-                self.shape.dims
-            )));
-        }
-        if !self.big_endian {
-            if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
-                self.write_pending()?;
-                self.write_ahead(bytes)?;
-                self.pending_records += (values.len() / per) as u64;
-                return Ok(());
-            }
-        }
-        let chunk = (self.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
-        for part in values.chunks(chunk) {
-            self.pack(part);
-            self.pending_records += (part.len() / per) as u64;
-            if self.pending.len() >= self.buffer_bytes {
-                self.write_pending()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Appends an array of records: dims equal to the record dims (one record), or the record
-    /// dims followed by a count.
-    pub fn append_array(&mut self, records: &RawArray<T>) -> Result<()> {
-        let (dims, want) = (records.dims(), &self.shape.dims[..]);
-        if dims != want && !(dims.len() == want.len() + 1 && dims.starts_with(want)) {
-            return Err(ErrorKind::DimsMismatch {
-                expected: format!("{want:?} (one record), or {want:?} then a record count"),
-                found: dims.to_vec(),
-            }
-            .into());
-        }
-        self.append_slice(records.as_slice())
-    }
-
-    fn pack(&mut self, values: &[T]) {
-        if !self.big_endian {
-            if let Some(bytes) = T::as_pod_bytes(values) {
-                self.pending.extend_from_slice(bytes);
-                return;
-            }
-        }
-        let start = self.pending.len();
-        self.pending
-            .resize(start + values.len() * T::PACKED_SIZE, 0);
-        data::pack_into(values, self.big_endian, &mut self.pending[start..]);
     }
 
     /// Writes the buffer after the records already written ahead, uncommitted.
@@ -588,7 +947,7 @@ impl<T: Element> RecordWriter<T> {
     /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
     /// On an error the file still holds the records of the last successful flush, and flushing
     /// can be retried.
-    pub fn flush(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
         if self.pending_records == 0 {
             return Ok(());
         }
@@ -619,18 +978,7 @@ impl<T: Element> RecordWriter<T> {
     /// Commits like [`RecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
     /// and trailer, then the header), whatever the writer's durability: when it returns, every
     /// record appended survives a power cut.
-    ///
-    /// ```
-    /// use rawarray_serde::RecordWriter;
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let mut w = RecordWriter::<f32>::create(dir.path().join("s.ra"), serde_json::Value::Null).unwrap();
-    /// w.append_slice(&[1.0, 2.0]).unwrap();
-    /// w.flush().unwrap(); // committed: readers and a killed process keep it
-    /// w.append(&3.0).unwrap();
-    /// w.sync().unwrap(); // committed and on disk
-    /// assert_eq!(w.flushed_len(), 3);
-    /// ```
-    pub fn sync(&mut self) -> Result<()> {
+    fn sync(&mut self) -> Result<()> {
         if self.pending_records == 0 {
             return Ok(self.file.sync_data()?);
         }
@@ -640,14 +988,6 @@ impl<T: Element> RecordWriter<T> {
         let flushed = self.flush();
         self.durability = durability;
         flushed
-    }
-
-    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
-    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
-    /// data end of this flush: no reader has mapped anything beyond it.
-    pub fn finish(mut self) -> Result<Header> {
-        self.close()?;
-        Ok(self.header.clone())
     }
 
     fn close(&mut self) -> Result<()> {
@@ -674,41 +1014,21 @@ impl<T: Element> RecordWriter<T> {
     }
 
     /// Records appended, flushed or not.
-    pub fn len(&self) -> u64 {
+    fn len(&self) -> u64 {
         self.flushed_len() + self.pending_records
     }
 
-    /// Whether no record was ever appended.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Records the header on disk covers: those of the last flush.
-    pub fn flushed_len(&self) -> u64 {
+    fn flushed_len(&self) -> u64 {
         *self
             .header
             .dims
             .last()
             .expect("record files have a last dim")
     }
-
-    /// The header on disk.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// The dims of one record, in values of `T`.
-    pub fn record_dims(&self) -> &[u64] {
-        &self.shape.dims
-    }
-
-    /// The trailer written with the records.
-    pub fn trailer(&self) -> &Trailer {
-        &self.trailer
-    }
 }
 
-impl<T: Element> Drop for RecordWriter<T> {
+impl Drop for Writer {
     fn drop(&mut self) {
         if !self.closed {
             // Errors cannot be reported here; the file is valid whatever happens.
