@@ -104,23 +104,28 @@ mod element;
 mod error;
 mod fileio;
 mod header;
+mod lock;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 mod records;
 mod ser;
+mod target;
 mod trailer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
-pub use atomic::{write_atomic, AtomicFile};
+pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::Deserializer;
-pub use element::{Element, Field, Layout};
+pub use element::{Element, Field, Layout, MAX_LAYOUT_DEPTH};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{
     numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
     Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
 };
-pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
+pub use records::{
+    recover, recover_with, Durability, DynRecordWriter, ElementSpec, ReadMode, RecordOptions,
+    RecordReader, RecordWriter, RecoverOptions, Recovery,
+};
 pub use ser::Serializer;
 pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
 
