@@ -16,7 +16,8 @@ use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use rawarray_serde::{
-    parse_numpy_dtype, Category, DynArray, ElType, Error, Header, Layout, Trailer, WriteOptions,
+    parse_numpy_dtype, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, Header,
+    Layout, RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(
@@ -447,12 +448,121 @@ fn write(
     result.map_err(to_py)
 }
 
+/// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
+/// its trailer with the schema and parameters) fed with packed little-endian bytes.
+#[pyclass(module = "rawarray._rawarray")]
+struct RecordWriter {
+    inner: Option<DynRecordWriter>,
+}
+
+#[pymethods]
+impl RecordWriter {
+    /// Creates the file (`append=False`, atomically replacing any old one) or opens it to append,
+    /// for elements described by `descr_json` (as for [`write`]) and records of `record_dims`
+    /// values each (the file's order, first fastest; empty for one value per record).
+    #[new]
+    #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        descr_json: &str,
+        record_dims: Vec<u64>,
+        params_json: Option<&str>,
+        append: bool,
+    ) -> PyResult<RecordWriter> {
+        let (eltype, elbyte, layout) = element_of(descr_json)?;
+        let layout = layout.unwrap_or(Layout::Scalar { eltype, elbyte });
+        let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
+        let mut opts = RecordOptions::new().record_dims(record_dims);
+        if let Some(p) = params_json {
+            let params: serde_json::Value =
+                serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?;
+            opts = opts.params(params);
+        }
+        let inner = py
+            .detach(|| {
+                if append {
+                    opts.open_dyn(&path, &spec)
+                } else {
+                    opts.create_dyn(&path, &spec)
+                }
+            })
+            .map_err(to_py)?;
+        Ok(RecordWriter { inner: Some(inner) })
+    }
+
+    /// Appends whole records, packed little-endian (C-contiguous bytes); not committed until
+    /// `flush`.
+    fn append(&mut self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(ra_err("records must be C-contiguous bytes"));
+        }
+        let writer = self.writer()?;
+        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
+        let bytes: &[u8] =
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) };
+        py.detach(|| writer.append_bytes(bytes)).map_err(to_py)
+    }
+
+    /// Commits the records appended so far: readers see them, a killed process keeps them.
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let writer = self.writer()?;
+        py.detach(|| writer.flush()).map_err(to_py)
+    }
+
+    /// Commits and syncs: the records survive a power cut too.
+    fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        let writer = self.writer()?;
+        py.detach(|| writer.sync()).map_err(to_py)
+    }
+
+    /// Commits, trims the file and releases its lock. Closing twice is allowed.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.take() {
+            Some(writer) => py.detach(|| writer.finish()).map(|_| ()).map_err(to_py),
+            None => Ok(()),
+        }
+    }
+
+    /// Records appended, committed or not.
+    fn __len__(&self) -> usize {
+        self.inner.as_ref().map_or(0, |w| w.len() as usize)
+    }
+
+    /// Records the file's header covers: those of the last flush.
+    #[getter]
+    fn flushed_len(&self) -> u64 {
+        self.inner.as_ref().map_or(0, DynRecordWriter::flushed_len)
+    }
+
+    /// Bytes of one record.
+    #[getter]
+    fn record_bytes(&self) -> u64 {
+        self.inner.as_ref().map_or(0, DynRecordWriter::record_bytes)
+    }
+
+    /// Whether `close` has run.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+impl RecordWriter {
+    fn writer(&mut self) -> PyResult<&mut DynRecordWriter> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"))
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RaError", m.py().get_type::<RaError>())?;
     m.add_class::<RawFile>()?;
     m.add_class::<Buffer>()?;
+    m.add_class::<RecordWriter>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     Ok(())
 }

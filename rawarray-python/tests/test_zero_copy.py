@@ -83,3 +83,12 @@ def test_closed_files_refuse_new_reads(tmp):
         assert "closed" in str(e)
     else:
         raise AssertionError("a closed file must not map again")
+
+
+def test_mmap_false_reads_into_memory(tmp):
+    path, a = write_field(tmp)
+    v = rawarray.read(path, mmap=False)
+    assert base_chain(v)[-1].is_mapped is False
+    assert v.flags.writeable is False
+    np.testing.assert_array_equal(v, a)
+    np.testing.assert_array_equal(rawarray.read(path, order="F", mmap=False), a.T)
