@@ -206,6 +206,13 @@ impl RawFile {
         match (h.eltype, h.elbyte) {
             (ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
             (ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
+            (ElType::User, _) if self.trailer_error.is_some() => (
+                "void".into(),
+                format!(
+                    "the trailer is damaged ({})",
+                    self.trailer_error.as_deref().unwrap_or_default()
+                ),
+            ),
             (ElType::User, elbyte) => match self.record_layout() {
                 Ok(Some(layout)) => ("record".into(), layout.numpy_descr_json().to_string()),
                 Ok(None) => (
@@ -307,13 +314,9 @@ impl RawFile {
         let Some(layout) = self.trailer.as_ref().and_then(|t| t.schema.clone()) else {
             return Ok(None);
         };
-        let size = layout.size();
-        if size != self.header.elbyte {
-            return Err(format!(
-                "the trailer's record schema is damaged: it describes {size} bytes, elbyte is {}",
-                self.header.elbyte
-            ));
-        }
+        layout
+            .validate_for(self.header.elbyte)
+            .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
         Ok(Some(layout))
     }
 }
