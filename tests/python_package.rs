@@ -128,5 +128,8 @@ fn check_foos(path: &Path, written_by: &str) {
         let want: Vec<f64> = (0..8).map(|k| f64::from(k) * 0.5 + f64::from(i)).collect();
         assert_eq!(rec.v.to_vec(), want, "record {i}");
     }
-    assert_eq!(r.trailer().unwrap().params, json!({"written_by": "python"}));
+    assert_eq!(
+        r.trailer().unwrap().params,
+        json!({ "written_by": written_by })
+    );
 }

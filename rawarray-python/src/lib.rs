@@ -10,6 +10,9 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
+#[cfg(unix)]
+use std::os::unix::fs::FileExt;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBufferError, PyValueError};
@@ -40,6 +43,19 @@ fn to_py(e: Error) -> PyErr {
 
 fn ra_err(msg: impl Into<String>) -> PyErr {
     RaError::new_err(msg.into())
+}
+
+/// Fills `buf` from `at` with positioned reads (no shared cursor).
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    file.read_exact_at(buf, at)
+}
+
+/// Fills `buf` from `at` (seek, then read).
+#[cfg(not(unix))]
+fn read_exact_at(mut file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(at))?;
+    file.read_exact(buf)
 }
 
 /// Where a [`Buffer`]'s bytes live.
@@ -296,6 +312,41 @@ impl RawFile {
             Ok(Buffer {
                 bytes: Bytes::Owned(bytes),
             })
+        })
+        .map_err(to_py)
+    }
+
+    /// Reads data bytes from byte `start` of the data section of a plain (uncompressed) file
+    /// into `out` (a writable, C-contiguous buffer: a numpy array the caller allocated, so the
+    /// result is an ordinary array that owns its memory), with positioned reads and the GIL
+    /// released.
+    fn read_into(&self, py: Python<'_>, start: u64, out: PyBuffer<u8>) -> PyResult<()> {
+        if self.header.is_compressed() {
+            return Err(ra_err(
+                "an LZ4 file is read whole (decode), not by byte range",
+            ));
+        }
+        if out.readonly() || !out.is_c_contiguous() {
+            return Err(ra_err("read_into needs a writable, C-contiguous buffer"));
+        }
+        let len = out.len_bytes() as u64;
+        if start.checked_add(len).is_none_or(|e| e > self.header.size) {
+            return Err(ra_err(format!(
+                "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
+                self.header.size
+            )));
+        }
+        // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
+        // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
+        // thread could touch the array while the GIL is released, as with numpy's own
+        // `readinto`; it would see partly read bytes, never memory outside the buffer.
+        let bytes: &mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
+        let at = self.header.encoded_len() as u64 + start;
+        py.detach(|| -> rawarray_serde::Result<()> {
+            let file = File::open(&self.path)?;
+            read_exact_at(&file, bytes, at)?;
+            Ok(())
         })
         .map_err(to_py)
     }

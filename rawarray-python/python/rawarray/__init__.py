@@ -190,16 +190,13 @@ class File:
         return self._dtype
 
     def array(self, order: str = "C", *, mmap: bool = True) -> np.ndarray:
-        """The whole array, read-only: a view over a memory map for plain little-endian files
-        (``mmap=False``: read into memory with one positioned read instead), decoded into memory
-        for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
-        if mmap or not self._plain:
-            buf = self._mapped()
-            offset = self._raw.header_len if self._plain else 0
-        else:
-            if self.closed:
-                raise ValueError("I/O operation on a closed rawarray.File")
-            buf, offset = self._raw.read_data(0, self._raw.size), 0
+        """The whole array: a read-only view over a memory map for plain little-endian files
+        (``mmap=False``: a new, writable array read into memory with positioned reads), decoded
+        into memory (read-only) for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+        if not mmap and self._plain:
+            return self._read_into_memory(order)
+        buf = self._mapped()
+        offset = self._raw.header_len if self._plain else 0
         dims = list(self._raw.dims)
         if order == "C":
             shape, np_order = tuple(reversed(dims)), "C"
@@ -210,6 +207,21 @@ class File:
         arr = np.ndarray(shape, dtype=self._decoded_dtype(), buffer=buf, offset=offset, order=np_order)
         arr.flags.writeable = False
         return arr
+
+    def _read_into_memory(self, order: str) -> np.ndarray:
+        """A new array that owns its memory (numpy allocates it, so large arrays get numpy's
+        huge pages), filled by the library with positioned reads."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        dims = list(self._raw.dims)
+        if order not in ("C", "F"):
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        shape = tuple(reversed(dims)) if order == "C" else tuple(dims)
+        out = np.empty(shape, dtype=self._dtype, order=order)
+        if out.size:
+            flat = (out if order == "C" else out.T).reshape(-1)
+            self._raw.read_into(0, flat.view(np.uint8))
+        return out
 
     def __getitem__(self, key: Any) -> np.ndarray:
         """``f[k]``, ``f[a:b]`` (and ``f[k, ...]``): along numpy's first axis, reading only those
@@ -273,10 +285,10 @@ def open(path: str | os.PathLike[str]) -> File:  # noqa: A001 (the package's pub
 def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
     """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
     C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
-    files come back as a read-only view over a memory map; ``mmap=False`` reads them into
-    memory instead (one positioned read, with the GIL released: for files others may truncate,
-    and network filesystems). Compressed or big-endian files are decoded into memory. The
-    result is read-only either way (``np.array(a)`` makes a writable copy). Raises
+    files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
+    writable array instead (positioned reads, the GIL released: for files others may truncate,
+    and network filesystems). Compressed or big-endian files are decoded into memory, read-only
+    (``np.array(a)`` makes a writable copy). Raises
     :class:`RaError` for an invalid file and ``OSError`` for I/O errors."""
     return File(path).array(order, mmap=mmap)
 
