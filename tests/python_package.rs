@@ -110,8 +110,14 @@ fn the_python_package_passes_its_tests_and_agrees_with_rust() {
     // Nothing was skipped here: this run shares the files the skips wait for.
     assert!(!log.contains("skipped"), "{log}");
 
-    // Rust reads what Python wrote, into a derived struct.
-    let r = RecordReader::<Foo>::open(shared.path().join("from_python.ra")).unwrap();
+    // Rust reads what Python wrote (rawarray.write, and rawarray.RecordWriter three records
+    // at a time), into a derived struct.
+    check_foos(&shared.path().join("from_python.ra"), "python");
+    check_foos(&shared.path().join("from_python_writer.ra"), "RecordWriter");
+}
+
+fn check_foos(path: &Path, written_by: &str) {
+    let r = RecordReader::<Foo>::open(path).unwrap();
     assert_eq!(r.len(), 9);
     for i in 0..9u32 {
         let rec = r.get(i as usize).unwrap()[0].clone();
@@ -122,5 +128,8 @@ fn the_python_package_passes_its_tests_and_agrees_with_rust() {
         let want: Vec<f64> = (0..8).map(|k| f64::from(k) * 0.5 + f64::from(i)).collect();
         assert_eq!(rec.v.to_vec(), want, "record {i}");
     }
-    assert_eq!(r.trailer().unwrap().params, json!({"written_by": "python"}));
+    assert_eq!(
+        r.trailer().unwrap().params,
+        json!({ "written_by": written_by })
+    );
 }

@@ -16,8 +16,9 @@ use std::sync::atomic::Ordering::SeqCst;
 use std::time::Duration;
 
 use rawarray_serde::{
-    recover, Category, Durability, DynArray, ElType, Element, ErrorKind, Field, Layout, RawArray,
-    RecordOptions, RecordReader, RecordWriter, Trailer, WriteOptions,
+    recover, recover_with, Category, Durability, DynArray, ElType, Element, ErrorKind, Field,
+    Layout, RawArray, RecordOptions, RecordReader, RecordWriter, RecoverOptions, Trailer,
+    WriteOptions,
 };
 use serde_json::{json, Value};
 
@@ -494,7 +495,7 @@ fn mapped_views_borrow_when_aligned_and_decode_otherwise() {
         .finish()
         .unwrap();
     let r = RecordReader::<Sample>::open(&path).unwrap();
-    assert!(r.is_empty() && r.slice(..).unwrap().is_empty() && r.data().is_empty());
+    assert!(r.is_empty() && r.slice(..).unwrap().is_empty() && r.data().unwrap().is_empty());
     assert!(
         RecordReader::<f64>::open(&path).is_err(),
         "wrong element type"
@@ -598,14 +599,22 @@ fn recover_never_takes_the_spare_copy_for_the_end_of_the_records() {
 }
 
 #[test]
-fn recover_without_a_trailer_takes_whole_records_and_refuses_damage() {
+fn recover_without_a_trailer_takes_whole_records_only_when_forced_and_refuses_damage() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.ra");
     let mut file = header_bytes(0, 20, &[1]);
     file.extend(samples_bytes(0..3));
     file.extend([9u8; 7]);
     fs::write(&path, &file).unwrap();
-    let r = recover(&path).unwrap();
+    // Unforced: 47 bytes that no trailer vouches for are left alone, and named.
+    let err = recover(&path).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::ForeignTrailing { bytes: 47, looks_like, .. }
+            if looks_like.starts_with("bytes 0100000000000000")),
+        "{err}"
+    );
+    assert_eq!(fs::read(&path).unwrap(), file, "nothing written");
+    let r = recover_with(&path, &RecoverOptions::new().force(true)).unwrap();
     assert_eq!(
         (r.records_before, r.records_after, r.trailer),
         (1, 3, false)
@@ -664,7 +673,7 @@ fn a_reader_racing_a_writer_sees_valid_prefixes() {
         let r = RecordReader::<Sample>::open(&path).unwrap();
         assert!(r.len() >= last, "records went from {last} to {}", r.len());
         last = r.len();
-        assert_eq!(r.data(), &samples_bytes(0..last as u64)[..]);
+        assert_eq!(*r.data().unwrap(), samples_bytes(0..last as u64)[..]);
         assert_eq!(r.trailer().expect("a trailer").params, params());
         opens += 1;
         opened.store(opens, SeqCst);
@@ -714,9 +723,9 @@ fn creating_over_a_mapped_file_leaves_its_readers_alone() {
     let mut w = RecordWriter::<Sample>::create(&path, Value::Null).unwrap();
     w.append(&sample(100)).unwrap();
     w.finish().unwrap();
-    assert_eq!(old.data(), &samples_bytes(0..5)[..]);
+    assert_eq!(*old.data().unwrap(), samples_bytes(0..5)[..]);
     let new = RecordReader::<Sample>::open(&path).unwrap();
-    assert_eq!(new.data(), &samples_bytes(100..101)[..]);
+    assert_eq!(*new.data().unwrap(), samples_bytes(100..101)[..]);
 }
 
 /// New files get the permissions `File::create` gives, not a temporary file's 0o600.
@@ -1082,4 +1091,75 @@ fn the_readme_shows_the_main_jobs_python_lines() {
         readme.contains(&format!("```python\n{lines}\n```")),
         "README.md should show:\n{lines}"
     );
+}
+
+/// A writer whose element is known only at run time (as the Python package's is) writes the
+/// same file as the typed writer, byte for byte, under the same lock, and refuses bytes that
+/// are not whole records and files of another layout.
+#[test]
+fn a_dyn_record_writer_writes_what_the_typed_writer_writes() {
+    use rawarray_serde::ElementSpec;
+    #[derive(rawarray_serde::RaRecord, Clone, Debug, PartialEq)]
+    struct Rec {
+        t: f64,
+        xyz: [f32; 3],
+        id: u16,
+    }
+    let recs: Vec<Rec> = (0..50u16)
+        .map(|i| Rec {
+            t: f64::from(i) * 0.5,
+            xyz: [f32::from(i), -1.0, 2.5],
+            id: i * 3,
+        })
+        .collect();
+    // The records packed by hand: t, then xyz, then id, little-endian, no padding (22 bytes).
+    let mut packed = Vec::new();
+    for r in &recs {
+        packed.extend_from_slice(&r.t.to_le_bytes());
+        for x in r.xyz {
+            packed.extend_from_slice(&x.to_le_bytes());
+        }
+        packed.extend_from_slice(&r.id.to_le_bytes());
+    }
+    assert_eq!(packed.len(), 50 * 22);
+
+    let dir = tempfile::tempdir().unwrap();
+    let (typed, dynamic) = (dir.path().join("typed.ra"), dir.path().join("dyn.ra"));
+    let opts = RecordOptions::new().params(json!({"dt": 0.5}));
+    let mut w: RecordWriter<Rec> = opts.create(&typed).unwrap();
+    w.append_slice(&recs[..20]).unwrap();
+    w.flush().unwrap();
+    w.append_slice(&recs[20..]).unwrap();
+    w.finish().unwrap();
+
+    let spec = ElementSpec::from_layout(Rec::layout()).unwrap();
+    assert_eq!(spec, ElementSpec::of::<Rec>());
+    let mut d = opts.create_dyn(&dynamic, &spec).unwrap();
+    assert_eq!(d.record_bytes(), 22);
+    // A second writer of either kind is refused while this one lives.
+    let locked = RecordOptions::new().open_dyn(&dynamic, &spec).unwrap_err();
+    assert!(
+        matches!(locked.kind(), ErrorKind::Locked { .. }),
+        "{locked}"
+    );
+    let ragged = d.append_bytes(&packed[..21]).unwrap_err();
+    assert_eq!(ragged.category(), Category::Usage);
+    d.append_bytes(&packed[..20 * 22]).unwrap();
+    d.flush().unwrap();
+    assert_eq!(RecordReader::<Rec>::open(&dynamic).unwrap().len(), 20);
+    d.append_bytes(&packed[20 * 22..]).unwrap();
+    assert_eq!((d.len(), d.flushed_len()), (50, 20));
+    d.finish().unwrap();
+    assert_eq!(fs::read(&typed).unwrap(), fs::read(&dynamic).unwrap());
+
+    // Reopened to append; another layout is refused, naming both schemas.
+    let mut d = RecordOptions::new().open_dyn(&dynamic, &spec).unwrap();
+    d.append_bytes(&packed[..22]).unwrap();
+    d.finish().unwrap();
+    let r = RecordReader::<Rec>::open(&dynamic).unwrap();
+    assert_eq!(r.len(), 51);
+    assert_eq!(r.get(50).unwrap()[0], recs[0]);
+    assert_eq!(r.trailer().unwrap().params, json!({"dt": 0.5}));
+    let other = ElementSpec::of::<[u8; 22]>();
+    assert!(RecordOptions::new().open_dyn(&dynamic, &other).is_err());
 }

@@ -6,7 +6,6 @@ use std::path::Path;
 use crate::fail::{Failure, Result};
 use crate::progress::Progress;
 use crate::source::RaSource;
-use crate::trailer;
 use crate::value::{layout_text, Decoder};
 
 /// Prints `[i, j, ...]<TAB>value` lines, or with `json` one object per line:
@@ -14,7 +13,7 @@ use crate::value::{layout_text, Decoder};
 pub fn run(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> Result<()> {
     let mut src = RaSource::open(path)?;
     let header = src.plain_header();
-    let info = trailer::describe(&src.read_trailer()?);
+    let info = src.trailer_info();
     let schema = info.element_schema(&header);
     let decoder = Decoder::new(header.eltype, header.elbyte);
     let big_endian = header.is_big_endian();

@@ -3,32 +3,46 @@
 //! bytes are kept; a trailer block is placed again for where the data now ends (or, compressed,
 //! marked as a copy whose place is not the data end: `at` 0, as the spare copy of a record file).
 
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use rawarray_serde::{DynArray, WriteOptions};
+use rawarray_serde::{AtomicFile, DynArray, WriteOptions};
 
 use crate::fail::{At, Result};
 use crate::source::RaSource;
-use crate::trailer::replace_for;
 
 /// Writes `input` to `output` (or over itself) with its data compressed or not.
 pub fn run(input: &Path, output: Option<&Path>, compress: bool) -> Result<()> {
-    let stored = RaSource::open(input)?.header;
     let output = output.unwrap_or(input);
+    // The destination is locked first: in place, a writer appending to the file is refused
+    // before anything is read, and none can start until the new file has replaced it.
+    let mut out = AtomicFile::create(output).at(output)?;
+    let mut src = RaSource::open(input)?;
+    let stored = src.header.clone();
     if stored.is_compressed() == compress && output == input {
         return Ok(());
     }
-    // One LZ4 block is made and undone in memory; the library reads and writes it.
-    let mut array = DynArray::read_file(input).at(input)?;
+    let info = src.trailer_info();
+    // One LZ4 block is made and undone in memory; the library reads and writes it. Only the
+    // header and the data are read: trailing bytes are copied (streamed) after them.
+    let file = File::open(input).at(input)?;
+    let section = BufReader::new(file).take(src.data_end());
+    let array = DynArray::read_from(section).at(input)?;
     let data_end = if compress {
         0
     } else {
         (array.header().encoded_len() + array.data().len()) as u64
     };
-    let trailing = replace_for(array.trailer_bytes().to_vec(), data_end);
-    array.set_trailer_bytes(trailing);
     let opts = WriteOptions::new()
         .compress(compress)
         .big_endian(stored.is_big_endian());
-    array.write_file_with(output, &opts).at(output)
+    {
+        let mut w = BufWriter::new(out.file());
+        array.write_to_with(&mut w, &opts).at(output)?;
+        w.flush().at(output)?;
+    }
+    drop(array);
+    src.copy_trailing(&info, data_end, out.file(), output)?;
+    out.commit().at(output)
 }

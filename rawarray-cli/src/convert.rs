@@ -25,8 +25,9 @@ fn format_of(path: &Path) -> Option<Format> {
     })
 }
 
-/// Converts `input` to `output`; `rgb` expands gray PNGs to RGB.
-pub fn run(input: &Path, output: &Path, rgb: bool) -> Result<()> {
+/// Converts `input` to `output`; `rgb` expands gray PNGs to RGB; a PNG may decode to at most
+/// `max_image_bytes`.
+pub fn run(input: &Path, output: &Path, rgb: bool, max_image_bytes: u64) -> Result<()> {
     let (Some(from), Some(to)) = (format_of(input), format_of(output)) else {
         return Err(Failure::usage(
             "convert",
@@ -47,7 +48,7 @@ pub fn run(input: &Path, output: &Path, rgb: bool) -> Result<()> {
         (Format::Ra, Format::Npy) => npy::ra_to_npy(input, output),
         (Format::Npy, Format::Ra) => npy::npy_to_ra(input, output),
         (Format::Ra, Format::Png) => image::ra_to_png(input, output),
-        (Format::Png, Format::Ra) => image::png_to_ra(input, output, rgb),
+        (Format::Png, Format::Ra) => image::png_to_ra(input, output, rgb, max_image_bytes),
         (Format::Ra, Format::Csv) => crate::csv::ra_to_csv(input, output),
         _ => Err(Failure::usage(
             "convert",format!(

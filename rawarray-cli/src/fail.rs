@@ -37,10 +37,14 @@ pub type Result<T, E = Failure> = std::result::Result<T, E>;
 impl Failure {
     /// A problem with `path`.
     pub fn file(path: &Path, message: impl fmt::Display) -> Failure {
-        Failure::File {
-            path: path.display().to_string(),
-            message: one_line(&message.to_string()),
-        }
+        let path = path.display().to_string();
+        let message = one_line(&message.to_string());
+        // Library errors about a destination already name it: say it once.
+        let message = match message.strip_prefix(&format!("{path}: ")) {
+            Some(rest) => rest.to_string(),
+            None => message,
+        };
+        Failure::File { path, message }
     }
 
     /// A usage error of `command`.

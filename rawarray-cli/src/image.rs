@@ -17,8 +17,13 @@ use std::path::Path;
 use rawarray_serde::{write_atomic, DynArray, ElType};
 
 use crate::fail::{At, Failure, Result};
+use crate::progress::Progress;
 use crate::source::RaSource;
 use crate::value::Decoder;
+
+/// The most bytes a PNG may decode to unless `--max-image-bytes` says otherwise: a 4096 x 4096
+/// RGBA image. A PNG of a few hundred kilobytes can claim a gigabyte of pixels.
+pub const DEFAULT_MAX_IMAGE_BYTES: u64 = 64 << 20;
 
 /// `.ra` -> `.png`. `uint8` is written as it is; every other numeric type is scaled from the
 /// data's range (finite values; complex by magnitude) to 0..255.
@@ -53,11 +58,22 @@ pub fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
             format!("{} elements are not pixel values", header.type_label()),
         ));
     }
-    let data = src.read_all()?;
+    // The pixels are the output; the input is streamed through twice (range, then scaling)
+    // rather than held, so memory is that of the PNG, whatever the element size.
     let pixels = if header.eltype == ElType::Uint && header.elbyte == 1 {
-        data
+        src.read_all()?
     } else {
-        scale_to_u8(&data, decoder)
+        let mut range = Range::EMPTY;
+        src.for_each_chunk(None, &Progress::hidden(), |c| {
+            range.extend(c, decoder);
+            Ok(())
+        })?;
+        let mut pixels = Vec::with_capacity(header.num_elements() as usize);
+        src.for_each_chunk(None, &Progress::hidden(), |c| {
+            range.scale_into(c, decoder, &mut pixels);
+            Ok(())
+        })?;
+        pixels
     };
     let color = match channels {
         1 => png::ColorType::Grayscale,
@@ -78,36 +94,56 @@ pub fn ra_to_png(input: &Path, output: &Path) -> Result<()> {
     .at(output)
 }
 
-/// Maps every element's value (complex: magnitude) linearly from the data's finite range to
+/// The finite range of element values (complex: magnitude), which is mapped linearly to
 /// 0..=255; non-finite values become 0, and so does everything when the range is one value.
-fn scale_to_u8(data: &[u8], decoder: Decoder) -> Vec<u8> {
-    let values: Vec<f64> = data
-        .chunks_exact(decoder.elbyte())
-        .map(|b| decoder.decode(b).magnitude().unwrap_or(f64::NAN))
-        .collect();
-    let (lo, hi) = values
-        .iter()
-        .filter(|v| v.is_finite())
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &v| {
-            (lo.min(v), hi.max(v))
-        });
-    let span = hi - lo;
-    values
-        .iter()
-        .map(|&v| {
-            if v.is_finite() && span > 0.0 {
-                ((v - lo) / span * 255.0).round() as u8
-            } else {
-                0
+#[derive(Clone, Copy, Debug)]
+struct Range {
+    lo: f64,
+    hi: f64,
+}
+
+impl Range {
+    const EMPTY: Range = Range {
+        lo: f64::INFINITY,
+        hi: f64::NEG_INFINITY,
+    };
+
+    fn extend(&mut self, data: &[u8], decoder: Decoder) {
+        for b in data.chunks_exact(decoder.elbyte()) {
+            if let Some(v) = decoder.decode(b).magnitude().filter(|v| v.is_finite()) {
+                self.lo = self.lo.min(v);
+                self.hi = self.hi.max(v);
             }
-        })
-        .collect()
+        }
+    }
+
+    fn scale_into(&self, data: &[u8], decoder: Decoder, out: &mut Vec<u8>) {
+        let span = self.hi - self.lo;
+        out.extend(data.chunks_exact(decoder.elbyte()).map(
+            |b| match decoder.decode(b).magnitude() {
+                Some(v) if v.is_finite() && span > 0.0 => {
+                    ((v - self.lo) / span * 255.0).round() as u8
+                }
+                _ => 0,
+            },
+        ));
+    }
+}
+
+#[cfg(test)]
+fn scale_to_u8(data: &[u8], decoder: Decoder) -> Vec<u8> {
+    let mut range = Range::EMPTY;
+    range.extend(data, decoder);
+    let mut out = Vec::new();
+    range.scale_into(data, decoder, &mut out);
+    out
 }
 
 /// `.png` -> `.ra`: 8-bit pixels as `uint8`, 16-bit as `uint16`; palettes and bit depths
 /// below 8 are expanded. With `rgb`, gray is repeated into R, G, B (gray+alpha into RGBA), as
-/// the C reference's `png2ra` does.
-pub fn png_to_ra(input: &Path, output: &Path, rgb: bool) -> Result<()> {
+/// the C reference's `png2ra` does. An image whose `.ra` data would exceed `max_bytes` is
+/// refused before its pixels are decoded.
+pub fn png_to_ra(input: &Path, output: &Path, rgb: bool, max_bytes: u64) -> Result<()> {
     let file = File::open(input).at(input)?;
     let mut decoder = png::Decoder::new(BufReader::new(file));
     decoder.set_transformations(png::Transformations::EXPAND);
@@ -115,6 +151,24 @@ pub fn png_to_ra(input: &Path, output: &Path, rgb: bool) -> Result<()> {
     let size = reader
         .output_buffer_size()
         .ok_or_else(|| Failure::file(input, "image too large for memory"))?;
+    let (_, depth) = reader.output_color_type();
+    let samples = reader.output_color_type().0.samples() as u64;
+    // --rgb turns 1 or 2 samples per pixel into 3 or 4.
+    let out_bytes = match samples {
+        1 | 2 if rgb => size as u64 / samples * (samples + 2),
+        _ => size as u64,
+    };
+    if out_bytes > max_bytes {
+        let info = reader.info();
+        return Err(Failure::file(
+            input,
+            format!(
+                "a {} x {} image of {samples} {depth:?}-bit samples per pixel decodes to \
+                 {out_bytes} bytes, more than --max-image-bytes {max_bytes}",
+                info.width, info.height
+            ),
+        ));
+    }
     let mut buf = vec![0u8; size];
     let frame = reader.next_frame(&mut buf).at(input)?;
     buf.truncate(frame.buffer_size());

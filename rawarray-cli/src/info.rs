@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use crate::fail::{Failure, Result};
 use crate::source::RaSource;
-use crate::trailer::{self, TrailerInfo};
+use crate::trailer::TrailerInfo;
 
 /// The `--json` object: the header's fields as the format names them, then what follows.
 #[derive(Serialize)]
@@ -32,6 +32,9 @@ struct InfoJson<'a> {
     trailer: Option<&'a rawarray_serde::Trailer>,
     /// Why trailing bytes that look like a trailer block cannot be read, `null` if not so.
     trailer_error: Option<&'a str>,
+    /// Why the trailer's record schema does not describe the elements (shown as bytes then),
+    /// `null` if it does or there is none.
+    schema_error: Option<String>,
 }
 
 /// Prints every file's header; a file that cannot be read is reported on stderr and the
@@ -63,8 +66,8 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
 }
 
 fn describe(path: &Path) -> Result<(Header, TrailerInfo)> {
-    let mut src = RaSource::open(path)?;
-    let trailer = trailer::describe(&src.read_trailer()?);
+    let src = RaSource::open(path)?;
+    let trailer = src.trailer_info();
     Ok((src.header, trailer))
 }
 
@@ -85,6 +88,7 @@ fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
         trailer_bytes: t.bytes,
         trailer: t.trailer.as_ref(),
         trailer_error: t.damaged.as_deref(),
+        schema_error: t.schema_problem(h),
     };
     serde_json::to_string(&j).expect("plain data serializes") + "\n"
 }
@@ -141,7 +145,7 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
         ),
         ("flags", h.flags.bits().to_string()),
         ("header", format!("{} bytes", h.encoded_len())),
-        ("trailer", trailer_text(t)),
+        ("trailer", trailer_text(t, h)),
     ];
     let mut s = String::new();
     if gap {
@@ -154,7 +158,7 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
     s
 }
 
-fn trailer_text(t: &TrailerInfo) -> String {
+fn trailer_text(t: &TrailerInfo, h: &Header) -> String {
     if t.bytes == 0 {
         return "none".into();
     }
@@ -174,6 +178,9 @@ fn trailer_text(t: &TrailerInfo) -> String {
         }
         if let Some(schema) = &tr.schema {
             s.push_str(&format!("; record schema: {}", schema.numpy_descr()));
+        }
+        if let Some(why) = t.schema_problem(h) {
+            s.push_str(&format!(" ({why}: elements shown as bytes)"));
         }
     }
     s

@@ -11,6 +11,7 @@ mod csv;
 mod fail;
 mod image;
 mod info;
+mod lz4;
 mod npy;
 mod progress;
 mod recover;
@@ -58,8 +59,9 @@ Examples:
 
 --json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
 dims, big_endian, compressed, dtype (null where numpy has none), type, header_bytes,
-trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr; or null) and
-trailer_error (why a damaged block cannot be read; or null).")]
+trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr; or null),
+trailer_error (why a damaged block cannot be read; or null) and schema_error (why the record
+schema does not describe the elements, which are then shown as bytes; or null).")]
     Info {
         /// .ra files.
         #[arg(required = true)]
@@ -100,7 +102,8 @@ Examples:
 Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
 trailer are a structured dtype, and a structured .npy becomes records with that schema.
 A PNG of width w and height h becomes dims [w, h] (gray) or [c, w, h], its bytes the PNG's
-interleaved rows.
+interleaved rows. A PNG that decodes to more than --max-image-bytes (default 64 MiB; after
+--rgb's expansion) is refused before it is decoded.
 The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
     Convert {
         /// Input file (.ra, .npy or .png).
@@ -110,6 +113,10 @@ The output is written to a temporary file and renamed: a failed conversion leave
         /// .png -> .ra: expand gray to RGB (gray+alpha to RGBA).
         #[arg(long)]
         rgb: bool,
+        /// .png -> .ra: the most bytes the image may decode to (its .ra data); a small PNG can
+        /// claim gigabytes of pixels.
+        #[arg(long, value_name = "BYTES", default_value_t = image::DEFAULT_MAX_IMAGE_BYTES)]
+        max_image_bytes: u64,
     },
     /// Compress the data section as one raw LZ4 block (flag bit 1), as the C reference does.
     #[command(after_help = "\
@@ -191,10 +198,15 @@ Examples:
 
 Works in place on an uncompressed file whose last dim counts records (as the library's
 RecordWriter writes them). Complete records are told from torn ones by the trailer block the
-writer places after each flush; a file without a trailer is extended over whole records.")]
+writer places after each flush. A file without a trailer is left alone (its trailing bytes
+are named) unless --force, which extends its header over the whole records after its data.
+A file a writer is still appending to is refused: its tail is not torn, only not flushed yet.")]
     Recover {
         /// A .ra record file.
         file: PathBuf,
+        /// Extend a file without a record trailer over the whole records after its data.
+        #[arg(long)]
+        force: bool,
     },
     /// Print md5 and sha256 of each whole file and of its data section alone.
     #[command(after_help = "\
@@ -234,7 +246,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
     match cli.command {
         Command::Info { files, json } => info::run(&files, json, &mut out),
         Command::Cat { file, head, json } => cat::run(&file, head, json, &mut out),
-        Command::Convert { input, output, rgb } => convert::run(&input, &output, rgb),
+        Command::Convert {
+            input,
+            output,
+            rgb,
+            max_image_bytes,
+        } => convert::run(&input, &output, rgb, max_image_bytes),
         Command::Compress { file, output } => compress::run(&file, output.as_deref(), true),
         Command::Decompress { file, output } => compress::run(&file, output.as_deref(), false),
         Command::Reshape { file, dims, output } => reshape::run(&file, &dims, output.as_deref()),
@@ -244,7 +261,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ranges,
             squeeze,
         } => slice::run(&input, &output, &ranges, squeeze),
-        Command::Recover { file } => recover::run(&file, &mut out),
+        Command::Recover { file, force } => recover::run(&file, force, &mut out),
         Command::Checksum { files, algo } => {
             let algos = if algo.is_empty() {
                 vec![Algo::Md5, Algo::Sha256]

@@ -27,7 +27,6 @@ use rawarray_serde::{
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
 use crate::source::{RaSource, CHUNK};
-use crate::trailer;
 use crate::value::swap_by_layout;
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -323,7 +322,7 @@ impl Parser<'_> {
 pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
     let mut src = RaSource::open(input)?;
     let header = src.plain_header();
-    let info = trailer::describe(&src.read_trailer()?);
+    let info = src.trailer_info();
     let schema = info.element_schema(&header);
     let descr = match (numpy_dtype(header.eltype, header.elbyte), schema) {
         (Some(d), _) => format!("'{d}'"),

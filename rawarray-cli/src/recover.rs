@@ -3,11 +3,13 @@
 use std::io::Write;
 use std::path::Path;
 
+use rawarray_serde::{recover_with, RecoverOptions};
+
 use crate::fail::{At, Failure, Result};
 
-/// Repairs `path` and says what changed.
-pub fn run(path: &Path, out: &mut dyn Write) -> Result<()> {
-    let r = rawarray_serde::recover(path).at(path)?;
+/// Repairs `path` and says what changed; `force` extends a file without a record trailer.
+pub fn run(path: &Path, force: bool, out: &mut dyn Write) -> Result<()> {
+    let r = recover_with(path, &RecoverOptions::new().force(force)).at(path)?;
     let records = |n: u64| format!("{n} record{}", if n == 1 { "" } else { "s" });
     let change = if r.records_after == r.records_before {
         format!("{} (unchanged)", records(r.records_after))

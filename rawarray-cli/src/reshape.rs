@@ -11,10 +11,12 @@ use crate::fail::{At, Failure, Result};
 use crate::npy::copy_exact;
 use crate::progress::Progress;
 use crate::source::RaSource;
-use crate::trailer::replace_for;
 
 /// Rewrites `input` (or writes `output`) with `dims`, whose product must be the element count.
 pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
+    let output = output.unwrap_or(input);
+    // Locked before reading (see `compress`): no writer appends to it while it is copied.
+    let mut out = AtomicFile::create(output).at(output)?;
     let mut src = RaSource::open(input)?;
     let old = src.header.clone();
     let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
@@ -34,13 +36,16 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
         ..old.clone()
     };
     new.validate().at(input)?;
-    let output = output.unwrap_or(input);
-    let trailing = replace_for(src.read_trailer()?, new.encoded_len() as u64 + new.size);
+    let info = src.trailer_info();
     let progress = Progress::bytes(old.size, "reshape");
-    let mut out = AtomicFile::create(output).at(output)?;
     out.file().write_all(&new.encode()).at(output)?;
     let (file, size) = src.data_file()?;
     copy_exact(file, input, out.file(), output, size, &progress)?;
-    out.file().write_all(&trailing).at(output)?;
+    src.copy_trailing(
+        &info,
+        new.encoded_len() as u64 + new.size,
+        out.file(),
+        output,
+    )?;
     out.commit().at(output)
 }

@@ -1,14 +1,17 @@
-//! An opened `.ra` file: its validated header, and its data handed out as plain little-endian
-//! bytes, streamed in chunks (uncompressed files) or decompressed in memory (LZ4 files).
+//! An opened `.ra` file: its validated header, its data handed out as plain little-endian
+//! bytes, streamed in chunks (LZ4 blocks decoded as a stream), and its trailing bytes found from
+//! the end. Memory stays independent of the file's size.
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
-use rawarray_serde::{DynArray, Flags, Header};
+use rawarray_serde::{Flags, Header};
 
-use crate::fail::{At, Result};
+use crate::fail::{At, Failure, Result};
+use crate::lz4;
 use crate::progress::Progress;
+use crate::trailer::TrailerInfo;
 
 /// Bytes handed to a chunk callback at a time (rounded down to whole elements).
 pub const CHUNK: usize = 1 << 20;
@@ -74,18 +77,59 @@ impl RaSource {
         Ok((&mut self.file, self.header.size))
     }
 
-    /// The bytes after the data section.
-    pub fn read_trailer(&mut self) -> Result<Vec<u8>> {
-        let start = self.data_offset() + self.header.size;
+    /// Where the data section ends: the trailing bytes start there.
+    pub fn data_end(&self) -> u64 {
+        self.data_offset() + self.header.size
+    }
+
+    /// What the bytes after the data section are, found from the end of the file without
+    /// reading them whole (the library's `Trailer::read_file`, O(1)).
+    pub fn trailer_info(&self) -> TrailerInfo {
+        let bytes = self.file_len - self.data_end();
+        if bytes == 0 {
+            return TrailerInfo::default();
+        }
+        let (trailer, damaged) = match rawarray_serde::Trailer::read_file(&self.path) {
+            Ok(t) => (t, None),
+            Err(e) => (None, Some(e.to_string())),
+        };
+        TrailerInfo {
+            bytes,
+            trailer,
+            damaged,
+        }
+    }
+
+    /// Writes the trailing bytes behind a rewritten data section that now ends at `new_end`:
+    /// a trailer block placed again for that offset (so that record appending and `recover`
+    /// find it where they look; 0 marks a copy away from the data end), other bytes copied as
+    /// they are, streamed.
+    pub fn copy_trailing(
+        &mut self,
+        info: &TrailerInfo,
+        new_end: u64,
+        out: &mut File,
+        output: &Path,
+    ) -> Result<()> {
+        use std::io::Write;
+        if let Some(t) = &info.trailer {
+            return out.write_all(&t.encode_block(new_end)).at(output);
+        }
+        let start = self.data_end();
         self.file.seek(SeekFrom::Start(start)).at(&self.path)?;
-        let mut out = Vec::new();
-        self.file.read_to_end(&mut out).at(&self.path)?;
-        Ok(out)
+        let copied = io::copy(&mut (&self.file).take(info.bytes), out).at(output)?;
+        if copied != info.bytes {
+            return Err(Failure::file(
+                &self.path,
+                "the file shrank while it was read",
+            ));
+        }
+        Ok(())
     }
 
     /// Calls `f` with the plain data, in order, in chunks of whole elements; stops at the first
-    /// error `f` returns, or after `limit` bytes. Compressed files are decompressed in memory
-    /// first (one LZ4 block has to be).
+    /// error `f` returns, or after `limit` bytes. Compressed files are decoded as a stream,
+    /// and only as far as `limit` asks.
     pub fn for_each_chunk(
         &mut self,
         limit: Option<u64>,
@@ -94,20 +138,35 @@ impl RaSource {
     ) -> Result<()> {
         let total = self.header.data_len().min(limit.unwrap_or(u64::MAX));
         let elbyte = self.header.elbyte as usize;
-        if self.header.is_compressed() {
-            let plain = DynArray::read_file(&self.path).at(&self.path)?;
-            let data = &plain.data()[..total as usize];
-            let per = (CHUNK / elbyte).max(1) * elbyte;
-            for chunk in data.chunks(per) {
-                f(chunk)?;
-                progress.inc(chunk.len() as u64);
-            }
-            return Ok(());
-        }
         let swap = match self.header.eltype.swap_width(self.header.elbyte) {
             Some(w) if w > 1 && self.header.is_big_endian() => w as usize,
             _ => 0,
         };
+        if self.header.is_compressed() {
+            let path = self.path.clone();
+            let plain = self.header.data_len();
+            let (file, size) = self.data_file()?;
+            let input = BufReader::with_capacity(1 << 16, file.take(size));
+            let mut buf = Vec::new();
+            let decoded = lz4::decode(input, plain, total, elbyte, CHUNK, |chunk| {
+                let chunk = if swap > 0 {
+                    buf.clear();
+                    buf.extend_from_slice(chunk);
+                    buf.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
+                    &buf[..]
+                } else {
+                    chunk
+                };
+                f(chunk)?;
+                progress.inc(chunk.len() as u64);
+                Ok(())
+            });
+            return match decoded {
+                Ok(()) => Ok(()),
+                Err(lz4::Stop::Callback(e)) => Err(e),
+                Err(lz4::Stop::Decode(e)) => Err(Failure::file(&path, e)),
+            };
+        }
         self.data_file()?;
         let mut reader = (&self.file).take(total);
         // Whole elements, and never more than there is to read: a user-defined element may

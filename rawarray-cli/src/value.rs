@@ -118,9 +118,10 @@ impl Decoder {
         self.elbyte
     }
 
-    /// Whether elements decode to numbers (not raw bytes).
+    /// Whether elements decode to numbers (not raw bytes). Asked of one zero element no larger
+    /// than a numeric type: a user-defined elbyte may be huge.
     pub fn is_numeric(&self) -> bool {
-        !matches!(self.decode(&vec![0; self.elbyte]), Value::Raw(_))
+        self.elbyte <= 32 && !matches!(self.decode(&[0; 32][..self.elbyte]), Value::Raw(_))
     }
 
     /// The element in `b` (exactly `elbyte` little-endian bytes).
@@ -223,10 +224,19 @@ pub fn hex(b: &[u8], out: &mut String) {
 /// Formats one element whose layout a record schema describes: `{x: 1.0, tags: [1, 2]}` as
 /// text, or a JSON object keyed by field name. Scalars of a big-endian file are swapped here,
 /// since the schema is what says where they are.
+///
+/// The layout must have passed `Layout::validate_for` the element's size (the tool takes
+/// schemas only through `TrailerInfo::element_schema`): every field then lies inside `b`, and
+/// the walk visits at most `b.len()` nodes. Should one not, its bytes print as `?` rather than
+/// panic.
 pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out: &mut String) {
+    let Some(b) = usize::try_from(layout.size()).ok().and_then(|n| b.get(..n)) else {
+        out.push_str(if json { "null" } else { "?" });
+        return;
+    };
     match layout {
         Layout::Scalar { eltype, elbyte } => {
-            let mut scalar = b[..*elbyte as usize].to_vec();
+            let mut scalar = b.to_vec();
             if big_endian {
                 swap_by_layout(layout, &mut scalar);
             }
@@ -244,7 +254,13 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
                 if i > 0 {
                     out.push_str(if json { "," } else { ", " });
                 }
-                layout_text(item, &b[i * size..], big_endian, json, out);
+                layout_text(
+                    item,
+                    b.get(i * size..).unwrap_or_default(),
+                    big_endian,
+                    json,
+                    out,
+                );
             }
             out.push(']');
         }
@@ -260,32 +276,46 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
                 } else {
                     let _ = write!(out, "{}: ", f.name);
                 }
-                layout_text(&f.layout, &b[f.offset as usize..], big_endian, json, out);
+                let at = usize::try_from(f.offset).unwrap_or(usize::MAX);
+                layout_text(
+                    &f.layout,
+                    b.get(at..).unwrap_or_default(),
+                    big_endian,
+                    json,
+                    out,
+                );
             }
             out.push('}');
         }
     }
 }
 
-/// Reverses the byte order of every scalar of one element laid out as `layout`, in place.
+/// Reverses the byte order of every scalar of one element laid out as `layout`, in place. As
+/// for [`layout_text`], the layout must have been validated for the element's size; parts of
+/// one that would reach past `b` are left alone.
 pub fn swap_by_layout(layout: &Layout, b: &mut [u8]) {
+    let Some(b) = usize::try_from(layout.size())
+        .ok()
+        .and_then(|n| b.get_mut(..n))
+    else {
+        return;
+    };
     match layout {
         Layout::Scalar { eltype, elbyte } => {
             if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
-                b[..*elbyte as usize]
-                    .chunks_exact_mut(w as usize)
-                    .for_each(<[u8]>::reverse);
+                b.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse);
             }
         }
         Layout::Array { len, item } => {
             let size = item.size() as usize;
             for i in 0..*len as usize {
-                swap_by_layout(item, &mut b[i * size..]);
+                swap_by_layout(item, b.get_mut(i * size..).unwrap_or_default());
             }
         }
         Layout::Record { fields, .. } => {
             for f in fields {
-                swap_by_layout(&f.layout, &mut b[f.offset as usize..]);
+                let at = usize::try_from(f.offset).unwrap_or(usize::MAX);
+                swap_by_layout(&f.layout, b.get_mut(at..).unwrap_or_default());
             }
         }
     }

@@ -1244,7 +1244,15 @@ fn recover_extends_the_header_over_complete_records() {
     bytes.extend([3u32, 4, 5].iter().flat_map(|v| v.to_le_bytes()));
     bytes.extend([6, 0]);
     std::fs::write(&plain, &bytes).unwrap();
-    let out = stdout_of(ra().arg("recover").arg(&plain));
+    // Without --force, bytes no trailer vouches for are named and left alone.
+    let err = fails_with_one_line(ra().arg("recover").arg(&plain));
+    assert!(
+        err.contains("the 14 bytes after the data are not a record trailer (bytes 030000000400000005000000060")
+            && err.contains("--force"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&plain).unwrap(), bytes);
+    let out = stdout_of(ra().arg("recover").arg("--force").arg(&plain));
     assert_eq!(
         out,
         format!(

@@ -10,14 +10,17 @@ use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::PathBuf;
 
+#[cfg(unix)]
+use std::os::unix::fs::FileExt;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use rawarray_serde::{
-    parse_numpy_dtype, ArrayReader, Category, DynArray, ElType, Error, Header, Layout, Trailer,
-    WriteOptions,
+    parse_numpy_dtype, ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec,
+    Error, Header, Layout, RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(
@@ -40,6 +43,19 @@ fn to_py(e: Error) -> PyErr {
 
 fn ra_err(msg: impl Into<String>) -> PyErr {
     RaError::new_err(msg.into())
+}
+
+/// Fills `buf` from `at` with positioned reads (no shared cursor).
+#[cfg(unix)]
+fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    file.read_exact_at(buf, at)
+}
+
+/// Fills `buf` from `at` (seek, then read).
+#[cfg(not(unix))]
+fn read_exact_at(mut file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    file.seek(SeekFrom::Start(at))?;
+    file.read_exact(buf)
 }
 
 /// Where a [`Buffer`]'s bytes live.
@@ -206,6 +222,13 @@ impl RawFile {
         match (h.eltype, h.elbyte) {
             (ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
             (ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
+            (ElType::User, _) if self.trailer_error.is_some() => (
+                "void".into(),
+                format!(
+                    "the trailer is damaged ({})",
+                    self.trailer_error.as_deref().unwrap_or_default()
+                ),
+            ),
             (ElType::User, elbyte) => match self.record_layout() {
                 Ok(Some(layout)) => ("record".into(), layout.numpy_descr_json().to_string()),
                 Ok(None) => (
@@ -308,6 +331,41 @@ impl RawFile {
         .map_err(to_py)
     }
 
+    /// Reads data bytes from byte `start` of the data section of a plain (uncompressed) file
+    /// into `out` (a writable, C-contiguous buffer: a numpy array the caller allocated, so the
+    /// result is an ordinary array that owns its memory), with positioned reads and the GIL
+    /// released.
+    fn read_into(&self, py: Python<'_>, start: u64, out: PyBuffer<u8>) -> PyResult<()> {
+        if self.header.is_compressed() {
+            return Err(ra_err(
+                "an LZ4 file is read whole (decode), not by byte range",
+            ));
+        }
+        if out.readonly() || !out.is_c_contiguous() {
+            return Err(ra_err("read_into needs a writable, C-contiguous buffer"));
+        }
+        let len = out.len_bytes() as u64;
+        if start.checked_add(len).is_none_or(|e| e > self.header.size) {
+            return Err(ra_err(format!(
+                "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
+                self.header.size
+            )));
+        }
+        // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
+        // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
+        // thread could touch the array while the GIL is released, as with numpy's own
+        // `readinto`; it would see partly read bytes, never memory outside the buffer.
+        let bytes: &mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
+        let at = self.header.encoded_len() as u64 + start;
+        py.detach(|| -> rawarray_serde::Result<()> {
+            let file = File::open(&self.path)?;
+            read_exact_at(&file, bytes, at)?;
+            Ok(())
+        })
+        .map_err(to_py)
+    }
+
     /// The file's length in bytes when it was opened.
     #[getter]
     fn file_len(&self) -> u64 {
@@ -322,13 +380,9 @@ impl RawFile {
         let Some(layout) = self.trailer.as_ref().and_then(|t| t.schema.clone()) else {
             return Ok(None);
         };
-        let size = layout.size();
-        if size != self.header.elbyte {
-            return Err(format!(
-                "the trailer's record schema is damaged: it describes {size} bytes, elbyte is {}",
-                self.header.elbyte
-            ));
-        }
+        layout
+            .validate_for(self.header.elbyte)
+            .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
         Ok(Some(layout))
     }
 }
@@ -463,12 +517,121 @@ fn write(
     result.map_err(to_py)
 }
 
+/// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
+/// its trailer with the schema and parameters) fed with packed little-endian bytes.
+#[pyclass(module = "rawarray._rawarray")]
+struct RecordWriter {
+    inner: Option<DynRecordWriter>,
+}
+
+#[pymethods]
+impl RecordWriter {
+    /// Creates the file (`append=False`, atomically replacing any old one) or opens it to append,
+    /// for elements described by `descr_json` (as for [`write`]) and records of `record_dims`
+    /// values each (the file's order, first fastest; empty for one value per record).
+    #[new]
+    #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        descr_json: &str,
+        record_dims: Vec<u64>,
+        params_json: Option<&str>,
+        append: bool,
+    ) -> PyResult<RecordWriter> {
+        let (eltype, elbyte, layout) = element_of(descr_json)?;
+        let layout = layout.unwrap_or(Layout::Scalar { eltype, elbyte });
+        let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
+        let mut opts = RecordOptions::new().record_dims(record_dims);
+        if let Some(p) = params_json {
+            let params: serde_json::Value =
+                serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?;
+            opts = opts.params(params);
+        }
+        let inner = py
+            .detach(|| {
+                if append {
+                    opts.open_dyn(&path, &spec)
+                } else {
+                    opts.create_dyn(&path, &spec)
+                }
+            })
+            .map_err(to_py)?;
+        Ok(RecordWriter { inner: Some(inner) })
+    }
+
+    /// Appends whole records, packed little-endian (C-contiguous bytes); not committed until
+    /// `flush`.
+    fn append(&mut self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(ra_err("records must be C-contiguous bytes"));
+        }
+        let writer = self.writer()?;
+        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
+        let bytes: &[u8] =
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) };
+        py.detach(|| writer.append_bytes(bytes)).map_err(to_py)
+    }
+
+    /// Commits the records appended so far: readers see them, a killed process keeps them.
+    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
+        let writer = self.writer()?;
+        py.detach(|| writer.flush()).map_err(to_py)
+    }
+
+    /// Commits and syncs: the records survive a power cut too.
+    fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
+        let writer = self.writer()?;
+        py.detach(|| writer.sync()).map_err(to_py)
+    }
+
+    /// Commits, trims the file and releases its lock. Closing twice is allowed.
+    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
+        match self.inner.take() {
+            Some(writer) => py.detach(|| writer.finish()).map(|_| ()).map_err(to_py),
+            None => Ok(()),
+        }
+    }
+
+    /// Records appended, committed or not.
+    fn __len__(&self) -> usize {
+        self.inner.as_ref().map_or(0, |w| w.len() as usize)
+    }
+
+    /// Records the file's header covers: those of the last flush.
+    #[getter]
+    fn flushed_len(&self) -> u64 {
+        self.inner.as_ref().map_or(0, DynRecordWriter::flushed_len)
+    }
+
+    /// Bytes of one record.
+    #[getter]
+    fn record_bytes(&self) -> u64 {
+        self.inner.as_ref().map_or(0, DynRecordWriter::record_bytes)
+    }
+
+    /// Whether `close` has run.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner.is_none()
+    }
+}
+
+impl RecordWriter {
+    fn writer(&mut self) -> PyResult<&mut DynRecordWriter> {
+        self.inner
+            .as_mut()
+            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"))
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("RaError", m.py().get_type::<RaError>())?;
     m.add_class::<RawFile>()?;
     m.add_class::<Buffer>()?;
+    m.add_class::<RecordWriter>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     Ok(())
 }

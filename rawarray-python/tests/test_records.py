@@ -73,3 +73,7 @@ def test_write_records_for_rusts_record_reader():
     if d is None:
         pytest.skip("run by tests/python_package.rs, which reads the file back with RecordReader")
     rawarray.write(d / "from_python.ra", foos(9), params={"written_by": "python"})
+    with rawarray.RecordWriter(d / "from_python_writer.ra", FOO, params={"written_by": "RecordWriter"}) as w:
+        for i in range(0, 9, 3):
+            w.append(foos(9)[i:i + 3])
+            w.flush()

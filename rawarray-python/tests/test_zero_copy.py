@@ -83,3 +83,13 @@ def test_closed_files_refuse_new_reads(tmp):
         assert "closed" in str(e)
     else:
         raise AssertionError("a closed file must not map again")
+
+
+def test_mmap_false_reads_into_memory(tmp):
+    path, a = write_field(tmp)
+    v = rawarray.read(path, mmap=False)
+    assert v.flags.owndata and v.flags.writeable and v.flags.c_contiguous
+    np.testing.assert_array_equal(v, a)
+    f = rawarray.read(path, order="F", mmap=False)
+    assert f.flags.f_contiguous and f.flags.owndata
+    np.testing.assert_array_equal(f, a.T)

@@ -141,7 +141,113 @@ pub struct Field {
     pub layout: Layout,
 }
 
+/// Deepest nesting of arrays and records a layout may have: a schema read from a file is
+/// walked recursively, so its depth must be bounded (numpy allows 64 sub-array dims in all).
+pub const MAX_LAYOUT_DEPTH: usize = 64;
+
 impl Layout {
+    /// Checks a layout, as every schema read from a file is checked before use: scalars of a
+    /// primitive eltype and a width it has; arrays of at least one item; records of at least
+    /// one field, named (uniquely, without quotes, backslashes or control characters) and
+    /// packed in order (each field at the offset where the one before ends); nesting at most
+    /// [`MAX_LAYOUT_DEPTH`]; a size that fits in 64 bits. Returns the packed size.
+    ///
+    /// Every item is then at least one byte, so walking one element's layout visits at most
+    /// its size in nodes. A failing layout is [`ErrorKind::BadSchema`], naming the field.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, ErrorKind, Field, Layout};
+    /// let f = |name: &str, offset, elbyte| Field {
+    ///     name: name.into(),
+    ///     offset,
+    ///     layout: Layout::Scalar { eltype: ElType::Float, elbyte },
+    /// };
+    /// let good = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 8), f("x", 8, 4)] };
+    /// assert_eq!(good.validate().unwrap(), 12);
+    /// let gap = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 8), f("x", 30, 4)] };
+    /// assert!(matches!(gap.validate().unwrap_err().kind(), ErrorKind::BadSchema(_)));
+    /// let wide = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 3)] };
+    /// assert!(wide.validate().is_err()); // no float is 3 bytes
+    /// ```
+    pub fn validate(&self) -> Result<u64> {
+        self.check(0, "the element")
+    }
+
+    /// [`Layout::validate`], and the packed size must be `elbyte`: the layout of the elements
+    /// of a file whose header says `elbyte`.
+    pub fn validate_for(&self, elbyte: u64) -> Result<()> {
+        let size = self.validate()?;
+        if size != elbyte {
+            return Err(bad_schema(format!(
+                "of {size} bytes describes elements of elbyte {elbyte}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check(&self, depth: usize, at: &str) -> Result<u64> {
+        if depth > MAX_LAYOUT_DEPTH {
+            return Err(bad_schema(format!(
+                "nests deeper than {MAX_LAYOUT_DEPTH} levels at {at}"
+            )));
+        }
+        match self {
+            Layout::Scalar { eltype, elbyte } => {
+                if *eltype == ElType::User || !eltype.is_valid_elbyte(*elbyte) {
+                    return Err(bad_schema(format!(
+                        "{at}: a scalar of eltype {} ({eltype}) cannot be {elbyte} bytes \
+                         (expected one of {:?})",
+                        eltype.code(),
+                        eltype.valid_elbytes().unwrap_or(&[])
+                    )));
+                }
+                Ok(*elbyte)
+            }
+            Layout::Array { len, item } => {
+                if *len == 0 {
+                    return Err(bad_schema(format!("{at}: an array of 0 items")));
+                }
+                let size = item.check(depth + 1, &format!("{at}'s items"))?;
+                size.checked_mul(*len).ok_or_else(|| {
+                    bad_schema(format!(
+                        "{at}: {len} items of {size} bytes overflow 64 bits"
+                    ))
+                })
+            }
+            Layout::Record { fields, .. } => {
+                if fields.is_empty() {
+                    return Err(bad_schema(format!("{at}: a record with no fields")));
+                }
+                let mut names = std::collections::HashSet::new();
+                let mut end = 0u64;
+                for f in fields {
+                    let name = &f.name;
+                    if name.is_empty()
+                        || name
+                            .chars()
+                            .any(|c| c.is_control() || c == '\'' || c == '\\')
+                    {
+                        return Err(bad_schema(format!("{at}: a field named {name:?}")));
+                    }
+                    if !names.insert(name.as_str()) {
+                        return Err(bad_schema(format!("{at}: two fields named '{name}'")));
+                    }
+                    if f.offset != end {
+                        return Err(bad_schema(format!(
+                            "field '{name}' is at offset {}; packed in order, it would be at {end}",
+                            f.offset
+                        )));
+                    }
+                    let size = f.layout.check(depth + 1, &format!("field '{name}'"))?;
+                    end = end
+                        .checked_add(size)
+                        .ok_or_else(|| bad_schema(format!("field '{name}' ends past 64 bits")))?;
+                }
+                Ok(end)
+            }
+        }
+    }
+
     /// Packed size in bytes.
     pub fn size(&self) -> u64 {
         match self {
@@ -282,7 +388,7 @@ impl Layout {
     }
 
     /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
-    fn split_shape(&self) -> (&Layout, Vec<u64>) {
+    pub(crate) fn split_shape(&self) -> (&Layout, Vec<u64>) {
         let mut shape = Vec::new();
         let mut l = self;
         while let Layout::Array { len, item } = l {
@@ -317,6 +423,10 @@ impl Layout {
             Layout::Array { .. } => self.numpy_descr(),
         }
     }
+}
+
+fn bad_schema(why: String) -> crate::error::Error {
+    ErrorKind::BadSchema(why).into()
 }
 
 fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 use std::io;
+use std::path::PathBuf;
 
 use crate::header::{type_label, ElType};
 
@@ -200,6 +201,57 @@ pub enum ErrorKind {
     /// Any other message, from serde or a caller.
     #[error("{0}")]
     Message(String),
+    /// Another writer (in this process or another) holds the file's exclusive lock: a
+    /// `RecordWriter`, `recover`, or a rewrite in place.
+    #[error("{} is being written by another writer", path.display())]
+    Locked {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A record schema read from a file describes no valid element: damaged metadata. The
+    /// data is still readable as bytes.
+    #[error("damaged metadata: record schema {0}")]
+    BadSchema(String),
+    /// A file has bytes after its data that are not a trailer block written by this crate;
+    /// appending or repairing would destroy them.
+    #[error("{path}: the {bytes} bytes after the data are not a record trailer ({looks_like}); {advice}", path = path.display())]
+    ForeignTrailing {
+        /// The file.
+        path: PathBuf,
+        /// How many bytes follow the data.
+        bytes: u64,
+        /// What their first bytes look like: quoted text or hex.
+        looks_like: String,
+        /// What to do about it.
+        advice: &'static str,
+    },
+    /// The destination of a write is not a regular file (a FIFO, a device, a folder): it is
+    /// not replaced by one.
+    #[error("{}: is a {what}, not a regular file; refusing to replace it", path.display())]
+    NotRegularFile {
+        /// The destination (after following symlinks).
+        path: PathBuf,
+        /// What it is.
+        what: &'static str,
+    },
+    /// The destination has other hard links, which replacing it would split from it.
+    #[error("{}: has {links} hard links; replacing it would split them (write in place instead)", path.display())]
+    HardLinked {
+        /// The destination.
+        path: PathBuf,
+        /// Its link count.
+        links: u64,
+    },
+    /// The destination is a file the caller may not write (no write permission bit, or
+    /// `access(W_OK)` refuses), or one owned by someone else whose owner a replacement could
+    /// not keep; it is replaced only when forced.
+    #[error("{}: {why}; refusing to replace it unless forced", path.display())]
+    Protected {
+        /// The destination.
+        path: PathBuf,
+        /// Why: read-only, or another owner.
+        why: String,
+    },
 }
 
 /// How to react to an [`Error`].
@@ -238,6 +290,11 @@ impl Error {
             ErrorKind::Io(_) => Category::Io,
             ErrorKind::HeaderTruncated { .. } | ErrorKind::Truncated { .. } => Category::Eof,
             ErrorKind::Unsupported(_)
+            | ErrorKind::Locked { .. }
+            | ErrorKind::ForeignTrailing { .. }
+            | ErrorKind::NotRegularFile { .. }
+            | ErrorKind::HardLinked { .. }
+            | ErrorKind::Protected { .. }
             | ErrorKind::ShapeMismatch { .. }
             | ErrorKind::OutOfBounds { .. }
             | ErrorKind::SubsetRank { .. }
@@ -295,10 +352,14 @@ impl From<Error> for io::Error {
             ErrorKind::Io(e) => e,
             kind => {
                 let category = Error::new(kind);
-                let k = match category.category() {
-                    Category::Eof => io::ErrorKind::UnexpectedEof,
-                    Category::Usage => io::ErrorKind::InvalidInput,
-                    _ => io::ErrorKind::InvalidData,
+                let k = match category.kind() {
+                    ErrorKind::Locked { .. } => io::ErrorKind::ResourceBusy,
+                    ErrorKind::Protected { .. } => io::ErrorKind::PermissionDenied,
+                    _ => match category.category() {
+                        Category::Eof => io::ErrorKind::UnexpectedEof,
+                        Category::Usage => io::ErrorKind::InvalidInput,
+                        _ => io::ErrorKind::InvalidData,
+                    },
                 };
                 io::Error::new(k, category)
             }

@@ -105,6 +105,7 @@ mod element;
 mod error;
 mod fileio;
 mod header;
+mod lock;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
@@ -114,20 +115,24 @@ mod ser;
 #[cfg(feature = "object_store")]
 mod store;
 mod subset;
+mod target;
 mod trailer;
 mod writer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
-pub use atomic::{write_atomic, AtomicFile};
+pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::Deserializer;
-pub use element::{Element, Field, Layout};
+pub use element::{Element, Field, Layout, MAX_LAYOUT_DEPTH};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{
     numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
     Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
 };
 pub use reader::{ArrayReader, IoStats};
-pub use records::{recover, Durability, RecordOptions, RecordReader, RecordWriter, Recovery};
+pub use records::{
+    recover, recover_with, Durability, DynRecordWriter, ElementSpec, ReadMode, RecordOptions,
+    RecordReader, RecordWriter, RecoverOptions, Recovery,
+};
 pub use ser::Serializer;
 #[cfg(feature = "object_store")]
 pub use store::StoreArrayReader;

@@ -1,4 +1,5 @@
-//! Reading records without loading the file: a memory map of the data section.
+//! Reading records without loading the file: a memory map of the data section, or positioned
+//! reads where a map is not safe.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -11,7 +12,7 @@ use memmap2::{Mmap, MmapOptions};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::stable_header;
+use crate::fileio::{read_exact_at, stable_header};
 use crate::header::Header;
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
@@ -19,8 +20,49 @@ use crate::trailer::{data_end, locate, Probe, Trailer};
 /// Times a reader re-reads a header that changes under it before settling for what it saw.
 const SNAPSHOT_TRIES: usize = 100;
 
-/// A `.ra` file's records through a memory map: opening costs O(1) whatever the file's size,
-/// and only the pages touched are read, so files larger than memory work.
+/// How a [`RecordReader`] reaches the data section.
+///
+/// ```
+/// use rawarray_serde::{RawArray, ReadMode, RecordReader};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("a.ra");
+/// RawArray::from_vec((0..10u16).collect()).write_file(&path).unwrap();
+/// let r = RecordReader::<u16>::open_with(&path, ReadMode::Positioned).unwrap();
+/// assert_eq!(*r.slice(2..5).unwrap(), [2, 3, 4]);
+/// assert_eq!(r.mode(), ReadMode::Positioned);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ReadMode {
+    /// A memory map of the data section (the default): views borrow the file's pages, no copy.
+    ///
+    /// Its limit: the map assumes nobody truncates the file below the mapped data, or rewrites
+    /// those bytes in place, while the reader lives. This crate's writers never do (they hold
+    /// the file's lock, write only after the data end and replace files by renaming), but
+    /// another program, or a file system that does not keep an open file's pages (some network
+    /// file systems), can: then views change under the reader, or the process gets `SIGBUS`.
+    #[default]
+    Mapped,
+    /// Positioned reads (`pread`) at each access, copied into owned values: a file truncated
+    /// under the reader gives an error, never a signal. For files other programs may cut or
+    /// rewrite, and for network file systems.
+    Positioned,
+}
+
+/// The data section, as the reader reaches it.
+#[derive(Debug)]
+enum Section {
+    /// No data bytes: nothing to map or read.
+    Empty,
+    Mapped(Mmap),
+    Positioned {
+        file: File,
+        offset: u64,
+    },
+}
+
+/// A `.ra` file's records through a memory map (or positioned reads, [`ReadMode`]): opening
+/// costs O(1) whatever the file's size, and only the pages touched are read, so files larger
+/// than memory work.
 ///
 /// Records run along the last dim (see [`RecordWriter`](crate::RecordWriter)); each is
 /// [`record_len`](RecordReader::record_len) values of `T`. Access returns a [`Cow`]: a
@@ -35,7 +77,8 @@ const SNAPSHOT_TRIES: usize = 100;
 /// Like every memory map, this one assumes that nobody modifies the mapped bytes in place or
 /// truncates the file below them while it is open. This crate's writers never do (they only
 /// write after the data end, and replace files by renaming a new one over them); another program
-/// doing so could make the views change under you, or the process receive `SIGBUS`.
+/// doing so could make the views change under you, or the process receive `SIGBUS`. Open with
+/// [`ReadMode::Positioned`] where that may happen.
 ///
 /// ```
 /// use std::borrow::Cow;
@@ -55,8 +98,7 @@ const SNAPSHOT_TRIES: usize = 100;
 /// ```
 #[derive(Debug)]
 pub struct RecordReader<T> {
-    /// The data section; `None` when it is empty (nothing to map).
-    map: Option<Mmap>,
+    section: Section,
     header: Header,
     shape: RecordShape,
     len: usize,
@@ -65,18 +107,30 @@ pub struct RecordReader<T> {
 }
 
 impl<T: Element + Clone> RecordReader<T> {
-    /// Opens a file of records of `T`: reads the header and the trailer, and maps the data.
+    /// Opens a file of records of `T`: reads the header and the trailer, and maps the data
+    /// ([`ReadMode::Mapped`]).
     ///
     /// The element type must match the header (else an error naming both); the record dims are
     /// whatever the file has. Compressed files cannot be mapped.
     pub fn open(path: impl AsRef<Path>) -> Result<RecordReader<T>> {
+        RecordReader::open_with(path, ReadMode::Mapped)
+    }
+
+    /// Opens a file of records of `T`, reaching its data as `mode` says. Takes no lock.
+    pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<RecordReader<T>> {
         let file = File::open(path)?;
         let (header, probe) = snapshot(&file)?;
         let shape = RecordShape::of::<T>(&header, None)?;
         let len = data::to_usize(*header.dims.last().expect("checked by RecordShape"))?;
         let trailer = probe.into_result()?;
-        let map = if header.size == 0 {
-            None
+        let section = if header.size == 0 {
+            Section::Empty
+        } else if mode == ReadMode::Positioned {
+            data::to_usize(header.size)?;
+            Section::Positioned {
+                file,
+                offset: header.encoded_len() as u64,
+            }
         } else {
             let bytes = data::to_usize(header.size)?;
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
@@ -85,18 +139,19 @@ impl<T: Element + Clone> RecordReader<T> {
             // the data end of the header it last committed (never before ours), `finish`, `open`
             // and `recover` cut the file only after the data end, and replacing a file
             // (`RecordOptions::create`, `write_file`) renames a new file over the path, leaving
-            // this one alone. Other programs editing the data in place break this, as they would
-            // for any mapped file.
+            // this one alone; and writers hold the file's lock, so no stale writer can cut it.
+            // Other programs editing the data in place break this, as they would for any mapped
+            // file: `ReadMode::Positioned` is the mode for those files.
             let map = unsafe {
                 MmapOptions::new()
                     .offset(header.encoded_len() as u64)
                     .len(bytes)
                     .map(&file)?
             };
-            Some(map)
+            Section::Mapped(map)
         };
         Ok(RecordReader {
-            map,
+            section,
             header,
             shape,
             len,
@@ -135,9 +190,31 @@ impl<T: Element + Clone> RecordReader<T> {
         self.trailer.as_ref()
     }
 
-    /// The data section's bytes as stored (little- or big-endian, as the header says).
-    pub fn data(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or_default()
+    /// How the data is reached.
+    pub fn mode(&self) -> ReadMode {
+        match self.section {
+            Section::Positioned { .. } => ReadMode::Positioned,
+            _ => ReadMode::Mapped,
+        }
+    }
+
+    /// The data section's bytes as stored (little- or big-endian, as the header says):
+    /// borrowed from the map, or read now with [`ReadMode::Positioned`].
+    pub fn data(&self) -> Result<Cow<'_, [u8]>> {
+        self.bytes(0, self.header.size as usize)
+    }
+
+    /// `len` data bytes from `start`.
+    fn bytes(&self, start: usize, len: usize) -> Result<Cow<'_, [u8]>> {
+        match &self.section {
+            Section::Empty => Ok(Cow::Borrowed(&[])),
+            Section::Mapped(map) => Ok(Cow::Borrowed(&map[start..start + len])),
+            Section::Positioned { file, offset } => {
+                let mut buf = vec![0u8; len];
+                read_exact_at(file, &mut buf, offset + start as u64)?;
+                Ok(Cow::Owned(buf))
+            }
+        }
     }
 
     /// The values of record `index`.
@@ -150,13 +227,13 @@ impl<T: Element + Clone> RecordReader<T> {
         let (start, end) = self.bounds(range)?;
         let per = self.shape.values;
         let record_bytes = self.shape.bytes as usize;
-        let bytes = &self.data()[start * record_bytes..end * record_bytes];
-        if !self.header.is_big_endian() {
+        let bytes = self.bytes(start * record_bytes, (end - start) * record_bytes)?;
+        if let (false, Cow::Borrowed(bytes)) = (self.header.is_big_endian(), &bytes) {
             if let Some(values) = T::cast_pod_slice(bytes) {
                 return Ok(Cow::Borrowed(values));
             }
         }
-        data::decode_values(bytes, self.header.is_big_endian())
+        data::decode_values(&bytes, self.header.is_big_endian())
             .map(Cow::Owned)
             .map_err(|e| data::shift_index(e, (start * per) as u64))
     }

@@ -2,25 +2,26 @@
 //! docs describe the file layout and the order of writes), and repairing a file whose last
 //! flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::marker::PhantomData;
 use std::path::Path;
 
 use serde::Serialize;
 
-use crate::array::{element_dims, RawArray};
+use crate::array::RawArray;
 use crate::atomic::create_atomic;
 use crate::data;
-use crate::element::Element;
+use crate::element::{Element, Layout};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
-use crate::header::Header;
+use crate::header::{ElType, Header};
+use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
     Trailer, TRAILER_FRAME, TRAILER_TAG,
 };
 
-pub use crate::mapped::RecordReader;
+pub use crate::mapped::{ReadMode, RecordReader};
 
 /// Longest header updated in place: one 512-byte sector, inside the first page.
 const MAX_HEADER_LEN: usize = 512;
@@ -36,25 +37,30 @@ const DIRECT_WRITE: usize = 64 << 10;
 
 /// What a completed [`RecordWriter::flush`] survives.
 ///
+/// Either way a flush commits: readers see the records at once, and a killed process loses
+/// nothing flushed. [`RecordWriter::sync`] makes what is flushed survive a power cut too,
+/// whatever the setting, at the moments the caller chooses.
+///
 /// ```
 /// use rawarray_serde::{Durability, RecordOptions};
-/// let fast = RecordOptions::new().durability(Durability::NoFsync);
-/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::Fsync));
-/// # let _ = fast;
+/// let durable = RecordOptions::new().durability(Durability::Fsync);
+/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::NoFsync));
+/// # let _ = durable;
 /// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Durability {
-    /// Each flush syncs the data, then the header (`fdatasync`): flushed records survive a
-    /// power cut. The default.
-    #[default]
+    /// Each flush syncs the data, then the header (`fdatasync` twice): flushed records survive
+    /// a power cut. A sync costs what the disk takes, often milliseconds, on every flush.
     Fsync,
-    /// No syncs: flushed records survive the writer being killed (the kernel keeps them and
-    /// their order), not a power cut. The file is still valid after one, with fewer records.
+    /// No syncs (the default): flushed records survive the writer being killed (the kernel has
+    /// them, in order), not a power cut or a kernel crash, after which the header may cover
+    /// records whose bytes never reached the disk.
+    #[default]
     NoFsync,
 }
 
 /// How to create or reopen a record file: the dims of one record, the trailer's parameters,
-/// durability and buffering.
+/// durability, buffering, and what to do with bytes after the data that are not a trailer.
 ///
 /// ```
 /// use rawarray_serde::{Durability, RecordOptions, RecordReader, RecordWriter};
@@ -91,6 +97,7 @@ pub struct RecordOptions {
     params: Option<std::result::Result<serde_json::Value, String>>,
     durability: Durability,
     buffer_bytes: usize,
+    drop_foreign: bool,
 }
 
 impl Default for RecordOptions {
@@ -100,14 +107,44 @@ impl Default for RecordOptions {
 }
 
 impl RecordOptions {
-    /// Records of one value each, no parameters, [`Durability::Fsync`], an 8 MiB buffer.
+    /// Records of one value each, no parameters, [`Durability::NoFsync`], an 8 MiB buffer,
+    /// foreign trailing bytes refused.
     pub fn new() -> RecordOptions {
         RecordOptions {
             record_dims: Vec::new(),
             params: None,
-            durability: Durability::Fsync,
+            durability: Durability::NoFsync,
             buffer_bytes: DEFAULT_BUFFER,
+            drop_foreign: false,
         }
+    }
+
+    /// Whether [`RecordOptions::open`] may delete bytes after the data that are not a trailer
+    /// block of this crate (another program's metadata, say). By default it refuses such a
+    /// file with [`ErrorKind::ForeignTrailing`], which says how many bytes there are and what
+    /// they look like.
+    ///
+    /// ```
+    /// use rawarray_serde::{ErrorKind, RawArray, RecordOptions, RecordWriter};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
+    /// bytes.extend_from_slice(b"{\"note\": \"keep me\"}");
+    /// std::fs::write(&path, &bytes).unwrap();
+    ///
+    /// let err = RecordOptions::new().open::<u32>(&path).unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::ForeignTrailing { bytes: 19, .. }));
+    /// assert_eq!(std::fs::read(&path).unwrap(), bytes); // untouched
+    ///
+    /// let mut w: RecordWriter<u32> =
+    ///     RecordOptions::new().drop_foreign_trailing(true).open(&path).unwrap();
+    /// w.append(&3).unwrap();
+    /// w.finish().unwrap();
+    /// ```
+    #[must_use]
+    pub fn drop_foreign_trailing(mut self, on: bool) -> RecordOptions {
+        self.drop_foreign = on;
+        self
     }
 
     /// The dims of one record in values of `T`, first fastest: `[nx, ny]` for a field per
@@ -157,42 +194,115 @@ impl RecordOptions {
     }
 
     /// Creates (or replaces) a record file holding no records yet, atomically: readers that
-    /// had an old file at `path` open keep reading it.
+    /// had an old file at `path` open keep reading it. The writer holds the file's exclusive
+    /// lock (see [`RecordWriter`]); an existing file another writer holds is not replaced
+    /// ([`ErrorKind::Locked`]), and the destination is treated as
+    /// [`AtomicFile`](crate::AtomicFile) treats it (symlinks followed, special files refused).
     pub fn create<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        let mut dims = Vec::new();
-        T::inner_dims(&mut dims);
+        let core = self.create_core(path.as_ref(), &ElementSpec::of::<T>())?;
+        Ok(RecordWriter {
+            core,
+            _element: PhantomData,
+        })
+    }
+
+    /// [`RecordOptions::create`] for an element described at run time: a writer of packed
+    /// record bytes ([`DynRecordWriter`]), for tools and bindings that learn the type late.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElementSpec, Element, RecordOptions, RecordReader};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("dyn.ra");
+    /// let spec = ElementSpec::from_layout(<[u16; 2] as Element>::layout()).unwrap();
+    /// let mut w = RecordOptions::new().create_dyn(&path, &spec).unwrap();
+    /// w.append_bytes(&[1, 0, 2, 0, 3, 0, 4, 0]).unwrap(); // two records of [u16; 2]
+    /// w.finish().unwrap();
+    /// let r = RecordReader::<[u16; 2]>::open(&path).unwrap();
+    /// assert_eq!(r.get(1).unwrap()[0], [3, 4]);
+    /// ```
+    pub fn create_dyn(
+        &self,
+        path: impl AsRef<Path>,
+        spec: &ElementSpec,
+    ) -> Result<DynRecordWriter> {
+        Ok(DynRecordWriter {
+            core: self.create_core(path.as_ref(), spec)?,
+        })
+    }
+
+    fn create_core(&self, path: &Path, spec: &ElementSpec) -> Result<Writer> {
+        let mut dims = spec.inner_dims.clone();
         dims.extend_from_slice(&self.record_dims);
         dims.push(0);
-        let header = Header::new(T::ELTYPE, T::ELBYTE as u64, dims)?;
+        let header = Header::new(spec.eltype, spec.elbyte, dims)?;
         check_header_len(&header)?;
-        let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
+        let shape = RecordShape::of_spec(spec, &header, Some(&self.record_dims))?;
         let params = self.params_json()?.unwrap_or_default();
-        let trailer = Trailer::new(params)?.with_schema(T::layout());
+        let trailer = Trailer::new(params)?.with_schema(spec.layout.clone());
         let json = trailer.to_json();
         let end = data_end(&header);
         let sync = self.durability == Durability::Fsync;
-        let file = create_atomic(path.as_ref(), sync, |f| {
+        let file = create_atomic(path, sync, |f| {
             let mut bytes = header.encode();
             encode_block_into(&json, end, &mut bytes);
             Ok(write_all_at(f, &bytes, 0)?)
         })?;
-        Ok(RecordWriter::new(file, header, shape, trailer, json, self))
+        Ok(Writer::new(file, header, shape, trailer, json, self))
     }
 
     /// Opens a record file to append to it. Its element type and leading dims must be `T`'s
     /// and these record dims, and its trailer schema (if any) `T`'s; otherwise the error names
     /// what differs. Its byte order is kept. The file is first left as [`RecordWriter::finish`]
     /// leaves it (see [`RecordWriter`]).
+    ///
+    /// Fails at once with [`ErrorKind::Locked`] if another writer holds the file, and with
+    /// [`ErrorKind::ForeignTrailing`] if bytes after its data are not a trailer block (unless
+    /// [`RecordOptions::drop_foreign_trailing`]). A symlink is followed; anything but a regular
+    /// file is refused.
     pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let core = self.open_core(
+            path.as_ref(),
+            &ElementSpec::of::<T>(),
+            std::any::type_name::<T>(),
+        )?;
+        Ok(RecordWriter {
+            core,
+            _element: PhantomData,
+        })
+    }
+
+    /// [`RecordOptions::open`] for an element described at run time; see
+    /// [`RecordOptions::create_dyn`]. A big-endian file is refused: [`DynRecordWriter`] takes
+    /// little-endian record bytes, and only a typed writer knows how to swap them.
+    pub fn open_dyn(&self, path: impl AsRef<Path>, spec: &ElementSpec) -> Result<DynRecordWriter> {
+        let core = self.open_core(path.as_ref(), spec, "the given element")?;
+        if core.big_endian {
+            return Err(Error::unsupported(
+                "the file is big-endian: append to it through RecordWriter<T>, which swaps its values",
+            ));
+        }
+        Ok(DynRecordWriter { core })
+    }
+
+    fn open_core(&self, path: &Path, spec: &ElementSpec, type_name: &str) -> Result<Writer> {
+        let file = open_locked(path)?;
         let header = Header::read_from(&mut &file)?;
-        let shape = RecordShape::of::<T>(&header, Some(&self.record_dims))?;
+        let shape = RecordShape::of_spec(spec, &header, Some(&self.record_dims))?;
         check_header_len(&header)?;
         let file_len = file.metadata()?.len();
         header.check_input_len(file_len)?;
         let end = data_end(&header);
         let mut trailer = match locate(&file, end, file_len) {
             Probe::Valid(b) => b.trailer,
+            Probe::Absent if file_len > end && !self.drop_foreign => {
+                return Err(foreign_trailing(
+                    &file,
+                    path,
+                    end,
+                    file_len,
+                    "appending would delete them (RecordOptions::drop_foreign_trailing allows it)",
+                ))
+            }
             Probe::Absent => Trailer::new(serde_json::Value::Null)?,
             Probe::Damaged(why) => {
                 return Err(ErrorKind::Trailer(format!(
@@ -202,16 +312,15 @@ impl RecordOptions {
                 .into())
             }
         };
-        if let Some(schema) = trailer.schema.as_ref().filter(|&s| *s != T::layout()) {
+        if let Some(schema) = trailer.schema.as_ref().filter(|&s| *s != spec.layout) {
             return Err(ErrorKind::Trailer(format!(
-                "the file's record schema {} differs from {}'s {}",
+                "the file's record schema {} differs from {type_name}'s {}",
                 serde_json::to_string(schema).unwrap_or_default(),
-                std::any::type_name::<T>(),
-                serde_json::to_string(&T::layout()).unwrap_or_default()
+                serde_json::to_string(&spec.layout).unwrap_or_default()
             ))
             .into());
         }
-        trailer = trailer.with_schema(T::layout());
+        trailer = trailer.with_schema(spec.layout.clone());
         if let Some(params) = self.params_json()? {
             trailer.params = params;
         }
@@ -221,7 +330,7 @@ impl RecordOptions {
             .map(|b| b.start);
         let sync = self.durability == Durability::Fsync;
         settle(&file, end, &json, file_len, spare, sync)?;
-        Ok(RecordWriter::new(file, header, shape, trailer, json, self))
+        Ok(Writer::new(file, header, shape, trailer, json, self))
     }
 }
 
@@ -237,18 +346,27 @@ pub(crate) struct RecordShape {
 }
 
 impl RecordShape {
-    /// The record shape of a file holding values of `T`, whose record dims must be `expected`
-    /// if given. Compressed files and headers without a last dim to grow are refused.
+    /// The record shape of a file holding values of `T`; see [`RecordShape::of_spec`].
     pub fn of<T: Element>(header: &Header, expected: Option<&[u64]>) -> Result<RecordShape> {
+        RecordShape::of_spec(&ElementSpec::of::<T>(), header, expected)
+    }
+
+    /// The record shape of a file holding values of `spec`, whose record dims must be
+    /// `expected` if given. Compressed files and headers without a last dim to grow are
+    /// refused.
+    pub fn of_spec(
+        spec: &ElementSpec,
+        header: &Header,
+        expected: Option<&[u64]>,
+    ) -> Result<RecordShape> {
         if header.is_compressed() {
             return Err(Error::unsupported(
                 "the file is LZ4-compressed: its records cannot be appended to or mapped \
                  (rewrite it uncompressed with DynArray first)",
             ));
         }
-        let dims = element_dims::<T>(header)?;
-        let mut inner = Vec::new();
-        T::inner_dims(&mut inner);
+        let dims = spec.element_dims(header)?;
+        let inner = &spec.inner_dims;
         let Some((_, record_dims)) = dims.split_last() else {
             return Err(ErrorKind::DimsMismatch {
                 expected: format!(
@@ -263,21 +381,22 @@ impl RecordShape {
             return Err(ErrorKind::DimsMismatch {
                 expected: format!(
                     "leading dims {lead:?} (records of {want:?} values of {}), then the record count",
-                    std::any::type_name::<T>()
+                    spec.name
                 ),
                 found: header.dims.clone(),
             }
             .into());
         }
         // Validated dims fit in a u64 byte count, but a usize may be narrower.
+        let value_bytes = spec.value_bytes();
         let sizes = record_dims
             .iter()
             .try_fold(1usize, |a, &d| {
                 usize::try_from(d).ok().and_then(|d| a.checked_mul(d))
             })
-            .and_then(|values| Some((values, values.checked_mul(T::PACKED_SIZE)?)));
+            .and_then(|values| Some((values, values.checked_mul(value_bytes)?)));
         let (values, bytes) = sizes.ok_or(ErrorKind::DataLenOverflow {
-            elbyte: T::PACKED_SIZE as u64,
+            elbyte: value_bytes as u64,
             dims: record_dims.to_vec(),
         })?;
         Ok(RecordShape {
@@ -285,6 +404,129 @@ impl RecordShape {
             values,
             bytes: bytes as u64,
         })
+    }
+}
+
+/// What one value of a record file is, known at run time: the facts [`RecordWriter<T>`] takes
+/// from `T: Element` (element type, size, own dims, layout), for writers whose type is chosen
+/// when the program runs ([`DynRecordWriter`]: the Python package, tools).
+///
+/// ```
+/// use rawarray_serde::{ElType, Element, ElementSpec};
+/// let spec = ElementSpec::from_layout(<[f64; 3] as Element>::layout()).unwrap();
+/// assert_eq!(spec, ElementSpec::of::<[f64; 3]>());
+/// assert_eq!((spec.eltype(), spec.elbyte(), spec.inner_dims()), (ElType::Float, 8, &[3][..]));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ElementSpec {
+    eltype: ElType,
+    elbyte: u64,
+    /// The value's own dims, first fastest (`[3]` for `[f64; 3]`).
+    inner_dims: Vec<u64>,
+    layout: Layout,
+    /// For messages: the Rust type's name, or what the layout describes.
+    name: String,
+}
+
+/// Two specs are equal when they describe the same values; the names in messages may differ.
+impl PartialEq for ElementSpec {
+    fn eq(&self, other: &ElementSpec) -> bool {
+        (self.eltype, self.elbyte, &self.inner_dims, &self.layout)
+            == (other.eltype, other.elbyte, &other.inner_dims, &other.layout)
+    }
+}
+
+impl ElementSpec {
+    /// The spec of a Rust element type.
+    pub fn of<T: Element>() -> ElementSpec {
+        let mut inner_dims = Vec::new();
+        T::inner_dims(&mut inner_dims);
+        ElementSpec {
+            eltype: T::ELTYPE,
+            elbyte: T::ELBYTE as u64,
+            inner_dims,
+            layout: T::layout(),
+            name: std::any::type_name::<T>().to_string(),
+        }
+    }
+
+    /// The spec of values laid out as `layout` (validated first: a schema from a file or a
+    /// user is not trusted). Fixed arrays of a scalar or record become the value's own dims, as
+    /// `[T; N]` does.
+    pub fn from_layout(layout: Layout) -> Result<ElementSpec> {
+        layout.validate()?;
+        let (base, shape) = layout.split_shape();
+        let (eltype, elbyte) = match base {
+            Layout::Scalar { eltype, elbyte } => (*eltype, *elbyte),
+            Layout::Record { .. } => (ElType::User, base.size()),
+            Layout::Array { .. } => unreachable!("split_shape strips every array"),
+        };
+        let inner_dims: Vec<u64> = shape.into_iter().rev().collect();
+        let name = match base {
+            Layout::Record { name, .. } => format!("record {name}"),
+            _ => crate::header::type_label(eltype, elbyte),
+        };
+        Ok(ElementSpec {
+            eltype,
+            elbyte,
+            inner_dims,
+            layout,
+            name,
+        })
+    }
+
+    /// The element type of the file's header.
+    pub fn eltype(&self) -> ElType {
+        self.eltype
+    }
+
+    /// The elbyte of the file's header.
+    pub fn elbyte(&self) -> u64 {
+        self.elbyte
+    }
+
+    /// The value's own dims, first fastest; they lead the file's dims.
+    pub fn inner_dims(&self) -> &[u64] {
+        &self.inner_dims
+    }
+
+    /// The layout stored as the trailer's schema.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// Bytes of one value.
+    fn value_bytes(&self) -> usize {
+        self.layout.size() as usize
+    }
+
+    /// The dims of a file of these values after the value's own dims, once its element type
+    /// and leading dims are checked.
+    fn element_dims(&self, header: &Header) -> Result<Vec<u64>> {
+        if header.eltype != self.eltype || header.elbyte != self.elbyte {
+            return Err(ErrorKind::TypeMismatch {
+                file_eltype: header.eltype,
+                file_elbyte: header.elbyte,
+                requested: self.name.clone(),
+                requested_eltype: self.eltype,
+                requested_elbyte: self.elbyte,
+            }
+            .into());
+        }
+        if self.value_bytes() == 0 {
+            return Err(Error::unsupported(format!(
+                "{} is zero-sized: a .ra element needs at least one byte",
+                self.name
+            )));
+        }
+        if !header.dims.starts_with(&self.inner_dims) {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("leading dims {:?} for {}", self.inner_dims, self.name),
+                found: header.dims.clone(),
+            }
+            .into());
+        }
+        Ok(header.dims[self.inner_dims.len()..].to_vec())
     }
 }
 
@@ -354,8 +596,281 @@ impl RecordShape {
 /// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
 /// if needed, the forward copy written, then the rest cut off. Records a lost header update
 /// left after the data are dropped then; call [`recover`] first to keep them.
+///
+/// # One writer at a time
+///
+/// A writer holds the file's exclusive advisory lock (`flock`) from create or open until it is
+/// finished or dropped. A second writer, in this process or another, fails at once with
+/// [`ErrorKind::Locked`]; so do [`recover`], [`RecordOptions::create`] over the file, and every
+/// replacement through [`AtomicFile`](crate::AtomicFile) (`write_file`, `to_file`, `ra`'s
+/// rewrites). Readers take no lock and are never blocked. Since no other writer can interleave,
+/// nothing cuts the file below a data end a reader may have mapped: [`RecordWriter::finish`]
+/// and `open` cut only after the data end of the latest flush.
+///
+/// ```
+/// use rawarray_serde::{ErrorKind, RecordWriter};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("log.ra");
+/// let mut first = RecordWriter::<u64>::create(&path, serde_json::Value::Null).unwrap();
+/// let second = RecordWriter::<u64>::open(&path).unwrap_err();
+/// assert!(matches!(second.kind(), ErrorKind::Locked { .. }));
+/// first.append(&1).unwrap();
+/// first.finish().unwrap();
+/// RecordWriter::<u64>::open(&path).unwrap(); // free again
+/// ```
 #[derive(Debug)]
 pub struct RecordWriter<T: Element> {
+    core: Writer,
+    _element: PhantomData<fn(&T)>,
+}
+
+impl<T: Element> RecordWriter<T> {
+    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
+    /// its trailer; see [`RecordOptions`] for the rest.
+    pub fn create(path: impl AsRef<Path>, params: impl Serialize) -> Result<RecordWriter<T>> {
+        RecordOptions::new().params(params).create(path)
+    }
+
+    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
+    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
+        RecordOptions::new().open(path)
+    }
+
+    /// Appends one record (for files whose records are one value each).
+    pub fn append(&mut self, record: &T) -> Result<()> {
+        self.append_slice(std::slice::from_ref(record))
+    }
+
+    /// Appends whole records: `values.len()` must be a multiple of the values per record.
+    ///
+    /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
+    /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
+    /// packed into the buffer, which is written out (still uncommitted) when it holds
+    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
+    pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
+        let per = self.core.shape.values;
+        if per == 0 || !values.len().is_multiple_of(per) {
+            return Err(Error::unsupported(format!(
+                "{} values are not whole records: a record of this file is {:?}, {per} values",
+                values.len(),
+                self.core.shape.dims
+            )));
+        }
+        if !self.core.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
+                self.core.write_pending()?;
+                self.core.write_ahead(bytes)?;
+                self.core.pending_records += (values.len() / per) as u64;
+                return Ok(());
+            }
+        }
+        let chunk = (self.core.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
+        for part in values.chunks(chunk) {
+            self.pack(part);
+            self.core.pending_records += (part.len() / per) as u64;
+            if self.core.pending.len() >= self.core.buffer_bytes {
+                self.core.write_pending()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Appends an array of records: dims equal to the record dims (one record), or the record
+    /// dims followed by a count.
+    pub fn append_array(&mut self, records: &RawArray<T>) -> Result<()> {
+        let (dims, want) = (records.dims(), &self.core.shape.dims[..]);
+        if dims != want && !(dims.len() == want.len() + 1 && dims.starts_with(want)) {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("{want:?} (one record), or {want:?} then a record count"),
+                found: dims.to_vec(),
+            }
+            .into());
+        }
+        self.append_slice(records.as_slice())
+    }
+
+    fn pack(&mut self, values: &[T]) {
+        if !self.core.big_endian {
+            if let Some(bytes) = T::as_pod_bytes(values) {
+                self.core.pending.extend_from_slice(bytes);
+                return;
+            }
+        }
+        let start = self.core.pending.len();
+        self.core
+            .pending
+            .resize(start + values.len() * T::PACKED_SIZE, 0);
+        data::pack_into(
+            values,
+            self.core.big_endian,
+            &mut self.core.pending[start..],
+        );
+    }
+
+    /// Commits the records appended so far: writes the buffer and the trailer block after them
+    /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
+    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+    /// On an error the file still holds the records of the last successful flush, and flushing
+    /// can be retried.
+    pub fn flush(&mut self) -> Result<()> {
+        self.core.flush()
+    }
+
+    /// Commits like [`RecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
+    /// and trailer, then the header), whatever the writer's durability: when it returns, every
+    /// record appended survives a power cut.
+    ///
+    /// ```
+    /// use rawarray_serde::RecordWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let mut w = RecordWriter::<f32>::create(dir.path().join("s.ra"), serde_json::Value::Null).unwrap();
+    /// w.append_slice(&[1.0, 2.0]).unwrap();
+    /// w.flush().unwrap(); // committed: readers and a killed process keep it
+    /// w.append(&3.0).unwrap();
+    /// w.sync().unwrap(); // committed and on disk
+    /// assert_eq!(w.flushed_len(), 3);
+    /// ```
+    pub fn sync(&mut self) -> Result<()> {
+        self.core.sync()
+    }
+
+    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
+    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
+    /// data end of this flush: no reader has mapped anything beyond it.
+    pub fn finish(mut self) -> Result<Header> {
+        self.core.close()?;
+        Ok(self.core.header.clone())
+    }
+
+    /// Records appended, flushed or not.
+    pub fn len(&self) -> u64 {
+        self.core.len()
+    }
+
+    /// Whether no record was ever appended.
+    pub fn is_empty(&self) -> bool {
+        self.core.len() == 0
+    }
+
+    /// Records the header on disk covers: those of the last flush.
+    pub fn flushed_len(&self) -> u64 {
+        self.core.flushed_len()
+    }
+
+    /// The header on disk.
+    pub fn header(&self) -> &Header {
+        &self.core.header
+    }
+
+    /// The dims of one record, in values of the element.
+    pub fn record_dims(&self) -> &[u64] {
+        &self.core.shape.dims
+    }
+
+    /// The trailer written with the records.
+    pub fn trailer(&self) -> &Trailer {
+        &self.core.trailer
+    }
+}
+
+/// Appends records given as packed little-endian bytes, for an element described at run time
+/// ([`ElementSpec`]): the same file, lock and crash safety as [`RecordWriter<T>`], whose docs
+/// describe them. Made by [`RecordOptions::create_dyn`] and [`RecordOptions::open_dyn`].
+#[derive(Debug)]
+pub struct DynRecordWriter {
+    core: Writer,
+}
+
+impl DynRecordWriter {
+    /// Appends whole records: `bytes` holds them packed, little-endian, as the trailer's schema
+    /// lays them out, and its length must be a multiple of the record size. Not committed until
+    /// [`DynRecordWriter::flush`].
+    pub fn append_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let record = self.core.shape.bytes;
+        if record == 0 || !(bytes.len() as u64).is_multiple_of(record) {
+            return Err(Error::unsupported(format!(
+                "{} bytes are not whole records of {record} bytes",
+                bytes.len()
+            )));
+        }
+        let records = bytes.len() as u64 / record;
+        if bytes.len() >= DIRECT_WRITE {
+            self.core.write_pending()?;
+            self.core.write_ahead(bytes)?;
+        } else {
+            self.core.pending.extend_from_slice(bytes);
+            if self.core.pending.len() >= self.core.buffer_bytes {
+                self.core.write_pending()?;
+            }
+        }
+        self.core.pending_records += records;
+        Ok(())
+    }
+
+    /// Commits the records appended so far: writes the buffer and the trailer block after them
+    /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
+    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+    /// On an error the file still holds the records of the last successful flush, and flushing
+    /// can be retried.
+    pub fn flush(&mut self) -> Result<()> {
+        self.core.flush()
+    }
+
+    /// Commits like [`DynRecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
+    /// and trailer, then the header), whatever the writer's durability: when it returns, every
+    /// record appended survives a power cut.
+    pub fn sync(&mut self) -> Result<()> {
+        self.core.sync()
+    }
+
+    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
+    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
+    /// data end of this flush: no reader has mapped anything beyond it.
+    pub fn finish(mut self) -> Result<Header> {
+        self.core.close()?;
+        Ok(self.core.header.clone())
+    }
+
+    /// Records appended, flushed or not.
+    pub fn len(&self) -> u64 {
+        self.core.len()
+    }
+
+    /// Whether no record was ever appended.
+    pub fn is_empty(&self) -> bool {
+        self.core.len() == 0
+    }
+
+    /// Records the header on disk covers: those of the last flush.
+    pub fn flushed_len(&self) -> u64 {
+        self.core.flushed_len()
+    }
+
+    /// The header on disk.
+    pub fn header(&self) -> &Header {
+        &self.core.header
+    }
+
+    /// The dims of one record, in values of the element.
+    pub fn record_dims(&self) -> &[u64] {
+        &self.core.shape.dims
+    }
+
+    /// The trailer written with the records.
+    pub fn trailer(&self) -> &Trailer {
+        &self.core.trailer
+    }
+
+    /// Bytes of one record.
+    pub fn record_bytes(&self) -> u64 {
+        self.core.shape.bytes
+    }
+}
+
+/// The writer itself, for records of any element: [`RecordWriter<T>`] packs values of `T` into
+/// it, [`DynRecordWriter`] hands it packed bytes.
+#[derive(Debug)]
+struct Writer {
     file: File,
     /// The header on disk: the records of the last flush.
     header: Header,
@@ -375,21 +890,9 @@ pub struct RecordWriter<T: Element> {
     durability: Durability,
     buffer_bytes: usize,
     closed: bool,
-    _element: PhantomData<fn(&T)>,
 }
 
-impl<T: Element> RecordWriter<T> {
-    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
-    /// its trailer; see [`RecordOptions`] for the rest.
-    pub fn create(path: impl AsRef<Path>, params: impl Serialize) -> Result<RecordWriter<T>> {
-        RecordOptions::new().params(params).create(path)
-    }
-
-    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
-    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        RecordOptions::new().open(path)
-    }
-
+impl Writer {
     fn new(
         file: File,
         header: Header,
@@ -397,8 +900,8 @@ impl<T: Element> RecordWriter<T> {
         trailer: Trailer,
         json: Vec<u8>,
         opts: &RecordOptions,
-    ) -> RecordWriter<T> {
-        RecordWriter {
+    ) -> Writer {
+        Writer {
             file,
             big_endian: header.is_big_endian(),
             spare_at: data_end(&header),
@@ -412,74 +915,7 @@ impl<T: Element> RecordWriter<T> {
             durability: opts.durability,
             buffer_bytes: opts.buffer_bytes,
             closed: false,
-            _element: PhantomData,
         }
-    }
-
-    /// Appends one record (for files whose records are one value each).
-    pub fn append(&mut self, record: &T) -> Result<()> {
-        self.append_slice(std::slice::from_ref(record))
-    }
-
-    /// Appends whole records: `values.len()` must be a multiple of the values per record.
-    ///
-    /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
-    /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
-    /// packed into the buffer, which is written out (still uncommitted) when it holds
-    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
-    pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
-        let per = self.shape.values;
-        if per == 0 || !values.len().is_multiple_of(per) {
-            return Err(Error::unsupported(format!(
-                "{} values are not whole records: a record of this file is {:?}, {per} values",
-                values.len(),
-                self.shape.dims
-            )));
-        }
-        if !self.big_endian {
-            if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
-                self.write_pending()?;
-                self.write_ahead(bytes)?;
-                self.pending_records += (values.len() / per) as u64;
-                return Ok(());
-            }
-        }
-        let chunk = (self.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
-        for part in values.chunks(chunk) {
-            self.pack(part);
-            self.pending_records += (part.len() / per) as u64;
-            if self.pending.len() >= self.buffer_bytes {
-                self.write_pending()?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Appends an array of records: dims equal to the record dims (one record), or the record
-    /// dims followed by a count.
-    pub fn append_array(&mut self, records: &RawArray<T>) -> Result<()> {
-        let (dims, want) = (records.dims(), &self.shape.dims[..]);
-        if dims != want && !(dims.len() == want.len() + 1 && dims.starts_with(want)) {
-            return Err(ErrorKind::DimsMismatch {
-                expected: format!("{want:?} (one record), or {want:?} then a record count"),
-                found: dims.to_vec(),
-            }
-            .into());
-        }
-        self.append_slice(records.as_slice())
-    }
-
-    fn pack(&mut self, values: &[T]) {
-        if !self.big_endian {
-            if let Some(bytes) = T::as_pod_bytes(values) {
-                self.pending.extend_from_slice(bytes);
-                return;
-            }
-        }
-        let start = self.pending.len();
-        self.pending
-            .resize(start + values.len() * T::PACKED_SIZE, 0);
-        data::pack_into(values, self.big_endian, &mut self.pending[start..]);
     }
 
     /// Writes the buffer after the records already written ahead, uncommitted.
@@ -518,7 +954,7 @@ impl<T: Element> RecordWriter<T> {
         let mut bytes = Vec::with_capacity(block as usize);
         encode_block_into(&self.json, 0, &mut bytes);
         write_all_at(&self.file, &bytes, spare)?;
-        self.sync()?;
+        self.sync_if_durable()?;
         self.spare_at = spare;
         Ok(())
     }
@@ -528,7 +964,7 @@ impl<T: Element> RecordWriter<T> {
     /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
     /// On an error the file still holds the records of the last successful flush, and flushing
     /// can be retried.
-    pub fn flush(&mut self) -> Result<()> {
+    fn flush(&mut self) -> Result<()> {
         if self.pending_records == 0 {
             return Ok(());
         }
@@ -540,7 +976,7 @@ impl<T: Element> RecordWriter<T> {
         let written = write_all_at(&self.file, &self.pending, at);
         self.pending.truncate(buffered);
         written?;
-        self.sync()?;
+        self.sync_if_durable()?;
         let mut header = self.header.clone();
         *header
             .dims
@@ -548,7 +984,7 @@ impl<T: Element> RecordWriter<T> {
             .expect("record files have a last dim") += self.pending_records;
         header.size += self.ahead + buffered as u64;
         write_all_at(&self.file, &header.encode(), 0)?;
-        self.sync()?;
+        self.sync_if_durable()?;
         self.header = header;
         self.ahead = 0;
         self.pending.clear();
@@ -556,11 +992,19 @@ impl<T: Element> RecordWriter<T> {
         Ok(())
     }
 
-    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
-    /// copy) and closes it. Returns the final header.
-    pub fn finish(mut self) -> Result<Header> {
-        self.close()?;
-        Ok(self.header.clone())
+    /// Commits like [`RecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
+    /// and trailer, then the header), whatever the writer's durability: when it returns, every
+    /// record appended survives a power cut.
+    fn sync(&mut self) -> Result<()> {
+        if self.pending_records == 0 {
+            return Ok(self.file.sync_data()?);
+        }
+        // Records flushed without syncs before are synced by this flush's first sync, before
+        // its header is written.
+        let durability = std::mem::replace(&mut self.durability, Durability::Fsync);
+        let flushed = self.flush();
+        self.durability = durability;
+        flushed
     }
 
     fn close(&mut self) -> Result<()> {
@@ -568,14 +1012,14 @@ impl<T: Element> RecordWriter<T> {
         let end = self.data_end();
         if self.spare_at != end {
             self.file.set_len(end + block_len(self.json.len()) as u64)?;
-            self.sync()?;
+            self.sync_if_durable()?;
             self.spare_at = end;
         }
         self.closed = true;
         Ok(())
     }
 
-    fn sync(&self) -> Result<()> {
+    fn sync_if_durable(&self) -> Result<()> {
         if self.durability == Durability::Fsync {
             self.file.sync_data()?;
         }
@@ -587,41 +1031,21 @@ impl<T: Element> RecordWriter<T> {
     }
 
     /// Records appended, flushed or not.
-    pub fn len(&self) -> u64 {
+    fn len(&self) -> u64 {
         self.flushed_len() + self.pending_records
     }
 
-    /// Whether no record was ever appended.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
     /// Records the header on disk covers: those of the last flush.
-    pub fn flushed_len(&self) -> u64 {
+    fn flushed_len(&self) -> u64 {
         *self
             .header
             .dims
             .last()
             .expect("record files have a last dim")
     }
-
-    /// The header on disk.
-    pub fn header(&self) -> &Header {
-        &self.header
-    }
-
-    /// The dims of one record, in values of `T`.
-    pub fn record_dims(&self) -> &[u64] {
-        &self.shape.dims
-    }
-
-    /// The trailer written with the records.
-    pub fn trailer(&self) -> &Trailer {
-        &self.trailer
-    }
 }
 
-impl<T: Element> Drop for RecordWriter<T> {
+impl Drop for Writer {
     fn drop(&mut self) {
         if !self.closed {
             // Errors cannot be reported here; the file is valid whatever happens.
@@ -693,30 +1117,80 @@ pub struct Recovery {
 /// before the block. The spare copy has `at = 0`, so a spare that happens to sit on a record
 /// boundary behind a torn flush is never taken for the end of complete records. Without a
 /// forward block, the last flush was torn: the trailer is written back at the data end and
-/// nothing is extended. A file with no trailer at all (not written by [`RecordWriter`]) is
-/// extended over as many whole records as follow its data. A damaged trailer and no good copy
-/// is an error, and nothing is written. The scan can only be fooled by record data that itself
-/// holds a valid forward trailer block on a record boundary.
+/// nothing is extended. A damaged trailer and no good copy is an error, and nothing is written.
+/// The scan can only be fooled by record data that itself holds a valid forward trailer block
+/// on a record boundary.
+///
+/// A file with bytes after its data but no trailer block (not written by [`RecordWriter`]:
+/// another program's metadata, a hole) is not changed: the error,
+/// [`ErrorKind::ForeignTrailing`], says how many bytes there are and what they look like.
+/// [`recover_with`] and [`RecoverOptions::force`] extend its header over as many whole
+/// records as follow its data all the same.
+///
+/// It holds the file's exclusive lock while it works: a file a writer is appending to is
+/// refused with [`ErrorKind::Locked`] (its tail is not torn, just not committed yet).
 ///
 /// Works on any uncompressed `.ra` file whose last dim counts records.
 ///
 /// ```
-/// use rawarray_serde::{recover, RawArray};
+/// use rawarray_serde::{recover, RawArray, RecordWriter};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("log.ra");
-/// // A header for 2 values, followed by 3 whole u32 values and a torn one.
+/// let mut w = RecordWriter::<u32>::create(&path, serde_json::Value::Null).unwrap();
+/// w.append_slice(&[1, 2]).unwrap();
+/// w.finish().unwrap();
+///
+/// let r = recover(&path).unwrap(); // nothing was lost here
+/// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 2, true));
+/// ```
+pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
+    recover_with(path, &RecoverOptions::new())
+}
+
+/// How [`recover_with`] treats a file without a record trailer.
+///
+/// ```
+/// use rawarray_serde::{recover, recover_with, ErrorKind, RawArray, RecoverOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("log.ra");
+/// // A header for 2 values, followed by 3 whole u32 values and a torn one: no trailer.
 /// let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
 /// bytes.extend([3u32, 4, 5].iter().flat_map(|v| v.to_le_bytes()));
 /// bytes.extend([6, 0]);
 /// std::fs::write(&path, &bytes).unwrap();
 ///
-/// let r = recover(&path).unwrap();
+/// let refused = recover(&path).unwrap_err();
+/// assert!(matches!(refused.kind(), ErrorKind::ForeignTrailing { bytes: 14, .. }));
+/// assert_eq!(std::fs::read(&path).unwrap(), bytes);
+///
+/// let r = recover_with(&path, &RecoverOptions::new().force(true)).unwrap();
 /// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 5, false));
 /// let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
 /// assert_eq!(a.as_slice(), [1, 2, 3, 4, 5]);
 /// ```
-pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
-    let file = OpenOptions::new().read(true).write(true).open(path)?;
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RecoverOptions {
+    force: bool,
+}
+
+impl RecoverOptions {
+    /// The default: a file without a record trailer is refused.
+    pub fn new() -> RecoverOptions {
+        RecoverOptions::default()
+    }
+
+    /// Extend the header of a file without a trailer over the whole records after its data.
+    #[must_use]
+    pub fn force(mut self, on: bool) -> RecoverOptions {
+        self.force = on;
+        self
+    }
+}
+
+/// [`recover`], as `opts` say.
+pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Recovery> {
+    let path = path.as_ref();
+    let file = open_locked(path)?;
     let mut header = Header::read_from(&mut &file)?;
     if header.is_compressed() {
         return Err(Error::unsupported(
@@ -742,6 +1216,18 @@ pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
     let file_len = file.metadata()?.len();
     header.check_input_len(file_len)?;
     let end = data_end(&header);
+    // A file this crate's writer left always has a valid block at its end or at its data end
+    // (see `RecordWriter`): without one, refuse before scanning what may be gigabytes.
+    if file_len > end && !opts.force && matches!(locate(&file, end, file_len), Probe::Absent) {
+        return Err(foreign_trailing(
+            &file,
+            path,
+            end,
+            file_len,
+            "without a record trailer, records cannot be told from other data \
+             (force it: RecoverOptions::force, ra recover --force)",
+        ));
+    }
     let spare = probe_backward(&file, end, file_len).valid();
     let limit = spare
         .as_ref()
@@ -794,6 +1280,45 @@ pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
             Ok(recovery)
         }
     }
+}
+
+/// The error for bytes after the data end that are no trailer block: how many, and what the
+/// first of them look like.
+fn foreign_trailing(file: &File, path: &Path, end: u64, len: u64, advice: &'static str) -> Error {
+    let mut head = vec![0u8; (len - end).min(32) as usize];
+    let looks_like = match read_exact_at(file, &mut head, end) {
+        Ok(()) => describe_bytes(&head, len - end),
+        Err(e) => format!("unreadable: {e}"),
+    };
+    ErrorKind::ForeignTrailing {
+        path: path.to_path_buf(),
+        bytes: len - end,
+        looks_like,
+        advice,
+    }
+    .into()
+}
+
+/// The first bytes of a run of `total`: quoted if printable text, zeros as such, hex otherwise.
+fn describe_bytes(head: &[u8], total: u64) -> String {
+    let more = if (head.len() as u64) < total {
+        "..."
+    } else {
+        ""
+    };
+    let printable = |t: &str| {
+        t.chars()
+            .all(|c| !c.is_control() || c.is_ascii_whitespace())
+    };
+    match std::str::from_utf8(head) {
+        _ if head.iter().all(|&b| b == 0) => format!("zeros{more}"),
+        Ok(text) if printable(text) => format!("text {text:?}{more}"),
+        _ => format!("bytes {}{more}", hex(head)),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// The first forward block (its `at` its own offset) at `end + k * record_bytes`, lying

@@ -400,7 +400,26 @@ fn check_block(bytes: &[u8]) -> std::result::Result<(u64, Trailer), String> {
             Trailer::VERSION
         ));
     }
+    check_schema(&trailer).map_err(|e| e.to_string())?;
     Ok((at, trailer))
+}
+
+/// A trailer's schema must be a valid layout ([`Layout::validate`]) and its `numpy_descr`, when
+/// both are there, the dtype of that layout: otherwise the metadata is damaged.
+fn check_schema(trailer: &Trailer) -> Result<()> {
+    let Some(schema) = &trailer.schema else {
+        return Ok(());
+    };
+    schema.validate()?;
+    match &trailer.numpy_descr {
+        Some(descr) if *descr != schema.numpy_descr_json() => Err(ErrorKind::BadSchema(format!(
+            "{}: its numpy_descr {descr} is not its dtype {}",
+            schema.numpy_descr(),
+            schema.numpy_descr_json()
+        ))
+        .into()),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

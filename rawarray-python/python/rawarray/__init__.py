@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from ._rawarray import Buffer, RaError, RawFile
+from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
 
-__all__ = ["read", "open", "write", "File", "RaError", "RaWarning", "loads"]
+__all__ = ["read", "open", "write", "File", "RecordWriter", "RaError", "RaWarning", "loads"]
 
 
 class RaWarning(UserWarning):
@@ -188,9 +189,12 @@ class File:
             return self._dtype.newbyteorder(">")
         return self._dtype
 
-    def array(self, order: str = "C") -> np.ndarray:
-        """The whole array: a read-only view over a memory map for plain little-endian files,
-        decoded into memory for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+    def array(self, order: str = "C", *, mmap: bool = True) -> np.ndarray:
+        """The whole array: a read-only view over a memory map for plain little-endian files
+        (``mmap=False``: a new, writable array read into memory with positioned reads), decoded
+        into memory (read-only) for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+        if not mmap and self._plain:
+            return self._read_into_memory(order)
         buf = self._mapped()
         offset = self._raw.header_len if self._plain else 0
         dims = list(self._raw.dims)
@@ -203,6 +207,21 @@ class File:
         arr = np.ndarray(shape, dtype=self._decoded_dtype(), buffer=buf, offset=offset, order=np_order)
         arr.flags.writeable = False
         return arr
+
+    def _read_into_memory(self, order: str) -> np.ndarray:
+        """A new array that owns its memory (numpy allocates it, so large arrays get numpy's
+        huge pages), filled by the library with positioned reads."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        dims = list(self._raw.dims)
+        if order not in ("C", "F"):
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        shape = tuple(reversed(dims)) if order == "C" else tuple(dims)
+        out = np.empty(shape, dtype=self._dtype, order=order)
+        if out.size:
+            flat = (out if order == "C" else out.T).reshape(-1)
+            self._raw.read_into(0, flat.view(np.uint8))
+        return out
 
     def _block(self, key: Any) -> np.ndarray | None:
         """``f[key]`` read by the library's ``ArrayReader`` (only the block's bytes), for keys of
@@ -304,13 +323,15 @@ def open(path: str | os.PathLike[str]) -> File:  # noqa: A001 (the package's pub
     return File(path)
 
 
-def read(path: str | os.PathLike[str], *, order: str = "C") -> np.ndarray:
+def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
     """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
     C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
-    files come back as a read-only view over a memory map (``np.array(a)`` copies it);
-    compressed or big-endian ones are decoded into memory. Raises :class:`RaError` for an
-    invalid file and ``OSError`` for I/O errors."""
-    return File(path).array(order)
+    files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
+    writable array instead (positioned reads, the GIL released: for files others may truncate,
+    and network filesystems). Compressed or big-endian files are decoded into memory, read-only
+    (``np.array(a)`` makes a writable copy). Raises
+    :class:`RaError` for an invalid file and ``OSError`` for I/O errors."""
+    return File(path).array(order, mmap=mmap)
 
 
 def loads(data: bytes | bytearray | memoryview | np.void, *, order: str = "C") -> np.ndarray:
@@ -394,3 +415,93 @@ def write(
     params_json = None if params is None else json.dumps(params)
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
     _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress)
+
+
+class RecordWriter:
+    """Appends records to a ``.ra`` file as a simulation runs, through the Rust library's record
+    writer: one writer at a time (an exclusive lock; a second writer gets :class:`RaError`),
+    and a kill at any moment leaves a valid file holding every record of the last ``flush``.
+
+    ``dtype`` is one record's type: a structured dtype (stored as eltype 0 with its schema, so
+    Rust's ``RecordReader`` reads it into a derived struct of the same layout) or a plain one.
+    ``shape`` makes each record an array of that numpy shape (a snapshot per step); the file's
+    dims are then ``shape`` reversed, then the record count, and ``rawarray.read`` gives
+    ``(count,) + shape``. ``params`` (anything ``json.dumps`` takes) go in the trailer.
+    ``mode="a"`` opens an existing file to append (same dtype and shape).
+
+    >>> with rawarray.RecordWriter("run.ra", [("step", "<u8"), ("e", "<f8")], params={"dt": 0.1}) as w:   # doctest: +SKIP
+    ...     for step in range(100):
+    ...         w.append(np.array([(step, -1.0)], dtype=w.dtype))
+    ...         w.flush()                                   # readers see it; a kill keeps it
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        dtype: Any,
+        *,
+        shape: tuple[int, ...] = (),
+        params: Any = None,
+        mode: str = "w",
+    ) -> None:
+        if mode not in ("w", "a"):
+            raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
+        dt = np.dtype(dtype)
+        if dt.hasobject or dt.kind in "OUSMm":
+            raise RaError(f"numpy dtype {dt} (kind '{dt.kind}') has no .ra element type")
+        self.dtype = _little_endian(dt)
+        self.shape = tuple(int(n) for n in shape)
+        self.path = os.fspath(path)
+        params_json = None if params is None else json.dumps(params)
+        self._w = _RecordWriter(
+            self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json, mode == "a"
+        )
+
+    def append(self, records: Any) -> None:
+        """Appends records: an array of shape ``(n,) + shape`` (or ``shape`` for one record) of
+        the writer's dtype, or anything numpy converts to one. Not committed until
+        :meth:`flush`."""
+        arr = np.asarray(records)
+        if arr.dtype != self.dtype:
+            if arr.dtype.fields is not None and self.dtype.fields is not None and \
+                    arr.dtype.names != self.dtype.names:
+                raise RaError(f"records of dtype {arr.dtype} do not match the writer's {self.dtype}")
+            arr = arr.astype(self.dtype)
+        if arr.shape == self.shape:
+            arr = arr.reshape((1,) + self.shape)
+        if arr.shape[1:] != self.shape:
+            raise RaError(f"records of shape {arr.shape[1:]} do not match the writer's {self.shape}")
+        arr = np.ascontiguousarray(arr)
+        if arr.size:
+            self._w.append(arr.reshape(-1).view(np.uint8))
+
+    def flush(self) -> None:
+        """Commits what was appended: readers see it, and a killed process keeps it."""
+        self._w.flush()
+
+    def sync(self) -> None:
+        """Commits and syncs to disk: the records survive a power cut too."""
+        self._w.sync()
+
+    def close(self) -> None:
+        """Commits, trims the file and releases the lock (closing twice is allowed)."""
+        self._w.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._w.closed
+
+    @property
+    def flushed_len(self) -> int:
+        """Records the file's header covers: those of the last flush."""
+        return self._w.flushed_len
+
+    def __len__(self) -> int:
+        return len(self._w)
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,361 @@
+//! `ra` against concurrent writers, hostile metadata and small inputs with large costs
+//! (issue 14, cases 3, 4, 6 and 8). Every command runs as a user runs it, under a 256 MiB
+//! address-space limit (`ulimit -v`) and a 5-second timeout: a panic (exit 101), a hang or an
+//! allocation beyond the bound fails the test. Inputs are hand-built bytes.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rawarray_serde::{ElType, Field, Header, Layout, RecordWriter, Trailer};
+
+/// 256 MiB of address space, in KiB for `ulimit -v`.
+const MEMORY_KIB: u64 = 256 << 10;
+
+/// Runs `ra ARGS` under the memory limit and the timeout; returns (exit code, stdout, stderr).
+fn ra_bounded(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String) {
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
+        .arg(assert_cmd::cargo::cargo_bin("ra"));
+    for a in args {
+        cmd.arg(a);
+    }
+    // glibc reserves 64 MiB of address space per thread arena; the limit is about the heap.
+    cmd.env("MALLOC_ARENA_MAX", "2");
+    let out = assert_cmd::Command::from_std(cmd)
+        .timeout(Duration::from_secs(5))
+        .output()
+        .unwrap();
+    let code = out.status.code().unwrap_or_else(|| {
+        panic!(
+            "ra {:?} was killed (timeout or signal): {}",
+            args.iter()
+                .map(|a| a.as_ref().to_owned())
+                .collect::<Vec<_>>(),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    let text = |b: Vec<u8>| String::from_utf8_lossy(&b).into_owned();
+    (code, text(out.stdout), text(out.stderr))
+}
+
+/// Exit 0 or 1 with at most one line per problem: never a panic (101) or a crash.
+fn no_panic(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String) {
+    let (code, out, err) = ra_bounded(args);
+    assert!(
+        code == 0 || code == 1,
+        "exit {code} for {:?}: {err}",
+        args.iter()
+            .map(|a| a.as_ref().to_owned())
+            .collect::<Vec<_>>()
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    (code, out, err)
+}
+
+fn le_header(eltype: u64, elbyte: u64, dims: &[u64], flags: u64, size: u64) -> Vec<u8> {
+    let mut words = vec![
+        u64::from_le_bytes(*b"rawarray"),
+        flags,
+        eltype,
+        elbyte,
+        size,
+        dims.len() as u64,
+    ];
+    words.extend_from_slice(dims);
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+fn scalar(eltype: ElType, elbyte: u64) -> Layout {
+    Layout::Scalar { eltype, elbyte }
+}
+
+fn field(name: &str, offset: u64, layout: Layout) -> Field {
+    Field {
+        name: name.into(),
+        offset,
+        layout,
+    }
+}
+
+fn record(fields: Vec<Field>) -> Layout {
+    Layout::Record {
+        name: "Hostile".into(),
+        fields,
+    }
+}
+
+/// The schemas that broke the tool, each over 20-byte user-defined elements.
+fn hostile_schemas() -> Vec<(&'static str, Layout)> {
+    let mut deep = scalar(ElType::Uint, 1);
+    for _ in 0..100 {
+        deep = Layout::Array {
+            len: 1,
+            item: Box::new(deep),
+        };
+    }
+    vec![
+        (
+            "offset past the element",
+            record(vec![
+                field("t", 0, scalar(ElType::Float, 8)),
+                field("x", 30, scalar(ElType::Float, 4)),
+            ]),
+        ),
+        (
+            "scalar wider than the element",
+            record(vec![field("big", 0, scalar(ElType::Uint, 64))]),
+        ),
+        (
+            "scalar of an impossible width",
+            record(vec![
+                field("odd", 0, scalar(ElType::Float, 3)),
+                field("rest", 3, scalar(ElType::Uint, 16)),
+            ]),
+        ),
+        (
+            "2^40 zero-size items",
+            record(vec![field(
+                "many",
+                0,
+                Layout::Array {
+                    len: 1 << 40,
+                    item: Box::new(Layout::Array {
+                        len: 0,
+                        item: Box::new(scalar(ElType::Uint, 1)),
+                    }),
+                },
+            )]),
+        ),
+        (
+            "wider than the element",
+            record(vec![
+                field("a", 0, scalar(ElType::Float, 8)),
+                field("b", 8, scalar(ElType::Float, 8)),
+                field("c", 16, scalar(ElType::Float, 8)),
+            ]),
+        ),
+        ("nested 100 deep", deep),
+        (
+            "two fields of one name",
+            record(vec![
+                field("a", 0, scalar(ElType::Float, 8)),
+                field(
+                    "a",
+                    8,
+                    Layout::Array {
+                        len: 12,
+                        item: Box::new(scalar(ElType::Uint, 1)),
+                    },
+                ),
+            ]),
+        ),
+        (
+            "a quote in a name",
+            record(vec![
+                field("a'b", 0, scalar(ElType::Float, 8)),
+                field("c", 8, scalar(ElType::Uint, 8)),
+                field("d", 16, scalar(ElType::Float, 4)),
+            ]),
+        ),
+    ]
+}
+
+/// Two 20-byte elements (bytes 0..40), then a trailer block holding `schema`.
+fn hostile_file(dir: &Path, i: usize, schema: Layout) -> (PathBuf, Vec<u8>) {
+    let data: Vec<u8> = (0..40u8).collect();
+    let mut bytes = le_header(0, 20, &[2], 0, 40);
+    bytes.extend_from_slice(&data);
+    let trailer = Trailer {
+        version: Trailer::VERSION,
+        params: serde_json::json!({"case": i}),
+        schema: Some(schema),
+        numpy_descr: None,
+    };
+    let at = bytes.len() as u64;
+    bytes.extend(trailer.encode_block(at));
+    let path = dir.join(format!("hostile{i}.ra"));
+    std::fs::write(&path, &bytes).unwrap();
+    (path, data)
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+#[test]
+fn hostile_schemas_are_damaged_metadata_in_every_command_and_the_data_is_shown_as_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (what, schema)) in hostile_schemas().into_iter().enumerate() {
+        let (path, data) = hostile_file(dir.path(), i, schema);
+        let out = |ext: &str| dir.path().join(format!("out{i}.{ext}"));
+
+        let (_, info, _) = no_panic(&[&"info", &path]);
+        assert!(
+            info.contains("damaged") && info.contains("record schema"),
+            "{what}: {info}"
+        );
+        let (_, json, _) = no_panic(&[&"info", &"--json", &path]);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert!(
+            v["trailer_error"].is_string() || v["schema_error"].is_string(),
+            "{what}: {json}"
+        );
+
+        // The elements, as the bytes they are.
+        let (code, cat, _) = no_panic(&[&"cat", &path]);
+        assert_eq!(code, 0, "{what}");
+        assert_eq!(
+            cat,
+            format!("[0]\t{}\n[1]\t{}\n", hex(&data[..20]), hex(&data[20..])),
+            "{what}"
+        );
+        let (_, head, _) = no_panic(&[&"cat", &"--head", &"1", &"--json", &path]);
+        assert_eq!(
+            head,
+            format!("{{\"index\":[0],\"value\":\"{}\"}}\n", hex(&data[..20])),
+            "{what}"
+        );
+
+        // No dtype numpy could load: refused, not a broken .npy with exit 0.
+        let (code, _, err) = no_panic(&[&"convert", &path, &out("npy")]);
+        assert_eq!(code, 1, "{what}");
+        assert!(err.contains("no .npy for user(20 bytes)"), "{what}: {err}");
+        assert!(!out("npy").exists());
+        for ext in ["csv", "png"] {
+            let (code, _, _) = no_panic(&[&"convert", &path, &out(ext)]);
+            assert_eq!(code, 1, "{what} -> {ext}");
+        }
+        for cmd in [
+            vec![
+                &"compress" as &dyn AsRef<std::ffi::OsStr>,
+                &path,
+                &"-o",
+                &out("z.ra"),
+            ],
+            vec![&"reshape", &path, &"1", &"2", &"-o", &out("r.ra")],
+            vec![&"checksum", &path],
+            vec![&"recover", &path],
+        ] {
+            no_panic(&cmd);
+        }
+        if out("z.ra").exists() {
+            let (_, cat, _) = no_panic(&[&"cat", &out("z.ra")]);
+            assert!(
+                cat.starts_with(&format!("[0]\t{}", hex(&data[..20]))),
+                "{what}"
+            );
+        }
+    }
+}
+
+#[test]
+fn in_place_commands_during_a_live_writer_are_refused_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.ra");
+    let mut w = RecordWriter::<u64>::create(&path, serde_json::json!({"dt": 1})).unwrap();
+    w.append_slice(&(0..1000).collect::<Vec<_>>()).unwrap();
+    w.flush().unwrap();
+    w.append_slice(&(1000..1001).collect::<Vec<_>>()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    for cmd in [
+        vec![&"compress" as &dyn AsRef<std::ffi::OsStr>, &path],
+        vec![&"reshape", &path, &"1000"],
+        vec![&"recover", &path],
+        vec![&"recover", &"--force", &path],
+    ] {
+        let (code, _, err) = no_panic(&cmd);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("is being written by another writer"), "{err}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+    // Readers are never blocked.
+    let (code, info, _) = no_panic(&[&"info", &path]);
+    assert_eq!(code, 0);
+    assert!(info.contains("[1000]"), "{info}");
+    w.flush().unwrap();
+    w.finish().unwrap();
+    let (code, cat, _) = no_panic(&[&"cat", &"--head", &"2000", &path]);
+    assert_eq!(code, 0);
+    let want: String = (0..1001).map(|i| format!("[{i}]\t{i}\n")).collect();
+    assert_eq!(cat, want);
+}
+
+/// An f64 [4096, 4096] array (128 MiB) of zeros as one LZ4 block of about half a megabyte.
+fn lz4_zeros(dir: &Path) -> PathBuf {
+    let plain = vec![0u8; 128 << 20];
+    let block = lz4_flex::block::compress(&plain);
+    assert!(block.len() < 1 << 20, "{}", block.len());
+    let mut bytes = le_header(3, 8, &[4096, 4096], 2, block.len() as u64);
+    bytes.extend_from_slice(&block);
+    let path = dir.join("zeros_z.ra");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn small_inputs_cost_bounded_memory_and_time_in_every_command() {
+    let dir = tempfile::tempdir().unwrap();
+    let z = lz4_zeros(dir.path());
+    // Under 1 MiB, 128 MiB of plain data: printing one value, the header, the digests and a
+    // PNG (16 MiB of pixels) all stay within 256 MiB and 5 s.
+    let (code, head, _) = no_panic(&[&"cat", &"--head", &"1", &z]);
+    assert_eq!((code, head.as_str()), (0, "[0, 0]\t0.0\n"));
+    assert_eq!(no_panic(&[&"info", &z]).0, 0);
+    assert_eq!(no_panic(&[&"checksum", &z]).0, 0);
+    let png = dir.path().join("zeros.png");
+    let (code, _, err) = no_panic(&[&"convert", &z, &png]);
+    assert_eq!(code, 0, "{err}");
+    assert!(png.exists());
+
+    // A 3-byte array before a 2 GiB hole: the trailing bytes are found from the end.
+    let holey = dir.path().join("hole.ra");
+    std::fs::write(
+        &holey,
+        le_header(2, 1, &[3], 0, 3)
+            .into_iter()
+            .chain([1, 2, 3])
+            .collect::<Vec<u8>>(),
+    )
+    .unwrap();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&holey)
+        .unwrap()
+        .set_len(2 << 30)
+        .unwrap();
+    let (code, info, _) = no_panic(&[&"info", &"--json", &holey]);
+    assert_eq!(code, 0);
+    let v: serde_json::Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(v["trailer_bytes"], (2u64 << 30) - 59);
+    let (code, cat, _) = no_panic(&[&"cat", &holey]);
+    assert_eq!((code, cat.as_str()), (0, "[0]\t1\n[1]\t2\n[2]\t3\n"));
+
+    // A small PNG claiming 81 MB of pixels: refused before decoding, unless allowed.
+    let bomb = dir.path().join("bomb.png");
+    {
+        let f = std::io::BufWriter::new(std::fs::File::create(&bomb).unwrap());
+        let mut enc = png::Encoder::new(f, 9000, 9000);
+        enc.set_color(png::ColorType::Grayscale);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Fast);
+        let mut w = enc.write_header().unwrap();
+        w.write_image_data(&vec![0u8; 9000 * 9000]).unwrap();
+        w.finish().unwrap();
+    }
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+    let out = dir.path().join("bomb.ra");
+    let (code, _, err) = no_panic(&[&"convert", &bomb, &out]);
+    assert_eq!(code, 1);
+    assert!(err.contains("--max-image-bytes"), "{err}");
+    assert!(!out.exists());
+    let (code, _, err) = no_panic(&[&"convert", &"--max-image-bytes", &"100000000", &bomb, &out]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        Header::decode(&std::fs::read(&out).unwrap()[..64])
+            .unwrap()
+            .dims,
+        [9000, 9000]
+    );
+}

@@ -1,0 +1,82 @@
+//! One writer at a time: the exclusive advisory lock every writer of an existing file holds
+//! while it writes (`RecordWriter`, `recover`, a replacement by rename).
+//!
+//! The lock is `flock` on Unix (`LockFileEx` on Windows), through `File::try_lock`. It belongs
+//! to the open file description, so two handles opened separately conflict even in one
+//! process, and it goes away with the last handle, so a killed writer leaves no stale lock.
+//! It is advisory: programs that do not ask for it are not stopped, and readers never ask.
+
+use std::fs::{File, OpenOptions};
+use std::path::Path;
+
+use crate::error::{ErrorKind, Result};
+
+/// Times `open_locked` reopens a path whose file was replaced between its open and its lock.
+const REOPEN_TRIES: usize = 16;
+
+/// Takes `file`'s exclusive lock without waiting: a file another writer holds is
+/// [`ErrorKind::Locked`], naming `path`.
+pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
+    match file.try_lock() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ErrorKind::Locked {
+            path: path.to_path_buf(),
+        }
+        .into()),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Opens the regular file at `path` for reading and writing and takes its exclusive lock.
+///
+/// A rename over `path` between the open and the lock would leave us holding the lock of a
+/// file nobody will see again, so the locked file must still be the one at `path`; if not, it
+/// is opened again.
+pub(crate) fn open_locked(path: &Path) -> Result<File> {
+    for _ in 0..REOPEN_TRIES {
+        crate::target::require_regular(path)?;
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        lock_exclusive(&file, path)?;
+        if is_at_path(&file, path)? {
+            return Ok(file);
+        }
+    }
+    // Replaced sixteen times while we looked: someone is rewriting it all the time.
+    Err(ErrorKind::Locked {
+        path: path.to_path_buf(),
+    }
+    .into())
+}
+
+/// Whether `file` is the file `path` names now (same device and inode).
+pub(crate) fn is_at_path(file: &File, path: &Path) -> Result<bool> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let (open, named) = (file.metadata()?, std::fs::metadata(path)?);
+        Ok(open.dev() == named.dev() && open.ino() == named.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        // Windows does not let a file that is open be renamed over.
+        let _ = (file, path);
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_handles_in_one_process_conflict_and_a_closed_one_frees_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, b"x").unwrap();
+        let first = open_locked(&path).unwrap();
+        let err = open_locked(&path).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Locked { path: p } if *p == path));
+        drop(first);
+        open_locked(&path).unwrap();
+    }
+}
