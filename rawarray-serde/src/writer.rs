@@ -1,15 +1,17 @@
 //! Writing n-d blocks of one array from many threads and processes: [`ArrayWriter`].
 
 use std::borrow::Cow;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::ops::Range;
 use std::path::Path;
 
+use crate::atomic::AtomicFile;
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::fileio::{stable_header, write_all_at};
 use crate::header::Header;
+use crate::lock::open_locked_shared;
 use crate::reader::{check_out_len, typed_plan};
 use crate::subset::SubsetPlan;
 
@@ -35,6 +37,12 @@ use crate::subset::SubsetPlan;
 ///
 /// Only little-endian uncompressed files can be written in place: a big-endian or LZ4 file is
 /// refused with an error saying so.
+///
+/// Every `ArrayWriter` holds the file's shared advisory lock (`flock`) until it is dropped or
+/// finished: block writers share it, and the crate's exclusive writers (a `RecordWriter`,
+/// `recover`, `write_file` or [`ArrayWriter::create`] over the file, `ra`'s in-place rewrites)
+/// fail at once with [`ErrorKind::Locked`](crate::ErrorKind::Locked) while any block writer has
+/// it open, as an `ArrayWriter` does on a file one of them holds. Readers take no lock.
 ///
 /// ```
 /// use rawarray_serde::{ArrayWriter, RawArray};
@@ -85,21 +93,15 @@ impl ArrayWriter {
         let path = path.as_ref();
         header.validate()?;
         check_writable(&header)?;
-        let dir = match path.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p,
-            _ => Path::new("."),
-        };
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(".ra-writer.").suffix(".tmp");
-        // tempfile creates 0o600 files; ask for what File::create gives (the umask applies), so
-        // that the other ranks, maybe other users of a shared filesystem, can open it.
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let tmp = builder.tempfile_in(dir)?;
-        write_all_at(tmp.as_file(), &header.encode(), 0)?;
-        tmp.as_file()
+        // The path's rules for replacing a file: a file another writer holds (block writers
+        // included) is not replaced, nor a special file; a new file gets ordinary permissions.
+        let mut atomic = AtomicFile::create(path)?;
+        write_all_at(atomic.file(), &header.encode(), 0)?;
+        atomic
+            .file()
             .set_len(header.encoded_len() as u64 + header.size)?;
-        let file = tmp.persist(path).map_err(|e| Error::from(e.error))?;
+        // Not synced: a power cut can lose only this new, still empty array (`finish` syncs).
+        let file = atomic.commit_open_shared(false)?;
         Ok(ArrayWriter { file, header })
     }
 
@@ -107,7 +109,7 @@ impl ArrayWriter {
     /// file) to write blocks into it, from another thread or process. The file must hold its
     /// whole data section.
     pub fn open(path: impl AsRef<Path>) -> Result<ArrayWriter> {
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let file = open_locked_shared(path.as_ref())?;
         let header = stable_header(&file)?;
         check_writable(&header)?;
         header.check_input_len(file.metadata()?.len())?;

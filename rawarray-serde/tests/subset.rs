@@ -519,6 +519,48 @@ fn the_writer_makes_a_valid_sparse_file_and_refuses_what_it_cannot_write() {
     );
 }
 
+#[test]
+fn block_writers_share_the_lock_and_keep_exclusive_writers_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("locked.ra");
+    let first = ArrayWriter::create::<u32>(&path, &[16]).unwrap();
+    let second = ArrayWriter::open(&path).unwrap();
+    first.write_subset(&[0..8], &[1u32; 8]).unwrap();
+    second.write_subset(&[8..16], &[2u32; 8]).unwrap();
+    let locked = |e: rawarray_serde::Error| {
+        assert!(matches!(e.kind(), ErrorKind::Locked { .. }), "{e}");
+    };
+    // While block writers have it open: no replacement, no record writer, no re-create.
+    locked(
+        RawArray::from_vec(vec![0u32; 16])
+            .write_file(&path)
+            .unwrap_err(),
+    );
+    locked(rawarray_serde::RecordWriter::<u32>::open(&path).unwrap_err());
+    locked(ArrayWriter::create::<u32>(&path, &[16]).unwrap_err());
+    // Readers take no lock.
+    let r = ArrayReader::open(&path).unwrap();
+    assert_eq!(
+        r.read_all::<u32>().unwrap().as_slice()[..],
+        [[1u32; 8], [2; 8]].concat()[..]
+    );
+    first.finish().unwrap();
+    locked(
+        RawArray::from_vec(vec![0u32; 16])
+            .write_file(&path)
+            .unwrap_err(),
+    );
+    second.finish().unwrap();
+    // All finished: the file is free again, and a block writer cannot open it while another
+    // writer holds it.
+    let w = rawarray_serde::RecordWriter::<u32>::open(&path).unwrap();
+    locked(ArrayWriter::open(&path).unwrap_err());
+    drop(w);
+    RawArray::from_vec(vec![0u32; 16])
+        .write_file(&path)
+        .unwrap();
+}
+
 /// The 3-D array the writer tests write in blocks, and its blocks: a 2 x 2 split of dims 0 and
 /// 2, so each block has several runs.
 const DIMS: [u64; 3] = [10, 7, 12];
