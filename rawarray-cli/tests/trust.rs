@@ -390,3 +390,36 @@ fn small_inputs_cost_bounded_memory_and_time_in_every_command() {
         [9000, 9000]
     );
 }
+
+#[test]
+fn a_killed_conversion_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ra");
+    // 64 MiB of data: compressing it takes long enough to be killed half-way.
+    let n = 8u64 << 20;
+    let mut bytes = le_header(2, 8, &[n], 0, 8 * n);
+    bytes.extend((0..n).flat_map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40).to_le_bytes()));
+    std::fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("out.ra");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ra"))
+        .args(["compress", "-o"])
+        .arg(&out)
+        .arg(&input)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if status.signal() == Some(9) {
+        assert_eq!(names, ["in.ra"], "killed at work: nothing but the input");
+    } else {
+        eprintln!("ra finished before it was killed ({status}): nothing to check");
+        assert_eq!(names, ["in.ra", "out.ra"]);
+    }
+}
