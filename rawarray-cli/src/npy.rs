@@ -432,6 +432,8 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
         }
         Descr::Structured(json) => {
             let layout = Layout::from_numpy_descr_json(json).at(input)?;
+            // What we write as a schema must pass the checks every reader applies to one.
+            layout.validate().at(input)?;
             (ElType::User, layout.size(), false, Some(layout))
         }
     };

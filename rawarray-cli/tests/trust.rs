@@ -267,6 +267,7 @@ fn in_place_commands_during_a_live_writer_are_refused_and_change_nothing() {
     let before = std::fs::read(&path).unwrap();
     for cmd in [
         vec![&"compress" as &dyn AsRef<std::ffi::OsStr>, &path],
+        vec![&"decompress", &path],
         vec![&"reshape", &path, &"1000"],
         vec![&"recover", &path],
         vec![&"recover", &"--force", &path],
@@ -422,4 +423,27 @@ fn a_killed_conversion_leaves_no_temporary_file() {
         eprintln!("ra finished before it was killed ({status}): nothing to check");
         assert_eq!(names, ["in.ra", "out.ra"]);
     }
+}
+
+#[test]
+fn a_structured_npy_whose_dtype_is_no_valid_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // numpy itself refuses duplicate field names; a hand-made file need not.
+    let dict = "{'descr': [('a', '<f8'), ('a', '<f8')], 'fortran_order': False, 'shape': (1,), }";
+    let mut header = dict.to_string();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 16]);
+    let npy = dir.path().join("dup.npy");
+    std::fs::write(&npy, bytes).unwrap();
+    let out = dir.path().join("dup.ra");
+    let (code, _, err) = no_panic(&[&"convert", &npy, &out]);
+    assert_eq!(code, 1);
+    assert!(err.contains("two fields named 'a'"), "{err}");
+    assert!(!out.exists());
 }
