@@ -431,7 +431,7 @@ fn a_structured_npy_whose_dtype_is_no_valid_schema_is_refused() {
     // numpy itself refuses duplicate field names; a hand-made file need not.
     let dict = "{'descr': [('a', '<f8'), ('a', '<f8')], 'fortran_order': False, 'shape': (1,), }";
     let mut header = dict.to_string();
-    while (10 + header.len() + 1) % 64 != 0 {
+    while !(10 + header.len() + 1).is_multiple_of(64) {
         header.push(' ');
     }
     header.push('\n');
