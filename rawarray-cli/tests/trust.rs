@@ -447,3 +447,37 @@ fn a_structured_npy_whose_dtype_is_no_valid_schema_is_refused() {
     assert!(err.contains("two fields named 'a'"), "{err}");
     assert!(!out.exists());
 }
+
+/// A FIFO at `path`, through `mkfifo(1)`; false (after saying why) if it cannot be made.
+fn mkfifo(path: &Path) -> bool {
+    match std::process::Command::new("mkfifo").arg(path).status() {
+        Ok(s) if s.success() => true,
+        other => {
+            eprintln!("skipping: mkfifo failed ({other:?})");
+            false
+        }
+    }
+}
+
+#[test]
+fn a_fifo_as_input_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let [ra, npy, png] = ["pipe.ra", "pipe.npy", "pipe.png"].map(|n| dir.path().join(n));
+    if ![&ra, &npy, &png].into_iter().all(|p| mkfifo(p)) {
+        return;
+    }
+    // Opening a FIFO waits for a writer: each would hang without the check (the timeout fails).
+    let out = dir.path().join("out.ra");
+    for cmd in [
+        vec![&"info" as &dyn AsRef<std::ffi::OsStr>, &ra],
+        vec![&"cat", &ra],
+        vec![&"checksum", &ra],
+        vec![&"convert", &ra, &dir.path().join("o.npy")],
+        vec![&"convert", &npy, &out],
+        vec![&"convert", &png, &out],
+    ] {
+        let (code, _, err) = no_panic(&cmd);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
+}
