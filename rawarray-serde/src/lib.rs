@@ -111,6 +111,7 @@ mod ndarray;
 mod records;
 mod ser;
 mod target;
+mod temp;
 mod trailer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
