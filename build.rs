@@ -3,17 +3,23 @@
 //! - `cfg(skip_python)`: `RAWARRAY_SKIP_PYTHON=1` skips the numpy interop tests.
 //! - `cfg(skip_tmpfs)`: the real-full-disk test mounts a tmpfs, which needs root on Linux; it is
 //!   skipped for other users, on other systems, and with `RAWARRAY_SKIP_TMPFS=1`.
+//! - `cfg(not_root)`: tests that make files of another owner (chown) need root.
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(skip_python)");
     println!("cargo::rustc-check-cfg=cfg(skip_tmpfs)");
+    println!("cargo::rustc-check-cfg=cfg(not_root)");
     println!("cargo::rerun-if-env-changed=RAWARRAY_SKIP_PYTHON");
     println!("cargo::rerun-if-env-changed=RAWARRAY_SKIP_TMPFS");
     if env_is_one("RAWARRAY_SKIP_PYTHON") {
         println!("cargo::rustc-cfg=skip_python");
     }
-    if env_is_one("RAWARRAY_SKIP_TMPFS") || !is_linux_root() {
+    let root = is_linux_root();
+    if env_is_one("RAWARRAY_SKIP_TMPFS") || !root {
         println!("cargo::rustc-cfg=skip_tmpfs");
+    }
+    if !root {
+        println!("cargo::rustc-cfg=not_root");
     }
 }
 

@@ -39,8 +39,12 @@ impl Failure {
     pub fn file(path: &Path, message: impl fmt::Display) -> Failure {
         let path = path.display().to_string();
         let message = one_line(&message.to_string());
-        // Library errors about a destination already name it: say it once.
-        let message = match message.strip_prefix(&format!("{path}: ")) {
+        // Library errors about a destination already name it ("PATH: reason", or "PATH is
+        // being written by another writer"): say it once.
+        let message = match message
+            .strip_prefix(&format!("{path}: "))
+            .or_else(|| message.strip_prefix(&format!("{path} ")))
+        {
             Some(rest) => rest.to_string(),
             None => message,
         };

@@ -10,7 +10,6 @@
 //! the same way, giving the same data bytes under dims `[3, w, h]`; `ra reshape FILE 3 W H`
 //! makes such a file readable here.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::Path;
 
@@ -144,7 +143,7 @@ fn scale_to_u8(data: &[u8], decoder: Decoder) -> Vec<u8> {
 /// the C reference's `png2ra` does. An image whose `.ra` data would exceed `max_bytes` is
 /// refused before its pixels are decoded.
 pub fn png_to_ra(input: &Path, output: &Path, rgb: bool, max_bytes: u64) -> Result<()> {
-    let file = File::open(input).at(input)?;
+    let file = crate::source::open_regular(input)?;
     let mut decoder = png::Decoder::new(BufReader::new(file));
     decoder.set_transformations(png::Transformations::EXPAND);
     let mut reader = decoder.read_info().at(input)?;

@@ -419,7 +419,7 @@ pub fn copy_exact(
 /// `.npy` -> `.ra`: dims are the shape reversed; C-order little-endian data is copied as it
 /// is, big-endian data is swapped, Fortran-order data is transposed.
 pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
-    let mut file = File::open(input).at(input)?;
+    let mut file = crate::source::open_regular(input)?;
     let file_len = file.metadata().at(input)?.len();
     let mut reader = BufReader::new(&mut file);
     let npy = read_header(&mut reader).map_err(|e| Failure::file(input, e))?;
@@ -432,6 +432,8 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
         }
         Descr::Structured(json) => {
             let layout = Layout::from_numpy_descr_json(json).at(input)?;
+            // What we write as a schema must pass the checks every reader applies to one.
+            layout.validate().at(input)?;
             (ElType::User, layout.size(), false, Some(layout))
         }
     };

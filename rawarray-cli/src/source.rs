@@ -16,6 +16,24 @@ use crate::trailer::TrailerInfo;
 /// Bytes handed to a chunk callback at a time (rounded down to whole elements).
 pub const CHUNK: usize = 1 << 20;
 
+/// Opens an input file for reading, refusing anything but a regular file first: opening a FIFO
+/// would wait for a writer forever, and a device has no end.
+pub fn open_regular(path: &Path) -> Result<File> {
+    let meta = std::fs::metadata(path).at(path)?;
+    if !meta.is_file() {
+        let what = if meta.is_dir() {
+            "a folder"
+        } else {
+            "a FIFO, device or socket"
+        };
+        return Err(Failure::file(
+            path,
+            format!("is {what}, not a regular file"),
+        ));
+    }
+    File::open(path).at(path)
+}
+
 /// A `.ra` file whose header has been read and checked against the file's length.
 pub struct RaSource {
     path: PathBuf,
@@ -29,7 +47,7 @@ pub struct RaSource {
 impl RaSource {
     /// Opens `path` and reads its header; a truncated or malformed file is an error naming it.
     pub fn open(path: &Path) -> Result<RaSource> {
-        let mut file = File::open(path).at(path)?;
+        let mut file = open_regular(path)?;
         let file_len = file.metadata().at(path)?.len();
         let header = Header::read_from(&mut BufReader::new(&mut file)).at(path)?;
         header.check_input_len(file_len).at(path)?;

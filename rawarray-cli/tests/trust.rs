@@ -12,8 +12,14 @@ use rawarray_serde::{ElType, Field, Header, Layout, RecordWriter, Trailer};
 /// 256 MiB of address space, in KiB for `ulimit -v`.
 const MEMORY_KIB: u64 = 256 << 10;
 
-/// Runs `ra ARGS` under the memory limit and the timeout; returns (exit code, stdout, stderr).
+/// Runs `ra ARGS` under the memory limit and a 5-second timeout; returns (exit code, stdout,
+/// stderr).
 fn ra_bounded(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String) {
+    ra_limited(args, Duration::from_secs(5))
+}
+
+/// [`ra_bounded`] with another timeout.
+fn ra_limited(args: &[&dyn AsRef<std::ffi::OsStr>], timeout: Duration) -> (i32, String, String) {
     let mut cmd = std::process::Command::new("sh");
     cmd.arg("-c")
         .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
@@ -24,7 +30,7 @@ fn ra_bounded(args: &[&dyn AsRef<std::ffi::OsStr>]) -> (i32, String, String) {
     // glibc reserves 64 MiB of address space per thread arena; the limit is about the heap.
     cmd.env("MALLOC_ARENA_MAX", "2");
     let out = assert_cmd::Command::from_std(cmd)
-        .timeout(Duration::from_secs(5))
+        .timeout(timeout)
         .output()
         .unwrap();
     let code = out.status.code().unwrap_or_else(|| {
@@ -261,6 +267,7 @@ fn in_place_commands_during_a_live_writer_are_refused_and_change_nothing() {
     let before = std::fs::read(&path).unwrap();
     for cmd in [
         vec![&"compress" as &dyn AsRef<std::ffi::OsStr>, &path],
+        vec![&"decompress", &path],
         vec![&"reshape", &path, &"1000"],
         vec![&"recover", &path],
         vec![&"recover", &"--force", &path],
@@ -282,30 +289,55 @@ fn in_place_commands_during_a_live_writer_are_refused_and_change_nothing() {
     assert_eq!(cat, want);
 }
 
-/// An f64 [4096, 4096] array (128 MiB) of zeros as one LZ4 block of about half a megabyte.
-fn lz4_zeros(dir: &Path) -> PathBuf {
-    let plain = vec![0u8; 128 << 20];
-    let block = lz4_flex::block::compress(&plain);
-    assert!(block.len() < 1 << 20, "{}", block.len());
-    let mut bytes = le_header(3, 8, &[4096, 4096], 2, block.len() as u64);
+/// An f64 array of `dims` holding zeros, as one LZ4 block built by hand: a literal zero, one
+/// match repeating it (offset 1) to five bytes from the end, five literal zeros. The match
+/// length takes a byte per 255, so the file is about 1/255 of the plain size.
+fn lz4_zeros(dir: &Path, dims: [u64; 2]) -> PathBuf {
+    let plain = dims[0] * dims[1] * 8;
+    let mut block = vec![0x1f, 0, 1, 0];
+    let mut extra = plain - 1 - 5 - 4 - 15;
+    while extra >= 255 {
+        block.push(255);
+        extra -= 255;
+    }
+    block.push(extra as u8);
+    block.extend_from_slice(&[0x50, 0, 0, 0, 0, 0]);
+    let mut bytes = le_header(3, 8, &dims, 2, block.len() as u64);
     bytes.extend_from_slice(&block);
-    let path = dir.join("zeros_z.ra");
+    assert!(bytes.len() < 1 << 20, "{}", bytes.len());
+    let path = dir.join(format!("zeros_{}x{}.ra", dims[0], dims[1]));
     std::fs::write(&path, bytes).unwrap();
+    if plain <= 1 << 20 {
+        // The builder itself, checked against another decoder where that is cheap.
+        assert_eq!(
+            lz4_flex::block::decompress(&block, plain as usize).unwrap(),
+            vec![0; plain as usize]
+        );
+    }
     path
 }
 
 #[test]
 fn small_inputs_cost_bounded_memory_and_time_in_every_command() {
     let dir = tempfile::tempdir().unwrap();
-    let z = lz4_zeros(dir.path());
-    // Under 1 MiB, 128 MiB of plain data: printing one value, the header, the digests and a
-    // PNG (16 MiB of pixels) all stay within 256 MiB and 5 s.
-    let (code, head, _) = no_panic(&[&"cat", &"--head", &"1", &z]);
+    // Under 1 MiB, 250 MiB of plain data: printing one value, the header and the digests stay
+    // within 256 MiB and 5 s (decompressing it whole would not fit).
+    lz4_zeros(dir.path(), [16, 1000]);
+    let big = lz4_zeros(dir.path(), [4096, 8000]);
+    let (code, head, _) = no_panic(&[&"cat", &"--head", &"1", &big]);
     assert_eq!((code, head.as_str()), (0, "[0, 0]\t0.0\n"));
-    assert_eq!(no_panic(&[&"info", &z]).0, 0);
-    assert_eq!(no_panic(&[&"checksum", &z]).0, 0);
+    let (code, head, _) = no_panic(&[&"cat", &"--head", &"3", &"--json", &big]);
+    assert_eq!(code, 0);
+    assert_eq!(head.lines().count(), 3);
+    assert_eq!(no_panic(&[&"info", &big]).0, 0);
+    assert_eq!(no_panic(&[&"checksum", &big]).0, 0);
+    // And 128 MiB of it to a PNG of 16 MiB of pixels.
+    let z = lz4_zeros(dir.path(), [4096, 4096]);
+    // 16 Mi elements decoded twice, scaled and PNG-encoded take more than 5 s in a debug build
+    // (not in release): the bound checked here is memory, now that neither a float per element
+    // (128 MiB) nor the plain block (128 MiB) is held.
     let png = dir.path().join("zeros.png");
-    let (code, _, err) = no_panic(&[&"convert", &z, &png]);
+    let (code, _, err) = ra_limited(&[&"convert", &z, &png], Duration::from_secs(120));
     assert_eq!(code, 0, "{err}");
     assert!(png.exists());
 
@@ -358,4 +390,93 @@ fn small_inputs_cost_bounded_memory_and_time_in_every_command() {
             .dims,
         [9000, 9000]
     );
+}
+
+#[test]
+fn a_killed_conversion_leaves_no_temporary_file() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.ra");
+    // 64 MiB of data: compressing it takes long enough to be killed half-way.
+    let n = 8u64 << 20;
+    let mut bytes = le_header(2, 8, &[n], 0, 8 * n);
+    bytes.extend((0..n).flat_map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 40).to_le_bytes()));
+    std::fs::write(&input, &bytes).unwrap();
+    let out = dir.path().join("out.ra");
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("ra"))
+        .args(["compress", "-o"])
+        .arg(&out)
+        .arg(&input)
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(150));
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    if status.signal() == Some(9) {
+        assert_eq!(names, ["in.ra"], "killed at work: nothing but the input");
+    } else {
+        eprintln!("ra finished before it was killed ({status}): nothing to check");
+        assert_eq!(names, ["in.ra", "out.ra"]);
+    }
+}
+
+#[test]
+fn a_structured_npy_whose_dtype_is_no_valid_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    // numpy itself refuses duplicate field names; a hand-made file need not.
+    let dict = "{'descr': [('a', '<f8'), ('a', '<f8')], 'fortran_order': False, 'shape': (1,), }";
+    let mut header = dict.to_string();
+    while !(10 + header.len() + 1).is_multiple_of(64) {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend([0u8; 16]);
+    let npy = dir.path().join("dup.npy");
+    std::fs::write(&npy, bytes).unwrap();
+    let out = dir.path().join("dup.ra");
+    let (code, _, err) = no_panic(&[&"convert", &npy, &out]);
+    assert_eq!(code, 1);
+    assert!(err.contains("two fields named 'a'"), "{err}");
+    assert!(!out.exists());
+}
+
+/// A FIFO at `path`, through `mkfifo(1)` (coreutils, on every Linux these tests run on).
+fn mkfifo(path: &Path) {
+    let status = std::process::Command::new("mkfifo").arg(path).status();
+    assert!(
+        status.as_ref().is_ok_and(|s| s.success()),
+        "mkfifo {} failed: {status:?}",
+        path.display()
+    );
+}
+
+#[test]
+fn a_fifo_as_input_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let [ra, npy, png] = ["pipe.ra", "pipe.npy", "pipe.png"].map(|n| dir.path().join(n));
+    for p in [&ra, &npy, &png] {
+        mkfifo(p);
+    }
+    // Opening a FIFO waits for a writer: each would hang without the check (the timeout fails).
+    let out = dir.path().join("out.ra");
+    for cmd in [
+        vec![&"info" as &dyn AsRef<std::ffi::OsStr>, &ra],
+        vec![&"cat", &ra],
+        vec![&"checksum", &ra],
+        vec![&"convert", &ra, &dir.path().join("o.npy")],
+        vec![&"convert", &npy, &out],
+        vec![&"convert", &png, &out],
+    ] {
+        let (code, _, err) = no_panic(&cmd);
+        assert_eq!(code, 1, "{err}");
+        assert!(err.contains("not a regular file"), "{err}");
+    }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::error::{ErrorKind, Result};
 use crate::lock::{is_at_path, lock_exclusive};
 use crate::target;
+use crate::temp::Temp;
 
 /// How an [`AtomicFile`] treats the file it replaces.
 ///
@@ -65,9 +66,11 @@ impl AtomicOptions {
 ///
 /// A new file gets the permissions an ordinary `File::create` would (0o666 less the umask); a
 /// replaced file keeps its own, and its owner and group where the process may set them; its
-/// setuid and setgid bits are kept only with its owner. The temporary file is named
-/// `.NAME.ra-tmp-XXXXXX`, so that one left by a killed process is recognisable. Errors name
-/// the destination, never the temporary file.
+/// setuid and setgid bits are kept only with its owner. On Linux the temporary file has no
+/// name until the commit (`O_TMPFILE`, then `linkat`), so a writer killed before it leaves
+/// nothing; elsewhere, or on file systems without `O_TMPFILE`, it is named
+/// `.NAME.ra-tmp-XXXXXX`, so that one left by a killed process is recognisable. Errors name the
+/// destination, never the temporary file.
 ///
 /// This is what `RawArray::write_file` uses; it is public for tools that write other formats
 /// (`.npy`, `.png`) with the same guarantee.
@@ -85,7 +88,7 @@ impl AtomicOptions {
 /// ```
 #[derive(Debug)]
 pub struct AtomicFile {
-    tmp: tempfile::NamedTempFile,
+    tmp: Temp,
     /// The destination as the caller named it, for errors.
     path: PathBuf,
     /// The destination with symlinks followed: what is replaced.
@@ -125,13 +128,7 @@ impl AtomicFile {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let prefix = format!(".{name}.ra-tmp-");
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(&prefix);
-        // tempfile creates 0o600 files; ask for what File::create gives (the umask applies).
-        #[cfg(unix)]
-        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let tmp = builder.tempfile_in(&dir).map_err(|e| named(path, e))?;
+        let tmp = Temp::create(&dir, &format!(".{name}.ra-tmp-")).map_err(|e| named(path, e))?;
         Ok(AtomicFile {
             tmp,
             path: path.to_path_buf(),
@@ -145,7 +142,7 @@ impl AtomicFile {
     /// The temporary file, to write to (or to copy into with `std::io::copy`, which lets the
     /// kernel copy between files).
     pub fn file(&mut self) -> &mut File {
-        self.tmp.as_file_mut()
+        self.tmp.file_mut()
     }
 
     /// The destination path, as given.
@@ -187,7 +184,7 @@ impl AtomicFile {
     /// Renames the temporary file over the destination (synced first if `sync`) and returns
     /// it open and locked, for writers that go on appending to the file they created.
     pub(crate) fn commit_open(self, sync: bool) -> Result<File> {
-        lock_exclusive(self.tmp.as_file(), &self.path)?;
+        lock_exclusive(self.tmp.file(), &self.path)?;
         if self.in_place {
             return Err(crate::Error::unsupported(
                 "a record file cannot be created in place of a hard-linked file",
@@ -199,7 +196,7 @@ impl AtomicFile {
     /// Like [`AtomicFile::commit_open`], with the shared lock of block writers
     /// ([`ArrayWriter`](crate::ArrayWriter)) instead of the exclusive one.
     pub(crate) fn commit_open_shared(self, sync: bool) -> Result<File> {
-        crate::lock::lock_shared(self.tmp.as_file(), &self.path)?;
+        crate::lock::lock_shared(self.tmp.file(), &self.path)?;
         if self.in_place {
             return Err(crate::Error::unsupported(
                 "an array written in blocks cannot be created in place of a hard-linked file",
@@ -215,10 +212,10 @@ impl AtomicFile {
             return self.copy_in_place();
         }
         if let Some((_, meta)) = &self.existing {
-            keep_owner_and_mode(self.tmp.as_file(), meta).map_err(|e| named(&path, e))?;
+            keep_owner_and_mode(self.tmp.file(), meta).map_err(|e| named(&path, e))?;
         }
         if sync {
-            self.tmp.as_file().sync_all().map_err(|e| named(&path, e))?;
+            self.tmp.file().sync_all().map_err(|e| named(&path, e))?;
         }
         // The existing file stays locked until it has been replaced.
         let AtomicFile {
@@ -228,7 +225,7 @@ impl AtomicFile {
             existing,
             ..
         } = self;
-        let file = tmp.persist(&target).map_err(|e| named(&path, e.error))?;
+        let file = tmp.persist(&target).map_err(|e| named(&path, e))?;
         if sync {
             sync_dir(&dir);
         }

@@ -116,6 +116,7 @@ mod ser;
 mod store;
 mod subset;
 mod target;
+mod temp;
 mod trailer;
 mod writer;
 

@@ -66,7 +66,18 @@ pub(crate) fn open_locked_shared(path: &Path) -> Result<File> {
 pub(crate) fn open_locked(path: &Path) -> Result<File> {
     for _ in 0..REOPEN_TRIES {
         crate::target::require_regular(path)?;
-        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        let mut open = OpenOptions::new();
+        // Regular files ignore O_NONBLOCK; a FIFO swapped in since the check above would
+        // block an ordinary open (the lock check below then refuses it).
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NONBLOCK);
+        let file = open.read(true).write(true).open(path)?;
+        if !file.metadata()?.is_file() {
+            crate::target::require_regular(path)?;
+            return Err(
+                std::io::Error::other(format!("{}: not a regular file", path.display())).into(),
+            );
+        }
         lock_exclusive(&file, path)?;
         if is_at_path(&file, path)? {
             return Ok(file);

@@ -570,8 +570,9 @@ impl ElementSpec {
 /// The [trailer](crate::Trailer) (parameters and schema) is kept twice: the *forward* copy at
 /// the data end, and a *spare* copy at the end of the file (the two coincide when there is no
 /// free space, as after [`RecordWriter::finish`]). Invariant: **the header is always valid and
-/// describes only synced records, and at every instant at least one of the two copies is
-/// valid** (the reader tries the end of the file, then the data end: both O(1)).
+/// describes only records written before it (and synced before it, with
+/// [`Durability::Fsync`]), and at every instant at least one of the two copies is valid** (the
+/// reader tries the end of the file, then the data end: both O(1)).
 ///
 /// Appended records `R` go after the data end, uncommitted: packed into a reused buffer (one
 /// copy for plain-old-data elements), or for plain-old-data slices of 64 KiB or more written
@@ -579,7 +580,8 @@ impl ElementSpec {
 ///
 /// 1. whenever bytes are about to be written that, with a block after them, would reach the
 ///    spare copy, a new spare copy is first written further out (leaving free space of 1/8 of
-///    the data, at least 64 KiB: a sparse hole on most file systems), and synced.
+///    the data, at least 64 KiB: a sparse hole on most file systems), and synced (with
+///    [`Durability::Fsync`], as the syncs below).
 /// 2. the records still in the buffer, then `B`, are written after the records already written,
 ///    in one `pwrite`, and synced. Record writes clobber only the forward copy of the old
 ///    header; the spare copy lies beyond them.
@@ -589,8 +591,9 @@ impl ElementSpec {
 ///
 /// A process killed anywhere leaves a file whose header describes the records of the last
 /// completed flush, or those of the flush under way if step 3 was reached. With
-/// [`Durability::NoFsync`] the syncs are skipped: a killed process loses nothing the kernel
-/// has (its page cache keeps the writes' order), but a power cut may.
+/// [`Durability::NoFsync`] (the default) the syncs are skipped: a killed process loses nothing
+/// the kernel has (its page cache keeps the writes' order), but a power cut may;
+/// [`RecordWriter::sync`] closes that gap when the caller chooses.
 ///
 /// [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
 /// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
