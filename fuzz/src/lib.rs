@@ -496,3 +496,120 @@ fn append(data: &[u8]) {
     assert_eq!(r.len() as u64, before + 1);
     assert_eq!(r.get(before as usize).expect("the new record")[0], 1.5);
 }
+
+/// Elements a block may have for the fuzzer to check it against a whole read, element by
+/// element (larger blocks are only read).
+const MAX_CHECKED: u64 = 1 << 16;
+
+/// `ArrayReader` (positioned reads and the map) and `ArrayWriter` on the input as a file, with
+/// subsets chosen by the input's last bytes (so every seed file is also a subset seed): some
+/// in bounds, some past a dim's end, of the wrong rank, or with huge values. A block that reads
+/// equals the same block cut from `DynArray::read_file` by index arithmetic, both readers
+/// agree, typed reads agree with untyped ones, and a block written back into a little-endian
+/// uncompressed file leaves its bytes unchanged. Bad subsets are errors naming their dim.
+pub fn subset(data: &[u8]) {
+    let path = write_scratch("subset.ra", data);
+    let Ok(positioned) = rawarray_serde::ArrayReader::open(&path) else {
+        return;
+    };
+    let mapped = rawarray_serde::ArrayReader::open_mapped(&path).expect("opens as it did");
+    let header = positioned.header().clone();
+    let whole = DynArray::read_file(&path).ok();
+    // The subset's choices: the input's last bytes, cycled.
+    let tail = &data[data.len().saturating_sub(16)..];
+    let mut pick = tail.iter().copied().cycle().chain(std::iter::repeat(0));
+    let mut next = || u64::from(pick.next().unwrap_or(0));
+    for round in 0..3 {
+        let mut ranges: Vec<std::ops::Range<u64>> = header
+            .dims
+            .iter()
+            .map(|&d| {
+                let (a, b) = (next() % (d.min(250) + 2), next() % (d.min(250) + 2));
+                let (a, b) = (a.min(b), a.max(b));
+                // Shifted towards the end of long dims, so their far end is read too.
+                let shift = if d > 250 && next() % 2 == 1 { d - 250 } else { 0 };
+                a + shift..b + shift
+            })
+            .collect();
+        match round {
+            1 if next() % 4 == 0 => ranges.push(0..1),
+            2 if !ranges.is_empty() => ranges[0] = u64::MAX - next()..u64::MAX,
+            _ => {}
+        }
+        let in_bounds = ranges.len() == header.dims.len()
+            && ranges.iter().zip(&header.dims).all(|(r, &d)| r.end <= d);
+        let a = positioned.read_subset_bytes(&ranges);
+        let b = mapped.read_subset_bytes(&ranges);
+        agree("positioned and mapped", &a, &b, Clone::clone);
+        let (h, bytes) = match a {
+            Ok(block) => block,
+            Err(e) => {
+                if !in_bounds {
+                assert!(
+                    matches!(
+                        e.kind(),
+                        rawarray_serde::ErrorKind::SubsetRank { .. }
+                            | rawarray_serde::ErrorKind::SubsetOutOfBounds { .. }
+                    ),
+                    "a bad subset gave {e}"
+                );
+                }
+                continue;
+            }
+        };
+        assert!(in_bounds, "{ranges:?} of {:?} read", header.dims);
+        assert_eq!(bytes.len() as u64, h.size);
+        let n: u64 = ranges.iter().map(|r| r.end - r.start).product();
+        assert_eq!(h.dims, ranges.iter().map(|r| r.end - r.start).collect::<Vec<_>>());
+        if let Some(whole) = &whole {
+            if n <= MAX_CHECKED {
+                assert_eq!(bytes, cut_bytes(whole, &ranges), "{ranges:?}");
+            }
+        }
+        if header.eltype == ElType::Float && header.elbyte == 4 {
+            let t = positioned.read_subset::<f32>(&ranges).expect("f32 as its bytes");
+            let le: Vec<u8> = t.as_slice().iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(le, bytes);
+        }
+        // Written back into a copy: the file does not change.
+        if !header.is_compressed() && !header.is_big_endian() {
+            let copy = write_scratch("subset-copy.ra", data);
+            let w = rawarray_serde::ArrayWriter::open(&copy).expect("a readable plain file opens");
+            w.write_subset_bytes(&ranges, &bytes).expect("its own block writes");
+            w.finish().expect("sync");
+            assert!(std::fs::read(&copy).expect("read back") == data, "write-back changed the file");
+        }
+    }
+}
+
+/// The block `ranges` of a whole array's plain bytes, element by element.
+fn cut_bytes(whole: &DynArray, ranges: &[std::ops::Range<u64>]) -> Vec<u8> {
+    let dims = &whole.header().dims;
+    let elbyte = whole.header().elbyte as usize;
+    let mut out = Vec::new();
+    if ranges.iter().any(|r| r.start == r.end) {
+        return out;
+    }
+    let mut idx: Vec<u64> = ranges.iter().map(|r| r.start).collect();
+    loop {
+        let (mut off, mut stride) = (0u64, 1u64);
+        for (i, d) in idx.iter().zip(dims) {
+            off += i * stride;
+            stride *= d;
+        }
+        let at = off as usize * elbyte;
+        out.extend_from_slice(&whole.data()[at..at + elbyte]);
+        let mut k = 0;
+        loop {
+            if k == dims.len() {
+                return out;
+            }
+            idx[k] += 1;
+            if idx[k] < ranges[k].end {
+                break;
+            }
+            idx[k] = ranges[k].start;
+            k += 1;
+        }
+    }
+}

@@ -1,4 +1,4 @@
-//! `ra`: inspect, print, convert, compress, reshape, recover and checksum RawArray (`.ra`) files.
+//! `ra`: inspect, print, convert, compress, reshape, slice, recover and checksum RawArray (`.ra`) files.
 //!
 //! Exit codes: 0 success; 1 a file could not be read or written, or a check failed (one line
 //! on stderr per problem, naming the file); 2 a usage error.
@@ -16,6 +16,7 @@ mod npy;
 mod progress;
 mod recover;
 mod reshape;
+mod slice;
 mod source;
 mod trailer;
 mod value;
@@ -29,7 +30,7 @@ use clap::{CommandFactory, Parser, Subcommand};
 use crate::checksum::Algo;
 use crate::fail::Failure;
 
-/// Inspect, print, convert, compress, reshape, recover and checksum RawArray (.ra) files.
+/// Inspect, print, convert, compress, reshape, slice, recover and checksum RawArray (.ra) files.
 #[derive(Parser, Debug)]
 #[command(name = "ra", version, propagate_version = true)]
 #[command(after_help = "\
@@ -38,6 +39,7 @@ Examples:
   ra cat --head 10 data.ra        the first values with their indices
   ra convert data.ra data.npy     for numpy (np.load), and back
   ra checksum *.ra > SUMS         then: ra verify SUMS
+  ra slice big.ra plane.ra :,:,42 one block of a file, reading only its bytes
   ra recover run.ra               after a crash of the program appending records
 
 Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error.")]
@@ -160,6 +162,34 @@ The data is copied unchanged behind the new header, then the trailer, atomically
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
     },
+    /// Write one n-d block of a file as a new .ra file, reading only the block's bytes.
+    #[command(after_help = "\
+Examples:
+  ra slice big.ra plane.ra :,:,42        the plane at index 42 of the last dim: dims [nx, ny, 1]
+  ra slice big.ra slab.ra 7,:,:          one index of the first dim: dims [1, ny, nz]
+  ra slice big.ra cube.ra 0:64,64:128,:  a block
+  ra slice --squeeze big.ra p.ra :,:,42  dims [nx, ny]: single indices drop their dim
+
+RANGES has one item per dim, comma-separated, in the file's dim order: the order ra info
+lists the dims, first varying fastest (numpy's shape is that order reversed, so
+`ra slice a.ra b.ra 2:5,:,7` is numpy's a[7:8, :, 2:5]). Each item is a:b (a to b-1), a:
+(a to the end), :b (0 to b-1), : (the whole dim) or a (the single index a, as a:a+1).
+
+The block is little-endian and uncompressed; the trailer (params, record schema) is kept.
+An LZ4-compressed file is decompressed whole to cut it. The output is written to a temporary
+file and renamed: a failure leaves nothing.")]
+    Slice {
+        /// The .ra file to cut from.
+        input: PathBuf,
+        /// The .ra file to write.
+        output: PathBuf,
+        /// One range per dim, comma-separated (see below).
+        #[arg(allow_hyphen_values = true)]
+        ranges: String,
+        /// Drop the dims given as a single index.
+        #[arg(long)]
+        squeeze: bool,
+    },
     /// Repair a record file after a crash: extend the header over the complete records
     /// written after it, drop torn ones, keep the trailer.
     #[command(after_help = "\
@@ -225,6 +255,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Compress { file, output } => compress::run(&file, output.as_deref(), true),
         Command::Decompress { file, output } => compress::run(&file, output.as_deref(), false),
         Command::Reshape { file, dims, output } => reshape::run(&file, &dims, output.as_deref()),
+        Command::Slice {
+            input,
+            output,
+            ranges,
+            squeeze,
+        } => slice::run(&input, &output, &ranges, squeeze),
         Command::Recover { file, force } => recover::run(&file, force, &mut out),
         Command::Checksum { files, algo } => {
             let algos = if algo.is_empty() {

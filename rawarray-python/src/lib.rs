@@ -19,8 +19,8 @@ use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use rawarray_serde::{
-    parse_numpy_dtype, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, Header,
-    Layout, RecordOptions, Trailer, WriteOptions,
+    parse_numpy_dtype, ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec,
+    Error, Header, Layout, RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(
@@ -273,6 +273,21 @@ impl RawFile {
             (&mut file).take(end).read_to_end(&mut bytes)?;
             let array = DynArray::from_bytes(&bytes)?;
             let (_, data, _) = array.into_parts();
+            Ok(Buffer {
+                bytes: Bytes::Owned(data),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// The block `ranges` (one `(start, end)` per dim, in the file's dim order, first fastest)
+    /// read by the library's `ArrayReader`: one positioned read per run of the block, nothing
+    /// else, its bytes in the byte order `decode` gives. Errors name the dim that is out of range.
+    fn read_block(&self, py: Python<'_>, ranges: Vec<(u64, u64)>) -> PyResult<Buffer> {
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            let reader = ArrayReader::open(&self.path)?;
+            let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+            let (_, data) = reader.read_subset_bytes(&ranges)?;
             Ok(Buffer {
                 bytes: Bytes::Owned(data),
             })

@@ -92,6 +92,36 @@ def test_big_endian_files_read_correctly(tmp, dtype):
         np.testing.assert_array_equal(f[0:2], a[0:2])
 
 
+@pytest.mark.parametrize("dtype", ["i2", "f8", "c8"])
+def test_big_endian_blocks_are_read_by_the_subset_reader(tmp, dtype):
+    a = values(dtype, (4, 3, 5))
+    path = tmp / "be3.ra"
+    path.write_bytes(make_ra(CODES[dtype[0]], a.dtype.itemsize, [5, 3, 4], a.astype(">" + dtype).tobytes(), flags=1))
+    with rawarray.open(path) as f:
+        for key in [2, -1, (1, 2), (slice(1, 3), 0, slice(None)), (slice(None), slice(1, None), 4),
+                    (3, 2, 1), slice(0, 0), (slice(None), slice(2, 1))]:
+            got = f[key]
+            np.testing.assert_array_equal(got, a[key])
+            assert got.shape == a[key].shape
+            assert not got.flags.writeable
+        np.testing.assert_array_equal(f[::2], a[::2])          # other keys: the whole decode
+        np.testing.assert_array_equal(f[..., 1], a[..., 1])
+        with pytest.raises(IndexError, match="axis 1"):
+            f[0, 3]
+
+
+@pytest.mark.parametrize("flags", [0, 1])
+def test_keys_after_the_first_axis_index_the_axes_after_it(tmp, flags):
+    a = values("f4", (4, 3, 5))
+    path = tmp / "k.ra"
+    data = a.astype(">f4" if flags else "<f4").tobytes()
+    path.write_bytes(make_ra(3, 4, [5, 3, 4], data, flags=flags))
+    with rawarray.open(path) as f:
+        for key in [(slice(1, 3), 2), (..., 1), (slice(None, None, 2), 1), (1, ..., 2),
+                    (slice(0, 2), slice(None), slice(1, 4)), (-1, 0)]:
+            np.testing.assert_array_equal(f[key], a[key], err_msg=repr(key))
+
+
 def test_bool_is_stored_as_uint8(tmp):
     a = np.array([True, False, True])
     rawarray.write(tmp / "b.ra", a)

@@ -193,6 +193,18 @@ impl AtomicFile {
         self.finish(sync)
     }
 
+    /// Like [`AtomicFile::commit_open`], with the shared lock of block writers
+    /// ([`ArrayWriter`](crate::ArrayWriter)) instead of the exclusive one.
+    pub(crate) fn commit_open_shared(self, sync: bool) -> Result<File> {
+        crate::lock::lock_shared(self.tmp.file(), &self.path)?;
+        if self.in_place {
+            return Err(crate::Error::unsupported(
+                "an array written in blocks cannot be created in place of a hard-linked file",
+            ));
+        }
+        self.finish(sync)
+    }
+
     /// Puts the new content in place; returns the temporary file's handle.
     fn finish(self, sync: bool) -> Result<File> {
         let path = self.path.clone();

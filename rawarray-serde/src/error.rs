@@ -171,6 +171,27 @@ pub enum ErrorKind {
         /// Records in the file.
         len: u64,
     },
+    /// A subset ([`SubsetPlan`](crate::SubsetPlan)) has another number of ranges than the
+    /// array has dims.
+    #[error("subset has {found} ranges; the array has {expected} dims")]
+    SubsetRank {
+        /// The array's number of dims.
+        expected: usize,
+        /// The number of ranges given.
+        found: usize,
+    },
+    /// A subset's range starts after it ends, or ends past its dim.
+    #[error("subset dim {dim}: range {start}..{end} is out of bounds for length {len}")]
+    SubsetOutOfBounds {
+        /// The dim (0 is the first, fastest-varying one).
+        dim: usize,
+        /// The range's start.
+        start: u64,
+        /// The range's end.
+        end: u64,
+        /// The dim's length.
+        len: u64,
+    },
     /// The operation cannot be done on this file.
     #[error("{0}")]
     Unsupported(String),
@@ -276,6 +297,8 @@ impl Error {
             | ErrorKind::Protected { .. }
             | ErrorKind::ShapeMismatch { .. }
             | ErrorKind::OutOfBounds { .. }
+            | ErrorKind::SubsetRank { .. }
+            | ErrorKind::SubsetOutOfBounds { .. }
             | ErrorKind::TooLarge { .. } => Category::Usage,
             _ => Category::Data,
         }

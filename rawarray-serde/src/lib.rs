@@ -14,6 +14,7 @@
 //! | serde | [`to_writer`], [`to_vec`], [`to_file`], [`from_reader`], [`from_slice`], [`from_file`] | the types you already have, by the [mapping below](#the-serde-mapping) |
 //! | the derive | [`RaRecord`](derive@RaRecord) | packed fixed-size records whose size (`ELBYTE`) is known at compile time |
 //! | record files | [`RecordWriter`], [`RecordOptions`], [`RecordReader`], [`recover`] | appending records while a simulation runs; reading them through a memory map |
+//! | blocks of a file | [`ArrayReader`], [`ArrayWriter`], [`SubsetPlan`]; `StoreArrayReader` (feature `object_store`) | reading one n-d block by its byte runs (positioned reads, a map, or object storage), many threads and processes writing disjoint blocks of one array |
 //! | the trailer | [`Trailer`] | parameters, units and the record schema stored after the data |
 //! | `ndarray` (feature) | [`RawArray::into_ndarray`], [`RawArray::from_ndarray`] | `ndarray::ArrayD` in Fortran order, moved without a copy |
 //! | errors | [`Error`], [`ErrorKind`], [`Category`] | every error names the field, what was expected and what was found |
@@ -108,11 +109,16 @@ mod lock;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+mod reader;
 mod records;
 mod ser;
+#[cfg(feature = "object_store")]
+mod store;
+mod subset;
 mod target;
 mod temp;
 mod trailer;
+mod writer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
@@ -123,12 +129,17 @@ pub use header::{
     numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
     Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
 };
+pub use reader::{ArrayReader, IoStats};
 pub use records::{
     recover, recover_with, Durability, DynRecordWriter, ElementSpec, ReadMode, RecordOptions,
     RecordReader, RecordWriter, RecoverOptions, Recovery,
 };
 pub use ser::Serializer;
+#[cfg(feature = "object_store")]
+pub use store::StoreArrayReader;
+pub use subset::{Runs, SubsetPlan};
 pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
+pub use writer::ArrayWriter;
 
 /// The half-precision floats of eltypes 3 (`f16`) and 5 (`bf16`) (from `half`), re-exported.
 pub use half::{bf16, f16};

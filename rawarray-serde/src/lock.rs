@@ -27,6 +27,37 @@ pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
     }
 }
 
+/// Takes `file`'s shared lock without waiting: the lock of writers of disjoint blocks
+/// ([`ArrayWriter`](crate::ArrayWriter)), which any number hold at once and which keeps the
+/// exclusive writers out. A file an exclusive writer holds is [`ErrorKind::Locked`].
+pub(crate) fn lock_shared(file: &File, path: &Path) -> Result<()> {
+    match file.try_lock_shared() {
+        Ok(()) => Ok(()),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ErrorKind::Locked {
+            path: path.to_path_buf(),
+        }
+        .into()),
+        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+    }
+}
+
+/// Opens the regular file at `path` for reading and writing and takes its shared lock (see
+/// [`lock_shared`]), reopening it if it was replaced in between, as [`open_locked`] does.
+pub(crate) fn open_locked_shared(path: &Path) -> Result<File> {
+    for _ in 0..REOPEN_TRIES {
+        crate::target::require_regular(path)?;
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        lock_shared(&file, path)?;
+        if is_at_path(&file, path)? {
+            return Ok(file);
+        }
+    }
+    Err(ErrorKind::Locked {
+        path: path.to_path_buf(),
+    }
+    .into())
+}
+
 /// Opens the regular file at `path` for reading and writing and takes its exclusive lock.
 ///
 /// A rename over `path` between the open and the lock would leave us holding the lock of a

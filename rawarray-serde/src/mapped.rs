@@ -271,7 +271,7 @@ impl<T: Element + Clone> RecordReader<T> {
 
 /// A header and the trailer probe for its data end, taken while the header did not change, so
 /// that both belong to the same moment of a file a writer may be appending to.
-fn snapshot(file: &File) -> Result<(Header, Probe)> {
+pub(crate) fn snapshot(file: &File) -> Result<(Header, Probe)> {
     let mut seen = None;
     for _ in 0..SNAPSHOT_TRIES {
         let header = stable_header(file)?;

@@ -47,6 +47,7 @@ fn main() {
         "from_slice",
         "records",
         "recover",
+        "subset",
     ] {
         write(&corpus.join(target), &files);
     }

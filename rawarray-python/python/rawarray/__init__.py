@@ -223,10 +223,49 @@ class File:
             self._raw.read_into(0, flat.view(np.uint8))
         return out
 
+    def _block(self, key: Any) -> np.ndarray | None:
+        """``f[key]`` read by the library's ``ArrayReader`` (only the block's bytes), for keys of
+        integers and unit-step slices; None for any other key."""
+        key = key if isinstance(key, tuple) else (key,)
+        shape = self.shape
+        if len(key) > len(shape) or not all(
+            (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
+            or (isinstance(k, slice) and k.step in (None, 1))
+            for k in key
+        ):
+            return None
+        key = key + (slice(None),) * (len(shape) - len(key))
+        ranges, counts, keep = [], [], []
+        for axis, (k, n) in enumerate(zip(key, shape)):
+            if isinstance(k, slice):
+                start, stop, _ = k.indices(n)
+                count = max(stop - start, 0)
+                keep.append(slice(None))
+            else:
+                k = int(k)
+                if k < -n or k >= n:
+                    raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+                start, count = k % n, 1
+                keep.append(0)
+            ranges.append((start, start + count))
+            counts.append(count)
+        # numpy's axes are the file's dims reversed.
+        buf = self._raw.read_block(list(reversed(ranges)))
+        arr = np.ndarray(tuple(counts), dtype=self._decoded_dtype(), buffer=buf)
+        return arr[tuple(keep)]
+
     def __getitem__(self, key: Any) -> np.ndarray:
         """``f[k]``, ``f[a:b]`` (and ``f[k, ...]``): along numpy's first axis, reading only those
-        bytes of a plain file."""
-        rest = ()
+        bytes of a plain file. A big-endian uncompressed file reads any block of integers and
+        unit-step slices (``f[3, 2:5, :]``) through the library's ``ArrayReader``: only the
+        block's bytes, swapped. An LZ4 file is decompressed whole once."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if self.shape and self._raw.flags == 1:
+            block = self._block(key)
+            if block is not None:
+                return block
+        full, rest = key, ()
         if isinstance(key, tuple):
             if not key:
                 return self.array()
@@ -235,14 +274,15 @@ class File:
         if not shape:
             raise IndexError("a scalar .ra file cannot be indexed")
         if not self._plain or not isinstance(key, (int, np.integer, slice)):
-            out = self.array()[key]
-            return out[(slice(None),) * 0 + rest] if rest else out
+            # The whole key on the whole array: `rest` indexes the axes after the first, which
+            # an Ellipsis or a step would move.
+            return self.array()[full]
         n = shape[0]
         inner = shape[1:]
         if isinstance(key, slice):
             start, stop, step = key.indices(n)
             if step != 1:
-                return self.array()[key][rest] if rest else self.array()[key]
+                return self.array()[full]
             count = max(stop - start, 0)
         else:
             k = int(key)
@@ -255,8 +295,9 @@ class File:
                          offset=self._raw.header_len + start * per)
         arr.flags.writeable = False
         if not isinstance(key, slice):
-            arr = arr[0]
-        return arr[rest] if rest else arr
+            return arr[0][rest] if rest else arr[0]
+        # The first axis stays: `rest` indexes the ones after it.
+        return arr[(slice(None),) + rest] if rest else arr
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:

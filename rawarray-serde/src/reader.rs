@@ -1,0 +1,571 @@
+//! Reading n-d blocks of a `.ra` file without reading the file: [`ArrayReader`].
+
+use std::fs::File;
+use std::ops::Range;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use memmap2::{Mmap, MmapOptions};
+
+use crate::array::{element_dims, RawArray};
+use crate::data;
+use crate::element::Element;
+use crate::error::{ErrorKind, Result};
+use crate::fileio::read_exact_at;
+use crate::header::{Flags, Header};
+use crate::mapped::snapshot;
+use crate::subset::SubsetPlan;
+use crate::trailer::{Probe, Trailer};
+
+/// Reads of the data source an [`ArrayReader`] made, and their bytes.
+///
+/// Counts what was asked of the file (positioned reads, or copies out of the map), so a test
+/// or a benchmark sees that a block costs its own bytes, not the file's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Reads made (one per run, or one for a compressed section).
+    pub reads: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+#[derive(Debug, Default)]
+pub(crate) struct Counter {
+    reads: AtomicU64,
+    bytes: AtomicU64,
+}
+
+impl Counter {
+    pub(crate) fn add(&self, bytes: u64) {
+        self.add_many(1, bytes);
+    }
+
+    pub(crate) fn add_many(&self, reads: u64, bytes: u64) {
+        self.reads.fetch_add(reads, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> IoStats {
+        IoStats {
+            reads: self.reads.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// A `.ra` file opened for reading blocks: the header and trailer are read at open (O(1) in
+/// the file's size), and each [`read_subset`](ArrayReader::read_subset) reads only the bytes of
+/// its block.
+///
+/// A subset is one `Range<u64>` per dim, in the file's dim order (the first varies fastest, as
+/// `ra info` lists them). numpy lists the dims the other way round: the block
+/// `[a0..b0, a1..b1, a2..b2]` of a file is `np_array[a2:b2, a1:b1, a0:b0]` in numpy.
+///
+/// The block's byte runs are computed once ([`SubsetPlan`]), adjacent runs merged, and read with
+/// positioned reads ([`ArrayReader::open`], no map; safe while other processes write the file
+/// with an [`ArrayWriter`](crate::ArrayWriter)) or copied out of a memory map
+/// ([`ArrayReader::open_mapped`]). Big-endian data is swapped. An LZ4-compressed file has no
+/// addressable runs: its data section is read and decompressed whole on the first read (within
+/// the bound every reader of this crate applies: at most 255 plain bytes per compressed byte
+/// present in the file), kept for the reads after it, and cut from.
+///
+/// ```
+/// use rawarray_serde::{ArrayReader, RawArray};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("cube.ra");
+/// let cube = RawArray::from_shape_vec(vec![4, 3, 2], (0..24).map(|i| i as f32).collect()).unwrap();
+/// cube.write_file(&path).unwrap();
+///
+/// let r = ArrayReader::open(&path).unwrap();
+/// assert_eq!(r.header().dims, [4, 3, 2]);
+/// // The plane at the last index 1 (numpy: cube[1, :, :]).
+/// let plane: RawArray<f32> = r.read_subset(&[0..4, 0..3, 1..2]).unwrap();
+/// assert_eq!(plane.dims(), &[4, 3, 1]);
+/// assert_eq!(plane.as_slice()[0], 12.0);
+/// // One column: 2 values of dim 0 at (.., 2, 0) (numpy: cube[0, 2, 1:3]).
+/// let col: RawArray<f32> = r.read_subset(&[1..3, 2..3, 0..1]).unwrap();
+/// assert_eq!(col.as_slice(), &[9.0, 10.0]);
+/// assert_eq!(r.io_stats().bytes, 4 * 12 + 4 * 2); // the blocks' bytes, not the file's
+/// // Errors name the dim.
+/// let err = r.read_subset::<f32>(&[0..4, 0..3, 2..3]).unwrap_err();
+/// assert!(err.to_string().contains("dim 2"));
+/// ```
+#[derive(Debug)]
+pub struct ArrayReader {
+    file: File,
+    /// The data section, when opened with a map (uncompressed, not empty).
+    map: Option<Mmap>,
+    header: Header,
+    trailer: Option<Trailer>,
+    trailer_error: Option<String>,
+    /// The decompressed data section of an LZ4 file, once read.
+    plain: OnceLock<Vec<u8>>,
+    counter: Counter,
+}
+
+impl ArrayReader {
+    /// Opens a file for positioned reads: validates the header, checks that the file holds the
+    /// data section, and reads the trailer, if any (both O(1) in the file's size).
+    ///
+    /// A damaged trailer does not stop the array from being read: see
+    /// [`trailer_error`](ArrayReader::trailer_error).
+    pub fn open(path: impl AsRef<Path>) -> Result<ArrayReader> {
+        let file = File::open(path)?;
+        ArrayReader::from_file(file, false)
+    }
+
+    /// Opens a file and maps its data section: blocks are copied out of the map, and
+    /// [`view`](ArrayReader::view) (feature `ndarray`) borrows it without copying.
+    ///
+    /// Like every memory map, this one assumes that nobody changes the mapped bytes in place
+    /// or truncates the file while it is open. An [`ArrayWriter`](crate::ArrayWriter) writes in
+    /// place, so do not map a file that is still being written: use [`ArrayReader::open`], whose
+    /// positioned reads are safe at any time. A compressed file is not mapped (its reads
+    /// decompress the section as [`ArrayReader::open`]'s do).
+    pub fn open_mapped(path: impl AsRef<Path>) -> Result<ArrayReader> {
+        let file = File::open(path)?;
+        ArrayReader::from_file(file, true)
+    }
+
+    fn from_file(file: File, map: bool) -> Result<ArrayReader> {
+        // The header and the trailer probe of one moment, as `RecordReader` takes them.
+        let (header, probe) = snapshot(&file)?;
+        let (trailer, trailer_error) = match probe {
+            Probe::Absent => (None, None),
+            Probe::Damaged(why) => (None, Some(why)),
+            Probe::Valid(block) => (Some(block.trailer), None),
+        };
+        let map = if map && !header.is_compressed() && header.size > 0 {
+            let bytes = data::to_usize(header.size)?;
+            // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
+            // while mapped. The map covers the data section of the header just read, which
+            // `snapshot` checked the file to hold. This crate changes those bytes in place only
+            // through an `ArrayWriter`, and `open_mapped` documents that a file being written
+            // that way must not be mapped (positioned reads are the way to read it meanwhile);
+            // every other writer of this crate writes after the data end or renames a new file
+            // over the path, leaving this one alone. Other programs editing the data in place
+            // break this, as they would for any mapped file.
+            let map = unsafe {
+                MmapOptions::new()
+                    .offset(header.encoded_len() as u64)
+                    .len(bytes)
+                    .map(&file)?
+            };
+            Some(map)
+        } else {
+            None
+        };
+        Ok(ArrayReader {
+            file,
+            map,
+            header,
+            trailer,
+            trailer_error,
+            plain: OnceLock::new(),
+            counter: Counter::default(),
+        })
+    }
+
+    /// The header, as it was at open.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The trailer read at open, if the file has a valid one.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// Why the bytes after the data look like a trailer block but cannot be read (torn,
+    /// corrupt), if so.
+    pub fn trailer_error(&self) -> Option<&str> {
+        self.trailer_error.as_deref()
+    }
+
+    /// Whether the data section is read through a memory map.
+    pub fn is_mapped(&self) -> bool {
+        self.map.is_some()
+    }
+
+    /// The reads made so far and their bytes.
+    pub fn io_stats(&self) -> IoStats {
+        self.counter.get()
+    }
+
+    /// The plan of a subset in the file's dims and elements (see [`SubsetPlan`]): its runs and
+    /// the bytes reading it costs.
+    pub fn plan(&self, ranges: &[Range<u64>]) -> Result<SubsetPlan> {
+        SubsetPlan::new(&self.header.dims, self.header.elbyte, ranges)
+    }
+
+    /// Reads the block `ranges` (one per dim of the array of `T`, first fastest) as an array.
+    ///
+    /// The element type is checked against the header as [`RawArray::read_file`] checks it.
+    /// For a fixed-array element such as `[f32; 3]`, the ranges cover the array's dims after
+    /// the element's own (those of [`RawArray::dims`]).
+    pub fn read_subset<T: Element>(&self, ranges: &[Range<u64>]) -> Result<RawArray<T>> {
+        let plan = typed_plan::<T>(&self.header, ranges)?;
+        let n = data::to_usize(plan.len())?;
+        let data = match T::zeroed_pod_vec(n) {
+            Some(mut v) => {
+                self.read_planned_into(&plan, &mut v)?;
+                v
+            }
+            None => {
+                let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+                self.fill(&plan, &mut bytes)?;
+                data::decode_values(&bytes, self.header.is_big_endian())?
+            }
+        };
+        RawArray::from_shape_vec(plan.dims(), data)
+    }
+
+    /// Reads the block `ranges` into `out`, which must hold exactly its number of elements, in
+    /// column-major order.
+    ///
+    /// ```
+    /// use rawarray_serde::{ArrayReader, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("m.ra");
+    /// RawArray::from_shape_vec(vec![3, 2], vec![1u16, 2, 3, 4, 5, 6]).unwrap().write_file(&path).unwrap();
+    /// let r = ArrayReader::open(&path).unwrap();
+    /// let mut row = [0u16; 2];
+    /// r.read_subset_into(&[1..2, 0..2], &mut row).unwrap();
+    /// assert_eq!(row, [2, 5]);
+    /// ```
+    pub fn read_subset_into<T: Element>(&self, ranges: &[Range<u64>], out: &mut [T]) -> Result<()> {
+        let plan = typed_plan::<T>(&self.header, ranges)?;
+        self.read_planned_into(&plan, out)
+    }
+
+    /// Reads the whole array (one run).
+    pub fn read_all<T: Element>(&self) -> Result<RawArray<T>> {
+        let dims = element_dims::<T>(&self.header)?;
+        let ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
+        self.read_subset(&ranges)
+    }
+
+    fn read_planned_into<T: Element>(&self, plan: &SubsetPlan, out: &mut [T]) -> Result<()> {
+        check_out_len(plan, out.len())?;
+        let big_endian = self.header.is_big_endian();
+        if let Some(bytes) = T::as_pod_bytes_mut(out) {
+            self.fill(plan, bytes)?;
+            if big_endian {
+                data::swap_values::<T>(bytes);
+            }
+            return Ok(());
+        }
+        let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+        self.fill(plan, &mut bytes)?;
+        decode_into_slice(&bytes, big_endian, out)
+    }
+
+    /// Reads the block `ranges` of any element type: the block's header (its dims; little-endian
+    /// and uncompressed) and its data bytes, little-endian (user-defined elements of a
+    /// big-endian file keep their bytes, and the header says big-endian, as
+    /// [`DynArray`](crate::DynArray) does). The pair is a valid `.ra` file once encoded.
+    ///
+    /// ```
+    /// use rawarray_serde::{ArrayReader, RawArray, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("be.ra");
+    /// let a = RawArray::from_shape_vec(vec![2, 2], vec![1i32, 2, 3, 4]).unwrap();
+    /// a.write_file_with(&path, &WriteOptions::new().big_endian(true)).unwrap();
+    /// let (h, bytes) = ArrayReader::open(&path).unwrap().read_subset_bytes(&[0..2, 1..2]).unwrap();
+    /// assert_eq!(h.dims, [2, 1]);
+    /// assert!(!h.is_big_endian());
+    /// assert_eq!(bytes, [3, 0, 0, 0, 4, 0, 0, 0]);
+    /// ```
+    pub fn read_subset_bytes(&self, ranges: &[Range<u64>]) -> Result<(Header, Vec<u8>)> {
+        let plan = self.plan(ranges)?;
+        let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+        self.fill(&plan, &mut bytes)?;
+        Ok(block_header_and_bytes(&self.header, &plan, bytes))
+    }
+
+    /// Copies the plan's runs, as stored (byte order unchanged), into `dst`.
+    fn fill(&self, plan: &SubsetPlan, dst: &mut [u8]) -> Result<()> {
+        debug_assert_eq!(dst.len() as u64, plan.bytes());
+        let run = data::to_usize(plan.run_len())?;
+        if plan.run_count() == 0 || run == 0 {
+            return Ok(());
+        }
+        if self.header.is_compressed() {
+            let plain = self.plain()?;
+            copy_runs(plan, plain, dst, run);
+            return Ok(());
+        }
+        if let Some(map) = &self.map {
+            copy_runs(plan, map, dst, run);
+            self.counter.add_many(plan.run_count(), plan.bytes());
+            return Ok(());
+        }
+        let base = self.header.encoded_len() as u64;
+        for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
+            read_exact_at(&self.file, chunk, base + r.start)?;
+            self.counter.add(r.end - r.start);
+        }
+        Ok(())
+    }
+
+    /// The decompressed data section, read and decompressed on first use.
+    fn plain(&self) -> Result<&[u8]> {
+        if let Some(p) = self.plain.get() {
+            return Ok(p);
+        }
+        let size = data::to_usize(self.header.size)?;
+        let mut packed = vec![0u8; size];
+        read_exact_at(&self.file, &mut packed, self.header.encoded_len() as u64)?;
+        self.counter.add(self.header.size);
+        let plain = data::decompress(&packed, &self.header)?;
+        Ok(self.plain.get_or_init(|| plain))
+    }
+}
+
+/// The plan of `ranges` over the array of `T` a file with `header` holds, the type checked.
+pub(crate) fn typed_plan<T: Element>(header: &Header, ranges: &[Range<u64>]) -> Result<SubsetPlan> {
+    let dims = element_dims::<T>(header)?;
+    SubsetPlan::new(&dims, T::PACKED_SIZE as u64, ranges)
+}
+
+/// An error unless a buffer of `len` values holds the plan's block exactly.
+pub(crate) fn check_out_len(plan: &SubsetPlan, len: usize) -> Result<()> {
+    if plan.len() != len as u64 {
+        return Err(ErrorKind::ShapeMismatch {
+            dims: plan.dims(),
+            expected: plan.len(),
+            len: len as u64,
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Copies the plan's runs out of a whole data section held in memory.
+pub(crate) fn copy_runs(plan: &SubsetPlan, section: &[u8], dst: &mut [u8], run: usize) {
+    for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
+        // Runs lie within the section: the plan was checked against the header's dims, and the
+        // section holds all of them.
+        let start = r.start as usize;
+        chunk.copy_from_slice(&section[start..start + run]);
+    }
+}
+
+/// Decodes packed values (of a file in the given byte order) into `out`, which holds exactly
+/// as many; an invalid value's error gives its index in the block.
+pub(crate) fn decode_into_slice<T: Element>(
+    bytes: &[u8],
+    big_endian: bool,
+    out: &mut [T],
+) -> Result<()> {
+    let size = T::PACKED_SIZE.max(1);
+    let mut scratch = vec![0u8; size];
+    for (i, (chunk, slot)) in bytes.chunks_exact(size).zip(out.iter_mut()).enumerate() {
+        let value = if big_endian {
+            scratch.copy_from_slice(chunk);
+            T::swap_bytes(&mut scratch);
+            T::read_le(&scratch)
+        } else {
+            T::read_le(chunk)
+        };
+        *slot = value.map_err(|e| data::shift_index(e, i as u64))?;
+    }
+    Ok(())
+}
+
+/// The header of a block cut from a file with `header`, and its bytes put in little-endian
+/// order where the element type says how (see [`ArrayReader::read_subset_bytes`]).
+pub(crate) fn block_header_and_bytes(
+    header: &Header,
+    plan: &SubsetPlan,
+    mut bytes: Vec<u8>,
+) -> (Header, Vec<u8>) {
+    let mut flags = Flags::NONE;
+    if header.is_big_endian() && !data::swap_by_eltype(&mut bytes, header.eltype, header.elbyte) {
+        flags = Flags::BIG_ENDIAN;
+    }
+    let h = Header {
+        flags,
+        eltype: header.eltype,
+        elbyte: header.elbyte,
+        size: bytes.len() as u64,
+        dims: plan.dims(),
+    };
+    (h, bytes)
+}
+
+#[cfg(feature = "ndarray")]
+mod nd {
+    use ndarray::{ArrayD, ArrayViewD, IxDyn, ShapeBuilder, SliceInfoElem};
+
+    use super::*;
+    use crate::error::Error;
+
+    impl ArrayReader {
+        /// The whole array as an `ndarray` view of the mapped file, without copying (Fortran
+        /// order: the view's axis `i` is the file's dim `i`).
+        ///
+        /// Needs a reader from [`ArrayReader::open_mapped`], a little-endian uncompressed file
+        /// of plain-old-data elements (integers, floats, complex numbers), and data aligned for
+        /// `T` (a header is a multiple of 8 bytes, so elements of up to 8 bytes always are).
+        ///
+        /// ```
+        /// use rawarray_serde::{ArrayReader, RawArray};
+        /// let dir = tempfile::tempdir().unwrap();
+        /// let path = dir.path().join("v.ra");
+        /// RawArray::from_shape_vec(vec![2, 3], vec![1.0f64, 2., 3., 4., 5., 6.]).unwrap().write_file(&path).unwrap();
+        /// let r = ArrayReader::open_mapped(&path).unwrap();
+        /// let v = r.view::<f64>().unwrap();
+        /// assert_eq!(v.shape(), &[2, 3]);
+        /// assert_eq!(v[[1, 2]], 6.0);
+        /// ```
+        #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+        pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
+            let dims = element_dims::<T>(&self.header)?;
+            let shape = dims
+                .iter()
+                .map(|&d| data::to_usize(d))
+                .collect::<Result<Vec<usize>>>()?;
+            if self.header.is_compressed() || self.header.is_big_endian() {
+                return Err(Error::unsupported(format!(
+                    "a view needs a little-endian uncompressed file; this one is {}{}",
+                    if self.header.is_big_endian() {
+                        "big-endian"
+                    } else {
+                        "little-endian"
+                    },
+                    if self.header.is_compressed() {
+                        ", LZ4-compressed"
+                    } else {
+                        ""
+                    },
+                )));
+            }
+            let bytes: &[u8] =
+                match &self.map {
+                    Some(map) => map,
+                    None if self.header.size == 0 => &[],
+                    None => return Err(Error::unsupported(
+                        "a view needs a mapped reader: open the file with ArrayReader::open_mapped",
+                    )),
+                };
+            let values: &[T] = if bytes.is_empty() {
+                &[]
+            } else {
+                T::cast_pod_slice(bytes).ok_or_else(|| {
+                    Error::unsupported(format!(
+                        "{} cannot be viewed in place: not plain old data, or the data is not aligned for it",
+                        std::any::type_name::<T>()
+                    ))
+                })?
+            };
+            ArrayViewD::from_shape(IxDyn(&shape).f(), values).map_err(Error::msg)
+        }
+
+        /// Reads a block given as ndarray's `s![]`, one element per dim in the file's order
+        /// (Fortran order: `s![.., .., 42]` is the plane at index 42 of the last dim). An index
+        /// removes its axis from the result; negative indices count from the end, as in
+        /// ndarray. Steps other than 1 and new axes are errors naming the dim.
+        ///
+        /// ```
+        /// use ndarray::s;
+        /// use rawarray_serde::{ArrayReader, RawArray};
+        /// let dir = tempfile::tempdir().unwrap();
+        /// let path = dir.path().join("c.ra");
+        /// RawArray::from_shape_vec(vec![4, 3, 2], (0..24u32).collect()).unwrap().write_file(&path).unwrap();
+        /// let r = ArrayReader::open(&path).unwrap();
+        /// let plane = r.read_slice::<u32, _>(s![.., .., 1]).unwrap();
+        /// assert_eq!(plane.shape(), &[4, 3]);
+        /// assert_eq!(plane[[1, 2]], 12 + 1 + 2 * 4);
+        /// let tail = r.read_slice::<u32, _>(s![-2.., 0, ..]).unwrap();
+        /// assert_eq!(tail.shape(), &[2, 2]);
+        /// assert!(r.read_slice::<u32, _>(s![..;2, .., ..]).unwrap_err().to_string().contains("dim 0"));
+        /// ```
+        #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+        pub fn read_slice<T, I>(&self, info: I) -> Result<ArrayD<T>>
+        where
+            T: Element,
+            I: AsRef<[SliceInfoElem]>,
+        {
+            let dims = element_dims::<T>(&self.header)?;
+            let (ranges, kept) = slice_ranges(&dims, info.as_ref())?;
+            let block = self.read_subset::<T>(&ranges)?;
+            let shape = kept
+                .iter()
+                .map(|&d| data::to_usize(ranges[d].end - ranges[d].start))
+                .collect::<Result<Vec<usize>>>()?;
+            ArrayD::from_shape_vec(IxDyn(&shape).f(), block.into_vec()).map_err(Error::msg)
+        }
+    }
+
+    /// The ranges of a slice of ndarray, and the dims it keeps (those not indexed).
+    pub(crate) fn slice_ranges(
+        dims: &[u64],
+        elems: &[SliceInfoElem],
+    ) -> Result<(Vec<Range<u64>>, Vec<usize>)> {
+        let axes = elems
+            .iter()
+            .filter(|e| !matches!(e, SliceInfoElem::NewAxis))
+            .count();
+        if axes != dims.len() || axes != elems.len() {
+            if let Some(dim) = elems
+                .iter()
+                .position(|e| matches!(e, SliceInfoElem::NewAxis))
+            {
+                return Err(Error::unsupported(format!(
+                    "subset dim {dim}: new axes are not supported"
+                )));
+            }
+            return Err(ErrorKind::SubsetRank {
+                expected: dims.len(),
+                found: axes,
+            }
+            .into());
+        }
+        // An index counted from the end (negative) or from the start, as ndarray does.
+        let resolve = |i: isize, len: u64| -> Option<u64> {
+            if i < 0 {
+                len.checked_sub(i.unsigned_abs() as u64)
+            } else {
+                Some(i as u64)
+            }
+        };
+        let mut ranges = Vec::with_capacity(dims.len());
+        let mut kept = Vec::with_capacity(dims.len());
+        for (dim, (e, &len)) in elems.iter().zip(dims).enumerate() {
+            let bad = |start: u64, end: u64| -> Error {
+                ErrorKind::SubsetOutOfBounds {
+                    dim,
+                    start,
+                    end,
+                    len,
+                }
+                .into()
+            };
+            let r = match *e {
+                SliceInfoElem::Slice { start, end, step } => {
+                    if step != 1 {
+                        return Err(Error::unsupported(format!(
+                            "subset dim {dim}: step {step} is not supported (only 1)"
+                        )));
+                    }
+                    let s = resolve(start, len).ok_or_else(|| bad(0, len))?;
+                    let e = match end {
+                        None => len,
+                        Some(e) => resolve(e, len).ok_or_else(|| bad(s, 0))?,
+                    };
+                    kept.push(dim);
+                    s..e
+                }
+                SliceInfoElem::Index(i) => {
+                    let s = resolve(i, len).ok_or_else(|| bad(0, 0))?;
+                    s..s.saturating_add(1)
+                }
+                SliceInfoElem::NewAxis => unreachable!("counted above"),
+            };
+            ranges.push(r);
+        }
+        Ok((ranges, kept))
+    }
+}
