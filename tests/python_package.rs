@@ -68,14 +68,7 @@ fn simulation_files(dir: &Path) {
         ..Default::default()
     };
     simulation::run(&dir.join("nbody.ra"), &params).unwrap();
-    let mut sim = simulation::Simulation::new(&params);
-    let mut truth = Vec::new();
-    for step in 0..=params.steps {
-        truth.extend(sim.records());
-        if step < params.steps {
-            sim.advance();
-        }
-    }
+    let truth = simulation::all_records(&params);
     let truth = json!({
         "params": params,
         "id": truth.iter().map(|b| b.id).collect::<Vec<_>>(),

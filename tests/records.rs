@@ -991,14 +991,7 @@ fn numpy_reads_the_simulation() {
     simulation::run(&path, &params).unwrap();
 
     // The truth: the same deterministic simulation, kept in memory.
-    let mut sim = simulation::Simulation::new(&params);
-    let mut truth = Vec::new();
-    for step in 0..=params.steps {
-        truth.extend(sim.records());
-        if step < params.steps {
-            sim.advance();
-        }
-    }
+    let truth = simulation::all_records(&params);
     assert_eq!(truth.len(), 8 * 61);
     let picks = [0, 1, 7, 8, 250, truth.len() - 1];
     let picks_arg = picks.map(|i| i.to_string()).join(",");
@@ -1059,14 +1052,7 @@ fn the_main_jobs_python_lines_read_its_records() {
     let out = common::python::run_script(&script, &[]);
     let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
 
-    let mut sim = simulation::Simulation::new(&params);
-    let mut truth = Vec::new();
-    for step in 0..=params.steps {
-        truth.extend(sim.records());
-        if step < params.steps {
-            sim.advance();
-        }
-    }
+    let truth = simulation::all_records(&params);
     assert_eq!(got["params"], serde_json::to_value(&params).unwrap());
     assert_eq!(
         got["id"],

@@ -530,6 +530,66 @@ impl ElementSpec {
     }
 }
 
+/// The methods [`RecordWriter<T>`] and [`DynRecordWriter`] share, written once: both are the
+/// same writer core with another way in.
+macro_rules! writer_methods {
+    () => {
+        /// Commits the records appended so far: writes the buffer and the trailer block after them
+        /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
+        /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
+        /// On an error the file still holds the records of the last successful flush, and flushing
+        /// can be retried.
+        pub fn flush(&mut self) -> Result<()> {
+            self.core.flush()
+        }
+
+        /// Commits like [`Self::flush`], syncing as [`Durability::Fsync`] does (records
+        /// and trailer, then the header), whatever the writer's durability: when it returns, every
+        /// record appended survives a power cut.
+        pub fn sync(&mut self) -> Result<()> {
+            self.core.sync()
+        }
+
+        /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
+        /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
+        /// data end of this flush: no reader has mapped anything beyond it.
+        pub fn finish(mut self) -> Result<Header> {
+            self.core.close()?;
+            Ok(self.core.header.clone())
+        }
+
+        /// Records appended, flushed or not.
+        pub fn len(&self) -> u64 {
+            self.core.len()
+        }
+
+        /// Whether no record was ever appended.
+        pub fn is_empty(&self) -> bool {
+            self.core.len() == 0
+        }
+
+        /// Records the header on disk covers: those of the last flush.
+        pub fn flushed_len(&self) -> u64 {
+            self.core.flushed_len()
+        }
+
+        /// The header on disk.
+        pub fn header(&self) -> &Header {
+            &self.core.header
+        }
+
+        /// The dims of one record, in values of the element.
+        pub fn record_dims(&self) -> &[u64] {
+            &self.core.shape.dims
+        }
+
+        /// The trailer written with the records.
+        pub fn trailer(&self) -> &Trailer {
+            &self.core.trailer
+        }
+    };
+}
+
 /// Appends records to a `.ra` file crash-safely: a crash loses at most the records appended
 /// since the last [`RecordWriter::flush`], and leaves a file every reader reads.
 ///
@@ -710,70 +770,7 @@ impl<T: Element> RecordWriter<T> {
         );
     }
 
-    /// Commits the records appended so far: writes the buffer and the trailer block after them
-    /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
-    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
-    /// On an error the file still holds the records of the last successful flush, and flushing
-    /// can be retried.
-    pub fn flush(&mut self) -> Result<()> {
-        self.core.flush()
-    }
-
-    /// Commits like [`RecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
-    /// and trailer, then the header), whatever the writer's durability: when it returns, every
-    /// record appended survives a power cut.
-    ///
-    /// ```
-    /// use rawarray_serde::RecordWriter;
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let mut w = RecordWriter::<f32>::create(dir.path().join("s.ra"), serde_json::Value::Null).unwrap();
-    /// w.append_slice(&[1.0, 2.0]).unwrap();
-    /// w.flush().unwrap(); // committed: readers and a killed process keep it
-    /// w.append(&3.0).unwrap();
-    /// w.sync().unwrap(); // committed and on disk
-    /// assert_eq!(w.flushed_len(), 3);
-    /// ```
-    pub fn sync(&mut self) -> Result<()> {
-        self.core.sync()
-    }
-
-    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
-    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
-    /// data end of this flush: no reader has mapped anything beyond it.
-    pub fn finish(mut self) -> Result<Header> {
-        self.core.close()?;
-        Ok(self.core.header.clone())
-    }
-
-    /// Records appended, flushed or not.
-    pub fn len(&self) -> u64 {
-        self.core.len()
-    }
-
-    /// Whether no record was ever appended.
-    pub fn is_empty(&self) -> bool {
-        self.core.len() == 0
-    }
-
-    /// Records the header on disk covers: those of the last flush.
-    pub fn flushed_len(&self) -> u64 {
-        self.core.flushed_len()
-    }
-
-    /// The header on disk.
-    pub fn header(&self) -> &Header {
-        &self.core.header
-    }
-
-    /// The dims of one record, in values of the element.
-    pub fn record_dims(&self) -> &[u64] {
-        &self.core.shape.dims
-    }
-
-    /// The trailer written with the records.
-    pub fn trailer(&self) -> &Trailer {
-        &self.core.trailer
-    }
+    writer_methods!();
 }
 
 /// Appends records given as packed little-endian bytes, for an element described at run time
@@ -810,59 +807,7 @@ impl DynRecordWriter {
         Ok(())
     }
 
-    /// Commits the records appended so far: writes the buffer and the trailer block after them
-    /// in one `pwrite`, then rewrites the header in one `pwrite` (syncing each with
-    /// [`Durability::Fsync`]). When it returns, the header on disk covers every record appended.
-    /// On an error the file still holds the records of the last successful flush, and flushing
-    /// can be retried.
-    pub fn flush(&mut self) -> Result<()> {
-        self.core.flush()
-    }
-
-    /// Commits like [`DynRecordWriter::flush`], syncing as [`Durability::Fsync`] does (records
-    /// and trailer, then the header), whatever the writer's durability: when it returns, every
-    /// record appended survives a power cut.
-    pub fn sync(&mut self) -> Result<()> {
-        self.core.sync()
-    }
-
-    /// Flushes, then cuts the file after the trailer (dropping the free space and the spare
-    /// copy) and closes it, releasing its lock. Returns the final header. The cut is after the
-    /// data end of this flush: no reader has mapped anything beyond it.
-    pub fn finish(mut self) -> Result<Header> {
-        self.core.close()?;
-        Ok(self.core.header.clone())
-    }
-
-    /// Records appended, flushed or not.
-    pub fn len(&self) -> u64 {
-        self.core.len()
-    }
-
-    /// Whether no record was ever appended.
-    pub fn is_empty(&self) -> bool {
-        self.core.len() == 0
-    }
-
-    /// Records the header on disk covers: those of the last flush.
-    pub fn flushed_len(&self) -> u64 {
-        self.core.flushed_len()
-    }
-
-    /// The header on disk.
-    pub fn header(&self) -> &Header {
-        &self.core.header
-    }
-
-    /// The dims of one record, in values of the element.
-    pub fn record_dims(&self) -> &[u64] {
-        &self.core.shape.dims
-    }
-
-    /// The trailer written with the records.
-    pub fn trailer(&self) -> &Trailer {
-        &self.core.trailer
-    }
+    writer_methods!();
 
     /// Bytes of one record.
     pub fn record_bytes(&self) -> u64 {
