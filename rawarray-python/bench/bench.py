@@ -26,6 +26,18 @@ def median_time(fn, runs):
     return statistics.median(times)
 
 
+def paired_times(fn_a, fn_b, runs):
+    """Medians of `fn_a` and `fn_b`, run alternately so that the machine's drift (other work,
+    the disk's sync times) falls on both alike."""
+    ta, tb = [], []
+    for _ in range(runs):
+        for fn, ts in ((fn_a, ta), (fn_b, tb)):
+            t = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t)
+    return statistics.median(ta), statistics.median(tb)
+
+
 def fsync_tofile(arr, path):
     with open(path, "wb") as f:
         arr.tofile(f)
@@ -48,13 +60,11 @@ def main():
         np.save(npy, arr)
 
         # Reads: each reader's array, summed so that every byte is read (a map reads on touch).
-        t_ours = median_time(lambda: rawarray.read(ra).sum(), args.runs)
-        t_base = median_time(lambda: np.fromfile(raw, dtype="<f4").sum(), args.runs)
+        t_ours, t_base = paired_times(lambda: rawarray.read(ra).sum(), lambda: np.fromfile(raw, dtype="<f4").sum(), args.runs)
         rows.append((f"read {args.mib} MiB f32 + sum", "rawarray.read", "np.fromfile", t_ours, t_base))
         t_npy = median_time(lambda: np.load(npy).sum(), args.runs)
         rows.append((f"read {args.mib} MiB f32 + sum", "rawarray.read", "np.load(.npy)", t_ours, t_npy))
-        t_mem = median_time(lambda: rawarray.read(ra, mmap=False), args.runs)
-        t_from = median_time(lambda: np.fromfile(raw, dtype="<f4"), args.runs)
+        t_mem, t_from = paired_times(lambda: rawarray.read(ra, mmap=False), lambda: np.fromfile(raw, dtype="<f4"), args.runs)
         rows.append((f"read {args.mib} MiB f32 into memory", "rawarray.read(p, mmap=False)", "np.fromfile", t_mem, t_from))
         try:
             from safetensors.numpy import load_file, save_file
@@ -66,8 +76,7 @@ def main():
             print("safetensors is not installed: its row is left out")
 
         # Writes, synced in both.
-        t_w = median_time(lambda: rawarray.write(ra, arr), args.runs)
-        t_t = median_time(lambda: fsync_tofile(arr, raw), args.runs)
+        t_w, t_t = paired_times(lambda: rawarray.write(ra, arr), lambda: fsync_tofile(arr, raw), args.runs)
         rows.append((f"write {args.mib} MiB f32, synced", "rawarray.write", "tofile + fsync", t_w, t_t))
 
         # Opening: header and trailer only, O(1) in the file's size.
@@ -89,11 +98,9 @@ def main():
         rp = os.path.join(d, "foo.ra")
         rawarray.write(rp, recs)
         roff = rawarray.open(rp).header["header_len"]
-        t_r = median_time(lambda: rawarray.read(rp, mmap=False), args.runs)
-        t_f = median_time(lambda: np.fromfile(rp, dtype=foo, offset=roff, count=len(recs)), args.runs)
+        t_r, t_f = paired_times(lambda: rawarray.read(rp, mmap=False), lambda: np.fromfile(rp, dtype=foo, offset=roff, count=len(recs)), args.runs)
         rows.append(("3 Mi 80-byte records into memory", "rawarray.read(p, mmap=False)", "np.fromfile(dtype)", t_r, t_f))
-        t_rs = median_time(lambda: rawarray.read(rp)["v"].sum(), args.runs)
-        t_fs = median_time(lambda: np.fromfile(rp, dtype=foo, offset=roff, count=len(recs))["v"].sum(), args.runs)
+        t_rs, t_fs = paired_times(lambda: rawarray.read(rp)["v"].sum(), lambda: np.fromfile(rp, dtype=foo, offset=roff, count=len(recs))["v"].sum(), args.runs)
         rows.append(("3 Mi 80-byte records, sum of a field", "rawarray.read", "np.fromfile(dtype)", t_rs, t_fs))
 
     print("| operation | ours | baseline | ours (ms) | baseline (ms) | ratio (time) |")
