@@ -22,8 +22,9 @@ struct InfoJson<'a> {
     dims: &'a [u64],
     big_endian: bool,
     compressed: bool,
-    /// numpy's name for the element, `null` where numpy has none.
-    dtype: Option<&'static str>,
+    /// numpy's dtype of the element (for records, the structured dtype of their schema, as
+    /// Python source), `null` where numpy has none.
+    dtype: Option<String>,
     /// `float32`, `complex64`, `user(80 bytes)`.
     r#type: String,
     header_bytes: usize,
@@ -66,9 +67,26 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
 }
 
 fn describe(path: &Path) -> Result<(Header, TrailerInfo)> {
-    let src = RaSource::open(path)?;
+    let src = match RaSource::open(path) {
+        Ok(src) => src,
+        // Not a .ra file at all (no magic): say what it looks like, where that is known.
+        Err(e) => {
+            return Err(match crate::sniff::looks_like(path) {
+                Some(what) => Failure::file(path, format!("not a .ra file: {what}")),
+                None => e,
+            })
+        }
+    };
     let trailer = src.trailer_info();
     Ok((src.header, trailer))
+}
+
+/// numpy's dtype of one element: the header's, or for records the one their valid schema
+/// describes (Python source, as `np.dtype` takes it).
+fn numpy_dtype(h: &Header, t: &TrailerInfo) -> Option<String> {
+    h.numpy_dtype()
+        .map(str::to_string)
+        .or_else(|| t.element_schema(h).map(|s| s.numpy_descr()))
 }
 
 fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
@@ -82,7 +100,7 @@ fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
         dims: &h.dims,
         big_endian: h.is_big_endian(),
         compressed: h.is_compressed(),
-        dtype: h.numpy_dtype(),
+        dtype: numpy_dtype(h, t),
         r#type: h.type_label(),
         header_bytes: h.encoded_len(),
         trailer_bytes: t.bytes,
@@ -107,7 +125,10 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
                 h.eltype.name()
             ),
         ),
-        ("numpy dtype", numpy_dtype_or_reason(h.eltype, h.elbyte)),
+        (
+            "numpy dtype",
+            numpy_dtype(h, t).unwrap_or_else(|| numpy_dtype_or_reason(h.eltype, h.elbyte)),
+        ),
         ("elbyte", h.elbyte.to_string()),
         (
             "dims",
@@ -168,13 +189,8 @@ fn trailer_text(t: &TrailerInfo, h: &Header) -> String {
     }
     if let Some(tr) = &t.trailer {
         s.push_str(&format!(", trailer block version {}", tr.version));
-        match &tr.params {
-            serde_json::Value::Null => {}
-            serde_json::Value::Object(m) => {
-                let keys: Vec<&str> = m.keys().map(String::as_str).collect();
-                s.push_str(&format!("; params keys: {}", keys.join(", ")));
-            }
-            other => s.push_str(&format!("; params: {other}")),
+        if !tr.params.is_null() {
+            s.push_str(&format!("; params: {}", tr.params));
         }
         if let Some(schema) = &tr.schema {
             s.push_str(&format!("; record schema: {}", schema.numpy_descr()));

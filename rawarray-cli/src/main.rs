@@ -17,6 +17,7 @@ mod progress;
 mod recover;
 mod reshape;
 mod slice;
+mod sniff;
 mod source;
 mod trailer;
 mod value;

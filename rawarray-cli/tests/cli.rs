@@ -207,7 +207,50 @@ fn info_reports_a_bad_file_and_still_prints_the_others() {
     assert_eq!(String::from_utf8(out.stdout).unwrap().lines().count(), 2);
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("bad.ra") && err.contains("bad magic"), "{err}");
+    assert!(
+        err.contains("bad.ra") && err.contains("looks like text"),
+        "{err}"
+    );
+}
+
+#[test]
+fn info_names_files_that_are_not_ra_by_what_they_look_like() {
+    let dir = tempfile::tempdir().unwrap();
+    let npy = dir.path().join("m.npy");
+    ra().arg("convert")
+        .arg(reference("randf32.ra"))
+        .arg(&npy)
+        .assert()
+        .success();
+    let empty = dir.path().join("empty.ra");
+    std::fs::write(&empty, b"").unwrap();
+    let damaged = dir.path().join("damaged.ra");
+    let mut bytes = std::fs::read(reference("randf32.ra")).unwrap();
+    bytes[16] = 9; // eltype 9: a .ra file with a bad header is still called one
+    std::fs::write(&damaged, &bytes).unwrap();
+    for (path, want) in [
+        (
+            reference("mnist_8.png"),
+            "not a .ra file: it looks like a PNG image; `ra convert",
+        ),
+        (
+            npy.clone(),
+            "not a .ra file: it looks like a numpy .npy file; `ra convert",
+        ),
+        (empty.clone(), "not a .ra file: the file is empty"),
+        (damaged.clone(), "eltype"),
+    ] {
+        let out = ra()
+            .arg("info")
+            .arg(&path)
+            .assert()
+            .code(1)
+            .get_output()
+            .clone();
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(want), "{want:?} not in {err}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1074,8 +1117,8 @@ fn info_shows_the_trailer_params_and_schema() {
     let text = stdout_of(ra().arg("info").arg(&path));
     for want in [
         "user(22 bytes) (eltype 0, user-defined)",
-        "none (user-defined; needs a record schema)",
-        "trailer block version 1; params keys: dt, units; record schema: \
+        "numpy dtype: [('t', '<f8'), ('xyz', '<f4', (3,)), ('id', '<u2')]",
+        "trailer block version 1; params: {\"dt\":0.5,\"units\":\"s\"}; record schema: \
          [('t', '<f8'), ('xyz', '<f4', (3,)), ('id', '<u2')]",
     ] {
         assert!(text.contains(want), "{want:?} not in\n{text}");
@@ -1083,7 +1126,10 @@ fn info_shows_the_trailer_params_and_schema() {
     let j: Value =
         serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
     assert_eq!(j["eltype"], 0);
-    assert_eq!(j["dtype"], Value::Null);
+    assert_eq!(
+        j["dtype"],
+        "[('t', '<f8'), ('xyz', '<f4', (3,)), ('id', '<u2')]"
+    );
     assert_eq!(j["trailer"]["params"]["dt"], 0.5);
     assert_eq!(
         j["trailer"]["numpy_descr"],
