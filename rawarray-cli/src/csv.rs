@@ -1,7 +1,7 @@
 //! `.ra` -> `.csv`: a 1-D array is one value per line; a 2-D array with dims `[d0, d1]` is
 //! numpy's `(d1, d0)`: `d1` lines of `d0` comma-separated values (what `numpy.savetxt` of the
 //! array read through the dims rule writes, up to number formatting). Complex values are
-//! `a+bi`.
+//! `a+bj`, as Python writes them and `numpy.loadtxt(dtype=complex)` reads them.
 
 use std::path::Path;
 
@@ -46,7 +46,7 @@ pub fn ra_to_csv(input: &Path, output: &Path) -> Result<()> {
         let res = src.for_each_chunk(None, &progress, |chunk| {
             text.clear();
             for b in chunk.chunks_exact(elbyte) {
-                decoder.decode(b).text(&mut text);
+                decoder.decode(b).text_with_unit(&mut text, 'j');
                 column += 1;
                 if column == per_line {
                     text.push('\n');

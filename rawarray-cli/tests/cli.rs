@@ -819,7 +819,7 @@ fn csv_of_1d_and_2d_arrays() {
     ra().arg("convert").arg(&v).arg(&out).assert().success();
     assert_eq!(
         std::fs::read_to_string(&out).unwrap(),
-        "1.0-2.0i\n0.5+0.0i\n"
+        "1.0-2.0j\n0.5+0.0j\n"
     );
     let out = dir.path().join("t.csv");
     ra().arg("convert")
@@ -835,6 +835,35 @@ fn csv_of_1d_and_2d_arrays() {
     let err = fails_with_one_line(ra().arg("convert").arg(reference("mnist_8.ra")).arg(&out));
     assert!(err.contains("1-D and 2-D"), "{err}");
     assert!(!out.exists());
+}
+
+/// numpy's `loadtxt(dtype=complex)` reads our complex CSV, infinities and NaN included: the
+/// reference `test.ra` (element k is k - i/k, so the first is 0 - inf i).
+#[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
+fn numpy_loads_complex_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("test.csv");
+    ra().arg("convert")
+        .arg(reference("test.ra"))
+        .arg(&csv)
+        .assert()
+        .success();
+    let script = dir.path().join("load.py");
+    std::fs::write(
+        &script,
+        "import sys, json, numpy as np\n\
+         a = np.loadtxt(sys.argv[1], dtype=complex, delimiter=',', ndmin=2)\n\
+         print(json.dumps([a.shape, [[str(z) for z in row] for row in a]]))\n",
+    )
+    .unwrap();
+    let out = python_env::run_script(&script, &[&csv]);
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    // dims [3, 4]: numpy shape (4, 3), rows of three; row j holds k = 3j..3j+2.
+    assert_eq!(v[0], serde_json::json!([4, 3]));
+    assert_eq!(v[1][0][0], "-infj");
+    assert_eq!(v[1][0][1], "(1-1j)");
+    assert_eq!(v[1][1][0], "(3-0.33333334j)"); // the shortest decimal of the f32
 }
 
 #[test]
