@@ -36,6 +36,9 @@ struct InfoJson<'a> {
     /// Why the trailer's record schema does not describe the elements (shown as bytes then),
     /// `null` if it does or there is none.
     schema_error: Option<String>,
+    /// Bytes between the data and the trailer block: uncommitted records and free space of a
+    /// writer that is writing or was killed; 0 for a finished file.
+    uncommitted_bytes: u64,
 }
 
 /// Prints every file's header; a file that cannot be read is reported on stderr and the
@@ -107,6 +110,7 @@ fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
         trailer: t.trailer.as_ref(),
         trailer_error: t.damaged.as_deref(),
         schema_error: t.schema_problem(h),
+        uncommitted_bytes: t.uncommitted(),
     };
     serde_json::to_string(&j).expect("plain data serializes") + "\n"
 }
@@ -166,7 +170,7 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
         ),
         ("flags", h.flags.bits().to_string()),
         ("header", format!("{} bytes", h.encoded_len())),
-        ("trailer", trailer_text(t, h)),
+        ("trailer", trailer_text(path, t, h)),
     ];
     let mut s = String::new();
     if gap {
@@ -179,7 +183,7 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
     s
 }
 
-fn trailer_text(t: &TrailerInfo, h: &Header) -> String {
+fn trailer_text(path: &Path, t: &TrailerInfo, h: &Header) -> String {
     if t.bytes == 0 {
         return "none".into();
     }
@@ -197,6 +201,15 @@ fn trailer_text(t: &TrailerInfo, h: &Header) -> String {
         }
         if let Some(why) = t.schema_problem(h) {
             s.push_str(&format!(" ({why}: elements shown as bytes)"));
+        }
+        let loose = t.uncommitted();
+        if loose > 0 {
+            s.push_str(&format!(
+                "; {loose} bytes after the data are not committed: records and free space of a \
+                 writer that is still writing or was killed (if none is writing, `ra recover \
+                 {}` keeps the records of a flush whose header update was lost)",
+                path.display()
+            ));
         }
     }
     s

@@ -1181,6 +1181,45 @@ fn info_shows_the_trailer_params_and_schema() {
     );
 }
 
+/// A writer that stops without finishing (as a killed one: its writes are in the file, its
+/// last records never committed) leaves bytes between the data and the spare trailer;
+/// `ra info` counts them and names the command that salvages what can be.
+#[test]
+fn info_reports_uncommitted_records_of_a_writer_that_did_not_finish() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crashed.ra");
+    let mut w: RecordWriter<Rec> = RecordOptions::new()
+        .params(serde_json::json!({"dt": 0.5}))
+        .buffer_bytes(64) // written out (uncommitted) every few records
+        .create(&path)
+        .unwrap();
+    let all = recs(40);
+    w.append_slice(&all[..10]).unwrap();
+    w.flush().unwrap();
+    w.append_slice(&all[10..]).unwrap();
+    std::mem::forget(w); // no finish, no final flush: what a kill leaves
+    let text = stdout_of(ra().arg("info").arg(&path));
+    assert!(text.contains("[10], 10 elements"), "{text}");
+    assert!(
+        text.contains("bytes after the data are not committed"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("ra recover {}", path.display())),
+        "{text}"
+    );
+    let j: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    let loose = j["uncommitted_bytes"].as_u64().unwrap();
+    assert!(loose >= 30 * 22 - 64, "{j}"); // all but the last buffer went out
+                                           // A finished file has none.
+    let done = dir.path().join("done.ra");
+    record_file(&done, 4);
+    let j: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&done))).unwrap();
+    assert_eq!(j["uncommitted_bytes"], 0);
+}
+
 #[test]
 fn cat_prints_records_by_field_name() {
     let dir = tempfile::tempdir().unwrap();
