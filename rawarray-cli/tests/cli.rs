@@ -837,6 +837,57 @@ fn csv_of_1d_and_2d_arrays() {
     assert!(!out.exists());
 }
 
+/// CSV back to `.ra`: the type inferred (int64, float64, complex128), the dims the reverse of
+/// the table's shape; floats come back bit for bit, complex64 values exactly as f32.
+#[test]
+fn csv_converts_back_to_ra() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f.ra");
+    let field: Vec<f64> = (0..12).map(|k| f64::from(k) / 7.0 - 1.0).collect();
+    RawArray::from_shape_vec(vec![4, 3], field.clone())
+        .unwrap()
+        .write_file(&f)
+        .unwrap();
+    let (csv, back) = (dir.path().join("f.csv"), dir.path().join("back.ra"));
+    ra().arg("convert").arg(&f).arg(&csv).assert().success();
+    ra().arg("convert").arg(&csv).arg(&back).assert().success();
+    let b: RawArray<f64> = RawArray::read_file(&back).unwrap();
+    assert_eq!((b.dims(), b.as_slice()), (&[4u64, 3][..], &field[..]));
+
+    // Integers stay integers (int64); one column is one dim.
+    std::fs::write(&csv, "# counts\n3\n-1\n\n42\n").unwrap();
+    ra().arg("convert").arg(&csv).arg(&back).assert().success();
+    let b: RawArray<i64> = RawArray::read_file(&back).unwrap();
+    assert_eq!((b.dims(), b.as_slice()), (&[3u64][..], &[3, -1, 42][..]));
+
+    // The reference complex64 file, through our CSV: complex128 equal to it as f32.
+    ra().arg("convert")
+        .arg(reference("test.ra"))
+        .arg(&csv)
+        .assert()
+        .success();
+    ra().arg("convert").arg(&csv).arg(&back).assert().success();
+    let b: RawArray<Complex<f64>> = RawArray::read_file(&back).unwrap();
+    let want: RawArray<Complex<f32>> = RawArray::read_file(reference("test.ra")).unwrap();
+    assert_eq!(b.dims(), want.dims());
+    for (got, want) in b.as_slice().iter().zip(want.as_slice()) {
+        assert_eq!((got.re as f32, got.im as f32), (want.re, want.im));
+    }
+
+    // A ragged table and a word are errors naming the line; nothing is written.
+    let out = dir.path().join("bad.ra");
+    std::fs::write(&csv, "1,2,3\n4,5\n").unwrap();
+    let err = fails_with_one_line(ra().arg("convert").arg(&csv).arg(&out));
+    assert!(err.contains("line 2 has 2 values, line 1 has 3"), "{err}");
+    std::fs::write(&csv, "1,2\n3,x\n").unwrap();
+    let err = fails_with_one_line(ra().arg("convert").arg(&csv).arg(&out));
+    assert!(
+        err.contains("line 2, column 2: 'x' is not a number"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
 /// numpy's `loadtxt(dtype=complex)` reads our complex CSV, infinities and NaN included: the
 /// reference `test.ra` (element k is k - i/k, so the first is 0 - inf i).
 #[test]
