@@ -1271,6 +1271,62 @@ fn info_reports_uncommitted_records_of_a_writer_that_did_not_finish() {
     assert_eq!(j["uncommitted_bytes"], 0);
 }
 
+/// A record file cut short (a partial copy): `ra info` shows its header and what is missing
+/// and exits 1; `ra recover` says what forcing keeps; `ra recover --force` keeps the complete
+/// records, byte for byte, and drops the partial one.
+#[test]
+fn a_record_file_cut_short_is_described_and_salvaged() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cut.ra");
+    record_file(&path, 30);
+    let whole = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &whole[..56 + 12 * 22 + 7]).unwrap(); // 12 records and 7 bytes
+    let out = ra()
+        .arg("info")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("[30], 30 elements"), "{text}");
+    assert!(
+        text.contains(&format!(
+            "missing:     {} of {} data bytes (the file was cut short); it holds 12 complete \
+             records of the last dim's 30: `ra recover --force {}` keeps them",
+            30 * 22 - 12 * 22 - 7,
+            30 * 22,
+            path.display()
+        )),
+        "{text}"
+    );
+    assert!(String::from_utf8(out.stderr).unwrap().contains("truncated"));
+    let j: Value = serde_json::from_str(
+        &String::from_utf8(
+            ra().args(["info", "--json"])
+                .arg(&path)
+                .assert()
+                .code(1)
+                .get_output()
+                .stdout
+                .clone(),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(j["missing_bytes"], 30 * 22 - 12 * 22 - 7);
+
+    let err = fails_with_one_line(ra().arg("recover").arg(&path));
+    assert!(err.contains("12 complete records of the 30"), "{err}");
+    let said = stdout_of(ra().args(["recover", "--force"]).arg(&path));
+    assert!(
+        said.contains("30 records -> 12 records; no trailer; 7 bytes removed"),
+        "{said}"
+    );
+    let a: RawArray<Rec> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.as_slice(), &recs(30)[..12]);
+}
+
 #[test]
 fn cat_prints_records_by_field_name() {
     let dir = tempfile::tempdir().unwrap();
