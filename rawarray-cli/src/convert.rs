@@ -50,9 +50,10 @@ pub fn run(input: &Path, output: &Path, rgb: bool, max_image_bytes: u64) -> Resu
         (Format::Ra, Format::Png) => image::ra_to_png(input, output),
         (Format::Png, Format::Ra) => image::png_to_ra(input, output, rgb, max_image_bytes),
         (Format::Ra, Format::Csv) => crate::csv::ra_to_csv(input, output),
+        (Format::Csv, Format::Ra) => crate::csv::csv_to_ra(input, output),
         _ => Err(Failure::usage(
             "convert",format!(
-            "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra -> .csv"
+            "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv"
         ))),
     }
 }

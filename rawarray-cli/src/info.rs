@@ -22,8 +22,9 @@ struct InfoJson<'a> {
     dims: &'a [u64],
     big_endian: bool,
     compressed: bool,
-    /// numpy's name for the element, `null` where numpy has none.
-    dtype: Option<&'static str>,
+    /// numpy's dtype of the element (for records, the structured dtype of their schema, as
+    /// Python source), `null` where numpy has none.
+    dtype: Option<String>,
     /// `float32`, `complex64`, `user(80 bytes)`.
     r#type: String,
     header_bytes: usize,
@@ -35,6 +36,11 @@ struct InfoJson<'a> {
     /// Why the trailer's record schema does not describe the elements (shown as bytes then),
     /// `null` if it does or there is none.
     schema_error: Option<String>,
+    /// Bytes between the data and the trailer block: uncommitted records and free space of a
+    /// writer that is writing or was killed; 0 for a finished file.
+    uncommitted_bytes: u64,
+    /// Data bytes the header claims that the file does not hold (a file cut short); 0 if none.
+    missing_bytes: u64,
 }
 
 /// Prints every file's header; a file that cannot be read is reported on stderr and the
@@ -43,13 +49,18 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for (i, path) in files.iter().enumerate() {
         match describe(path) {
-            Ok((header, trailer)) => {
+            Ok(d) => {
                 let text = if json {
-                    json_line(path, &header, &trailer)
+                    json_line(path, &d)
                 } else {
-                    text_block(path, &header, &trailer, i > 0)
+                    text_block(path, &d, i > 0)
                 };
                 out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
+                // A file cut short is described, and still a failure.
+                if let Some(cut) = d.cut_error {
+                    eprintln!("ra: {cut}");
+                    failed += 1;
+                }
             }
             Err(e @ Failure::File { .. }) => {
                 eprintln!("ra: {e}");
@@ -65,13 +76,96 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn describe(path: &Path) -> Result<(Header, TrailerInfo)> {
-    let src = RaSource::open(path)?;
-    let trailer = src.trailer_info();
-    Ok((src.header, trailer))
+/// What `ra info` shows of one file.
+struct Described {
+    header: Header,
+    trailer: TrailerInfo,
+    /// Data bytes the header claims and the file does not hold (a file cut short).
+    missing: u64,
+    /// The error a file cut short is, for stderr.
+    cut_error: Option<Failure>,
 }
 
-fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
+fn describe(path: &Path) -> Result<Described> {
+    let src = match RaSource::open(path) {
+        Ok(src) => src,
+        Err(e) => {
+            // Not a .ra file at all (no magic): say what it looks like, where that is known.
+            if let Some(what) = crate::sniff::looks_like(path) {
+                return Err(Failure::file(path, format!("not a .ra file: {what}")));
+            }
+            // A valid header whose data is cut short: show the header and what is missing.
+            if let Some((header, held)) = cut_short(path) {
+                return Ok(Described {
+                    missing: header.size - held,
+                    header,
+                    trailer: TrailerInfo::default(),
+                    cut_error: Some(e),
+                });
+            }
+            return Err(e);
+        }
+    };
+    let trailer = src.trailer_info();
+    Ok(Described {
+        header: src.header,
+        trailer,
+        missing: 0,
+        cut_error: None,
+    })
+}
+
+/// The header of a regular file whose data section is shorter than the header says, and the
+/// data bytes it holds.
+fn cut_short(path: &Path) -> Option<(Header, u64)> {
+    if !std::fs::metadata(path).ok()?.is_file() {
+        return None;
+    }
+    let mut file = std::fs::File::open(path).ok()?;
+    let header = Header::read_from(&mut std::io::BufReader::new(&mut file)).ok()?;
+    let held = file
+        .metadata()
+        .ok()?
+        .len()
+        .checked_sub(header.encoded_len() as u64)?;
+    (held < header.size).then_some((header, held))
+}
+
+/// What is missing from a file cut short, and for a record file (its last dim counts records)
+/// the command that keeps the complete records.
+fn missing_text(path: &Path, h: &Header, missing: u64) -> String {
+    let mut s = format!(
+        "{missing} of {} data bytes (the file was cut short)",
+        h.size
+    );
+    let record_bytes = h.dims.split_last().and_then(|(_, lead)| {
+        lead.iter()
+            .try_fold(h.elbyte, |a, &d| a.checked_mul(d))
+            .filter(|&b| b > 0)
+    });
+    if let (Some(bytes), false) = (record_bytes, h.is_compressed()) {
+        let held = h.size - missing;
+        let claimed = h.dims.last().copied().unwrap_or(0);
+        s.push_str(&format!(
+            "; it holds {} complete records of the last dim's {claimed}: `ra recover --force {}` \
+             keeps them",
+            held / bytes,
+            path.display()
+        ));
+    }
+    s
+}
+
+/// numpy's dtype of one element: the header's, or for records the one their valid schema
+/// describes (Python source, as `np.dtype` takes it).
+fn numpy_dtype(h: &Header, t: &TrailerInfo) -> Option<String> {
+    h.numpy_dtype()
+        .map(str::to_string)
+        .or_else(|| t.element_schema(h).map(|s| s.numpy_descr()))
+}
+
+fn json_line(path: &Path, d: &Described) -> String {
+    let (h, t) = (&d.header, &d.trailer);
     let j = InfoJson {
         file: path.display().to_string(),
         flags: h.flags.bits(),
@@ -82,18 +176,21 @@ fn json_line(path: &Path, h: &Header, t: &TrailerInfo) -> String {
         dims: &h.dims,
         big_endian: h.is_big_endian(),
         compressed: h.is_compressed(),
-        dtype: h.numpy_dtype(),
+        dtype: numpy_dtype(h, t),
         r#type: h.type_label(),
         header_bytes: h.encoded_len(),
         trailer_bytes: t.bytes,
         trailer: t.trailer.as_ref(),
         trailer_error: t.damaged.as_deref(),
         schema_error: t.schema_problem(h),
+        uncommitted_bytes: t.uncommitted(),
+        missing_bytes: d.missing,
     };
     serde_json::to_string(&j).expect("plain data serializes") + "\n"
 }
 
-fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
+fn text_block(path: &Path, d: &Described, gap: bool) -> String {
+    let (h, t) = (&d.header, &d.trailer);
     let reversed: Vec<u64> = h.dims.iter().rev().copied().collect();
     let shape = rawarray_serde::numpy_shape(&reversed);
     let elements = h.num_elements();
@@ -107,7 +204,10 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
                 h.eltype.name()
             ),
         ),
-        ("numpy dtype", numpy_dtype_or_reason(h.eltype, h.elbyte)),
+        (
+            "numpy dtype",
+            numpy_dtype(h, t).unwrap_or_else(|| numpy_dtype_or_reason(h.eltype, h.elbyte)),
+        ),
         ("elbyte", h.elbyte.to_string()),
         (
             "dims",
@@ -145,20 +245,21 @@ fn text_block(path: &Path, h: &Header, t: &TrailerInfo, gap: bool) -> String {
         ),
         ("flags", h.flags.bits().to_string()),
         ("header", format!("{} bytes", h.encoded_len())),
-        ("trailer", trailer_text(t, h)),
+        ("trailer", trailer_text(path, t, h)),
     ];
+    let missing = (d.missing > 0).then(|| ("missing", missing_text(path, h, d.missing)));
     let mut s = String::new();
     if gap {
         s.push('\n');
     }
     s.push_str(&format!("{}\n", path.display()));
-    for (k, v) in rows {
+    for (k, v) in rows.into_iter().chain(missing) {
         s.push_str(&format!("  {:<12} {v}\n", format!("{k}:")));
     }
     s
 }
 
-fn trailer_text(t: &TrailerInfo, h: &Header) -> String {
+fn trailer_text(path: &Path, t: &TrailerInfo, h: &Header) -> String {
     if t.bytes == 0 {
         return "none".into();
     }
@@ -168,19 +269,23 @@ fn trailer_text(t: &TrailerInfo, h: &Header) -> String {
     }
     if let Some(tr) = &t.trailer {
         s.push_str(&format!(", trailer block version {}", tr.version));
-        match &tr.params {
-            serde_json::Value::Null => {}
-            serde_json::Value::Object(m) => {
-                let keys: Vec<&str> = m.keys().map(String::as_str).collect();
-                s.push_str(&format!("; params keys: {}", keys.join(", ")));
-            }
-            other => s.push_str(&format!("; params: {other}")),
+        if !tr.params.is_null() {
+            s.push_str(&format!("; params: {}", tr.params));
         }
         if let Some(schema) = &tr.schema {
             s.push_str(&format!("; record schema: {}", schema.numpy_descr()));
         }
         if let Some(why) = t.schema_problem(h) {
             s.push_str(&format!(" ({why}: elements shown as bytes)"));
+        }
+        let loose = t.uncommitted();
+        if loose > 0 {
+            s.push_str(&format!(
+                "; {loose} bytes after the data are not committed: records and free space of a \
+                 writer that is still writing or was killed (if none is writing, `ra recover \
+                 {}` keeps the records of a flush whose header update was lost)",
+                path.display()
+            ));
         }
     }
     s

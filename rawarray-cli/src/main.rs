@@ -17,6 +17,7 @@ mod progress;
 mod recover;
 mod reshape;
 mod slice;
+mod sniff;
 mod source;
 mod trailer;
 mod value;
@@ -98,6 +99,7 @@ Examples:
   ra convert img.ra img.png       dims [w, h] gray or [c, w, h] (c = 1..4); non-uint8 scaled
   ra convert --rgb img.png img.ra gray repeated as R, G, B, as the C reference's png2ra
   ra convert m.ra m.csv           1-D: one value per line; 2-D [d0, d1]: d1 lines of d0
+  ra convert m.csv m.ra           int64, float64 or complex128 (a+bj), whichever fits
 
 Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
 trailer are a structured dtype, and a structured .npy becomes records with that schema.
@@ -106,7 +108,7 @@ interleaved rows. A PNG that decodes to more than --max-image-bytes (default 64 
 --rgb's expansion) is refused before it is decoded.
 The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
     Convert {
-        /// Input file (.ra, .npy or .png).
+        /// Input file (.ra, .npy, .png or .csv).
         input: PathBuf,
         /// Output file (.ra, .npy, .png or .csv).
         output: PathBuf,

@@ -2,7 +2,7 @@
 //! rewriting commands learn about a file's trailer (the library's [`Trailer`] block: JSON
 //! params and the record schema). It is read by `RaSource::trailer_info`.
 
-use rawarray_serde::{ElType, Header, Layout, Trailer};
+use rawarray_serde::{ElType, Header, Layout, Trailer, TRAILER_FRAME};
 
 /// What the tool knows about the bytes after a data section.
 #[derive(Debug, Default)]
@@ -24,6 +24,19 @@ impl TrailerInfo {
         let schema = self.trailer.as_ref()?.schema.as_ref()?;
         (header.eltype == ElType::User && schema.validate_for(header.elbyte).is_ok())
             .then_some(schema)
+    }
+
+    /// Bytes between the data's end and the trailer block, when the block is not right after
+    /// the data: records a writer wrote but did not commit (it is still writing, or was
+    /// killed), and its free space. Zero for a finished file.
+    pub fn uncommitted(&self) -> u64 {
+        match &self.trailer {
+            Some(t) => {
+                let block = (t.to_json().len() + 2 * TRAILER_FRAME) as u64;
+                self.bytes.saturating_sub(block)
+            }
+            None => 0,
+        }
     }
 
     /// Why the trailer's schema does not describe the file's user-defined elements, if so.

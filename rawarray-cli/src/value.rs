@@ -172,6 +172,12 @@ impl Value<'_> {
 
     /// As text: integers, shortest decimals, complex as `a+bi`, raw bytes as hex.
     pub fn text(&self, out: &mut String) {
+        self.text_with_unit(out, 'i');
+    }
+
+    /// As [`Value::text`], with `unit` after a complex number's imaginary part: `j` is what
+    /// Python and numpy's `loadtxt(dtype=complex)` read.
+    pub fn text_with_unit(&self, out: &mut String, unit: char) {
         match *self {
             Value::Int(i) => {
                 let _ = write!(out, "{i}");
@@ -187,7 +193,7 @@ impl Value<'_> {
                     out.push('+');
                 }
                 im.text(out);
-                out.push('i');
+                out.push(unit);
             }
             Value::Raw(b) => hex(b, out),
         }

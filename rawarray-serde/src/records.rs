@@ -1042,6 +1042,41 @@ fn settle(
     sync()
 }
 
+/// A record file cut short (copied in part, a full disk): its header claims more records than
+/// the file holds. Forced, the header is cut back to the complete records and the partial last
+/// one dropped (their bytes are gone with the trailer anyway); unforced, the error says what
+/// forcing would keep.
+fn salvage_truncated(
+    file: &File,
+    mut header: Header,
+    file_len: u64,
+    record_bytes: u64,
+    opts: &RecoverOptions,
+    truncated: Error,
+) -> Result<Recovery> {
+    let start = header.encoded_len() as u64;
+    let held = file_len.saturating_sub(start);
+    let complete = held / record_bytes;
+    let before = *header.dims.last().expect("the caller checked the dims");
+    if !opts.force {
+        return Err(Error::unsupported(format!(
+            "{truncated}: the file holds {complete} complete records of the {before} its header \
+             claims (force it: RecoverOptions::force, ra recover --force keeps those)"
+        )));
+    }
+    *header.dims.last_mut().expect("the caller checked the dims") = complete;
+    header.size = complete * record_bytes;
+    write_all_at(file, &header.encode(), 0)?;
+    file.set_len(start + header.size)?;
+    file.sync_data()?;
+    Ok(Recovery {
+        records_before: before,
+        records_after: complete,
+        trailer: false,
+        bytes_removed: held - header.size,
+    })
+}
+
 /// What [`recover`] did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recovery {
@@ -1127,7 +1162,9 @@ impl RecoverOptions {
         RecoverOptions::default()
     }
 
-    /// Extend the header of a file without a trailer over the whole records after its data.
+    /// Extend the header of a file without a trailer over the whole records after its data;
+    /// and cut the header of a record file cut short (a partial copy) back to the complete
+    /// records it holds, dropping the partial last one.
     #[must_use]
     pub fn force(mut self, on: bool) -> RecoverOptions {
         self.force = on;
@@ -1162,7 +1199,9 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
             ))
         })?;
     let file_len = file.metadata()?.len();
-    header.check_input_len(file_len)?;
+    if let Err(truncated) = header.check_input_len(file_len) {
+        return salvage_truncated(&file, header, file_len, record_bytes, opts, truncated);
+    }
     let end = data_end(&header);
     // A file this crate's writer left always has a valid block at its end or at its data end
     // (see `RecordWriter`): without one, refuse before scanning what may be gigabytes.
