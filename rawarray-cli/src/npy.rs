@@ -316,9 +316,18 @@ impl Parser<'_> {
     }
 }
 
+/// A JSON value for a warning: at most 80 characters of it.
+fn one_line_json(v: &serde_json::Value) -> String {
+    let text = v.to_string();
+    match text.char_indices().nth(80) {
+        Some((cut, _)) => format!("{}...", &text[..cut]),
+        None => text,
+    }
+}
+
 /// `.ra` -> `.npy`: the numpy dtype of the element (a structured one for records with a
 /// schema), the reversed dims as the shape, C order; the data bytes are copied as they are
-/// when stored plain and little-endian.
+/// when stored plain and little-endian. Trailer params are not kept (a warning says so).
 pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
     let mut src = RaSource::open(input)?;
     let header = src.plain_header();
@@ -338,6 +347,22 @@ pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
             ));
         }
     };
+    // numpy's .npy header takes exactly descr, fortran_order and shape: parameters have no
+    // place there. Say so rather than drop them in silence (the dtype carries the schema).
+    if let Some(params) = info
+        .trailer
+        .as_ref()
+        .map(|t| &t.params)
+        .filter(|p| !p.is_null())
+    {
+        eprintln!(
+            "ra: warning: {}: the trailer's params ({}) are not kept in {}: a .npy file has no \
+             place for them (keep the .ra, or save them beside it)",
+            input.display(),
+            one_line_json(params),
+            output.display()
+        );
+    }
     let shape: Vec<u64> = header.dims.iter().rev().copied().collect();
     let progress = Progress::bytes(header.data_len(), "convert");
     let mut out = AtomicFile::create(output).at(output)?;

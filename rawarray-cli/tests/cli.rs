@@ -1327,6 +1327,39 @@ fn a_record_file_cut_short_is_described_and_salvaged() {
     assert_eq!(a.as_slice(), &recs(30)[..12]);
 }
 
+/// `.npy` has no place for a trailer's params: converting says they are not kept, naming them;
+/// a file without params converts in silence.
+#[test]
+fn npy_conversion_warns_that_params_are_not_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let (rec, npy) = (dir.path().join("rec.ra"), dir.path().join("rec.npy"));
+    record_file(&rec, 3);
+    let out = ra()
+        .arg("convert")
+        .arg(&rec)
+        .arg(&npy)
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        err.contains("warning")
+            && err.contains(r#"{"dt":0.5,"units":"s"}"#)
+            && err.contains("not kept"),
+        "{err}"
+    );
+    let out = ra()
+        .arg("convert")
+        .arg(reference("randf32.ra"))
+        .arg(dir.path().join("f.npy"))
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    assert!(!String::from_utf8(out.stderr).unwrap().contains("warning"));
+}
+
 #[test]
 fn cat_prints_records_by_field_name() {
     let dir = tempfile::tempdir().unwrap();
