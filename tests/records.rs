@@ -1149,3 +1149,24 @@ fn a_dyn_record_writer_writes_what_the_typed_writer_writes() {
     let other = ElementSpec::of::<[u8; 22]>();
     assert!(RecordOptions::new().open_dyn(&dynamic, &other).is_err());
 }
+
+/// A run-time writer cannot swap a big-endian file's values: it is refused before anything is
+/// written, so the file (its params, its tail) is byte-identical afterwards.
+#[test]
+fn open_dyn_refuses_a_big_endian_file_without_touching_it() {
+    use rawarray_serde::ElementSpec;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("be.ra");
+    let mut bytes = Vec::new();
+    RawArray::from_vec(vec![1.0f64, 2.0, 3.0])
+        .write_to_with(&mut bytes, &WriteOptions::new().big_endian(true))
+        .unwrap();
+    fs::write(&path, &bytes).unwrap();
+    let err = RecordOptions::new()
+        .params(json!({"new": 1}))
+        .open_dyn(&path, &ElementSpec::of::<f64>())
+        .unwrap_err();
+    assert_eq!(err.category(), Category::Usage, "{err}");
+    assert!(err.to_string().contains("big-endian"), "{err}");
+    assert_eq!(fs::read(&path).unwrap(), bytes);
+}

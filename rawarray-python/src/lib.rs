@@ -303,7 +303,7 @@ impl RawFile {
     }
 
     /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
-    /// read with one positioned read: what `File[k]` reads when the file is not mapped.
+    /// read with one positioned read (for callers that want bytes without a map).
     fn read_data(&self, py: Python<'_>, start: u64, len: u64) -> PyResult<Buffer> {
         if self.header.is_compressed() {
             return Err(ra_err(
@@ -355,6 +355,9 @@ impl RawFile {
         // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
         // thread could touch the array while the GIL is released, as with numpy's own
         // `readinto`; it would see partly read bytes, never memory outside the buffer.
+        if out.len_bytes() == 0 {
+            return Ok(()); // an empty buffer may export a null pointer: nothing to read
+        }
         let bytes: &mut [u8] =
             unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
         let at = self.header.encoded_len() as u64 + start;
@@ -494,8 +497,11 @@ fn write(
     // C-contiguous with len_bytes() bytes at buf_ptr(); it is only read. Python code in another
     // thread could write to the array while the GIL is released below, as with numpy's own
     // `tofile`; the file then holds some mix of the old and new bytes, never out-of-bounds data.
-    let bytes: &[u8] =
-        unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) };
+    let bytes: &[u8] = if data.len_bytes() == 0 {
+        &[] // an empty buffer may export a null pointer, which no slice may hold
+    } else {
+        unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+    };
     let result = py.detach(|| -> rawarray_serde::Result<()> {
         if compress {
             let mut array = DynArray::new(eltype, elbyte, header.dims.clone(), bytes.to_vec())?;
@@ -568,8 +574,11 @@ impl RecordWriter {
         }
         let writer = self.writer()?;
         // SAFETY: as in `write`: the buffer is held, contiguous and only read.
-        let bytes: &[u8] =
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) };
+        let bytes: &[u8] = if data.len_bytes() == 0 {
+            &[] // an empty buffer may export a null pointer, which no slice may hold
+        } else {
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+        };
         py.detach(|| writer.append_bytes(bytes)).map_err(to_py)
     }
 

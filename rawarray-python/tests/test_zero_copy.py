@@ -93,3 +93,11 @@ def test_mmap_false_reads_into_memory(tmp):
     f = rawarray.read(path, order="F", mmap=False)
     assert f.flags.f_contiguous and f.flags.owndata
     np.testing.assert_array_equal(f, a.T)
+
+
+def test_boolean_keys_index_as_numpy_does(tmp):
+    path, a = write_field(tmp)
+    with rawarray.open(path) as f:
+        for key in (True, False, (True, 1), (False,)):
+            np.testing.assert_array_equal(f[key], a[key])
+            assert f[key].shape == a[key].shape

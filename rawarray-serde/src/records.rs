@@ -264,6 +264,7 @@ impl RecordOptions {
             path.as_ref(),
             &ElementSpec::of::<T>(),
             std::any::type_name::<T>(),
+            true,
         )?;
         Ok(RecordWriter {
             core,
@@ -275,18 +276,25 @@ impl RecordOptions {
     /// [`RecordOptions::create_dyn`]. A big-endian file is refused: [`DynRecordWriter`] takes
     /// little-endian record bytes, and only a typed writer knows how to swap them.
     pub fn open_dyn(&self, path: impl AsRef<Path>, spec: &ElementSpec) -> Result<DynRecordWriter> {
-        let core = self.open_core(path.as_ref(), spec, "the given element")?;
-        if core.big_endian {
+        let core = self.open_core(path.as_ref(), spec, "the given element", false)?;
+        Ok(DynRecordWriter { core })
+    }
+
+    fn open_core(
+        &self,
+        path: &Path,
+        spec: &ElementSpec,
+        type_name: &str,
+        big_endian_ok: bool,
+    ) -> Result<Writer> {
+        let file = open_locked(path)?;
+        let header = Header::read_from(&mut &file)?;
+        // Refused before anything is written (the file is settled further down).
+        if header.is_big_endian() && !big_endian_ok {
             return Err(Error::unsupported(
                 "the file is big-endian: append to it through RecordWriter<T>, which swaps its values",
             ));
         }
-        Ok(DynRecordWriter { core })
-    }
-
-    fn open_core(&self, path: &Path, spec: &ElementSpec, type_name: &str) -> Result<Writer> {
-        let file = open_locked(path)?;
-        let header = Header::read_from(&mut &file)?;
         let shape = RecordShape::of_spec(spec, &header, Some(&self.record_dims))?;
         check_header_len(&header)?;
         let file_len = file.metadata()?.len();
@@ -797,13 +805,16 @@ impl DynRecordWriter {
         if bytes.len() >= DIRECT_WRITE {
             self.core.write_pending()?;
             self.core.write_ahead(bytes)?;
+            self.core.pending_records += records;
         } else {
+            // Counted with the bytes, before writing them out: if that write fails they stay
+            // pending, and the next flush must count them (as the typed writer does).
             self.core.pending.extend_from_slice(bytes);
+            self.core.pending_records += records;
             if self.core.pending.len() >= self.core.buffer_bytes {
                 self.core.write_pending()?;
             }
         }
-        self.core.pending_records += records;
         Ok(())
     }
 

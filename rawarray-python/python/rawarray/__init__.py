@@ -107,7 +107,8 @@ class File:
     Use it as a context manager. ``array()`` is a read-only view over a memory map (no byte is
     copied; the view keeps the map alive after the file is closed). Indexing ``f[k]`` or
     ``f[a:b]`` works along numpy's first axis (the file's last dim: records, snapshots) and reads
-    only those bytes. LZ4-compressed and big-endian files are decoded into memory instead.
+    only those bytes. ``array()`` of an LZ4-compressed or big-endian file decodes it into
+    memory instead; indexing a big-endian file reads just the block.
     A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
     """
 
@@ -273,7 +274,8 @@ class File:
         shape = self.shape
         if not shape:
             raise IndexError("a scalar .ra file cannot be indexed")
-        if not self._plain or not isinstance(key, (int, np.integer, slice)):
+        # bool is an int, but numpy reads True/False as a mask (a new axis), not an index.
+        if not self._plain or isinstance(key, bool) or not isinstance(key, (int, np.integer, slice)):
             # The whole key on the whole array: `rest` indexes the axes after the first, which
             # an Ellipsis or a step would move.
             return self.array()[full]
