@@ -3,7 +3,8 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use rawarray_serde::{numpy_dtype_or_reason, Header};
+use rawarray_serde::numpy::dtype_or_reason as numpy_dtype_or_reason;
+use rawarray_serde::Header;
 use serde::Serialize;
 
 use crate::fail::{Failure, Result};
@@ -192,7 +193,7 @@ fn json_line(path: &Path, d: &Described) -> String {
 fn text_block(path: &Path, d: &Described, gap: bool) -> String {
     let (h, t) = (&d.header, &d.trailer);
     let reversed: Vec<u64> = h.dims.iter().rev().copied().collect();
-    let shape = rawarray_serde::numpy_shape(&reversed);
+    let shape = rawarray_serde::numpy::shape(&reversed);
     let elements = h.num_elements();
     let rows = [
         (

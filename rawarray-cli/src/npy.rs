@@ -19,10 +19,11 @@ use std::fs::File;
 use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
-use rawarray_serde::{
-    numpy_dtype, numpy_dtype_or_reason, parse_numpy_dtype, AtomicFile, ElType, Header, Layout,
-    Trailer,
+use rawarray_serde::numpy::{
+    dtype as numpy_dtype, dtype_or_reason as numpy_dtype_or_reason,
+    parse_dtype as parse_numpy_dtype,
 };
+use rawarray_serde::{AtomicFile, ElType, Header, Layout, Trailer};
 
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
@@ -59,7 +60,7 @@ pub struct NpyHeader {
 /// The bytes of a `.npy` header for `descr` (Python source: `'<f4'` quoted, or a list of
 /// fields) and `shape`, C order, version 1.0 unless the header needs 2.0's longer length field.
 pub fn encode_header(descr: &str, shape: &[u64]) -> Vec<u8> {
-    let shape_text = rawarray_serde::numpy_shape(shape);
+    let shape_text = rawarray_serde::numpy::shape(shape);
     let dict = format!("{{'descr': {descr}, 'fortran_order': False, 'shape': {shape_text}, }}");
     let mut out = Vec::with_capacity(dict.len() + 80);
     out.extend_from_slice(MAGIC);

@@ -19,7 +19,7 @@ use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use rawarray_serde::{
-    parse_numpy_dtype, ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec,
+    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec,
     Error, Header, Layout, RecordOptions, Trailer, WriteOptions,
 };
 
@@ -423,7 +423,7 @@ fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
         if let Some(n) = s.strip_prefix("|V").and_then(|n| n.parse::<u64>().ok()) {
             return Ok((ElType::User, n, None));
         }
-        let (eltype, elbyte, big_endian) = parse_numpy_dtype(s)
+        let (eltype, elbyte, big_endian) = rawarray_serde::numpy::parse_dtype(s)
             .ok_or_else(|| ra_err(format!("numpy dtype '{s}' has no .ra element type")))?;
         if big_endian {
             return Err(ra_err(format!(

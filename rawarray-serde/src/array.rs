@@ -8,9 +8,10 @@ use std::path::Path;
 use crate::atomic::write_atomic;
 use crate::data;
 use crate::element::Element;
+use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::stable_header;
-use crate::header::{ElType, Flags, Header};
+use crate::header::{Flags, Header};
 use crate::trailer::Trailer;
 
 /// How to write a file: byte order and compression. The default is what every reader reads:

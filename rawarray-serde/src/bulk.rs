@@ -33,7 +33,7 @@ use half::{bf16, f16};
 use num_complex::Complex;
 use serde::de::{self, Visitor};
 
-use crate::ser::Scalar;
+use crate::eltype::{for_each_rust_scalar, ScalarType as Scalar};
 
 /// A type with no lifetime parameters: `TypeId` equality with it is type equality.
 ///
@@ -98,29 +98,6 @@ pub(crate) trait Plain: bytemuck::Pod + LifetimeFree {
     const KIND: Scalar;
 }
 
-/// Calls `$m!(type, Scalar variant)` for every [`Plain`] scalar.
-macro_rules! for_each_plain {
-    ($m:ident) => {
-        $m!(i8, I8);
-        $m!(i16, I16);
-        $m!(i32, I32);
-        $m!(i64, I64);
-        $m!(i128, I128);
-        $m!(u8, U8);
-        $m!(u16, U16);
-        $m!(u32, U32);
-        $m!(u64, U64);
-        $m!(u128, U128);
-        $m!(f16, F16);
-        $m!(bf16, BF16);
-        $m!(f32, F32);
-        $m!(f64, F64);
-        $m!(Complex<f16>, C16);
-        $m!(Complex<f32>, C32);
-        $m!(Complex<f64>, C64);
-    };
-}
-
 /// `match`es a length of 1 to 32 (the lengths serde implements arrays for) to
 /// `$f::<T, P, N>(value)`; `None` for other lengths.
 macro_rules! with_len {
@@ -172,7 +149,7 @@ macro_rules! plain_impl {
         }
     };
 }
-for_each_plain!(plain_impl);
+for_each_rust_scalar!(plain_impl);
 
 // SAFETY: no lifetime parameters beyond those of `P`, which has none.
 unsafe impl<P: Plain> LifetimeFree for [P] {}
@@ -221,7 +198,7 @@ pub(crate) fn plain_run<I>(items: &I) -> Option<Run<'_>> {
             }
         };
     }
-    for_each_plain!(try_run);
+    for_each_rust_scalar!(try_run);
     None
 }
 
@@ -250,7 +227,7 @@ pub(crate) fn plain_array<T: ?Sized>(value: &T) -> Option<Array<'_>> {
             }
         };
     }
-    for_each_plain!(try_array);
+    for_each_rust_scalar!(try_array);
     None
 }
 
@@ -323,7 +300,7 @@ pub(crate) fn vec_visitor_kind<'de, V: Visitor<'de>>() -> Option<Scalar> {
             }
         };
     }
-    for_each_plain!(check);
+    for_each_rust_scalar!(check);
     None
 }
 
@@ -337,7 +314,7 @@ pub(crate) fn vec_value<'de, V: Visitor<'de>>(kind: Scalar, bytes: &[u8]) -> Opt
             }
         };
     }
-    for_each_plain!(build);
+    for_each_rust_scalar!(build);
     None
 }
 
@@ -356,7 +333,7 @@ pub(crate) fn array_visitor_kind<'de, V: Visitor<'de>>(len: usize) -> Option<Sca
             }
         };
     }
-    for_each_plain!(check);
+    for_each_rust_scalar!(check);
     None
 }
 
@@ -390,7 +367,7 @@ pub(crate) fn array_seed_kind<S>(value_size: usize) -> Option<(Scalar, usize)> {
             }
         };
     }
-    for_each_plain!(check);
+    for_each_rust_scalar!(check);
     None
 }
 
@@ -409,7 +386,7 @@ pub(crate) fn array_value<U>(kind: Scalar, len: usize, bytes: &[u8]) -> Option<U
             }
         };
     }
-    for_each_plain!(build);
+    for_each_rust_scalar!(build);
     None
 }
 

@@ -7,8 +7,9 @@
 use std::io::{Read, Write};
 
 use crate::element::Element;
+use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::header::{read_full, ElType, Header, LZ4_MAX_INPUT};
+use crate::header::{read_full, Header, LZ4_MAX_INPUT};
 
 /// Size of the reused buffer for element-by-element packing when writing.
 pub(crate) const CHUNK: usize = 1 << 20;

@@ -20,9 +20,11 @@ use half::{bf16, f16};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
 use crate::bulk;
+use crate::eltype::ScalarType as Scalar;
+use crate::eltype::{type_label, ElType};
 use crate::error::{Error, ErrorKind, Result};
-use crate::header::{type_label, ElType, Flags, Header};
-use crate::ser::{Scalar, EMBEDDED};
+use crate::header::{Flags, Header};
+use crate::ser::EMBEDDED;
 
 /// Most empty sequences read per level from a file without data (a dim is 0). Each costs the
 /// caller a value (24 bytes for a `Vec`) that no byte of the input pays for, so a file of a few
@@ -522,7 +524,7 @@ impl<'de> Deserializer<'de> {
     /// A `Vec` of the plain scalar `kind` over the innermost dim, whole.
     #[inline]
     fn plain_vec<V: Visitor<'de>>(&mut self, kind: Scalar) -> Result<Option<V::Value>> {
-        let (eltype, elbyte) = kind.eltype_elbyte();
+        let (eltype, elbyte) = (kind.eltype(), kind.elbyte());
         if self.record.is_some()
             || self.half.is_some()
             || self.depth + 1 != self.dims.len()
@@ -549,7 +551,7 @@ impl<'de> Deserializer<'de> {
     /// An array of `len` plain scalars `kind`, whole: a field of a record, or the innermost dim.
     #[inline(always)]
     fn plain_array<U>(&mut self, kind: Scalar, len: usize) -> Option<U> {
-        let (eltype, elbyte) = kind.eltype_elbyte();
+        let (eltype, elbyte) = (kind.eltype(), kind.elbyte());
         if self.half.is_some() {
             return None;
         }

@@ -6,8 +6,9 @@ use half::{bf16, f16};
 use num_complex::Complex;
 use serde::{Deserialize, Serialize};
 
+use crate::eltype::{for_each_rust_scalar, ElType, LeBytes, ScalarType};
 use crate::error::{ErrorKind, Result};
-use crate::header::{numpy_dtype, numpy_shape, ElType};
+use crate::numpy;
 
 /// A value that can be an element of a `.ra` array: fixed size, packed little-endian, no padding.
 ///
@@ -265,7 +266,7 @@ impl Layout {
     pub fn numpy_descr(&self) -> String {
         match self.split_shape() {
             (base, shape) if shape.is_empty() => base.numpy_base(),
-            (base, shape) => format!("({}, {})", base.numpy_base(), numpy_shape(&shape)),
+            (base, shape) => format!("({}, {})", base.numpy_base(), numpy::shape(&shape)),
         }
     }
 
@@ -334,7 +335,7 @@ impl Layout {
             Ok(item)
         };
         match descr {
-            Value::String(s) => match crate::header::parse_numpy_dtype(s) {
+            Value::String(s) => match numpy::parse_dtype(s) {
                 Some((eltype, elbyte, false)) => Ok(Layout::Scalar { eltype, elbyte }),
                 Some((_, _, true)) => Err(bad(format!(
                     "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
@@ -413,7 +414,7 @@ impl Layout {
                                 "('{}', {}, {})",
                                 f.name,
                                 base.numpy_base(),
-                                numpy_shape(&shape)
+                                numpy::shape(&shape)
                             )
                         }
                     })
@@ -430,39 +431,48 @@ fn bad_schema(why: String) -> crate::error::Error {
 }
 
 fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
-    numpy_dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+    numpy::dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
 }
 
-/// Element impls for scalars whose memory is their little-endian bytes and where every bit
-/// pattern is a value: bulk reads and writes are a single copy on little-endian machines.
-macro_rules! pod_element {
-    ($($t:ty => $eltype:ident),* $(,)?) => {$(
+/// The `Element` impl of every scalar of the element-type table: its memory is its
+/// little-endian bytes and every bit pattern is a value, so bulk reads and writes are a single
+/// copy on little-endian machines.
+macro_rules! scalar_element {
+    ($t:ty, $v:ident) => {
+        // The table's elbyte is the Rust type's size (a complex is two floats, no padding).
+        const _: () = assert!(std::mem::size_of::<$t>() as u64 == ScalarType::$v.elbyte());
+
         impl Element for $t {
-            const ELTYPE: ElType = ElType::$eltype;
+            const ELTYPE: ElType = ScalarType::$v.eltype();
             const ELBYTE: usize = std::mem::size_of::<$t>();
 
             #[inline]
             fn write_le(&self, out: &mut [u8]) {
-                out.copy_from_slice(&self.to_le_bytes());
+                LeBytes::write_le(self, out);
             }
 
             #[inline]
             fn read_le(bytes: &[u8]) -> Result<Self> {
-                Ok(<$t>::from_le_bytes(bytes.try_into().expect("caller passes PACKED_SIZE bytes")))
+                Ok(<$t as LeBytes>::from_le(bytes).expect("caller passes PACKED_SIZE bytes"))
             }
 
             #[inline]
             fn swap_bytes(bytes: &mut [u8]) {
-                bytes.reverse();
+                // A complex swaps each half; every other scalar is one number.
+                let width = Self::ELTYPE.swap_width(Self::ELBYTE as u64).unwrap_or(1) as usize;
+                bytes.chunks_exact_mut(width).for_each(<[u8]>::reverse);
             }
 
             fn layout() -> Layout {
-                Layout::Scalar { eltype: Self::ELTYPE, elbyte: Self::ELBYTE as u64 }
+                Layout::Scalar {
+                    eltype: Self::ELTYPE,
+                    elbyte: Self::ELBYTE as u64,
+                }
             }
 
             pod_hooks!();
         }
-    )*};
+    };
 }
 
 /// The one-copy hooks for a `bytemuck::Pod` type whose memory is its little-endian encoding.
@@ -490,12 +500,7 @@ macro_rules! pod_hooks {
     };
 }
 
-pod_element! {
-    i8 => Int, i16 => Int, i32 => Int, i64 => Int, i128 => Int,
-    u8 => Uint, u16 => Uint, u32 => Uint, u64 => Uint, u128 => Uint,
-    f32 => Float, f64 => Float,
-    f16 => Float, bf16 => BFloat16,
-}
+for_each_rust_scalar!(scalar_element);
 
 impl Element for bool {
     const ELTYPE: ElType = ElType::Uint;
@@ -562,42 +567,6 @@ impl Element for char {
         cfg!(target_endian = "little").then(|| bytemuck::cast_slice(values))
     }
 }
-
-macro_rules! complex_element {
-    ($($t:ty),*) => {$(
-        impl Element for Complex<$t> {
-            const ELTYPE: ElType = ElType::Complex;
-            const ELBYTE: usize = 2 * std::mem::size_of::<$t>();
-
-            #[inline]
-            fn write_le(&self, out: &mut [u8]) {
-                let (re, im) = out.split_at_mut(Self::ELBYTE / 2);
-                self.re.write_le(re);
-                self.im.write_le(im);
-            }
-
-            #[inline]
-            fn read_le(bytes: &[u8]) -> Result<Self> {
-                let (re, im) = bytes.split_at(Self::ELBYTE / 2);
-                Ok(Complex::new(<$t>::read_le(re)?, <$t>::read_le(im)?))
-            }
-
-            fn swap_bytes(bytes: &mut [u8]) {
-                let (re, im) = bytes.split_at_mut(Self::ELBYTE / 2);
-                re.reverse();
-                im.reverse();
-            }
-
-            fn layout() -> Layout {
-                Layout::Scalar { eltype: ElType::Complex, elbyte: Self::ELBYTE as u64 }
-            }
-
-            pod_hooks!();
-        }
-    )*};
-}
-
-complex_element!(f16, f32, f64);
 
 impl<T: Element, const N: usize> Element for [T; N] {
     const ELTYPE: ElType = T::ELTYPE;

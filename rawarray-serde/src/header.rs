@@ -1,6 +1,7 @@
-//! The `.ra` header: layout, validation, encoding, the element-type table and numpy dtype names.
+//! The `.ra` header: layout, validation, encoding.
 //!
-//! Everything this crate knows about the header lives in this module, once:
+//! Everything this crate knows about the header's layout lives in this module, once (the
+//! element types are in [`crate::eltype`]):
 //!
 //! | offset | field    | meaning |
 //! |--------|----------|---------|
@@ -12,9 +13,9 @@
 //! | 40     | ndims    | number of dimensions, 0 for a scalar |
 //! | 48     | dims     | `ndims` little-endian `u64`s, first dimension varies fastest |
 
-use std::fmt;
 use std::io::Read;
 
+use crate::eltype::{type_label, ElType};
 use crate::error::{ErrorKind, Result};
 
 /// The first eight bytes of every `.ra` file: `b"rawarray"` read as a little-endian `u64`.
@@ -106,229 +107,14 @@ impl std::ops::BitOr for Flags {
     }
 }
 
-/// The element type code of the header (`eltype`).
-///
-/// ```
-/// use rawarray_serde::ElType;
-/// assert_eq!(ElType::from_code(4).unwrap(), ElType::Complex);
-/// assert_eq!(ElType::Complex.code(), 4);
-/// assert!(ElType::Float.is_valid_elbyte(4));
-/// assert!(!ElType::Float.is_valid_elbyte(3));
-/// ```
-#[derive(
-    Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
-)]
-#[serde(rename_all = "lowercase")]
-#[repr(u8)]
-pub enum ElType {
-    /// 0: a user-defined or composite element (a packed record, an embedded `.ra` file).
-    User = 0,
-    /// 1: a two's complement signed integer.
-    Int = 1,
-    /// 2: an unsigned integer (also `bool`, `char` and the bytes of strings).
-    Uint = 2,
-    /// 3: an IEEE 754 float.
-    Float = 3,
-    /// 4: a complex number, a pair of IEEE floats (real, imaginary).
-    Complex = 4,
-    /// 5: a bfloat16 (brain float).
-    BFloat16 = 5,
-}
-
+/// Reading the header's eltype code.
 impl ElType {
-    /// Every element type, in code order.
-    pub const ALL: [ElType; 6] = [
-        ElType::User,
-        ElType::Int,
-        ElType::Uint,
-        ElType::Float,
-        ElType::Complex,
-        ElType::BFloat16,
-    ];
-
     /// The element type with this code, or an error naming the code.
     pub fn from_code(code: u64) -> Result<ElType> {
         ElType::ALL
             .get(usize::try_from(code).unwrap_or(usize::MAX))
             .copied()
             .ok_or_else(|| ErrorKind::UnknownElType { code }.into())
-    }
-
-    /// The numeric code written in the header.
-    pub fn code(self) -> u64 {
-        self as u64
-    }
-
-    /// The element sizes the format allows for this type; `None` for [`ElType::User`] (any size but 0).
-    pub fn valid_elbytes(self) -> Option<&'static [u64]> {
-        match self {
-            ElType::User => None,
-            ElType::Int | ElType::Uint => Some(&[1, 2, 4, 8, 16]),
-            ElType::Float => Some(&[2, 4, 8, 16]),
-            ElType::Complex => Some(&[4, 8, 16, 32]),
-            ElType::BFloat16 => Some(&[2]),
-        }
-    }
-
-    /// Whether `elbyte` is a size this type can have.
-    pub fn is_valid_elbyte(self, elbyte: u64) -> bool {
-        match self.valid_elbytes() {
-            None => elbyte > 0,
-            Some(sizes) => sizes.contains(&elbyte),
-        }
-    }
-
-    /// The type in words: `"float"`, `"complex"`, ...
-    pub fn name(self) -> &'static str {
-        match self {
-            ElType::User => "user-defined",
-            ElType::Int => "int",
-            ElType::Uint => "uint",
-            ElType::Float => "float",
-            ElType::Complex => "complex",
-            ElType::BFloat16 => "bfloat16",
-        }
-    }
-
-    /// The byte width of the scalars that byte order applies to: `elbyte`, or half of it for complex.
-    /// `None` for user-defined elements, whose inner layout the header does not describe.
-    pub fn swap_width(self, elbyte: u64) -> Option<u64> {
-        match self {
-            ElType::User => None,
-            ElType::Complex => Some(elbyte / 2),
-            _ => Some(elbyte),
-        }
-    }
-}
-
-impl fmt::Display for ElType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
-/// The numpy dtype string of a little-endian element, or `None` where numpy has no such type:
-/// bfloat16, 128-bit integers, 128-bit floats (numpy's `longdouble` is not IEEE binary128),
-/// complex pairs of f16 or f128, and user-defined elements (those need a record schema).
-///
-/// ```
-/// use rawarray_serde::{numpy_dtype, ElType};
-/// assert_eq!(numpy_dtype(ElType::Float, 4), Some("<f4"));
-/// assert_eq!(numpy_dtype(ElType::Complex, 8), Some("<c8"));
-/// assert_eq!(numpy_dtype(ElType::Uint, 1), Some("|u1"));
-/// assert_eq!(numpy_dtype(ElType::BFloat16, 2), None);
-/// ```
-pub fn numpy_dtype(eltype: ElType, elbyte: u64) -> Option<&'static str> {
-    Some(match (eltype, elbyte) {
-        (ElType::Int, 1) => "|i1",
-        (ElType::Int, 2) => "<i2",
-        (ElType::Int, 4) => "<i4",
-        (ElType::Int, 8) => "<i8",
-        (ElType::Uint, 1) => "|u1",
-        (ElType::Uint, 2) => "<u2",
-        (ElType::Uint, 4) => "<u4",
-        (ElType::Uint, 8) => "<u8",
-        (ElType::Float, 2) => "<f2",
-        (ElType::Float, 4) => "<f4",
-        (ElType::Float, 8) => "<f8",
-        (ElType::Complex, 8) => "<c8",
-        (ElType::Complex, 16) => "<c16",
-        _ => return None,
-    })
-}
-
-/// The element type, size and byte order of a numpy dtype string, the inverse of
-/// [`numpy_dtype`] (and its one table): `"<f4"` is `(Float, 4, false)`, `">i2"` is
-/// `(Int, 2, true)`. `=` (native) is read as `<`; the byte order of one-byte types is
-/// ignored, and numpy's `b1` (bool) is `|u1`, as this crate stores `bool`. `None` for dtypes
-/// with no `.ra` element (objects, strings, `longdouble`, structured dtypes).
-///
-/// ```
-/// use rawarray_serde::{parse_numpy_dtype, ElType};
-/// assert_eq!(parse_numpy_dtype("<f4"), Some((ElType::Float, 4, false)));
-/// assert_eq!(parse_numpy_dtype(">c16"), Some((ElType::Complex, 16, true)));
-/// assert_eq!(parse_numpy_dtype("|u1"), Some((ElType::Uint, 1, false)));
-/// assert_eq!(parse_numpy_dtype("|b1"), Some((ElType::Uint, 1, false)));
-/// assert_eq!(parse_numpy_dtype("<U8"), None);
-/// ```
-pub fn parse_numpy_dtype(descr: &str) -> Option<(ElType, u64, bool)> {
-    let (order, kind) = match descr.as_bytes().first()? {
-        b'<' | b'=' => (Some(false), &descr[1..]),
-        b'>' => (Some(true), &descr[1..]),
-        b'|' => (None, &descr[1..]),
-        _ => (Some(false), descr),
-    };
-    let kind = if kind == "b1" { "u1" } else { kind };
-    ElType::ALL.iter().find_map(|&eltype| {
-        eltype.valid_elbytes()?.iter().find_map(|&elbyte| {
-            let known = numpy_dtype(eltype, elbyte)?;
-            // The table's first character is the byte order: '<', or '|' for one byte.
-            let one_byte = known.starts_with('|');
-            let order_ok = match order {
-                None => one_byte,
-                Some(_) => true,
-            };
-            (order_ok && &known[1..] == kind).then_some((
-                eltype,
-                elbyte,
-                order.unwrap_or(false) && !one_byte,
-            ))
-        })
-    })
-}
-
-/// A numpy shape as Python source: `(3,)`, `(2, 3)`, `()`. numpy's shape is the `.ra` dims
-/// reversed (the last dim of a `.ra` file is numpy's first axis).
-///
-/// ```
-/// use rawarray_serde::numpy_shape;
-/// assert_eq!(numpy_shape(&[12]), "(12,)");
-/// assert_eq!(numpy_shape(&[4, 3]), "(4, 3)");
-/// assert_eq!(numpy_shape(&[]), "()");
-/// ```
-pub fn numpy_shape(shape: &[u64]) -> String {
-    match shape {
-        [one] => format!("({one},)"),
-        _ => format!(
-            "({})",
-            shape
-                .iter()
-                .map(u64::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
-    }
-}
-
-/// Why [`numpy_dtype`] has no answer, in words, for messages and `ra info`.
-pub fn numpy_dtype_or_reason(eltype: ElType, elbyte: u64) -> String {
-    match numpy_dtype(eltype, elbyte) {
-        Some(d) => d.to_string(),
-        None => match eltype {
-            ElType::User => "none (user-defined; needs a record schema)".into(),
-            ElType::BFloat16 => "none (numpy has no bfloat16)".into(),
-            _ => format!("none (numpy has no {}-bit {})", elbyte * 8, eltype.name()),
-        },
-    }
-}
-
-/// A short name for an element type and size, as numpy would call it: `float32`, `complex64`,
-/// `uint8`, `bfloat16`, `user(80 bytes)`.
-///
-/// ```
-/// use rawarray_serde::{type_label, ElType};
-/// assert_eq!(type_label(ElType::Complex, 8), "complex64");
-/// assert_eq!(type_label(ElType::User, 80), "user(80 bytes)");
-/// ```
-pub fn type_label(eltype: ElType, elbyte: u64) -> String {
-    let bits = elbyte.saturating_mul(8);
-    match eltype {
-        ElType::User => format!("user({elbyte} bytes)"),
-        ElType::Int => format!("int{bits}"),
-        ElType::Uint => format!("uint{bits}"),
-        ElType::Float => format!("float{bits}"),
-        ElType::Complex => format!("complex{bits}"),
-        ElType::BFloat16 => "bfloat16".into(),
     }
 }
 
@@ -445,9 +231,9 @@ impl Header {
         self.flags.is_compressed()
     }
 
-    /// The numpy dtype of the (little-endian) elements; see [`numpy_dtype`].
+    /// The numpy dtype of the (little-endian) elements; see [`numpy::dtype`](crate::numpy::dtype).
     pub fn numpy_dtype(&self) -> Option<&'static str> {
-        numpy_dtype(self.eltype, self.elbyte)
+        crate::numpy::dtype(self.eltype, self.elbyte)
     }
 
     /// The element type in words (`complex64`), see [`type_label`].
@@ -632,33 +418,4 @@ pub(crate) fn read_full<R: Read + ?Sized>(r: &mut R, buf: &mut [u8]) -> std::io:
         }
     }
     Ok(got)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parse_numpy_dtype_inverts_the_table() {
-        for eltype in ElType::ALL {
-            for &elbyte in eltype.valid_elbytes().unwrap_or(&[]) {
-                let Some(d) = numpy_dtype(eltype, elbyte) else {
-                    continue;
-                };
-                assert_eq!(parse_numpy_dtype(d), Some((eltype, elbyte, false)), "{d}");
-                let be = format!(">{}", &d[1..]);
-                assert_eq!(
-                    parse_numpy_dtype(&be),
-                    Some((eltype, elbyte, elbyte > 1)),
-                    "{be}"
-                );
-                assert_eq!(parse_numpy_dtype(&d[1..]), Some((eltype, elbyte, false)));
-            }
-        }
-        for bad in [
-            "", "<", "|f4", "<f16", "<U4", "|S3", "|O", "<V8", "<f3", "<M8[s]",
-        ] {
-            assert_eq!(parse_numpy_dtype(bad), None, "{bad:?}");
-        }
-    }
 }

@@ -102,6 +102,7 @@ mod bulk;
 mod data;
 mod de;
 mod element;
+mod eltype;
 mod error;
 mod fileio;
 mod header;
@@ -109,6 +110,7 @@ mod lock;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
+pub mod numpy;
 mod reader;
 mod records;
 mod ser;
@@ -124,11 +126,9 @@ pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::Deserializer;
 pub use element::{Element, Field, Layout, MAX_LAYOUT_DEPTH};
+pub use eltype::{type_label, ElType, ScalarType, ScalarValue};
 pub use error::{Category, Error, ErrorKind, Result};
-pub use header::{
-    numpy_dtype, numpy_dtype_or_reason, numpy_shape, parse_numpy_dtype, type_label, ElType, Flags,
-    Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS,
-};
+pub use header::{Flags, Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{
     recover, recover_with, Durability, DynRecordWriter, ElementSpec, ReadMode, RecordOptions,

@@ -12,9 +12,10 @@ use crate::array::RawArray;
 use crate::atomic::create_atomic;
 use crate::data;
 use crate::element::{Element, Layout};
+use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
-use crate::header::{ElType, Header};
+use crate::header::Header;
 use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
@@ -472,7 +473,7 @@ impl ElementSpec {
         let inner_dims: Vec<u64> = shape.into_iter().rev().collect();
         let name = match base {
             Layout::Record { name, .. } => format!("record {name}"),
-            _ => crate::header::type_label(eltype, elbyte),
+            _ => crate::eltype::type_label(eltype, elbyte),
         };
         Ok(ElementSpec {
             eltype,

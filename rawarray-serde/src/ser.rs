@@ -32,8 +32,9 @@ use half::f16;
 use serde::ser::{self, Serialize};
 
 use crate::bulk;
+use crate::eltype::{type_label, ElType, ScalarType as Scalar};
 use crate::error::{Error, ErrorKind, Result};
-use crate::header::{type_label, ElType, Header};
+use crate::header::Header;
 
 /// The newtype name under which an embedded `.ra` file travels through serde
 /// (see [`RawArray`](crate::RawArray)'s `Serialize` impl).
@@ -42,67 +43,25 @@ pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
 /// Flush the pending bytes to the writer once they pass this size.
 const FLUSH_AT: usize = 64 << 10;
 
-/// A scalar the serializer writes, with its element type and size.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Scalar {
-    I8,
-    I16,
-    I32,
-    I64,
-    I128,
-    U8,
-    U16,
-    U32,
-    U64,
-    U128,
-    F16,
-    BF16,
-    F32,
-    F64,
-    Bool,
-    Char,
-    C16,
-    C32,
-    C64,
-    /// The index of a unit enum variant.
-    Variant,
+/// The serializer's scalar steps are the rows of the element-type table; `bool`, `char`
+/// and unit variant indices are stored as `u8`, `u32` and `u32`.
+trait ScalarSteps {
+    fn size(self) -> u64;
+    fn complex_of(self) -> Option<Scalar>;
 }
 
-impl Scalar {
-    pub(crate) fn eltype_elbyte(self) -> (ElType, u64) {
-        use Scalar::*;
-        match self {
-            I8 => (ElType::Int, 1),
-            I16 => (ElType::Int, 2),
-            I32 => (ElType::Int, 4),
-            I64 => (ElType::Int, 8),
-            I128 => (ElType::Int, 16),
-            U8 | Bool => (ElType::Uint, 1),
-            U16 => (ElType::Uint, 2),
-            U32 | Char | Variant => (ElType::Uint, 4),
-            U64 => (ElType::Uint, 8),
-            U128 => (ElType::Uint, 16),
-            F16 => (ElType::Float, 2),
-            BF16 => (ElType::BFloat16, 2),
-            F32 => (ElType::Float, 4),
-            F64 => (ElType::Float, 8),
-            C16 => (ElType::Complex, 4),
-            C32 => (ElType::Complex, 8),
-            C64 => (ElType::Complex, 16),
-        }
-    }
-
+impl ScalarSteps for Scalar {
     fn size(self) -> u64 {
-        self.eltype_elbyte().1
+        self.elbyte()
     }
 
+    /// The complex type whose halves are this float.
     fn complex_of(self) -> Option<Scalar> {
-        match self {
-            Scalar::F16 => Some(Scalar::C16),
-            Scalar::F32 => Some(Scalar::C32),
-            Scalar::F64 => Some(Scalar::C64),
-            _ => None,
-        }
+        Scalar::ALL
+            .iter()
+            .copied()
+            .find(|c| c.eltype() == ElType::Complex && c.elbyte() == 2 * self.elbyte())
+            .filter(|_| self.eltype() == ElType::Float)
     }
 }
 
@@ -572,7 +531,7 @@ impl<W: Write> Serializer<W> {
     /// the value serialized, else a sequence inside an element.
     fn run(&mut self, run: bulk::Run<'_>) -> Result<()> {
         if self.top.is_none() && self.mode == Mode::Record && self.events.is_empty() {
-            let (eltype, elbyte) = run.kind.eltype_elbyte();
+            let (eltype, elbyte) = (run.kind.eltype(), run.kind.elbyte());
             let header = header_for(eltype, elbyte, vec![run.len as u64])?;
             if self.in_place {
                 let data: usize = run.parts.iter().map(|p| p.len()).sum();
@@ -843,7 +802,7 @@ fn extend_faulting_ahead(buf: &mut Vec<u8>, bytes: &[u8]) {
 fn describe(ev: Ev) -> String {
     match ev {
         Ev::Scalars(k, _) => {
-            let (t, b) = k.eltype_elbyte();
+            let (t, b) = (k.eltype(), k.elbyte());
             format!("a {} value", type_label(t, b))
         }
         Ev::Bytes(n) => format!("{n} bytes"),
@@ -887,7 +846,7 @@ enum Leaf {
 impl Leaf {
     fn eltype_elbyte(&self) -> Result<(ElType, u64)> {
         match self {
-            Leaf::Scalar(k) => Ok(k.eltype_elbyte()),
+            Leaf::Scalar(k) => Ok((k.eltype(), k.elbyte())),
             Leaf::Composite(0) => Err(Error::msg("a record of 0 bytes cannot be an element")),
             Leaf::Composite(n) => Ok((ElType::User, *n)),
             // Documented default: an empty sequence is an empty uint8 array.
@@ -1089,11 +1048,11 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
     }
 
     fn serialize_bool(self, v: bool) -> Result<()> {
-        self.scalar(Scalar::Bool, &[u8::from(v)])
+        self.scalar(Scalar::U8, &[u8::from(v)])
     }
 
     fn serialize_char(self, v: char) -> Result<()> {
-        self.scalar(Scalar::Char, &u32::from(v).to_le_bytes())
+        self.scalar(Scalar::U32, &u32::from(v).to_le_bytes())
     }
 
     fn serialize_str(self, v: &str) -> Result<()> {
@@ -1122,7 +1081,7 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
     }
 
     fn serialize_unit_variant(self, _: &'static str, index: u32, _: &'static str) -> Result<()> {
-        self.scalar(Scalar::Variant, &index.to_le_bytes())
+        self.scalar(Scalar::U32, &index.to_le_bytes())
     }
 
     fn serialize_newtype_struct<T: ?Sized + Serialize>(
