@@ -11,8 +11,14 @@ use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::stable_header;
-use crate::header::{Flags, Header};
+use crate::header::{checked_product, Flags, Header};
 use crate::trailer::Trailer;
+
+
+/// The newtype name under which an embedded `.ra` file travels through serde: this module's
+/// `Serialize` impls send a whole file under it, and the serializer and deserializer store it
+/// as one element.
+pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
 
 /// How to write a file: byte order and compression. The default is what every reader reads:
 /// little-endian, uncompressed.
@@ -314,7 +320,7 @@ fn check_element<T: Element>() -> Result<()> {
 }
 
 fn check_shape(dims: &[u64], len: usize) -> Result<()> {
-    let expected = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+    let expected = checked_product(1, dims);
     if expected != Some(len as u64) {
         return Err(ErrorKind::ShapeMismatch {
             dims: dims.to_vec(),
@@ -488,7 +494,7 @@ impl DynArray {
     /// The same data under new dims with the same number of elements.
     pub fn reshape(&mut self, dims: Vec<u64>) -> Result<()> {
         let old = self.header.num_elements();
-        let new = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
+        let new = checked_product(1, &dims);
         if new != Some(old) {
             return Err(ErrorKind::ShapeMismatch {
                 expected: new.unwrap_or(u64::MAX),
@@ -619,7 +625,7 @@ impl<T: Element> serde::Serialize for RawArray<T> {
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
         serializer.serialize_newtype_struct(
-            crate::ser::EMBEDDED,
+            EMBEDDED,
             serde_bytes::Bytes::new(&self.to_bytes()),
         )
     }
@@ -665,7 +671,7 @@ impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
         }
 
         deserializer.deserialize_newtype_struct(
-            crate::ser::EMBEDDED,
+            EMBEDDED,
             EmbeddedVisitor(std::marker::PhantomData),
         )
     }

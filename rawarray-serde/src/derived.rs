@@ -19,7 +19,7 @@ use std::marker::PhantomData;
 
 use bytemuck::{NoUninit, Pod};
 
-use crate::element::{Field, Layout};
+use crate::layout::{Field, Layout};
 use crate::error::{Error, ErrorKind};
 
 pub use std::vec::Vec;

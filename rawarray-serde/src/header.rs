@@ -221,6 +221,31 @@ impl Header {
         self.num_elements() * self.elbyte
     }
 
+    /// The same header with `records` along its last dim (a record file's record count) and
+    /// the plain data length to match. Fails on a scalar (no dim to count along) or an
+    /// overflow. Every writer and repair that changes a record count goes through here.
+    pub(crate) fn set_records(&mut self, records: u64) -> Result<()> {
+        let Some((_, lead)) = self.dims.split_last() else {
+            return Err(crate::Error::unsupported(
+                "the file is a scalar (no dims): it has no record count",
+            ));
+        };
+        let record_bytes = data_len(self.elbyte, lead)?;
+        let size = record_bytes.checked_mul(records).ok_or_else(|| {
+            let mut dims = lead.to_vec();
+            dims.push(records);
+            ErrorKind::DataLenOverflow { elbyte: self.elbyte, dims }
+        })?;
+        *self.dims.last_mut().expect("split_last found it") = records;
+        self.size = size;
+        Ok(())
+    }
+
+    /// The record count: the last dim (`None` for a scalar).
+    pub(crate) fn records(&self) -> Option<u64> {
+        self.dims.last().copied()
+    }
+
     /// Whether the data section is big-endian.
     pub fn is_big_endian(&self) -> bool {
         self.flags.is_big_endian()
@@ -389,10 +414,15 @@ impl Fixed {
     }
 }
 
+/// The product of `dims` times `elbyte` (the number of elements for `elbyte` 1), or `None` if
+/// it overflows a `u64`: every count and byte length derived from dims goes through here.
+pub(crate) fn checked_product(elbyte: u64, dims: &[u64]) -> Option<u64> {
+    dims.iter().try_fold(elbyte, |acc, &d| acc.checked_mul(d))
+}
+
 /// product(dims) x elbyte, or an error if it overflows a `u64`.
 pub(crate) fn data_len(elbyte: u64, dims: &[u64]) -> Result<u64> {
-    dims.iter()
-        .try_fold(elbyte, |acc, &d| acc.checked_mul(d))
+    checked_product(elbyte, dims)
         .ok_or_else(|| {
             ErrorKind::DataLenOverflow {
                 elbyte,

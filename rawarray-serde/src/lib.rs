@@ -102,6 +102,7 @@ mod bulk;
 mod data;
 mod de;
 mod element;
+mod layout;
 mod eltype;
 mod error;
 mod fileio;
@@ -125,14 +126,16 @@ mod writer;
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::Deserializer;
-pub use element::{Element, Field, Layout, MAX_LAYOUT_DEPTH};
+pub use element::Element;
+pub use layout::{Field, Layout, MAX_LAYOUT_DEPTH};
 pub use eltype::{type_label, ElType, ScalarType, ScalarValue};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS};
 pub use reader::{ArrayReader, IoStats};
+pub use mapped::{ReadMode, RecordReader};
 pub use records::{
-    recover, recover_with, Durability, DynRecordWriter, ElementSpec, ReadMode, RecordOptions,
-    RecordReader, RecordWriter, RecoverOptions, Recovery,
+    recover, recover_with, Durability, DynRecordWriter, ElementSpec, RecordOptions, RecordWriter,
+    RecoverOptions, Recovery,
 };
 pub use ser::Serializer;
 #[cfg(feature = "object_store")]

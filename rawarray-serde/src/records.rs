@@ -11,18 +11,18 @@ use serde::Serialize;
 use crate::array::RawArray;
 use crate::atomic::create_atomic;
 use crate::data;
-use crate::element::{Element, Layout};
+use crate::element::Element;
+use crate::layout::Layout;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
-use crate::header::Header;
+use crate::header::{checked_product, Header};
 use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
     Trailer, TRAILER_FRAME, TRAILER_TAG,
 };
 
-pub use crate::mapped::{ReadMode, RecordReader};
 
 /// Longest header updated in place: one 512-byte sector, inside the first page.
 const MAX_HEADER_LEN: usize = 512;
@@ -938,11 +938,9 @@ impl Writer {
         written?;
         self.sync_if_durable()?;
         let mut header = self.header.clone();
-        *header
-            .dims
-            .last_mut()
-            .expect("record files have a last dim") += self.pending_records;
-        header.size += self.ahead + buffered as u64;
+        let records = header.records().expect("record files have a last dim");
+        header.set_records(records + self.pending_records)?;
+        debug_assert_eq!(header.size, self.header.size + self.ahead + buffered as u64);
         write_all_at(&self.file, &header.encode(), 0)?;
         self.sync_if_durable()?;
         self.header = header;
@@ -1076,8 +1074,7 @@ fn salvage_truncated(
              claims (force it: RecoverOptions::force, ra recover --force keeps those)"
         )));
     }
-    *header.dims.last_mut().expect("the caller checked the dims") = complete;
-    header.size = complete * record_bytes;
+    header.set_records(complete)?;
     write_all_at(file, &header.encode(), 0)?;
     file.set_len(start + header.size)?;
     file.sync_data()?;
@@ -1200,9 +1197,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
             "the file is a scalar (no dims): it has no record count to extend",
         ));
     };
-    let record_bytes = lead
-        .iter()
-        .try_fold(header.elbyte, |a, &d| a.checked_mul(d))
+    let record_bytes = checked_product(header.elbyte, lead)
         .filter(|&b| b > 0)
         .ok_or_else(|| {
             Error::unsupported(format!(
@@ -1240,8 +1235,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     };
     if let Some((k, block)) = scan_forward(&file, end, record_bytes, limit)? {
         if k > 0 {
-            *header.dims.last_mut().expect("checked above") += k;
-            header.size += k * record_bytes;
+            header.set_records(before + k)?;
             write_all_at(&file, &header.encode(), 0)?;
             file.sync_data()?;
         }
@@ -1269,8 +1263,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
         Probe::Absent => {
             let k = (file_len - end) / record_bytes;
             if k > 0 {
-                *header.dims.last_mut().expect("checked above") += k;
-                header.size += k * record_bytes;
+                header.set_records(before + k)?;
                 write_all_at(&file, &header.encode(), 0)?;
                 file.sync_data()?;
             }

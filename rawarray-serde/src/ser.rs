@@ -31,14 +31,12 @@ use std::io::Write;
 use half::f16;
 use serde::ser::{self, Serialize};
 
+use crate::array::EMBEDDED;
 use crate::bulk;
 use crate::eltype::{type_label, ElType, ScalarType as Scalar};
 use crate::error::{Error, ErrorKind, Result};
-use crate::header::Header;
+use crate::header::{checked_product, Header};
 
-/// The newtype name under which an embedded `.ra` file travels through serde
-/// (see [`RawArray`](crate::RawArray)'s `Serialize` impl).
-pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
 
 /// Flush the pending bytes to the writer once they pass this size.
 const FLUSH_AT: usize = 64 << 10;
@@ -377,7 +375,7 @@ impl<W: Write> Serializer<W> {
         let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
         // The buffer holds element 0 (after the caller's bytes, in place) and nothing else.
         self.item_bytes = self.buf.len() - self.base;
-        let described = shape.dims.iter().try_fold(elbyte, |n, &d| n.checked_mul(d));
+        let described = checked_product(elbyte, &shape.dims);
         check_described(described, self.item_bytes)?;
         let top = self.top.as_mut().expect("inside the top-level sequence");
         top.dims = shape.dims;

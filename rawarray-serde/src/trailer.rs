@@ -9,7 +9,8 @@ use std::path::Path;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::element::{Element, Layout};
+use crate::element::Element;
+use crate::layout::Layout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, stable_header};
 use crate::header::{le_u64, Header};

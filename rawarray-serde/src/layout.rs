@@ -1,0 +1,453 @@
+//! The layout of one element as a schema (scalars, fixed arrays, named records), its checks,
+//! and its numpy dtype.
+
+use serde::{Deserialize, Serialize};
+
+use crate::eltype::ElType;
+use crate::error::{ErrorKind, Result};
+use crate::numpy;
+
+/// The layout of one element, as a schema: scalars, fixed arrays and named records.
+///
+/// Serialized (JSON in the trailer) with a `kind` tag. [`Layout::numpy_descr`] turns it into
+/// a numpy dtype.
+///
+/// ```
+/// use rawarray_serde::{Element, Layout};
+/// let l = <[f64; 3] as Element>::layout();
+/// assert_eq!(l.size(), 24);
+/// assert_eq!(l.numpy_descr(), "('<f8', (3,))");
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Layout {
+    /// One scalar of a primitive eltype.
+    Scalar {
+        /// The element type (never `user`).
+        eltype: ElType,
+        /// Its size in bytes.
+        elbyte: u64,
+    },
+    /// `len` consecutive items.
+    Array {
+        /// Number of items.
+        len: u64,
+        /// The item's layout.
+        item: Box<Layout>,
+    },
+    /// Named fields at byte offsets, packed in declaration order.
+    Record {
+        /// The Rust type's name.
+        name: String,
+        /// The fields.
+        fields: Vec<Field>,
+    },
+}
+
+/// One field of a [`Layout::Record`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Field {
+    /// The field's name (its index for tuple structs).
+    pub name: String,
+    /// Byte offset from the start of the record.
+    pub offset: u64,
+    /// The field's layout.
+    pub layout: Layout,
+}
+
+/// Deepest nesting of arrays and records a layout may have: a schema read from a file is
+/// walked recursively, so its depth must be bounded (numpy allows 64 sub-array dims in all).
+pub const MAX_LAYOUT_DEPTH: usize = 64;
+
+impl Layout {
+    /// Checks a layout, as every schema read from a file is checked before use: scalars of a
+    /// primitive eltype and a width it has; arrays of at least one item; records of at least
+    /// one field, named (uniquely, without quotes, backslashes or control characters) and
+    /// packed in order (each field at the offset where the one before ends); nesting at most
+    /// [`MAX_LAYOUT_DEPTH`]; a size that fits in 64 bits. Returns the packed size.
+    ///
+    /// Every item is then at least one byte, so walking one element's layout visits at most
+    /// its size in nodes. A failing layout is [`ErrorKind::BadSchema`], naming the field.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, ErrorKind, Field, Layout};
+    /// let f = |name: &str, offset, elbyte| Field {
+    ///     name: name.into(),
+    ///     offset,
+    ///     layout: Layout::Scalar { eltype: ElType::Float, elbyte },
+    /// };
+    /// let good = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 8), f("x", 8, 4)] };
+    /// assert_eq!(good.validate().unwrap(), 12);
+    /// let gap = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 8), f("x", 30, 4)] };
+    /// assert!(matches!(gap.validate().unwrap_err().kind(), ErrorKind::BadSchema(_)));
+    /// let wide = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 3)] };
+    /// assert!(wide.validate().is_err()); // no float is 3 bytes
+    /// ```
+    pub fn validate(&self) -> Result<u64> {
+        self.check(0, "the element")
+    }
+
+    /// [`Layout::validate`], and the packed size must be `elbyte`: the layout of the elements
+    /// of a file whose header says `elbyte`.
+    pub fn validate_for(&self, elbyte: u64) -> Result<()> {
+        let size = self.validate()?;
+        if size != elbyte {
+            return Err(bad_schema(format!(
+                "of {size} bytes describes elements of elbyte {elbyte}"
+            )));
+        }
+        Ok(())
+    }
+
+    fn check(&self, depth: usize, at: &str) -> Result<u64> {
+        if depth > MAX_LAYOUT_DEPTH {
+            return Err(bad_schema(format!(
+                "nests deeper than {MAX_LAYOUT_DEPTH} levels at {at}"
+            )));
+        }
+        match self {
+            Layout::Scalar { eltype, elbyte } => {
+                if *eltype == ElType::User || !eltype.is_valid_elbyte(*elbyte) {
+                    return Err(bad_schema(format!(
+                        "{at}: a scalar of eltype {} ({eltype}) cannot be {elbyte} bytes \
+                         (expected one of {:?})",
+                        eltype.code(),
+                        eltype.valid_elbytes().unwrap_or(&[])
+                    )));
+                }
+                Ok(*elbyte)
+            }
+            Layout::Array { len, item } => {
+                if *len == 0 {
+                    return Err(bad_schema(format!("{at}: an array of 0 items")));
+                }
+                let size = item.check(depth + 1, &format!("{at}'s items"))?;
+                size.checked_mul(*len).ok_or_else(|| {
+                    bad_schema(format!(
+                        "{at}: {len} items of {size} bytes overflow 64 bits"
+                    ))
+                })
+            }
+            Layout::Record { fields, .. } => {
+                if fields.is_empty() {
+                    return Err(bad_schema(format!("{at}: a record with no fields")));
+                }
+                let mut names = std::collections::HashSet::new();
+                let mut end = 0u64;
+                for f in fields {
+                    let name = &f.name;
+                    if name.is_empty()
+                        || name
+                            .chars()
+                            .any(|c| c.is_control() || c == '\'' || c == '\\')
+                    {
+                        return Err(bad_schema(format!("{at}: a field named {name:?}")));
+                    }
+                    if !names.insert(name.as_str()) {
+                        return Err(bad_schema(format!("{at}: two fields named '{name}'")));
+                    }
+                    if f.offset != end {
+                        return Err(bad_schema(format!(
+                            "field '{name}' is at offset {}; packed in order, it would be at {end}",
+                            f.offset
+                        )));
+                    }
+                    let size = f.layout.check(depth + 1, &format!("field '{name}'"))?;
+                    end = end
+                        .checked_add(size)
+                        .ok_or_else(|| bad_schema(format!("field '{name}' ends past 64 bits")))?;
+                }
+                Ok(end)
+            }
+        }
+    }
+
+    /// Packed size in bytes.
+    pub fn size(&self) -> u64 {
+        match self {
+            Layout::Scalar { elbyte, .. } => *elbyte,
+            Layout::Array { len, item } => len.saturating_mul(item.size()),
+            Layout::Record { fields, .. } => fields
+                .last()
+                .map_or(0, |f| f.offset.saturating_add(f.layout.size())),
+        }
+    }
+
+    /// The numpy dtype as Python source: `'<f8'`, `('<f8', (3,))`, or for a record
+    /// `[('info', '|u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]`.
+    /// Scalars numpy has no type for (bfloat16, 128-bit) become raw bytes `'V2'`, `'V16'`.
+    pub fn numpy_descr(&self) -> String {
+        match self.split_shape() {
+            (base, shape) if shape.is_empty() => base.numpy_base(),
+            (base, shape) => format!("({}, {})", base.numpy_base(), numpy::shape(&shape)),
+        }
+    }
+
+    /// The numpy dtype as JSON that `numpy.dtype` accepts once lists become tuples:
+    /// a string for scalars, `[[name, dtype], [name, dtype, [shape...]], ...]` for records.
+    pub fn numpy_descr_json(&self) -> serde_json::Value {
+        use serde_json::Value;
+        match self {
+            Layout::Record { fields, .. } => Value::Array(
+                fields
+                    .iter()
+                    .map(|f| {
+                        let (base, shape) = f.layout.split_shape();
+                        let mut entry = vec![Value::from(f.name.clone()), base.numpy_descr_json()];
+                        if !shape.is_empty() {
+                            entry.push(Value::from(shape));
+                        }
+                        Value::Array(entry)
+                    })
+                    .collect(),
+            ),
+            Layout::Array { .. } => {
+                let (base, shape) = self.split_shape();
+                Value::Array(vec![base.numpy_descr_json(), Value::from(shape)])
+            }
+            Layout::Scalar { eltype, elbyte } => Value::from(scalar_dtype(*eltype, *elbyte)),
+        }
+    }
+
+    /// The layout a numpy dtype describes, given as [`Layout::numpy_descr_json`] writes it (the
+    /// `descr` of a `.npy` header, with tuples as lists): the inverse of that function, except
+    /// that records come back with an empty `name` (numpy has none) and raw `V` bytes are
+    /// refused (they have no element type). Big-endian fields are refused too: a layout's
+    /// scalars are little-endian. So are sub-arrays of more than 64 dims in all, as numpy
+    /// refuses them: each dim nests the layout one level deeper.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Layout};
+    /// let descr = serde_json::json!([["t", "<f8"], ["xyz", "<f4", [3]]]);
+    /// let l = Layout::from_numpy_descr_json(&descr).unwrap();
+    /// assert_eq!(l.size(), 8 + 12);
+    /// assert_eq!(l.numpy_descr_json(), descr);
+    /// assert!(Layout::from_numpy_descr_json(&serde_json::json!("|V4")).is_err());
+    /// ```
+    pub fn from_numpy_descr_json(descr: &serde_json::Value) -> Result<Layout> {
+        use serde_json::Value;
+        let bad = |what: String| crate::error::Error::from(ErrorKind::Unsupported(what));
+        let shape_of =
+            |v: &Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(Value::as_u64).collect() };
+        // numpy's NPY_MAXDIMS. A hostile header's shape of 10^5 dims would nest the layout
+        // deeper than its recursive methods, and its drop, can go on a thread's stack.
+        const MAX_SUBARRAY_DIMS: usize = 64;
+        let wrap = |mut item: Layout, shape: &[u64]| {
+            let depth = item.split_shape().1.len() + shape.len();
+            if depth > MAX_SUBARRAY_DIMS {
+                return Err(bad(format!(
+                    "a sub-array of {depth} dims (numpy allows {MAX_SUBARRAY_DIMS})"
+                )));
+            }
+            for &len in shape.iter().rev() {
+                item = Layout::Array {
+                    len,
+                    item: Box::new(item),
+                };
+            }
+            Ok(item)
+        };
+        match descr {
+            Value::String(s) => match numpy::parse_dtype(s) {
+                Some((eltype, elbyte, false)) => Ok(Layout::Scalar { eltype, elbyte }),
+                Some((_, _, true)) => Err(bad(format!(
+                    "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
+                ))),
+                None => Err(bad(format!("numpy dtype '{s}' has no .ra element type"))),
+            },
+            // [base, [shape...]]: a sub-array, as `numpy_descr_json` writes `Layout::Array`.
+            Value::Array(v)
+                if v.len() == 2
+                    && !matches!(&v[0], Value::Array(e) if e.first().is_some_and(Value::is_string))
+                    && shape_of(&v[1]).is_some() =>
+            {
+                let item = Layout::from_numpy_descr_json(&v[0])?;
+                wrap(item, &shape_of(&v[1]).expect("checked"))
+            }
+            Value::Array(entries) => {
+                let mut fields = Vec::with_capacity(entries.len());
+                let mut offset = 0u64;
+                for e in entries {
+                    let (name, base, shape) = match e.as_array().map(Vec::as_slice) {
+                        Some([Value::String(n), base]) => (n, base, Vec::new()),
+                        Some([Value::String(n), base, shape]) => (
+                            n,
+                            base,
+                            shape_of(shape)
+                                .ok_or_else(|| bad(format!("field '{n}': bad shape {shape}")))?,
+                        ),
+                        _ => return Err(bad(format!("not a numpy record field: {e}"))),
+                    };
+                    let layout = wrap(Layout::from_numpy_descr_json(base)?, &shape)?;
+                    let size = layout.size();
+                    fields.push(Field {
+                        name: name.clone(),
+                        offset,
+                        layout,
+                    });
+                    offset = offset
+                        .checked_add(size)
+                        .ok_or_else(|| bad("record size overflows".into()))?;
+                }
+                if fields.is_empty() {
+                    return Err(bad("a record with no fields".into()));
+                }
+                Ok(Layout::Record {
+                    name: String::new(),
+                    fields,
+                })
+            }
+            other => Err(bad(format!("not a numpy dtype: {other}"))),
+        }
+    }
+
+    /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
+    pub(crate) fn split_shape(&self) -> (&Layout, Vec<u64>) {
+        let mut shape = Vec::new();
+        let mut l = self;
+        while let Layout::Array { len, item } = l {
+            shape.push(*len);
+            l = item;
+        }
+        (l, shape)
+    }
+
+    fn numpy_base(&self) -> String {
+        match self {
+            Layout::Scalar { eltype, elbyte } => format!("'{}'", scalar_dtype(*eltype, *elbyte)),
+            Layout::Record { fields, .. } => {
+                let items: Vec<String> = fields
+                    .iter()
+                    .map(|f| {
+                        let (base, shape) = f.layout.split_shape();
+                        if shape.is_empty() {
+                            format!("('{}', {})", f.name, base.numpy_base())
+                        } else {
+                            format!(
+                                "('{}', {}, {})",
+                                f.name,
+                                base.numpy_base(),
+                                numpy::shape(&shape)
+                            )
+                        }
+                    })
+                    .collect();
+                format!("[{}]", items.join(", "))
+            }
+            Layout::Array { .. } => self.numpy_descr(),
+        }
+    }
+}
+
+fn bad_schema(why: String) -> crate::error::Error {
+    ErrorKind::BadSchema(why).into()
+}
+
+fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
+    numpy::dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Element;
+
+    #[test]
+    fn numpy_descr_json_round_trips_through_from_numpy_descr_json() {
+        let scalar = |eltype, elbyte| Layout::Scalar { eltype, elbyte };
+        let inner = Layout::Record {
+            name: String::new(),
+            fields: vec![
+                Field {
+                    name: "a".into(),
+                    offset: 0,
+                    layout: scalar(ElType::Int, 2),
+                },
+                Field {
+                    name: "b".into(),
+                    offset: 2,
+                    layout: scalar(ElType::Complex, 16),
+                },
+            ],
+        };
+        let grid = Layout::Array {
+            len: 2,
+            item: Box::new(Layout::Array {
+                len: 3,
+                item: Box::new(scalar(ElType::Float, 4)),
+            }),
+        };
+        let outer = Layout::Record {
+            name: String::new(),
+            fields: vec![
+                Field {
+                    name: "id".into(),
+                    offset: 0,
+                    layout: scalar(ElType::Uint, 8),
+                },
+                Field {
+                    name: "grid".into(),
+                    offset: 8,
+                    layout: grid.clone(),
+                },
+                Field {
+                    name: "inner".into(),
+                    offset: 32,
+                    layout: inner.clone(),
+                },
+                Field {
+                    name: "many".into(),
+                    offset: 50,
+                    layout: Layout::Array {
+                        len: 4,
+                        item: Box::new(inner.clone()),
+                    },
+                },
+            ],
+        };
+        for l in [scalar(ElType::Float, 8), grid, inner, outer] {
+            let json = l.numpy_descr_json();
+            assert_eq!(Layout::from_numpy_descr_json(&json).unwrap(), l, "{json}");
+        }
+        for bad in [
+            serde_json::json!("|V2"),
+            serde_json::json!(">f8"),
+            serde_json::json!([["a", ">i4"]]),
+            serde_json::json!([]),
+            serde_json::json!([["a"]]),
+            serde_json::json!([[["title", "a"], "<f4"]]),
+            serde_json::json!(3),
+        ] {
+            assert!(Layout::from_numpy_descr_json(&bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn foo_like_descr() {
+        let rec = Layout::Record {
+            name: "Foo".into(),
+            fields: vec![
+                Field {
+                    name: "info".into(),
+                    offset: 0,
+                    layout: <[u8; 12]>::layout(),
+                },
+                Field {
+                    name: "index".into(),
+                    offset: 12,
+                    layout: u32::layout(),
+                },
+                Field {
+                    name: "v".into(),
+                    offset: 16,
+                    layout: <[f64; 8]>::layout(),
+                },
+            ],
+        };
+        assert_eq!(rec.size(), 80);
+        assert_eq!(
+            rec.numpy_descr(),
+            "[('info', '|u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]"
+        );
+    }
+}
