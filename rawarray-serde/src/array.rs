@@ -14,7 +14,6 @@ use crate::fileio::stable_header;
 use crate::header::{checked_product, Flags, Header};
 use crate::trailer::Trailer;
 
-
 /// The newtype name under which an embedded `.ra` file travels through serde: this module's
 /// `Serialize` impls send a whole file under it, and the serializer and deserializer store it
 /// as one element.
@@ -624,10 +623,7 @@ impl<T: Element> serde::Serialize for RawArray<T> {
         &self,
         serializer: S,
     ) -> std::result::Result<S::Ok, S::Error> {
-        serializer.serialize_newtype_struct(
-            EMBEDDED,
-            serde_bytes::Bytes::new(&self.to_bytes()),
-        )
+        serializer.serialize_newtype_struct(EMBEDDED, serde_bytes::Bytes::new(&self.to_bytes()))
     }
 }
 
@@ -670,9 +666,6 @@ impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
             }
         }
 
-        deserializer.deserialize_newtype_struct(
-            EMBEDDED,
-            EmbeddedVisitor(std::marker::PhantomData),
-        )
+        deserializer.deserialize_newtype_struct(EMBEDDED, EmbeddedVisitor(std::marker::PhantomData))
     }
 }

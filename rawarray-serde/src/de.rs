@@ -19,12 +19,12 @@ use std::ops::Range;
 use half::{bf16, f16};
 use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
+use crate::array::EMBEDDED;
 use crate::bulk;
 use crate::eltype::ScalarType as Scalar;
 use crate::eltype::{type_label, ElType};
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{Flags, Header};
-use crate::array::EMBEDDED;
 
 /// Most empty sequences read per level from a file without data (a dim is 0). Each costs the
 /// caller a value (24 bytes for a `Vec`) that no byte of the input pays for, so a file of a few

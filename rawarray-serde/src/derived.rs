@@ -19,8 +19,8 @@ use std::marker::PhantomData;
 
 use bytemuck::{NoUninit, Pod};
 
-use crate::layout::{Field, Layout};
 use crate::error::{Error, ErrorKind};
+use crate::layout::{Field, Layout};
 
 pub use std::vec::Vec;
 

@@ -234,7 +234,10 @@ impl Header {
         let size = record_bytes.checked_mul(records).ok_or_else(|| {
             let mut dims = lead.to_vec();
             dims.push(records);
-            ErrorKind::DataLenOverflow { elbyte: self.elbyte, dims }
+            ErrorKind::DataLenOverflow {
+                elbyte: self.elbyte,
+                dims,
+            }
         })?;
         *self.dims.last_mut().expect("split_last found it") = records;
         self.size = size;
@@ -422,14 +425,13 @@ pub(crate) fn checked_product(elbyte: u64, dims: &[u64]) -> Option<u64> {
 
 /// product(dims) x elbyte, or an error if it overflows a `u64`.
 pub(crate) fn data_len(elbyte: u64, dims: &[u64]) -> Result<u64> {
-    checked_product(elbyte, dims)
-        .ok_or_else(|| {
-            ErrorKind::DataLenOverflow {
-                elbyte,
-                dims: dims.to_vec(),
-            }
-            .into()
-        })
+    checked_product(elbyte, dims).ok_or_else(|| {
+        ErrorKind::DataLenOverflow {
+            elbyte,
+            dims: dims.to_vec(),
+        }
+        .into()
+    })
 }
 
 pub(crate) fn le_u64(b: &[u8]) -> u64 {

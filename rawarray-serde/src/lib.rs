@@ -102,11 +102,11 @@ mod bulk;
 mod data;
 mod de;
 mod element;
-mod layout;
 mod eltype;
 mod error;
 mod fileio;
 mod header;
+mod layout;
 mod lock;
 mod mapped;
 #[cfg(feature = "ndarray")]
@@ -127,12 +127,12 @@ pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::Deserializer;
 pub use element::Element;
-pub use layout::{Field, Layout, MAX_LAYOUT_DEPTH};
 pub use eltype::{type_label, ElType, ScalarType, ScalarValue};
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS};
-pub use reader::{ArrayReader, IoStats};
+pub use layout::{Field, Layout, MAX_LAYOUT_DEPTH};
 pub use mapped::{ReadMode, RecordReader};
+pub use reader::{ArrayReader, IoStats};
 pub use records::{
     recover, recover_with, Durability, DynRecordWriter, ElementSpec, RecordOptions, RecordWriter,
     RecoverOptions, Recovery,

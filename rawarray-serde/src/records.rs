@@ -12,17 +12,16 @@ use crate::array::RawArray;
 use crate::atomic::create_atomic;
 use crate::data;
 use crate::element::Element;
-use crate::layout::Layout;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::{checked_product, Header};
+use crate::layout::Layout;
 use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
     Trailer, TRAILER_FRAME, TRAILER_TAG,
 };
-
 
 /// Longest header updated in place: one 512-byte sector, inside the first page.
 const MAX_HEADER_LEN: usize = 512;

@@ -10,10 +10,10 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
-use crate::layout::Layout;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, stable_header};
 use crate::header::{le_u64, Header};
+use crate::layout::Layout;
 
 /// The first and last eight bytes of a trailer block.
 pub const TRAILER_TAG: [u8; 8] = *b"RATRAILR";

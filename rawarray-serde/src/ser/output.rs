@@ -1,0 +1,132 @@
+//! The output: the header written late (once the first element or the whole value is known),
+//! the buffer flushed in pieces, and files built in place inside the caller's `Vec`.
+
+use std::io::Write;
+
+use serde::ser::Serialize;
+
+use super::check::{check_described, header_for};
+use super::plan::classify;
+use super::Serializer;
+use crate::error::{Error, Result};
+use crate::header::Header;
+
+/// Appends `value` as a `.ra` file to `vec`, built in place: no staging buffer copied into it,
+/// and one allocation once the sequence's length and its first element are known. However
+/// serializing ends (an error, or a panic in a `Serialize` impl), `vec` keeps the bytes it
+/// had: with the whole file after them, or alone.
+pub(crate) fn append_in_place<T: ?Sized + Serialize>(vec: &mut Vec<u8>, value: &T) -> Result<()> {
+    /// Puts the buffer back into the caller's `Vec` when dropped: cut back to the caller's
+    /// bytes unless the file is complete.
+    struct Guard<'a> {
+        ser: Serializer<std::io::Sink>,
+        home: &'a mut Vec<u8>,
+        capacity: usize,
+        complete: bool,
+    }
+    impl Drop for Guard<'_> {
+        fn drop(&mut self) {
+            let mut buf = std::mem::take(&mut self.ser.buf);
+            if !self.complete {
+                buf.truncate(self.ser.base);
+                buf.shrink_to(self.capacity);
+            }
+            *self.home = buf;
+        }
+    }
+    let mut guard = Guard {
+        capacity: vec.capacity(),
+        ser: Serializer::with_buffer(std::io::sink(), std::mem::take(vec), true),
+        home: vec,
+        complete: false,
+    };
+    let result = value
+        .serialize(&mut guard.ser)
+        .and_then(|()| guard.ser.write_late_header());
+    guard.complete = result.is_ok();
+    result
+}
+
+/// Appends `bytes` to `buf`, whose capacity already holds them, a 64 KiB piece at a time, each
+/// piece's pages written once just before the piece is copied. Into a new allocation (pages
+/// not yet touched), one large `memcpy` takes every page fault inside its copy loop, which
+/// measured slower than taking them here first (`cargo bench --bench serde`, the one-value
+/// rows; figures in the README). Into pages already there, one `memcpy` is faster (glibc's
+/// non-temporal stores for large copies), so this is for new allocations only (a caller's
+/// `Vec::with_capacity` whose pages were never touched takes the plain copy). Pages are taken
+/// as 4 KiB; larger pages get a few more stores.
+pub(super) fn extend_faulting_ahead(buf: &mut Vec<u8>, bytes: &[u8]) {
+    const PIECE: usize = 64 << 10;
+    const PAGE: usize = 4096;
+    if bytes.len() < 4 * PIECE {
+        buf.extend_from_slice(bytes);
+        return;
+    }
+    buf.reserve(bytes.len());
+    for piece in bytes.chunks(PIECE) {
+        let spare = &mut buf.spare_capacity_mut()[..piece.len()];
+        let first = (PAGE - spare.as_ptr() as usize % PAGE) % PAGE;
+        for byte in spare.iter_mut().skip(first).step_by(PAGE) {
+            byte.write(0);
+        }
+        // The stores are the point: kept although the copy overwrites them.
+        std::hint::black_box(&*spare);
+        buf.extend_from_slice(piece);
+    }
+}
+
+impl<W: Write> Serializer<W> {
+    /// Writes the header now if it could not be written when the first element was complete
+    /// (the value was not a sequence, or the sequence did not tell its length).
+    pub(super) fn write_late_header(&mut self) -> Result<()> {
+        if !self.header_written {
+            let header = match self.top.take() {
+                Some(top) => {
+                    let mut dims = top.dims;
+                    dims.push(self.items);
+                    header_for(top.eltype, top.elbyte, dims)?
+                }
+                None => {
+                    if self.events.is_empty() {
+                        return Err(Error::msg("nothing was serialized"));
+                    }
+                    let shape = classify(&self.events)?;
+                    let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
+                    header_for(eltype, elbyte, shape.dims)?
+                }
+            };
+            // Nothing was flushed: the header was not out.
+            check_described(Some(header.size), self.buf.len() - self.base)?;
+            self.put_header(&header)?;
+        }
+        Ok(())
+    }
+
+    /// Writes the header: before everything buffered (in place, in front of it).
+    pub(super) fn put_header(&mut self, header: &Header) -> Result<()> {
+        let bytes = header.encode();
+        if self.in_place {
+            self.buf.splice(self.base..self.base, bytes);
+        } else {
+            self.out.write_all(&bytes)?;
+        }
+        self.header_written = true;
+        Ok(())
+    }
+
+    #[inline(always)]
+    pub(super) fn flush_if_full(&mut self) -> Result<()> {
+        if self.header_written && self.buf.len() >= self.flush_at {
+            return self.flush();
+        }
+        Ok(())
+    }
+
+    #[cold]
+    #[inline(never)]
+    pub(super) fn flush(&mut self) -> Result<()> {
+        self.out.write_all(&self.buf)?;
+        self.buf.clear();
+        Ok(())
+    }
+}

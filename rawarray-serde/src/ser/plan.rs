@@ -1,0 +1,222 @@
+//! The mapping rules: the steps a value's serialization takes (its plan) and how the first
+//! element's steps decide the file's dims and element type ([`classify`]). Pure functions of
+//! the steps, testable without serde.
+
+use crate::eltype::{ElType, ScalarType as Scalar};
+use crate::error::{Error, Result};
+
+/// The serializer's scalar steps are the rows of the element-type table; `bool`, `char`
+/// and unit variant indices are stored as `u8`, `u32` and `u32`.
+pub(super) trait ScalarSteps {
+    fn size(self) -> u64;
+    fn complex_of(self) -> Option<Scalar>;
+}
+
+impl ScalarSteps for Scalar {
+    fn size(self) -> u64 {
+        self.elbyte()
+    }
+
+    /// The complex type whose halves are this float.
+    fn complex_of(self) -> Option<Scalar> {
+        Scalar::ALL
+            .iter()
+            .copied()
+            .find(|c| c.eltype() == ElType::Complex && c.elbyte() == 2 * self.elbyte())
+            .filter(|_| self.eltype() == ElType::Float)
+    }
+}
+
+/// One step of a value's serialization; the first element's steps are the plan the others follow.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) enum Ev {
+    /// `run` consecutive scalars of one type.
+    Scalars(Scalar, u64),
+    /// A string or byte buffer of this length.
+    Bytes(usize),
+    /// A whole `.ra` file of this length, as one element.
+    Embedded(usize),
+    /// A sequence (`Vec`, slice, ...) with its length hint.
+    SeqStart(Option<usize>),
+    /// A tuple or fixed array of this length.
+    TupleStart(usize),
+    SeqEnd,
+    StructStart(&'static str),
+    Field(&'static str),
+    StructEnd,
+}
+
+/// Whether a step of a later element agrees with the plan's step.
+pub(super) fn agrees(plan: Ev, got: Ev) -> bool {
+    match (plan, got) {
+        (Ev::SeqStart(a), Ev::SeqStart(b)) => a.is_none() || b.is_none() || a == b,
+        (Ev::StructStart(_), Ev::StructStart(_)) | (Ev::Field(_), Ev::Field(_)) => true,
+        _ => plan == got,
+    }
+}
+
+/// What one element is, as far as the header is concerned.
+#[derive(Debug)]
+pub(super) enum Leaf {
+    Scalar(Scalar),
+    /// A struct, heterogeneous tuple or embedded file of this many bytes.
+    Composite(u64),
+    /// No element was seen (an empty sequence).
+    Unknown,
+}
+
+impl Leaf {
+    pub(super) fn eltype_elbyte(&self) -> Result<(ElType, u64)> {
+        match self {
+            Leaf::Scalar(k) => Ok((k.eltype(), k.elbyte())),
+            Leaf::Composite(0) => Err(Error::msg("a record of 0 bytes cannot be an element")),
+            Leaf::Composite(n) => Ok((ElType::User, *n)),
+            // Documented default: an empty sequence is an empty uint8 array.
+            Leaf::Unknown => Ok((ElType::Uint, 1)),
+        }
+    }
+}
+
+pub(super) struct Shape {
+    /// Dims inside the element, first varying fastest.
+    pub(super) dims: Vec<u64>,
+    pub(super) leaf: Leaf,
+}
+
+/// Index just past the node that starts at `i`.
+pub(super) fn node_end(evs: &[Ev], i: usize) -> usize {
+    match evs[i] {
+        Ev::SeqStart(_) | Ev::TupleStart(_) | Ev::StructStart(_) => {
+            let mut depth = 0usize;
+            for (j, ev) in evs.iter().enumerate().skip(i) {
+                match ev {
+                    Ev::SeqStart(_) | Ev::TupleStart(_) | Ev::StructStart(_) => depth += 1,
+                    Ev::SeqEnd | Ev::StructEnd => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return j + 1;
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            evs.len()
+        }
+        _ => i + 1,
+    }
+}
+
+/// The children of a sequence node, a run of `n` scalars counting as `n` children.
+pub(super) fn children(node: &[Ev]) -> Vec<Child<'_>> {
+    let mut out = Vec::new();
+    let mut i = 1;
+    while i + 1 < node.len() {
+        match node[i] {
+            Ev::Scalars(k, run) => {
+                out.extend((0..run).map(|_| Child::Scalar(k)));
+                i += 1;
+            }
+            _ => {
+                let end = node_end(node, i);
+                out.push(Child::Node(&node[i..end]));
+                i = end;
+            }
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum Child<'a> {
+    Scalar(Scalar),
+    Node(&'a [Ev]),
+}
+
+impl Child<'_> {
+    pub(super) fn slice(&self) -> Vec<Ev> {
+        match self {
+            Child::Scalar(k) => vec![Ev::Scalars(*k, 1)],
+            Child::Node(n) => n.to_vec(),
+        }
+    }
+}
+
+pub(super) fn byte_size(evs: &[Ev]) -> u64 {
+    evs.iter()
+        .map(|e| match e {
+            Ev::Scalars(k, run) => k.size() * run,
+            Ev::Bytes(n) | Ev::Embedded(n) => *n as u64,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Decides the dims and element type of one recorded element.
+pub(super) fn classify(evs: &[Ev]) -> Result<Shape> {
+    match evs {
+        [Ev::Scalars(k, 1)] => Ok(Shape {
+            dims: vec![],
+            leaf: Leaf::Scalar(*k),
+        }),
+        [Ev::Bytes(n)] => Ok(Shape {
+            dims: vec![*n as u64],
+            leaf: if *n == 0 {
+                Leaf::Unknown
+            } else {
+                Leaf::Scalar(Scalar::U8)
+            },
+        }),
+        [Ev::Embedded(n)] => Ok(Shape {
+            dims: vec![],
+            leaf: Leaf::Composite(*n as u64),
+        }),
+        [Ev::StructStart(_), ..] => Ok(Shape {
+            dims: vec![],
+            leaf: Leaf::Composite(byte_size(evs)),
+        }),
+        [start @ (Ev::SeqStart(_) | Ev::TupleStart(_)), ..] => {
+            let kids = children(evs);
+            let Some(first) = kids.first() else {
+                return Ok(Shape {
+                    dims: vec![0],
+                    leaf: Leaf::Unknown,
+                });
+            };
+            if let Some(j) = kids.iter().position(|c| c != first) {
+                if matches!(start, Ev::TupleStart(_)) {
+                    // A heterogeneous tuple is a record.
+                    return Ok(Shape {
+                        dims: vec![],
+                        leaf: Leaf::Composite(byte_size(evs)),
+                    });
+                }
+                return Err(differing_child(first, &kids[j], j));
+            }
+            let inner = classify(&first.slice())?;
+            let mut dims = inner.dims;
+            dims.push(kids.len() as u64);
+            Ok(Shape {
+                dims,
+                leaf: inner.leaf,
+            })
+        }
+        _ => Err(Error::msg(format!("cannot map {evs:?} to an array"))),
+    }
+}
+
+/// The error for a sequence inside the first element whose items differ.
+pub(super) fn differing_child(first: &Child<'_>, other: &Child<'_>, j: usize) -> Error {
+    let len = |c: &Child<'_>| match c {
+        Child::Node(n @ [Ev::SeqStart(_) | Ev::TupleStart(_), ..]) => Some(children(n).len()),
+        Child::Node([Ev::Bytes(n)]) => Some(*n),
+        _ => None,
+    };
+    match (len(first), len(other)) {
+        (Some(a), Some(b)) if a != b => Error::msg(format!(
+            "not rectangular: element [0, {j}] has length {b}, expected {a} (the length of [0, 0])"
+        )),
+        _ => Error::msg(format!(
+            "mixed element types: element [0, {j}] is not of the type of element [0, 0]"
+        )),
+    }
+}
