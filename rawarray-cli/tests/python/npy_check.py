@@ -1,4 +1,4 @@
-"""numpy's side of the `ra convert` tests (rawarray-cli/tests/cli.rs).
+"""numpy's side of the `ra convert` tests (rawarray-cli/tests/convert.rs, info.rs).
 
     npy_check.py check DIR          np.load every DTYPE_DIMS[_be][_z].npy that `ra convert` wrote in
                                     DIR and compare with the formula values and the dims rule
