@@ -210,22 +210,33 @@ A file a writer is still appending to is refused: its tail is not torn, only not
         #[arg(long)]
         force: bool,
     },
-    /// Print md5 and sha256 of each whole file and of its data section alone.
+    /// Print the md5 (or sha256) of each file as md5sum (sha256sum) does, and with --data of
+    /// each .ra file's data section.
     #[command(after_help = "\
 Examples:
-  ra checksum a.ra
-  ra checksum --algo md5 *.ra > SUMS
+  ra checksum *.ra > SUMS         then: md5sum -c SUMS, or ra verify SUMS
+  ra checksum --algo sha256 a.ra  as sha256sum a.ra
+  ra checksum --tag a.ra          MD5 (a.ra) = ..., as md5sum --tag
+  ra checksum --data *.ra > SUMS  also MD5-DATA (a.ra) = ..., which only ra verify reads
 
-Lines are BSD tags, as md5sum --tag: MD5 (a.ra) = .., SHA256 (a.ra) = .., and for the data
-section (the stored bytes after the header; trailing bytes excluded) MD5-DATA (a.ra) = ..,
-SHA256-DATA (a.ra) = ... Each file is read once; the digests are computed in parallel.")]
+Lines are HEX  NAME, as md5sum and sha256sum write them and md5sum -c / sha256sum -c check
+them; a name holding a backslash or newline is escaped as they escape it (the line starts
+with a backslash). The data section is the stored bytes after the header (compressed ones if
+compressed), trailing bytes excluded: it stays the same when a trailer changes. md5sum -c
+skips the -DATA lines with a warning. Each file is read once.")]
     Checksum {
-        /// .ra files.
+        /// Files (any file; .ra files with --data).
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Only these algorithms (repeat or comma-separate); default md5 and sha256.
-        #[arg(long, value_enum, value_delimiter = ',', value_name = "ALGO")]
-        algo: Vec<Algo>,
+        /// The algorithm of every line.
+        #[arg(long, value_enum, value_name = "ALGO", default_value = "md5")]
+        algo: Algo,
+        /// BSD lines, as md5sum --tag: MD5 (NAME) = HEX.
+        #[arg(long)]
+        tag: bool,
+        /// Also the digest of each data section: MD5-DATA (NAME) = HEX (read by ra verify).
+        #[arg(long)]
+        data: bool,
     },
     /// Check files against a sums file: md5sum/sha256sum lines or BSD tag lines.
     #[command(after_help = "\
@@ -233,8 +244,9 @@ Examples:
   ra verify tests/fixtures/reference/CHECKSUMS.md5
   ra checksum *.ra > SUMS && ra verify SUMS
 
-Lines: `HEX  NAME` (md5sum, sha256sum) or `MD5 (NAME) = HEX`, `SHA256 (..)`, `MD5-DATA (..)`,
-`SHA256-DATA (..)` (ra checksum). Names are relative to the folder of SUMS. Prints NAME: OK or
+Lines: `HEX  NAME` (md5sum, sha256sum, ra checksum), `MD5 (NAME) = HEX`, `SHA256 (..)` (the
+--tag forms) and `MD5-DATA (..)`, `SHA256-DATA (..)` (ra checksum --data); escaped names (a
+line starting with a backslash) as coreutils writes them. Names are relative to the folder of SUMS. Prints NAME: OK or
 NAME: FAILED per line; exits 1 if any failed.")]
     Verify {
         /// The sums file.
@@ -264,20 +276,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             squeeze,
         } => slice::run(&input, &output, &ranges, squeeze),
         Command::Recover { file, force } => recover::run(&file, force, &mut out),
-        Command::Checksum { files, algo } => {
-            let algos = if algo.is_empty() {
-                vec![Algo::Md5, Algo::Sha256]
-            } else {
-                let mut a = Vec::new();
-                for x in algo {
-                    if !a.contains(&x) {
-                        a.push(x);
-                    }
-                }
-                a
-            };
-            checksum::run(&files, &algos, &mut out)
-        }
+        Command::Checksum {
+            files,
+            algo,
+            tag,
+            data,
+        } => checksum::run(&files, checksum::Style { algo, tag, data }, &mut out),
         Command::Verify { sums } => checksum::verify(&sums, &mut out),
     }?;
     out.flush().map_err(Failure::stdout)
