@@ -29,6 +29,8 @@ pub enum Failure {
     },
     /// stdout was closed by its reader: stop quietly.
     BrokenPipe,
+    /// `ra diff` found differences (already printed): exit 1, as `diff`.
+    Differ,
 }
 
 /// The result of a subcommand.
@@ -78,6 +80,7 @@ impl fmt::Display for Failure {
             Failure::File { path, message } => write!(f, "{path}: {message}"),
             Failure::Checks(m) | Failure::Usage { message: m, .. } => f.write_str(m),
             Failure::BrokenPipe => f.write_str("broken pipe"),
+            Failure::Differ => Ok(()),
         }
     }
 }

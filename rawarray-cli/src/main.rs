@@ -1,13 +1,15 @@
 //! `ra`: inspect, print, convert, compress, reshape, slice, recover and checksum RawArray (`.ra`) files.
 //!
 //! Exit codes: 0 success; 1 a file could not be read or written, or a check failed (one line
-//! on stderr per problem, naming the file); 2 a usage error.
+//! on stderr per problem, naming the file); 2 a usage error. `ra diff` as `diff`: 0 equal,
+//! 1 different, 2 an error.
 
 mod cat;
 mod checksum;
 mod compress;
 mod convert;
 mod csv;
+mod diff;
 mod fail;
 mod image;
 mod info;
@@ -41,9 +43,11 @@ Examples:
   ra convert data.ra data.npy     for numpy (np.load), and back
   ra checksum *.ra > SUMS         then: ra verify SUMS
   ra slice big.ra plane.ra :,:,42 one block of a file, reading only its bytes
+  ra diff a.ra b.ra               values compared, whatever the byte order and compression
   ra recover run.ra               after a crash of the program appending records
 
-Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error.")]
+Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error;
+ra diff: 0 equal, 1 different, 2 a file could not be read (or a usage error).")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -192,6 +196,38 @@ file and renamed: a failure leaves nothing.")]
         #[arg(long)]
         squeeze: bool,
     },
+    /// Compare two .ra files: header, dims, trailer params and values (not bytes: byte order
+    /// and compression do not count).
+    #[command(after_help = "\
+Examples:
+  ra diff a.ra b.ra                 exit 0 equal, 1 different, 2 a file could not be read
+  ra diff --rtol 1e-6 a.ra b.ra     floats equal within |a - b| <= atol + rtol * |b|
+  ra diff --equal-nan a.ra a_z.ra   NaN equals NaN
+
+Differences print as `[i, j]<TAB>A<TAB>B` (column-major indices, as ra cat), the first
+--show of them, then the count of differing elements and, for floats and complex, the largest
+absolute and relative differences (relative to B) among them. A difference of element type or
+dims is reported without comparing values. Integers compare exactly; records byte by byte
+(swapped by their schema when a file is big-endian), naming the first field that differs.
+Equal files print nothing. Both files are streamed, never loaded whole.")]
+    Diff {
+        /// The first .ra file.
+        a: PathBuf,
+        /// The second .ra file.
+        b: PathBuf,
+        /// Relative tolerance for floats and complex (relative to B's value).
+        #[arg(long, default_value_t = 0.0, value_name = "R")]
+        rtol: f64,
+        /// Absolute tolerance for floats and complex.
+        #[arg(long, default_value_t = 0.0, value_name = "A")]
+        atol: f64,
+        /// NaN equals NaN.
+        #[arg(long)]
+        equal_nan: bool,
+        /// Print at most N differing elements (all are counted).
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        show: u64,
+    },
     /// Repair a record file after a crash: extend the header over the complete records
     /// written after it, drop torn ones, keep the trailer.
     #[command(after_help = "\
@@ -275,6 +311,34 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ranges,
             squeeze,
         } => slice::run(&input, &output, &ranges, squeeze),
+        Command::Diff {
+            a,
+            b,
+            rtol,
+            atol,
+            equal_nan,
+            show,
+        } => {
+            if !(rtol >= 0.0 && atol >= 0.0) {
+                return Err(Failure::usage(
+                    "diff",
+                    "--rtol and --atol must be numbers >= 0",
+                ));
+            }
+            let tol = diff::Tolerance {
+                rtol,
+                atol,
+                equal_nan,
+                show,
+            };
+            match diff::run(&a, &b, tol, &mut out)? {
+                true => {
+                    out.flush().map_err(Failure::stdout)?;
+                    Err(Failure::Differ)
+                }
+                false => Ok(()),
+            }
+        }
         Command::Recover { file, force } => recover::run(&file, force, &mut out),
         Command::Checksum {
             files,
@@ -289,8 +353,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // `ra diff` exits as `diff` does: 1 means "different", so a file it cannot read is 2.
+    let error_code = if matches!(cli.command, Command::Diff { .. }) {
+        2
+    } else {
+        1
+    };
     match run(cli) {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Differ) => ExitCode::from(1),
         Err(Failure::Usage { command, message }) => {
             // As clap reports its own usage errors, with the subcommand's usage line: exit 2.
             let mut cli = Cli::command();
@@ -304,7 +375,7 @@ fn main() -> ExitCode {
             if !line.is_empty() {
                 let _ = writeln!(io::stderr(), "ra: {line}");
             }
-            ExitCode::from(1)
+            ExitCode::from(error_code)
         }
     }
 }
