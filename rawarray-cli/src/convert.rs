@@ -44,7 +44,7 @@ pub fn run(input: &Path, output: &Path, rgb: bool, max_image_bytes: u64) -> Resu
             "--rgb applies to .png -> .ra only",
         ));
     }
-    match (from, to) {
+    let converted = match (from, to) {
         (Format::Ra, Format::Npy) => npy::ra_to_npy(input, output),
         (Format::Npy, Format::Ra) => npy::npy_to_ra(input, output),
         (Format::Ra, Format::Png) => image::ra_to_png(input, output),
@@ -55,5 +55,14 @@ pub fn run(input: &Path, output: &Path, rgb: bool, max_image_bytes: u64) -> Resu
             "convert",format!(
             "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv"
         ))),
-    }
+    };
+    converted?;
+    let len = std::fs::metadata(output).map_or(0, |m| m.len());
+    crate::report::done(format_args!(
+        "{} -> {}: {}",
+        input.display(),
+        output.display(),
+        crate::report::bytes(len)
+    ));
+    Ok(())
 }

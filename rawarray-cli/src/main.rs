@@ -17,6 +17,7 @@ mod lz4;
 mod npy;
 mod progress;
 mod recover;
+mod report;
 mod reshape;
 mod slice;
 mod sniff;
@@ -49,6 +50,9 @@ Examples:
 Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error;
 ra diff: 0 equal, 1 different, 2 a file could not be read (or a usage error).")]
 struct Cli {
+    /// No line on success and no notes (errors and warnings still print).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -291,6 +295,7 @@ NAME: FAILED per line; exits 1 if any failed.")]
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
+    report::set_quiet(cli.quiet);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {

@@ -84,7 +84,8 @@ fn ra_then_npy<T: Formula>(dir: &Path, out: &Path, dims: &[u64], opts: WriteOpti
     }
     let ra_path = dir.join(format!("{name}.ra"));
     a.write_file_with(&ra_path, &opts).unwrap();
-    ra().arg("convert")
+    // -q: not even the line that says what was written.
+    ra().args(["-q", "convert"])
         .arg(&ra_path)
         .arg(out.join(format!("{name}.npy")))
         .assert()
