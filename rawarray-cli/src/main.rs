@@ -14,6 +14,7 @@ mod fail;
 mod image;
 mod info;
 mod lz4;
+mod manual;
 mod npy;
 mod progress;
 mod recover;
@@ -292,6 +293,30 @@ NAME: FAILED per line; exits 1 if any failed.")]
         /// The sums file.
         sums: PathBuf,
     },
+    /// Print a completion script for a shell, generated from these definitions.
+    #[command(after_help = "\
+Examples:
+  ra completions bash > ~/.local/share/bash-completion/completions/ra
+  ra completions zsh > ~/.zfunc/_ra          (with fpath+=~/.zfunc before compinit)
+  ra completions fish > ~/.config/fish/completions/ra.fish
+  ra completions powershell >> $PROFILE")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per subcommand into a folder.
+    #[command(after_help = "\
+Examples:
+  ra man | man -l -                 read it now
+  ra man --dir ~/.local/share/man/man1   ra.1 and ra-info.1, ra-cat.1, ...: man ra-diff
+
+The pages are generated from the same definitions as --help.")]
+    Man {
+        /// Write ra.1 and ra-SUBCOMMAND.1 into this folder instead of printing ra.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
@@ -352,6 +377,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
             data,
         } => checksum::run(&files, checksum::Style { algo, tag, data }, &mut out),
         Command::Verify { sums } => checksum::verify(&sums, &mut out),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "ra", &mut out);
+            Ok(())
+        }
+        Command::Man { dir } => manual::run(Cli::command(), dir.as_deref(), &mut out),
     }?;
     out.flush().map_err(Failure::stdout)
 }
