@@ -278,7 +278,7 @@ fn malformed_npy_is_one_line_and_leaves_no_output() {
             with_header(
                 "{'descr': [('a', '<f4'), ('', '|V12')], 'fortran_order': False, 'shape': (1,), }",
             ),
-            "'|V12' has no .ra element type",
+            "padding, which .ra records do not have: 12 bytes after field 'a' (offsets 4..16)",
         ),
         (
             "overflow",
@@ -728,4 +728,50 @@ fn numpy_written_structured_npy_converts_to_records() {
         // And it reads as a record file.
         assert!(stdout_of(ra().args(["cat", "--head", "1"]).arg(&out)).contains("id: 1}"));
     }
+}
+
+/// numpy saves an aligned structured dtype with its gaps as unnamed void fields: the error
+/// names the padding (where, which offsets, the sizes) and the fix, and the fix it names
+/// (`repack_fields`, run by numpy) converts.
+#[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
+fn a_padded_structured_dtype_names_the_padding_and_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    python(&[&"write_padded", &dir.path()]);
+    let out = dir.path().join("padded.ra");
+    let err = fails_with_one_line(
+        ra().arg("convert")
+            .arg(dir.path().join("padded.npy"))
+            .arg(&out),
+    );
+    assert!(
+        err.contains("padded.npy: the numpy structured dtype has padding"),
+        "{err}"
+    );
+    // a: u1 at 0, then 7 bytes to b (f8) at 8; c (u2) at 16..18, then 6 bytes to 24.
+    assert!(
+        err.contains("7 bytes after field 'a' (offsets 1..8)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("6 bytes after field 'c' (offsets 18..24)"),
+        "{err}"
+    );
+    assert!(err.contains("itemsize 24, packed 11"), "{err}");
+    assert!(
+        err.contains("repack_fields") && err.contains("align=False"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let packed = dir.path().join("packed.ra");
+    ra().arg("convert")
+        .arg(dir.path().join("packed.npy"))
+        .arg(&packed)
+        .assert()
+        .success();
+    let text = stdout_of(ra().arg("cat").arg(&packed));
+    assert_eq!(
+        text,
+        "[0]\t{a: 1, b: 1.5, c: 7}\n[1]\t{a: 2, b: 2.5, c: 8}\n[2]\t{a: 3, b: 3.5, c: 9}\n"
+    );
 }
