@@ -25,6 +25,7 @@ mod sniff;
 mod source;
 mod trailer;
 mod value;
+mod watch;
 
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
@@ -46,6 +47,7 @@ Examples:
   ra checksum *.ra > SUMS         then: ra verify SUMS
   ra slice big.ra plane.ra :,:,42 one block of a file, reading only its bytes
   ra diff a.ra b.ra               values compared, whatever the byte order and compression
+  ra watch run.ra                 records as a running program flushes them (tail -f)
   ra recover run.ra               after a crash of the program appending records
 
 Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error;
@@ -233,6 +235,29 @@ Equal files print nothing. Both files are streamed, never loaded whole.")]
         #[arg(long, default_value_t = 10, value_name = "N")]
         show: u64,
     },
+    /// Follow a record file as a writer appends to it, printing each newly flushed record
+    /// (like tail -f); Ctrl-C stops it.
+    #[command(after_help = "\
+Examples:
+  ra watch run.ra                 the last 10 records, then each one as it is flushed
+  ra watch -n 0 run.ra            only new records
+  ra watch --summary run.ra       run.ra: +64 records (1264 in all), one line per flush
+
+Records print as ra cat prints them: [index]<TAB>{field: value, ...} by the trailer's schema.
+The header is read every 0.1 s, and only records it counts (committed by a flush) are read
+and printed; stdout is flushed after each batch. A file that is replaced (another file
+renamed over it), cut below what was printed, or rewritten with other dims stops it with an
+error (exit 1).")]
+    Watch {
+        /// A .ra record file (or any uncompressed .ra file whose last dim grows).
+        file: PathBuf,
+        /// Start with the last N records already in the file.
+        #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+        last: u64,
+        /// One line per flush (the count of new records) instead of the records.
+        #[arg(long)]
+        summary: bool,
+    },
     /// Repair a record file after a crash: extend the header over the complete records
     /// written after it, drop torn ones, keep the trailer.
     #[command(after_help = "\
@@ -369,6 +394,11 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 false => Ok(()),
             }
         }
+        Command::Watch {
+            file,
+            last,
+            summary,
+        } => watch::run(&file, last, summary, &mut out),
         Command::Recover { file, force } => recover::run(&file, force, &mut out),
         Command::Checksum {
             files,
