@@ -254,7 +254,10 @@ pub fn run(files: &[PathBuf], style: Style, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn checksum_one(path: &Path, style: Style) -> Result<String> {
+fn checksum_one(name: &Path, style: Style) -> Result<String> {
+    // `-`: standard input (named `-` on the line, as md5sum names it).
+    let source = crate::source::input(name)?;
+    let path = source.as_path();
     let mut jobs = vec![Job {
         algo: style.algo,
         scope: Scope::File,
@@ -280,7 +283,7 @@ fn checksum_one(path: &Path, style: Style) -> Result<String> {
     };
     let progress = Progress::bytes(len, "checksum");
     let digests = digest_file(path, &jobs, data, &progress)?;
-    let (name, escaped) = escape_name(&path.to_string_lossy());
+    let (name, escaped) = escape_name(&name.to_string_lossy());
     let mark = if escaped { "\\" } else { "" };
     let mut text = String::new();
     for (job, d) in jobs.iter().zip(digests) {
@@ -401,7 +404,15 @@ fn parse_line(line: &str) -> Option<Expected> {
 /// `NAME: OK` or `NAME: FAILED` per line (as `md5sum -c`), and fails if any line failed or
 /// could not be read.
 pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
-    let text = std::fs::read_to_string(sums).at(sums)?;
+    // `-`: the sums come on standard input; names are relative to the current folder.
+    let text = if crate::source::is_stdio(sums) {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut t)
+            .at(Path::new("<stdin>"))?;
+        t
+    } else {
+        std::fs::read_to_string(sums).at(sums)?
+    };
     let base = sums.parent().unwrap_or(Path::new(""));
     let mut entries = Vec::new();
     let mut malformed = 0;

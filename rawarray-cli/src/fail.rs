@@ -39,8 +39,13 @@ pub type Result<T, E = Failure> = std::result::Result<T, E>;
 impl Failure {
     /// A problem with `path`.
     pub fn file(path: &Path, message: impl fmt::Display) -> Failure {
-        let path = path.display().to_string();
-        let message = one_line(&message.to_string());
+        let raw = path.display().to_string();
+        let path = crate::source::shown(path).into_owned();
+        let mut message = one_line(&message.to_string());
+        if raw != path {
+            // The temporary copy of standard input is named as what it stands for.
+            message = message.replace(&raw, &path);
+        }
         // Library errors about a destination already name it ("PATH: reason", or "PATH is
         // being written by another writer"): say it once.
         let message = match message

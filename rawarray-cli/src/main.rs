@@ -28,7 +28,7 @@ mod value;
 mod watch;
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -111,6 +111,11 @@ Examples:
   ra convert --rgb img.png img.ra gray repeated as R, G, B, as the C reference's png2ra
   ra convert m.ra m.csv           1-D: one value per line; 2-D [d0, d1]: d1 lines of d0
   ra convert m.csv m.ra           int64, float64 or complex128 (a+bj), whichever fits
+  curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
+
+- is standard input (as IN) or standard output (as OUT); --from and --to give their formats
+(or those of files named without the extension). Standard input is copied to a temporary
+file first; standard output gets the bytes only once the conversion has succeeded.
 
 Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
 trailer are a structured dtype, and a structured .npy becomes records with that schema.
@@ -119,10 +124,16 @@ interleaved rows. A PNG that decodes to more than --max-image-bytes (default 64 
 --rgb's expansion) is refused before it is decoded.
 The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
     Convert {
-        /// Input file (.ra, .npy, .png or .csv).
+        /// Input file (.ra, .npy, .png or .csv), or - for standard input (with --from).
         input: PathBuf,
-        /// Output file (.ra, .npy, .png or .csv).
+        /// Output file (.ra, .npy, .png or .csv), or - for standard output (with --to).
         output: PathBuf,
+        /// The input's format, where its name does not tell it (standard input).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        from: Option<convert::Format>,
+        /// The output's format, where its name does not tell it (standard output).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        to: Option<convert::Format>,
         /// .png -> .ra: expand gray to RGB (gray+alpha to RGBA).
         #[arg(long)]
         rgb: bool,
@@ -350,22 +361,46 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
         Command::Info { files, json } => info::run(&files, json, &mut out),
-        Command::Cat { file, head, json } => cat::run(&file, head, json, &mut out),
+        Command::Cat { file, head, json } => cat::run(&source::input(&file)?, head, json, &mut out),
         Command::Convert {
             input,
             output,
+            from,
+            to,
             rgb,
             max_image_bytes,
-        } => convert::run(&input, &output, rgb, max_image_bytes),
-        Command::Compress { file, output } => compress::run(&file, output.as_deref(), true),
-        Command::Decompress { file, output } => compress::run(&file, output.as_deref(), false),
-        Command::Reshape { file, dims, output } => reshape::run(&file, &dims, output.as_deref()),
+        } => convert::run(
+            &convert::Request {
+                input: &input,
+                output: &output,
+                from,
+                to,
+                rgb,
+                max_image_bytes,
+            },
+            &mut out,
+        ),
+        Command::Compress { file, output } => {
+            let file = rewritable("compress", &file, output.as_deref())?;
+            compress::run(&file, output.as_deref(), true)
+        }
+        Command::Decompress { file, output } => {
+            let file = rewritable("decompress", &file, output.as_deref())?;
+            compress::run(&file, output.as_deref(), false)
+        }
+        Command::Reshape { file, dims, output } => {
+            let file = rewritable("reshape", &file, output.as_deref())?;
+            reshape::run(&file, &dims, output.as_deref())
+        }
         Command::Slice {
             input,
             output,
             ranges,
             squeeze,
-        } => slice::run(&input, &output, &ranges, squeeze),
+        } => {
+            not_stdout("slice", &output)?;
+            slice::run(&source::input(&input)?, &output, &ranges, squeeze)
+        }
         Command::Diff {
             a,
             b,
@@ -386,7 +421,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 equal_nan,
                 show,
             };
-            match diff::run(&a, &b, tol, &mut out)? {
+            match diff::run(&source::input(&a)?, &source::input(&b)?, tol, &mut out)? {
                 true => {
                     out.flush().map_err(Failure::stdout)?;
                     Err(Failure::Differ)
@@ -398,7 +433,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             file,
             last,
             summary,
-        } => watch::run(&file, last, summary, &mut out),
+        } => {
+            if source::is_stdio(&file) {
+                return Err(source::needs_a_file(
+                    "watch",
+                    "ra watch follows a file as it grows",
+                ));
+            }
+            watch::run(&file, last, summary, &mut out)
+        }
+        Command::Recover { file, .. } if source::is_stdio(&file) => Err(source::needs_a_file(
+            "recover",
+            "ra recover repairs a file in place",
+        )),
         Command::Recover { file, force } => recover::run(&file, force, &mut out),
         Command::Checksum {
             files,
@@ -416,6 +463,35 @@ fn run(cli: Cli) -> Result<(), Failure> {
     out.flush().map_err(Failure::stdout)
 }
 
+/// The input of a rewriting command: `-` (standard input) only with `-o`, since in place
+/// there is no file to replace; and never `-o -` (only `ra convert` writes standard output).
+fn rewritable(
+    command: &'static str,
+    file: &Path,
+    output: Option<&Path>,
+) -> Result<PathBuf, Failure> {
+    if let Some(o) = output {
+        not_stdout(command, o)?;
+    } else if source::is_stdio(file) {
+        return Err(source::needs_a_file(
+            command,
+            &format!("ra {command} without -o rewrites FILE in place"),
+        ));
+    }
+    source::input(file)
+}
+
+/// Refuses `-` as an output: only `ra convert` writes standard output.
+fn not_stdout(command: &'static str, output: &Path) -> Result<(), Failure> {
+    if source::is_stdio(output) {
+        return Err(Failure::usage(
+            command,
+            "only ra convert writes standard output: ra convert IN - --to ra",
+        ));
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // `ra diff` exits as `diff` does: 1 means "different", so a file it cannot read is 2.
@@ -424,7 +500,9 @@ fn main() -> ExitCode {
     } else {
         1
     };
-    match run(cli) {
+    let result = run(cli);
+    source::remove_stdin_copy();
+    match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
         Err(Failure::Differ) => ExitCode::from(1),
         Err(Failure::Usage { command, message }) => {

@@ -130,7 +130,7 @@ fn usage_errors_exit_2() {
         .arg(dir.path().join("x.txt"))
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("extensions"));
+        .stderr(predicate::str::contains("by its extension: give --to"));
     ra().args(["convert", "--rgb"])
         .arg(reference("test.ra"))
         .arg(dir.path().join("x.npy"))
