@@ -68,6 +68,7 @@ enum Command {
 Examples:
   ra info test.ra
   ra info --json *.ra | jq .dims
+  ssh host cat run.ra | ra info -  standard input
 
 --json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
 dims, big_endian, compressed, dtype (null where numpy has none), type, header_bytes,
@@ -75,7 +76,7 @@ trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr;
 trailer_error (why a damaged block cannot be read; or null) and schema_error (why the record
 schema does not describe the elements, which are then shown as bytes; or null).")]
     Info {
-        /// .ra files.
+        /// .ra files; - reads standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// One JSON object per file, one per line.
@@ -88,12 +89,13 @@ schema does not describe the elements, which are then shown as bytes; or null)."
 Examples:
   ra cat test.ra                  [0, 0]<TAB>0.0-infi ...
   ra cat --head 3 --json test.ra  {\"index\":[0,0],\"value\":{\"re\":0.0,\"im\":\"-inf\"}} ...
+  gunzip -c a.ra.gz | ra cat -    standard input
 
 Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, user-defined
 elements by field name when the trailer holds their record schema (as hex otherwise). In JSON, NaN and infinities are
 the strings \"NaN\", \"inf\", \"-inf\".")]
     Cat {
-        /// A .ra file.
+        /// A .ra file; - reads standard input.
         file: PathBuf,
         /// Print only the first N values.
         #[arg(long, value_name = "N")]
@@ -150,7 +152,7 @@ Examples:
 
 Byte order and the trailer are kept. One LZ4 block holds at most 2,113,929,216 bytes.")]
     Compress {
-        /// A .ra file.
+        /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
@@ -162,7 +164,7 @@ Examples:
   ra decompress mnist_8_z.ra -o mnist_8.ra
   ra decompress big.ra            in place, through a temporary file")]
     Decompress {
-        /// A .ra file.
+        /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
@@ -177,7 +179,7 @@ Examples:
 
 The data is copied unchanged behind the new header, then the trailer, atomically.")]
     Reshape {
-        /// A .ra file.
+        /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// The new dims, first varying fastest.
         #[arg(value_name = "DIM")]
@@ -203,7 +205,7 @@ The block is little-endian and uncompressed; the trailer (params, record schema)
 An LZ4-compressed file is decompressed whole to cut it. The output is written to a temporary
 file and renamed: a failure leaves nothing.")]
     Slice {
-        /// The .ra file to cut from.
+        /// The .ra file to cut from; - reads standard input.
         input: PathBuf,
         /// The .ra file to write.
         output: PathBuf,
@@ -229,9 +231,9 @@ dims is reported without comparing values. Integers compare exactly; records byt
 (swapped by their schema when a file is big-endian), naming the first field that differs.
 Equal files print nothing. Both files are streamed, never loaded whole.")]
     Diff {
-        /// The first .ra file.
+        /// The first .ra file (- reads standard input).
         a: PathBuf,
-        /// The second .ra file.
+        /// The second .ra file (- reads standard input).
         b: PathBuf,
         /// Relative tolerance for floats and complex (relative to B's value).
         #[arg(long, default_value_t = 0.0, value_name = "R")]
@@ -302,7 +304,7 @@ with a backslash). The data section is the stored bytes after the header (compre
 compressed), trailing bytes excluded: it stays the same when a trailer changes. md5sum -c
 skips the -DATA lines with a warning. Each file is read once.")]
     Checksum {
-        /// Files (any file; .ra files with --data).
+        /// Files (any file; .ra files with --data); - reads standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// The algorithm of every line.
@@ -326,7 +328,7 @@ Lines: `HEX  NAME` (md5sum, sha256sum, ra checksum), `MD5 (NAME) = HEX`, `SHA256
 line starting with a backslash) as coreutils writes them. Names are relative to the folder of SUMS. Prints NAME: OK or
 NAME: FAILED per line; exits 1 if any failed.")]
     Verify {
-        /// The sums file.
+        /// The sums file; - reads standard input (names then relative to the current folder).
         sums: PathBuf,
     },
     /// Print a completion script for a shell, generated from these definitions.
