@@ -138,11 +138,9 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
     Ok(differ)
 }
 
+/// As `ra info` names the type: `float32`, `complex64`, ...
 fn type_name(h: &Header) -> String {
-    match h.eltype {
-        ElType::User => format!("record of {} bytes", h.elbyte),
-        t => format!("{} of {} bytes", t.name(), h.elbyte),
-    }
+    h.type_label().to_string()
 }
 
 /// Compares elements chunk by chunk, keeping the index and the running statistics.
