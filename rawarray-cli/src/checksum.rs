@@ -115,6 +115,17 @@ pub fn digest_file(
     progress: &Progress,
 ) -> Result<Vec<String>> {
     let mut file = File::open(path).at(path)?;
+    digest_reader(&mut file, path, jobs, data, progress)
+}
+
+/// [`digest_file`] of any reader (standard input, streamed); `path` names it in errors.
+fn digest_reader(
+    file: &mut dyn Read,
+    path: &Path,
+    jobs: &[Job],
+    data: Option<Range<u64>>,
+    progress: &Progress,
+) -> Result<Vec<String>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(jobs.len())
@@ -180,7 +191,7 @@ pub fn digest_file(
         let read: Result<()> = loop {
             let mut buf = free_rx.recv().expect("buffers come back");
             buf.resize(CHUNK, 0);
-            let n = match read_full(&mut file, &mut buf) {
+            let n = match read_full(file, &mut buf) {
                 Ok(n) => n,
                 Err(e) => break Err(Failure::file(path, e)),
             };
@@ -209,7 +220,7 @@ pub fn digest_file(
     })
 }
 
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {
@@ -255,34 +266,35 @@ pub fn run(files: &[PathBuf], style: Style, out: &mut dyn Write) -> Result<()> {
 }
 
 fn checksum_one(name: &Path, style: Style) -> Result<String> {
-    // `-`: standard input (named `-` on the line, as md5sum names it).
-    let source = crate::source::input(name)?;
-    let path = source.as_path();
     let mut jobs = vec![Job {
         algo: style.algo,
         scope: Scope::File,
     }];
-    // The header is only needed (and the file only has to be a .ra file) for the data section:
-    // without --data any file can be summed, as md5sum sums it.
-    let (data, len) = if style.data {
-        let src = RaSource::open(path)?;
-        jobs.push(Job {
-            algo: style.algo,
-            scope: Scope::Data,
-        });
-        let range = src.data_offset()..src.data_offset() + src.header.size;
-        (Some(range), src.file_len)
+    let digests = if crate::source::is_stdio(name) && !style.data {
+        // `-` is standard input (named `-` on its line, as md5sum names it); its digest alone
+        // is streamed. The data section needs the header first: --data reads a copy.
+        let stdin = Path::new("<stdin>");
+        let progress = Progress::hidden();
+        digest_reader(&mut std::io::stdin().lock(), stdin, &jobs, None, &progress)?
     } else {
-        (
-            None,
-            crate::source::open_regular(path)?
-                .metadata()
-                .at(path)?
-                .len(),
-        )
+        let source = crate::source::input(name)?;
+        let path = source.as_path();
+        // The header is only needed (and the file only has to be a .ra file) for the data
+        // section: without --data any file can be summed, as md5sum sums it.
+        let (data, len) = if style.data {
+            let src = RaSource::open(path)?;
+            jobs.push(Job {
+                algo: style.algo,
+                scope: Scope::Data,
+            });
+            let range = src.data_offset()..src.data_offset() + src.header.size;
+            (Some(range), src.file_len)
+        } else {
+            let file = crate::source::open_regular(path)?;
+            (None, file.metadata().at(path)?.len())
+        };
+        digest_file(path, &jobs, data, &Progress::bytes(len, "checksum"))?
     };
-    let progress = Progress::bytes(len, "checksum");
-    let digests = digest_file(path, &jobs, data, &progress)?;
     let (name, escaped) = escape_name(&name.to_string_lossy());
     let mark = if escaped { "\\" } else { "" };
     let mut text = String::new();
