@@ -1,7 +1,7 @@
 //! `ra convert IN OUT`: the formats are told by the file extensions, or `--from`/`--to`;
 //! `-` is standard input or output.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
 use crate::fail::{At, Failure, Result};
@@ -96,6 +96,17 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         })
     };
     let to = which(req.to, output, "standard output", "--to")?;
+    // Binary bytes on a terminal are noise that can upset it; CSV is text (as zstd and gzip
+    // refuse to write compressed data to a terminal).
+    if is_stdio(output) && to != Format::Csv && std::io::stdout().is_terminal() {
+        return Err(Failure::usage(
+            "convert",
+            format!(
+                "standard output is a terminal: {} is binary; redirect it (> file) or pipe it",
+                to.ext()
+            ),
+        ));
+    }
     let source = source::input(input)?;
     // Standard input without --from: its first bytes tell .ra, .npy and .png apart (CSV has
     // no signature).

@@ -227,3 +227,34 @@ fn a_fifo_by_name_says_to_use_dash() {
         "{err}"
     );
 }
+
+/// Binary output is not written to a terminal (CSV is); the terminal is `script`'s
+/// pseudo-terminal (util-linux), where it is installed.
+#[cfg(target_os = "linux")]
+#[test]
+fn binary_output_to_a_terminal_is_refused() {
+    let ra_bin = assert_cmd::cargo::cargo_bin("ra");
+    let run = |args: &str| {
+        Process::new("script")
+            .args(["-qec", &format!("{} {args}", ra_bin.display()), "/dev/null"])
+            .output()
+    };
+    let f32_ra = reference("randf32.ra");
+    let Ok(out) = run(&format!("convert {} - --to npy", f32_ra.display())) else {
+        eprintln!("SKIPPED: script (util-linux) is not installed; no terminal to write to");
+        return;
+    };
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("standard output is a terminal: npy is binary"),
+        "{said}"
+    );
+    let out = run(&format!(
+        "-q convert {} - --to csv",
+        reference("randi8.ra").display()
+    ))
+    .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("66,-120,-125,-90"));
+}
