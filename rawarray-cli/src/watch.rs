@@ -42,10 +42,14 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
         ));
     };
     // The schema is read once: a writer never changes it (RecordWriter::open checks the type).
-    let trailer = rawarray_serde::Trailer::read_file(path).ok().flatten();
-    let schema = trailer
-        .and_then(|t| t.schema)
-        .filter(|s| first.eltype == ElType::User && s.validate_for(first.elbyte).is_ok());
+    let schema_of = |h: &Header| {
+        rawarray_serde::Trailer::read_file(path)
+            .ok()
+            .flatten()
+            .and_then(|t| t.schema)
+            .filter(|s| h.eltype == ElType::User && s.validate_for(h.elbyte).is_ok())
+    };
+    let schema = schema_of(&first);
     let mut printer = Printer {
         decoder: Decoder::new(first.eltype, first.elbyte),
         schema,
@@ -88,6 +92,11 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
             Err(e) => return Err(Failure::file(path, format!("is gone ({e}); stopped"))),
         }
         header = read_header(&mut file, path)?;
+        // Records without a schema yet (a trailer being rewritten as it was first read): look
+        // again, so that they print by field name as soon as it can be read.
+        if printer.schema.is_none() && header.eltype == ElType::User {
+            printer.schema = schema_of(&header);
+        }
         let now = header.dims.last().copied().unwrap_or(0);
         let same_shape = header.dims.len() == first.dims.len()
             && header.dims[..header.dims.len() - 1] == first.dims[..first.dims.len() - 1]
