@@ -47,7 +47,8 @@ pub fn run(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> R
     out.flush().map_err(Failure::stdout)
 }
 
-fn push_index(index: &[u64], sep: &str, out: &mut String) {
+/// `[i, j, ...]` with `sep` between the indices.
+pub fn push_index(index: &[u64], sep: &str, out: &mut String) {
     out.push('[');
     for (i, k) in index.iter().enumerate() {
         if i > 0 {
@@ -59,7 +60,7 @@ fn push_index(index: &[u64], sep: &str, out: &mut String) {
 }
 
 /// The next column-major index: the first varies fastest.
-fn advance(index: &mut [u64], dims: &[u64]) {
+pub fn advance(index: &mut [u64], dims: &[u64]) {
     for (i, d) in index.iter_mut().zip(dims) {
         *i += 1;
         if *i < *d {

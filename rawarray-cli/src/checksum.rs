@@ -1,14 +1,17 @@
-//! `ra checksum` and `ra verify`: md5 and sha256 of whole files and of `.ra` data sections.
+//! `ra checksum` and `ra verify`: md5 or sha256 of whole files and of `.ra` data sections.
 //!
 //! A file is read once, in chunks, by one thread; the digests are computed by worker threads
-//! (one per core, at most one per digest), each taking every chunk, so that md5 and sha256 of
-//! the file and of its data section cost about one pass of the slowest pair, not four passes.
+//! (one per core, at most one per digest), each taking every chunk, so that the digests of
+//! the file and of its data section cost about one pass, not two.
 //!
-//! Output lines are BSD-style tags (`md5sum --tag`), which `ra verify` reads back:
-//! `MD5 (a.ra) = ..`, `SHA256 (a.ra) = ..`, and for the data section alone (the stored bytes
-//! after the header, compressed ones if compressed; trailing bytes excluded)
-//! `MD5-DATA (a.ra) = ..`, `SHA256-DATA (a.ra) = ..`. `ra verify` also reads `md5sum` and
-//! `sha256sum` lines (`HEX  NAME`, told apart by the length of the hex).
+//! `ra checksum` writes what `md5sum -c` / `sha256sum -c` read: `HEX  NAME` lines of one
+//! algorithm (md5 by default, as the reference files' `CHECKSUMS.md5`), or with `--tag` BSD
+//! lines `MD5 (NAME) = HEX`; names holding a backslash, newline or carriage return are escaped
+//! as coreutils escapes them (`\\`, `\n`, `\r`, and a `\` before the line). `--data` adds,
+//! per file, the digest of the data section alone (the stored bytes after the header,
+//! compressed ones if compressed; trailing bytes excluded) as `MD5-DATA (NAME) = HEX`: a tag
+//! coreutils does not know (it skips such lines with a warning), which only `ra verify` reads.
+//! `ra verify` reads all of these, in either algorithm.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -112,6 +115,17 @@ pub fn digest_file(
     progress: &Progress,
 ) -> Result<Vec<String>> {
     let mut file = File::open(path).at(path)?;
+    digest_reader(&mut file, path, jobs, data, progress)
+}
+
+/// [`digest_file`] of any reader (standard input, streamed); `path` names it in errors.
+fn digest_reader(
+    file: &mut dyn Read,
+    path: &Path,
+    jobs: &[Job],
+    data: Option<Range<u64>>,
+    progress: &Progress,
+) -> Result<Vec<String>> {
     let workers = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(jobs.len())
@@ -177,7 +191,7 @@ pub fn digest_file(
         let read: Result<()> = loop {
             let mut buf = free_rx.recv().expect("buffers come back");
             buf.resize(CHUNK, 0);
-            let n = match read_full(&mut file, &mut buf) {
+            let n = match read_full(file, &mut buf) {
                 Ok(n) => n,
                 Err(e) => break Err(Failure::file(path, e)),
             };
@@ -206,7 +220,7 @@ pub fn digest_file(
     })
 }
 
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+fn read_full(r: &mut dyn Read, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
         match r.read(&mut buf[got..]) {
@@ -219,11 +233,23 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
     Ok(got)
 }
 
-/// `ra checksum`: four tagged lines per file (fewer with `--algo`).
-pub fn run(files: &[PathBuf], algos: &[Algo], out: &mut dyn Write) -> Result<()> {
+/// What `ra checksum` writes.
+#[derive(Clone, Copy, Debug)]
+pub struct Style {
+    /// The one algorithm of the output.
+    pub algo: Algo,
+    /// BSD tag lines (`MD5 (NAME) = HEX`) instead of `HEX  NAME`.
+    pub tag: bool,
+    /// Also a `MD5-DATA (NAME) = HEX` line for each file's data section.
+    pub data: bool,
+}
+
+/// `ra checksum`: one line per file (two with `--data`). A file that cannot be read is named
+/// on stderr and the others are still summed; the exit status is then 1.
+pub fn run(files: &[PathBuf], style: Style, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for path in files {
-        match checksum_one(path, algos) {
+        match checksum_one(path, style) {
             Ok(text) => out.write_all(text.as_bytes()).map_err(Failure::stdout)?,
             Err(e @ Failure::File { .. }) => {
                 eprintln!("ra: {e}");
@@ -239,33 +265,84 @@ pub fn run(files: &[PathBuf], algos: &[Algo], out: &mut dyn Write) -> Result<()>
     Ok(())
 }
 
-fn checksum_one(path: &Path, algos: &[Algo]) -> Result<String> {
-    let src = RaSource::open(path)?;
-    let data = src.data_offset()..src.data_offset() + src.header.size;
-    let mut jobs = Vec::new();
-    for scope in [Scope::File, Scope::Data] {
-        for &algo in algos {
-            jobs.push(Job { algo, scope });
-        }
-    }
-    let progress = Progress::bytes(src.file_len, "checksum");
-    drop(src);
-    let digests = digest_file(path, &jobs, Some(data), &progress)?;
+fn checksum_one(name: &Path, style: Style) -> Result<String> {
+    let mut jobs = vec![Job {
+        algo: style.algo,
+        scope: Scope::File,
+    }];
+    let digests = if crate::source::is_stdio(name) && !style.data {
+        // `-` is standard input (named `-` on its line, as md5sum names it); its digest alone
+        // is streamed. The data section needs the header first: --data reads a copy.
+        let stdin = Path::new("<stdin>");
+        let progress = Progress::hidden();
+        digest_reader(&mut std::io::stdin().lock(), stdin, &jobs, None, &progress)?
+    } else {
+        let source = crate::source::input(name)?;
+        let path = source.as_path();
+        // The header is only needed (and the file only has to be a .ra file) for the data
+        // section: without --data any file can be summed, as md5sum sums it.
+        let (data, len) = if style.data {
+            let src = RaSource::open(path)?;
+            jobs.push(Job {
+                algo: style.algo,
+                scope: Scope::Data,
+            });
+            let range = src.data_offset()..src.data_offset() + src.header.size;
+            (Some(range), src.file_len)
+        } else {
+            let file = crate::source::open_regular(path)?;
+            (None, file.metadata().at(path)?.len())
+        };
+        digest_file(path, &jobs, data, &Progress::bytes(len, "checksum"))?
+    };
+    let (name, escaped) = escape_name(&name.to_string_lossy());
+    let mark = if escaped { "\\" } else { "" };
     let mut text = String::new();
     for (job, d) in jobs.iter().zip(digests) {
-        let suffix = if job.scope == Scope::Data {
-            "-DATA"
-        } else {
-            ""
+        let _ = match (job.scope, style.tag) {
+            (Scope::File, false) => writeln!(text, "{mark}{d}  {name}"),
+            (Scope::File, true) => writeln!(text, "{mark}{} ({name}) = {d}", job.algo.tag()),
+            (Scope::Data, _) => writeln!(text, "{mark}{}-DATA ({name}) = {d}", job.algo.tag()),
         };
-        let _ = writeln!(
-            text,
-            "{}{suffix} ({}) = {d}",
-            job.algo.tag(),
-            path.display()
-        );
     }
     Ok(text)
+}
+
+/// A name as coreutils writes it on a sums line: backslash, newline and carriage return
+/// escaped, and whether any was (the line then starts with a backslash).
+fn escape_name(name: &str) -> (String, bool) {
+    if !name.contains(['\\', '\n', '\r']) {
+        return (name.to_string(), false);
+    }
+    let mut out = String::with_capacity(name.len() + 4);
+    for c in name.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            c => out.push(c),
+        }
+    }
+    (out, true)
+}
+
+/// The name an escaped sums line means; `None` for an escape coreutils never writes.
+fn unescape_name(name: &str) -> Option<String> {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        out.push(match chars.next()? {
+            '\\' => '\\',
+            'n' => '\n',
+            'r' => '\r',
+            _ => return None,
+        });
+    }
+    Some(out)
 }
 
 /// One line of a sums file.
@@ -279,6 +356,19 @@ struct Expected {
 /// Reads one line: `HEX  NAME`, `HEX *NAME` (md5sum, sha256sum), or `TAG (NAME) = HEX`
 /// (`md5sum --tag`, `ra checksum`). `None` if it is neither.
 fn parse_line(line: &str) -> Option<Expected> {
+    // coreutils escapes names holding a newline, carriage return or backslash, and marks the
+    // line with a leading '\'.
+    let (escaped, line) = match line.strip_prefix('\\') {
+        Some(rest) => (true, rest),
+        None => (false, line),
+    };
+    let name_of = |name: &str| {
+        if escaped {
+            unescape_name(name)
+        } else {
+            Some(name.to_string())
+        }
+    };
     let is_hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
     if let Some((tag, rest)) = line.split_once(" (") {
         let (name, hex) = rest.rsplit_once(") = ")?;
@@ -290,20 +380,18 @@ fn parse_line(line: &str) -> Option<Expected> {
             _ => return None,
         };
         let want = if job.0 == Algo::Md5 { 32 } else { 64 };
-        return (hex.len() == want && is_hex(hex)).then(|| Expected {
+        if hex.len() != want || !is_hex(hex) {
+            return None;
+        }
+        return Some(Expected {
             job: Job {
                 algo: job.0,
                 scope: job.1,
             },
-            name: name.to_string(),
+            name: name_of(name)?,
             hex: hex.to_ascii_lowercase(),
         });
     }
-    // md5sum escapes names holding a newline or backslash, and marks the line with '\'.
-    let (escaped, line) = match line.strip_prefix('\\') {
-        Some(rest) => (true, rest),
-        None => (false, line),
-    };
     let (hex, rest) = line.split_once(' ')?;
     let name = rest.strip_prefix(' ').or_else(|| rest.strip_prefix('*'))?;
     let algo = match hex.len() {
@@ -314,17 +402,12 @@ fn parse_line(line: &str) -> Option<Expected> {
     if !is_hex(hex) || name.is_empty() {
         return None;
     }
-    let name = if escaped {
-        name.replace("\\n", "\n").replace("\\\\", "\\")
-    } else {
-        name.to_string()
-    };
     Some(Expected {
         job: Job {
             algo,
             scope: Scope::File,
         },
-        name,
+        name: name_of(name)?,
         hex: hex.to_ascii_lowercase(),
     })
 }
@@ -333,7 +416,15 @@ fn parse_line(line: &str) -> Option<Expected> {
 /// `NAME: OK` or `NAME: FAILED` per line (as `md5sum -c`), and fails if any line failed or
 /// could not be read.
 pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
-    let text = std::fs::read_to_string(sums).at(sums)?;
+    // `-`: the sums come on standard input; names are relative to the current folder.
+    let text = if crate::source::is_stdio(sums) {
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut t)
+            .at(Path::new("<stdin>"))?;
+        t
+    } else {
+        std::fs::read_to_string(sums).at(sums)?
+    };
     let base = sums.parent().unwrap_or(Path::new(""));
     let mut entries = Vec::new();
     let mut malformed = 0;
@@ -461,6 +552,13 @@ mod tests {
         );
         let e = parse_line(&format!("\\{md5}  a\\nb")).unwrap();
         assert_eq!(e.name, "a\nb");
+        let e = parse_line(&format!("\\MD5-DATA (a\\\\n\\r) = {md5}")).unwrap();
+        assert_eq!(e.name, "a\\n\r");
+        for name in ["plain.ra", "a\\b", "c\nd\re", "\\n"] {
+            let (escaped, marked) = escape_name(name);
+            assert_eq!(marked, name != "plain.ra");
+            assert_eq!(unescape_name(&escaped).as_deref(), Some(name));
+        }
         for bad in [
             "",
             "nonsense",
@@ -468,6 +566,7 @@ mod tests {
             &format!("{}  x", &md5[1..]),
             &format!("SHA1 (x) = {md5}"),
             &format!("MD5 (x) = {sha}"),
+            &format!("\\{md5}  a\\qb"),
         ] {
             assert_eq!(parse_line(bad), None, "{bad:?}");
         }

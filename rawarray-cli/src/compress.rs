@@ -10,17 +10,27 @@ use std::path::Path;
 use rawarray_serde::{AtomicFile, DynArray, WriteOptions};
 
 use crate::fail::{At, Result};
+use crate::report;
 use crate::source::RaSource;
 
-/// Writes `input` to `output` (or over itself) with its data compressed or not.
+/// Writes `input` to `output` (or over itself) with its data compressed or not, and says
+/// what it did: a file already in the asked state is left alone in place (a note, exit 0); a
+/// compression that makes the file larger is kept (the flag is what was asked for, and
+/// `ra decompress` undoes it exactly) and noted.
 pub fn run(input: &Path, output: Option<&Path>, compress: bool) -> Result<()> {
     let output = output.unwrap_or(input);
+    let (verb, state) = if compress {
+        ("compressed", "already compressed")
+    } else {
+        ("decompressed", "not compressed")
+    };
     // The destination is locked first: in place, a writer appending to the file is refused
     // before anything is read, and none can start until the new file has replaced it.
     let mut out = AtomicFile::create(output).at(output)?;
     let mut src = RaSource::open(input)?;
     let stored = src.header.clone();
     if stored.is_compressed() == compress && output == input {
+        report::note(format_args!("{}: {state}; left as it is", input.display()));
         return Ok(());
     }
     let info = src.trailer_info();
@@ -44,5 +54,33 @@ pub fn run(input: &Path, output: Option<&Path>, compress: bool) -> Result<()> {
     }
     drop(array);
     src.copy_trailing(&info, data_end, out.file(), output)?;
-    out.commit().at(output)
+    let new_len = out.file().metadata().at(output)?.len();
+    out.commit().at(output)?;
+    let target = if output == input {
+        String::new()
+    } else {
+        format!(" -> {}", output.display())
+    };
+    if stored.is_compressed() == compress {
+        report::note(format_args!(
+            "{}: {state}; copied as it is{target}",
+            input.display()
+        ));
+    } else {
+        report::done(format_args!(
+            "{}{target}: {verb}, {} -> {}",
+            input.display(),
+            report::bytes(src.file_len),
+            report::bytes(new_len)
+        ));
+        if compress && new_len > src.file_len {
+            report::note(format_args!(
+                "{}: compression made the file larger ({} more bytes); kept as written \
+                 (ra decompress undoes it)",
+                output.display(),
+                new_len - src.file_len
+            ));
+        }
+    }
+    Ok(())
 }

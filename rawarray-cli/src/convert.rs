@@ -1,17 +1,48 @@
-//! `ra convert IN OUT`: the formats are told by the file extensions.
+//! `ra convert IN OUT`: the formats are told by the file extensions, or `--from`/`--to`;
+//! `-` is standard input or output.
 
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 
-use crate::fail::{Failure, Result};
+use crate::fail::{At, Failure, Result};
+use crate::source::{self, is_stdio};
 use crate::{image, npy};
 
 /// A format `convert` knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Format {
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// RawArray.
     Ra,
+    /// numpy's .npy.
     Npy,
+    /// PNG image.
     Png,
+    /// Comma-separated values.
     Csv,
+}
+
+impl Format {
+    fn ext(self) -> &'static str {
+        match self {
+            Format::Ra => "ra",
+            Format::Npy => "npy",
+            Format::Png => "png",
+            Format::Csv => "csv",
+        }
+    }
+}
+
+/// The format a file's first bytes announce: `.ra`, `.npy` or PNG.
+fn magic_format(path: &Path) -> Option<Format> {
+    let mut head = [0u8; 8];
+    let mut file = std::fs::File::open(path).ok()?;
+    std::io::Read::read_exact(&mut file, &mut head).ok()?;
+    match &head {
+        b"rawarray" => Some(Format::Ra),
+        b"\x89PNG\r\n\x1a\n" => Some(Format::Png),
+        h if h.starts_with(b"\x93NUMPY") => Some(Format::Npy),
+        _ => None,
+    }
 }
 
 fn format_of(path: &Path) -> Option<Format> {
@@ -25,35 +56,134 @@ fn format_of(path: &Path) -> Option<Format> {
     })
 }
 
-/// Converts `input` to `output`; `rgb` expands gray PNGs to RGB; a PNG may decode to at most
-/// `max_image_bytes`.
-pub fn run(input: &Path, output: &Path, rgb: bool, max_image_bytes: u64) -> Result<()> {
-    let (Some(from), Some(to)) = (format_of(input), format_of(output)) else {
+/// What `ra convert` is asked.
+pub struct Request<'a> {
+    /// Input file, or `-` for standard input.
+    pub input: &'a Path,
+    /// Output file, or `-` for standard output.
+    pub output: &'a Path,
+    /// The input's format when its name does not say (`--from`).
+    pub from: Option<Format>,
+    /// The output's format when its name does not say (`--to`).
+    pub to: Option<Format>,
+    /// .png -> .ra: expand gray to RGB.
+    pub rgb: bool,
+    /// .png -> .ra: the most bytes the image may decode to.
+    pub max_image_bytes: u64,
+}
+
+/// Converts `input` to `output` (either may be `-`); the formats are `--from`/`--to` or the
+/// extensions. Standard output gets the converted bytes only once the whole conversion has
+/// succeeded (it is written to a temporary file first): a failure writes nothing there.
+pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
+    let (input, output) = (req.input, req.output);
+    let which = |fixed: Option<Format>, path: &Path, side: &str, flag: &str| {
+        fixed.or_else(|| format_of(path)).ok_or_else(|| {
+            let name = if is_stdio(path) {
+                format!("{side} (-) has no name to tell it by")
+            } else {
+                format!(
+                    "cannot tell the format of '{}' by its extension",
+                    path.display()
+                )
+            };
+            Failure::usage(
+                "convert",
+                format!(
+                    "{name}: give {flag} ra|npy|png|csv (or name the file .ra, .npy, .png, .csv)"
+                ),
+            )
+        })
+    };
+    let to = which(req.to, output, "standard output", "--to")?;
+    // Binary bytes on a terminal are noise that can upset it; CSV is text (as zstd and gzip
+    // refuse to write compressed data to a terminal).
+    if is_stdio(output) && to != Format::Csv && std::io::stdout().is_terminal() {
         return Err(Failure::usage(
             "convert",
             format!(
-            "cannot tell the formats of '{}' -> '{}' by their extensions (.ra, .npy, .png, .csv)",
-            input.display(),
-            output.display()
-        ),
+                "standard output is a terminal: {} is binary; redirect it (> file) or pipe it",
+                to.ext()
+            ),
         ));
+    }
+    let source = source::input(input)?;
+    // Standard input without --from: its first bytes tell .ra, .npy and .png apart (CSV has
+    // no signature).
+    let sniffed = match req.from {
+        None if is_stdio(input) => magic_format(&source),
+        _ => None,
     };
-    if rgb && (from, to) != (Format::Png, Format::Ra) {
+    let from = which(req.from.or(sniffed), input, "standard input", "--from")?;
+    if req.rgb && (from, to) != (Format::Png, Format::Ra) {
         return Err(Failure::usage(
             "convert",
             "--rgb applies to .png -> .ra only",
         ));
     }
-    match (from, to) {
-        (Format::Ra, Format::Npy) => npy::ra_to_npy(input, output),
-        (Format::Npy, Format::Ra) => npy::npy_to_ra(input, output),
-        (Format::Ra, Format::Png) => image::ra_to_png(input, output),
-        (Format::Png, Format::Ra) => image::png_to_ra(input, output, rgb, max_image_bytes),
-        (Format::Ra, Format::Csv) => crate::csv::ra_to_csv(input, output),
-        (Format::Csv, Format::Ra) => crate::csv::csv_to_ra(input, output),
+    // Standard output: the conversion writes a file in a temporary folder, then it is copied.
+    let spool = if is_stdio(output) {
+        Some(
+            tempfile::Builder::new()
+                .prefix(".ra-stdout-")
+                .tempdir()
+                .at(Path::new("<stdout>"))?,
+        )
+    } else {
+        None
+    };
+    let target = match &spool {
+        Some(dir) => dir.path().join(format!("out.{}", to.ext())),
+        None => output.to_path_buf(),
+    };
+    let (input_path, output_path) = (source.as_path(), target.as_path());
+    let converted = match (from, to) {
+        (Format::Ra, Format::Npy) => npy::ra_to_npy(input_path, output_path),
+        (Format::Npy, Format::Ra) => npy::npy_to_ra(input_path, output_path),
+        (Format::Ra, Format::Png) => image::ra_to_png(input_path, output_path),
+        (Format::Png, Format::Ra) => {
+            image::png_to_ra(input_path, output_path, req.rgb, req.max_image_bytes)
+        }
+        (Format::Ra, Format::Csv) => crate::csv::ra_to_csv(input_path, output_path),
+        (Format::Csv, Format::Ra) => crate::csv::csv_to_ra(input_path, output_path),
         _ => Err(Failure::usage(
-            "convert",format!(
-            "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv"
-        ))),
-    }
+            "convert",
+            format!(
+                "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv"
+            ),
+        )),
+    };
+    // Errors about the temporary output name standard output.
+    converted.map_err(|e| match e {
+        Failure::File { path, message } if spool.is_some() && Path::new(&path) == target => {
+            Failure::File {
+                path: "<stdout>".into(),
+                message,
+            }
+        }
+        e => e,
+    })?;
+    let len = match &spool {
+        Some(_) => {
+            let mut file = std::fs::File::open(&target).at(&target)?;
+            let n = std::io::copy(&mut file, out).map_err(Failure::stdout)?;
+            out.flush().map_err(Failure::stdout)?;
+            n
+        }
+        None => std::fs::metadata(output).map_or(0, |m| m.len()),
+    };
+    let name = |p: &Path, std: &'static str| {
+        if is_stdio(p) {
+            std.to_string()
+        } else {
+            p.display().to_string()
+        }
+    };
+    crate::report::done(format_args!(
+        "{} -> {}: {}",
+        name(input, "<stdin>"),
+        name(output, "<stdout>"),
+        crate::report::bytes(len)
+    ));
+    Ok(())
 }

@@ -29,6 +29,8 @@ pub enum Failure {
     },
     /// stdout was closed by its reader: stop quietly.
     BrokenPipe,
+    /// `ra diff` found differences (already printed): exit 1, as `diff`.
+    Differ,
 }
 
 /// The result of a subcommand.
@@ -37,8 +39,13 @@ pub type Result<T, E = Failure> = std::result::Result<T, E>;
 impl Failure {
     /// A problem with `path`.
     pub fn file(path: &Path, message: impl fmt::Display) -> Failure {
-        let path = path.display().to_string();
-        let message = one_line(&message.to_string());
+        let raw = path.display().to_string();
+        let path = crate::source::shown(path).into_owned();
+        let mut message = one_line(&message.to_string());
+        if raw != path {
+            // The temporary copy of standard input is named as what it stands for.
+            message = message.replace(&raw, &path);
+        }
         // Library errors about a destination already name it ("PATH: reason", or "PATH is
         // being written by another writer"): say it once.
         let message = match message
@@ -78,6 +85,7 @@ impl fmt::Display for Failure {
             Failure::File { path, message } => write!(f, "{path}: {message}"),
             Failure::Checks(m) | Failure::Usage { message: m, .. } => f.write_str(m),
             Failure::BrokenPipe => f.write_str("broken pipe"),
+            Failure::Differ => Ok(()),
         }
     }
 }

@@ -49,7 +49,7 @@ struct InfoJson<'a> {
 pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for (i, path) in files.iter().enumerate() {
-        match describe(path) {
+        match crate::source::input(path).and_then(|p| describe(&p)) {
             Ok(d) => {
                 let text = if json {
                     json_line(path, &d)

@@ -1,29 +1,34 @@
 //! `ra`: inspect, print, convert, compress, reshape, slice, recover and checksum RawArray (`.ra`) files.
 //!
 //! Exit codes: 0 success; 1 a file could not be read or written, or a check failed (one line
-//! on stderr per problem, naming the file); 2 a usage error.
+//! on stderr per problem, naming the file); 2 a usage error. `ra diff` as `diff`: 0 equal,
+//! 1 different, 2 an error.
 
 mod cat;
 mod checksum;
 mod compress;
 mod convert;
 mod csv;
+mod diff;
 mod fail;
 mod image;
 mod info;
 mod lz4;
+mod manual;
 mod npy;
 mod progress;
 mod recover;
+mod report;
 mod reshape;
 mod slice;
 mod sniff;
 mod source;
 mod trailer;
 mod value;
+mod watch;
 
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -41,10 +46,16 @@ Examples:
   ra convert data.ra data.npy     for numpy (np.load), and back
   ra checksum *.ra > SUMS         then: ra verify SUMS
   ra slice big.ra plane.ra :,:,42 one block of a file, reading only its bytes
+  ra diff a.ra b.ra               values compared, whatever the byte order and compression
+  ra watch run.ra                 records as a running program flushes them (tail -f)
   ra recover run.ra               after a crash of the program appending records
 
-Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error.")]
+Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error;
+ra diff: 0 equal, 1 different, 2 a file could not be read (or a usage error).")]
 struct Cli {
+    /// No line on success and no notes (errors and warnings still print).
+    #[arg(short, long, global = true)]
+    quiet: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -57,6 +68,7 @@ enum Command {
 Examples:
   ra info test.ra
   ra info --json *.ra | jq .dims
+  ssh host cat run.ra | ra info -  standard input
 
 --json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
 dims, big_endian, compressed, dtype (null where numpy has none), type, header_bytes,
@@ -64,7 +76,7 @@ trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr;
 trailer_error (why a damaged block cannot be read; or null) and schema_error (why the record
 schema does not describe the elements, which are then shown as bytes; or null).")]
     Info {
-        /// .ra files.
+        /// .ra files; - reads standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// One JSON object per file, one per line.
@@ -77,12 +89,13 @@ schema does not describe the elements, which are then shown as bytes; or null)."
 Examples:
   ra cat test.ra                  [0, 0]<TAB>0.0-infi ...
   ra cat --head 3 --json test.ra  {\"index\":[0,0],\"value\":{\"re\":0.0,\"im\":\"-inf\"}} ...
+  gunzip -c a.ra.gz | ra cat -    standard input
 
 Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, user-defined
 elements by field name when the trailer holds their record schema (as hex otherwise). In JSON, NaN and infinities are
 the strings \"NaN\", \"inf\", \"-inf\".")]
     Cat {
-        /// A .ra file.
+        /// A .ra file; - reads standard input.
         file: PathBuf,
         /// Print only the first N values.
         #[arg(long, value_name = "N")]
@@ -100,6 +113,11 @@ Examples:
   ra convert --rgb img.png img.ra gray repeated as R, G, B, as the C reference's png2ra
   ra convert m.ra m.csv           1-D: one value per line; 2-D [d0, d1]: d1 lines of d0
   ra convert m.csv m.ra           int64, float64 or complex128 (a+bj), whichever fits
+  curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
+
+- is standard input (as IN) or standard output (as OUT); --from and --to give their formats
+(or those of files named without the extension). Standard input is copied to a temporary
+file first; standard output gets the bytes only once the conversion has succeeded.
 
 Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
 trailer are a structured dtype, and a structured .npy becomes records with that schema.
@@ -108,10 +126,16 @@ interleaved rows. A PNG that decodes to more than --max-image-bytes (default 64 
 --rgb's expansion) is refused before it is decoded.
 The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
     Convert {
-        /// Input file (.ra, .npy, .png or .csv).
+        /// Input file (.ra, .npy, .png or .csv), or - for standard input (with --from).
         input: PathBuf,
-        /// Output file (.ra, .npy, .png or .csv).
+        /// Output file (.ra, .npy, .png or .csv), or - for standard output (with --to).
         output: PathBuf,
+        /// The input's format, where its name does not tell it (standard input).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        from: Option<convert::Format>,
+        /// The output's format, where its name does not tell it (standard output).
+        #[arg(long, value_enum, value_name = "FORMAT")]
+        to: Option<convert::Format>,
         /// .png -> .ra: expand gray to RGB (gray+alpha to RGBA).
         #[arg(long)]
         rgb: bool,
@@ -128,7 +152,7 @@ Examples:
 
 Byte order and the trailer are kept. One LZ4 block holds at most 2,113,929,216 bytes.")]
     Compress {
-        /// A .ra file.
+        /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
@@ -140,7 +164,7 @@ Examples:
   ra decompress mnist_8_z.ra -o mnist_8.ra
   ra decompress big.ra            in place, through a temporary file")]
     Decompress {
-        /// A .ra file.
+        /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
@@ -155,7 +179,7 @@ Examples:
 
 The data is copied unchanged behind the new header, then the trailer, atomically.")]
     Reshape {
-        /// A .ra file.
+        /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// The new dims, first varying fastest.
         #[arg(value_name = "DIM")]
@@ -181,7 +205,7 @@ The block is little-endian and uncompressed; the trailer (params, record schema)
 An LZ4-compressed file is decompressed whole to cut it. The output is written to a temporary
 file and renamed: a failure leaves nothing.")]
     Slice {
-        /// The .ra file to cut from.
+        /// The .ra file to cut from; - reads standard input.
         input: PathBuf,
         /// The .ra file to write.
         output: PathBuf,
@@ -191,6 +215,61 @@ file and renamed: a failure leaves nothing.")]
         /// Drop the dims given as a single index.
         #[arg(long)]
         squeeze: bool,
+    },
+    /// Compare two .ra files: header, dims, trailer params and values (not bytes: byte order
+    /// and compression do not count).
+    #[command(after_help = "\
+Examples:
+  ra diff a.ra b.ra                 exit 0 equal, 1 different, 2 a file could not be read
+  ra diff --rtol 1e-6 a.ra b.ra     floats equal within |a - b| <= atol + rtol * |b|
+  ra diff --equal-nan a.ra a_z.ra   NaN equals NaN
+
+Differences print as `[i, j]<TAB>A<TAB>B` (column-major indices, as ra cat), the first
+--show of them, then the count of differing elements and, for floats and complex, the largest
+absolute and relative differences (relative to B) among them. A difference of element type or
+dims is reported without comparing values. Integers compare exactly; records byte by byte
+(swapped by their schema when a file is big-endian), naming the first field that differs.
+Equal files print nothing. Both files are streamed, never loaded whole.")]
+    Diff {
+        /// The first .ra file (- reads standard input).
+        a: PathBuf,
+        /// The second .ra file (- reads standard input).
+        b: PathBuf,
+        /// Relative tolerance for floats and complex (relative to B's value).
+        #[arg(long, default_value_t = 0.0, value_name = "R")]
+        rtol: f64,
+        /// Absolute tolerance for floats and complex.
+        #[arg(long, default_value_t = 0.0, value_name = "A")]
+        atol: f64,
+        /// NaN equals NaN.
+        #[arg(long)]
+        equal_nan: bool,
+        /// Print at most N differing elements (all are counted).
+        #[arg(long, default_value_t = 10, value_name = "N")]
+        show: u64,
+    },
+    /// Follow a record file as a writer appends to it, printing each newly flushed record
+    /// (like tail -f); Ctrl-C stops it.
+    #[command(after_help = "\
+Examples:
+  ra watch run.ra                 the last 10 records, then each one as it is flushed
+  ra watch -n 0 run.ra            only new records
+  ra watch --summary run.ra       run.ra: +64 records (1264 in all), one line per flush
+
+Records print as ra cat prints them: [index]<TAB>{field: value, ...} by the trailer's schema.
+The header is read every 0.1 s, and only records it counts (committed by a flush) are read
+and printed; stdout is flushed after each batch. A file that is replaced (another file
+renamed over it), cut below what was printed, or rewritten with other dims stops it with an
+error (exit 1).")]
+    Watch {
+        /// A .ra record file (or any uncompressed .ra file whose last dim grows).
+        file: PathBuf,
+        /// Start with the last N records already in the file.
+        #[arg(short = 'n', long = "lines", value_name = "N", default_value_t = 10)]
+        last: u64,
+        /// One line per flush (the count of new records) instead of the records.
+        #[arg(long)]
+        summary: bool,
     },
     /// Repair a record file after a crash: extend the header over the complete records
     /// written after it, drop torn ones, keep the trailer.
@@ -210,22 +289,33 @@ A file a writer is still appending to is refused: its tail is not torn, only not
         #[arg(long)]
         force: bool,
     },
-    /// Print md5 and sha256 of each whole file and of its data section alone.
+    /// Print the md5 (or sha256) of each file as md5sum (sha256sum) does, and with --data of
+    /// each .ra file's data section.
     #[command(after_help = "\
 Examples:
-  ra checksum a.ra
-  ra checksum --algo md5 *.ra > SUMS
+  ra checksum *.ra > SUMS         then: md5sum -c SUMS, or ra verify SUMS
+  ra checksum --algo sha256 a.ra  as sha256sum a.ra
+  ra checksum --tag a.ra          MD5 (a.ra) = ..., as md5sum --tag
+  ra checksum --data *.ra > SUMS  also MD5-DATA (a.ra) = ..., which only ra verify reads
 
-Lines are BSD tags, as md5sum --tag: MD5 (a.ra) = .., SHA256 (a.ra) = .., and for the data
-section (the stored bytes after the header; trailing bytes excluded) MD5-DATA (a.ra) = ..,
-SHA256-DATA (a.ra) = ... Each file is read once; the digests are computed in parallel.")]
+Lines are HEX  NAME, as md5sum and sha256sum write them and md5sum -c / sha256sum -c check
+them; a name holding a backslash or newline is escaped as they escape it (the line starts
+with a backslash). The data section is the stored bytes after the header (compressed ones if
+compressed), trailing bytes excluded: it stays the same when a trailer changes. md5sum -c
+skips the -DATA lines with a warning. Each file is read once.")]
     Checksum {
-        /// .ra files.
+        /// Files (any file; .ra files with --data); - reads standard input.
         #[arg(required = true)]
         files: Vec<PathBuf>,
-        /// Only these algorithms (repeat or comma-separate); default md5 and sha256.
-        #[arg(long, value_enum, value_delimiter = ',', value_name = "ALGO")]
-        algo: Vec<Algo>,
+        /// The algorithm of every line.
+        #[arg(long, value_enum, value_name = "ALGO", default_value = "md5")]
+        algo: Algo,
+        /// BSD lines, as md5sum --tag: MD5 (NAME) = HEX.
+        #[arg(long)]
+        tag: bool,
+        /// Also the digest of each data section: MD5-DATA (NAME) = HEX (read by ra verify).
+        #[arg(long)]
+        data: bool,
     },
     /// Check files against a sums file: md5sum/sha256sum lines or BSD tag lines.
     #[command(after_help = "\
@@ -233,60 +323,190 @@ Examples:
   ra verify tests/fixtures/reference/CHECKSUMS.md5
   ra checksum *.ra > SUMS && ra verify SUMS
 
-Lines: `HEX  NAME` (md5sum, sha256sum) or `MD5 (NAME) = HEX`, `SHA256 (..)`, `MD5-DATA (..)`,
-`SHA256-DATA (..)` (ra checksum). Names are relative to the folder of SUMS. Prints NAME: OK or
+Lines: `HEX  NAME` (md5sum, sha256sum, ra checksum), `MD5 (NAME) = HEX`, `SHA256 (..)` (the
+--tag forms) and `MD5-DATA (..)`, `SHA256-DATA (..)` (ra checksum --data); escaped names (a
+line starting with a backslash) as coreutils writes them. Names are relative to the folder of SUMS. Prints NAME: OK or
 NAME: FAILED per line; exits 1 if any failed.")]
     Verify {
-        /// The sums file.
+        /// The sums file; - reads standard input (names then relative to the current folder).
         sums: PathBuf,
+    },
+    /// Print a completion script for a shell, generated from these definitions.
+    #[command(after_help = "\
+Examples:
+  ra completions bash > ~/.local/share/bash-completion/completions/ra
+  ra completions zsh > ~/.zfunc/_ra          (with fpath+=~/.zfunc before compinit)
+  ra completions fish > ~/.config/fish/completions/ra.fish
+  ra completions powershell >> $PROFILE")]
+    Completions {
+        /// The shell.
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per subcommand into a folder.
+    #[command(after_help = "\
+Examples:
+  ra man | man -l -                 read it now
+  ra man --dir ~/.local/share/man/man1   ra.1 and ra-info.1, ra-cat.1, ...: man ra-diff
+
+The pages are generated from the same definitions as --help.")]
+    Man {
+        /// Write ra.1 and ra-SUBCOMMAND.1 into this folder instead of printing ra.1.
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
     },
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
+    report::set_quiet(cli.quiet);
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
         Command::Info { files, json } => info::run(&files, json, &mut out),
-        Command::Cat { file, head, json } => cat::run(&file, head, json, &mut out),
+        Command::Cat { file, head, json } => cat::run(&source::input(&file)?, head, json, &mut out),
         Command::Convert {
             input,
             output,
+            from,
+            to,
             rgb,
             max_image_bytes,
-        } => convert::run(&input, &output, rgb, max_image_bytes),
-        Command::Compress { file, output } => compress::run(&file, output.as_deref(), true),
-        Command::Decompress { file, output } => compress::run(&file, output.as_deref(), false),
-        Command::Reshape { file, dims, output } => reshape::run(&file, &dims, output.as_deref()),
+        } => convert::run(
+            &convert::Request {
+                input: &input,
+                output: &output,
+                from,
+                to,
+                rgb,
+                max_image_bytes,
+            },
+            &mut out,
+        ),
+        Command::Compress { file, output } => {
+            let file = rewritable("compress", &file, output.as_deref())?;
+            compress::run(&file, output.as_deref(), true)
+        }
+        Command::Decompress { file, output } => {
+            let file = rewritable("decompress", &file, output.as_deref())?;
+            compress::run(&file, output.as_deref(), false)
+        }
+        Command::Reshape { file, dims, output } => {
+            let file = rewritable("reshape", &file, output.as_deref())?;
+            reshape::run(&file, &dims, output.as_deref())
+        }
         Command::Slice {
             input,
             output,
             ranges,
             squeeze,
-        } => slice::run(&input, &output, &ranges, squeeze),
-        Command::Recover { file, force } => recover::run(&file, force, &mut out),
-        Command::Checksum { files, algo } => {
-            let algos = if algo.is_empty() {
-                vec![Algo::Md5, Algo::Sha256]
-            } else {
-                let mut a = Vec::new();
-                for x in algo {
-                    if !a.contains(&x) {
-                        a.push(x);
-                    }
-                }
-                a
-            };
-            checksum::run(&files, &algos, &mut out)
+        } => {
+            not_stdout("slice", &output)?;
+            slice::run(&source::input(&input)?, &output, &ranges, squeeze)
         }
+        Command::Diff {
+            a,
+            b,
+            rtol,
+            atol,
+            equal_nan,
+            show,
+        } => {
+            if !(rtol >= 0.0 && atol >= 0.0) {
+                return Err(Failure::usage(
+                    "diff",
+                    "--rtol and --atol must be numbers >= 0",
+                ));
+            }
+            let tol = diff::Tolerance {
+                rtol,
+                atol,
+                equal_nan,
+                show,
+            };
+            match diff::run(&source::input(&a)?, &source::input(&b)?, tol, &mut out)? {
+                true => {
+                    out.flush().map_err(Failure::stdout)?;
+                    Err(Failure::Differ)
+                }
+                false => Ok(()),
+            }
+        }
+        Command::Watch {
+            file,
+            last,
+            summary,
+        } => {
+            if source::is_stdio(&file) {
+                return Err(source::needs_a_file(
+                    "watch",
+                    "ra watch follows a file as it grows",
+                ));
+            }
+            watch::run(&file, last, summary, &mut out)
+        }
+        Command::Recover { file, .. } if source::is_stdio(&file) => Err(source::needs_a_file(
+            "recover",
+            "ra recover repairs a file in place",
+        )),
+        Command::Recover { file, force } => recover::run(&file, force, &mut out),
+        Command::Checksum {
+            files,
+            algo,
+            tag,
+            data,
+        } => checksum::run(&files, checksum::Style { algo, tag, data }, &mut out),
         Command::Verify { sums } => checksum::verify(&sums, &mut out),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "ra", &mut out);
+            Ok(())
+        }
+        Command::Man { dir } => manual::run(Cli::command(), dir.as_deref(), &mut out),
     }?;
     out.flush().map_err(Failure::stdout)
 }
 
+/// The input of a rewriting command: `-` (standard input) only with `-o`, since in place
+/// there is no file to replace; and never `-o -` (only `ra convert` writes standard output).
+fn rewritable(
+    command: &'static str,
+    file: &Path,
+    output: Option<&Path>,
+) -> Result<PathBuf, Failure> {
+    if let Some(o) = output {
+        not_stdout(command, o)?;
+    } else if source::is_stdio(file) {
+        return Err(source::needs_a_file(
+            command,
+            &format!("ra {command} without -o rewrites FILE in place"),
+        ));
+    }
+    source::input(file)
+}
+
+/// Refuses `-` as an output: only `ra convert` writes standard output.
+fn not_stdout(command: &'static str, output: &Path) -> Result<(), Failure> {
+    if source::is_stdio(output) {
+        return Err(Failure::usage(
+            command,
+            "only ra convert writes standard output: ra convert IN - --to ra",
+        ));
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli) {
+    // `ra diff` exits as `diff` does: 1 means "different", so a file it cannot read is 2.
+    let error_code = if matches!(cli.command, Command::Diff { .. }) {
+        2
+    } else {
+        1
+    };
+    let result = run(cli);
+    source::remove_stdin_copy();
+    match result {
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
+        Err(Failure::Differ) => ExitCode::from(1),
         Err(Failure::Usage { command, message }) => {
             // As clap reports its own usage errors, with the subcommand's usage line: exit 2.
             let mut cli = Cli::command();
@@ -300,7 +520,7 @@ fn main() -> ExitCode {
             if !line.is_empty() {
                 let _ = writeln!(io::stderr(), "ra: {line}");
             }
-            ExitCode::from(1)
+            ExitCode::from(error_code)
         }
     }
 }

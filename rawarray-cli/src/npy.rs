@@ -457,7 +457,12 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
             (eltype, elbyte, big_endian, None)
         }
         Descr::Structured(json) => {
-            let layout = Layout::from_numpy_descr_json(json).at(input)?;
+            let layout = Layout::from_numpy_descr_json(json).map_err(|e| {
+                Failure::file(
+                    input,
+                    padding_problem(json).unwrap_or_else(|| e.to_string()),
+                )
+            })?;
             // What we write as a schema must pass the checks every reader applies to one.
             layout.validate().at(input)?;
             (ElType::User, layout.size(), false, Some(layout))
@@ -560,6 +565,56 @@ pub fn fortran_to_c(data: &[u8], shape: &[u64], elbyte: usize) -> Vec<u8> {
             index[k] = 0;
         }
     }
+}
+
+/// Why a structured dtype cannot be records, when the cause is padding: numpy writes the
+/// gaps of an aligned dtype (`align=True`, a C struct) as unnamed void fields,
+/// `('', '|V7')`, and `.ra` records are packed. Names each gap (after which field, at which
+/// offsets) and the fix. `None` if the top-level fields hold no such gap.
+fn padding_problem(descr: &serde_json::Value) -> Option<String> {
+    let fields = descr.as_array()?;
+    let mut offset = Some(0u64);
+    let mut packed = Some(0u64);
+    let mut previous: Option<&str> = None;
+    let mut gaps = Vec::new();
+    for field in fields {
+        let name = field.get(0)?.as_str()?;
+        let dtype = field.get(1).and_then(|d| d.as_str());
+        let void = dtype
+            .and_then(|d| d.trim_start_matches(['|', '<', '>', '=']).strip_prefix('V'))
+            .and_then(|n| n.parse::<u64>().ok());
+        let size = match (name, void) {
+            ("", Some(n)) => {
+                let place = match previous {
+                    Some(p) => format!("after field '{p}'"),
+                    None => "before the first field".to_string(),
+                };
+                let at = offset.map_or_else(String::new, |o| format!(" (offsets {o}..{})", o + n));
+                gaps.push(format!("{n} bytes {place}{at}"));
+                offset = offset.map(|o| o + n);
+                continue;
+            }
+            _ => Layout::from_numpy_descr_json(&serde_json::Value::Array(vec![field.clone()]))
+                .ok()
+                .map(|l| l.size()),
+        };
+        offset = offset.zip(size).map(|(o, s)| o + s);
+        packed = packed.zip(size).map(|(o, s)| o + s);
+        previous = Some(name);
+    }
+    if gaps.is_empty() {
+        return None;
+    }
+    let sizes = match (packed, offset) {
+        (Some(p), Some(o)) => format!(" (numpy's itemsize {o}, packed {p})"),
+        _ => String::new(),
+    };
+    Some(format!(
+        "the numpy structured dtype has padding, which .ra records do not have: {}{sizes}; \
+         save a packed copy: numpy.lib.recfunctions.repack_fields(a), or a dtype built with \
+         align=False",
+        gaps.join(", ")
+    ))
 }
 
 #[cfg(test)]

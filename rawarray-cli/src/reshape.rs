@@ -47,5 +47,16 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
         out.file(),
         output,
     )?;
-    out.commit().at(output)
+    out.commit().at(output)?;
+    let target = if output == input {
+        String::new()
+    } else {
+        format!(" -> {}", output.display())
+    };
+    crate::report::done(format_args!(
+        "{}{target}: dims {:?} -> {dims:?}",
+        input.display(),
+        old.dims
+    ));
+    Ok(())
 }

@@ -103,7 +103,14 @@ pub fn run(input: &Path, output: &Path, ranges: &str, squeeze: bool) -> Result<(
     out.file().write_all(&header.encode()).at(output)?;
     out.file().write_all(&data).at(output)?;
     out.file().write_all(&trailing).at(output)?;
-    out.commit().at(output)
+    out.commit().at(output)?;
+    crate::report::done(format_args!(
+        "{} -> {}: dims {:?}",
+        input.display(),
+        output.display(),
+        header.dims
+    ));
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use rawarray_serde::{Flags, Header};
 
@@ -16,20 +17,78 @@ use crate::trailer::TrailerInfo;
 /// Bytes handed to a chunk callback at a time (rounded down to whole elements).
 pub const CHUNK: usize = 1 << 20;
 
+/// What `-` means on the command line.
+pub const STDIN: &str = "-";
+
+/// Standard input, copied to a temporary file the first time a command names `-`; `main`
+/// deletes it ([`remove_stdin_copy`]) when the command ends.
+static STDIN_COPY: Mutex<Option<tempfile::TempPath>> = Mutex::new(None);
+
+/// Whether `path` is `-`, standard input (or output).
+pub fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == STDIN
+}
+
+/// The file to read for an input argument: `path` itself, or for `-` a temporary copy of
+/// standard input, made once. The copy is a regular file, so every command reads it as it
+/// reads any file (the header, the trailer from the end, more than one pass); memory stays
+/// independent of its size. Errors about the copy name it `<stdin>` (see [`shown`]).
+pub fn input(path: &Path) -> Result<PathBuf> {
+    if !is_stdio(path) {
+        return Ok(path.to_path_buf());
+    }
+    let mut copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = copy.as_ref() {
+        return Ok(p.to_path_buf());
+    }
+    let stdin_name = Path::new("<stdin>");
+    let mut file = tempfile::Builder::new()
+        .prefix(".ra-stdin-")
+        .tempfile()
+        .map_err(|e| Failure::file(stdin_name, format!("cannot make a temporary copy: {e}")))?;
+    io::copy(&mut io::stdin().lock(), file.as_file_mut()).at(stdin_name)?;
+    let temp = file.into_temp_path();
+    let p = temp.to_path_buf();
+    *copy = Some(temp);
+    Ok(p)
+}
+
+/// How to name `path` in a message: `<stdin>` for the copy of standard input.
+pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
+    let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
+    if copy.as_deref().is_some_and(|c| c == path) {
+        return "<stdin>".into();
+    }
+    path.to_string_lossy()
+}
+
+/// Deletes the copy of standard input, if one was made.
+pub fn remove_stdin_copy() {
+    let mut copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(p) = copy.take() {
+        let _ = p.close();
+    }
+}
+
+/// The error of a command that needs a file it can seek in or rewrite, given `-`.
+pub fn needs_a_file(command: &'static str, why: &str) -> Failure {
+    Failure::usage(
+        command,
+        format!("{why}: it needs a seekable file, not standard input (-)"),
+    )
+}
+
 /// Opens an input file for reading, refusing anything but a regular file first: opening a FIFO
 /// would wait for a writer forever, and a device has no end.
 pub fn open_regular(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).at(path)?;
     if !meta.is_file() {
         let what = if meta.is_dir() {
-            "a folder"
+            "a folder, not a regular file"
         } else {
-            "a FIFO, device or socket"
+            "a FIFO, device or socket, not a regular file (to read standard input, name it -)"
         };
-        return Err(Failure::file(
-            path,
-            format!("is {what}, not a regular file"),
-        ));
+        return Err(Failure::file(path, format!("is {what}")));
     }
     File::open(path).at(path)
 }

@@ -1,4 +1,4 @@
-"""numpy's side of the `ra convert` tests (rawarray-cli/tests/cli.rs).
+"""numpy's side of the `ra convert` tests (rawarray-cli/tests/convert.rs, info.rs).
 
     npy_check.py check DIR          np.load every DTYPE_DIMS[_be][_z].npy that `ra convert` wrote in
                                     DIR and compare with the formula values and the dims rule
@@ -159,6 +159,23 @@ def write_records(d):
         print(name)
 
 
+def write_padded(d):
+    """An aligned (C struct) dtype, which numpy saves with its gaps as unnamed void fields,
+    and the same array repacked as the error message says."""
+    from numpy.lib import recfunctions as rf
+
+    aligned = np.dtype([("a", "u1"), ("b", "<f8"), ("c", "<u2")], align=True)
+    assert aligned.itemsize == 24 and aligned.fields["b"][1] == 8
+    a = np.zeros(3, aligned)
+    a["a"] = [1, 2, 3]
+    a["b"] = [1.5, 2.5, 3.5]
+    a["c"] = [7, 8, 9]
+    np.save(os.path.join(d, "padded.npy"), a)
+    packed = rf.repack_fields(a)
+    assert packed.dtype.itemsize == 11
+    np.save(os.path.join(d, "packed.npy"), packed)
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "check":
@@ -171,5 +188,7 @@ if __name__ == "__main__":
         records(sys.argv[2])
     elif cmd == "write_records":
         write_records(sys.argv[2])
+    elif cmd == "write_padded":
+        write_padded(sys.argv[2])
     else:
         sys.exit("unknown command " + cmd)

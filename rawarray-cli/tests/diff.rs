@@ -1,0 +1,229 @@
+//! `ra diff A B`: values, not bytes; exit 0 equal, 1 different, 2 an error, as `diff`.
+
+mod common;
+
+use std::path::Path;
+
+use num_complex::Complex;
+use rawarray_serde::{RawArray, RecordWriter, WriteOptions};
+
+use common::*;
+
+/// Runs `ra diff ARGS`, expects `code`, returns (stdout, stderr).
+fn diff(args: &[&dyn AsRef<std::ffi::OsStr>], code: i32) -> (String, String) {
+    let mut cmd = ra();
+    cmd.arg("diff");
+    for a in args {
+        cmd.arg(a);
+    }
+    let out = cmd.assert().code(code).get_output().clone();
+    (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+fn write_f64(path: &Path, dims: &[u64], v: &[f64], opts: WriteOptions) {
+    RawArray::from_shape_vec(dims.to_vec(), v.to_vec())
+        .unwrap()
+        .write_file_with(path, &opts)
+        .unwrap();
+}
+
+#[test]
+fn twins_in_other_byte_orders_and_compression_are_equal() {
+    let dir = tempfile::tempdir().unwrap();
+    let v: Vec<f64> = (0..600).map(|k| (k as f64).sin() * 1e3).collect();
+    let plain = dir.path().join("plain.ra");
+    write_f64(&plain, &[20, 30], &v, WriteOptions::new());
+    for (name, opts) in [
+        ("be.ra", WriteOptions::new().big_endian(true)),
+        ("z.ra", WriteOptions::new().compress(true)),
+        (
+            "bez.ra",
+            WriteOptions::new().big_endian(true).compress(true),
+        ),
+    ] {
+        let twin = dir.path().join(name);
+        write_f64(&twin, &[20, 30], &v, opts);
+        assert_ne!(
+            std::fs::read(&twin).unwrap(),
+            std::fs::read(&plain).unwrap()
+        );
+        assert_eq!(diff(&[&plain, &twin], 0), (String::new(), String::new()));
+        assert_eq!(diff(&[&twin, &plain], 0).0, "");
+    }
+    let (out, _) = diff(&[&reference("mnist_8.ra"), &reference("mnist_8_z.ra")], 0);
+    assert_eq!(out, "");
+}
+
+#[test]
+fn differing_values_are_listed_with_column_major_indices_and_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    // dims [3, 2]: position k is index [k % 3, k / 3].
+    let a = [1.0, 2.0, 3.0, 4.0, f64::NAN, 6.0];
+    let b = [1.0, 2.5, 3.0, 4.0, f64::NAN, 5.0];
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    write_f64(&pa, &[3, 2], &a, WriteOptions::new());
+    write_f64(&pb, &[3, 2], &b, WriteOptions::new().big_endian(true));
+    // Without --equal-nan NaN differs from NaN (as numpy's isclose); NaN adds nothing to the
+    // largest differences: |2 - 2.5| = 0.5, rel 0.5/2.5 = 0.2; |6 - 5| = 1, rel 0.2.
+    let (out, err) = diff(&[&pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[1, 0]\t2.0\t2.5\n[1, 1]\tNaN\tNaN\n[2, 1]\t6.0\t5.0\n\
+         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+    );
+    assert_eq!(err, "");
+    let (out, _) = diff(&[&"--equal-nan", &pa, &pb], 1);
+    assert!(
+        out.starts_with("[1, 0]\t2.0\t2.5\n[2, 1]\t6.0\t5.0\n2 of 6"),
+        "{out}"
+    );
+    // Tolerances as numpy's isclose: |a - b| <= atol + rtol * |b|.
+    diff(&[&"--equal-nan", &"--atol", &"1", &pa, &pb], 0);
+    diff(&[&"--equal-nan", &"--rtol", &"0.2", &pa, &pb], 0);
+    let (out, _) = diff(&[&"--equal-nan", &"--rtol", &"0.19", &pa, &pb], 1);
+    assert!(out.contains("2 of 6"), "{out}");
+    let (out, _) = diff(&[&"--equal-nan", &"--atol", &"0.5", &pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[2, 1]\t6.0\t5.0\n1 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+    );
+    // --show bounds the listing, not the count.
+    let (out, _) = diff(&[&"--show", &"1", &pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[1, 0]\t2.0\t2.5\n... (2 more)\n\
+         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+    );
+}
+
+#[test]
+fn complex_and_integers() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    let a = vec![Complex::new(1.0f32, 1.0), Complex::new(3.0, 4.0)];
+    let b = vec![Complex::new(1.0f32, 1.0), Complex::new(0.0, 0.0)];
+    RawArray::from_shape_vec(vec![2], a)
+        .unwrap()
+        .write_file(&pa)
+        .unwrap();
+    RawArray::from_shape_vec(vec![2], b)
+        .unwrap()
+        .write_file_with(&pb, &WriteOptions::new().compress(true))
+        .unwrap();
+    // |(3+4i) - 0| = 5; relative to |0|: inf.
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[1]\t3.0+4.0i\t0.0+0.0i\n1 of 2 elements differ; max abs difference 5.0, max rel difference inf\n"
+    );
+    diff(&[&"--atol", &"5", &pa, &pb], 0);
+    let a: Vec<i32> = vec![1, -2, 3];
+    let b: Vec<i32> = vec![1, -3, 3];
+    RawArray::from_shape_vec(vec![1, 3], a)
+        .unwrap()
+        .write_file(&pa)
+        .unwrap();
+    RawArray::from_shape_vec(vec![1, 3], b)
+        .unwrap()
+        .write_file_with(&pb, &WriteOptions::new().big_endian(true))
+        .unwrap();
+    // Integers compare exactly: no float statistics.
+    let (out, _) = diff(&[&"--atol", &"5", &pa, &pb], 1);
+    assert_eq!(out, "[0, 1]\t-2\t-3\n1 of 3 elements differ\n");
+}
+
+#[test]
+fn header_differences_are_named_without_comparing_values() {
+    let (out, _) = diff(&[&reference("randf32.ra"), &reference("randf64.ra")], 1);
+    assert_eq!(out, "element type: float32 vs float64\n");
+    let (out, _) = diff(&[&reference("randc32.ra"), &reference("test.ra")], 1);
+    assert_eq!(out, "dims: [4, 4] vs [3, 4]\n");
+}
+
+#[test]
+fn records_name_the_field_that_differs_and_params_are_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    record_file(&pa, 4);
+    record_file(&pb, 4);
+    diff(&[&pa, &pb], 0);
+    let mut changed = recs(4);
+    changed[2].id = 99;
+    let mut w =
+        RecordWriter::<Rec>::create(&pb, serde_json::json!({"dt": 0.25, "units": "s"})).unwrap();
+    w.append_slice(&changed).unwrap();
+    w.finish().unwrap();
+    let (out, _) = diff(&[&pa, &pb], 1);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 3, "{out}");
+    assert_eq!(
+        lines[0],
+        r#"trailer params: {"dt":0.5,"units":"s"} vs {"dt":0.25,"units":"s"}"#
+    );
+    // rec(2): t 1.0, xyz [2.0, 2.25, -2.0], id 15.
+    assert!(lines[1].starts_with("[2]\t"), "{out}");
+    assert!(lines[1].ends_with("\tfield id"), "{out}");
+    assert!(lines[1].contains("15") && lines[1].contains("99"), "{out}");
+    assert_eq!(lines[2], "1 of 4 elements differ");
+}
+
+#[test]
+fn errors_exit_2_with_one_line_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.ra");
+    let (out, err) = diff(&[&reference("randf32.ra"), &missing], 2);
+    assert_eq!(out, "");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("ra: ") && err.contains("missing.ra"),
+        "{err}"
+    );
+    let bad = dir.path().join("bad.ra");
+    let mut b = std::fs::read(reference("mnist_8_z.ra")).unwrap();
+    for x in &mut b[72..] {
+        *x = 0xff;
+    }
+    std::fs::write(&bad, b).unwrap();
+    // The broken LZ4 data is found while streaming, on either side.
+    for args in [
+        [&reference("mnist_8.ra"), &bad],
+        [&bad, &reference("mnist_8.ra")],
+    ] {
+        let (_, err) = diff(&[args[0], args[1]], 2);
+        assert!(err.contains("bad.ra") && err.contains("LZ4"), "{err}");
+    }
+    // Usage errors are 2 too (clap's).
+    diff(&[&reference("randf32.ra")], 2);
+    diff(
+        &[
+            &"--rtol",
+            &"-1",
+            &reference("randf32.ra"),
+            &reference("randf32.ra"),
+        ],
+        2,
+    );
+}
+
+/// Several chunks on both sides, cut at different places (an LZ4 stream against a plain
+/// file): the one differing element near the end is found at its index.
+#[test]
+fn streams_files_of_many_chunks() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = 400_000u64;
+    let a: Vec<f64> = (0..n).map(|k| (k % 1000) as f64).collect();
+    let mut b = a.clone();
+    b[(n - 3) as usize] = -1.0;
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    write_f64(&pa, &[1000, 400], &a, WriteOptions::new().compress(true));
+    write_f64(&pb, &[1000, 400], &b, WriteOptions::new().big_endian(true));
+    // Position n - 3 = 399997 is [997, 399]; a holds 997.
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[997, 399]\t997.0\t-1.0\n1 of 400000 elements differ; max abs difference 998.0, max rel difference 998.0\n"
+    );
+}

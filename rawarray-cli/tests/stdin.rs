@@ -1,0 +1,260 @@
+//! `-`: standard input for `info`, `cat`, `checksum`, `convert`, `diff` (and `verify`'s sums),
+//! standard output for `convert`; the commands that rewrite or follow a file refuse it.
+//! Bytes are piped through the spawned binary.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command as Process;
+
+use common::*;
+
+/// Runs `ra ARGS` with `stdin` piped in and TMPDIR set to `tmp`; returns (code, stdout,
+/// stderr).
+fn piped(tmp: &Path, args: &[&str], stdin: &[u8]) -> (i32, Vec<u8>, String) {
+    let out = ra()
+        .env("TMPDIR", tmp)
+        .args(args)
+        .write_stdin(stdin.to_vec())
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap(),
+        out.stdout,
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn info_cat_and_checksum_read_standard_input_and_leave_no_copy() {
+    let tmp = tempfile::tempdir().unwrap();
+    for name in ["randf32.ra", "mnist_8_z.ra", "test.ra"] {
+        let path = reference(name);
+        let bytes = std::fs::read(&path).unwrap();
+        let (code, out, _) = piped(tmp.path(), &["cat", "-"], &bytes);
+        assert_eq!(code, 0);
+        assert_eq!(out, stdout_of(ra().arg("cat").arg(&path)).into_bytes());
+        let (code, out, _) = piped(tmp.path(), &["info", "--json", "-"], &bytes);
+        assert_eq!(code, 0);
+        let from_file = stdout_of(ra().args(["info", "--json"]).arg(&path));
+        let from_pipe = String::from_utf8(out).unwrap();
+        let name_key = format!("\"file\":\"{}\"", path.display());
+        assert_eq!(from_pipe, from_file.replace(&name_key, "\"file\":\"-\""));
+        // As md5sum names standard input: `-`.
+        let (code, out, _) = piped(tmp.path(), &["checksum", "-"], &bytes);
+        assert_eq!(code, 0);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{}  -\n", md5_hex(&bytes))
+        );
+    }
+    if let Ok(md5sum) = Process::new("md5sum")
+        .stdin(std::fs::File::open(reference("test.ra")).unwrap())
+        .output()
+    {
+        let bytes = std::fs::read(reference("test.ra")).unwrap();
+        let (_, out, _) = piped(tmp.path(), &["checksum", "-"], &bytes);
+        assert_eq!(out, md5sum.stdout);
+    } else {
+        eprintln!("SKIPPED: md5sum is not installed; checksum - compared to our own md5 only");
+    }
+    // The copy of standard input is deleted when ra ends.
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn a_cut_short_pipe_is_named_standard_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(reference("randf32.ra")).unwrap();
+    let (code, out, err) = piped(tmp.path(), &["cat", "-"], &bytes[..100]);
+    assert_eq!((code, out.len()), (1, 0));
+    assert_eq!(
+        err,
+        "ra: <stdin>: truncated: expected 64 data bytes, found 36\n"
+    );
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn convert_through_pipes_in_every_direction() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let ra_bytes = std::fs::read(reference("randf32.ra")).unwrap();
+    let npy = dir.path().join("f.npy");
+    ra().arg("convert")
+        .arg(reference("randf32.ra"))
+        .arg(&npy)
+        .assert()
+        .success();
+    let npy_bytes = std::fs::read(&npy).unwrap();
+    // .ra on stdin (told by its magic) -> .npy on stdout: the bytes of the file conversion,
+    // and nothing else on stdout (the success line is on stderr).
+    let (code, out, err) = piped(tmp.path(), &["convert", "-", "--to", "npy", "-"], &ra_bytes);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(out, npy_bytes);
+    assert_eq!(
+        err,
+        format!("<stdin> -> <stdout>: {} bytes\n", npy_bytes.len())
+    );
+    // And back: .npy on stdin -> .ra on stdout is the reference byte for byte.
+    let (code, out, _) = piped(
+        tmp.path(),
+        &["-q", "convert", "-", "--to", "ra", "-"],
+        &npy_bytes,
+    );
+    assert_eq!(code, 0);
+    assert_eq!(out, ra_bytes);
+    // A file to stdout, stdin to a file.
+    let (_, out, _) = piped(tmp.path(), &["convert", "--to", "npy"], &[]);
+    assert!(out.is_empty());
+    let csv = stdout_of(
+        ra().args(["-q", "convert"])
+            .arg(reference("randi8.ra"))
+            .args(["-", "--to", "csv"]),
+    );
+    assert_eq!(csv.lines().count(), 4);
+    let back = dir.path().join("back.ra");
+    let (code, _, err) = piped(
+        tmp.path(),
+        &["convert", "--from", "csv", "-", back.to_str().unwrap()],
+        csv.as_bytes(),
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        stdout_of(ra().arg("cat").arg(&back)),
+        stdout_of(ra().arg("cat").arg(reference("randi8.ra")))
+    );
+    // Without a name or --from/--to the format is asked for (exit 2), and a failed
+    // conversion writes nothing to stdout.
+    let (code, _, err) = piped(tmp.path(), &["convert", "-", "x.ra"], b"1,2\n");
+    assert_eq!(code, 2);
+    assert!(err.contains("give --from"), "{err}");
+    let (code, _, err) = piped(tmp.path(), &["convert", "-", "-"], &ra_bytes);
+    assert_eq!(code, 2);
+    assert!(err.contains("give --to"), "{err}");
+    // dims [28, 28, 3] are no PNG layout ([w, h] or [c, w, h] with c <= 4).
+    let mnist = std::fs::read(reference("mnist_8.ra")).unwrap();
+    let (code, out, err) = piped(tmp.path(), &["convert", "-", "--to", "png", "-"], &mnist);
+    assert_eq!((code, out.len()), (1, 0), "{err}");
+    assert!(err.starts_with("ra: <stdin>: "), "{err}");
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+#[test]
+fn diff_and_verify_read_standard_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let z = std::fs::read(reference("mnist_8_z.ra")).unwrap();
+    let plain = reference("mnist_8.ra");
+    let (code, out, _) = piped(tmp.path(), &["diff", "-", plain.to_str().unwrap()], &z);
+    assert_eq!((code, out.len()), (0, 0));
+    let sums =
+        stdout_of(
+            ra().current_dir(reference_dir())
+                .args(["checksum", "test.ra", "randu8.ra"]),
+        );
+    let out = ra()
+        .current_dir(reference_dir())
+        .args(["verify", "-"])
+        .write_stdin(sums)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "test.ra: OK\nrandu8.ra: OK\n"
+    );
+}
+
+#[test]
+fn commands_that_rewrite_or_follow_a_file_refuse_standard_input() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(reference("randf32.ra")).unwrap();
+    for args in [
+        &["compress", "-"][..],
+        &["decompress", "-"],
+        &["reshape", "-", "16"],
+        &["recover", "-"],
+        &["watch", "-"],
+    ] {
+        let (code, _, err) = piped(tmp.path(), args, &bytes);
+        assert_eq!(code, 2, "{args:?}");
+        assert!(
+            err.contains("needs a seekable file, not standard input"),
+            "{args:?}: {err}"
+        );
+    }
+    // With -o they read it; and only convert writes standard output.
+    let out = tmp.path().join("z.ra");
+    let (code, _, err) = piped(
+        tmp.path(),
+        &["compress", "-", "-o", out.to_str().unwrap()],
+        &bytes,
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        stdout_of(ra().arg("cat").arg(&out)),
+        stdout_of(ra().arg("cat").arg(reference("randf32.ra")))
+    );
+    std::fs::remove_file(&out).unwrap();
+    let (code, _, err) = piped(tmp.path(), &["compress", "-", "-o", "-"], &bytes);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("only ra convert writes standard output"),
+        "{err}"
+    );
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+/// A FIFO named as a file is refused at once (opening it would wait for a writer), with the
+/// way to read a pipe.
+#[cfg(unix)]
+#[test]
+fn a_fifo_by_name_says_to_use_dash() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo.ra");
+    match Process::new("mkfifo").arg(&fifo).status() {
+        Ok(s) if s.success() => {}
+        _ => {
+            eprintln!("SKIPPED: mkfifo is not available");
+            return;
+        }
+    }
+    let err = fails_with_one_line(ra().arg("cat").arg(&fifo));
+    assert!(
+        err.contains("fifo.ra: is a FIFO") && err.contains("name it -"),
+        "{err}"
+    );
+}
+
+/// Binary output is not written to a terminal (CSV is); the terminal is `script`'s
+/// pseudo-terminal (util-linux), where it is installed.
+#[cfg(target_os = "linux")]
+#[test]
+fn binary_output_to_a_terminal_is_refused() {
+    let ra_bin = assert_cmd::cargo::cargo_bin("ra");
+    let run = |args: &str| {
+        Process::new("script")
+            .args(["-qec", &format!("{} {args}", ra_bin.display()), "/dev/null"])
+            .output()
+    };
+    let f32_ra = reference("randf32.ra");
+    let Ok(out) = run(&format!("convert {} - --to npy", f32_ra.display())) else {
+        eprintln!("SKIPPED: script (util-linux) is not installed; no terminal to write to");
+        return;
+    };
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{said}");
+    assert!(
+        said.contains("standard output is a terminal: npy is binary"),
+        "{said}"
+    );
+    let out = run(&format!(
+        "-q convert {} - --to csv",
+        reference("randi8.ra").display()
+    ))
+    .unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("66,-120,-125,-90"));
+}
