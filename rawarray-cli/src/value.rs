@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use half::{bf16, f16};
-use rawarray_serde::{ElType, Element, Layout};
+use rawarray_serde::{ElType, Layout, ScalarType, ScalarValue};
 
 /// A float kept at its own precision, so that it prints as the shortest decimal that reads
 /// back to it at that precision.
@@ -93,22 +93,19 @@ pub enum Value<'a> {
     Raw(&'a [u8]),
 }
 
-/// Decodes elements of one eltype and elbyte.
+/// Decodes elements of one eltype and elbyte, by the library's element-type table.
 #[derive(Clone, Copy, Debug)]
 pub struct Decoder {
-    eltype: ElType,
+    /// The table's row; `None` for user-defined elements.
+    scalar: Option<ScalarType>,
     elbyte: usize,
-}
-
-fn get<T: Element>(b: &[u8]) -> T {
-    T::read_le(b).expect("every bit pattern of a numeric scalar is a value")
 }
 
 impl Decoder {
     /// A decoder for elements of `eltype`, `elbyte` bytes each.
     pub fn new(eltype: ElType, elbyte: u64) -> Decoder {
         Decoder {
-            eltype,
+            scalar: ScalarType::of(eltype, elbyte),
             elbyte: elbyte as usize,
         }
     }
@@ -118,42 +115,34 @@ impl Decoder {
         self.elbyte
     }
 
-    /// Whether elements decode to numbers (not raw bytes). Asked of one zero element no larger
-    /// than a numeric type: a user-defined elbyte may be huge.
+    /// Whether elements decode to numbers (not raw bytes).
     pub fn is_numeric(&self) -> bool {
-        self.elbyte <= 32 && !matches!(self.decode(&[0; 32][..self.elbyte]), Value::Raw(_))
+        self.scalar.is_some_and(ScalarType::has_rust_type)
     }
 
     /// The element in `b` (exactly `elbyte` little-endian bytes).
     pub fn decode<'a>(&self, b: &'a [u8]) -> Value<'a> {
-        match (self.eltype, self.elbyte) {
-            (ElType::Int, 1) => Value::Int(get::<i8>(b).into()),
-            (ElType::Int, 2) => Value::Int(get::<i16>(b).into()),
-            (ElType::Int, 4) => Value::Int(get::<i32>(b).into()),
-            (ElType::Int, 8) => Value::Int(get::<i64>(b).into()),
-            (ElType::Int, 16) => Value::Int(get::<i128>(b)),
-            (ElType::Uint, 1) => Value::Uint(get::<u8>(b).into()),
-            (ElType::Uint, 2) => Value::Uint(get::<u16>(b).into()),
-            (ElType::Uint, 4) => Value::Uint(get::<u32>(b).into()),
-            (ElType::Uint, 8) => Value::Uint(get::<u64>(b).into()),
-            (ElType::Uint, 16) => Value::Uint(get::<u128>(b)),
-            (ElType::Float, 2) => Value::Float(Float::F16(get::<f16>(b))),
-            (ElType::Float, 4) => Value::Float(Float::F32(get::<f32>(b))),
-            (ElType::Float, 8) => Value::Float(Float::F64(get::<f64>(b))),
-            (ElType::BFloat16, 2) => Value::Float(Float::BF16(get::<bf16>(b))),
-            (ElType::Complex, 4) => Value::Complex(
-                Float::F16(get::<f16>(&b[..2])),
-                Float::F16(get::<f16>(&b[2..])),
-            ),
-            (ElType::Complex, 8) => Value::Complex(
-                Float::F32(get::<f32>(&b[..4])),
-                Float::F32(get::<f32>(&b[4..])),
-            ),
-            (ElType::Complex, 16) => Value::Complex(
-                Float::F64(get::<f64>(&b[..8])),
-                Float::F64(get::<f64>(&b[8..])),
-            ),
-            _ => Value::Raw(b),
+        use ScalarValue as S;
+        // Exhaustive on purpose: a row added to the table must be given its printed form here.
+        match self.scalar.and_then(|t| t.read_le(b)) {
+            Some(S::I8(v)) => Value::Int(v.into()),
+            Some(S::I16(v)) => Value::Int(v.into()),
+            Some(S::I32(v)) => Value::Int(v.into()),
+            Some(S::I64(v)) => Value::Int(v.into()),
+            Some(S::I128(v)) => Value::Int(v),
+            Some(S::U8(v)) => Value::Uint(v.into()),
+            Some(S::U16(v)) => Value::Uint(v.into()),
+            Some(S::U32(v)) => Value::Uint(v.into()),
+            Some(S::U64(v)) => Value::Uint(v.into()),
+            Some(S::U128(v)) => Value::Uint(v),
+            Some(S::F16(v)) => Value::Float(Float::F16(v)),
+            Some(S::F32(v)) => Value::Float(Float::F32(v)),
+            Some(S::F64(v)) => Value::Float(Float::F64(v)),
+            Some(S::BF16(v)) => Value::Float(Float::BF16(v)),
+            Some(S::Complex32(c)) => Value::Complex(Float::F16(c.re), Float::F16(c.im)),
+            Some(S::Complex64(c)) => Value::Complex(Float::F32(c.re), Float::F32(c.im)),
+            Some(S::Complex128(c)) => Value::Complex(Float::F64(c.re), Float::F64(c.im)),
+            Some(S::F128(_) | S::Complex256(_)) | None => Value::Raw(b),
         }
     }
 }

@@ -119,3 +119,91 @@ fn cat_prints_records_by_field_name() {
         "{\"index\":[0],\"value\":{\"t\":0.0,\"xyz\":[0.0,0.25,-0.0],\"id\":1}}\n"
     );
 }
+
+/// Every row of the library's element-type table, printed by `ra cat` and named by `ra info`,
+/// from hand-computed bytes: 1.5 and -2.0 (or 1 and -2, or 1 and 2 unsigned) per element type.
+/// The `match` is exhaustive: a row added to the table does not compile here until it is given
+/// its bytes and printed form.
+#[test]
+fn every_element_type_of_the_table_prints_and_is_named() {
+    use rawarray_serde::{Header, ScalarType as S};
+    let dir = tempfile::tempdir().unwrap();
+    let int = |n: usize, v: i128| v.to_le_bytes()[..n].to_vec();
+    for &t in S::ALL {
+        // (bytes of element 0, bytes of element 1, printed element 0, printed element 1)
+        let (a, b, pa, pb): (Vec<u8>, Vec<u8>, String, String) = match t {
+            S::I8 | S::I16 | S::I32 | S::I64 | S::I128 => {
+                let n = t.elbyte() as usize;
+                (int(n, 1), int(n, -2), "1".into(), "-2".into())
+            }
+            S::U8 | S::U16 | S::U32 | S::U64 | S::U128 => {
+                let n = t.elbyte() as usize;
+                (int(n, 1), int(n, 2), "1".into(), "2".into())
+            }
+            S::F16 => (
+                vec![0x00, 0x3e],
+                vec![0x00, 0xc0],
+                "1.5".into(),
+                "-2.0".into(),
+            ),
+            S::BF16 => (
+                vec![0xc0, 0x3f],
+                vec![0x00, 0xc0],
+                "1.5".into(),
+                "-2.0".into(),
+            ),
+            S::F32 => (
+                vec![0, 0, 0xc0, 0x3f],
+                vec![0, 0, 0, 0xc0],
+                "1.5".into(),
+                "-2.0".into(),
+            ),
+            S::F64 => (
+                vec![0, 0, 0, 0, 0, 0, 0xf8, 0x3f],
+                vec![0, 0, 0, 0, 0, 0, 0, 0xc0],
+                "1.5".into(),
+                "-2.0".into(),
+            ),
+            S::Complex32 => (
+                vec![0x00, 0x3e, 0x00, 0xc0],
+                vec![0x00, 0xc0, 0x00, 0x3e],
+                "1.5-2.0i".into(),
+                "-2.0+1.5i".into(),
+            ),
+            S::Complex64 => (
+                vec![0, 0, 0xc0, 0x3f, 0, 0, 0, 0xc0],
+                vec![0, 0, 0, 0xc0, 0, 0, 0xc0, 0x3f],
+                "1.5-2.0i".into(),
+                "-2.0+1.5i".into(),
+            ),
+            S::Complex128 => {
+                let (p, m) = ([0, 0, 0, 0, 0, 0, 0xf8, 0x3f], [0, 0, 0, 0, 0, 0, 0, 0xc0]);
+                (
+                    [p, m].concat(),
+                    [m, p].concat(),
+                    "1.5-2.0i".into(),
+                    "-2.0+1.5i".into(),
+                )
+            }
+            // No Rust type: printed as hex.
+            S::F128 | S::Complex256 => {
+                let n = t.elbyte() as usize;
+                let (a, b) = (vec![0xab; n], vec![0x01; n]);
+                let (pa, pb) = (hex(&a), hex(&b));
+                (a, b, pa, pb)
+            }
+        };
+        let path = dir.path().join(format!("{}.ra", t.label()));
+        let mut file = Header::new(t.eltype(), t.elbyte(), vec![2])
+            .unwrap()
+            .encode();
+        file.extend([a, b].concat());
+        std::fs::write(&path, &file).unwrap();
+        let out = stdout_of(ra().arg("cat").arg(&path));
+        assert_eq!(out, format!("[0]\t{pa}\n[1]\t{pb}\n"), "{t:?}");
+        let info: Value =
+            serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+        assert_eq!(info["type"], t.label(), "{t:?}");
+        assert_eq!(info["dtype"].as_str(), t.numpy(), "{t:?}");
+    }
+}
