@@ -198,9 +198,62 @@ pub enum ErrorKind {
     /// A malformed trailer or schema.
     #[error("trailer: {0}")]
     Trailer(String),
-    /// Any other message, from serde or a caller.
+    /// Any other message: serde's own `custom` errors (from a `Serialize` or `Deserialize`
+    /// impl).
     #[error("{0}")]
     Message(String),
+    /// The value has no `.ra` form: an `Option`, a map, an enum variant with data, a record of
+    /// 0 bytes, ... (serializing). Every element of a `.ra` array has one fixed size.
+    #[error("{what} cannot be stored in .ra: every element must have the same fixed size")]
+    Unrepresentable {
+        /// What the value is.
+        what: String,
+    },
+    /// A sequence of another length than the same sequence in element 0 (serializing): a
+    /// ragged `Vec<Vec<_>>`, a `Vec` field of another length.
+    #[error(
+        "not rectangular: element {index:?}{} has length {found}, expected {expected}",
+        in_field(field)
+    )]
+    NotRectangular {
+        /// The element's index, outermost first, down to the sequence that differs.
+        index: Vec<u64>,
+        /// The struct field it is in, if any.
+        field: Option<String>,
+        /// The length it has (`more than N` when it goes on past element 0's length).
+        found: String,
+        /// The length of the same sequence in element 0 (or of the first sequence beside it).
+        expected: u64,
+    },
+    /// An element of another layout than element 0 (serializing): another scalar type where
+    /// element 0 has one, a sequence where it has a scalar, another number of bytes.
+    #[error(
+        "mixed element types: element {index:?}{} has {found} where element 0 has {expected}",
+        in_field(field)
+    )]
+    MixedElements {
+        /// The element's index, outermost first.
+        index: Vec<u64>,
+        /// The struct field it is in, if any.
+        field: Option<String>,
+        /// What it has, in words.
+        found: String,
+        /// What element 0 has there, in words.
+        expected: String,
+    },
+    /// A `Serialize` impl gave another number of items than it said (serializing): the file
+    /// would not hold what its header says.
+    #[error("{what} said it had {said} {unit} but gave {gave}")]
+    BrokenLength {
+        /// What said it: `the sequence`, `the layout`.
+        what: &'static str,
+        /// What it counts: `items`, `bytes`.
+        unit: &'static str,
+        /// The number it said (`u64::MAX`: more than 2^64).
+        said: u64,
+        /// The number it gave.
+        gave: u64,
+    },
     /// Another writer (in this process or another) holds the file's exclusive lock: a
     /// `RecordWriter`, `recover`, or a rewrite in place.
     #[error("{} is being written by another writer", path.display())]
@@ -296,6 +349,10 @@ impl Error {
             | ErrorKind::HardLinked { .. }
             | ErrorKind::Protected { .. }
             | ErrorKind::ShapeMismatch { .. }
+            | ErrorKind::Unrepresentable { .. }
+            | ErrorKind::NotRectangular { .. }
+            | ErrorKind::MixedElements { .. }
+            | ErrorKind::BrokenLength { .. }
             | ErrorKind::OutOfBounds { .. }
             | ErrorKind::SubsetRank { .. }
             | ErrorKind::SubsetOutOfBounds { .. }
@@ -306,6 +363,12 @@ impl Error {
 
     pub(crate) fn msg(m: impl fmt::Display) -> Error {
         Error::new(ErrorKind::Message(m.to_string()))
+    }
+
+    pub(crate) fn unrepresentable(what: impl fmt::Display) -> Error {
+        Error::new(ErrorKind::Unrepresentable {
+            what: what.to_string(),
+        })
     }
 
     pub(crate) fn unsupported(m: impl fmt::Display) -> Error {
@@ -377,4 +440,11 @@ impl serde::de::Error for Error {
     fn custom<T: fmt::Display>(msg: T) -> Error {
         Error::msg(msg)
     }
+}
+
+/// `, field `name`` for a message, or nothing.
+fn in_field(field: &Option<String>) -> String {
+    field
+        .as_ref()
+        .map_or(String::new(), |f| format!(", field `{f}`"))
 }

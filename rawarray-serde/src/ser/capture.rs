@@ -14,7 +14,7 @@ pub(super) struct BytesCapture<'a>(pub(super) &'a mut Vec<u8>);
 macro_rules! refuse {
     ($($method:ident($($arg:ty),*)),* $(,)?) => {$(
         fn $method(self, $(_: $arg),*) -> Result<Self::Ok> {
-            Err(Error::msg(concat!("internal: unexpected ", stringify!($method))))
+            Err(Error::unrepresentable(concat!("a half float or embedded file that serializes through ", stringify!($method))))
         }
     )*};
 }
@@ -40,21 +40,21 @@ macro_rules! capture_impl {
                 serialize_unit_variant(&'static str, u32, &'static str),
             }
             fn serialize_some<T: ?Sized + Serialize>(self, _: &T) -> Result<$ok> {
-                Err(Error::msg("internal: unexpected Some"))
+                Err(Error::unrepresentable("a half float or embedded file that serializes as a Some"))
             }
             fn serialize_newtype_struct<T: ?Sized + Serialize>(self, _: &'static str, _: &T) -> Result<$ok> {
-                Err(Error::msg("internal: unexpected newtype"))
+                Err(Error::unrepresentable("a half float or embedded file that serializes as a newtype"))
             }
             fn serialize_newtype_variant<T: ?Sized + Serialize>(self, _: &'static str, _: u32, _: &'static str, _: &T) -> Result<$ok> {
-                Err(Error::msg("internal: unexpected variant"))
+                Err(Error::unrepresentable("a half float or embedded file that serializes as a variant"))
             }
-            fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> { Err(Error::msg("internal: unexpected seq")) }
-            fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> { Err(Error::msg("internal: unexpected tuple")) }
-            fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct> { Err(Error::msg("internal: unexpected tuple struct")) }
-            fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeTupleVariant> { Err(Error::msg("internal: unexpected variant")) }
-            fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> { Err(Error::msg("internal: unexpected map")) }
-            fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> { Err(Error::msg("internal: unexpected struct")) }
-            fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeStructVariant> { Err(Error::msg("internal: unexpected variant")) }
+            fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq> { Err(Error::unrepresentable("a half float or embedded file that serializes as a seq")) }
+            fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple> { Err(Error::unrepresentable("a half float or embedded file that serializes as a tuple")) }
+            fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct> { Err(Error::unrepresentable("a half float or embedded file that serializes as a tuple struct")) }
+            fn serialize_tuple_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeTupleVariant> { Err(Error::unrepresentable("a half float or embedded file that serializes as a variant")) }
+            fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap> { Err(Error::unrepresentable("a half float or embedded file that serializes as a map")) }
+            fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct> { Err(Error::unrepresentable("a half float or embedded file that serializes as a struct")) }
+            fn serialize_struct_variant(self, _: &'static str, _: u32, _: &'static str, _: usize) -> Result<Self::SerializeStructVariant> { Err(Error::unrepresentable("a half float or embedded file that serializes as a variant")) }
         }
     };
 }
@@ -62,11 +62,11 @@ macro_rules! capture_impl {
 capture_impl! {
     BitsCapture, u16,
     fn serialize_u16(self, v: u16) -> Result<u16> { Ok(v) }
-    fn serialize_bytes(self, _: &[u8]) -> Result<u16> { Err(Error::msg("internal: unexpected bytes")) }
+    fn serialize_bytes(self, _: &[u8]) -> Result<u16> { Err(Error::unrepresentable("a half float or embedded file that serializes as a bytes")) }
 }
 
 capture_impl! {
     BytesCapture<'_>, (),
-    fn serialize_u16(self, _: u16) -> Result<()> { Err(Error::msg("internal: unexpected u16")) }
+    fn serialize_u16(self, _: u16) -> Result<()> { Err(Error::unrepresentable("a half float or embedded file that serializes as a u16")) }
     fn serialize_bytes(self, v: &[u8]) -> Result<()> { self.0.extend_from_slice(v); Ok(()) }
 }

@@ -33,11 +33,13 @@ pub(super) fn describe(ev: Ev) -> String {
 /// than it said) must not make a file whose readers see its data shifted.
 pub(super) fn check_described(described: Option<u64>, written: usize) -> Result<()> {
     if described != Some(written as u64) {
-        return Err(Error::msg(format!(
-            "the layout describes {} bytes but {written} were written (does a Serialize impl give \
-             another number of items than it said?)",
-            described.map_or("more than 2^64".to_string(), |n| n.to_string())
-        )));
+        return Err(ErrorKind::BrokenLength {
+            what: "the layout",
+            unit: "bytes",
+            said: described.unwrap_or(u64::MAX),
+            gave: written as u64,
+        }
+        .into());
     }
     Ok(())
 }
@@ -72,10 +74,13 @@ impl<W: Write> Serializer<W> {
         if self.laps == 1 && self.pos == 0 && self.sub == 0 && replayed == self.item_bytes {
             return Ok(());
         }
-        Err(Error::msg(format!(
-            "element [{}] has {bytes} bytes of another layout than element 0 ({} bytes)",
-            self.items, self.item_bytes
-        )))
+        Err(ErrorKind::MixedElements {
+            index: vec![self.items],
+            field: None,
+            found: format!("{bytes} bytes of another layout"),
+            expected: format!("{} bytes", self.item_bytes),
+        }
+        .into())
     }
 
     /// The error for a step of a later element that does not follow the first element.
@@ -92,31 +97,34 @@ impl<W: Write> Serializer<W> {
                 _ => None,
             });
         let inner = self.events.iter().any(|e| matches!(e, Ev::StructStart(_)));
-        let what = match (expected, got) {
-            (Some(Ev::SeqStart(Some(a))), Ev::SeqStart(Some(b))) => {
-                format!("length {b}, expected {a} (the length in element 0)")
+        let field = field.filter(|_| inner).map(str::to_string);
+        let ragged = |found: String, expected: u64| ErrorKind::NotRectangular {
+            index: path.clone(),
+            field: field.clone(),
+            found,
+            expected,
+        };
+        let kind = match (expected, got) {
+            (Some(Ev::SeqStart(Some(a))), Ev::SeqStart(Some(b))) => ragged(b.to_string(), a as u64),
+            (Some(Ev::SeqEnd), _) => {
+                let (len, _) = self.current_seq_len();
+                ragged(format!("more than {len}"), len)
             }
-            (Some(Ev::SeqEnd), _) => "longer than in element 0".to_string(),
             (Some(_), Ev::SeqEnd) => {
                 let (len, done) = self.current_seq_len();
-                format!("length {done}, expected {len} (the length in element 0)")
+                ragged(done.to_string(), len)
             }
             (Some(Ev::Bytes(a)), Ev::Bytes(b)) | (Some(Ev::Embedded(a)), Ev::Embedded(b)) => {
-                format!("length {b} bytes, expected {a} (the length in element 0)")
+                ragged(format!("{b} bytes"), a as u64)
             }
-            (e, g) => format!(
-                "{} where element 0 has {}",
-                describe(g),
-                e.map_or("nothing".into(), describe)
-            ),
+            (e, g) => ErrorKind::MixedElements {
+                index: path.clone(),
+                field: field.clone(),
+                found: describe(g),
+                expected: e.map_or("nothing".into(), describe),
+            },
         };
-        let place = match field {
-            Some(f) if inner => format!("element {path:?}, field `{f}`"),
-            _ => format!("element {path:?}"),
-        };
-        Error::new(ErrorKind::Message(format!(
-            "not rectangular: {place} has {what}"
-        )))
+        kind.into()
     }
 
     /// The index of the current position: the top-level item, then the index in each open sequence.

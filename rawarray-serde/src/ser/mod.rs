@@ -204,7 +204,9 @@ impl<W: Write> Serializer<W> {
         }
         if let Some(expected) = self.half {
             if expected != kind {
-                return Err(Error::msg("complex number halves of different types"));
+                return Err(Error::unrepresentable(
+                    "a complex number whose halves are of different types",
+                ));
             }
             return Ok(());
         }
@@ -304,9 +306,9 @@ impl<W: Write> Serializer<W> {
                 let data: usize = run.parts.iter().map(|p| p.len()).sum();
                 let capacity = self.buf.capacity();
                 let need = header.encoded_len() + data;
-                self.buf.try_reserve(need).map_err(|e| {
-                    Error::msg(format!("cannot allocate the {need} bytes of the file: {e}"))
-                })?;
+                self.buf
+                    .try_reserve(need)
+                    .map_err(|_| ErrorKind::TooLarge { bytes: need as u64 })?;
                 // A new allocation's pages are not there yet; a reused buffer's likely are.
                 let fresh = self.buf.capacity() != capacity;
                 self.put_header(&header)?;
@@ -432,9 +434,7 @@ fn float_ref<T: ?Sized>() -> Option<Scalar> {
 }
 
 fn unsupported(what: impl std::fmt::Display) -> Error {
-    Error::new(ErrorKind::Message(format!(
-        "{what} cannot be stored in .ra: every element must have the same fixed size"
-    )))
+    Error::unrepresentable(what)
 }
 
 macro_rules! scalars {
@@ -739,9 +739,13 @@ impl<'a, W: Write> Compound<'a, W> {
                         ser.items
                     };
                     if got != n as u64 {
-                        return Err(Error::msg(format!(
-                            "the sequence said it had {n} items but gave {got}"
-                        )));
+                        return Err(ErrorKind::BrokenLength {
+                            what: "the sequence",
+                            unit: "items",
+                            said: n as u64,
+                            gave: got,
+                        }
+                        .into());
                     }
                 }
                 if ser.mode == Mode::Record {

@@ -88,7 +88,7 @@ impl<W: Write> Serializer<W> {
                 }
                 None => {
                     if self.events.is_empty() {
-                        return Err(Error::msg("nothing was serialized"));
+                        return Err(Error::unrepresentable("a value that serializes nothing"));
                     }
                     let shape = classify(&self.events)?;
                     let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;

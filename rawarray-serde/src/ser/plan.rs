@@ -3,7 +3,7 @@
 //! the steps, testable without serde.
 
 use crate::eltype::{ElType, ScalarType as Scalar};
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// The serializer's scalar steps are the rows of the element-type table; `bool`, `char`
 /// and unit variant indices are stored as `u8`, `u32` and `u32`.
@@ -69,7 +69,7 @@ impl Leaf {
     pub(super) fn eltype_elbyte(&self) -> Result<(ElType, u64)> {
         match self {
             Leaf::Scalar(k) => Ok((k.eltype(), k.elbyte())),
-            Leaf::Composite(0) => Err(Error::msg("a record of 0 bytes cannot be an element")),
+            Leaf::Composite(0) => Err(Error::unrepresentable("a record of 0 bytes")),
             Leaf::Composite(n) => Ok((ElType::User, *n)),
             // Documented default: an empty sequence is an empty uint8 array.
             Leaf::Unknown => Ok((ElType::Uint, 1)),
@@ -200,7 +200,7 @@ pub(super) fn classify(evs: &[Ev]) -> Result<Shape> {
                 leaf: inner.leaf,
             })
         }
-        _ => Err(Error::msg(format!("cannot map {evs:?} to an array"))),
+        _ => Err(Error::unrepresentable(format!("a value of steps {evs:?}"))),
     }
 }
 
@@ -212,11 +212,19 @@ pub(super) fn differing_child(first: &Child<'_>, other: &Child<'_>, j: usize) ->
         _ => None,
     };
     match (len(first), len(other)) {
-        (Some(a), Some(b)) if a != b => Error::msg(format!(
-            "not rectangular: element [0, {j}] has length {b}, expected {a} (the length of [0, 0])"
-        )),
-        _ => Error::msg(format!(
-            "mixed element types: element [0, {j}] is not of the type of element [0, 0]"
-        )),
+        (Some(a), Some(b)) if a != b => ErrorKind::NotRectangular {
+            index: vec![0, j as u64],
+            field: None,
+            found: b.to_string(),
+            expected: a as u64,
+        }
+        .into(),
+        _ => ErrorKind::MixedElements {
+            index: vec![0, j as u64],
+            field: None,
+            found: "another element type".into(),
+            expected: "the type of element [0, 0]".into(),
+        }
+        .into(),
     }
 }
