@@ -105,7 +105,7 @@ fn raw_write(path: &Path, bytes: &[u8], sync: bool) {
 }
 
 fn mib_s(bytes: usize, t: Duration) -> f64 {
-    bytes as f64 / (1 << 20) as f64 / t.as_secs_f64()
+    bytes as f64 / f64::from(1 << 20) / t.as_secs_f64()
 }
 
 fn main() {

@@ -87,7 +87,7 @@ fn main() {
             mbs(ours),
             mbs(base),
             ours.as_secs_f64() / base.as_secs_f64()
-        )
+        );
     };
     row(
         "write",

@@ -114,7 +114,7 @@ fn main() {
     let packed = RawArray::from_vec(foos);
     let pod = RawArray::from_vec(pods);
     let raw_bytes: &[u8] = bytemuck::cast_slice(pod.as_slice());
-    let mib = raw_bytes.len() as f64 / (1 << 20) as f64;
+    let mib = raw_bytes.len() as f64 / f64::from(1 << 20);
 
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let path = |name: &str| dir.path().join(name);
@@ -168,13 +168,13 @@ fn main() {
     };
     // Writes to a new file (page cache, no fsync for anyone).
     b.add("write file  raw", || {
-        File::create(&w_raw).unwrap().write_all(raw_bytes).unwrap()
+        File::create(&w_raw).unwrap().write_all(raw_bytes).unwrap();
     });
     b.add("write file  pod", || {
-        pod.write_to(File::create(&w_pod).unwrap()).unwrap()
+        pod.write_to(File::create(&w_pod).unwrap()).unwrap();
     });
     b.add("write file  packed", || {
-        packed.write_to(File::create(&w_packed).unwrap()).unwrap()
+        packed.write_to(File::create(&w_packed).unwrap()).unwrap();
     });
     b.add("write file  bincode", || {
         let mut w = BufWriter::new(File::create(&w_bincode).unwrap());

@@ -264,7 +264,7 @@ fn main() -> Result<(), Box<dyn Error>> {
         steps,
         n,
         reader.header().elbyte,
-        std::fs::metadata(&path)?.len() as f64 / (1 << 20) as f64,
+        std::fs::metadata(&path)?.len() as f64 / f64::from(1 << 20),
         ran
     );
     println!(

@@ -27,7 +27,7 @@ fn read_u32s(path: &Path) -> Vec<u32> {
 fn mkfifo(path: &Path) {
     let status = Command::new("mkfifo").arg(path).status();
     assert!(
-        status.as_ref().is_ok_and(|s| s.success()),
+        status.as_ref().is_ok_and(std::process::ExitStatus::success),
         "mkfifo {} failed: {status:?}",
         path.display()
     );

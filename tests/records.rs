@@ -66,13 +66,13 @@ impl Element for Other {
     const ELTYPE: ElType = ElType::User;
     const ELBYTE: usize = 20;
     fn write_le(&self, out: &mut [u8]) {
-        self.0.write_le(out)
+        self.0.write_le(out);
     }
     fn read_le(b: &[u8]) -> rawarray_serde::Result<Other> {
         Sample::read_le(b).map(Other)
     }
     fn swap_bytes(b: &mut [u8]) {
-        Sample::swap_bytes(b)
+        Sample::swap_bytes(b);
     }
     fn layout() -> Layout {
         record_layout("Other", "label")
@@ -448,7 +448,7 @@ fn mapped_views_borrow_when_aligned_and_decode_otherwise() {
 
     // Points: [f64; 3] records over an f64 [3, n] file, borrowed.
     let path = dir.path().join("points.ra");
-    let pts: Vec<[f64; 3]> = (0..10).map(|i| [i as f64, -(i as f64), 0.5]).collect();
+    let pts: Vec<[f64; 3]> = (0..10).map(|i| [f64::from(i), -f64::from(i), 0.5]).collect();
     RawArray::from_vec(pts).write_file(&path).unwrap();
     let r = RecordReader::<[f64; 3]>::open(&path).unwrap();
     assert!(matches!(
@@ -458,7 +458,7 @@ fn mapped_views_borrow_when_aligned_and_decode_otherwise() {
 
     // Big-endian data is decoded.
     let path = dir.path().join("be.ra");
-    let v: Vec<f64> = (0..10).map(|i| i as f64 * 1.5).collect();
+    let v: Vec<f64> = (0..10).map(|i| f64::from(i) * 1.5).collect();
     RawArray::from_vec(v)
         .write_file_with(&path, &WriteOptions::new().big_endian(true))
         .unwrap();
@@ -775,7 +775,7 @@ fn past_the_buffer_size_records_are_written_but_not_committed() {
     // Plain-old-data slices of 64 KiB or more skip the buffer; the file is the same.
     let path = dir.path().join("f.ra");
     let mut w: RecordWriter<f64> = fast().create(&path).unwrap();
-    let values: Vec<f64> = (0..20_000).map(|i| i as f64).collect();
+    let values: Vec<f64> = (0..20_000).map(|i| f64::from(i)).collect();
     w.append_slice(&values[..10]).unwrap();
     w.append_slice(&values[10..19_000]).unwrap();
     w.append_slice(&values[19_000..]).unwrap();

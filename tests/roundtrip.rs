@@ -79,10 +79,10 @@ proptest! {
     #[test] fn c32s(v in vals::<(f32, f32)>()) { shapes(v.into_iter().map(|(a, b)| Bits(Complex::new(a, b))).collect()) }
     #[test] fn c64s(v in vals::<(f64, f64)>()) { shapes(v.into_iter().map(|(a, b)| Bits(Complex::new(a, b))).collect()) }
     #[test] fn c16s(v in vals::<(u16, u16)>()) {
-        shapes(v.into_iter().map(|(a, b)| Bits(Complex::new(f16::from_bits(a), f16::from_bits(b)))).collect())
+        shapes(v.into_iter().map(|(a, b)| Bits(Complex::new(f16::from_bits(a), f16::from_bits(b)))).collect());
     }
     #[test] fn points(v in prop::collection::vec(any::<[f32; 3]>(), 24..40)) {
-        shapes(v.into_iter().map(|p| p.map(|x| if x.is_nan() { 0.0 } else { x })).collect())
+        shapes(v.into_iter().map(|p| p.map(|x| if x.is_nan() { 0.0 } else { x })).collect());
     }
     #[test] fn nested_arrays(v in prop::collection::vec(any::<[[u16; 2]; 3]>(), 24..30)) { shapes(v) }
 }
@@ -104,13 +104,13 @@ impl<T: Element> Element for Bits<T> {
     const ELTYPE: ElType = T::ELTYPE;
     const ELBYTE: usize = T::ELBYTE;
     fn write_le(&self, out: &mut [u8]) {
-        self.0.write_le(out)
+        self.0.write_le(out);
     }
     fn read_le(bytes: &[u8]) -> rawarray_serde::Result<Self> {
         T::read_le(bytes).map(Bits)
     }
     fn swap_bytes(bytes: &mut [u8]) {
-        T::swap_bytes(bytes)
+        T::swap_bytes(bytes);
     }
     fn layout() -> rawarray_serde::Layout {
         T::layout()

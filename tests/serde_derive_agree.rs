@@ -25,7 +25,7 @@ fn foos(n: u32) -> Vec<Foo> {
         .map(|i| Foo {
             info: *b"rawarray-foo",
             index: i,
-            v: std::array::from_fn(|k| k as f64 * 0.5 - i as f64),
+            v: std::array::from_fn(|k| k as f64 * 0.5 - f64::from(i)),
         })
         .collect()
 }
@@ -51,7 +51,7 @@ fn records_with_bool_complex_and_f16_agree() {
             id: i,
             alive: i % 2 == 0,
             pos: [i as f32, -(i as f32), 0.25],
-            z: num_complex::Complex::new(i as f64, 1.0),
+            z: num_complex::Complex::new(f64::from(i), 1.0),
             h: half::f16::from_f32(i as f32 * 0.5),
         })
         .collect();

@@ -293,7 +293,7 @@ le_bytes_plain!(i8, i16, i32, i64, i128, u8, u16, u32, u64, u128, f16, bf16, f32
 impl<T: LeBytes> LeBytes for Complex<T> {
     #[inline]
     fn from_le(le: &[u8]) -> Option<Self> {
-        if le.len() % 2 != 0 {
+        if !le.len().is_multiple_of(2) {
             return None;
         }
         let (re, im) = le.split_at(le.len() / 2);

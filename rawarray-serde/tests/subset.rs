@@ -240,7 +240,7 @@ fn a_plane_and_a_slab_read_their_own_bytes() {
 fn fixed_array_elements_take_ranges_over_the_outer_dims() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pts.ra");
-    let pts: Vec<[f64; 3]> = (0..10).map(|i| [i as f64, -(i as f64), 0.5]).collect();
+    let pts: Vec<[f64; 3]> = (0..10).map(|i| [f64::from(i), -f64::from(i), 0.5]).collect();
     RawArray::from_vec(pts.clone()).write_file(&path).unwrap();
     let r = ArrayReader::open(&path).unwrap();
     assert_eq!(r.header().dims, [3, 10]);
@@ -793,7 +793,7 @@ mod store {
             self.requests.fetch_add(1, Ordering::SeqCst);
             self.ranges.fetch_add(ranges.len() as u64, Ordering::SeqCst);
             let got = self.inner.get_ranges(location, ranges).await?;
-            let n: usize = got.iter().map(|b| b.len()).sum();
+            let n: usize = got.iter().map(bytes::Bytes::len).sum();
             self.bytes.fetch_add(n as u64, Ordering::SeqCst);
             Ok(got)
         }

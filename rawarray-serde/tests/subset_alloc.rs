@@ -82,7 +82,7 @@ fn peak<R>(f: impl FnOnce() -> R) -> usize {
     ON.with(|o| o.set(true));
     drop(f());
     ON.with(|o| o.set(false));
-    PEAK.with(|p| p.get()).max(0) as usize
+    PEAK.with(std::cell::Cell::get).max(0) as usize
 }
 
 const SLACK: usize = 64 << 10;
