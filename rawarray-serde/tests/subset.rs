@@ -240,7 +240,9 @@ fn a_plane_and_a_slab_read_their_own_bytes() {
 fn fixed_array_elements_take_ranges_over_the_outer_dims() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("pts.ra");
-    let pts: Vec<[f64; 3]> = (0..10).map(|i| [f64::from(i), -f64::from(i), 0.5]).collect();
+    let pts: Vec<[f64; 3]> = (0..10)
+        .map(|i| [f64::from(i), -f64::from(i), 0.5])
+        .collect();
     RawArray::from_vec(pts.clone()).write_file(&path).unwrap();
     let r = ArrayReader::open(&path).unwrap();
     assert_eq!(r.header().dims, [3, 10]);

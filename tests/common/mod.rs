@@ -1,19 +1,15 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub mod python;
 
-/// The reference files written by the C, Julia and Python implementations.
-pub fn reference_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference")
-}
+#[path = "../../rawarray-serde/tests/common/fixtures.rs"]
+mod fixtures;
 
-/// A reference file's path.
-pub fn reference(name: &str) -> PathBuf {
-    reference_dir().join(name)
-}
+#[allow(unused_imports)] // not every test file uses every helper
+pub use fixtures::*;
 
 /// Runs `python tests/python/<script> args...` in the tests' own Python environment
 /// ([`python`]) and returns its stdout; panics with the script's output if it fails.
@@ -22,15 +18,4 @@ pub fn python(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
         .join("tests/python")
         .join(script);
     python::run_script(&script, args)
-}
-
-/// Lowercase hex md5 of some bytes.
-pub fn md5_hex(bytes: &[u8]) -> String {
-    use md5::{Digest, Md5};
-    hex(&Md5::digest(bytes))
-}
-
-/// Lowercase hex of bytes.
-pub fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -1,13 +1,7 @@
 //! Record files: writers killed at random moments, appending and reopening, mapped reads of
-//! records and n-d snapshots, the trailer, `recover`, a reader racing a writer, and numpy
-//! reading the simulation example's file. The truth is hand-built bytes (headers, trailer
-//! blocks with a CRC computed here bit by bit) and formulas of the record index.
-
-mod common;
-
-#[allow(dead_code)]
-#[path = "../examples/simulation.rs"]
-mod simulation;
+//! records and n-d snapshots, the trailer, `recover`, a reader racing a writer. The truth is
+//! hand-built bytes (headers, trailer blocks with a CRC computed here bit by bit) and formulas
+//! of the record index.
 
 use std::borrow::Cow;
 use std::fs;
@@ -448,7 +442,9 @@ fn mapped_views_borrow_when_aligned_and_decode_otherwise() {
 
     // Points: [f64; 3] records over an f64 [3, n] file, borrowed.
     let path = dir.path().join("points.ra");
-    let pts: Vec<[f64; 3]> = (0..10).map(|i| [f64::from(i), -f64::from(i), 0.5]).collect();
+    let pts: Vec<[f64; 3]> = (0..10)
+        .map(|i| [f64::from(i), -f64::from(i), 0.5])
+        .collect();
     RawArray::from_vec(pts).write_file(&path).unwrap();
     let r = RecordReader::<[f64; 3]>::open(&path).unwrap();
     assert!(matches!(
@@ -975,108 +971,6 @@ fn check_crashed_file(path: &Path, flushed: u64) -> u64 {
         assert_eq!(r.get(n as usize - 1).unwrap()[0], sample(n - 1));
     }
     n
-}
-
-#[test]
-#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
-fn numpy_reads_the_simulation() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("nbody.ra");
-    let params = simulation::Params {
-        particles: 8,
-        steps: 60,
-        flush_every: 7,
-        ..Default::default()
-    };
-    simulation::run(&path, &params).unwrap();
-
-    // The truth: the same deterministic simulation, kept in memory.
-    let truth = simulation::all_records(&params);
-    assert_eq!(truth.len(), 8 * 61);
-    let picks = [0, 1, 7, 8, 250, truth.len() - 1];
-    let picks_arg = picks.map(|i| i.to_string()).join(",");
-    let out = common::python("read_simulation.py", &[&path, &picks_arg]);
-    let out: Value = serde_json::from_str(&out).unwrap();
-    assert_eq!(out["records"], truth.len());
-    assert_eq!(out["params"], serde_json::to_value(&params).unwrap());
-    for (k, &i) in picks.iter().enumerate() {
-        let (got, want) = (&out["picked"][k], &truth[i]);
-        assert_eq!(got["step"], want.step, "record {i}");
-        assert_eq!(got["time"], want.time, "record {i}");
-        assert_eq!(got["id"], want.id, "record {i}");
-        assert_eq!(got["position"], json!(want.position), "record {i}");
-        assert_eq!(got["velocity"], json!(want.velocity), "record {i}");
-        assert_eq!(got["energy"], want.energy, "record {i}");
-    }
-    // numpy's per-step energy sums (pairwise summation) against ours (in order).
-    let sums = out["energy_by_step"].as_array().unwrap();
-    assert_eq!(sums.len(), 61);
-    for (s, got) in sums.iter().enumerate() {
-        let want: f64 = truth[s * 8..(s + 1) * 8].iter().map(|b| b.energy).sum();
-        let got = got.as_f64().unwrap();
-        assert!(
-            (got - want).abs() <= 1e-12 * want.abs(),
-            "step {s}: {got} vs {want}"
-        );
-    }
-}
-
-/// The two lines of Python the main job prints read its records by field name and its
-/// parameters: run as printed (plus a line of ours that dumps what they read) and compared
-/// with the simulation kept in memory.
-#[test]
-#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
-fn the_main_jobs_python_lines_read_its_records() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("nbody.ra");
-    let params = simulation::Params {
-        particles: 5,
-        steps: 30,
-        flush_every: 4,
-        ..Default::default()
-    };
-    simulation::run(&path, &params).unwrap();
-    let r = RecordReader::<simulation::Body>::open(&path).unwrap();
-    let descr = simulation::Body::layout().numpy_descr();
-    let lines = simulation::python_lines(&path, r.header().encoded_len(), r.len(), &descr);
-    assert_eq!(lines.lines().count(), 2, "{lines}");
-    let script = dir.path().join("read.py");
-    fs::write(
-        &script,
-        format!(
-            "{lines}\nprint(json.dumps({{\"params\": params, \"id\": bodies[\"id\"].tolist(), \
-             \"energy\": bodies[\"energy\"].tolist()}}))\n"
-        ),
-    )
-    .unwrap();
-    let out = common::python::run_script(&script, &[]);
-    let got: Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
-
-    let truth = simulation::all_records(&params);
-    assert_eq!(got["params"], serde_json::to_value(&params).unwrap());
-    assert_eq!(
-        got["id"],
-        json!(truth.iter().map(|b| b.id).collect::<Vec<_>>())
-    );
-    assert_eq!(
-        got["energy"],
-        json!(truth.iter().map(|b| b.energy).collect::<Vec<_>>())
-    );
-}
-
-/// The README shows the lines the default run prints for `/tmp/nbody.ra`, word for word.
-#[test]
-fn the_readme_shows_the_main_jobs_python_lines() {
-    let defaults = simulation::Params::default();
-    let records = defaults.particles as usize * (defaults.steps as usize + 1);
-    let header_len = 48 + 8; // one dim
-    let descr = simulation::Body::layout().numpy_descr();
-    let lines = simulation::python_lines(Path::new("/tmp/nbody.ra"), header_len, records, &descr);
-    let readme = include_str!("../README.md");
-    assert!(
-        readme.contains(&format!("```python\n{lines}\n```")),
-        "README.md should show:\n{lines}"
-    );
 }
 
 /// A writer whose element is known only at run time (as the Python package's is) writes the

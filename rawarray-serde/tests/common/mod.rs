@@ -1,0 +1,7 @@
+//! Helpers shared by the library's integration tests.
+#![allow(dead_code)]
+
+mod fixtures;
+
+#[allow(unused_imports)] // not every test file uses every helper
+pub use fixtures::*;
