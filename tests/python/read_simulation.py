@@ -1,4 +1,4 @@
-"""numpy's side of the simulation interop test (tests/records.rs).
+"""numpy's side of the simulation interop test (tests/simulation.rs).
 
     read_simulation.py FILE I,J,K...
 
