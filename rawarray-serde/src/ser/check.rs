@@ -60,25 +60,29 @@ impl<W: Write> Serializer<W> {
         start: usize,
         value: &T,
     ) -> Result<()> {
-        let bytes = self.buf.len() - start;
-        self.buf.truncate(start);
+        let bytes = self.out.buf.len() - start;
+        self.out.buf.truncate(start);
         self.mode = Mode::Check;
-        self.pos = 0;
-        self.sub = 0;
-        self.laps = 0;
+        self.plan.pos = 0;
+        self.plan.sub = 0;
+        self.plan.laps = 0;
         let replay = value.serialize(&mut *self);
         self.mode = Mode::Stream;
         self.sig = Sig::SEED;
         replay?;
-        let replayed = self.buf.len() - start;
-        if self.laps == 1 && self.pos == 0 && self.sub == 0 && replayed == self.item_bytes {
+        let replayed = self.out.buf.len() - start;
+        if self.plan.laps == 1
+            && self.plan.pos == 0
+            && self.plan.sub == 0
+            && replayed == self.plan.item_bytes
+        {
             return Ok(());
         }
         Err(ErrorKind::MixedElements {
             index: vec![self.items],
             field: None,
             found: format!("{bytes} bytes of another layout"),
-            expected: format!("{} bytes", self.item_bytes),
+            expected: format!("{} bytes", self.plan.item_bytes),
         }
         .into())
     }
@@ -87,16 +91,20 @@ impl<W: Write> Serializer<W> {
     #[cold]
     #[inline(never)]
     pub(super) fn mismatch(&self, got: Ev) -> Error {
-        let expected = self.events.get(self.pos).copied();
+        let expected = self.plan.events.get(self.plan.pos).copied();
         let path = self.index_path();
-        let field = self.events[..self.pos.min(self.events.len())]
+        let field = self.plan.events[..self.plan.pos.min(self.plan.events.len())]
             .iter()
             .rev()
             .find_map(|e| match e {
                 Ev::Field(f) => Some(*f),
                 _ => None,
             });
-        let inner = self.events.iter().any(|e| matches!(e, Ev::StructStart(_)));
+        let inner = self
+            .plan
+            .events
+            .iter()
+            .any(|e| matches!(e, Ev::StructStart(_)));
         let field = field.filter(|_| inner).map(str::to_string);
         let ragged = |found: String, expected: u64| ErrorKind::NotRectangular {
             index: path.clone(),
@@ -131,7 +139,7 @@ impl<W: Write> Serializer<W> {
     pub(super) fn index_path(&self) -> Vec<u64> {
         let mut path = vec![self.items];
         let mut counters: Vec<u64> = Vec::new();
-        for ev in &self.events[..self.pos.min(self.events.len())] {
+        for ev in &self.plan.events[..self.plan.pos.min(self.plan.events.len())] {
             match ev {
                 Ev::SeqStart(_) | Ev::TupleStart(_) => counters.push(0),
                 Ev::SeqEnd => {
@@ -154,7 +162,7 @@ impl<W: Write> Serializer<W> {
             }
         }
         if let Some(c) = counters.last_mut() {
-            *c += self.sub;
+            *c += self.plan.sub;
         }
         path.extend(counters);
         path
@@ -165,7 +173,7 @@ impl<W: Write> Serializer<W> {
         let done = *self.index_path().last().unwrap_or(&0);
         let mut depth = 0i64;
         let mut start = 0;
-        for (i, ev) in self.events[..self.pos].iter().enumerate().rev() {
+        for (i, ev) in self.plan.events[..self.plan.pos].iter().enumerate().rev() {
             match ev {
                 Ev::SeqEnd => depth += 1,
                 Ev::SeqStart(_) | Ev::TupleStart(_) if depth == 0 => {
@@ -176,7 +184,8 @@ impl<W: Write> Serializer<W> {
                 _ => {}
             }
         }
-        let len = children(&self.events[start..node_end(&self.events, start)]).len() as u64;
+        let len =
+            children(&self.plan.events[start..node_end(&self.plan.events, start)]).len() as u64;
         (len, done)
     }
 }

@@ -48,6 +48,8 @@ pub(crate) use output::append_in_place;
 use capture::{BitsCapture, BytesCapture};
 use check::{check_described, header_for};
 use output::extend_faulting_ahead;
+use output::Output;
+use plan::Plan;
 use plan::{agrees, classify, Ev, ScalarSteps};
 use signature::Sig;
 /// Flush the pending bytes to the writer once they pass this size.
@@ -86,31 +88,20 @@ struct TopSeq {
 /// assert_eq!(bytes.len(), 48 + 8 + 6);
 /// ```
 pub struct Serializer<W> {
-    out: W,
-    buf: Vec<u8>,
+    /// Where the bytes go, and when.
+    out: Output<W>,
+    /// The first element's steps, and where a later element is in them.
+    plan: Plan,
+    /// What is being done with the steps: recorded, folded or replayed.
     mode: Mode,
-    events: Vec<Ev>,
-    pos: usize,
-    sub: u64,
+    /// The signature of the element being written (compared with [`Plan::sig`]).
+    sig: Sig,
+    /// Elements of the top-level sequence done so far.
     items: u64,
+    /// The top-level sequence, once one started.
     top: Option<TopSeq>,
-    header_written: bool,
     /// Set while a half of a complex number is serialized: its bytes go out without a step.
     half: Option<Scalar>,
-    /// The signature of the element being written, and the first element's.
-    sig: Sig,
-    plan_sig: u64,
-    /// Bytes of one element.
-    item_bytes: usize,
-    /// How many times a replay in [`Mode::Check`] went through the whole plan.
-    laps: u64,
-    /// The file is built in `buf` itself, after its first `base` bytes, and never flushed
-    /// ([`to_vec`](crate::to_vec), [`to_writer`](crate::to_writer) into a `Vec`): the header
-    /// goes in front of what is buffered, and `out` is not used.
-    in_place: bool,
-    base: usize,
-    /// Flush `buf` to `out` once it holds this many bytes (after the header is out).
-    flush_at: usize,
 }
 
 impl<W: Write> Serializer<W> {
@@ -121,23 +112,20 @@ impl<W: Write> Serializer<W> {
 
     fn with_buffer(out: W, buf: Vec<u8>, in_place: bool) -> Serializer<W> {
         Serializer {
-            base: buf.len(),
-            out,
-            buf,
+            out: Output {
+                base: buf.len(),
+                writer: out,
+                buf,
+                header_written: false,
+                in_place,
+                flush_at: if in_place { usize::MAX } else { FLUSH_AT },
+            },
+            plan: Plan::default(),
             mode: Mode::Record,
-            events: Vec::new(),
-            pos: 0,
-            sub: 0,
+            sig: Sig::SEED,
             items: 0,
             top: None,
-            header_written: false,
             half: None,
-            sig: Sig::SEED,
-            plan_sig: 0,
-            item_bytes: 0,
-            laps: 0,
-            in_place,
-            flush_at: if in_place { usize::MAX } else { FLUSH_AT },
         }
     }
 
@@ -145,10 +133,10 @@ impl<W: Write> Serializer<W> {
     /// byte still buffered, flushes, and returns the writer.
     pub fn finish(mut self) -> Result<W> {
         self.write_late_header()?;
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
-        self.out.flush()?;
-        Ok(self.out)
+        self.out.writer.write_all(&self.out.buf)?;
+        self.out.buf.clear();
+        self.out.writer.flush()?;
+        Ok(self.out.writer)
     }
 
     /// The top-level sequence's first item is complete: decide dims and element type, write
@@ -156,12 +144,12 @@ impl<W: Write> Serializer<W> {
     #[cold]
     #[inline(never)]
     fn first_item_done(&mut self) -> Result<()> {
-        let shape = classify(&self.events)?;
+        let shape = classify(&self.plan.events)?;
         let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
         // The buffer holds element 0 (after the caller's bytes, in place) and nothing else.
-        self.item_bytes = self.buf.len() - self.base;
+        self.plan.item_bytes = self.out.buf.len() - self.out.base;
         let described = checked_product(elbyte, &shape.dims);
-        check_described(described, self.item_bytes)?;
+        check_described(described, self.plan.item_bytes)?;
         let top = self.top.as_mut().expect("inside the top-level sequence");
         top.dims = shape.dims;
         top.eltype = eltype;
@@ -170,34 +158,34 @@ impl<W: Write> Serializer<W> {
             let mut dims = top.dims.clone();
             dims.push(n as u64);
             let header = header_for(eltype, elbyte, dims)?;
-            if self.in_place {
+            if self.out.in_place {
                 // The file's size as the sequence tells it: one allocation for all of it. A
                 // length that lies (a Serialize impl of the caller's) ends in an error naming
                 // both counts; here it may only cost a reservation, skipped if it cannot be had.
                 let rest = (n as u64)
                     .saturating_sub(1)
-                    .saturating_mul(self.item_bytes as u64);
+                    .saturating_mul(self.plan.item_bytes as u64);
                 let want = usize::try_from(rest)
                     .ok()
                     .and_then(|r| r.checked_add(header.encoded_len()));
                 if let Some(want) = want {
-                    let _ = self.buf.try_reserve(want);
+                    let _ = self.out.buf.try_reserve(want);
                 }
             }
             self.put_header(&header)?;
         }
         self.mode = Mode::Stream;
-        self.plan_sig = std::mem::replace(&mut self.sig, Sig::SEED).finish();
+        self.plan.sig = std::mem::replace(&mut self.sig, Sig::SEED).finish();
         self.items = 1;
-        self.pos = 0;
-        self.sub = 0;
+        self.plan.pos = 0;
+        self.plan.sub = 0;
         self.flush_if_full()
     }
 
     /// Writes a scalar's bytes and notes its step.
     #[inline]
     fn scalar(&mut self, kind: Scalar, bytes: &[u8]) -> Result<()> {
-        self.buf.extend_from_slice(bytes);
+        self.out.buf.extend_from_slice(bytes);
         if self.mode == Mode::Stream && self.half.is_none() {
             self.sig.scalars(kind, 1);
             return Ok(());
@@ -217,9 +205,9 @@ impl<W: Write> Serializer<W> {
     fn note_scalar(&mut self, kind: Scalar) -> Result<()> {
         match self.mode {
             Mode::Record => {
-                match self.events.last_mut() {
+                match self.plan.events.last_mut() {
                     Some(Ev::Scalars(k, run)) if *k == kind => *run += 1,
-                    _ => self.events.push(Ev::Scalars(kind, 1)),
+                    _ => self.plan.events.push(Ev::Scalars(kind, 1)),
                 }
                 self.sig.scalars(kind, 1);
                 Ok(())
@@ -230,9 +218,9 @@ impl<W: Write> Serializer<W> {
             }
             Mode::Check => match self.planned() {
                 Some(Ev::Scalars(k, run)) if k == kind => {
-                    self.sub += 1;
-                    if self.sub == run {
-                        self.sub = 0;
+                    self.plan.sub += 1;
+                    if self.plan.sub == run {
+                        self.plan.sub = 0;
                         self.advance()?;
                     }
                     Ok(())
@@ -259,9 +247,9 @@ impl<W: Write> Serializer<W> {
         }
         match self.mode {
             Mode::Record => {
-                match self.events.last_mut() {
+                match self.plan.events.last_mut() {
                     Some(Ev::Scalars(k, run)) if *k == kind => *run += n,
-                    _ => self.events.push(Ev::Scalars(kind, n)),
+                    _ => self.plan.events.push(Ev::Scalars(kind, n)),
                 }
                 self.sig.scalars(kind, n);
             }
@@ -284,7 +272,8 @@ impl<W: Write> Serializer<W> {
         if let Some(a) = bulk::plain_array(value) {
             if self.bulk_ok() {
                 // The length as a constant of `T`, so the copy compiles to a few moves.
-                self.buf
+                self.out
+                    .buf
                     .extend_from_slice(&a.bytes[..std::mem::size_of_val(value)]);
                 self.sig.array(a.kind, a.len as u64);
                 if self.mode == Mode::Record {
@@ -299,32 +288,33 @@ impl<W: Write> Serializer<W> {
     /// A slice, `Vec` or `VecDeque` of plain scalars, whole: the whole file's data when it is
     /// the value serialized, else a sequence inside an element.
     fn run(&mut self, run: bulk::Run<'_>) -> Result<()> {
-        if self.top.is_none() && self.mode == Mode::Record && self.events.is_empty() {
+        if self.top.is_none() && self.mode == Mode::Record && self.plan.events.is_empty() {
             let (eltype, elbyte) = (run.kind.eltype(), run.kind.elbyte());
             let header = header_for(eltype, elbyte, vec![run.len as u64])?;
-            if self.in_place {
+            if self.out.in_place {
                 let data: usize = run.parts.iter().map(|p| p.len()).sum();
-                let capacity = self.buf.capacity();
+                let capacity = self.out.buf.capacity();
                 let need = header.encoded_len() + data;
-                self.buf
+                self.out
+                    .buf
                     .try_reserve(need)
                     .map_err(|_| ErrorKind::TooLarge { bytes: need as u64 })?;
                 // A new allocation's pages are not there yet; a reused buffer's likely are.
-                let fresh = self.buf.capacity() != capacity;
+                let fresh = self.out.buf.capacity() != capacity;
                 self.put_header(&header)?;
                 for part in run.parts {
                     if fresh {
-                        extend_faulting_ahead(&mut self.buf, part);
+                        extend_faulting_ahead(&mut self.out.buf, part);
                     } else {
-                        self.buf.extend_from_slice(part);
+                        self.out.buf.extend_from_slice(part);
                     }
                 }
             } else {
                 self.put_header(&header)?;
-                self.out.write_all(&self.buf)?;
-                self.buf.clear();
+                self.out.writer.write_all(&self.out.buf)?;
+                self.out.buf.clear();
                 for part in run.parts {
-                    self.out.write_all(part)?;
+                    self.out.writer.write_all(part)?;
                 }
             }
             self.top = Some(TopSeq {
@@ -333,14 +323,14 @@ impl<W: Write> Serializer<W> {
                 eltype,
                 elbyte,
             });
-            self.events.push(Ev::Scalars(run.kind, 1));
+            self.plan.events.push(Ev::Scalars(run.kind, 1));
             self.items = run.len as u64;
             self.mode = Mode::Stream;
             return Ok(());
         }
         self.step(Ev::SeqStart(Some(run.len)))?;
         for part in run.parts {
-            self.buf.extend_from_slice(part);
+            self.out.buf.extend_from_slice(part);
         }
         self.note_run(run.kind, run.len as u64);
         self.step(Ev::SeqEnd)
@@ -350,9 +340,9 @@ impl<W: Write> Serializer<W> {
     #[inline(never)]
     fn record_array(&mut self, kind: Scalar, len: usize) {
         // Bulk arrays have 1 to 32 items.
-        self.events.push(Ev::TupleStart(len));
-        self.events.push(Ev::Scalars(kind, len as u64));
-        self.events.push(Ev::SeqEnd);
+        self.plan.events.push(Ev::TupleStart(len));
+        self.plan.events.push(Ev::Scalars(kind, len as u64));
+        self.plan.events.push(Ev::SeqEnd);
     }
 
     /// Notes a structural step.
@@ -370,7 +360,7 @@ impl<W: Write> Serializer<W> {
     fn step_slow(&mut self, ev: Ev) -> Result<()> {
         match self.mode {
             Mode::Record => {
-                self.events.push(ev);
+                self.plan.events.push(ev);
                 self.sig.step(ev);
                 Ok(())
             }
@@ -379,7 +369,7 @@ impl<W: Write> Serializer<W> {
             // field holds one value, whose own steps are compared.
             Mode::Check if matches!(ev, Ev::Field(_)) => Ok(()),
             Mode::Check => match self.planned() {
-                Some(plan) if self.sub == 0 && agrees(plan, ev) => self.advance(),
+                Some(plan) if self.plan.sub == 0 && agrees(plan, ev) => self.advance(),
                 _ => Err(self.mismatch(ev)),
             },
         }
@@ -388,21 +378,21 @@ impl<W: Write> Serializer<W> {
     /// The plan's next step in [`Mode::Check`], past its field steps (which stay in the plan
     /// for the error messages: [`Serializer::mismatch`] names the field).
     fn planned(&mut self) -> Option<Ev> {
-        if self.sub == 0 {
-            while let Some(Ev::Field(_)) = self.events.get(self.pos) {
-                self.pos += 1;
+        if self.plan.sub == 0 {
+            while let Some(Ev::Field(_)) = self.plan.events.get(self.plan.pos) {
+                self.plan.pos += 1;
             }
         }
-        self.events.get(self.pos).copied()
+        self.plan.events.get(self.plan.pos).copied()
     }
 
     fn advance(&mut self) -> Result<()> {
-        self.pos += 1;
-        if self.pos == self.events.len() {
+        self.plan.pos += 1;
+        if self.plan.pos == self.plan.events.len() {
             // The plan is used up: the replayed element followed it once (or repeats it, which
             // `laps` tells).
-            self.pos = 0;
-            self.laps += 1;
+            self.plan.pos = 0;
+            self.plan.laps += 1;
         }
         Ok(())
     }
@@ -411,7 +401,7 @@ impl<W: Write> Serializer<W> {
     #[inline]
     fn item_done<T: ?Sized + Serialize>(&mut self, start: usize, value: &T) -> Result<()> {
         let sig = std::mem::replace(&mut self.sig, Sig::SEED).finish();
-        if sig != self.plan_sig || self.buf.len() - start != self.item_bytes {
+        if sig != self.plan.sig || self.out.buf.len() - start != self.plan.item_bytes {
             self.diagnose(start, value)?;
         }
         self.items += 1;
@@ -478,7 +468,7 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
     }
 
     fn serialize_bytes(self, v: &[u8]) -> Result<()> {
-        self.buf.extend_from_slice(v);
+        self.out.buf.extend_from_slice(v);
         self.step(Ev::Bytes(v.len()))
     }
 
@@ -520,9 +510,9 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
                 self.scalar(kind, &bytes)
             }
             EMBEDDED => {
-                let start = self.buf.len();
-                value.serialize(BytesCapture(&mut self.buf))?;
-                let len = self.buf.len() - start;
+                let start = self.out.buf.len();
+                value.serialize(BytesCapture(&mut self.out.buf))?;
+                let len = self.out.buf.len() - start;
                 self.step(Ev::Embedded(len))
             }
             _ => value.serialize(self),
@@ -542,7 +532,7 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
     }
 
     fn serialize_seq(self, len: Option<usize>) -> Result<Compound<'a, W>> {
-        if self.top.is_none() && self.mode == Mode::Record && self.events.is_empty() {
+        if self.top.is_none() && self.mode == Mode::Record && self.plan.events.is_empty() {
             self.top = Some(TopSeq {
                 hint: len,
                 dims: Vec::new(),
@@ -683,7 +673,7 @@ impl<'a, W: Write> Compound<'a, W> {
     fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<()> {
         match &mut self.kind {
             Kind::Top => {
-                let start = self.ser.buf.len();
+                let start = self.ser.out.buf.len();
                 self.ser.value(value)?;
                 if self.ser.mode == Mode::Record {
                     self.ser.first_item_done()

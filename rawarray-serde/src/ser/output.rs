@@ -26,9 +26,9 @@ pub(crate) fn append_in_place<T: ?Sized + Serialize>(vec: &mut Vec<u8>, value: &
     }
     impl Drop for Guard<'_> {
         fn drop(&mut self) {
-            let mut buf = std::mem::take(&mut self.ser.buf);
+            let mut buf = std::mem::take(&mut self.ser.out.buf);
             if !self.complete {
-                buf.truncate(self.ser.base);
+                buf.truncate(self.ser.out.base);
                 buf.shrink_to(self.capacity);
             }
             *self.home = buf;
@@ -75,11 +75,26 @@ pub(super) fn extend_faulting_ahead(buf: &mut Vec<u8>, bytes: &[u8]) {
     }
 }
 
+/// The output: the writer, the bytes not yet written to it, and when to write them.
+pub(super) struct Output<W> {
+    pub(super) writer: W,
+    pub(super) buf: Vec<u8>,
+    /// The header is in `buf` (or already written): bytes may go to the writer.
+    pub(super) header_written: bool,
+    /// The file is built in `buf` itself, after its first `base` bytes, and never flushed
+    /// ([`to_vec`](crate::to_vec), [`to_writer`](crate::to_writer) into a `Vec`): the header
+    /// goes in front of what is buffered, and `writer` is not used.
+    pub(super) in_place: bool,
+    pub(super) base: usize,
+    /// Flush `buf` to `writer` once it holds this many bytes (after the header is out).
+    pub(super) flush_at: usize,
+}
+
 impl<W: Write> Serializer<W> {
     /// Writes the header now if it could not be written when the first element was complete
     /// (the value was not a sequence, or the sequence did not tell its length).
     pub(super) fn write_late_header(&mut self) -> Result<()> {
-        if !self.header_written {
+        if !self.out.header_written {
             let header = match self.top.take() {
                 Some(top) => {
                     let mut dims = top.dims;
@@ -87,16 +102,16 @@ impl<W: Write> Serializer<W> {
                     header_for(top.eltype, top.elbyte, dims)?
                 }
                 None => {
-                    if self.events.is_empty() {
+                    if self.plan.events.is_empty() {
                         return Err(Error::unrepresentable("a value that serializes nothing"));
                     }
-                    let shape = classify(&self.events)?;
+                    let shape = classify(&self.plan.events)?;
                     let (eltype, elbyte) = shape.leaf.eltype_elbyte()?;
                     header_for(eltype, elbyte, shape.dims)?
                 }
             };
             // Nothing was flushed: the header was not out.
-            check_described(Some(header.size), self.buf.len() - self.base)?;
+            check_described(Some(header.size), self.out.buf.len() - self.out.base)?;
             self.put_header(&header)?;
         }
         Ok(())
@@ -105,18 +120,18 @@ impl<W: Write> Serializer<W> {
     /// Writes the header: before everything buffered (in place, in front of it).
     pub(super) fn put_header(&mut self, header: &Header) -> Result<()> {
         let bytes = header.encode();
-        if self.in_place {
-            self.buf.splice(self.base..self.base, bytes);
+        if self.out.in_place {
+            self.out.buf.splice(self.out.base..self.out.base, bytes);
         } else {
-            self.out.write_all(&bytes)?;
+            self.out.writer.write_all(&bytes)?;
         }
-        self.header_written = true;
+        self.out.header_written = true;
         Ok(())
     }
 
     #[inline(always)]
     pub(super) fn flush_if_full(&mut self) -> Result<()> {
-        if self.header_written && self.buf.len() >= self.flush_at {
+        if self.out.header_written && self.out.buf.len() >= self.out.flush_at {
             return self.flush();
         }
         Ok(())
@@ -125,8 +140,8 @@ impl<W: Write> Serializer<W> {
     #[cold]
     #[inline(never)]
     pub(super) fn flush(&mut self) -> Result<()> {
-        self.out.write_all(&self.buf)?;
-        self.buf.clear();
+        self.out.writer.write_all(&self.out.buf)?;
+        self.out.buf.clear();
         Ok(())
     }
 }

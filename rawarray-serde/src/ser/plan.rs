@@ -27,6 +27,23 @@ impl ScalarSteps for Scalar {
     }
 }
 
+/// The first element's steps (the plan every later element follows), and where the element
+/// being checked step by step is in them.
+#[derive(Default)]
+pub(super) struct Plan {
+    pub(super) events: Vec<Ev>,
+    /// The next step of the plan.
+    pub(super) pos: usize,
+    /// Within a run of scalars at `pos`, how many are done.
+    pub(super) sub: u64,
+    /// How many times a replay in `Mode::Check` went through the whole plan.
+    pub(super) laps: u64,
+    /// Bytes of one element.
+    pub(super) item_bytes: usize,
+    /// The first element's signature.
+    pub(super) sig: u64,
+}
+
 /// One step of a value's serialization; the first element's steps are the plan the others follow.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(super) enum Ev {
@@ -77,6 +94,7 @@ impl Leaf {
     }
 }
 
+#[derive(Debug)]
 pub(super) struct Shape {
     /// Dims inside the element, first varying fastest.
     pub(super) dims: Vec<u64>,
@@ -226,5 +244,97 @@ pub(super) fn differing_child(first: &Child<'_>, other: &Child<'_>, j: usize) ->
             expected: "the type of element [0, 0]".into(),
         }
         .into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The mapping rules on hand-built steps, without serde.
+    use super::*;
+
+    fn leaf_type(evs: &[Ev]) -> (Vec<u64>, (ElType, u64)) {
+        let shape = classify(evs).unwrap();
+        (shape.dims, shape.leaf.eltype_elbyte().unwrap())
+    }
+
+    #[test]
+    fn sequences_become_dims_innermost_first() {
+        // vec![[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]]: the outer sequence is the last dim.
+        let evs = [
+            Ev::SeqStart(Some(2)),
+            Ev::TupleStart(3),
+            Ev::Scalars(Scalar::F32, 3),
+            Ev::SeqEnd,
+            Ev::TupleStart(3),
+            Ev::Scalars(Scalar::F32, 3),
+            Ev::SeqEnd,
+            Ev::SeqEnd,
+        ];
+        assert_eq!(leaf_type(&evs), (vec![3, 2], (ElType::Float, 4)));
+        // A lone scalar has no dims; a string is its bytes; an empty sequence is uint8.
+        assert_eq!(
+            leaf_type(&[Ev::Scalars(Scalar::I16, 1)]),
+            (vec![], (ElType::Int, 2))
+        );
+        assert_eq!(leaf_type(&[Ev::Bytes(5)]), (vec![5], (ElType::Uint, 1)));
+        assert_eq!(
+            leaf_type(&[Ev::SeqStart(Some(0)), Ev::SeqEnd]),
+            (vec![0], (ElType::Uint, 1))
+        );
+    }
+
+    #[test]
+    fn structs_and_mixed_tuples_are_records_of_their_packed_size() {
+        let s = [
+            Ev::StructStart("P"),
+            Ev::Field("t"),
+            Ev::Scalars(Scalar::F64, 1),
+            Ev::Field("id"),
+            Ev::Scalars(Scalar::U32, 1),
+            Ev::StructEnd,
+        ];
+        assert_eq!(leaf_type(&s), (vec![], (ElType::User, 12)));
+        let t = [
+            Ev::TupleStart(2),
+            Ev::Scalars(Scalar::U8, 1),
+            Ev::Scalars(Scalar::F64, 1),
+            Ev::SeqEnd,
+        ];
+        assert_eq!(leaf_type(&t), (vec![], (ElType::User, 9)));
+    }
+
+    #[test]
+    fn ragged_and_mixed_sequences_are_refused_with_the_index() {
+        let ragged = [
+            Ev::SeqStart(Some(2)),
+            Ev::SeqStart(Some(2)),
+            Ev::Scalars(Scalar::U8, 2),
+            Ev::SeqEnd,
+            Ev::SeqStart(Some(1)),
+            Ev::Scalars(Scalar::U8, 1),
+            Ev::SeqEnd,
+            Ev::SeqEnd,
+        ];
+        let e = classify(&ragged).unwrap_err();
+        assert!(
+            matches!(e.kind(), ErrorKind::NotRectangular { index, found, expected: 2, .. }
+                if index == &[0, 1] && found == "1"),
+            "{e:?}"
+        );
+        let mixed = [
+            Ev::SeqStart(Some(2)),
+            Ev::Scalars(Scalar::U8, 1),
+            Ev::Scalars(Scalar::U16, 1),
+            Ev::SeqEnd,
+        ];
+        let e = classify(&mixed).unwrap_err();
+        assert!(matches!(e.kind(), ErrorKind::MixedElements { .. }), "{e:?}");
+        // A record of no bytes cannot be an element.
+        let empty = [Ev::StructStart("E"), Ev::StructEnd];
+        let e = classify(&empty).unwrap().leaf.eltype_elbyte().unwrap_err();
+        assert!(
+            matches!(e.kind(), ErrorKind::Unrepresentable { .. }),
+            "{e:?}"
+        );
     }
 }
