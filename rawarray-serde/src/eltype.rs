@@ -12,7 +12,9 @@
 //! The table also lists the sizes the format allows that Rust has no type for (`float128`,
 //! `complex256`): their values are raw bytes.
 //!
-//! This module depends on nothing else in the crate.
+//! This module depends on nothing else in the crate. The table, as the README shows it:
+//!
+#![doc = include_str!("../doc/element-types.md")]
 
 use std::fmt;
 
@@ -156,6 +158,14 @@ macro_rules! define_scalar_types {
                 match self {
                     $(ScalarType::$v => $label,)*
                     $(ScalarType::$rv => $rlabel,)*
+                }
+            }
+
+            /// The Rust type, as written in Rust (`"Complex<f32>"`); `None` for the raw sizes.
+            pub fn rust_type(self) -> Option<String> {
+                match self {
+                    $(ScalarType::$v => Some(stringify!($t).replace(' ', "")),)*
+                    $(ScalarType::$rv => None,)*
                 }
             }
 
