@@ -1,10 +1,13 @@
 //! Positioned reads and writes (`pread`/`pwrite`), which leave no shared cursor behind: the
 //! record writer and the trailer probes address the file by offset only; and the header of a
-//! file being appended to, read so that it is never torn.
+//! file being appended to, read so that it is never torn; and the memory map of a data section.
 
 use std::fs::File;
 use std::io;
 
+use memmap2::{Mmap, MmapOptions};
+
+use crate::error::Result;
 use crate::header::{le_u64, Header, FIXED_HEADER_LEN, MAX_NDIMS};
 
 /// Reads exactly `buf.len()` bytes at `offset`.
@@ -93,4 +96,22 @@ fn header_bytes(file: &File) -> io::Result<Vec<u8>> {
         }
     }
     Ok(bytes)
+}
+
+/// Maps the data section of `file`, as `header` (read from it) describes it.
+///
+/// # Safety
+///
+/// memmap2's contract: the mapped bytes must be neither modified nor truncated away while
+/// the map lives. Each caller says why that holds for its files.
+pub(crate) unsafe fn map_data_section(file: &File, header: &Header) -> Result<Mmap> {
+    let bytes = crate::data::to_usize(header.size)?;
+    // SAFETY: the caller upholds memmap2's contract for these bytes (this fn's own contract).
+    let map = unsafe {
+        MmapOptions::new()
+            .offset(header.encoded_len() as u64)
+            .len(bytes)
+            .map(file)?
+    };
+    Ok(map)
 }

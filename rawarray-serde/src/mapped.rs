@@ -7,12 +7,12 @@ use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
 use std::path::Path;
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::Mmap;
 
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{read_exact_at, stable_header};
+use crate::fileio::{map_data_section, read_exact_at, stable_header};
 use crate::header::Header;
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
@@ -132,7 +132,6 @@ impl<T: Element + Clone> RecordReader<T> {
                 offset: header.encoded_len() as u64,
             }
         } else {
-            let bytes = data::to_usize(header.size)?;
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header read above and nothing
             // else. This crate never changes those bytes: a `RecordWriter` writes only at or after
@@ -142,12 +141,7 @@ impl<T: Element + Clone> RecordReader<T> {
             // this one alone; and writers hold the file's lock, so no stale writer can cut it.
             // Other programs editing the data in place break this, as they would for any mapped
             // file: `ReadMode::Positioned` is the mode for those files.
-            let map = unsafe {
-                MmapOptions::new()
-                    .offset(header.encoded_len() as u64)
-                    .len(bytes)
-                    .map(&file)?
-            };
+            let map = unsafe { map_data_section(&file, &header)? };
             Section::Mapped(map)
         };
         Ok(RecordReader {

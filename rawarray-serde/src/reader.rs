@@ -6,13 +6,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
-use memmap2::{Mmap, MmapOptions};
+use memmap2::Mmap;
 
 use crate::array::{element_dims, RawArray};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::read_exact_at;
+use crate::fileio::{map_data_section, read_exact_at};
 use crate::header::{Flags, Header};
 use crate::mapped::snapshot;
 use crate::subset::SubsetPlan;
@@ -137,7 +137,6 @@ impl ArrayReader {
             Probe::Valid(block) => (Some(block.trailer), None),
         };
         let map = if map && !header.is_compressed() && header.size > 0 {
-            let bytes = data::to_usize(header.size)?;
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header just read, which
             // `snapshot` checked the file to hold. This crate changes those bytes in place only
@@ -146,12 +145,7 @@ impl ArrayReader {
             // every other writer of this crate writes after the data end or renames a new file
             // over the path, leaving this one alone. Other programs editing the data in place
             // break this, as they would for any mapped file.
-            let map = unsafe {
-                MmapOptions::new()
-                    .offset(header.encoded_len() as u64)
-                    .len(bytes)
-                    .map(&file)?
-            };
+            let map = unsafe { map_data_section(&file, &header)? };
             Some(map)
         } else {
             None
