@@ -241,6 +241,72 @@ pub enum ErrorKind {
         /// What element 0 has there, in words.
         expected: String,
     },
+    /// The Rust type cannot be read from `.ra` at all (deserializing): an `Option`, a map,
+    /// `()`, a struct field of no stored length, field names.
+    #[error("{what}")]
+    Unreadable {
+        /// What cannot be read, and why, in words.
+        what: String,
+    },
+    /// The file's elements or dims are not what the Rust type reads (deserializing): a string
+    /// from a file that is not uint8, a record from numbers, a sequence where no dim is left.
+    #[error("a {rust} {expected}; the file holds {found}")]
+    WrongShape {
+        /// The Rust type asked for.
+        rust: String,
+        /// What it reads from, in words.
+        expected: String,
+        /// What the file holds there, in words.
+        found: String,
+    },
+    /// A record's fields read another number of bytes than its elbyte (deserializing).
+    #[error("record {record}: elbyte is {elbyte} but the fields consume {consumed} bytes")]
+    RecordSize {
+        /// The Rust type's name.
+        record: String,
+        /// The file's elbyte.
+        elbyte: u64,
+        /// The bytes the fields read.
+        consumed: u64,
+    },
+    /// The value was complete before the data was (deserializing): a `Deserialize` impl
+    /// that stops early, or a type smaller than the file.
+    #[error("the value read used {used} of the {len} data bytes (dims {dims:?})")]
+    TrailingData {
+        /// Data bytes read.
+        used: u64,
+        /// Data bytes in the file.
+        len: u64,
+        /// The file's dims.
+        dims: Vec<u64>,
+    },
+    /// A file without data (a dim is 0) whose other dims ask for more empty sequences than a
+    /// read makes (deserializing): their cost is not paid for by any byte of the input.
+    #[error("the outermost {level} dims describe {items} empty {rust}s but the file holds no data (a dim is 0); at most {max} empty sequences per level are read")]
+    TooManyEmpty {
+        /// How many of the outermost dims.
+        level: usize,
+        /// The empty sequences they describe.
+        items: u64,
+        /// The Rust type of one.
+        rust: String,
+        /// The most read.
+        max: u64,
+    },
+    /// More nested dims than a self-describing read (`deserialize_any`) follows.
+    #[error("{depth} nested dims are too deep for a self-describing read (at most {max})")]
+    TooDeep {
+        /// The dims left.
+        depth: usize,
+        /// The most followed.
+        max: usize,
+    },
+    /// A string's bytes are not UTF-8 (deserializing).
+    #[error("a string is not UTF-8: the bytes from {valid_up_to} on are invalid")]
+    InvalidUtf8 {
+        /// The length of the valid prefix.
+        valid_up_to: u64,
+    },
     /// A `Serialize` impl gave another number of items than it said (serializing): the file
     /// would not hold what its header says.
     #[error("{what} said it had {said} {unit} but gave {gave}")]
@@ -353,6 +419,7 @@ impl Error {
             | ErrorKind::NotRectangular { .. }
             | ErrorKind::MixedElements { .. }
             | ErrorKind::BrokenLength { .. }
+            | ErrorKind::Unreadable { .. }
             | ErrorKind::OutOfBounds { .. }
             | ErrorKind::SubsetRank { .. }
             | ErrorKind::SubsetOutOfBounds { .. }
