@@ -613,8 +613,19 @@ impl<'de, I: Input<'de>> de::SeqAccess<'de> for Items<'_, 'de, I> {
         seed.deserialize(&mut *self.de).map(Some)
     }
 
+    /// The items left, but no more than the bytes at hand can hold: serde preallocates from
+    /// the hint (up to 1 MiB), and a stream's header claims what may never arrive.
     fn size_hint(&self) -> Option<usize> {
-        usize::try_from(self.left).ok()
+        let de = &*self.de;
+        if de.record.is_some() || de.half.is_some() || de.len == 0 {
+            return usize::try_from(self.left).ok();
+        }
+        let item = de.dims[de.depth..]
+            .iter()
+            .fold(de.header.elbyte, |p, &d| p.saturating_mul(d))
+            .max(1);
+        let at_hand = de.input.at_hand(de.pos) as u64;
+        usize::try_from(self.left.min(at_hand / item)).ok()
     }
 }
 

@@ -65,6 +65,11 @@ pub trait Input<'de>: private::Sealed {
     /// of them where the input is known to hold them, else what is at hand or [`WINDOW`].
     #[doc(hidden)]
     fn justified(&self, pos: usize, n: usize) -> usize;
+
+    /// How many bytes from `pos` on are known to exist: delivered by the stream, or confirmed
+    /// by the input's length.
+    #[doc(hidden)]
+    fn at_hand(&self, pos: usize) -> usize;
 }
 
 /// The caller's bytes: the data section borrowed where it is stored plain, else decoded once.
@@ -121,6 +126,10 @@ impl<'de> Input<'de> for SliceInput<'de> {
 
     fn justified(&self, _: usize, n: usize) -> usize {
         n
+    }
+
+    fn at_hand(&self, pos: usize) -> usize {
+        self.data.len().saturating_sub(pos)
     }
 }
 
@@ -289,8 +298,14 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
         if self.known {
             return n;
         }
-        let at_hand = (self.start + self.window.len()).saturating_sub(pos);
-        n.min(at_hand.max(WINDOW))
+        n.min(<Self as Input<'de>>::at_hand(self, pos).max(WINDOW))
+    }
+
+    fn at_hand(&self, pos: usize) -> usize {
+        if self.known {
+            return self.len.saturating_sub(pos);
+        }
+        (self.start + self.window.len()).saturating_sub(pos)
     }
 }
 
