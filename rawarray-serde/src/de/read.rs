@@ -320,11 +320,9 @@ fn plain<'a>(section: Cow<'a, [u8]>, header: &Header) -> Result<Cow<'a, [u8]>> {
     };
     if header.is_big_endian() {
         match header.eltype.swap_width(header.elbyte) {
-            None => {
-                return Err(Error::unsupported(
-                    "big-endian user-defined elements: their scalars are not described by the header",
-                ))
-            }
+            None => return Err(Error::unsupported(
+                "big-endian user-defined elements: their scalars are not described by the header",
+            )),
             Some(w) if w > 1 => {
                 crate::data::swap_by_eltype(data.to_mut(), header.eltype, header.elbyte);
             }
