@@ -325,11 +325,11 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         Ok(Some(r))
     }
 
-    /// Brings a record of at most 64 KiB into a stream's window.
+    /// Brings a record no longer than the window into a stream's window.
     #[cold]
     #[inline(never)]
     fn prefetch(&mut self, r: Record) -> Result<()> {
-        if r.end - r.start <= 64 << 10 {
+        if r.end - r.start <= read::WINDOW {
             self.input.fetch(r.start, r.end - r.start)?;
         }
         Ok(())
