@@ -7,7 +7,7 @@
 //! |---|---|
 //! | slices and files: `from_bytes`, `read_file`, `from_slice`, `Trailer`, `RecordReader::open`, `recover` | `N + 64 KiB` |
 //! | `from_slice` of big-endian data | `2N + 64 KiB` (the data is swapped once, in a copy: swapping scalar by scalar would slow every little-endian read) |
-//! | `from_file` (a stream whose length the file confirms) | `N + 64 KiB` (the value, and a window of 64 KiB) |
+//! | `from_file` (a stream whose length the file confirms) | `N + 128 KiB` (the value, and a window of 64 KiB); `2N + 128 KiB` for big-endian data (swapped whole, as `from_slice` does, then copied into the value) |
 //! | streams of unknown length: `read_from`, `from_reader` | `2N + 64 KiB` (the buffer, or `from_reader`'s value, grows by doubling from 32 or 64 KiB as bytes arrive; `from_reader` reads through a window of 64 KiB and holds no copy of the data) |
 //! | LZ4-compressed inputs | the above plus `2 x (255 N + 24)`: LZ4 expands at most 255x, and the plain block and the value built from it can both be alive |
 //!
@@ -121,6 +121,8 @@ enum Kind {
     /// `from_slice`: a slice reader that swaps big-endian data in a copy.
     Serde,
     Stream,
+    /// `from_file`: the value, and the window it is read through.
+    File,
 }
 
 /// What a reader may allocate for `bytes` (see the module docs).
@@ -132,6 +134,8 @@ fn bound(kind: Kind, bytes: &[u8]) -> usize {
         Kind::Serde if big_endian => 2 * n,
         Kind::Serde => n,
         Kind::Stream => 2 * n,
+        Kind::File if big_endian => 2 * n + (64 << 10),
+        Kind::File => n + (64 << 10),
     };
     let compressed = bytes.len() >= 16 && bytes[8] & 2 != 0;
     let lz4 = if compressed { 2 * (255 * n + 24) } else { 0 };
@@ -268,12 +272,12 @@ fn readers<'a>(bytes: &'a [u8], path: &'a Path, copy: &'a Path) -> Vec<Reader<'a
         ),
         (
             "from_file::<Vec<f32>>",
-            Serde,
+            File,
             Box::new(move || ok(from_file::<_, Vec<f32>>(path))),
         ),
         (
             "from_file::<Vec<Foo>>",
-            Serde,
+            File,
             Box::new(move || ok(from_file::<_, Vec<Foo>>(path))),
         ),
         (

@@ -325,6 +325,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         Ok(Some(r))
     }
 
+    #[cold]
+    #[inline(never)]
+    fn fill_window(&mut self) -> Result<()> {
+        self.input.fetch(self.pos, 1).map(drop)
+    }
+
     /// Brings a record no longer than the window into a stream's window.
     #[cold]
     #[inline(never)]
@@ -446,6 +452,11 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
                         found: self.header.dims.clone(),
                     }));
                 }
+            }
+            if self.pos < self.len && self.input.get(self.pos, 1).is_none() {
+                // A stream with nothing at hand: its next window is read now, so that the
+                // size hint serde preallocates from counts bytes that have arrived.
+                self.fill_window()?;
             }
             // Every item of this dim is read one dim deeper: set that up once, not per item.
             self.depth += 1;
