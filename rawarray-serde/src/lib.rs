@@ -246,7 +246,7 @@ pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Res
     let file = std::fs::File::open(path)?;
     // A pipe or a device has no length to trust: read as a stream of unknown length.
     let meta = file.metadata()?;
-    let len = meta.is_file().then(|| meta.len());
+    let len = meta.is_file().then_some(meta.len());
     let mut de = Deserializer::from_stream(file, len)?;
     let value = T::deserialize(&mut de)?;
     de.end()?;

@@ -149,7 +149,7 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         let dims: Vec<u64> = header.dims.iter().rev().copied().collect();
         let elem = scalar_code(header.eltype, header.elbyte);
         let here = if dims.is_empty() { elem } else { NOT_HERE };
-        let len = input.len();
+        let len = input.data_len();
         Deserializer {
             input,
             header,

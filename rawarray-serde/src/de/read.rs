@@ -42,13 +42,13 @@ mod private {
 pub trait Input<'de>: private::Sealed {
     /// The length of the data section, plain (decompressed).
     #[doc(hidden)]
-    fn len(&self) -> usize;
+    fn data_len(&self) -> usize;
 
     /// Bytes `pos..pos + n` of the data section when they are at hand (the hot path).
     #[doc(hidden)]
     fn get(&self, pos: usize, n: usize) -> Option<&[u8]>;
 
-    /// Bytes `pos..pos + n` (`pos + n` at most [`Input::len`], `pos` at least the last position
+    /// Bytes `pos..pos + n` (`pos + n` at most [`Input::data_len`], `pos` at least the last position
     /// asked for), reading them from the stream when needed.
     #[doc(hidden)]
     fn fetch(&mut self, pos: usize, n: usize) -> Result<&[u8]>;
@@ -97,7 +97,7 @@ impl<'de> SliceInput<'de> {
 
 impl<'de> Input<'de> for SliceInput<'de> {
     #[inline(always)]
-    fn len(&self) -> usize {
+    fn data_len(&self) -> usize {
         self.data.len()
     }
 
@@ -244,7 +244,7 @@ impl<R: Read> StreamInput<R> {
 
 impl<'de, R: Read> Input<'de> for StreamInput<R> {
     #[inline(always)]
-    fn len(&self) -> usize {
+    fn data_len(&self) -> usize {
         self.len
     }
 
