@@ -86,6 +86,9 @@ fn values_larger_than_the_window_read_the_same_from_every_input() {
             })
             .collect::<Vec<_>>(),
     );
+    // Rows of an odd length: the window's end falls inside a row, whose start is copied from
+    // the window and the rest read straight into it.
+    every_input(&(0..100).map(|r| vec![r as u8; 1001]).collect::<Vec<_>>());
     // Complex elements, read half by half.
     every_input(
         &(0..20_000)
