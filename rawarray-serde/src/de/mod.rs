@@ -10,7 +10,9 @@
 //! Two limits keep a hostile file from costing more than its bytes justify: a file with no data
 //! (a dim is 0) yields at most 1024 empty sequences per level (dims `[0, 2^40]` would ask for
 //! 2^40 empty `Vec`s), and a self-describing read (`deserialize_any`) refuses more than 128
-//! nested dims (one level of recursion each).
+//! nested dims (one level of recursion each). A stream's header is trusted no more than a
+//! slice's: what it claims is allocated only as its bytes arrive (see [`read`]), and serde's
+//! preallocation from a size hint counts only bytes that have arrived.
 
 use std::io::Read;
 use std::marker::PhantomData;
@@ -45,7 +47,10 @@ struct Record {
     end: usize,
 }
 
-/// A serde `Deserializer` over one `.ra` file.
+/// A serde `Deserializer` over one `.ra` file, read through the input `I`: the caller's bytes
+/// ([`from_slice`](Deserializer::from_slice), the default) or a stream
+/// ([`from_reader`](Deserializer::from_reader)); see [`read`]. Both take the same path through
+/// the same code; only where the bytes come from differs.
 ///
 /// ```
 /// use serde::Deserialize;
