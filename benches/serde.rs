@@ -15,8 +15,20 @@
 //! `serialize` (a new `Vec`), `to_writer` into a reused `Vec` against `serialize_into`, and
 //! `from_slice` against `deserialize`. The contenders run round-robin; each keeps its best time.
 //!
-//! Run: `cargo bench --bench serde` (`RA_BENCH_MIB=64` for a smaller run).
+//! A third part reads and writes **files** (in the page cache), as the issue measured them:
+//! `from_file` and `from_reader(BufReader<File>)` against `read_exact` into a fresh `Vec` in
+//! the same run, `to_writer(BufWriter<File>)` against a raw `write_all` of the same bytes, the
+//! medians of 5 round-robin runs; and the peak heap of `from_reader` against the value's size,
+//! seen by a counting global allocator.
+//!
+//! Run: `cargo bench --bench serde` (`RA_BENCH_MIB=64` for a smaller run; `RA_BENCH_PART=files`
+//! or `RA_BENCH_PART=memory` for one part).
 
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bincode::Options;
@@ -27,6 +39,53 @@ struct Foo {
     info: [u8; 12],
     index: u32,
     v: [f64; 8],
+}
+
+/// Counts live heap bytes, and their peak since [`peak_heap`] reset it.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded to the system allocator unchanged; the counters only watch.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size());
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        grew(layout.size());
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    // Counted as the change in size: large blocks grow in place (mremap), not by a copy.
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size >= layout.size() {
+            grew(new_size - layout.size());
+        } else {
+            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: Counting = Counting;
+
+/// Peak heap bytes beyond those live when `f` started, the result of `f` included.
+fn peak_heap<R>(f: impl FnOnce() -> R) -> usize {
+    let base = LIVE.load(Ordering::SeqCst);
+    PEAK.store(base, Ordering::SeqCst);
+    drop(f());
+    PEAK.load(Ordering::SeqCst) - base
 }
 
 fn bincode() -> impl Options + Copy {
@@ -199,9 +258,22 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(256);
-    let floats_per_mib = (1 << 20) / 4;
-    // 3 Mi records in 256 MiB: 12 Ki records per MiB of the workload.
-    let foos_per_mib = 3 * (1 << 20) / 256;
+    let part = std::env::var("RA_BENCH_PART").unwrap_or_default();
+    if part != "files" {
+        memory_part(mib);
+    }
+    if part != "memory" {
+        files_part(mib);
+    }
+}
+
+const FLOATS_PER_MIB: usize = (1 << 20) / 4;
+/// 3 Mi records in 256 MiB: 12 Ki records per MiB of the workload.
+const FOOS_PER_MIB: usize = 3 * (1 << 20) / 256;
+
+fn memory_part(mib: usize) {
+    let floats_per_mib = FLOATS_PER_MIB;
+    let foos_per_mib = FOOS_PER_MIB;
     println!(
         "serde path vs bincode 1 (fixint) and a raw copy; target: ours >= 2x bincode's throughput"
     );
@@ -256,5 +328,168 @@ fn main() {
         std::slice::from_ref(&foos),
         3,
         |_| &[],
+    );
+}
+
+/// Runs the closures round-robin `runs` times; the median time of each.
+fn median_of(runs: usize, fs: &mut [&mut dyn FnMut()]) -> Vec<Duration> {
+    let mut times = vec![Vec::new(); fs.len()];
+    for _ in 0..runs {
+        for (f, t) in fs.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            f();
+            t.push(start.elapsed());
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut t| {
+            t.sort();
+            t[t.len() / 2]
+        })
+        .collect()
+}
+
+/// The least a read of a file can do: its length, one allocation, one `read_exact`.
+fn read_exact_fresh(path: &Path) -> Vec<u8> {
+    let mut f = File::open(path).unwrap();
+    let len = f.metadata().unwrap().len() as usize;
+    let mut v = vec![0u8; len];
+    f.read_exact(&mut v).unwrap();
+    v
+}
+
+/// One row of the files table: ours against the baseline, as MiB/s and a ratio of times.
+fn file_row(name: &str, op: &str, baseline: &str, mib: f64, ours: Duration, base: Duration) {
+    let mbs = |d: Duration| mib / d.as_secs_f64();
+    println!(
+        "| {name} | {op} | {baseline} | {:.0} | {:.0} | **{:.2}x** |",
+        mbs(ours),
+        mbs(base),
+        ours.as_secs_f64() / base.as_secs_f64()
+    );
+}
+
+/// The issue's reads and writes of one workload, through files in the page cache.
+fn files<T>(name: &str, value: &T, dir: &Path, value_bytes: usize)
+where
+    T: Serialize + DeserializeOwned + PartialEq,
+{
+    let ours = dir.join("ours.ra");
+    let bin = dir.join("bincode.bin");
+    rawarray_serde::to_file(&ours, value).unwrap();
+    std::fs::write(&bin, bincode().serialize(value).unwrap()).unwrap();
+    assert!(rawarray_serde::from_file::<_, T>(&ours).unwrap() == *value);
+    let file_bytes = std::fs::read(&ours).unwrap();
+    let mib = file_bytes.len() as f64 / (1 << 20) as f64;
+    // Warm the page cache.
+    drop(read_exact_fresh(&ours));
+    drop(read_exact_fresh(&bin));
+
+    let from_reader = || -> T {
+        rawarray_serde::from_reader(BufReader::new(File::open(&ours).unwrap())).unwrap()
+    };
+    let reads = median_of(
+        5,
+        &mut [
+            &mut || drop(std::hint::black_box(read_exact_fresh(&ours))),
+            &mut || {
+                drop(std::hint::black_box(
+                    rawarray_serde::from_file::<_, T>(&ours).unwrap(),
+                ))
+            },
+            &mut || drop(std::hint::black_box(from_reader())),
+            &mut || {
+                let r = BufReader::new(File::open(&bin).unwrap());
+                drop(std::hint::black_box(
+                    bincode().deserialize_from::<_, T>(r).unwrap(),
+                ))
+            },
+        ],
+    );
+    let out = dir.join("out.ra");
+    let raw_out = dir.join("raw.ra");
+    let writes = median_of(
+        5,
+        &mut [
+            &mut || {
+                let mut w = BufWriter::new(File::create(&out).unwrap());
+                rawarray_serde::to_writer(&mut w, value).unwrap();
+                w.flush().unwrap();
+            },
+            &mut || {
+                let mut f = File::create(&raw_out).unwrap();
+                f.write_all(&file_bytes).unwrap();
+            },
+        ],
+    );
+    let peak = peak_heap(from_reader);
+    // What the value holds: serde's own `Vec` (of records) grows by doubling past its length.
+    let held = {
+        let base = LIVE.load(Ordering::SeqCst);
+        let v = from_reader();
+        let held = LIVE.load(Ordering::SeqCst) - base;
+        drop(v);
+        held
+    };
+    let base = "`read_exact` into a fresh `Vec`";
+    file_row(name, "`from_file`", base, mib, reads[1], reads[0]);
+    file_row(
+        name,
+        "`from_reader(BufReader<File>)`",
+        base,
+        mib,
+        reads[2],
+        reads[0],
+    );
+    file_row(
+        name,
+        "bincode 1 `deserialize_from(BufReader<File>)`",
+        base,
+        mib,
+        reads[3],
+        reads[0],
+    );
+    file_row(
+        name,
+        "`to_writer(BufWriter<File>)`",
+        "`write_all` of the same bytes",
+        mib,
+        writes[0],
+        writes[1],
+    );
+    let mib_of = |b: usize| b as f64 / (1 << 20) as f64;
+    println!(
+        "| {name} | peak heap of `from_reader` | the value's data ({:.1} MiB) | | | **{:.3}x**: {:.1} MiB, of which {:.1} MiB held by the value |",
+        mib_of(value_bytes),
+        peak as f64 / value_bytes as f64,
+        mib_of(peak),
+        mib_of(held),
+    );
+}
+
+fn files_part(mib: usize) {
+    let dir = tempfile::tempdir().unwrap();
+    println!();
+    println!(
+        "files in the page cache: medians of 5 round-robin runs; ratio = time / baseline time"
+    );
+    println!();
+    println!("| workload | operation | baseline | ours MiB/s | baseline MiB/s | ratio (time) |");
+    println!("|---|---|---|---:|---:|---:|");
+    let floats: Vec<f32> = (0..mib * FLOATS_PER_MIB).map(|i| i as f32 * 0.25).collect();
+    files(
+        &format!("`Vec<f32>`, {mib} MiB"),
+        &floats,
+        dir.path(),
+        std::mem::size_of_val(floats.as_slice()),
+    );
+    drop(floats);
+    let foos: Vec<Foo> = (0..mib * FOOS_PER_MIB).map(foo).collect();
+    files(
+        &format!("`Vec<Foo>`, {} Ki records", foos.len() >> 10),
+        &foos,
+        dir.path(),
+        std::mem::size_of_val(foos.as_slice()),
     );
 }

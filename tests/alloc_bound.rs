@@ -7,7 +7,8 @@
 //! |---|---|
 //! | slices and files: `from_bytes`, `read_file`, `from_slice`, `Trailer`, `RecordReader::open`, `recover` | `N + 64 KiB` |
 //! | `from_slice` of big-endian data | `2N + 64 KiB` (the data is swapped once, in a copy: swapping scalar by scalar would slow every little-endian read) |
-//! | streams of unknown length: `read_from`, `from_reader` | `2N + 64 KiB` (the buffer grows by doubling from 32 KiB as bytes arrive, and `from_reader` holds the data and the value) |
+//! | `from_file` (a stream whose length the file confirms) | `N + 128 KiB` (the value, and a window of 64 KiB); `2N + 128 KiB` for big-endian data (swapped whole, as `from_slice` does, then copied into the value) |
+//! | streams of unknown length: `read_from`, `from_reader` | `2N + 64 KiB` (the buffer, or `from_reader`'s value, grows by doubling from 32 or 64 KiB as bytes arrive; `from_reader` reads through a window of 64 KiB and holds no copy of the data) |
 //! | LZ4-compressed inputs | the above plus `2 x (255 N + 24)`: LZ4 expands at most 255x, and the plain block and the value built from it can both be alive |
 //!
 //! The bound is for values that hold their data (arrays, flat sequences, strings): a nested
@@ -22,8 +23,21 @@ use std::path::{Path, PathBuf};
 use num_complex::Complex;
 use proptest::prelude::*;
 use rawarray_serde::{
-    from_reader, from_slice, recover, DynArray, RawArray, RecordReader, Trailer, WriteOptions,
+    from_file, from_reader, from_slice, recover, DynArray, ErrorKind, RawArray, RecordReader,
+    Trailer, WriteOptions,
 };
+
+mod common;
+use common::Trickle;
+
+/// The records of the serde issue.
+#[derive(serde::Deserialize)]
+#[allow(dead_code)]
+struct Foo {
+    info: [u8; 12],
+    index: u32,
+    v: [f64; 8],
+}
 
 struct Counting;
 
@@ -107,6 +121,8 @@ enum Kind {
     /// `from_slice`: a slice reader that swaps big-endian data in a copy.
     Serde,
     Stream,
+    /// `from_file`: the value, and the window it is read through.
+    File,
 }
 
 /// What a reader may allocate for `bytes` (see the module docs).
@@ -118,6 +134,8 @@ fn bound(kind: Kind, bytes: &[u8]) -> usize {
         Kind::Serde if big_endian => 2 * n,
         Kind::Serde => n,
         Kind::Stream => 2 * n,
+        Kind::File if big_endian => 2 * n + (64 << 10),
+        Kind::File => n + (64 << 10),
     };
     let compressed = bytes.len() >= 16 && bytes[8] & 2 != 0;
     let lz4 = if compressed { 2 * (255 * n + 24) } else { 0 };
@@ -226,6 +244,41 @@ fn readers<'a>(bytes: &'a [u8], path: &'a Path, copy: &'a Path) -> Vec<Reader<'a
             "from_reader::<Vec<f32>>",
             Stream,
             Box::new(move || ok(from_reader::<_, Vec<f32>>(bytes))),
+        ),
+        (
+            "from_reader::<Vec<f64>> (1-7 bytes a read)",
+            Stream,
+            Box::new(move || ok(from_reader::<_, Vec<f64>>(Trickle { bytes, phase: 0 }))),
+        ),
+        (
+            "from_reader::<Vec<Foo>>",
+            Stream,
+            Box::new(move || ok(from_reader::<_, Vec<Foo>>(bytes))),
+        ),
+        (
+            "from_reader::<Vec<[u16; 3]>>",
+            Stream,
+            Box::new(move || ok(from_reader::<_, Vec<[u16; 3]>>(bytes))),
+        ),
+        (
+            "from_reader::<String>",
+            Stream,
+            Box::new(move || ok(from_reader::<_, String>(bytes))),
+        ),
+        (
+            "from_reader::<Vec<Complex<f32>>>",
+            Stream,
+            Box::new(move || ok(from_reader::<_, Vec<Complex<f32>>>(bytes))),
+        ),
+        (
+            "from_file::<Vec<f32>>",
+            File,
+            Box::new(move || ok(from_file::<_, Vec<f32>>(path))),
+        ),
+        (
+            "from_file::<Vec<Foo>>",
+            File,
+            Box::new(move || ok(from_file::<_, Vec<Foo>>(path))),
         ),
         (
             "Trailer::from_file_bytes",
@@ -450,5 +503,35 @@ proptest! {
         let mut words = vec![MAGIC, flags, eltype, elbyte, size, dims.len() as u64];
         words.extend(&dims);
         check_all("random header", &file(&words, &data));
+    }
+}
+
+/// A stream whose header claims 2^40 elements and that holds 1 MiB of them: `from_reader` fails
+/// naming the bytes that arrived, having allocated for no more than twice those.
+#[test]
+fn a_stream_claiming_a_terabyte_costs_what_it_holds() {
+    let held = 1usize << 20;
+    for elbyte in [4u64, 80] {
+        let eltype = if elbyte == 4 { 3 } else { 0 };
+        let mut bytes = file(&[MAGIC, 0, eltype, elbyte, elbyte << 40, 1, 1 << 40], &[]);
+        bytes.resize(bytes.len() + held, 0);
+        let mut err = None;
+        let used = peak(|| {
+            err = match elbyte {
+                4 => from_reader::<_, Vec<f32>>(&bytes[..]).err(),
+                _ => from_reader::<_, Vec<Foo>>(&bytes[..]).err(),
+            };
+        });
+        let err = err.expect("a read of 1 MiB claiming 2^40 elements fails");
+        match err.kind() {
+            ErrorKind::Truncated { expected, found } => {
+                assert_eq!((*expected, *found), (elbyte << 40, held as u64), "{err}")
+            }
+            other => panic!("elbyte {elbyte}: expected Truncated, got {other:?}"),
+        }
+        assert!(
+            used <= 2 * held + SLACK,
+            "elbyte {elbyte}: {used} bytes allocated for a stream of 1 MiB"
+        );
     }
 }

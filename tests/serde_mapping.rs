@@ -11,6 +11,17 @@ use rawarray_serde::{
 };
 use serde::{Deserialize, Serialize};
 
+mod common;
+use common::Trickle;
+
+/// Reads `bytes` as a `T` through a stream handing out 1 to 7 bytes per read.
+fn trickled<T: serde::de::DeserializeOwned>(bytes: &[u8]) -> rawarray_serde::Result<T> {
+    from_reader(Trickle {
+        bytes,
+        phase: bytes.len(),
+    })
+}
+
 /// A file built by hand: header words, then data.
 fn file(eltype: u64, elbyte: u64, dims: &[u64], data: &[u8]) -> Vec<u8> {
     let mut out = b"rawarray".to_vec();
@@ -38,6 +49,7 @@ where
     assert_eq!(bytes, want, "bytes of {value:?}");
     assert_eq!(&from_slice::<T>(&bytes).unwrap(), value);
     assert_eq!(&from_reader::<_, T>(&bytes[..]).unwrap(), value);
+    assert_eq!(&trickled::<T>(&bytes).unwrap(), value);
 }
 
 #[test]
@@ -519,6 +531,7 @@ fn compressed_and_big_endian_files_read_through_serde() {
         a.write_to_with(&mut bytes, &opts).unwrap();
         let v: Vec<[f64; 3]> = from_slice(&bytes).unwrap();
         assert_eq!(v, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
+        assert_eq!(trickled::<Vec<[f64; 3]>>(&bytes).unwrap(), v);
     }
     let z = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
@@ -544,6 +557,7 @@ where
         assert_eq!(bytes, RawArray::from_vec(v.clone()).to_bytes());
     }
     assert_eq!(from_slice::<Vec<T>>(&bytes).unwrap(), v);
+    assert_eq!(trickled::<Vec<T>>(&bytes).unwrap(), v);
     assert_eq!(
         from_slice::<Vec<T>>(&RawArray::from_vec(v.clone()).to_bytes()).unwrap(),
         v
@@ -581,17 +595,21 @@ proptest! {
         let v2: Vec<Vec<u32>> = (0..n).map(|i| (0..m).map(|j| seed ^ (i * 7 + j) as u32).collect()).collect();
         let b2 = to_vec(&v2).unwrap();
         prop_assert_eq!(&Header::decode(&b2).unwrap().dims, &vec![m as u64, n as u64]);
+        prop_assert_eq!(trickled::<Vec<Vec<u32>>>(&b2).unwrap(), v2.clone());
         prop_assert_eq!(from_slice::<Vec<Vec<u32>>>(&b2).unwrap(), v2);
         let v3: Vec<Vec<Vec<f64>>> = (0..n).map(|i| (0..m).map(|j| (0..k).map(|l| (i + 10 * j + 100 * l) as f64).collect()).collect()).collect();
         let b3 = to_vec(&v3).unwrap();
         prop_assert_eq!(&Header::decode(&b3).unwrap().dims, &vec![k as u64, m as u64, n as u64]);
+        prop_assert_eq!(trickled::<Vec<Vec<Vec<f64>>>>(&b3).unwrap(), v3.clone());
         prop_assert_eq!(from_slice::<Vec<Vec<Vec<f64>>>>(&b3).unwrap(), v3);
     }
 
     #[test]
     fn p_structs_and_strings(ids in prop::collection::vec(any::<u32>(), 1..20), s in "[a-z]{0,12}") {
         let foos: Vec<Foo> = ids.iter().map(|&i| foo(i)).collect();
+        prop_assert_eq!(trickled::<Vec<Foo>>(&to_vec(&foos).unwrap()).unwrap(), foos.clone());
         prop_assert_eq!(from_slice::<Vec<Foo>>(&to_vec(&foos).unwrap()).unwrap(), foos);
+        prop_assert_eq!(trickled::<String>(&to_vec(&s).unwrap()).unwrap(), s.clone());
         prop_assert_eq!(from_slice::<String>(&to_vec(&s).unwrap()).unwrap(), s);
     }
 }

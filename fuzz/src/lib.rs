@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 use num_complex::Complex;
 use rawarray_serde::{
     from_reader, from_slice, recover as recover_file, Durability, DynArray, ElType, Element,
-    Header, RaRecord, RawArray, RecordOptions, RecordReader, Trailer, WriteOptions,
+    ErrorKind, Header, RaRecord, RawArray, RecordOptions, RecordReader, Trailer, WriteOptions,
 };
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -36,25 +36,28 @@ pub struct Particle {
     pub h: half::f16,
 }
 
-/// A stream that hands out at most `step` bytes per `read`, to exercise partial reads.
+/// A stream that hands out a few bytes per `read`, to exercise partial reads.
 pub struct Trickle<'a> {
     bytes: &'a [u8],
-    step: usize,
+    reads: usize,
 }
 
 impl<'a> Trickle<'a> {
-    /// A stream over `bytes`, its read size taken from the input's length.
+    /// A stream over `bytes` whose reads hand out 1 to 7 bytes, irregularly, in a cycle whose
+    /// phase is taken from the input's length.
     pub fn new(bytes: &'a [u8]) -> Trickle<'a> {
         Trickle {
             bytes,
-            step: 1 + bytes.len() % 61,
+            reads: bytes.len(),
         }
     }
 }
 
 impl Read for Trickle<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.step.min(buf.len()).min(self.bytes.len());
+        self.reads += 1;
+        let step = 1 + (self.reads * 5 + self.reads / 3) % 7;
+        let n = step.min(buf.len()).min(self.bytes.len());
         buf[..n].copy_from_slice(&self.bytes[..n]);
         self.bytes = &self.bytes[n..];
         Ok(n)
@@ -99,6 +102,34 @@ fn agree<T, K: PartialEq + Debug>(
         ),
         (Ok(_), Err(e)) | (Err(e), Ok(_)) => panic!("{what}: one read failed, one did not: {e}"),
     }
+}
+
+/// As [`agree`], for a serde read from a slice (`a`) and from a stream (`b`): where the data
+/// section is cut short, a slice refuses it before reading, and a stream fails where its bytes
+/// run out, which may come after another error (a mistyped scalar); both fail.
+fn serde_agree<T, K: PartialEq + Debug>(
+    what: &str,
+    a: &rawarray_serde::Result<T>,
+    b: &rawarray_serde::Result<T>,
+    key: impl Fn(&T) -> K,
+) {
+    if let Err(e) = a {
+        if matches!(e.kind(), ErrorKind::Truncated { .. }) {
+            assert!(
+                b.is_err(),
+                "{what}: a slice cut short is refused, the stream read it"
+            );
+            return;
+        }
+    }
+    agree(what, a, b, key)
+}
+
+/// `from_file` on `data` written to a scratch file.
+fn from_file_of<T: DeserializeOwned>(data: &[u8]) -> rawarray_serde::Result<T> {
+    let path = scratch("serde.ra");
+    std::fs::write(&path, data).expect("scratch file");
+    rawarray_serde::from_file(&path)
 }
 
 /// `Header::decode` and `Header::read_from` agree, and a decoded header encodes to the bytes
@@ -249,7 +280,9 @@ fn serde_one<T: DeserializeOwned + Serialize, K: PartialEq + Debug>(
 ) {
     let a = from_slice::<T>(data);
     let b = from_reader::<_, T>(Trickle::new(data));
-    agree(std::any::type_name::<T>(), &a, &b, &key);
+    serde_agree(std::any::type_name::<T>(), &a, &b, &key);
+    let c = from_file_of::<T>(data);
+    serde_agree(std::any::type_name::<T>(), &a, &c, &key);
     let Ok(v) = a else { return };
     // A value read from a file serializes again (unless it has no element to infer a type
     // from), and that file reads back the same value.
@@ -527,7 +560,11 @@ pub fn subset(data: &[u8]) {
                 let (a, b) = (next() % (d.min(250) + 2), next() % (d.min(250) + 2));
                 let (a, b) = (a.min(b), a.max(b));
                 // Shifted towards the end of long dims, so their far end is read too.
-                let shift = if d > 250 && next() % 2 == 1 { d - 250 } else { 0 };
+                let shift = if d > 250 && next() % 2 == 1 {
+                    d - 250
+                } else {
+                    0
+                };
                 a + shift..b + shift
             })
             .collect();
@@ -545,14 +582,14 @@ pub fn subset(data: &[u8]) {
             Ok(block) => block,
             Err(e) => {
                 if !in_bounds {
-                assert!(
-                    matches!(
-                        e.kind(),
-                        rawarray_serde::ErrorKind::SubsetRank { .. }
-                            | rawarray_serde::ErrorKind::SubsetOutOfBounds { .. }
-                    ),
-                    "a bad subset gave {e}"
-                );
+                    assert!(
+                        matches!(
+                            e.kind(),
+                            rawarray_serde::ErrorKind::SubsetRank { .. }
+                                | rawarray_serde::ErrorKind::SubsetOutOfBounds { .. }
+                        ),
+                        "a bad subset gave {e}"
+                    );
                 }
                 continue;
             }
@@ -560,14 +597,19 @@ pub fn subset(data: &[u8]) {
         assert!(in_bounds, "{ranges:?} of {:?} read", header.dims);
         assert_eq!(bytes.len() as u64, h.size);
         let n: u64 = ranges.iter().map(|r| r.end - r.start).product();
-        assert_eq!(h.dims, ranges.iter().map(|r| r.end - r.start).collect::<Vec<_>>());
+        assert_eq!(
+            h.dims,
+            ranges.iter().map(|r| r.end - r.start).collect::<Vec<_>>()
+        );
         if let Some(whole) = &whole {
             if n <= MAX_CHECKED {
                 assert_eq!(bytes, cut_bytes(whole, &ranges), "{ranges:?}");
             }
         }
         if header.eltype == ElType::Float && header.elbyte == 4 {
-            let t = positioned.read_subset::<f32>(&ranges).expect("f32 as its bytes");
+            let t = positioned
+                .read_subset::<f32>(&ranges)
+                .expect("f32 as its bytes");
             let le: Vec<u8> = t.as_slice().iter().flat_map(|v| v.to_le_bytes()).collect();
             assert_eq!(le, bytes);
         }
@@ -575,9 +617,13 @@ pub fn subset(data: &[u8]) {
         if !header.is_compressed() && !header.is_big_endian() {
             let copy = write_scratch("subset-copy.ra", data);
             let w = rawarray_serde::ArrayWriter::open(&copy).expect("a readable plain file opens");
-            w.write_subset_bytes(&ranges, &bytes).expect("its own block writes");
+            w.write_subset_bytes(&ranges, &bytes)
+                .expect("its own block writes");
             w.finish().expect("sync");
-            assert!(std::fs::read(&copy).expect("read back") == data, "write-back changed the file");
+            assert!(
+                std::fs::read(&copy).expect("read back") == data,
+                "write-back changed the file"
+            );
         }
     }
 }

@@ -395,3 +395,58 @@ fn array_build<U, P: Plain, const N: usize>(bytes: &[u8]) -> Option<U> {
     let array: [P; N] = bytemuck::try_pod_read_unaligned(bytes).ok()?;
     same_owned::<[P; N], U>(array)
 }
+
+/// `V::Value`, a `Vec` of `n` plain scalars `kind`, read straight into its memory: `fill` is
+/// handed its bytes in order, piece by piece. `first` elements are allocated before any byte
+/// has arrived (all `n` where the input is known to hold them); after that the `Vec` doubles,
+/// each step justified by the bytes that filled the last. `None` (nothing read) if `V::Value`
+/// is not that `Vec`.
+pub(crate) fn vec_filled<'de, V: Visitor<'de>, E>(
+    kind: Scalar,
+    n: usize,
+    first: usize,
+    fill: &mut dyn FnMut(&mut [u8]) -> Result<(), E>,
+) -> Option<Result<V::Value, E>> {
+    macro_rules! build {
+        ($t:ty, $k:ident) => {
+            if kind == Scalar::$k {
+                if typeid::of::<V::Value>() != TypeId::of::<Vec<$t>>() {
+                    return None;
+                }
+                return Some(
+                    filled_vec::<$t, E>(n, first, fill)
+                        .map(|v| same_owned::<Vec<$t>, V::Value>(v).expect("checked above")),
+                );
+            }
+        };
+    }
+    for_each_rust_scalar!(build);
+    None
+}
+
+/// Bytes zeroed and filled at a time while a `Vec` grows: zeroing a piece that then stays in
+/// the cache for `fill` costs little, where zeroing the whole new half first would be one
+/// more pass over memory.
+const FILL_STEP: usize = 256 << 10;
+
+fn filled_vec<P: Plain, E>(
+    n: usize,
+    first: usize,
+    fill: &mut dyn FnMut(&mut [u8]) -> Result<(), E>,
+) -> Result<Vec<P>, E> {
+    // Zeroed by the allocator: fresh pages from the system come zeroed, at no cost.
+    let mut v: Vec<P> = bytemuck::allocation::zeroed_vec(first.clamp(n.min(1), n));
+    fill(bytemuck::cast_slice_mut(&mut v))?;
+    let step = (FILL_STEP / std::mem::size_of::<P>()).max(1);
+    while v.len() < n {
+        let end = v.len() + (n - v.len()).min(v.len());
+        // Grown in place where the allocator can (large blocks are remapped, not copied).
+        v.reserve_exact(end - v.len());
+        while v.len() < end {
+            let from = v.len();
+            v.resize((from + step).min(end), P::zeroed());
+            fill(bytemuck::cast_slice_mut(&mut v[from..]))?;
+        }
+    }
+    Ok(v)
+}

@@ -125,7 +125,7 @@ mod writer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
 pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
-pub use de::Deserializer;
+pub use de::{read, Deserializer};
 pub use element::Element;
 pub use eltype::{type_label, ElType, ScalarType, ScalarValue};
 pub use error::{Category, Error, ErrorKind, Result};
@@ -219,7 +219,9 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T
     Ok(value)
 }
 
-/// Deserializes a value from a stream holding a `.ra` file.
+/// Deserializes a value from a stream holding a `.ra` file, read as the value asks for it
+/// through a reused window of 64 KiB; a `Vec` of plain scalars is read straight into its
+/// memory. No `BufReader` is needed.
 ///
 /// ```
 /// let bytes = rawarray_serde::to_vec(&vec![vec![1u16, 2], vec![3, 4]]).unwrap();
@@ -233,7 +235,9 @@ pub fn from_reader<R: Read, T: serde::de::DeserializeOwned>(reader: R) -> Result
     Ok(value)
 }
 
-/// Deserializes a value from a `.ra` file.
+/// Deserializes a value from a `.ra` file, as [`from_reader`] does, except that the file's
+/// length is known: a data section that does not fit in it is refused before any is read, and
+/// a `Vec` of plain scalars is allocated once, then read into.
 ///
 /// ```
 /// let dir = tempfile::tempdir().unwrap();
@@ -242,8 +246,14 @@ pub fn from_reader<R: Read, T: serde::de::DeserializeOwned>(reader: R) -> Result
 /// assert_eq!(rawarray_serde::from_file::<_, f64>(&path).unwrap(), 2.5);
 /// ```
 pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Result<T> {
-    let bytes = std::fs::read(path)?;
-    from_slice(&bytes)
+    let file = std::fs::File::open(path)?;
+    // A pipe or a device has no length to trust: read as a stream of unknown length.
+    let meta = file.metadata()?;
+    let len = meta.is_file().then_some(meta.len());
+    let mut de = Deserializer::from_stream(file, len)?;
+    let value = T::deserialize(&mut de)?;
+    de.end()?;
+    Ok(value)
 }
 
 mod derived;

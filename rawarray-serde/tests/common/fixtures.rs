@@ -29,3 +29,20 @@ pub fn md5_hex(bytes: &[u8]) -> String {
     use md5::{Digest, Md5};
     hex(&Md5::digest(bytes))
 }
+
+/// A stream over `bytes` that hands out 1 to 7 bytes per read, in a cycle that starts at
+/// `phase`: every partial read a real pipe or socket can make, at every offset.
+pub struct Trickle<'a> {
+    pub bytes: &'a [u8],
+    pub phase: usize,
+}
+
+impl std::io::Read for Trickle<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.phase += 1;
+        let n = (1 + self.phase % 7).min(buf.len()).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}

@@ -10,10 +10,12 @@
 //! Two limits keep a hostile file from costing more than its bytes justify: a file with no data
 //! (a dim is 0) yields at most 1024 empty sequences per level (dims `[0, 2^40]` would ask for
 //! 2^40 empty `Vec`s), and a self-describing read (`deserialize_any`) refuses more than 128
-//! nested dims (one level of recursion each).
+//! nested dims (one level of recursion each). A stream's header is trusted no more than a
+//! slice's: what it claims is allocated only as its bytes arrive (see [`read`]), and serde's
+//! preallocation from a size hint counts only bytes that have arrived.
 
-use std::borrow::Cow;
 use std::io::Read;
+use std::marker::PhantomData;
 use std::ops::Range;
 
 use half::{bf16, f16};
@@ -26,6 +28,10 @@ use crate::eltype::{type_label, ElType};
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{Flags, Header};
 
+pub mod read;
+
+use read::{Input, SliceInput, StreamInput};
+
 /// Most empty sequences read per level from a file without data (a dim is 0). Each costs the
 /// caller a value (24 bytes for a `Vec`) that no byte of the input pays for, so a file of a few
 /// bytes could otherwise ask for unbounded time and memory.
@@ -35,12 +41,6 @@ pub(crate) const MAX_EMPTY_ITEMS: u64 = 1 << 10;
 /// value uses) starts: each dim is one level of recursion.
 pub(crate) const MAX_ANY_DEPTH: usize = 128;
 
-/// The input: the caller's bytes, or a stream's, of which only the data section is kept.
-enum Input<'de> {
-    Borrowed(&'de [u8]),
-    Stream,
-}
-
 /// The record (eltype-0 element) being read field by field.
 #[derive(Clone, Copy)]
 struct Record {
@@ -49,7 +49,10 @@ struct Record {
     end: usize,
 }
 
-/// A serde `Deserializer` over one `.ra` file.
+/// A serde `Deserializer` over one `.ra` file, read through the input `I`: the caller's bytes
+/// ([`from_slice`](Deserializer::from_slice), the default) or a stream
+/// ([`from_reader`](Deserializer::from_reader)); see [`read`]. Both take the same path through
+/// the same code; only where the bytes come from differs.
 ///
 /// ```
 /// use serde::Deserialize;
@@ -60,11 +63,13 @@ struct Record {
 /// de.end().unwrap();
 /// assert_eq!(v, [[1, 2], [3, 4], [5, 6]]);
 /// ```
-pub struct Deserializer<'de> {
-    input: Input<'de>,
+pub struct Deserializer<'de, I = SliceInput<'de>> {
+    /// The data section, plain little-endian, as [`read`] describes.
+    input: I,
     header: Header,
-    /// The plain little-endian data: borrowed from the caller's bytes where it is stored so.
-    data: Cow<'de, [u8]>,
+    /// The length of the plain data section.
+    len: usize,
+    /// The offset in the data section of the next byte to read.
     pos: usize,
     /// Dims outermost first; `depth` of them have been entered.
     dims: Vec<u64>,
@@ -83,6 +88,7 @@ pub struct Deserializer<'de> {
     elem: u32,
     /// Where reads must stop: the end of the data, or of the record being read.
     limit: usize,
+    de: PhantomData<&'de ()>,
 }
 
 /// `here` inside a record: any scalar, unchecked (the header does not describe the fields).
@@ -105,54 +111,56 @@ impl<'de> Deserializer<'de> {
     pub fn from_slice(bytes: &'de [u8]) -> Result<Deserializer<'de>> {
         let header = Header::decode(bytes)?;
         header.check_input_len(bytes.len() as u64)?;
-        let start = header.encoded_len();
-        let section = &bytes[start..start + crate::data::to_usize(header.size)?];
-        Deserializer::new(Input::Borrowed(bytes), header, Cow::Borrowed(section))
+        let input = SliceInput::new(bytes, &header)?;
+        Ok(Deserializer::new(input, header))
+    }
+}
+
+impl<R: Read> Deserializer<'static, StreamInput<R>> {
+    /// A deserializer over a stream: the header, then the data section as the value asks for
+    /// it, through a reused window of 64 KiB (a `Vec` of plain scalars is read straight into
+    /// its memory). A header that claims more than the stream holds costs at most what
+    /// really arrives, twice, and the read fails where the stream ends. After a value that used
+    /// every element ([`end`](Self::end)), the stream is left just after the data section.
+    ///
+    /// ```
+    /// use serde::Deserialize;
+    /// let bytes = rawarray_serde::to_vec(&vec![1.5f32, 2.5]).unwrap();
+    /// let mut de = rawarray_serde::Deserializer::from_reader(&bytes[..]).unwrap();
+    /// assert_eq!(Vec::<f32>::deserialize(&mut de).unwrap(), [1.5, 2.5]);
+    /// de.end().unwrap();
+    /// ```
+    pub fn from_reader(reader: R) -> Result<Deserializer<'static, StreamInput<R>>> {
+        Deserializer::from_stream(reader, None)
     }
 
-    /// A deserializer over a stream: the header, then the data section, read into one buffer
-    /// that grows as bytes arrive (a header that lies about its size costs at most the bytes
-    /// really there, twice). The stream is left after the data section.
-    pub fn from_reader<R: Read>(mut reader: R) -> Result<Deserializer<'static>> {
+    /// As [`from_reader`](Self::from_reader), where the stream is known to hold `available`
+    /// bytes from its current position (a file's length): the data section must fit in them,
+    /// and then a value is allocated whole before its bytes are read.
+    pub(crate) fn from_stream(
+        mut reader: R,
+        available: Option<u64>,
+    ) -> Result<Deserializer<'static, StreamInput<R>>> {
         let header = Header::read_from(&mut reader)?;
-        let section = crate::data::read_bytes(&mut reader, header.size, None)?;
-        Deserializer::new(Input::Stream, header, Cow::Owned(section))
-    }
-
-    fn new(
-        input: Input<'de>,
-        header: Header,
-        section: Cow<'de, [u8]>,
-    ) -> Result<Deserializer<'de>> {
-        let mut data = if header.is_compressed() {
-            Cow::Owned(crate::data::decompress(&section, &header)?)
-        } else {
-            section
-        };
-        if header.is_big_endian() {
-            match header.eltype.swap_width(header.elbyte) {
-                None => {
-                    return Err(Error::unsupported(
-                        "big-endian user-defined elements: their scalars are not described by the header",
-                    ))
-                }
-                // Swapped once, up front (in a copy of borrowed bytes, in place in a stream's
-                // buffer): swapping scalar by scalar instead costs every little-endian read
-                // about a tenth of its speed (`cargo bench --bench serde`).
-                Some(w) if w > 1 => {
-                    crate::data::swap_by_eltype(data.to_mut(), header.eltype, header.elbyte);
-                }
-                Some(_) => {}
-            }
+        if let Some(a) = available {
+            header.check_input_len(a)?;
         }
+        let after_header = available.map(|a| a - header.encoded_len() as u64);
+        let input = StreamInput::new(reader, &header, after_header)?;
+        Ok(Deserializer::new(input, header))
+    }
+}
+
+impl<'de, I: Input<'de>> Deserializer<'de, I> {
+    fn new(input: I, header: Header) -> Deserializer<'de, I> {
         let dims: Vec<u64> = header.dims.iter().rev().copied().collect();
         let elem = scalar_code(header.eltype, header.elbyte);
         let here = if dims.is_empty() { elem } else { NOT_HERE };
-        let limit = data.len();
-        Ok(Deserializer {
+        let len = input.data_len();
+        Deserializer {
             input,
             header,
-            data,
+            len,
             pos: 0,
             dims,
             depth: 0,
@@ -162,8 +170,9 @@ impl<'de> Deserializer<'de> {
             entered: false,
             here,
             elem,
-            limit,
-        })
+            limit: len,
+            de: PhantomData,
+        }
     }
 
     /// The file's header.
@@ -173,7 +182,7 @@ impl<'de> Deserializer<'de> {
 
     /// Checks that the value read used every element of the file.
     pub fn end(&self) -> Result<()> {
-        let len = self.data().len();
+        let len = self.len;
         if self.pos != len {
             return Err(Error::msg(format!(
                 "the value read used {} of the {len} data bytes (dims {:?})",
@@ -183,24 +192,11 @@ impl<'de> Deserializer<'de> {
         Ok(())
     }
 
-    #[inline]
-    fn data(&self) -> &[u8] {
-        &self.data
-    }
-
-    /// The data with the input's lifetime, when it is the caller's bytes.
-    fn borrowed_data(&self) -> Option<&'de [u8]> {
-        match self.data {
-            Cow::Borrowed(b) => Some(b),
-            Cow::Owned(_) => None,
-        }
-    }
-
     /// Refuses to enter the dim at `depth` when the file has no data (a dim is 0) and the dims
     /// entered so far multiply to more than [`MAX_EMPTY_ITEMS`] empty sequences: a 64-byte
     /// file with dims `[0, 2^40]` would otherwise build 2^40 empty `Vec`s.
     fn check_empty_items(&self, rust: &str) -> Result<()> {
-        if !self.data().is_empty() {
+        if self.len != 0 {
             // Each item at any level then holds at least one element's bytes.
             return Ok(());
         }
@@ -221,7 +217,7 @@ impl<'de> Deserializer<'de> {
     #[inline(always)]
     fn take(&mut self, n: usize) -> Result<Range<usize>> {
         let end = self.pos + n;
-        let limit = self.record.map_or(self.data().len(), |r| r.end);
+        let limit = self.record.map_or(self.len, |r| r.end);
         if end > limit {
             return Err(match self.record {
                 Some(r) => self.record_error(r, end - r.start),
@@ -257,9 +253,11 @@ impl<'de> Deserializer<'de> {
         if self.here == scalar_code(eltype, N as u64) || self.here == ANY {
             let end = self.pos + N;
             if end <= self.limit {
-                let bytes = self.data[self.pos..end].try_into().expect("N bytes");
-                self.pos = end;
-                return Ok(bytes);
+                if let Some(b) = self.input.get(self.pos, N) {
+                    let bytes = b.try_into().expect("N bytes");
+                    self.pos = end;
+                    return Ok(bytes);
+                }
             }
         }
         self.scalar_slow::<N>(eltype, rust)
@@ -290,7 +288,7 @@ impl<'de> Deserializer<'de> {
             }
         }
         let r = self.take(N)?;
-        Ok(self.data()[r].try_into().expect("N bytes"))
+        Ok(self.input.fetch(r.start, N)?.try_into().expect("N bytes"))
     }
 
     fn shape_error(&self, rust: &str) -> Error {
@@ -322,10 +320,32 @@ impl<'de> Deserializer<'de> {
             start: self.pos,
             end: self.pos + self.header.elbyte as usize,
         };
+        if r.end <= self.len && self.input.get(r.start, r.end - r.start).is_none() {
+            // A stream's window ends inside the record: move it on, so that the fields are
+            // read from it. A record longer than the window is read field by field, each
+            // fetched as it comes.
+            self.prefetch(r)?;
+        }
         self.record = Some(r);
         self.here = ANY;
         self.limit = r.end;
         Ok(Some(r))
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fill_window(&mut self) -> Result<()> {
+        self.input.fetch(self.pos, 1).map(drop)
+    }
+
+    /// Brings a record no longer than the window into a stream's window.
+    #[cold]
+    #[inline(never)]
+    fn prefetch(&mut self, r: Record) -> Result<()> {
+        if r.end - r.start <= read::WINDOW {
+            self.input.fetch(r.start, r.end - r.start)?;
+        }
+        Ok(())
     }
 
     /// Why a record cannot be read here.
@@ -346,7 +366,7 @@ impl<'de> Deserializer<'de> {
         if let Some(r) = started {
             self.record = None;
             self.here = self.elem;
-            self.limit = self.data.len();
+            self.limit = self.len;
             if self.pos != r.end {
                 return Err(self.record_short(r));
             }
@@ -395,15 +415,14 @@ impl<'de> Deserializer<'de> {
         as_str: bool,
         visitor: V,
     ) -> Result<V::Value> {
-        if let Some(b) = self.borrowed_data() {
-            let b = &b[r];
+        if let Some(b) = self.input.borrow(r.start, r.len()) {
             return if as_str {
                 visitor.visit_borrowed_str(std::str::from_utf8(b).map_err(Error::msg)?)
             } else {
                 visitor.visit_borrowed_bytes(b)
             };
         }
-        let b = &self.data()[r];
+        let b = self.input.fetch(r.start, r.len())?;
         if as_str {
             visitor.visit_str(std::str::from_utf8(b).map_err(Error::msg)?)
         } else {
@@ -440,6 +459,11 @@ impl<'de> Deserializer<'de> {
                         found: self.header.dims.clone(),
                     }));
                 }
+            }
+            if self.pos < self.len && self.input.get(self.pos, 1).is_none() {
+                // A stream with nothing at hand: its next window is read now, so that the
+                // size hint serde preallocates from counts bytes that have arrived.
+                self.fill_window()?;
             }
             // Every item of this dim is read one dim deeper: set that up once, not per item.
             self.depth += 1;
@@ -505,7 +529,7 @@ impl<'de> Deserializer<'de> {
 
 /// The one-copy paths of [`crate::bulk`]: each returns `None`, having read nothing, where the
 /// element-by-element path must decide (and explain any error).
-impl<'de> Deserializer<'de> {
+impl<'de, I: Input<'de>> Deserializer<'de, I> {
     /// An item whose seed is `PhantomData<[P; N]>` of a plain scalar (`next_element::<[f64;
     /// 8]>()`, a field of a record), built here in place: serde's own `[T; N]::deserialize` is
     /// often not inlined, and its result then makes a round trip through memory.
@@ -539,13 +563,24 @@ impl<'de> Deserializer<'de> {
         if self.pos + bytes > self.limit {
             return Ok(None);
         }
-        let start = self.pos;
-        let r = self.take(bytes)?;
-        let value = bulk::vec_value::<V>(kind, &self.data[r]);
-        if value.is_none() {
-            self.pos = start;
+        if let Some(b) = self.input.get(self.pos, bytes) {
+            // At hand (a slice, or a short run in a stream's window): one copy, into memory
+            // that is not zeroed first.
+            let value = bulk::vec_value::<V>(kind, b);
+            if value.is_some() {
+                self.pos += bytes;
+            }
+            return Ok(value);
         }
-        Ok(value)
+        // From a stream: straight into the `Vec`, allocated as far as the input justifies.
+        let first = self.input.justified(self.pos, bytes) / elbyte as usize;
+        let (input, pos) = (&mut self.input, &mut self.pos);
+        let mut fill = |dst: &mut [u8]| -> Result<()> {
+            input.read_into(*pos, dst)?;
+            *pos += dst.len();
+            Ok(())
+        };
+        bulk::vec_filled::<V, Error>(kind, bytes / elbyte as usize, first, &mut fill).transpose()
     }
 
     /// An array of `len` plain scalars `kind`, whole: a field of a record, or the innermost dim.
@@ -566,7 +601,8 @@ impl<'de> Deserializer<'de> {
         if self.pos + bytes > self.limit {
             return None;
         }
-        let value = bulk::array_value::<U>(kind, len, &self.data[self.pos..self.pos + bytes])?;
+        // Not at hand (a stream's window ends inside the array): item by item, which reads on.
+        let value = bulk::array_value::<U>(kind, len, self.input.get(self.pos, bytes)?)?;
         self.entered = true;
         self.pos += bytes;
         Some(value)
@@ -575,12 +611,12 @@ impl<'de> Deserializer<'de> {
 
 /// The items of a sequence: a dim, consecutive values of a record, or a complex element's
 /// halves. The caller sets up what reading an item means (depth, `here`) around the visit.
-struct Items<'a, 'de> {
-    de: &'a mut Deserializer<'de>,
+struct Items<'a, 'de, I> {
+    de: &'a mut Deserializer<'de, I>,
     left: u64,
 }
 
-impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
+impl<'de, I: Input<'de>> de::SeqAccess<'de> for Items<'_, 'de, I> {
     type Error = Error;
 
     #[inline(always)]
@@ -595,8 +631,19 @@ impl<'de> de::SeqAccess<'de> for Items<'_, 'de> {
         seed.deserialize(&mut *self.de).map(Some)
     }
 
+    /// The items left, but no more than the bytes at hand can hold: serde preallocates from
+    /// the hint (up to 1 MiB), and a stream's header claims what may never arrive.
     fn size_hint(&self) -> Option<usize> {
-        usize::try_from(self.left).ok()
+        let de = &*self.de;
+        if de.record.is_some() || de.half.is_some() || de.len == 0 {
+            return usize::try_from(self.left).ok();
+        }
+        let item = de.dims[de.depth..]
+            .iter()
+            .fold(de.header.elbyte, |p, &d| p.saturating_mul(d))
+            .max(1);
+        let at_hand = de.input.at_hand(de.pos) as u64;
+        usize::try_from(self.left.min(at_hand / item)).ok()
     }
 }
 
@@ -610,7 +657,7 @@ macro_rules! scalars {
     )*};
 }
 
-impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
+impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
     type Error = Error;
 
     scalars! {
@@ -769,17 +816,17 @@ impl<'de> de::Deserializer<'de> for &mut Deserializer<'de> {
             }
             EMBEDDED if !self.entered && self.depth == 0 && self.pos == 0 => {
                 // The whole input is the embedded file.
-                self.pos = self.data().len();
-                if let Input::Borrowed(b) = self.input {
+                self.pos = self.len;
+                if let Some(b) = self.input.whole_file() {
                     return visitor.visit_borrowed_bytes(b);
                 }
-                // A stream kept only its data: the file again, with the data as it is held
-                // (plain, little-endian).
+                // A stream has only its data: the file again, with the data as the input
+                // hands it out (plain, little-endian).
                 let mut header = self.header.clone();
                 header.flags = Flags::NONE;
-                header.size = self.data().len() as u64;
+                header.size = self.len as u64;
                 let mut file = header.encode();
-                file.extend_from_slice(self.data());
+                file.extend_from_slice(self.input.fetch(0, self.len)?);
                 visitor.visit_bytes(&file)
             }
             EMBEDDED => {
