@@ -124,12 +124,15 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
             let _ = writeln!(tail, "... ({} more)", cmp.differing - tol.show);
         }
         let _ = write!(tail, "{} of {total} elements differ", cmp.differing);
-        if cmp.numeric_float {
+        if cmp.numeric_float && cmp.finite_differing > 0 {
             let _ = write!(
                 tail,
                 "; max abs difference {:?}, max rel difference {:?}",
                 cmp.max_abs, cmp.max_rel
             );
+        }
+        if cmp.non_finite > 0 {
+            let _ = write!(tail, "; {} with NaN or infinity", cmp.non_finite);
         }
         tail.push('\n');
     }
@@ -157,6 +160,10 @@ struct Comparer {
     swap: [bool; 2],
     differing: u64,
     numeric_float: bool,
+    /// Differing elements with finite values on both sides: the statistics are theirs.
+    finite_differing: u64,
+    /// Differing elements with a NaN or an infinity on either side.
+    non_finite: u64,
     max_abs: f64,
     max_rel: f64,
     line: String,
@@ -177,6 +184,8 @@ impl Comparer {
             layout,
             differing: 0,
             numeric_float: matches!(h.eltype, ElType::Float | ElType::BFloat16 | ElType::Complex),
+            finite_differing: 0,
+            non_finite: 0,
             max_abs: 0.0,
             max_rel: 0.0,
             line: String::new(),
@@ -214,16 +223,23 @@ impl Comparer {
         let nan_a = re_im_a.0.is_nan() || re_im_a.1.is_nan();
         let nan_b = re_im_b.0.is_nan() || re_im_b.1.is_nan();
         if nan_a || nan_b {
-            return nan_a && nan_b && self.tol.equal_nan;
+            let same = nan_a && nan_b && self.tol.equal_nan;
+            self.non_finite += u64::from(!same);
+            return same;
         }
         if re_im_a == re_im_b {
             // Also equal infinities, and 0.0 and -0.0.
             return true;
         }
+        let finite = |(re, im): (f64, f64)| re.is_finite() && im.is_finite();
+        if !finite(re_im_a) || !finite(re_im_b) {
+            // As numpy's isclose: an infinity equals only the same infinity, whatever the
+            // tolerance (inf <= atol + rtol * inf would hold). Kept out of the statistics.
+            self.non_finite += 1;
+            return false;
+        }
         let abs = (re_im_a.0 - re_im_b.0).hypot(re_im_a.1 - re_im_b.1);
         let mag_b = re_im_b.0.hypot(re_im_b.1);
-        // An infinity against anything else is a difference of infinity.
-        let abs = if abs.is_nan() { f64::INFINITY } else { abs };
         let rel = if mag_b == 0.0 {
             f64::INFINITY
         } else {
@@ -231,6 +247,7 @@ impl Comparer {
         };
         let close = abs <= self.tol.atol + self.tol.rtol * mag_b;
         if !close {
+            self.finite_differing += 1;
             self.max_abs = self.max_abs.max(abs);
             self.max_rel = self.max_rel.max(rel);
         }

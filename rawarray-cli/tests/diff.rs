@@ -67,12 +67,14 @@ fn differing_values_are_listed_with_column_major_indices_and_counted() {
     write_f64(&pa, &[3, 2], &a, WriteOptions::new());
     write_f64(&pb, &[3, 2], &b, WriteOptions::new().big_endian(true));
     // Without --equal-nan NaN differs from NaN (as numpy's isclose); NaN adds nothing to the
-    // largest differences: |2 - 2.5| = 0.5, rel 0.5/2.5 = 0.2; |6 - 5| = 1, rel 0.2.
+    // largest differences (|2 - 2.5| = 0.5, rel 0.5/2.5 = 0.2; |6 - 5| = 1, rel 0.2) and is
+    // counted apart.
     let (out, err) = diff(&[&pa, &pb], 1);
     assert_eq!(
         out,
         "[1, 0]\t2.0\t2.5\n[1, 1]\tNaN\tNaN\n[2, 1]\t6.0\t5.0\n\
-         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2; \
+         1 with NaN or infinity\n"
     );
     assert_eq!(err, "");
     let (out, _) = diff(&[&"--equal-nan", &pa, &pb], 1);
@@ -95,7 +97,61 @@ fn differing_values_are_listed_with_column_major_indices_and_counted() {
     assert_eq!(
         out,
         "[1, 0]\t2.0\t2.5\n... (2 more)\n\
-         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2; \
+         1 with NaN or infinity\n"
+    );
+}
+
+/// As numpy's isclose: isclose(1, inf) and isclose(-inf, inf) are False and
+/// isclose(inf, inf) True, whatever rtol (inf <= atol + rtol * inf would say "close").
+/// Infinities stay out of the largest differences; only NaN differences print no statistics.
+#[test]
+fn infinities_are_equal_only_to_themselves_whatever_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let inf = f64::INFINITY;
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    write_f64(&pa, &[4], &[1.0, -inf, inf, 2.0], WriteOptions::new());
+    write_f64(&pb, &[4], &[inf, inf, inf, 2.0], WriteOptions::new());
+    for args in [
+        &[][..],
+        &["--rtol", "1e-5"][..],
+        &["--rtol", "1", "--atol", "1"][..],
+    ] {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = Vec::new();
+        for a in args {
+            all.push(a);
+        }
+        all.push(&pa);
+        all.push(&pb);
+        let (out, _) = diff(&all, 1);
+        assert_eq!(
+            out, "[0]\t1.0\tinf\n[1]\t-inf\tinf\n2 of 4 elements differ; 2 with NaN or infinity\n",
+            "{args:?}"
+        );
+    }
+    // Complex: an infinite component on either side.
+    let (ca, cb) = (dir.path().join("ca.ra"), dir.path().join("cb.ra"));
+    let z = |re: f64, im: f64| Complex::new(re, im);
+    RawArray::from_shape_vec(vec![2], vec![z(1.0, inf), z(inf, 0.0)])
+        .unwrap()
+        .write_file(&ca)
+        .unwrap();
+    RawArray::from_shape_vec(vec![2], vec![z(1.0, 1.0), z(inf, 0.0)])
+        .unwrap()
+        .write_file(&cb)
+        .unwrap();
+    let (out, _) = diff(&[&"--rtol", &"1", &ca, &cb], 1);
+    assert!(
+        out.ends_with("1 of 2 elements differ; 1 with NaN or infinity\n"),
+        "{out}"
+    );
+    // NaN only: no "max abs difference 0.0".
+    write_f64(&pa, &[2], &[f64::NAN, 1.0], WriteOptions::new());
+    write_f64(&pb, &[2], &[2.0, 1.0], WriteOptions::new());
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[0]\tNaN\t2.0\n1 of 2 elements differ; 1 with NaN or infinity\n"
     );
 }
 
