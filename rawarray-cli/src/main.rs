@@ -411,6 +411,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             equal_nan,
             show,
         } => {
+            if source::is_stdio(&a) && source::is_stdio(&b) {
+                return Err(Failure::usage(
+                    "diff",
+                    "standard input (-) can be only one of the two files",
+                ));
+            }
             if !(rtol >= 0.0 && atol >= 0.0) {
                 return Err(Failure::usage(
                     "diff",
@@ -497,14 +503,14 @@ fn not_stdout(command: &'static str, output: &Path) -> Result<(), Failure> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // `ra diff` exits as `diff` does: 1 means "different", so a file it cannot read is 2.
-    let error_code = if matches!(cli.command, Command::Diff { .. }) {
-        2
-    } else {
-        1
-    };
+    let is_diff = matches!(cli.command, Command::Diff { .. });
+    let error_code = if is_diff { 2 } else { 1 };
     let result = run(cli);
     source::remove_stdin_copy();
     match result {
+        // ra diff writes only when the files differ: a reader that stopped early
+        // (`ra diff a b | head`) saw differences, and the status must say so.
+        Err(Failure::BrokenPipe) if is_diff => ExitCode::from(1),
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
         Err(Failure::Differ) => ExitCode::from(1),
         Err(Failure::Usage { command, message }) => {

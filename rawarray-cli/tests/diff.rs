@@ -253,15 +253,51 @@ fn errors_exit_2_with_one_line_naming_the_file() {
     }
     // Usage errors are 2 too (clap's).
     diff(&[&reference("randf32.ra")], 2);
-    diff(
-        &[
-            &"--rtol",
-            &"-1",
-            &reference("randf32.ra"),
-            &reference("randf32.ra"),
-        ],
-        2,
-    );
+    // A negative tolerance is ra's own usage error (`--rtol -1` would be clap's: an unknown
+    // argument).
+    for flag in ["--rtol=-1", "--atol=-1"] {
+        let (_, err) = diff(
+            &[&flag, &reference("randf32.ra"), &reference("randf32.ra")],
+            2,
+        );
+        assert!(
+            err.contains("--rtol and --atol must be numbers >= 0"),
+            "{err}"
+        );
+    }
+    // Standard input can be one side only: `ra diff - -` would compare it with itself.
+    let (_, err) = diff(&[&"-", &"-"], 2);
+    assert!(err.contains("only one of the two files"), "{err}");
+}
+
+/// A reader that stops early (`ra diff a b | head -2`) has seen differences: exit 1, not 0.
+#[test]
+fn a_closed_output_pipe_still_exits_1() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let n = 200_000;
+    let a: Vec<f64> = (0..n).map(f64::from).collect();
+    let b: Vec<f64> = (0..n).map(|k| f64::from(k) + 0.5).collect();
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    write_f64(&pa, &[n as u64], &a, WriteOptions::new());
+    write_f64(&pb, &[n as u64], &b, WriteOptions::new());
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("ra"))
+        .args(["diff", "--show", "1000000"])
+        .arg(&pa)
+        .arg(&pb)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Some megabytes of differences: far more than a pipe holds. Read one line, then close.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "[0]\t0.0\t0.5\n");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
 }
 
 /// Several chunks on both sides, cut at different places (an LZ4 stream against a plain
