@@ -589,17 +589,21 @@ fn padding_problem(descr: &serde_json::Value) -> Option<String> {
                     Some(p) => format!("after field '{p}'"),
                     None => "before the first field".to_string(),
                 };
-                let at = offset.map_or_else(String::new, |o| format!(" (offsets {o}..{})", o + n));
+                // Checked: a hostile header may claim any size (`|V18446744073709551615`).
+                let end = offset.and_then(|o| o.checked_add(n));
+                let at = offset
+                    .zip(end)
+                    .map_or_else(String::new, |(o, e)| format!(" (offsets {o}..{e})"));
                 gaps.push(format!("{n} bytes {place}{at}"));
-                offset = offset.map(|o| o + n);
+                offset = end;
                 continue;
             }
             _ => Layout::from_numpy_descr_json(&serde_json::Value::Array(vec![field.clone()]))
                 .ok()
                 .map(|l| l.size()),
         };
-        offset = offset.zip(size).map(|(o, s)| o + s);
-        packed = packed.zip(size).map(|(o, s)| o + s);
+        offset = offset.zip(size).and_then(|(o, s)| o.checked_add(s));
+        packed = packed.zip(size).and_then(|(o, s)| o.checked_add(s));
         previous = Some(name);
     }
     if gaps.is_empty() {
