@@ -16,6 +16,7 @@ mod info;
 mod lz4;
 mod manual;
 mod npy;
+mod output;
 mod progress;
 mod recover;
 mod report;
@@ -116,8 +117,9 @@ Examples:
   curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
 
 - is standard input (as IN) or standard output (as OUT); --from and --to give their formats
-(or those of files named without the extension). Standard input is copied to a temporary
-file first; standard output gets the bytes only once the conversion has succeeded.
+(or those of files named without the extension). Standard input is checked by its first
+bytes, then copied to an unlinked temporary file; standard output gets the bytes only once the
+conversion has succeeded.
 
 Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
 trailer are a structured dtype, and a structured .npy becomes records with that schema.
@@ -506,7 +508,6 @@ fn main() -> ExitCode {
     let is_diff = matches!(cli.command, Command::Diff { .. });
     let error_code = if is_diff { 2 } else { 1 };
     let result = run(cli);
-    source::remove_stdin_copy();
     match result {
         // ra diff writes only when the files differ: a reader that stopped early
         // (`ra diff a b | head`) saw differences, and the status must say so.
