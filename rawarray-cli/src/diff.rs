@@ -71,6 +71,21 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
         let _ = writeln!(text, "record schema differs");
         differ = true;
     }
+    let same_type = (ha.eltype, ha.elbyte) == (hb.eltype, hb.elbyte);
+    let tolerant = tol.rtol > 0.0 || tol.atol > 0.0 || tol.equal_nan;
+    if same_type && tolerant && byte_compared_non_integer(&ha) {
+        // A tolerance that would be silently ignored where one is expected is refused: f128,
+        // complex256 and records compare exactly, by their bytes. (Integers compare exactly
+        // as documented, tolerances being for floats.)
+        return Err(Failure::usage(
+            "diff",
+            format!(
+                "--rtol, --atol and --equal-nan apply to float and complex values; {} \
+                 elements are compared exactly, by their bytes",
+                type_name(&ha)
+            ),
+        ));
+    }
     out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
     if (ha.eltype, ha.elbyte, &ha.dims) != (hb.eltype, hb.elbyte, &hb.dims) {
         // Values of other types or shapes have no element-by-element comparison.
@@ -139,6 +154,15 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
     out.write_all(tail.as_bytes()).map_err(Failure::stdout)?;
     out.flush().map_err(Failure::stdout)?;
     Ok(differ)
+}
+
+/// Whether elements of `h` are floats that do not decode here (f128, complex256) or records:
+/// compared by their bytes, where a tolerance could be expected to apply.
+fn byte_compared_non_integer(h: &Header) -> bool {
+    match h.eltype {
+        ElType::Int | ElType::Uint => false,
+        _ => !Decoder::new(h.eltype, h.elbyte).is_numeric(),
+    }
 }
 
 /// As `ra info` names the type: `float32`, `complex64`, ...

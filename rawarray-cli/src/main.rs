@@ -231,7 +231,9 @@ Differences print as `[i, j]<TAB>A<TAB>B` (column-major indices, as ra cat), the
 absolute and relative differences (relative to B) among them. A difference of element type or
 dims is reported without comparing values. Integers compare exactly; records byte by byte
 (swapped by their schema when a file is big-endian), naming the first field that differs.
-Equal files print nothing. Both files are streamed, never loaded whole.")]
+Tolerances and --equal-nan apply to floats and complex (as numpy's isclose: an infinity equals
+only itself); integers ignore them; for f128, complex256 and records (compared by their bytes)
+they are a usage error. Equal files print nothing. Both files are streamed, never loaded whole.")]
     Diff {
         /// The first .ra file (- reads standard input).
         a: PathBuf,

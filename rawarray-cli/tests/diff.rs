@@ -224,6 +224,12 @@ fn records_name_the_field_that_differs_and_params_are_compared() {
     assert!(lines[1].ends_with("\tfield id"), "{out}");
     assert!(lines[1].contains("15") && lines[1].contains("99"), "{out}");
     assert_eq!(lines[2], "1 of 4 elements differ");
+    // Records compare by their bytes: a tolerance is refused, not ignored.
+    let (_, err) = diff(&[&"--rtol=0.5", &pa, &pb], 2);
+    assert!(
+        err.contains("elements are compared exactly, by their bytes"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -268,6 +274,36 @@ fn errors_exit_2_with_one_line_naming_the_file() {
     // Standard input can be one side only: `ra diff - -` would compare it with itself.
     let (_, err) = diff(&[&"-", &"-"], 2);
     assert!(err.contains("only one of the two files"), "{err}");
+}
+
+/// Tolerances would be silently ignored for floats compared by their bytes (f128) and
+/// records: they are a usage error naming the type (integers compare exactly, as documented).
+#[test]
+fn a_tolerance_for_elements_compared_by_bytes_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // f128 (eltype 3, 16 bytes), two elements; the files differ in one byte.
+    let f128 = |last: u8| {
+        let words: [u64; 7] = [u64::from_le_bytes(*b"rawarray"), 0, 3, 16, 32, 1, 2];
+        let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        b.extend([0u8; 31]);
+        b.push(last);
+        b
+    };
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    std::fs::write(&pa, f128(0x3f)).unwrap();
+    std::fs::write(&pb, f128(0x40)).unwrap();
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert!(out.ends_with("1 of 2 elements differ\n"), "{out}");
+    for flag in ["--rtol=1", "--atol=1", "--equal-nan"] {
+        let (out, err) = diff(&[&flag, &pa, &pb], 2);
+        assert_eq!(out, "");
+        assert!(
+            err.contains(
+                "apply to float and complex values; float128 elements are compared exactly"
+            ),
+            "{err}"
+        );
+    }
 }
 
 /// A reader that stops early (`ra diff a b | head -2`) has seen differences: exit 1, not 0.
