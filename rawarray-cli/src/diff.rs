@@ -55,12 +55,18 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
     }
     // The trailer's params and record schema are part of what a file says; where the trailer
     // sits and the storage (byte order, compression) are not.
-    let params = |t: &crate::trailer::TrailerInfo| t.trailer.as_ref().map(|t| t.params.clone());
+    // A damaged trailer is not "no trailer": it differs from any other, and is named so.
+    let params = |t: &crate::trailer::TrailerInfo| match (&t.trailer, &t.damaged) {
+        (Some(t), _) => Ok(Some(t.params.clone())),
+        (None, Some(why)) => Err(why.clone()),
+        (None, None) => Ok(None),
+    };
     let (pa, pb) = (params(&ta), params(&tb));
     if pa != pb {
-        let show = |p: &Option<serde_json::Value>| {
-            p.as_ref()
-                .map_or_else(|| "(no trailer)".to_string(), |v| v.to_string())
+        let show = |p: &std::result::Result<Option<serde_json::Value>, String>| match p {
+            Ok(Some(v)) => v.to_string(),
+            Ok(None) => "(no trailer)".to_string(),
+            Err(why) => format!("(damaged trailer: {why})"),
         };
         let _ = writeln!(text, "trailer params: {} vs {}", show(&pa), show(&pb));
         differ = true;

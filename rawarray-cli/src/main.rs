@@ -355,7 +355,8 @@ Examples:
 
 The pages are generated from the same definitions as --help.")]
     Man {
-        /// Write ra.1 and ra-SUBCOMMAND.1 into this folder instead of printing ra.1.
+        /// Write ra.1 and ra-SUBCOMMAND.1 into this folder (made if missing, as mkdir -p)
+        /// instead of printing ra.1.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },

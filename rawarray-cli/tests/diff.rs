@@ -224,6 +224,17 @@ fn records_name_the_field_that_differs_and_params_are_compared() {
     assert!(lines[1].ends_with("\tfield id"), "{out}");
     assert!(lines[1].contains("15") && lines[1].contains("99"), "{out}");
     assert_eq!(lines[2], "1 of 4 elements differ");
+    // A damaged trailer is named damaged, not "(no trailer)".
+    let mut bytes = std::fs::read(&pb).unwrap();
+    let n = bytes.len();
+    bytes[n - 40] ^= 0xff;
+    std::fs::write(&pb, &bytes).unwrap();
+    let (out, _) = diff(&[&pa, &pb], 1);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(r#"trailer params: {"dt":0.5,"units":"s"} vs (damaged trailer: "#),
+        "{out}"
+    );
     // Records compare by their bytes: a tolerance is refused, not ignored.
     let (_, err) = diff(&[&"--rtol=0.5", &pa, &pb], 2);
     assert!(
