@@ -37,7 +37,7 @@ pub fn take_spool() -> std::io::Result<Option<File>> {
 /// A file being written: nothing is seen at its name until [`OutFile::commit`].
 pub enum OutFile {
     /// A file, through a temporary one renamed over it.
-    Atomic(AtomicFile),
+    Atomic(Box<AtomicFile>),
     /// The spool of standard output.
     Spool(File),
 }
@@ -51,7 +51,7 @@ impl OutFile {
                 return Ok(OutFile::Spool(f.try_clone()?));
             }
         }
-        Ok(OutFile::Atomic(AtomicFile::create(path)?))
+        Ok(OutFile::Atomic(Box::new(AtomicFile::create(path)?)))
     }
 
     /// The file to write.

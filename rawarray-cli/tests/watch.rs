@@ -164,7 +164,7 @@ fn interrupt_ends_it(mut watch: Watch) {
             break s;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < Duration::from_secs(10),
             "SIGINT did not end it"
         );
         std::thread::sleep(Duration::from_millis(20));
