@@ -574,15 +574,17 @@ pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
 
 /// All of a sums file, refusing one of more than [`MAX_SUMS_BYTES`].
 fn read_capped(input: &mut dyn Read, name: &Path) -> Result<Vec<u8>> {
+    read_at_most(input, name, MAX_SUMS_BYTES)
+}
+
+/// All of `input`, refusing more than `cap` bytes (reading no more than one past it).
+fn read_at_most(input: &mut dyn Read, name: &Path, cap: u64) -> Result<Vec<u8>> {
     let mut text = Vec::new();
-    input
-        .take(MAX_SUMS_BYTES + 1)
-        .read_to_end(&mut text)
-        .at(name)?;
-    if text.len() as u64 > MAX_SUMS_BYTES {
+    input.take(cap + 1).read_to_end(&mut text).at(name)?;
+    if text.len() as u64 > cap {
         return Err(Failure::file(
             name,
-            format!("more than {} MiB: not a sums file", MAX_SUMS_BYTES >> 20),
+            format!("more than {cap} bytes: not a sums file"),
         ));
     }
     Ok(text)
@@ -654,6 +656,22 @@ mod tests {
         ] {
             assert_eq!(parse(bad), None, "{bad:?}");
         }
+    }
+
+    /// An endless input (`ra verify /dev/zero`, or endless standard input) is refused after
+    /// the cap, having read one byte past it, not without end.
+    #[test]
+    fn a_sums_file_is_read_up_to_a_cap() {
+        let name = Path::new("<stdin>");
+        let mut endless = std::io::repeat(b'x');
+        match read_at_most(&mut endless, name, 1000) {
+            Err(Failure::File { message, .. }) => {
+                assert_eq!(message, "more than 1000 bytes: not a sums file");
+            }
+            other => panic!("{other:?}"),
+        }
+        let got = read_at_most(&mut &b"abc"[..], name, 3).unwrap();
+        assert_eq!(got, b"abc");
     }
 
     #[test]
