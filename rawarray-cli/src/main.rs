@@ -511,6 +511,7 @@ fn main() -> ExitCode {
     let is_diff = matches!(cli.command, Command::Diff { .. });
     let error_code = if is_diff { 2 } else { 1 };
     let result = run(cli);
+    source::remove_stdin_copy();
     match result {
         // ra diff writes only when the files differ: a reader that stopped early
         // (`ra diff a b | head`) saw differences, and the status must say so.

@@ -20,10 +20,31 @@ pub const CHUNK: usize = 1 << 20;
 /// What `-` means on the command line.
 pub const STDIN: &str = "-";
 
-/// Standard input, copied to an anonymous temporary file the first time a command names `-`
-/// (unlinked from the start: nothing is left behind however `ra` ends, and the space is freed
-/// when the process goes), and the name it is read by.
-static STDIN_COPY: Mutex<Option<(File, PathBuf)>> = Mutex::new(None);
+/// Standard input, copied to a temporary file the first time a command names `-`, and the
+/// name it is read by. On Linux the file is anonymous (unlinked from the start: nothing is left
+/// behind however `ra` ends, and the space is freed when the process goes), read by its
+/// `/proc/self/fd/N` name; elsewhere it is a named temporary file, deleted by
+/// [`remove_stdin_copy`] when the command ends (a killed `ra` leaves it).
+static STDIN_COPY: Mutex<Option<StdinCopy>> = Mutex::new(None);
+
+struct StdinCopy {
+    /// Kept open: on Linux the file lives as long as this.
+    file: File,
+    path: PathBuf,
+    /// The named file to delete (not on Linux).
+    named: Option<tempfile::TempPath>,
+}
+
+/// Deletes the named copy of standard input, if one was made (nothing to do on Linux).
+pub fn remove_stdin_copy() {
+    let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(StdinCopy { file, named, .. }) = copy {
+        drop(file);
+        if let Some(named) = named {
+            let _ = named.close();
+        }
+    }
+}
 
 /// The most bytes after the data section that standard input may bring: a trailer block at
 /// its largest (the library's 64 MiB of JSON and its frame). More is not a `.ra` file's tail,
@@ -66,7 +87,7 @@ pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     if !is_stdio(path) {
         return Ok(path.to_path_buf());
     }
-    if let Some((_, p)) = STDIN_COPY
+    if let Some(StdinCopy { path: p, .. }) = STDIN_COPY
         .lock()
         .unwrap_or_else(|e| e.into_inner())
         .as_ref()
@@ -75,8 +96,9 @@ pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     }
     // Not holding the lock: the errors of the copy name it through `shown`, which takes it.
     let stdin = io::stdin();
-    let (file, p) = copy_stdin(&mut stdin.lock(), kind)?;
-    *STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()) = Some((file, p.clone()));
+    let copy = copy_stdin(&mut stdin.lock(), kind)?;
+    let p = copy.path.clone();
+    *STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
     Ok(p)
 }
 
@@ -113,7 +135,7 @@ fn kind_of(head: &[u8]) -> Option<Kind> {
 
 /// Copies `stdin` (after any bytes [`sniff_stdin`] read) to an anonymous temporary file,
 /// checking its start first; returns the file and the name to open it by.
-fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<(File, PathBuf)> {
+fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
     let name = Path::new("<stdin>");
     let peeked = PEEKED
         .lock()
@@ -158,7 +180,7 @@ fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<(File, PathBuf)> {
             None
         }
     };
-    let mut file = tempfile::tempfile()
+    let (mut file, named) = new_copy()
         .map_err(|e| Failure::file(name, format!("cannot make a temporary copy: {e}")))?;
     file.write_all(&head).at(name)?;
     match header {
@@ -184,30 +206,44 @@ fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<(File, PathBuf)> {
             io::copy(&mut stream, &mut file).at(name)?;
         }
     }
-    let path = reopenable(&file, name)?;
-    Ok((file, path))
+    let path = reopenable(&file, named.as_deref(), name)?;
+    Ok(StdinCopy { file, path, named })
 }
 
-/// A name that opens `file` afresh (its own offset): `/proc/self/fd/N` on Linux.
+/// An anonymous temporary file (Linux), opened afresh by its `/proc/self/fd/N` name.
 #[cfg(target_os = "linux")]
-fn reopenable(file: &File, name: &Path) -> Result<PathBuf> {
-    use std::os::fd::AsRawFd;
-    let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-    if File::open(&path).is_err() {
-        return Err(Failure::file(
-            name,
-            "cannot reopen the temporary copy of standard input (is /proc mounted?)",
-        ));
-    }
-    Ok(path)
+fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
+    Ok((tempfile::tempfile()?, None))
 }
 
-/// Elsewhere standard input is not supported: there is no name for an unlinked file.
+/// A named temporary file where there is no `/proc/self/fd`.
 #[cfg(not(target_os = "linux"))]
-fn reopenable(_file: &File, name: &Path) -> Result<PathBuf> {
+fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
+    let (file, path) = tempfile::Builder::new()
+        .prefix(".ra-stdin-")
+        .tempfile()?
+        .into_parts();
+    Ok((file, Some(path)))
+}
+
+/// The name to open the copy by: its own, or on Linux `/proc/self/fd/N` (each open has its own
+/// offset).
+fn reopenable(file: &File, named: Option<&Path>, name: &Path) -> Result<PathBuf> {
+    if let Some(p) = named {
+        return Ok(p.to_path_buf());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if File::open(&path).is_ok() {
+            return Ok(path);
+        }
+    }
+    let _ = file;
     Err(Failure::file(
         name,
-        "reading standard input (-) needs Linux's /proc/self/fd; name a file instead",
+        "cannot reopen the temporary copy of standard input (is /proc mounted?)",
     ))
 }
 
@@ -228,7 +264,7 @@ impl<R: Read> Read for Tee<'_, R> {
 /// How to name `path` in a message: `<stdin>` for the copy of standard input.
 pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
     let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
-    if copy.as_ref().is_some_and(|(_, c)| c == path) {
+    if copy.as_ref().is_some_and(|c| c.path == path) {
         return "<stdin>".into();
     }
     path.to_string_lossy()
