@@ -152,8 +152,25 @@ fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
                 inner: &mut stream,
                 seen: &mut head,
             };
-            let header = Header::read_from(&mut tee).at(name)?;
-            Some(header)
+            let read = Header::read_from(&mut tee);
+            match read {
+                Ok(header) => Some(header),
+                // Not a .ra stream at all: say what it looks like, as `ra info` does for files.
+                Err(e) => {
+                    let what = match kind_of(&head) {
+                        Some(Kind::Png) => "a PNG image",
+                        Some(Kind::Npy) => "a numpy .npy file",
+                        _ => return Err(Failure::file(name, e)),
+                    };
+                    return Err(Failure::file(
+                        name,
+                        format!(
+                            "not a .ra file: it looks like {what}; `ra convert - OUT.ra` makes \
+                             a .ra file of it"
+                        ),
+                    ));
+                }
+            }
         }
         _ => {
             (&mut stream).take(8).read_to_end(&mut head).at(name)?;

@@ -311,6 +311,16 @@ fn standard_input_is_checked_before_it_is_copied_and_bounded() {
             "{args:?}: {err}"
         );
     }
+    // A PNG or .npy where a .ra file is read is named, as ra info names such files.
+    let png = std::fs::read(reference("mnist_8.png")).unwrap();
+    let (code, _, err) = piped(tmp.path(), &["info", "-"], &png);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with(
+            "ra: <stdin>: not a .ra file: it looks like a PNG image; `ra convert - OUT.ra`"
+        ),
+        "{err}"
+    );
     // The wrong kind of file for --from is named from its first bytes.
     let png = std::fs::read(reference("mnist_8.ra")).unwrap();
     let (code, _, err) = piped(tmp.path(), &["convert", "--from", "npy", "-", "x.ra"], &png);
