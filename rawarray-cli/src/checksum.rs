@@ -114,7 +114,8 @@ pub fn digest_file(
     data: Option<Range<u64>>,
     progress: &Progress,
 ) -> Result<Vec<String>> {
-    let mut file = File::open(path).at(path)?;
+    // A FIFO named as a file is refused at once, not waited on.
+    let mut file: File = crate::source::open_regular(path)?;
     digest_reader(&mut file, path, jobs, data, progress)
 }
 
@@ -250,7 +251,7 @@ pub fn run(files: &[PathBuf], style: Style, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for path in files {
         match checksum_one(path, style) {
-            Ok(text) => out.write_all(text.as_bytes()).map_err(Failure::stdout)?,
+            Ok(text) => out.write_all(&text).map_err(Failure::stdout)?,
             Err(e @ Failure::File { .. }) => {
                 eprintln!("ra: {e}");
                 failed += 1;
@@ -265,7 +266,7 @@ pub fn run(files: &[PathBuf], style: Style, out: &mut dyn Write) -> Result<()> {
     Ok(())
 }
 
-fn checksum_one(name: &Path, style: Style) -> Result<String> {
+fn checksum_one(name: &Path, style: Style) -> Result<Vec<u8>> {
     let mut jobs = vec![Job {
         algo: style.algo,
         scope: Scope::File,
@@ -295,31 +296,72 @@ fn checksum_one(name: &Path, style: Style) -> Result<String> {
         };
         digest_file(path, &jobs, data, &Progress::bytes(len, "checksum"))?
     };
-    let (name, escaped) = escape_name(&name.to_string_lossy());
-    let mark = if escaped { "\\" } else { "" };
-    let mut text = String::new();
+    // The name's own bytes, as md5sum writes them (not a lossy UTF-8 rendering).
+    let (name, escaped) = escape_name(&name_bytes(name));
+    let mark: &[u8] = if escaped { b"\\" } else { b"" };
+    let mut text = Vec::new();
     for (job, d) in jobs.iter().zip(digests) {
-        let _ = match (job.scope, style.tag) {
-            (Scope::File, false) => writeln!(text, "{mark}{d}  {name}"),
-            (Scope::File, true) => writeln!(text, "{mark}{} ({name}) = {d}", job.algo.tag()),
-            (Scope::Data, _) => writeln!(text, "{mark}{}-DATA ({name}) = {d}", job.algo.tag()),
-        };
+        text.extend_from_slice(mark);
+        match (job.scope, style.tag) {
+            (Scope::File, false) => {
+                text.extend_from_slice(d.as_bytes());
+                text.extend_from_slice(b"  ");
+                text.extend_from_slice(&name);
+            }
+            (Scope::File, true) | (Scope::Data, _) => {
+                text.extend_from_slice(job.algo.tag().as_bytes());
+                if job.scope == Scope::Data {
+                    text.extend_from_slice(b"-DATA");
+                }
+                text.extend_from_slice(b" (");
+                text.extend_from_slice(&name);
+                text.extend_from_slice(b") = ");
+                text.extend_from_slice(d.as_bytes());
+            }
+        }
+        text.push(b'\n');
     }
     Ok(text)
 }
 
+/// A path's bytes: on Unix exactly those of the name (which need not be UTF-8).
+fn name_bytes(path: &Path) -> Vec<u8> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        path.as_os_str().as_bytes().to_vec()
+    }
+    #[cfg(not(unix))]
+    {
+        path.to_string_lossy().into_owned().into_bytes()
+    }
+}
+
+/// The path a name's bytes on a sums line stand for.
+fn path_of(name: &[u8]) -> PathBuf {
+    #[cfg(unix)]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        PathBuf::from(std::ffi::OsStr::from_bytes(name))
+    }
+    #[cfg(not(unix))]
+    {
+        PathBuf::from(String::from_utf8_lossy(name).into_owned())
+    }
+}
+
 /// A name as coreutils writes it on a sums line: backslash, newline and carriage return
 /// escaped, and whether any was (the line then starts with a backslash).
-fn escape_name(name: &str) -> (String, bool) {
-    if !name.contains(['\\', '\n', '\r']) {
-        return (name.to_string(), false);
+fn escape_name(name: &[u8]) -> (Vec<u8>, bool) {
+    if !name.iter().any(|b| matches!(b, b'\\' | b'\n' | b'\r')) {
+        return (name.to_vec(), false);
     }
-    let mut out = String::with_capacity(name.len() + 4);
-    for c in name.chars() {
+    let mut out = Vec::with_capacity(name.len() + 4);
+    for &c in name {
         match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
+            b'\\' => out.extend_from_slice(b"\\\\"),
+            b'\n' => out.extend_from_slice(b"\\n"),
+            b'\r' => out.extend_from_slice(b"\\r"),
             c => out.push(c),
         }
     }
@@ -327,18 +369,18 @@ fn escape_name(name: &str) -> (String, bool) {
 }
 
 /// The name an escaped sums line means; `None` for an escape coreutils never writes.
-fn unescape_name(name: &str) -> Option<String> {
-    let mut out = String::with_capacity(name.len());
-    let mut chars = name.chars();
-    while let Some(c) = chars.next() {
-        if c != '\\' {
+fn unescape_name(name: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(name.len());
+    let mut bytes = name.iter();
+    while let Some(&c) = bytes.next() {
+        if c != b'\\' {
             out.push(c);
             continue;
         }
-        out.push(match chars.next()? {
-            '\\' => '\\',
-            'n' => '\n',
-            'r' => '\r',
+        out.push(match bytes.next()? {
+            b'\\' => b'\\',
+            b'n' => b'\n',
+            b'r' => b'\r',
             _ => return None,
         });
     }
@@ -349,51 +391,60 @@ fn unescape_name(name: &str) -> Option<String> {
 #[derive(Debug, PartialEq)]
 struct Expected {
     job: Job,
-    name: String,
+    /// The name's bytes (unescaped).
+    name: Vec<u8>,
     hex: String,
 }
 
+/// The tags of BSD lines (`md5sum --tag`, `ra checksum --tag`, `--data`).
+const TAGS: [(&str, Algo, Scope); 4] = [
+    ("MD5", Algo::Md5, Scope::File),
+    ("SHA256", Algo::Sha256, Scope::File),
+    ("MD5-DATA", Algo::Md5, Scope::Data),
+    ("SHA256-DATA", Algo::Sha256, Scope::Data),
+];
+
 /// Reads one line: `HEX  NAME`, `HEX *NAME` (md5sum, sha256sum), or `TAG (NAME) = HEX`
-/// (`md5sum --tag`, `ra checksum`). `None` if it is neither.
-fn parse_line(line: &str) -> Option<Expected> {
+/// (`md5sum --tag`, `ra checksum`). `None` if it is neither. A line is a tag line only when it
+/// starts with a known tag and ` (`: `HEX  a (1).ra` is a name holding ` (`.
+fn parse_line(line: &[u8]) -> Option<Expected> {
     // coreutils escapes names holding a newline, carriage return or backslash, and marks the
     // line with a leading '\'.
-    let (escaped, line) = match line.strip_prefix('\\') {
+    let (escaped, line) = match line.strip_prefix(b"\\") {
         Some(rest) => (true, rest),
         None => (false, line),
     };
-    let name_of = |name: &str| {
+    let name_of = |name: &[u8]| {
         if escaped {
             unescape_name(name)
         } else {
-            Some(name.to_string())
+            Some(name.to_vec())
         }
     };
-    let is_hex = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_hexdigit());
-    if let Some((tag, rest)) = line.split_once(" (") {
-        let (name, hex) = rest.rsplit_once(") = ")?;
-        let job = match tag {
-            "MD5" => (Algo::Md5, Scope::File),
-            "SHA256" => (Algo::Sha256, Scope::File),
-            "MD5-DATA" => (Algo::Md5, Scope::Data),
-            "SHA256-DATA" => (Algo::Sha256, Scope::Data),
-            _ => return None,
-        };
-        let want = if job.0 == Algo::Md5 { 32 } else { 64 };
+    let is_hex = |s: &[u8]| !s.is_empty() && s.iter().all(u8::is_ascii_hexdigit);
+    let digest = |hex: &[u8]| String::from_utf8_lossy(hex).to_ascii_lowercase();
+    let tagged = TAGS.iter().find_map(|&(tag, algo, scope)| {
+        let rest = line.strip_prefix(tag.as_bytes())?.strip_prefix(b" (")?;
+        Some((algo, scope, rest))
+    });
+    if let Some((algo, scope, rest)) = tagged {
+        let at = rest.windows(4).rposition(|w| w == b") = ")?;
+        let (name, hex) = (&rest[..at], &rest[at + 4..]);
+        let want = if algo == Algo::Md5 { 32 } else { 64 };
         if hex.len() != want || !is_hex(hex) {
             return None;
         }
         return Some(Expected {
-            job: Job {
-                algo: job.0,
-                scope: job.1,
-            },
+            job: Job { algo, scope },
             name: name_of(name)?,
-            hex: hex.to_ascii_lowercase(),
+            hex: digest(hex),
         });
     }
-    let (hex, rest) = line.split_once(' ')?;
-    let name = rest.strip_prefix(' ').or_else(|| rest.strip_prefix('*'))?;
+    let space = line.iter().position(|&b| b == b' ')?;
+    let (hex, rest) = (&line[..space], &line[space + 1..]);
+    let name = rest
+        .strip_prefix(b" ")
+        .or_else(|| rest.strip_prefix(b"*"))?;
     let algo = match hex.len() {
         32 => Algo::Md5,
         64 => Algo::Sha256,
@@ -408,29 +459,35 @@ fn parse_line(line: &str) -> Option<Expected> {
             scope: Scope::File,
         },
         name: name_of(name)?,
-        hex: hex.to_ascii_lowercase(),
+        hex: digest(hex),
     })
 }
+
+/// The most bytes of a sums file `ra verify` reads: millions of lines; more is not a sums file
+/// (`ra verify /dev/zero`, or endless standard input).
+const MAX_SUMS_BYTES: u64 = 256 << 20;
 
 /// `ra verify SUMS`: checks every line; names are relative to the folder of SUMS. Prints
 /// `NAME: OK` or `NAME: FAILED` per line (as `md5sum -c`), and fails if any line failed or
 /// could not be read.
 pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
     // `-`: the sums come on standard input; names are relative to the current folder.
-    let text = if crate::source::is_stdio(sums) {
-        let mut t = String::new();
-        std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut t)
-            .at(Path::new("<stdin>"))?;
-        t
+    let (text, shown) = if crate::source::is_stdio(sums) {
+        (
+            read_capped(&mut std::io::stdin().lock(), Path::new("<stdin>"))?,
+            Path::new("<stdin>"),
+        )
     } else {
-        std::fs::read_to_string(sums).at(sums)?
+        // Not open_regular: a sums file may be a pipe (`ra verify <(ssh host cat SUMS)`).
+        let mut file = File::open(sums).at(sums)?;
+        (read_capped(&mut file, sums)?, sums)
     };
     let base = sums.parent().unwrap_or(Path::new(""));
     let mut entries = Vec::new();
     let mut malformed = 0;
-    for line in text.lines() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() || line.starts_with('#') {
+    for line in text.split(|&b| b == b'\n') {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.iter().all(u8::is_ascii_whitespace) || line.starts_with(b"#") {
             continue;
         }
         match parse_line(line) {
@@ -439,12 +496,12 @@ pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
         }
     }
     if entries.is_empty() {
-        return Err(Failure::file(sums, "no checksum lines found"));
+        return Err(Failure::file(shown, "no checksum lines found"));
     }
     // Each file is read once for all its lines.
-    let mut names: Vec<&str> = Vec::new();
+    let mut names: Vec<&[u8]> = Vec::new();
     for e in &entries {
-        if !names.contains(&e.name.as_str()) {
+        if !names.contains(&e.name.as_slice()) {
             names.push(&e.name);
         }
     }
@@ -460,7 +517,7 @@ pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
                 jobs.push(entries[i].job);
             }
         }
-        let path = base.join(name);
+        let path = base.join(path_of(name));
         let digests = digests_for(&path, &jobs);
         for &i in &idx {
             results[i] = Some(match &digests {
@@ -476,30 +533,31 @@ pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
         }
     }
     let mut bad = 0;
-    let mut report = String::new();
+    let mut report = Vec::new();
     for (e, r) in entries.iter().zip(results) {
-        let label = match e.job.scope {
-            Scope::File => e.name.clone(),
-            Scope::Data => format!("{} (data)", e.name),
-        };
-        match r.expect("every entry checked") {
-            Ok(true) => {
-                let _ = writeln!(report, "{label}: OK");
-            }
+        // The name's bytes as the sums file holds them (as md5sum -c prints them).
+        report.extend_from_slice(&e.name);
+        if e.job.scope == Scope::Data {
+            report.extend_from_slice(b" (data)");
+        }
+        let verdict = match r.expect("every entry checked") {
+            Ok(true) => ": OK".to_string(),
             Ok(false) => {
                 bad += 1;
-                let _ = writeln!(report, "{label}: FAILED");
+                ": FAILED".to_string()
             }
             Err(msg) => {
                 bad += 1;
-                let _ = writeln!(report, "{label}: FAILED open or read ({msg})");
+                format!(": FAILED open or read ({msg})")
             }
-        }
+        };
+        report.extend_from_slice(verdict.as_bytes());
+        report.push(b'\n');
     }
-    out.write_all(report.as_bytes()).map_err(Failure::stdout)?;
+    out.write_all(&report).map_err(Failure::stdout)?;
     out.flush().map_err(Failure::stdout)?;
     if bad > 0 || malformed > 0 {
-        let mut m = format!("{}: ", sums.display());
+        let mut m = format!("{}: ", shown.display());
         if bad > 0 {
             let _ = write!(m, "{bad} of {} checksums did not match", entries.len());
         }
@@ -512,6 +570,24 @@ pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
         return Err(Failure::Checks(m));
     }
     Ok(())
+}
+
+/// All of a sums file, refusing one of more than [`MAX_SUMS_BYTES`].
+fn read_capped(input: &mut dyn Read, name: &Path) -> Result<Vec<u8>> {
+    read_at_most(input, name, MAX_SUMS_BYTES)
+}
+
+/// All of `input`, refusing more than `cap` bytes (reading no more than one past it).
+fn read_at_most(input: &mut dyn Read, name: &Path, cap: u64) -> Result<Vec<u8>> {
+    let mut text = Vec::new();
+    input.take(cap + 1).read_to_end(&mut text).at(name)?;
+    if text.len() as u64 > cap {
+        return Err(Failure::file(
+            name,
+            format!("more than {cap} bytes: not a sums file"),
+        ));
+    }
+    Ok(text)
 }
 
 /// The digests of `jobs` for one file; data-section jobs need it to be a `.ra` file.
@@ -536,27 +612,37 @@ mod tests {
 
     #[test]
     fn reads_md5sum_sha256sum_and_tag_lines() {
+        let parse = |line: &str| parse_line(line.as_bytes());
         let md5 = "8115a9ca3dc12d0f38aa68ec0e100a4c";
-        let e = parse_line(&format!("{md5}  mnist_8.ra")).unwrap();
-        assert_eq!((e.job.algo, e.name.as_str()), (Algo::Md5, "mnist_8.ra"));
-        let e = parse_line(&format!("{md5} *with space.ra")).unwrap();
-        assert_eq!(e.name, "with space.ra");
-        let e = parse_line(&format!("MD5 (a (1).ra) = {}", md5.to_uppercase())).unwrap();
-        assert_eq!((e.name.as_str(), e.hex.as_str()), ("a (1).ra", md5));
+        let e = parse(&format!("{md5}  mnist_8.ra")).unwrap();
+        assert_eq!((e.job.algo, &e.name[..]), (Algo::Md5, &b"mnist_8.ra"[..]));
+        let e = parse(&format!("{md5} *with space.ra")).unwrap();
+        assert_eq!(e.name, b"with space.ra");
+        let e = parse(&format!("MD5 (a (1).ra) = {}", md5.to_uppercase())).unwrap();
+        assert_eq!((&e.name[..], e.hex.as_str()), (&b"a (1).ra"[..], md5));
+        // A name holding " (" on a md5sum line is not a tag line; nor is an unknown tag.
+        let e = parse(&format!("{md5}  x (1).ra")).unwrap();
+        assert_eq!((e.job.scope, &e.name[..]), (Scope::File, &b"x (1).ra"[..]));
+        let e = parse(&format!("{md5}  MD5 (x) = {md5}")).unwrap();
+        assert_eq!(e.name, format!("MD5 (x) = {md5}").as_bytes());
         let sha = "a".repeat(64);
-        let e = parse_line(&format!("SHA256-DATA (x.ra) = {sha}")).unwrap();
+        let e = parse(&format!("SHA256-DATA (x.ra) = {sha}")).unwrap();
         assert_eq!(e.job.scope, Scope::Data);
         assert_eq!(
-            parse_line(&format!("{sha}  x.ra")).unwrap().job.algo,
+            parse(&format!("{sha}  x.ra")).unwrap().job.algo,
             Algo::Sha256
         );
-        let e = parse_line(&format!("\\{md5}  a\\nb")).unwrap();
-        assert_eq!(e.name, "a\nb");
-        let e = parse_line(&format!("\\MD5-DATA (a\\\\n\\r) = {md5}")).unwrap();
-        assert_eq!(e.name, "a\\n\r");
-        for name in ["plain.ra", "a\\b", "c\nd\re", "\\n"] {
+        let e = parse(&format!("\\{md5}  a\\nb")).unwrap();
+        assert_eq!(e.name, b"a\nb");
+        let e = parse(&format!("\\MD5-DATA (a\\\\n\\r) = {md5}")).unwrap();
+        assert_eq!(e.name, b"a\\n\r");
+        // Names are bytes: not UTF-8 is fine.
+        let mut line = format!("{md5}  ").into_bytes();
+        line.extend_from_slice(b"caf\xe9.ra");
+        assert_eq!(parse_line(&line).unwrap().name, b"caf\xe9.ra");
+        for name in [&b"plain.ra"[..], b"a\\b", b"c\nd\re", b"\\n", b"\xff\\"] {
             let (escaped, marked) = escape_name(name);
-            assert_eq!(marked, name != "plain.ra");
+            assert_eq!(marked, name != b"plain.ra");
             assert_eq!(unescape_name(&escaped).as_deref(), Some(name));
         }
         for bad in [
@@ -568,8 +654,24 @@ mod tests {
             &format!("MD5 (x) = {sha}"),
             &format!("\\{md5}  a\\qb"),
         ] {
-            assert_eq!(parse_line(bad), None, "{bad:?}");
+            assert_eq!(parse(bad), None, "{bad:?}");
         }
+    }
+
+    /// An endless input (`ra verify /dev/zero`, or endless standard input) is refused after
+    /// the cap, having read one byte past it, not without end.
+    #[test]
+    fn a_sums_file_is_read_up_to_a_cap() {
+        let name = Path::new("<stdin>");
+        let mut endless = std::io::repeat(b'x');
+        match read_at_most(&mut endless, name, 1000) {
+            Err(Failure::File { message, .. }) => {
+                assert_eq!(message, "more than 1000 bytes: not a sums file");
+            }
+            other => panic!("{other:?}"),
+        }
+        let got = read_at_most(&mut &b"abc"[..], name, 3).unwrap();
+        assert_eq!(got, b"abc");
     }
 
     #[test]

@@ -69,7 +69,7 @@ pub fn run(input: &Path, output: Option<&Path>, compress: bool) -> Result<()> {
     } else {
         report::done(format_args!(
             "{}{target}: {verb}, {} -> {}",
-            input.display(),
+            crate::source::shown(input),
             report::bytes(src.file_len),
             report::bytes(new_len)
         ));

@@ -32,19 +32,6 @@ impl Format {
     }
 }
 
-/// The format a file's first bytes announce: `.ra`, `.npy` or PNG.
-fn magic_format(path: &Path) -> Option<Format> {
-    let mut head = [0u8; 8];
-    let mut file = std::fs::File::open(path).ok()?;
-    std::io::Read::read_exact(&mut file, &mut head).ok()?;
-    match &head {
-        b"rawarray" => Some(Format::Ra),
-        b"\x89PNG\r\n\x1a\n" => Some(Format::Png),
-        h if h.starts_with(b"\x93NUMPY") => Some(Format::Npy),
-        _ => None,
-    }
-}
-
 fn format_of(path: &Path) -> Option<Format> {
     let ext = path.extension()?.to_str()?.to_ascii_lowercase();
     Some(match ext.as_str() {
@@ -107,34 +94,38 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
             ),
         ));
     }
-    let source = source::input(input)?;
     // Standard input without --from: its first bytes tell .ra, .npy and .png apart (CSV has
-    // no signature).
+    // no signature); they are read before anything is copied.
     let sniffed = match req.from {
-        None if is_stdio(input) => magic_format(&source),
+        None if is_stdio(input) => source::sniff_stdin()?.map(|k| match k {
+            source::Kind::Ra => Format::Ra,
+            source::Kind::Npy => Format::Npy,
+            source::Kind::Png => Format::Png,
+            source::Kind::Csv => Format::Csv,
+        }),
         _ => None,
     };
     let from = which(req.from.or(sniffed), input, "standard input", "--from")?;
+    let kind = match from {
+        Format::Ra => source::Kind::Ra,
+        Format::Npy => source::Kind::Npy,
+        Format::Png => source::Kind::Png,
+        Format::Csv => source::Kind::Csv,
+    };
     if req.rgb && (from, to) != (Format::Png, Format::Ra) {
         return Err(Failure::usage(
             "convert",
             "--rgb applies to .png -> .ra only",
         ));
     }
-    // Standard output: the conversion writes a file in a temporary folder, then it is copied.
-    let spool = if is_stdio(output) {
-        Some(
-            tempfile::Builder::new()
-                .prefix(".ra-stdout-")
-                .tempdir()
-                .at(Path::new("<stdout>"))?,
-        )
+    let source = source::input_as(input, kind)?;
+    // Standard output: the conversion writes an unlinked temporary file (nothing is left
+    // behind however ra ends), which is copied once it has succeeded.
+    let spool = is_stdio(output);
+    let target = if spool {
+        crate::output::make_spool().at(Path::new("<stdout>"))?
     } else {
-        None
-    };
-    let target = match &spool {
-        Some(dir) => dir.path().join(format!("out.{}", to.ext())),
-        None => output.to_path_buf(),
+        output.to_path_buf()
     };
     let (input_path, output_path) = (source.as_path(), target.as_path());
     let converted = match (from, to) {
@@ -155,17 +146,14 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
     };
     // Errors about the temporary output name standard output.
     converted.map_err(|e| match e {
-        Failure::File { path, message } if spool.is_some() && Path::new(&path) == target => {
-            Failure::File {
-                path: "<stdout>".into(),
-                message,
-            }
-        }
+        Failure::File { path, message } if spool && Path::new(&path) == target => Failure::File {
+            path: "<stdout>".into(),
+            message,
+        },
         e => e,
     })?;
-    let len = match &spool {
-        Some(_) => {
-            let mut file = std::fs::File::open(&target).at(&target)?;
+    let len = match crate::output::take_spool().at(Path::new("<stdout>"))? {
+        Some(mut file) => {
             let n = std::io::copy(&mut file, out).map_err(Failure::stdout)?;
             out.flush().map_err(Failure::stdout)?;
             n

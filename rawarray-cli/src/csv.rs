@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use rawarray_serde::write_atomic;
+use crate::output::write_atomic;
 
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
@@ -159,7 +159,8 @@ fn write_values<T: rawarray_serde::Element>(
 ) -> rawarray_serde::Result<()> {
     // Every value was checked to parse as `T` when the type was inferred.
     let data: Vec<T> = values.map(|v| v.expect("checked above")).collect();
-    rawarray_serde::RawArray::from_shape_vec(dims, data)?.write_file(output)
+    let array = rawarray_serde::RawArray::from_shape_vec(dims, data)?;
+    write_atomic(output, |w| array.write_to(w))
 }
 
 /// A complex number as Python and numpy write it: `a+bj`, `a-bj`, `bj`, `a`, optionally in

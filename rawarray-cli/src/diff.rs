@@ -55,12 +55,18 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
     }
     // The trailer's params and record schema are part of what a file says; where the trailer
     // sits and the storage (byte order, compression) are not.
-    let params = |t: &crate::trailer::TrailerInfo| t.trailer.as_ref().map(|t| t.params.clone());
+    // A damaged trailer is not "no trailer": it differs from any other, and is named so.
+    let params = |t: &crate::trailer::TrailerInfo| match (&t.trailer, &t.damaged) {
+        (Some(t), _) => Ok(Some(t.params.clone())),
+        (None, Some(why)) => Err(why.clone()),
+        (None, None) => Ok(None),
+    };
     let (pa, pb) = (params(&ta), params(&tb));
     if pa != pb {
-        let show = |p: &Option<serde_json::Value>| {
-            p.as_ref()
-                .map_or_else(|| "(no trailer)".to_string(), |v| v.to_string())
+        let show = |p: &std::result::Result<Option<serde_json::Value>, String>| match p {
+            Ok(Some(v)) => v.to_string(),
+            Ok(None) => "(no trailer)".to_string(),
+            Err(why) => format!("(damaged trailer: {why})"),
         };
         let _ = writeln!(text, "trailer params: {} vs {}", show(&pa), show(&pb));
         differ = true;
@@ -70,6 +76,21 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
     if schema(&ta) != schema(&tb) {
         let _ = writeln!(text, "record schema differs");
         differ = true;
+    }
+    let same_type = (ha.eltype, ha.elbyte) == (hb.eltype, hb.elbyte);
+    let tolerant = tol.rtol > 0.0 || tol.atol > 0.0 || tol.equal_nan;
+    if same_type && tolerant && byte_compared_non_integer(&ha) {
+        // A tolerance that would be silently ignored where one is expected is refused: f128,
+        // complex256 and records compare exactly, by their bytes. (Integers compare exactly
+        // as documented, tolerances being for floats.)
+        return Err(Failure::usage(
+            "diff",
+            format!(
+                "--rtol, --atol and --equal-nan apply to float and complex values; {} \
+                 elements are compared exactly, by their bytes",
+                type_name(&ha)
+            ),
+        ));
     }
     out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
     if (ha.eltype, ha.elbyte, &ha.dims) != (hb.eltype, hb.elbyte, &hb.dims) {
@@ -124,18 +145,30 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
             let _ = writeln!(tail, "... ({} more)", cmp.differing - tol.show);
         }
         let _ = write!(tail, "{} of {total} elements differ", cmp.differing);
-        if cmp.numeric_float {
+        if cmp.numeric_float && cmp.finite_differing > 0 {
             let _ = write!(
                 tail,
                 "; max abs difference {:?}, max rel difference {:?}",
                 cmp.max_abs, cmp.max_rel
             );
         }
+        if cmp.non_finite > 0 {
+            let _ = write!(tail, "; {} with NaN or infinity", cmp.non_finite);
+        }
         tail.push('\n');
     }
     out.write_all(tail.as_bytes()).map_err(Failure::stdout)?;
     out.flush().map_err(Failure::stdout)?;
     Ok(differ)
+}
+
+/// Whether elements of `h` are floats that do not decode here (f128, complex256) or records:
+/// compared by their bytes, where a tolerance could be expected to apply.
+fn byte_compared_non_integer(h: &Header) -> bool {
+    match h.eltype {
+        ElType::Int | ElType::Uint => false,
+        _ => !Decoder::new(h.eltype, h.elbyte).is_numeric(),
+    }
 }
 
 /// As `ra info` names the type: `float32`, `complex64`, ...
@@ -157,6 +190,10 @@ struct Comparer {
     swap: [bool; 2],
     differing: u64,
     numeric_float: bool,
+    /// Differing elements with finite values on both sides: the statistics are theirs.
+    finite_differing: u64,
+    /// Differing elements with a NaN or an infinity on either side.
+    non_finite: u64,
     max_abs: f64,
     max_rel: f64,
     line: String,
@@ -177,6 +214,8 @@ impl Comparer {
             layout,
             differing: 0,
             numeric_float: matches!(h.eltype, ElType::Float | ElType::BFloat16 | ElType::Complex),
+            finite_differing: 0,
+            non_finite: 0,
             max_abs: 0.0,
             max_rel: 0.0,
             line: String::new(),
@@ -214,16 +253,23 @@ impl Comparer {
         let nan_a = re_im_a.0.is_nan() || re_im_a.1.is_nan();
         let nan_b = re_im_b.0.is_nan() || re_im_b.1.is_nan();
         if nan_a || nan_b {
-            return nan_a && nan_b && self.tol.equal_nan;
+            let same = nan_a && nan_b && self.tol.equal_nan;
+            self.non_finite += u64::from(!same);
+            return same;
         }
         if re_im_a == re_im_b {
             // Also equal infinities, and 0.0 and -0.0.
             return true;
         }
+        let finite = |(re, im): (f64, f64)| re.is_finite() && im.is_finite();
+        if !finite(re_im_a) || !finite(re_im_b) {
+            // As numpy's isclose: an infinity equals only the same infinity, whatever the
+            // tolerance (inf <= atol + rtol * inf would hold). Kept out of the statistics.
+            self.non_finite += 1;
+            return false;
+        }
         let abs = (re_im_a.0 - re_im_b.0).hypot(re_im_a.1 - re_im_b.1);
         let mag_b = re_im_b.0.hypot(re_im_b.1);
-        // An infinity against anything else is a difference of infinity.
-        let abs = if abs.is_nan() { f64::INFINITY } else { abs };
         let rel = if mag_b == 0.0 {
             f64::INFINITY
         } else {
@@ -231,6 +277,7 @@ impl Comparer {
         };
         let close = abs <= self.tol.atol + self.tol.rtol * mag_b;
         if !close {
+            self.finite_differing += 1;
             self.max_abs = self.max_abs.max(abs);
             self.max_rel = self.max_rel.max(rel);
         }

@@ -13,7 +13,9 @@
 use std::io::BufReader;
 use std::path::Path;
 
-use rawarray_serde::{write_atomic, DynArray, ElType};
+use rawarray_serde::{DynArray, ElType};
+
+use crate::output::write_atomic;
 
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
@@ -197,7 +199,7 @@ pub fn png_to_ra(input: &Path, output: &Path, rgb: bool, max_bytes: u64) -> Resu
         vec![channels as u64, width, height]
     };
     let array = DynArray::new(ElType::Uint, sample as u64, dims, buf).at(input)?;
-    array.write_file(output).at(output)
+    write_atomic(output, |w| array.write_to(w)).at(output)
 }
 
 /// Repeats the gray sample of each pixel three times, keeping alpha after it.

@@ -16,6 +16,7 @@ mod info;
 mod lz4;
 mod manual;
 mod npy;
+mod output;
 mod progress;
 mod recover;
 mod report;
@@ -116,8 +117,9 @@ Examples:
   curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
 
 - is standard input (as IN) or standard output (as OUT); --from and --to give their formats
-(or those of files named without the extension). Standard input is copied to a temporary
-file first; standard output gets the bytes only once the conversion has succeeded.
+(or those of files named without the extension). Standard input is checked by its first
+bytes, then copied to an unlinked temporary file; standard output gets the bytes only once the
+conversion has succeeded.
 
 Dims rule: a .ra with dims [d0, d1] is numpy shape (d1, d0). Records with a schema in the
 trailer are a structured dtype, and a structured .npy becomes records with that schema.
@@ -229,7 +231,9 @@ Differences print as `[i, j]<TAB>A<TAB>B` (column-major indices, as ra cat), the
 absolute and relative differences (relative to B) among them. A difference of element type or
 dims is reported without comparing values. Integers compare exactly; records byte by byte
 (swapped by their schema when a file is big-endian), naming the first field that differs.
-Equal files print nothing. Both files are streamed, never loaded whole.")]
+Tolerances and --equal-nan apply to floats and complex (as numpy's isclose: an infinity equals
+only itself); integers ignore them; for f128, complex256 and records (compared by their bytes)
+they are a usage error. Equal files print nothing. Both files are streamed, never loaded whole.")]
     Diff {
         /// The first .ra file (- reads standard input).
         a: PathBuf,
@@ -351,7 +355,8 @@ Examples:
 
 The pages are generated from the same definitions as --help.")]
     Man {
-        /// Write ra.1 and ra-SUBCOMMAND.1 into this folder instead of printing ra.1.
+        /// Write ra.1 and ra-SUBCOMMAND.1 into this folder (made if missing, as mkdir -p)
+        /// instead of printing ra.1.
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
@@ -411,6 +416,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             equal_nan,
             show,
         } => {
+            if source::is_stdio(&a) && source::is_stdio(&b) {
+                return Err(Failure::usage(
+                    "diff",
+                    "standard input (-) can be only one of the two files",
+                ));
+            }
             if !(rtol >= 0.0 && atol >= 0.0) {
                 return Err(Failure::usage(
                     "diff",
@@ -497,14 +508,14 @@ fn not_stdout(command: &'static str, output: &Path) -> Result<(), Failure> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     // `ra diff` exits as `diff` does: 1 means "different", so a file it cannot read is 2.
-    let error_code = if matches!(cli.command, Command::Diff { .. }) {
-        2
-    } else {
-        1
-    };
+    let is_diff = matches!(cli.command, Command::Diff { .. });
+    let error_code = if is_diff { 2 } else { 1 };
     let result = run(cli);
     source::remove_stdin_copy();
     match result {
+        // ra diff writes only when the files differ: a reader that stopped early
+        // (`ra diff a b | head`) saw differences, and the status must say so.
+        Err(Failure::BrokenPipe) if is_diff => ExitCode::from(1),
         Ok(()) | Err(Failure::BrokenPipe) => ExitCode::SUCCESS,
         Err(Failure::Differ) => ExitCode::from(1),
         Err(Failure::Usage { command, message }) => {

@@ -9,7 +9,8 @@ use rawarray_serde::AtomicFile;
 use crate::fail::{At, Failure, Result};
 
 /// Prints `ra.1` to `out`, or with `dir` writes `ra.1` and `ra-SUBCOMMAND.1` for every
-/// subcommand there (each through a temporary file, as every output of the tool).
+/// subcommand there (each through a temporary file, as every output of the tool), making the folder first
+/// if it is missing, as `mkdir -p`.
 pub fn run(cmd: clap::Command, dir: Option<&Path>, out: &mut dyn Write) -> Result<()> {
     let mut cmd = cmd.disable_help_subcommand(true);
     // Building names the subcommands as their pages do: `ra-info`.
@@ -21,6 +22,8 @@ pub fn run(cmd: clap::Command, dir: Option<&Path>, out: &mut dyn Write) -> Resul
             .map_err(Failure::stdout)?;
         return out.write_all(&page).map_err(Failure::stdout);
     };
+    // As `mkdir -p`: a man folder that does not exist yet (~/.local/share/man/man1) is made.
+    std::fs::create_dir_all(dir).at(dir)?;
     let mut pages = vec![cmd.clone()];
     pages.extend(cmd.get_subcommands().filter(|s| !s.is_hide_set()).cloned());
     let mut written = 0;

@@ -23,7 +23,9 @@ use rawarray_serde::numpy::{
     dtype as numpy_dtype, dtype_or_reason as numpy_dtype_or_reason,
     parse_dtype as parse_numpy_dtype,
 };
-use rawarray_serde::{AtomicFile, ElType, Header, Layout, Trailer};
+use rawarray_serde::{ElType, Header, Layout, Trailer};
+
+use crate::output::OutFile;
 
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
@@ -366,7 +368,7 @@ pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
     }
     let shape: Vec<u64> = header.dims.iter().rev().copied().collect();
     let progress = Progress::bytes(header.data_len(), "convert");
-    let mut out = AtomicFile::create(output).at(output)?;
+    let mut out = OutFile::create(output).at(output)?;
     out.file()
         .write_all(&encode_header(&descr, &shape))
         .at(output)?;
@@ -385,7 +387,7 @@ pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
             })?;
             w.flush().at(output)?;
         }
-        _ => write_data(&mut src, &mut out, &progress)?,
+        _ => write_data(&mut src, &mut out, output, &progress)?,
     }
     // A new output is not synced, as with `cp`; one that replaces a file is.
     out.commit_relaxed().at(output)
@@ -393,8 +395,13 @@ pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
 
 /// Writes the plain data of `src` to `out`: copied by the kernel when it is stored plain,
 /// decoded chunk by chunk otherwise.
-pub fn write_data(src: &mut RaSource, out: &mut AtomicFile, progress: &Progress) -> Result<()> {
-    let output = out.path().to_path_buf();
+pub fn write_data(
+    src: &mut RaSource,
+    out: &mut OutFile,
+    output: &Path,
+    progress: &Progress,
+) -> Result<()> {
+    let output = output.to_path_buf();
     if src.is_plain() {
         let input = src.path().to_path_buf();
         let (file, len) = src.data_file()?;
@@ -490,7 +497,7 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
     };
     let transpose = npy.fortran_order && npy.shape.iter().filter(|&&d| d > 1).count() > 1;
     let progress = Progress::bytes(header.size, "convert");
-    let mut out = AtomicFile::create(output).at(output)?;
+    let mut out = OutFile::create(output).at(output)?;
     out.file().write_all(&header.encode()).at(output)?;
     if swap == 0 && !transpose {
         copy_exact(&mut file, input, out.file(), output, header.size, &progress)?;
@@ -589,17 +596,21 @@ fn padding_problem(descr: &serde_json::Value) -> Option<String> {
                     Some(p) => format!("after field '{p}'"),
                     None => "before the first field".to_string(),
                 };
-                let at = offset.map_or_else(String::new, |o| format!(" (offsets {o}..{})", o + n));
+                // Checked: a hostile header may claim any size (`|V18446744073709551615`).
+                let end = offset.and_then(|o| o.checked_add(n));
+                let at = offset
+                    .zip(end)
+                    .map_or_else(String::new, |(o, e)| format!(" (offsets {o}..{e})"));
                 gaps.push(format!("{n} bytes {place}{at}"));
-                offset = offset.map(|o| o + n);
+                offset = end;
                 continue;
             }
             _ => Layout::from_numpy_descr_json(&serde_json::Value::Array(vec![field.clone()]))
                 .ok()
                 .map(|l| l.size()),
         };
-        offset = offset.zip(size).map(|(o, s)| o + s);
-        packed = packed.zip(size).map(|(o, s)| o + s);
+        offset = offset.zip(size).and_then(|(o, s)| o.checked_add(s));
+        packed = packed.zip(size).and_then(|(o, s)| o.checked_add(s));
         previous = Some(name);
     }
     if gaps.is_empty() {

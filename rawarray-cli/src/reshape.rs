@@ -55,7 +55,7 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
     };
     crate::report::done(format_args!(
         "{}{target}: dims {:?} -> {dims:?}",
-        input.display(),
+        crate::source::shown(input),
         old.dims
     ));
     Ok(())

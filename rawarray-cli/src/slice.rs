@@ -70,6 +70,8 @@ fn resolve(specs: &[Spec], dims: &[u64]) -> Vec<Range<u64>> {
 /// Writes the block `ranges` of `input` to `output`.
 pub fn run(input: &Path, output: &Path, ranges: &str, squeeze: bool) -> Result<()> {
     let specs = parse(ranges).map_err(|m| Failure::usage("slice", m))?;
+    // A FIFO named as a file is refused at once, not waited on.
+    drop(crate::source::open_regular(input)?);
     let reader = ArrayReader::open(input).at(input)?;
     let dims = reader.header().dims.clone();
     if specs.len() != dims.len() {
@@ -106,7 +108,7 @@ pub fn run(input: &Path, output: &Path, ranges: &str, squeeze: bool) -> Result<(
     out.commit().at(output)?;
     crate::report::done(format_args!(
         "{} -> {}: dims {:?}",
-        input.display(),
+        crate::source::shown(input),
         output.display(),
         header.dims
     ));

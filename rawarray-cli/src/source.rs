@@ -3,7 +3,7 @@
 //! the end. Memory stays independent of the file's size.
 
 use std::fs::File;
-use std::io::{self, BufReader, Read, Seek, SeekFrom};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -20,54 +20,271 @@ pub const CHUNK: usize = 1 << 20;
 /// What `-` means on the command line.
 pub const STDIN: &str = "-";
 
-/// Standard input, copied to a temporary file the first time a command names `-`; `main`
-/// deletes it ([`remove_stdin_copy`]) when the command ends.
-static STDIN_COPY: Mutex<Option<tempfile::TempPath>> = Mutex::new(None);
+/// Standard input, copied to a temporary file the first time a command names `-`, and the
+/// name it is read by. On Linux the file is anonymous (unlinked from the start: nothing is left
+/// behind however `ra` ends, and the space is freed when the process goes), read by its
+/// `/proc/self/fd/N` name; elsewhere it is a named temporary file, deleted by
+/// [`remove_stdin_copy`] when the command ends (a killed `ra` leaves it).
+static STDIN_COPY: Mutex<Option<StdinCopy>> = Mutex::new(None);
+
+struct StdinCopy {
+    /// Kept open: on Linux the file lives as long as this.
+    file: File,
+    path: PathBuf,
+    /// The named file to delete (not on Linux).
+    named: Option<tempfile::TempPath>,
+}
+
+/// Deletes the named copy of standard input, if one was made (nothing to do on Linux).
+pub fn remove_stdin_copy() {
+    let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(StdinCopy { file, named, .. }) = copy {
+        drop(file);
+        if let Some(named) = named {
+            let _ = named.close();
+        }
+    }
+}
+
+/// The most bytes after the data section that standard input may bring: a trailer block at
+/// its largest (the library's 64 MiB of JSON and its frame). More is not a `.ra` file's tail,
+/// and is refused rather than copied without end.
+pub const MAX_STDIN_TRAILING: u64 = (64 << 20) + rawarray_serde::TRAILER_FRAME as u64;
+
+/// What a command reads from standard input; its first bytes are checked before anything is
+/// copied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A `.ra` file: its header is read and checked from the stream, and the copy stops at the
+    /// data's end plus at most [`MAX_STDIN_TRAILING`] bytes.
+    Ra,
+    /// A `.npy` file (its magic).
+    Npy,
+    /// A PNG image (its signature).
+    Png,
+    /// CSV text (no NUL byte at its start, and none of the binary signatures).
+    Csv,
+}
 
 /// Whether `path` is `-`, standard input (or output).
 pub fn is_stdio(path: &Path) -> bool {
     path.as_os_str() == STDIN
 }
 
-/// The file to read for an input argument: `path` itself, or for `-` a temporary copy of
-/// standard input, made once. The copy is a regular file, so every command reads it as it
-/// reads any file (the header, the trailer from the end, more than one pass); memory stays
-/// independent of its size. Errors about the copy name it `<stdin>` (see [`shown`]).
+/// The file to read for a `.ra` input argument: `path` itself, or for `-` a temporary copy
+/// of standard input (see [`input_as`]).
 pub fn input(path: &Path) -> Result<PathBuf> {
+    input_as(path, Kind::Ra)
+}
+
+/// The file to read for an input argument: `path` itself, or for `-` a temporary copy of
+/// standard input, made once, after checking that its first bytes are what `kind` needs. The
+/// copy is a regular file, so every command reads it as it reads any file (the header, the
+/// trailer from the end, more than one pass); memory stays independent of its size (the
+/// disk's, or on a tmpfs the memory's, use does not). Errors about the copy name it
+/// `<stdin>` (see [`shown`]).
+pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     if !is_stdio(path) {
         return Ok(path.to_path_buf());
     }
-    let mut copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = copy.as_ref() {
+    if let Some(StdinCopy { path: p, .. }) = STDIN_COPY
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_ref()
+    {
+        return Ok(p.clone());
+    }
+    // Not holding the lock: the errors of the copy name it through `shown`, which takes it.
+    let stdin = io::stdin();
+    let copy = copy_stdin(&mut stdin.lock(), kind)?;
+    let p = copy.path.clone();
+    *STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
+    Ok(p)
+}
+
+/// The format standard input's first bytes announce (`.ra`, `.npy`, PNG); `None` (and nothing
+/// read past those bytes) for anything else. The bytes read are kept for the copy.
+pub fn sniff_stdin() -> Result<Option<Kind>> {
+    let mut head = PEEKED.lock().unwrap_or_else(|e| e.into_inner());
+    if head.is_none() {
+        let mut buf = Vec::with_capacity(8);
+        io::stdin()
+            .lock()
+            .take(8)
+            .read_to_end(&mut buf)
+            .at(Path::new("<stdin>"))?;
+        *head = Some(buf);
+    }
+    Ok(kind_of(head.as_deref().unwrap_or_default()))
+}
+
+/// Bytes [`sniff_stdin`] read, which the copy starts with.
+static PEEKED: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+
+fn kind_of(head: &[u8]) -> Option<Kind> {
+    if head.starts_with(b"rawarray") {
+        Some(Kind::Ra)
+    } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Some(Kind::Png)
+    } else if head.starts_with(b"\x93NUMPY") {
+        Some(Kind::Npy)
+    } else {
+        None
+    }
+}
+
+/// Copies `stdin` (after any bytes [`sniff_stdin`] read) to an anonymous temporary file,
+/// checking its start first; returns the file and the name to open it by.
+fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
+    let name = Path::new("<stdin>");
+    let peeked = PEEKED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+        .unwrap_or_default();
+    let mut stream = io::Cursor::new(peeked).chain(stdin);
+    // The start, checked before a byte is copied: garbage or an endless stream is named, not
+    // copied.
+    let mut head = Vec::new();
+    let header = match kind {
+        Kind::Ra => {
+            let mut tee = Tee {
+                inner: &mut stream,
+                seen: &mut head,
+            };
+            let read = Header::read_from(&mut tee);
+            match read {
+                Ok(header) => Some(header),
+                // Not a .ra stream at all: say what it looks like, as `ra info` does for files.
+                Err(e) => {
+                    let what = match kind_of(&head) {
+                        Some(Kind::Png) => "a PNG image",
+                        Some(Kind::Npy) => "a numpy .npy file",
+                        _ => return Err(Failure::file(name, e)),
+                    };
+                    return Err(Failure::file(
+                        name,
+                        format!(
+                            "not a .ra file: it looks like {what}; `ra convert - OUT.ra` makes \
+                             a .ra file of it"
+                        ),
+                    ));
+                }
+            }
+        }
+        _ => {
+            (&mut stream).take(8).read_to_end(&mut head).at(name)?;
+            let found = kind_of(&head);
+            let ok = match kind {
+                Kind::Csv => found.is_none() && !head.contains(&0),
+                k => found == Some(k),
+            };
+            if !ok {
+                let what = match kind {
+                    Kind::Npy => "not a .npy file: it does not start with \\x93NUMPY",
+                    Kind::Png => "not a PNG image: it does not start with the PNG signature",
+                    _ => "not CSV text: it starts with binary bytes",
+                };
+                let seen = match found {
+                    Some(Kind::Ra) => " (it starts as a .ra file does)",
+                    Some(Kind::Npy) => " (it starts as a .npy file does)",
+                    Some(Kind::Png) => " (it starts as a PNG image does)",
+                    _ if head.is_empty() => " (it is empty)",
+                    _ => "",
+                };
+                return Err(Failure::file(name, format!("{what}{seen}")));
+            }
+            None
+        }
+    };
+    let (mut file, named) = new_copy()
+        .map_err(|e| Failure::file(name, format!("cannot make a temporary copy: {e}")))?;
+    file.write_all(&head).at(name)?;
+    match header {
+        Some(h) => {
+            // The data section as the header counts it (a short one is named when the copy is
+            // opened: "truncated"), then at most a trailer block's worth.
+            let data = io::copy(&mut (&mut stream).take(h.size), &mut file).at(name)?;
+            if data == h.size {
+                let cap = MAX_STDIN_TRAILING;
+                let tail = io::copy(&mut (&mut stream).take(cap + 1), &mut file).at(name)?;
+                if tail > cap {
+                    return Err(Failure::file(
+                        name,
+                        format!(
+                            "more than {cap} bytes after the data section: no trailer is that \
+                             large, and standard input is not copied without end"
+                        ),
+                    ));
+                }
+            }
+        }
+        None => {
+            io::copy(&mut stream, &mut file).at(name)?;
+        }
+    }
+    let path = reopenable(&file, named.as_deref(), name)?;
+    Ok(StdinCopy { file, path, named })
+}
+
+/// An anonymous temporary file (Linux), opened afresh by its `/proc/self/fd/N` name.
+#[cfg(target_os = "linux")]
+fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
+    Ok((tempfile::tempfile()?, None))
+}
+
+/// A named temporary file where there is no `/proc/self/fd`.
+#[cfg(not(target_os = "linux"))]
+fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
+    let (file, path) = tempfile::Builder::new()
+        .prefix(".ra-stdin-")
+        .tempfile()?
+        .into_parts();
+    Ok((file, Some(path)))
+}
+
+/// The name to open the copy by: its own, or on Linux `/proc/self/fd/N` (each open has its own
+/// offset).
+fn reopenable(file: &File, named: Option<&Path>, name: &Path) -> Result<PathBuf> {
+    if let Some(p) = named {
         return Ok(p.to_path_buf());
     }
-    let stdin_name = Path::new("<stdin>");
-    let mut file = tempfile::Builder::new()
-        .prefix(".ra-stdin-")
-        .tempfile()
-        .map_err(|e| Failure::file(stdin_name, format!("cannot make a temporary copy: {e}")))?;
-    io::copy(&mut io::stdin().lock(), file.as_file_mut()).at(stdin_name)?;
-    let temp = file.into_temp_path();
-    let p = temp.to_path_buf();
-    *copy = Some(temp);
-    Ok(p)
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if File::open(&path).is_ok() {
+            return Ok(path);
+        }
+    }
+    let _ = file;
+    Err(Failure::file(
+        name,
+        "cannot reopen the temporary copy of standard input (is /proc mounted?)",
+    ))
+}
+
+/// A reader that keeps what it reads.
+struct Tee<'a, R: Read> {
+    inner: R,
+    seen: &'a mut Vec<u8>,
+}
+
+impl<R: Read> Read for Tee<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.seen.extend_from_slice(&buf[..n]);
+        Ok(n)
+    }
 }
 
 /// How to name `path` in a message: `<stdin>` for the copy of standard input.
 pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
     let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
-    if copy.as_deref().is_some_and(|c| c == path) {
+    if copy.as_ref().is_some_and(|c| c.path == path) {
         return "<stdin>".into();
     }
     path.to_string_lossy()
-}
-
-/// Deletes the copy of standard input, if one was made.
-pub fn remove_stdin_copy() {
-    let mut copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = copy.take() {
-        let _ = p.close();
-    }
 }
 
 /// The error of a command that needs a file it can seek in or rewrite, given `-`.
@@ -188,7 +405,6 @@ impl RaSource {
         out: &mut File,
         output: &Path,
     ) -> Result<()> {
-        use std::io::Write;
         if let Some(t) = &info.trailer {
             return out.write_all(&t.encode_block(new_end)).at(output);
         }

@@ -8,7 +8,7 @@
 //! path), cut below what was printed, or given other dims; Ctrl-C ends it (SIGINT).
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 use std::time::Duration;
 
@@ -28,7 +28,7 @@ const POLL: Duration = Duration::from_millis(100);
 pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result<()> {
     let mut file = open_regular(path)?;
     let opened = identity(&file.metadata().at(path)?);
-    let first = read_header(&mut file, path)?;
+    let first = read_header_retrying(&mut file, path)?;
     if first.is_compressed() {
         return Err(Failure::file(
             path,
@@ -49,7 +49,19 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
             .and_then(|t| t.schema)
             .filter(|s| h.eltype == ElType::User && s.validate_for(h.elbyte).is_ok())
     };
-    let schema = schema_of(&first);
+    // A trailer there but not readable yet (being rewritten as it is read): read it again a
+    // few polls before the first batch, so that it does not print as hex.
+    let mut schema = schema_of(&first);
+    let trailing = |h: &Header| {
+        std::fs::metadata(path).is_ok_and(|m| m.len() > h.encoded_len() as u64 + h.size)
+    };
+    for _ in 1..BAD_POLLS {
+        if schema.is_some() || first.eltype != ElType::User || !trailing(&first) {
+            break;
+        }
+        std::thread::sleep(POLL);
+        schema = schema_of(&first);
+    }
     let mut printer = Printer {
         decoder: Decoder::new(first.eltype, first.elbyte),
         schema,
@@ -91,7 +103,7 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
             Ok(_) => return Err(Failure::file(path, "was replaced by another file; stopped")),
             Err(e) => return Err(Failure::file(path, format!("is gone ({e}); stopped"))),
         }
-        header = read_header(&mut file, path)?;
+        header = read_header_retrying(&mut file, path)?;
         // Records without a schema yet (a trailer being rewritten as it was first read): look
         // again, so that they print by field name as soon as it can be read.
         if printer.schema.is_none() && header.eltype == ElType::User {
@@ -135,14 +147,75 @@ fn identity(_: &std::fs::Metadata) -> Identity {
     (0, 0)
 }
 
+/// Times a header that changes under the reader is read again before settling for the last
+/// (as the library's `stable_header`, which is private to it).
+const HEADER_TRIES: usize = 100;
+
+/// Polls in a row whose header cannot be decoded (or counts more than the file holds) before
+/// `ra watch` gives up: a header caught mid-write is read again at the next poll.
+const BAD_POLLS: u32 = 5;
+
+/// The header bytes, in one positioned read: at most the fixed part and `MAX_NDIMS` dims.
+fn header_bytes(file: &File) -> std::io::Result<Vec<u8>> {
+    let most = rawarray_serde::FIXED_HEADER_LEN + 8 * rawarray_serde::MAX_NDIMS as usize;
+    let mut buf = vec![0u8; most];
+    let mut got = 0;
+    while got < buf.len() {
+        let n = read_at(file, &mut buf[got..], got as u64)?;
+        if n == 0 {
+            break;
+        }
+        got += n;
+    }
+    buf.truncate(got);
+    Ok(buf)
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, at)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, at)
+}
+
+/// The header of a file a writer may be rewriting: its bytes are read until two reads agree,
+/// then decoded, as the library's `stable_header` does (a writer updates the header with one
+/// `pwrite`; a reader could otherwise join an old `size` to new dims).
 fn read_header(file: &mut File, path: &Path) -> Result<Header> {
-    file.seek(SeekFrom::Start(0)).at(path)?;
-    let header = Header::read_from(&mut BufReader::new(&mut *file)).at(path)?;
+    let mut bytes = header_bytes(file).at(path)?;
+    for _ in 0..HEADER_TRIES {
+        let again = header_bytes(file).at(path)?;
+        if again == bytes {
+            break;
+        }
+        bytes = again;
+        std::thread::yield_now();
+    }
+    let header = Header::decode(&bytes).at(path)?;
     // The header only counts records whose bytes are written (and, for a flush, the writer
     // wrote them first): a shorter file is a cut one.
     let len = file.metadata().at(path)?.len();
     header.check_input_len(len).at(path)?;
     Ok(header)
+}
+
+/// [`read_header`], read again at the next polls (up to [`BAD_POLLS`]) while it fails: only a
+/// header that stays bad stops `ra watch`.
+fn read_header_retrying(file: &mut File, path: &Path) -> Result<Header> {
+    let mut tries = 1;
+    loop {
+        match read_header(file, path) {
+            Ok(h) => return Ok(h),
+            Err(Failure::File { .. }) if tries < BAD_POLLS => {
+                tries += 1;
+                std::thread::sleep(POLL);
+            }
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// Prints elements as `ra cat` does.

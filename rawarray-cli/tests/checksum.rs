@@ -216,3 +216,112 @@ fn verify_reads_what_checksum_writes() {
         "{stdout}"
     );
 }
+
+/// `ra verify` reads `ra checksum`'s own lines back whatever the names hold: " (" (not a tag
+/// line unless it starts with a known tag), and bytes that are not UTF-8 (written as they are,
+/// as md5sum writes them; a sums file is read as bytes).
+#[cfg(unix)]
+#[test]
+fn verify_reads_names_with_parentheses_and_non_utf8_bytes() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let dir = tempfile::tempdir().unwrap();
+    let names: [&[u8]; 3] = [b"a (1).ra", b"MD5 (x) = y", b"caf\xe9.ra"];
+    for (k, n) in names.iter().enumerate() {
+        std::fs::write(dir.path().join(OsStr::from_bytes(n)), [k as u8; 5]).unwrap();
+    }
+    for args in [&["checksum"][..], &["checksum", "--algo", "sha256"][..]] {
+        let out = ra()
+            .args(args)
+            .args(names.iter().map(|n| OsStr::from_bytes(n)))
+            .current_dir(dir.path())
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        // The name's own byte 0xE9, not U+FFFD.
+        let want = format!("{}  caf", md5_or_sha(args.len(), &[2u8; 5]));
+        let mut want = want.into_bytes();
+        want.extend_from_slice(b"\xe9.ra\n");
+        assert!(out.ends_with(&want), "{}", String::from_utf8_lossy(&out));
+        let sums = dir.path().join("SUMS");
+        // A comment that is not UTF-8 does not reject the file.
+        let mut text = b"# r\xe9sum\xe9\n".to_vec();
+        text.extend_from_slice(&out);
+        std::fs::write(&sums, &text).unwrap();
+        let got = ra()
+            .arg("verify")
+            .arg(&sums)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let mut want = b"a (1).ra: OK\nMD5 (x) = y: OK\ncaf".to_vec();
+        want.extend_from_slice(b"\xe9.ra: OK\n");
+        assert_eq!(got, want, "{}", String::from_utf8_lossy(&got));
+    }
+}
+
+fn md5_or_sha(args: usize, bytes: &[u8]) -> String {
+    if args == 1 {
+        md5_hex(bytes)
+    } else {
+        hex(&sha2::Sha256::digest(bytes))
+    }
+}
+
+/// A FIFO listed in a sums file is refused at once (nothing would ever write it), while the
+/// sums file itself may be a pipe (`ra verify <(ssh host cat SUMS)`).
+#[cfg(unix)]
+#[test]
+fn verify_refuses_a_listed_fifo_and_reads_sums_from_a_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    assert!(Process::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
+    let plain = dir.path().join("plain");
+    std::fs::write(&plain, b"abc").unwrap();
+    let sums = dir.path().join("SUMS");
+    std::fs::write(
+        &sums,
+        format!("{}  fifo\n{}  plain\n", md5_hex(b""), md5_hex(b"abc")),
+    )
+    .unwrap();
+    let out = ra()
+        .arg("verify")
+        .arg(&sums)
+        .timeout(std::time::Duration::from_secs(60))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("fifo: FAILED open or read (is a FIFO") && stdout.contains("plain: OK"),
+        "{stdout}"
+    );
+    // The sums file as a FIFO, written by another thread: read, not refused.
+    let pipe = dir.path().join("sums-pipe");
+    assert!(Process::new("mkfifo")
+        .arg(&pipe)
+        .status()
+        .unwrap()
+        .success());
+    let line = format!("{}  {}\n", md5_hex(b"abc"), plain.display());
+    let writer = {
+        let pipe = pipe.clone();
+        std::thread::spawn(move || std::fs::write(pipe, line).unwrap())
+    };
+    let out = stdout_of(
+        ra().arg("verify")
+            .arg(&pipe)
+            .timeout(std::time::Duration::from_secs(60)),
+    );
+    assert_eq!(out, format!("{}: OK\n", plain.display()));
+    writer.join().unwrap();
+}

@@ -67,12 +67,14 @@ fn differing_values_are_listed_with_column_major_indices_and_counted() {
     write_f64(&pa, &[3, 2], &a, WriteOptions::new());
     write_f64(&pb, &[3, 2], &b, WriteOptions::new().big_endian(true));
     // Without --equal-nan NaN differs from NaN (as numpy's isclose); NaN adds nothing to the
-    // largest differences: |2 - 2.5| = 0.5, rel 0.5/2.5 = 0.2; |6 - 5| = 1, rel 0.2.
+    // largest differences (|2 - 2.5| = 0.5, rel 0.5/2.5 = 0.2; |6 - 5| = 1, rel 0.2) and is
+    // counted apart.
     let (out, err) = diff(&[&pa, &pb], 1);
     assert_eq!(
         out,
         "[1, 0]\t2.0\t2.5\n[1, 1]\tNaN\tNaN\n[2, 1]\t6.0\t5.0\n\
-         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2; \
+         1 with NaN or infinity\n"
     );
     assert_eq!(err, "");
     let (out, _) = diff(&[&"--equal-nan", &pa, &pb], 1);
@@ -95,7 +97,61 @@ fn differing_values_are_listed_with_column_major_indices_and_counted() {
     assert_eq!(
         out,
         "[1, 0]\t2.0\t2.5\n... (2 more)\n\
-         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2\n"
+         3 of 6 elements differ; max abs difference 1.0, max rel difference 0.2; \
+         1 with NaN or infinity\n"
+    );
+}
+
+/// As numpy's isclose: isclose(1, inf) and isclose(-inf, inf) are False and
+/// isclose(inf, inf) True, whatever rtol (inf <= atol + rtol * inf would say "close").
+/// Infinities stay out of the largest differences; only NaN differences print no statistics.
+#[test]
+fn infinities_are_equal_only_to_themselves_whatever_the_tolerance() {
+    let dir = tempfile::tempdir().unwrap();
+    let inf = f64::INFINITY;
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    write_f64(&pa, &[4], &[1.0, -inf, inf, 2.0], WriteOptions::new());
+    write_f64(&pb, &[4], &[inf, inf, inf, 2.0], WriteOptions::new());
+    for args in [
+        &[][..],
+        &["--rtol", "1e-5"][..],
+        &["--rtol", "1", "--atol", "1"][..],
+    ] {
+        let mut all: Vec<&dyn AsRef<std::ffi::OsStr>> = Vec::new();
+        for a in args {
+            all.push(a);
+        }
+        all.push(&pa);
+        all.push(&pb);
+        let (out, _) = diff(&all, 1);
+        assert_eq!(
+            out, "[0]\t1.0\tinf\n[1]\t-inf\tinf\n2 of 4 elements differ; 2 with NaN or infinity\n",
+            "{args:?}"
+        );
+    }
+    // Complex: an infinite component on either side.
+    let (ca, cb) = (dir.path().join("ca.ra"), dir.path().join("cb.ra"));
+    let z = |re: f64, im: f64| Complex::new(re, im);
+    RawArray::from_shape_vec(vec![2], vec![z(1.0, inf), z(inf, 0.0)])
+        .unwrap()
+        .write_file(&ca)
+        .unwrap();
+    RawArray::from_shape_vec(vec![2], vec![z(1.0, 1.0), z(inf, 0.0)])
+        .unwrap()
+        .write_file(&cb)
+        .unwrap();
+    let (out, _) = diff(&[&"--rtol", &"1", &ca, &cb], 1);
+    assert!(
+        out.ends_with("1 of 2 elements differ; 1 with NaN or infinity\n"),
+        "{out}"
+    );
+    // NaN only: no "max abs difference 0.0".
+    write_f64(&pa, &[2], &[f64::NAN, 1.0], WriteOptions::new());
+    write_f64(&pb, &[2], &[2.0, 1.0], WriteOptions::new());
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert_eq!(
+        out,
+        "[0]\tNaN\t2.0\n1 of 2 elements differ; 1 with NaN or infinity\n"
     );
 }
 
@@ -168,6 +224,23 @@ fn records_name_the_field_that_differs_and_params_are_compared() {
     assert!(lines[1].ends_with("\tfield id"), "{out}");
     assert!(lines[1].contains("15") && lines[1].contains("99"), "{out}");
     assert_eq!(lines[2], "1 of 4 elements differ");
+    // A damaged trailer is named damaged, not "(no trailer)".
+    let mut bytes = std::fs::read(&pb).unwrap();
+    let n = bytes.len();
+    bytes[n - 40] ^= 0xff;
+    std::fs::write(&pb, &bytes).unwrap();
+    let (out, _) = diff(&[&pa, &pb], 1);
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(r#"trailer params: {"dt":0.5,"units":"s"} vs (damaged trailer: "#),
+        "{out}"
+    );
+    // Records compare by their bytes: a tolerance is refused, not ignored.
+    let (_, err) = diff(&[&"--rtol=0.5", &pa, &pb], 2);
+    assert!(
+        err.contains("elements are compared exactly, by their bytes"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -197,15 +270,81 @@ fn errors_exit_2_with_one_line_naming_the_file() {
     }
     // Usage errors are 2 too (clap's).
     diff(&[&reference("randf32.ra")], 2);
-    diff(
-        &[
-            &"--rtol",
-            &"-1",
-            &reference("randf32.ra"),
-            &reference("randf32.ra"),
-        ],
-        2,
-    );
+    // A negative tolerance is ra's own usage error (`--rtol -1` would be clap's: an unknown
+    // argument).
+    for flag in ["--rtol=-1", "--atol=-1"] {
+        let (_, err) = diff(
+            &[&flag, &reference("randf32.ra"), &reference("randf32.ra")],
+            2,
+        );
+        assert!(
+            err.contains("--rtol and --atol must be numbers >= 0"),
+            "{err}"
+        );
+    }
+    // Standard input can be one side only: `ra diff - -` would compare it with itself.
+    let (_, err) = diff(&[&"-", &"-"], 2);
+    assert!(err.contains("only one of the two files"), "{err}");
+}
+
+/// Tolerances would be silently ignored for floats compared by their bytes (f128) and
+/// records: they are a usage error naming the type (integers compare exactly, as documented).
+#[test]
+fn a_tolerance_for_elements_compared_by_bytes_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    // f128 (eltype 3, 16 bytes), two elements; the files differ in one byte.
+    let f128 = |last: u8| {
+        let words: [u64; 7] = [u64::from_le_bytes(*b"rawarray"), 0, 3, 16, 32, 1, 2];
+        let mut b: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        b.extend([0u8; 31]);
+        b.push(last);
+        b
+    };
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    std::fs::write(&pa, f128(0x3f)).unwrap();
+    std::fs::write(&pb, f128(0x40)).unwrap();
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert!(out.ends_with("1 of 2 elements differ\n"), "{out}");
+    for flag in ["--rtol=1", "--atol=1", "--equal-nan"] {
+        let (out, err) = diff(&[&flag, &pa, &pb], 2);
+        assert_eq!(out, "");
+        assert!(
+            err.contains(
+                "apply to float and complex values; float128 elements are compared exactly"
+            ),
+            "{err}"
+        );
+    }
+}
+
+/// A reader that stops early (`ra diff a b | head -2`) has seen differences: exit 1, not 0.
+#[test]
+fn a_closed_output_pipe_still_exits_1() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let dir = tempfile::tempdir().unwrap();
+    let n = 200_000;
+    let a: Vec<f64> = (0..n).map(f64::from).collect();
+    let b: Vec<f64> = (0..n).map(|k| f64::from(k) + 0.5).collect();
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    write_f64(&pa, &[n as u64], &a, WriteOptions::new());
+    write_f64(&pb, &[n as u64], &b, WriteOptions::new());
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("ra"))
+        .args(["diff", "--show", "1000000"])
+        .arg(&pa)
+        .arg(&pb)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Some megabytes of differences: far more than a pipe holds. Read one line, then close.
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert_eq!(first, "[0]\t0.0\t0.5\n");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1));
 }
 
 /// Several chunks on both sides, cut at different places (an LZ4 stream against a plain

@@ -153,4 +153,11 @@ fn the_man_page_is_roff_that_man_and_groff_read() {
         diff.contains("\\-\\-equal\\-nan") && diff.contains("Examples"),
         "{diff}"
     );
+    // A folder that does not exist yet is made, as mkdir -p.
+    let deep = dir.path().join("share/man/man1");
+    ra().args(["-q", "man", "--dir"])
+        .arg(&deep)
+        .assert()
+        .success();
+    assert_eq!(listing(&deep), want);
 }

@@ -104,9 +104,18 @@ fn convert_through_pipes_in_every_direction() {
     );
     assert_eq!(code, 0);
     assert_eq!(out, ra_bytes);
-    // A file to stdout, stdin to a file.
-    let (_, out, _) = piped(tmp.path(), &["convert", "--to", "npy"], &[]);
-    assert!(out.is_empty());
+    // A file to stdout (the bytes of the file-to-file conversion), stdin to a file.
+    let out = ra()
+        .env("TMPDIR", tmp.path())
+        .args(["-q", "convert"])
+        .arg(reference("randf32.ra"))
+        .args(["-", "--to", "npy"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    assert_eq!(out, npy_bytes);
     let csv = stdout_of(
         ra().args(["-q", "convert"])
             .arg(reference("randi8.ra"))
@@ -193,11 +202,23 @@ fn commands_that_rewrite_or_follow_a_file_refuse_standard_input() {
         &bytes,
     );
     assert_eq!(code, 0, "{err}");
+    // The success line names standard input, not the temporary copy.
+    assert!(err.starts_with("<stdin> -> "), "{err}");
     assert_eq!(
         stdout_of(ra().arg("cat").arg(&out)),
         stdout_of(ra().arg("cat").arg(reference("randf32.ra")))
     );
     std::fs::remove_file(&out).unwrap();
+    let arg = out.to_str().unwrap();
+    for args in [
+        &["reshape", "-", "16", "-o", arg][..],
+        &["slice", "-", arg, ":,:"],
+    ] {
+        let (code, _, err) = piped(tmp.path(), args, &bytes);
+        assert_eq!(code, 0, "{err}");
+        assert!(err.starts_with("<stdin> -> "), "{args:?}: {err}");
+        std::fs::remove_file(&out).unwrap();
+    }
     let (code, _, err) = piped(tmp.path(), &["compress", "-", "-o", "-"], &bytes);
     assert_eq!(code, 2);
     assert!(
@@ -257,4 +278,153 @@ fn binary_output_to_a_terminal_is_refused() {
     .unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("66,-120,-125,-90"));
+}
+
+/// Standard input is checked from its first bytes before anything is copied: endless garbage
+/// is named at once (`cat /dev/zero | ra info -` used to copy gigabytes), and a `.ra` stream is
+/// copied only as far as its header's data and a trailer's largest size.
+#[cfg(unix)]
+#[test]
+fn standard_input_is_checked_before_it_is_copied_and_bounded() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    for args in [
+        &["info", "-"][..],
+        &["cat", "-"],
+        &["convert", "-", "--to", "npy", "-"],
+    ] {
+        // Not assert_cmd's pipe_stdin, which reads the whole file first.
+        let child = Process::new(assert_cmd::cargo::cargo_bin("ra"))
+            .env("TMPDIR", tmp.path())
+            .args(args)
+            .stdin(std::fs::File::open("/dev/zero").unwrap())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let out = bounded(child);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            err.contains("<stdin>") || err.contains("give --from"),
+            "{args:?}: {err}"
+        );
+    }
+    // A PNG or .npy where a .ra file is read is named, as ra info names such files.
+    let png = std::fs::read(reference("mnist_8.png")).unwrap();
+    let (code, _, err) = piped(tmp.path(), &["info", "-"], &png);
+    assert_eq!(code, 1);
+    assert!(
+        err.starts_with(
+            "ra: <stdin>: not a .ra file: it looks like a PNG image; `ra convert - OUT.ra`"
+        ),
+        "{err}"
+    );
+    // The wrong kind of file for --from is named from its first bytes.
+    let png = std::fs::read(reference("mnist_8.ra")).unwrap();
+    let (code, _, err) = piped(tmp.path(), &["convert", "--from", "npy", "-", "x.ra"], &png);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "ra: <stdin>: not a .npy file: it does not start with \\x93NUMPY (it starts as a .ra file does)\n"
+    );
+    // A valid header and data, then endless bytes: refused after a trailer's largest size.
+    let mut child = Process::new(assert_cmd::cargo::cargo_bin("ra"))
+        .env("TMPDIR", tmp.path())
+        .args(["info", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let head = std::fs::read(reference("randf32.ra")).unwrap();
+    let writer = std::thread::spawn(move || {
+        let zeros = vec![0u8; 1 << 20];
+        stdin.write_all(&head)?;
+        loop {
+            stdin.write_all(&zeros)?;
+        }
+        #[allow(unreachable_code)]
+        Ok::<(), std::io::Error>(())
+    });
+    let out = bounded(child);
+    // ra stopped reading: the writer sees a broken pipe.
+    assert!(writer.join().unwrap().is_err());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        err.contains("<stdin>: more than 67108892 bytes after the data section"),
+        "{err}"
+    );
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+/// The copy of standard input is an unlinked file: killing ra while it copies leaves nothing
+/// in the temporary folder (a named copy was left behind).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_killed_ra_leaves_no_copy_of_standard_input() {
+    use std::io::Write;
+    use std::process::Stdio;
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = Process::new(assert_cmd::cargo::cargo_bin("ra"))
+        .env("TMPDIR", tmp.path())
+        .args(["cat", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    // A header announcing 8 MB of data, and only part of it: ra is copying, waiting for more.
+    let mut words: Vec<u64> = vec![
+        u64::from_le_bytes(*b"rawarray"),
+        0,
+        2,
+        8,
+        8 << 20,
+        1,
+        1 << 20,
+    ];
+    let mut bytes: Vec<u8> = words.drain(..).flat_map(u64::to_le_bytes).collect();
+    bytes.extend(vec![0u8; 1 << 16]);
+    stdin.write_all(&bytes).unwrap();
+    // Handshake: the copy is open (a descriptor of ra's names a file in the temporary folder).
+    let fds = format!("/proc/{}/fd", child.id());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let copying = || {
+        std::fs::read_dir(&fds)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| std::fs::read_link(e.path()).is_ok_and(|t| t.starts_with(tmp.path())))
+    };
+    while !copying() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ra never opened its copy"
+        );
+        std::thread::yield_now();
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+/// The child's output, or a failed test (the child killed) after a minute: a hang fails.
+#[cfg(unix)]
+fn bounded(child: std::process::Child) -> std::process::Output {
+    let id = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || tx.send(child.wait_with_output()));
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(out) => out.unwrap(),
+        Err(_) => {
+            let _ = Process::new("kill").arg("-9").arg(id.to_string()).status();
+            panic!("ra did not finish within a minute");
+        }
+    }
 }

@@ -125,21 +125,23 @@ fn summary_prints_one_line_per_flush() {
     let mut w = RecordWriter::<Rec>::create(&path, serde_json::Value::Null).unwrap();
     w.append_slice(&recs(3)).unwrap();
     w.flush().unwrap();
-    let watch = Watch::start(&[&"--summary", &"-n", &"0", &path]);
-    // Started: it has read the header once (-n 0: nothing to print yet).
-    watch.quiet_for(Duration::from_millis(1000));
+    let watch = Watch::start(&[&"--summary", &"-n", &"1", &path]);
     let p = path.display();
+    // Started: the last record already there is its first line (a handshake, not a wait).
+    assert_eq!(
+        watch.next_within(1, Duration::from_secs(10)),
+        [format!("{p}: +1 record (3 in all)")]
+    );
     for (batch, total) in [(2u64, 5u64), (1, 6), (4, 10)] {
         let before = total - batch;
         w.append_slice(&recs(total)[before as usize..]).unwrap();
         w.flush().unwrap();
         let s = if batch == 1 { "" } else { "s" };
+        // The line is the handshake: the next flush comes after the poll that saw this one.
         assert_eq!(
-            watch.next(1),
+            watch.next_within(1, Duration::from_secs(10)),
             [format!("{p}: +{batch} record{s} ({total} in all)")]
         );
-        // More than a poll apart: one line per flush.
-        std::thread::sleep(Duration::from_millis(250));
     }
     watch.quiet_for(Duration::from_millis(300));
     interrupt_ends_it(watch);
@@ -162,7 +164,7 @@ fn interrupt_ends_it(mut watch: Watch) {
             break s;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(2),
+            started.elapsed() < Duration::from_secs(10),
             "SIGINT did not end it"
         );
         std::thread::sleep(Duration::from_millis(20));
@@ -178,20 +180,14 @@ fn a_replaced_or_cut_file_stops_it_with_an_error() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.ra");
     record_file(&path, 4);
-    let mut watch = Watch::start(&[&"-n", &"0", &path]);
-    watch.quiet_for(Duration::from_millis(1000));
+    let mut watch = Watch::start(&[&"-n", &"1", &path]);
+    // Started: its first line (the last record) is the handshake.
+    assert!(watch.next_within(1, Duration::from_secs(10))[0].starts_with("[3]\t"));
     // Another file renamed over the name (as every atomic rewrite does).
     let other = dir.path().join("other.ra");
     record_file(&other, 2);
     std::fs::rename(&other, &path).unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(s) = watch.child.try_wait().unwrap() {
-            break s;
-        }
-        assert!(started.elapsed() < Duration::from_secs(2), "still running");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+    let status = exit_within(&mut watch.child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(1));
     let mut err = String::new();
     std::io::Read::read_to_string(watch.child.stderr.as_mut().unwrap(), &mut err).unwrap();
@@ -216,7 +212,7 @@ fn a_replaced_or_cut_file_stops_it_with_an_error() {
         .and_then(|mut f| std::io::Write::write_all(&mut f, &b[..56]))
         .unwrap();
     let mut watch2 = watch2;
-    let status = watch2.child.wait().unwrap();
+    let status = exit_within(&mut watch2.child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(1));
     let mut err = String::new();
     std::io::Read::read_to_string(watch2.child.stderr.as_mut().unwrap(), &mut err).unwrap();
@@ -224,6 +220,76 @@ fn a_replaced_or_cut_file_stops_it_with_an_error() {
         err.contains("was cut from 2 to 1 records; stopped"),
         "{err}"
     );
+}
+
+/// The child's exit status; fails the test (the child is killed by `Watch`'s drop) if it is
+/// still running after `d`.
+fn exit_within(child: &mut Child, d: Duration) -> std::process::ExitStatus {
+    let started = Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            return s;
+        }
+        assert!(started.elapsed() < d, "still running after {d:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Read syscalls the process `pid` has made (Linux's /proc/PID/io): ra's header reads, for a
+/// handshake on its polls rather than a guess at their timing.
+#[cfg(target_os = "linux")]
+fn reads_of(pid: u32) -> u64 {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).unwrap();
+    io.lines()
+        .find_map(|l| l.strip_prefix("syscr: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Waits until `pid` has made `n` more read syscalls (ra polls every 0.1 s, reading the header).
+#[cfg(target_os = "linux")]
+fn wait_for_reads(pid: u32, n: u64) {
+    let start = reads_of(pid);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while reads_of(pid) < start + n {
+        assert!(Instant::now() < deadline, "ra stopped reading");
+        std::thread::yield_now();
+    }
+}
+
+/// A header that cannot be decoded at one poll (a writer caught mid-update, as the library's
+/// `stable_header` guards against) is read again at the next polls; one that stays bad stops
+/// ra watch with an error.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_header_bad_for_a_poll_is_read_again_and_one_that_stays_bad_stops_it() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.ra");
+    record_file(&path, 4);
+    let mut watch = Watch::start(&[&"-n", &"1", &path]);
+    assert!(watch.next_within(1, Duration::from_secs(10))[0].starts_with("[3]\t"));
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    let pid = watch.child.id();
+    // The magic spoiled: each poll reads the header at least twice (two agreeing reads, each
+    // a read and an end-of-file read): 8 reads are at least one whole poll that saw it.
+    file.write_at(b"X", 0).unwrap();
+    wait_for_reads(pid, 8);
+    file.write_at(b"r", 0).unwrap();
+    wait_for_reads(pid, 8);
+    assert!(
+        watch.child.try_wait().unwrap().is_none(),
+        "stopped on one bad poll"
+    );
+    // Spoiled for good: it stops, naming the problem.
+    file.write_at(b"X", 0).unwrap();
+    let status = exit_within(&mut watch.child, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(1));
+    let mut err = String::new();
+    std::io::Read::read_to_string(watch.child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert!(err.contains("bad magic"), "{err}");
 }
 
 #[test]
