@@ -1,6 +1,7 @@
 //! Helpers shared by the library's integration tests.
 #![allow(dead_code)]
 
+pub mod counting;
 mod fixtures;
 
 #[allow(unused_imports)] // not every test file uses every helper

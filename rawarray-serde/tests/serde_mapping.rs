@@ -509,11 +509,7 @@ fn deserialize_any_reads_every_primitive_eltype() {
         [[1, 2, 0], [3, 4, 0]]
     );
     // The reference test.ra: 4 rows of 3 complex64.
-    let bytes = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/reference/test.ra"
-    ))
-    .unwrap();
+    let bytes = std::fs::read(common::reference("test.ra")).unwrap();
     let rows: Vec<Vec<Complex<f32>>> = from_reader(&bytes[..]).unwrap();
     assert_eq!(rows.len(), 4);
     assert!(rows.iter().all(|r| r.len() == 3));
@@ -533,11 +529,7 @@ fn compressed_and_big_endian_files_read_through_serde() {
         assert_eq!(v, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
         assert_eq!(trickled::<Vec<[f64; 3]>>(&bytes).unwrap(), v);
     }
-    let z = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/reference/mnist_8_z.ra"
-    ))
-    .unwrap();
+    let z = std::fs::read(common::reference("mnist_8_z.ra")).unwrap();
     let img: Vec<Vec<Vec<u8>>> = from_slice(&z).unwrap();
     assert_eq!((img.len(), img[0].len(), img[0][0].len()), (3, 28, 28));
 }

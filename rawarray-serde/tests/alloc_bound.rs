@@ -16,8 +16,6 @@
 //! preallocate serde's "cautious" capacity (at most 1 MiB) before its first element fails.
 //! Memory maps (`RecordReader`) are the file itself, not heap, and are not counted.
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
 use std::path::{Path, PathBuf};
 
 use num_complex::Complex;
@@ -39,72 +37,10 @@ struct Foo {
     v: [f64; 8],
 }
 
-struct Counting;
-
-thread_local! {
-    static ON: Cell<bool> = const { Cell::new(false) };
-    static LIVE: Cell<i64> = const { Cell::new(0) };
-    static PEAK: Cell<i64> = const { Cell::new(0) };
-}
-
-fn note(delta: i64) {
-    // `try_with`: allocations may happen while a thread's locals are being torn down.
-    let _ = ON.try_with(|on| {
-        if on.get() {
-            LIVE.with(|l| {
-                let v = l.get() + delta;
-                l.set(v);
-                PEAK.with(|p| p.set(p.get().max(v)));
-            });
-        }
-    });
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters only watch.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            note(layout.size() as i64);
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            note(layout.size() as i64);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        note(-(layout.size() as i64));
-    }
-
-    // Counted as the change in size: large blocks grow in place (mremap), not by a copy.
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            note(new_size as i64 - layout.size() as i64);
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOC: common::counting::Counting = common::counting::Counting;
 
-/// Peak live heap bytes on this thread while `f` runs (its result is dropped inside).
-fn peak<R>(f: impl FnOnce() -> R) -> usize {
-    LIVE.with(|l| l.set(0));
-    PEAK.with(|p| p.set(0));
-    ON.with(|o| o.set(true));
-    drop(f());
-    ON.with(|o| o.set(false));
-    PEAK.with(|p| p.get()).max(0) as usize
-}
+use common::counting::peak;
 
 const SLACK: usize = 64 << 10;
 const MAGIC: u64 = 0x7961727261776172;
