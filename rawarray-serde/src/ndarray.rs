@@ -27,7 +27,7 @@ impl<T: Element> RawArray<T> {
             .iter()
             .map(|&d| crate::data::to_usize(d))
             .collect::<Result<Vec<usize>>>()?;
-        ArrayD::from_shape_vec(IxDyn(&shape).f(), data).map_err(Error::msg)
+        ArrayD::from_shape_vec(IxDyn(&shape).f(), data).map_err(Error::unsupported)
     }
 
     /// A `RawArray` of an `ndarray::ArrayD`'s values and shape, in column-major order.

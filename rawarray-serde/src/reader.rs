@@ -454,7 +454,7 @@ mod nd {
                     ))
                 })?
             };
-            ArrayViewD::from_shape(IxDyn(&shape).f(), values).map_err(Error::msg)
+            ArrayViewD::from_shape(IxDyn(&shape).f(), values).map_err(Error::unsupported)
         }
 
         /// Reads a block given as ndarray's `s![]`, one element per dim in the file's order
@@ -489,7 +489,7 @@ mod nd {
                 .iter()
                 .map(|&d| data::to_usize(ranges[d].end - ranges[d].start))
                 .collect::<Result<Vec<usize>>>()?;
-            ArrayD::from_shape_vec(IxDyn(&shape).f(), block.into_vec()).map_err(Error::msg)
+            ArrayD::from_shape_vec(IxDyn(&shape).f(), block.into_vec()).map_err(Error::unsupported)
         }
     }
 

@@ -303,11 +303,12 @@ impl StoreArrayReader {
             let bytes: u64 = got.iter().map(|b| b.len() as u64).sum();
             self.counter.add(bytes);
             if got.len() != batch.len() {
-                return Err(Error::msg(format!(
+                return Err(std::io::Error::other(format!(
                     "the store answered {} ranges for {} asked",
                     got.len(),
                     batch.len()
-                )));
+                ))
+                .into());
             }
             for ((r, b), chunk) in batch.iter().zip(&got).zip(chunks.by_ref()) {
                 if b.len() != chunk.len() {
@@ -335,10 +336,11 @@ impl StoreArrayReader {
             let chunk = chunk.map_err(store_error)?;
             let end = filled + chunk.len();
             if end > dst.len() {
-                return Err(Error::msg(format!(
+                return Err(std::io::Error::other(format!(
                     "the store answered more than the {} bytes asked",
                     dst.len()
-                )));
+                ))
+                .into());
             }
             dst[filled..end].copy_from_slice(&chunk);
             filled = end;

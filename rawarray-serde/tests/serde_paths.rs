@@ -235,28 +235,43 @@ fn arrays_read_in_place_check_what_the_item_path_checks() {
     let v: Vec<[f32; 3]> = from_slice(&f).unwrap();
     assert_eq!(v, [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]]);
     // The wrong length, the wrong scalar type: the item path's errors.
-    let e = from_slice::<Vec<[f32; 2]>>(&f).unwrap_err().to_string();
-    assert!(e.contains("a dim of 2") && e.contains("[3, 2]"), "{e}");
-    let e = from_slice::<Vec<[u32; 3]>>(&f).unwrap_err().to_string();
-    assert!(e.contains("u32") && e.contains("float32"), "{e}");
+    let e = from_slice::<Vec<[f32; 2]>>(&f).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::DimsMismatch { found, .. } if found == &[3, 2]),
+        "{e:?}"
+    );
+    let e = from_slice::<Vec<[u32; 3]>>(&f).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::TypeMismatch { requested, file_elbyte: 4, .. } if requested == "u32"),
+        "{e:?}"
+    );
     // Arrays of a scalar that is not plain (bool: only 0 and 1) go item by item.
     let f = file(2, 1, &[3, 2], &[1, 0, 1, 0, 0, 1]);
     let v: Vec<[bool; 3]> = from_slice(&f).unwrap();
     assert_eq!(v, [[true, false, true], [false, false, true]]);
-    let e = from_slice::<Vec<[bool; 3]>>(&file(2, 1, &[3, 1], &[1, 2, 0]))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("bool"), "{e}");
+    let e = from_slice::<Vec<[bool; 3]>>(&file(2, 1, &[3, 1], &[1, 2, 0])).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::InvalidValue {
+                what: "bool",
+                index: 1,
+                value: 2
+            }
+        ),
+        "{e:?}"
+    );
     // A record's array field that runs past the record: the record's error.
     #[derive(Deserialize, Debug)]
     #[allow(dead_code)]
     struct Short {
         a: [f64; 2],
     }
-    let e = from_slice::<Vec<Short>>(&file(0, 12, &[1], &[0; 12]))
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("record Short: elbyte is 12"), "{e}");
+    let e = from_slice::<Vec<Short>>(&file(0, 12, &[1], &[0; 12])).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::RecordSize { record, elbyte: 12, .. } if record == "Short"),
+        "{e:?}"
+    );
 }
 
 #[test]
@@ -571,4 +586,64 @@ fn differs_at(e: &rawarray_serde::Error, index: &[u64]) -> bool {
         }
         _ => false,
     }
+}
+
+/// Every refusal of the deserializer is a kind, in the category that says how to react:
+/// `Usage` for a Rust type that cannot be read at all, `Data` for a file that does not hold
+/// what the type reads.
+#[test]
+fn read_refusals_are_kinds() {
+    use rawarray_serde::Category;
+    let bytes = to_vec(&vec![1u8, 2, 3]).unwrap();
+    let e = from_slice::<Option<u8>>(&bytes).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Unreadable { .. }), "{e:?}");
+    assert_eq!(e.category(), Category::Usage);
+    let e = from_slice::<std::collections::BTreeMap<u8, u8>>(&bytes).unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Unreadable { .. }), "{e:?}");
+    // A tuple of two reads two of the three elements: the rest is trailing.
+    let e = from_slice::<(u8, u8)>(&bytes).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::TrailingData {
+                used: 2,
+                len: 3,
+                ..
+            } | ErrorKind::DimsMismatch { .. }
+                | ErrorKind::WrongShape { .. }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.category(), Category::Data);
+    // Not UTF-8: where the valid prefix ends.
+    let e = from_slice::<String>(&file(2, 1, &[3], &[b'a', 0xff, b'b'])).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::InvalidUtf8 { valid_up_to: 1 }),
+        "{e:?}"
+    );
+    // 129 nested dims of 1: too deep for a self-describing read.
+    let e = from_slice::<serde::de::IgnoredAny>(&file(2, 1, &[1; 129], &[7])).unwrap_err();
+    assert!(
+        matches!(
+            e.kind(),
+            ErrorKind::TooDeep {
+                depth: 129,
+                max: 128
+            }
+        ),
+        "{e:?}"
+    );
+    // No data, and 2^20 empty sequences asked for.
+    let e = from_slice::<Vec<Vec<u8>>>(&file(2, 1, &[0, 1 << 20], &[])).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::TooManyEmpty { items, max: 1024, .. } if *items == 1 << 20),
+        "{e:?}"
+    );
+    // A string read from floats.
+    let floats = to_vec(&vec![1.0f32]).unwrap();
+    let e = from_slice::<String>(&floats).unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::WrongShape { rust, .. } if rust == "string"),
+        "{e:?}"
+    );
 }

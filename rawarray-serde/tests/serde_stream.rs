@@ -138,7 +138,6 @@ fn cut<T: serde::de::DeserializeOwned>(bytes: &[u8], at: usize) -> (u64, u64) {
     match e.kind() {
         ErrorKind::Truncated { expected, found } => {
             assert_eq!(*expected, header.size, "{e}");
-            assert!(e.to_string().contains(&format!("found {found}")), "{e}");
             (*expected, *found)
         }
         other => panic!("cut at {at}: expected Truncated, got {other:?}: {e}"),

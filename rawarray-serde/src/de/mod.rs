@@ -23,8 +23,7 @@ use serde::de::{self, DeserializeSeed, IntoDeserializer, Visitor};
 
 use crate::array::EMBEDDED;
 use crate::bulk;
-use crate::eltype::ScalarType as Scalar;
-use crate::eltype::{type_label, ElType};
+use crate::eltype::{type_label, ElType, ScalarType, ScalarType as Scalar};
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{Flags, Header};
 
@@ -184,10 +183,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     pub fn end(&self) -> Result<()> {
         let len = self.len;
         if self.pos != len {
-            return Err(Error::msg(format!(
-                "the value read used {} of the {len} data bytes (dims {:?})",
-                self.pos, self.header.dims
-            )));
+            return Err(ErrorKind::TrailingData {
+                used: self.pos as u64,
+                len: len as u64,
+                dims: self.header.dims.clone(),
+            }
+            .into());
         }
         Ok(())
     }
@@ -204,11 +205,13 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
             .iter()
             .fold(1u64, |p, &d| p.saturating_mul(d));
         if items > MAX_EMPTY_ITEMS {
-            return Err(Error::msg(format!(
-                "the outermost {} dims describe {items} empty {rust}s but the file holds no \
-                 data (a dim is 0); at most {MAX_EMPTY_ITEMS} empty sequences per level are read",
-                self.depth + 1
-            )));
+            return Err(ErrorKind::TooManyEmpty {
+                level: self.depth + 1,
+                items,
+                rust: rust.to_string(),
+                max: MAX_EMPTY_ITEMS,
+            }
+            .into());
         }
         Ok(())
     }
@@ -221,7 +224,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         if end > limit {
             return Err(match self.record {
                 Some(r) => self.record_error(r, end - r.start),
-                None => Error::msg("internal: read past the data section"),
+                // Only ranges inside the data are taken: this is a check, not a path.
+                None => ErrorKind::Truncated {
+                    expected: end as u64,
+                    found: limit as u64,
+                }
+                .into(),
             });
         }
         let r = self.pos..end;
@@ -230,11 +238,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     }
 
     fn record_error(&self, r: Record, consumed: usize) -> Error {
-        Error::msg(format!(
-            "record {}: elbyte is {} but the fields consume {consumed} bytes",
-            r.name,
-            r.end - r.start
-        ))
+        ErrorKind::RecordSize {
+            record: r.name.to_string(),
+            elbyte: (r.end - r.start) as u64,
+            consumed: consumed as u64,
+        }
+        .into()
     }
 
     fn file_label(&self) -> String {
@@ -355,10 +364,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         if self.depth != self.dims.len() {
             return self.shape_error(name);
         }
-        Error::msg(format!(
-            "{name} is read from user-defined (eltype 0) elements; the file holds {}",
-            self.file_label()
-        ))
+        ErrorKind::WrongShape {
+            rust: name.to_string(),
+            expected: "is read from user-defined (eltype 0) elements".into(),
+            found: self.file_label(),
+        }
+        .into()
     }
 
     #[inline(always)]
@@ -388,10 +399,7 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     /// one user-defined element.
     fn byte_run(&mut self, rust: &'static str) -> Result<Range<usize>> {
         if let Some(r) = self.record {
-            return Err(Error::msg(format!(
-                "record {}: a {rust} field has no stored length; use a fixed-size array",
-                r.name
-            )));
+            return Err(no_stored_length(r, rust));
         }
         let depth = self.depth;
         let (t, b) = (self.header.eltype, self.header.elbyte);
@@ -402,11 +410,14 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         if depth == self.dims.len() && t == ElType::User {
             return self.take(b as usize);
         }
-        Err(Error::msg(format!(
-            "a {rust} is read from the innermost dim of a uint8 file (or one user-defined element); the file holds {} with dims {:?}",
-            self.file_label(),
-            self.header.dims
-        )))
+        Err(ErrorKind::WrongShape {
+            rust: rust.to_string(),
+            expected: "is read from the innermost dim of a uint8 file (or one user-defined \
+                       element)"
+                .into(),
+            found: format!("{} with dims {:?}", self.file_label(), self.header.dims),
+        }
+        .into())
     }
 
     fn visit_byte_run<V: Visitor<'de>>(
@@ -417,14 +428,14 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     ) -> Result<V::Value> {
         if let Some(b) = self.input.borrow(r.start, r.len()) {
             return if as_str {
-                visitor.visit_borrowed_str(std::str::from_utf8(b).map_err(Error::msg)?)
+                visitor.visit_borrowed_str(std::str::from_utf8(b).map_err(invalid_utf8)?)
             } else {
                 visitor.visit_borrowed_bytes(b)
             };
         }
         let b = self.input.fetch(r.start, r.len())?;
         if as_str {
-            visitor.visit_str(std::str::from_utf8(b).map_err(Error::msg)?)
+            visitor.visit_str(std::str::from_utf8(b).map_err(invalid_utf8)?)
         } else {
             visitor.visit_bytes(b)
         }
@@ -439,10 +450,7 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         self.entered = true;
         if let Some(r) = self.record {
             let Some(len) = len else {
-                return Err(Error::msg(format!(
-                    "record {}: a {rust} field has no stored length; use a fixed-size array",
-                    r.name
-                )));
+                return Err(no_stored_length(r, rust));
             };
             return visitor.visit_seq(Items {
                 de: &mut *self,
@@ -483,9 +491,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
             self.here = saved;
             let value = value?;
             if left != 0 {
-                return Err(Error::msg(format!(
-                    "a {rust} stopped with {left} of {dim} items unread"
-                )));
+                return Err(ErrorKind::WrongShape {
+                    rust: rust.to_string(),
+                    expected: format!("reads all {dim} items of its dim"),
+                    found: format!("{left} of them left unread"),
+                }
+                .into());
             }
             return Ok(value);
         }
@@ -513,10 +524,12 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
                 return Ok(v);
             }
         }
-        Err(Error::msg(format!(
-            "a {rust} needs a dim or a complex element; the dims are used up and the file holds {}",
-            self.file_label()
-        )))
+        Err(ErrorKind::WrongShape {
+            rust: rust.to_string(),
+            expected: "needs a dim or a complex element; the dims are used up".into(),
+            found: self.file_label(),
+        }
+        .into())
     }
 
     /// A tuple or array read item by item (out of line: the fast path is inlined into every
@@ -699,50 +712,59 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value> {
         if let Some(r) = self.record {
-            return Err(Error::msg(format!(
-                "record {}: fields of user-defined elements must be read as a known type",
-                r.name
-            )));
+            return Err(ErrorKind::Unreadable {
+                what: format!(
+                    "record {}: fields of user-defined elements must be read as a known type",
+                    r.name
+                ),
+            }
+            .into());
         }
         if self.depth < self.dims.len() {
             if self.dims.len() - self.depth > MAX_ANY_DEPTH {
-                return Err(Error::msg(format!(
-                    "{} nested dims are too deep for a self-describing read (at most {MAX_ANY_DEPTH})",
-                    self.dims.len() - self.depth
-                )));
+                return Err(ErrorKind::TooDeep {
+                    depth: self.dims.len() - self.depth,
+                    max: MAX_ANY_DEPTH,
+                }
+                .into());
             }
             return self.seq(None, visitor, "sequence");
         }
-        match self.scalar_type() {
-            (ElType::Int, 1) => self.deserialize_i8(visitor),
-            (ElType::Int, 2) => self.deserialize_i16(visitor),
-            (ElType::Int, 4) => self.deserialize_i32(visitor),
-            (ElType::Int, 8) => self.deserialize_i64(visitor),
-            (ElType::Int, _) => self.deserialize_i128(visitor),
-            (ElType::Uint, 1) => self.deserialize_u8(visitor),
-            (ElType::Uint, 2) => self.deserialize_u16(visitor),
-            (ElType::Uint, 4) => self.deserialize_u32(visitor),
-            (ElType::Uint, 8) => self.deserialize_u64(visitor),
-            (ElType::Uint, _) => self.deserialize_u128(visitor),
-            (ElType::Float, 2) => {
+        use ScalarType as S;
+        let (t, b) = self.scalar_type();
+        // Exhaustive on the element-type table: a new row must say how it is read here.
+        match ScalarType::of(t, b) {
+            Some(S::I8) => self.deserialize_i8(visitor),
+            Some(S::I16) => self.deserialize_i16(visitor),
+            Some(S::I32) => self.deserialize_i32(visitor),
+            Some(S::I64) => self.deserialize_i64(visitor),
+            Some(S::I128) => self.deserialize_i128(visitor),
+            Some(S::U8) => self.deserialize_u8(visitor),
+            Some(S::U16) => self.deserialize_u16(visitor),
+            Some(S::U32) => self.deserialize_u32(visitor),
+            Some(S::U64) => self.deserialize_u64(visitor),
+            Some(S::U128) => self.deserialize_u128(visitor),
+            Some(S::F16) => {
                 let b = self.scalar(ElType::Float, "f16")?;
                 visitor.visit_f32(f16::from_le_bytes(b).to_f32())
             }
-            (ElType::Float, 4) => self.deserialize_f32(visitor),
-            (ElType::Float, 8) => self.deserialize_f64(visitor),
-            (ElType::BFloat16, _) => {
+            Some(S::F32) => self.deserialize_f32(visitor),
+            Some(S::F64) => self.deserialize_f64(visitor),
+            Some(S::BF16) => {
                 let b = self.scalar(ElType::BFloat16, "bf16")?;
                 visitor.visit_f32(bf16::from_le_bytes(b).to_f32())
             }
-            (ElType::Complex, _) => self.seq(Some(2), visitor, "complex"),
-            (ElType::User, _) => {
+            Some(S::Complex32 | S::Complex64 | S::Complex128) => {
+                self.seq(Some(2), visitor, "complex")
+            }
+            Some(raw @ (S::F128 | S::Complex256)) => Err(Error::unsupported(format!(
+                "{} has no Rust type",
+                raw.label()
+            ))),
+            None => {
                 let r = self.byte_run("user-defined element")?;
                 self.visit_byte_run(r, false, visitor)
             }
-            (ElType::Float, n) => Err(Error::unsupported(format!(
-                "{}-bit floats have no Rust type",
-                n * 8
-            ))),
         }
     }
 
@@ -765,13 +787,13 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, _: V) -> Result<V::Value> {
-        Err(Error::msg(
+        Err(unreadable(
             "Option cannot be read from .ra: elements have no missing values",
         ))
     }
 
     fn deserialize_unit<V: Visitor<'de>>(self, _: V) -> Result<V::Value> {
-        Err(Error::msg(
+        Err(unreadable(
             "unit `()` cannot be read from .ra: it has no bytes",
         ))
     }
@@ -781,7 +803,7 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
         name: &'static str,
         _: V,
     ) -> Result<V::Value> {
-        Err(Error::msg(format!(
+        Err(unreadable(format!(
             "unit struct {name} cannot be read from .ra: it has no bytes"
         )))
     }
@@ -876,7 +898,7 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, _: V) -> Result<V::Value> {
-        Err(Error::msg("maps cannot be read from .ra"))
+        Err(unreadable("maps cannot be read from .ra"))
     }
 
     #[inline(always)]
@@ -900,7 +922,7 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
     }
 
     fn deserialize_identifier<V: Visitor<'de>>(self, _: V) -> Result<V::Value> {
-        Err(Error::msg(
+        Err(unreadable(
             ".ra stores no field names; structs are read field by field in order",
         ))
     }
@@ -912,4 +934,29 @@ impl<'de, I: Input<'de>> de::Deserializer<'de> for &mut Deserializer<'de, I> {
     fn is_human_readable(&self) -> bool {
         false
     }
+}
+
+/// A record field whose length the file does not store (a `Vec`, a `String`).
+#[cold]
+fn no_stored_length(r: Record, rust: &str) -> Error {
+    ErrorKind::Unreadable {
+        what: format!(
+            "record {}: a {rust} field has no stored length; use a fixed-size array",
+            r.name
+        ),
+    }
+    .into()
+}
+
+#[cold]
+fn invalid_utf8(e: std::str::Utf8Error) -> Error {
+    ErrorKind::InvalidUtf8 {
+        valid_up_to: e.valid_up_to() as u64,
+    }
+    .into()
+}
+
+#[cold]
+fn unreadable(what: impl Into<String>) -> Error {
+    ErrorKind::Unreadable { what: what.into() }.into()
 }

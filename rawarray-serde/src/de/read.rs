@@ -107,9 +107,15 @@ impl<'de> Input<'de> for SliceInput<'de> {
     }
 
     fn fetch(&mut self, pos: usize, n: usize) -> Result<&[u8]> {
-        self.data
-            .get(pos..pos + n)
-            .ok_or_else(|| Error::msg("internal: read past the data section"))
+        let len = self.data.len();
+        // The deserializer takes only ranges inside the data: this is a check, not a path.
+        self.data.get(pos..pos + n).ok_or_else(|| {
+            ErrorKind::Truncated {
+                expected: (pos + n) as u64,
+                found: len as u64,
+            }
+            .into()
+        })
     }
 
     fn borrow(&self, pos: usize, n: usize) -> Option<&'de [u8]> {
