@@ -24,11 +24,9 @@
 //! Run: `cargo bench --bench serde` (`RA_BENCH_MIB=64` for a smaller run; `RA_BENCH_PART=files`
 //! or `RA_BENCH_PART=memory` for one part).
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bincode::Options;
@@ -41,51 +39,16 @@ struct Foo {
     v: [f64; 8],
 }
 
-/// Counts live heap bytes, and their peak since [`peak_heap`] reset it.
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(by: usize) {
-    let now = LIVE.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: every call is forwarded to the system allocator unchanged; the counters only watch.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size());
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        grew(layout.size());
-        unsafe { System.alloc_zeroed(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    // Counted as the change in size: large blocks grow in place (mremap), not by a copy.
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        if new_size >= layout.size() {
-            grew(new_size - layout.size());
-        } else {
-            LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-        }
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
+// The tests' counting allocator (per thread; this bench measures on its main thread).
+#[path = "../rawarray-serde/tests/common/counting.rs"]
+mod counting;
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
+static GLOBAL: counting::Counting = counting::Counting;
 
-/// Peak heap bytes beyond those live when `f` started, the result of `f` included.
+/// Peak heap bytes while `f` runs, the result of `f` included.
 fn peak_heap<R>(f: impl FnOnce() -> R) -> usize {
-    let base = LIVE.load(Ordering::SeqCst);
-    PEAK.store(base, Ordering::SeqCst);
-    drop(f());
-    PEAK.load(Ordering::SeqCst) - base
+    counting::peak(f)
 }
 
 fn bincode() -> impl Options + Copy {
@@ -140,7 +103,7 @@ where
         rawarray_serde::to_writer(&mut w, v).unwrap();
         assert!(w == *bytes);
     }
-    let mib = ours.iter().map(Vec::len).sum::<usize>() as f64 / (1 << 20) as f64;
+    let mib = ours.iter().map(Vec::len).sum::<usize>() as f64 / f64::from(1 << 20);
     let largest = ours.iter().map(Vec::len).max().unwrap_or(0);
 
     // A new Vec for each value: to_vec, bincode's serialize, a copy of the file into a new
@@ -152,21 +115,21 @@ where
             &mut || {
                 values
                     .iter()
-                    .for_each(|v| drop(rawarray_serde::to_vec(v).unwrap()))
+                    .for_each(|v| drop(rawarray_serde::to_vec(v).unwrap()));
             },
             &mut || {
                 values
                     .iter()
-                    .for_each(|v| drop(bincode().serialize(v).unwrap()))
+                    .for_each(|v| drop(bincode().serialize(v).unwrap()));
             },
             &mut || {
                 ours.iter()
-                    .for_each(|b| drop(std::hint::black_box(b.to_vec())))
+                    .for_each(|b| drop(std::hint::black_box(b.clone())));
             },
             &mut || {
                 values
                     .iter()
-                    .for_each(|v| drop(std::hint::black_box(memory(v).to_vec())))
+                    .for_each(|v| drop(std::hint::black_box(memory(v).to_vec())));
             },
         ],
     );
@@ -205,15 +168,15 @@ where
         &mut [
             &mut || {
                 ours.iter()
-                    .for_each(|b| drop(rawarray_serde::from_slice::<T>(b).unwrap()))
+                    .for_each(|b| drop(rawarray_serde::from_slice::<T>(b).unwrap()));
             },
             &mut || {
                 bins.iter()
-                    .for_each(|b| drop(bincode().deserialize::<T>(b).unwrap()))
+                    .for_each(|b| drop(bincode().deserialize::<T>(b).unwrap()));
             },
             &mut || {
                 ours.iter()
-                    .for_each(|b| drop(std::hint::black_box(b.to_vec())))
+                    .for_each(|b| drop(std::hint::black_box(b.clone())));
             },
         ],
     );
@@ -381,7 +344,7 @@ where
     std::fs::write(&bin, bincode().serialize(value).unwrap()).unwrap();
     assert!(rawarray_serde::from_file::<_, T>(&ours).unwrap() == *value);
     let file_bytes = std::fs::read(&ours).unwrap();
-    let mib = file_bytes.len() as f64 / (1 << 20) as f64;
+    let mib = file_bytes.len() as f64 / f64::from(1 << 20);
     // Warm the page cache.
     drop(read_exact_fresh(&ours));
     drop(read_exact_fresh(&bin));
@@ -396,14 +359,14 @@ where
             &mut || {
                 drop(std::hint::black_box(
                     rawarray_serde::from_file::<_, T>(&ours).unwrap(),
-                ))
+                ));
             },
             &mut || drop(std::hint::black_box(from_reader())),
             &mut || {
                 let r = BufReader::new(File::open(&bin).unwrap());
                 drop(std::hint::black_box(
                     bincode().deserialize_from::<_, T>(r).unwrap(),
-                ))
+                ));
             },
         ],
     );
@@ -425,13 +388,7 @@ where
     );
     let peak = peak_heap(from_reader);
     // What the value holds: serde's own `Vec` (of records) grows by doubling past its length.
-    let held = {
-        let base = LIVE.load(Ordering::SeqCst);
-        let v = from_reader();
-        let held = LIVE.load(Ordering::SeqCst) - base;
-        drop(v);
-        held
-    };
+    let held = counting::held(from_reader);
     let base = "`read_exact` into a fresh `Vec`";
     file_row(name, "`from_file`", base, mib, reads[1], reads[0]);
     file_row(
@@ -458,7 +415,7 @@ where
         writes[0],
         writes[1],
     );
-    let mib_of = |b: usize| b as f64 / (1 << 20) as f64;
+    let mib_of = |b: usize| b as f64 / f64::from(1 << 20);
     println!(
         "| {name} | peak heap of `from_reader` | the value's data ({:.1} MiB) | | | **{:.3}x**: {:.1} MiB, of which {:.1} MiB held by the value |",
         mib_of(value_bytes),

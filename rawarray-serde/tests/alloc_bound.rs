@@ -241,7 +241,7 @@ fn readers<'a>(bytes: &'a [u8], path: &'a Path, copy: &'a Path) -> Vec<Reader<'a
             Slice,
             Box::new(move || {
                 std::fs::copy(path, copy).unwrap();
-                ok(recover(copy))
+                ok(recover(copy));
             }),
         ),
     ]
@@ -461,7 +461,7 @@ fn a_stream_claiming_a_terabyte_costs_what_it_holds() {
         let err = err.expect("a read of 1 MiB claiming 2^40 elements fails");
         match err.kind() {
             ErrorKind::Truncated { expected, found } => {
-                assert_eq!((*expected, *found), (elbyte << 40, held as u64), "{err}")
+                assert_eq!((*expected, *found), (elbyte << 40, held as u64), "{err}");
             }
             other => panic!("elbyte {elbyte}: expected Truncated, got {other:?}"),
         }

@@ -771,7 +771,7 @@ fn past_the_buffer_size_records_are_written_but_not_committed() {
     // Plain-old-data slices of 64 KiB or more skip the buffer; the file is the same.
     let path = dir.path().join("f.ra");
     let mut w: RecordWriter<f64> = fast().create(&path).unwrap();
-    let values: Vec<f64> = (0..20_000).map(|i| f64::from(i)).collect();
+    let values: Vec<f64> = (0..20_000).map(f64::from).collect();
     w.append_slice(&values[..10]).unwrap();
     w.append_slice(&values[10..19_000]).unwrap();
     w.append_slice(&values[19_000..]).unwrap();

@@ -253,7 +253,7 @@ fn foo(i: u32) -> Foo {
     Foo {
         info,
         index: i,
-        v: std::array::from_fn(|k| k as f64 + i as f64 * 0.5),
+        v: std::array::from_fn(|k| k as f64 + f64::from(i) * 0.5),
     }
 }
 
@@ -598,10 +598,10 @@ proptest! {
     #[test] fn p_f16(v in prop::collection::vec(0u16..0x7c00, 0..50)) { two_paths(v.into_iter().map(f16::from_bits).collect()) }
     #[test] fn p_bf16(v in prop::collection::vec(0u16..0x7f80, 0..50)) { two_paths(v.into_iter().map(bf16::from_bits).collect()) }
     #[test] fn p_c32(v in prop::collection::vec((-1e30f32..1e30, -1e30f32..1e30), 0..50)) {
-        two_paths(v.into_iter().map(|(a, b)| Complex::new(a, b)).collect())
+        two_paths(v.into_iter().map(|(a, b)| Complex::new(a, b)).collect());
     }
     #[test] fn p_c64(v in prop::collection::vec((-1e300f64..1e300, -1e300f64..1e300), 0..50)) {
-        two_paths(v.into_iter().map(|(a, b)| Complex::new(a, b)).collect())
+        two_paths(v.into_iter().map(|(a, b)| Complex::new(a, b)).collect());
     }
     #[test] fn p_points(v in prop::collection::vec(any::<[i32; 3]>(), 1..50)) { two_paths(v) }
 

@@ -123,7 +123,7 @@ fn to_writer_holds_a_bounded_buffer() {
     );
 
     // Nested rows: the buffer holds about one row, not the array.
-    let rows: Vec<Vec<f64>> = (0..512).map(|r| vec![r as f64; 16 << 10]).collect(); // 64 MiB
+    let rows: Vec<Vec<f64>> = (0..512).map(|r| vec![f64::from(r); 16 << 10]).collect(); // 64 MiB
     let peak = peak_during(|| rawarray_serde::to_writer(std::io::sink(), &rows).unwrap());
     assert!(
         peak < 2 << 20,

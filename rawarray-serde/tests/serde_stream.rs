@@ -92,7 +92,7 @@ fn values_larger_than_the_window_read_the_same_from_every_input() {
     // Complex elements, read half by half.
     every_input(
         &(0..20_000)
-            .map(|i| Complex::new(i as f64, -(i as f64)))
+            .map(|i| Complex::new(f64::from(i), -f64::from(i)))
             .collect::<Vec<_>>(),
     );
     // Strings and byte runs, one longer than the window.
@@ -106,7 +106,7 @@ fn values_larger_than_the_window_read_the_same_from_every_input() {
 
 #[test]
 fn big_endian_and_compressed_streams_read_the_same() {
-    let values: Vec<f64> = (0..50_000).map(|i| i as f64).collect();
+    let values: Vec<f64> = (0..50_000).map(f64::from).collect();
     let a = rawarray_serde::RawArray::from_vec(values.clone());
     for opts in [
         WriteOptions::new().big_endian(true),

@@ -82,3 +82,15 @@ pub fn peak<R>(f: impl FnOnce() -> R) -> usize {
     ON.with(|o| o.set(false));
     PEAK.with(Cell::get).max(0) as usize
 }
+
+/// Live heap bytes that what `f` returns still holds once it returned (allocated by this
+/// thread while `f` ran and not freed); the result is then dropped.
+pub fn held<R>(f: impl FnOnce() -> R) -> usize {
+    LIVE.with(|l| l.set(0));
+    ON.with(|o| o.set(true));
+    let value = f();
+    ON.with(|o| o.set(false));
+    let held = LIVE.with(Cell::get).max(0) as usize;
+    drop(value);
+    held
+}
