@@ -11,9 +11,8 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 use std::process::Command;
 
-use rawarray_serde::{
-    AtomicFile, AtomicOptions, DynArray, ErrorKind, RawArray, RecordOptions, RecordWriter,
-};
+use rawarray_serde::atomic::{AtomicFile, AtomicOptions};
+use rawarray_serde::{DynArray, ErrorKind, RawArray, RecordOptions, RecordWriter};
 
 fn array(v: u32) -> RawArray<u32> {
     RawArray::from_vec(vec![v, v + 1])

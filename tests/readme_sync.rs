@@ -6,7 +6,7 @@
 //!
 //! `RAWARRAY_BLESS=1 cargo test --test readme_sync` rewrites the copies.
 
-use rawarray_serde::ScalarType;
+use rawarray_serde::eltype::ScalarType;
 
 fn bless() -> bool {
     std::env::var_os("RAWARRAY_BLESS").is_some()

@@ -10,9 +10,10 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use rawarray_serde::atomic::write_atomic;
 use rawarray_serde::{
-    to_file, to_writer, write_atomic, Category, Durability, DynArray, ElType, ErrorKind, RawArray,
-    RecordOptions, RecordReader, RecordWriter, Trailer, WriteOptions,
+    to_file, to_writer, Category, Durability, DynArray, ElType, ErrorKind, RawArray, RecordOptions,
+    RecordReader, RecordWriter, Trailer, WriteOptions,
 };
 use serde::ser::{Error as _, SerializeSeq};
 use serde::{Serialize, Serializer};

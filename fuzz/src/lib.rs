@@ -365,7 +365,7 @@ pub fn lz4_file(data: &[u8]) -> Option<Vec<u8>> {
     let flags = 2 | u64::from(big_endian);
     let mut file = Vec::with_capacity(48 + 8 * dims.len() + rest.len());
     for word in [
-        rawarray_serde::MAGIC,
+        rawarray_serde::header::MAGIC,
         flags,
         eltype.code(),
         elbyte,

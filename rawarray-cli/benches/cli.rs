@@ -83,7 +83,11 @@ fn main() {
     run(&[ra, "convert", "a.ra", "a.npy"], d);
     let bytes = std::fs::metadata(d.join("a.ra")).unwrap().len() as f64;
 
-    let s = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    let s = |v: &[&str]| {
+        v.iter()
+            .map(std::string::ToString::to_string)
+            .collect::<Vec<_>>()
+    };
     let ops = [
         Op {
             name: "ra convert a.ra b.npy",
@@ -146,13 +150,13 @@ fn main() {
     let pos = |name: &str| ops.iter().position(|o| o.name == name).unwrap();
     let t = |name: &str| best[pos(name)];
     let c = |name: &str| best_cpu[pos(name)];
-    let mibs = |secs: f64| bytes / secs / (1 << 20) as f64;
+    let mibs = |secs: f64| bytes / secs / f64::from(1 << 20);
 
     // Other work on the machine takes the cores the parallel digests need: say how much.
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "\n{mib} MiB f32, best of {rounds} alternating rounds, {} cores, load average {}\n",
-        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        std::thread::available_parallelism().map_or(1, std::num::NonZero::get),
         load.split_whitespace()
             .take(3)
             .collect::<Vec<_>>()

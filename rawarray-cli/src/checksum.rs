@@ -128,7 +128,7 @@ fn digest_reader(
     progress: &Progress,
 ) -> Result<Vec<String>> {
     let workers = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
+        .map_or(1, std::num::NonZero::get)
         .min(jobs.len())
         .max(1);
     // Deal the jobs out round robin: [md5 file, md5 data, sha file, sha data] on two workers

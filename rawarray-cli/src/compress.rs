@@ -7,7 +7,8 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
 
-use rawarray_serde::{AtomicFile, DynArray, WriteOptions};
+use rawarray_serde::atomic::AtomicFile;
+use rawarray_serde::{DynArray, WriteOptions};
 
 use crate::fail::{At, Result};
 use crate::report;

@@ -173,7 +173,7 @@ fn byte_compared_non_integer(h: &Header) -> bool {
 
 /// As `ra info` names the type: `float32`, `complex64`, ...
 fn type_name(h: &Header) -> String {
-    h.type_label().to_string()
+    h.type_label().clone()
 }
 
 /// Compares elements chunk by chunk, keeping the index and the running statistics.

@@ -162,7 +162,7 @@ fn missing_text(path: &Path, h: &Header, missing: u64) -> String {
 fn numpy_dtype(h: &Header, t: &TrailerInfo) -> Option<String> {
     h.numpy_dtype()
         .map(str::to_string)
-        .or_else(|| t.element_schema(h).map(|s| s.numpy_descr()))
+        .or_else(|| t.element_schema(h).map(rawarray_serde::Layout::numpy_descr))
 }
 
 fn json_line(path: &Path, d: &Described) -> String {

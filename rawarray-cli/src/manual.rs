@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rawarray_serde::AtomicFile;
+use rawarray_serde::atomic::AtomicFile;
 
 use crate::fail::{At, Failure, Result};
 

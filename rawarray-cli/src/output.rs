@@ -7,7 +7,7 @@ use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rawarray_serde::AtomicFile;
+use rawarray_serde::atomic::AtomicFile;
 
 /// The spool of standard output, once [`make_spool`] has made it.
 static SPOOL: Mutex<Option<File>> = Mutex::new(None);
@@ -18,13 +18,18 @@ pub const SPOOL_NAME: &str = "<stdout>";
 /// Makes the spool, an unlinked temporary file; returns the name to write it by.
 pub fn make_spool() -> std::io::Result<PathBuf> {
     let file = tempfile::tempfile()?;
-    *SPOOL.lock().unwrap_or_else(|e| e.into_inner()) = Some(file);
+    *SPOOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(file);
     Ok(PathBuf::from(SPOOL_NAME))
 }
 
 /// The spool, rewound, for copying to standard output.
 pub fn take_spool() -> std::io::Result<Option<File>> {
-    let spool = SPOOL.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let spool = SPOOL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
     match spool {
         Some(mut f) => {
             f.seek(SeekFrom::Start(0))?;
@@ -46,7 +51,9 @@ impl OutFile {
     /// Starts writing `path` (the spool if `path` is [`SPOOL_NAME`] and it was made).
     pub fn create(path: &Path) -> rawarray_serde::Result<OutFile> {
         if path.as_os_str() == SPOOL_NAME {
-            let spool = SPOOL.lock().unwrap_or_else(|e| e.into_inner());
+            let spool = SPOOL
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(f) = spool.as_ref() {
                 return Ok(OutFile::Spool(f.try_clone()?));
             }

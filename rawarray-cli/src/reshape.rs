@@ -5,7 +5,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use rawarray_serde::{AtomicFile, Header};
+use rawarray_serde::atomic::AtomicFile;
+use rawarray_serde::Header;
 
 use crate::fail::{At, Failure, Result};
 use crate::npy::copy_exact;

@@ -5,7 +5,8 @@ use std::io::Write;
 use std::ops::Range;
 use std::path::Path;
 
-use rawarray_serde::{ArrayReader, AtomicFile};
+use rawarray_serde::atomic::AtomicFile;
+use rawarray_serde::ArrayReader;
 
 use crate::fail::{At, Failure, Result};
 

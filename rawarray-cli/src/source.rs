@@ -37,7 +37,10 @@ struct StdinCopy {
 
 /// Deletes the named copy of standard input, if one was made (nothing to do on Linux).
 pub fn remove_stdin_copy() {
-    let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()).take();
+    let copy = STDIN_COPY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
     if let Some(StdinCopy { file, named, .. }) = copy {
         drop(file);
         if let Some(named) = named {
@@ -49,7 +52,7 @@ pub fn remove_stdin_copy() {
 /// The most bytes after the data section that standard input may bring: a trailer block at
 /// its largest (the library's 64 MiB of JSON and its frame). More is not a `.ra` file's tail,
 /// and is refused rather than copied without end.
-pub const MAX_STDIN_TRAILING: u64 = (64 << 20) + rawarray_serde::TRAILER_FRAME as u64;
+pub const MAX_STDIN_TRAILING: u64 = (64 << 20) + rawarray_serde::trailer::TRAILER_FRAME as u64;
 
 /// What a command reads from standard input; its first bytes are checked before anything is
 /// copied.
@@ -89,7 +92,7 @@ pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     }
     if let Some(StdinCopy { path: p, .. }) = STDIN_COPY
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .as_ref()
     {
         return Ok(p.clone());
@@ -98,14 +101,18 @@ pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     let stdin = io::stdin();
     let copy = copy_stdin(&mut stdin.lock(), kind)?;
     let p = copy.path.clone();
-    *STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner()) = Some(copy);
+    *STDIN_COPY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(copy);
     Ok(p)
 }
 
 /// The format standard input's first bytes announce (`.ra`, `.npy`, PNG); `None` (and nothing
 /// read past those bytes) for anything else. The bytes read are kept for the copy.
 pub fn sniff_stdin() -> Result<Option<Kind>> {
-    let mut head = PEEKED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut head = PEEKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if head.is_none() {
         let mut buf = Vec::with_capacity(8);
         io::stdin()
@@ -139,7 +146,7 @@ fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
     let name = Path::new("<stdin>");
     let peeked = PEEKED
         .lock()
-        .unwrap_or_else(|e| e.into_inner())
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
         .take()
         .unwrap_or_default();
     let mut stream = io::Cursor::new(peeked).chain(stdin);
@@ -280,7 +287,9 @@ impl<R: Read> Read for Tee<'_, R> {
 
 /// How to name `path` in a message: `<stdin>` for the copy of standard input.
 pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
-    let copy = STDIN_COPY.lock().unwrap_or_else(|e| e.into_inner());
+    let copy = STDIN_COPY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if copy.as_ref().is_some_and(|c| c.path == path) {
         return "<stdin>".into();
     }

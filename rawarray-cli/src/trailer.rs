@@ -2,7 +2,8 @@
 //! rewriting commands learn about a file's trailer (the library's [`Trailer`] block: JSON
 //! params and the record schema). It is read by `RaSource::trailer_info`.
 
-use rawarray_serde::{ElType, Header, Layout, Trailer, TRAILER_FRAME};
+use rawarray_serde::trailer::TRAILER_FRAME;
+use rawarray_serde::{ElType, Header, Layout, Trailer};
 
 /// What the tool knows about the bytes after a data section.
 #[derive(Debug, Default)]

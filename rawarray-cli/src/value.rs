@@ -4,7 +4,8 @@
 use std::fmt::Write as _;
 
 use half::{bf16, f16};
-use rawarray_serde::{ElType, Layout, ScalarType, ScalarValue};
+use rawarray_serde::eltype::{ScalarType, ScalarValue};
+use rawarray_serde::{ElType, Layout};
 
 /// A float kept at its own precision, so that it prints as the shortest decimal that reads
 /// back to it at that precision.

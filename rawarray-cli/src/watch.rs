@@ -157,7 +157,8 @@ const BAD_POLLS: u32 = 5;
 
 /// The header bytes, in one positioned read: at most the fixed part and `MAX_NDIMS` dims.
 fn header_bytes(file: &File) -> std::io::Result<Vec<u8>> {
-    let most = rawarray_serde::FIXED_HEADER_LEN + 8 * rawarray_serde::MAX_NDIMS as usize;
+    let most =
+        rawarray_serde::header::FIXED_HEADER_LEN + 8 * rawarray_serde::header::MAX_NDIMS as usize;
     let mut buf = vec![0u8; most];
     let mut got = 0;
     while got < buf.len() {

@@ -126,7 +126,8 @@ fn cat_prints_records_by_field_name() {
 /// its bytes and printed form.
 #[test]
 fn every_element_type_of_the_table_prints_and_is_named() {
-    use rawarray_serde::{Header, ScalarType as S};
+    use rawarray_serde::eltype::ScalarType as S;
+    use rawarray_serde::Header;
     let dir = tempfile::tempdir().unwrap();
     let int = |n: usize, v: i128| v.to_le_bytes()[..n].to_vec();
     for &t in S::ALL {

@@ -33,7 +33,7 @@ fn write_f64(path: &Path, dims: &[u64], v: &[f64], opts: WriteOptions) {
 #[test]
 fn twins_in_other_byte_orders_and_compression_are_equal() {
     let dir = tempfile::tempdir().unwrap();
-    let v: Vec<f64> = (0..600).map(|k| (k as f64).sin() * 1e3).collect();
+    let v: Vec<f64> = (0..600).map(|k| f64::from(k).sin() * 1e3).collect();
     let plain = dir.path().join("plain.ra");
     write_f64(&plain, &[20, 30], &v, WriteOptions::new());
     for (name, opts) in [

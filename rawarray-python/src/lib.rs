@@ -511,7 +511,7 @@ fn write(
             return array.write_file_with(&path, &WriteOptions::new().compress(true));
         }
         let end = header.encoded_len() as u64 + header.data_len();
-        rawarray_serde::write_atomic(&path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+        rawarray_serde::atomic::write_atomic(&path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
             w.write_all(&header.encode())?;
             w.write_all(bytes)?;
             if let Some(t) = &trailer {

@@ -17,7 +17,7 @@ use crate::temp::Temp;
 /// regular file is always refused.
 ///
 /// ```
-/// use rawarray_serde::AtomicOptions;
+/// use rawarray_serde::atomic::AtomicOptions;
 /// let opts = AtomicOptions::new().force(true).hard_links_in_place(true);
 /// assert_ne!(opts, AtomicOptions::default());
 /// ```
@@ -58,11 +58,11 @@ impl AtomicOptions {
 ///
 /// The destination is respected: a symlink is followed (the file it points to is replaced and
 /// the link stays); anything but a regular file (a FIFO, a device) is refused
-/// ([`ErrorKind::NotRegularFile`](crate::ErrorKind::NotRegularFile)), and so, unless
+/// ([`ErrorKind::NotRegularFile`]), and so, unless
 /// [`AtomicOptions`] say otherwise, are a file with other hard links, a file the caller may
 /// not write and another user's file. While it is being written, the existing file's exclusive
 /// lock is held (see [`RecordWriter`](crate::RecordWriter)): a file another writer is
-/// appending to is not replaced under it ([`ErrorKind::Locked`](crate::ErrorKind::Locked)).
+/// appending to is not replaced under it ([`ErrorKind::Locked`]).
 ///
 /// A new file gets the permissions an ordinary `File::create` would (0o666 less the umask); a
 /// replaced file keeps its own, and its owner and group where the process may set them; its
@@ -77,7 +77,7 @@ impl AtomicOptions {
 ///
 /// ```
 /// use std::io::Write;
-/// use rawarray_serde::AtomicFile;
+/// use rawarray_serde::atomic::AtomicFile;
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("notes.txt");
 /// let mut f = AtomicFile::create(&path).unwrap();
@@ -170,7 +170,7 @@ impl AtomicFile {
     /// use std::io::Write;
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("new.npy");
-    /// let mut f = rawarray_serde::AtomicFile::create(&path).unwrap();
+    /// let mut f = rawarray_serde::atomic::AtomicFile::create(&path).unwrap();
     /// assert!(!f.replaces_existing());
     /// f.file().write_all(b"data").unwrap();
     /// f.commit_relaxed().unwrap();
@@ -355,10 +355,10 @@ fn rename(e: crate::Error, path: &Path) -> crate::Error {
 /// use std::io::Write;
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("out.csv");
-/// rawarray_serde::write_atomic(&path, |w| w.write_all(b"1,2\n")).unwrap();
+/// rawarray_serde::atomic::write_atomic(&path, |w| w.write_all(b"1,2\n")).unwrap();
 /// assert_eq!(std::fs::read(&path).unwrap(), b"1,2\n");
 ///
-/// let failed: std::io::Result<()> = rawarray_serde::write_atomic(&path, |w| {
+/// let failed: std::io::Result<()> = rawarray_serde::atomic::write_atomic(&path, |w| {
 ///     w.write_all(b"half written")?;
 ///     Err(std::io::Error::other("conversion failed"))
 /// });

@@ -106,7 +106,8 @@ macro_rules! define_scalar_types {
         /// One row of the element-type table: a scalar a `.ra` file can hold.
         ///
         /// ```
-        /// use rawarray_serde::{ElType, ScalarType};
+        /// use rawarray_serde::{ElType};
+        /// use rawarray_serde::eltype::ScalarType;
         /// let t = ScalarType::of(ElType::Complex, 8).unwrap();
         /// assert_eq!(t, ScalarType::Complex64);
         /// assert_eq!((t.label(), t.numpy(), t.elbyte()), ("complex64", Some("<c8"), 8));
@@ -195,7 +196,8 @@ macro_rules! define_scalar_types {
             /// exactly [`elbyte`](ScalarType::elbyte) bytes.
             ///
             /// ```
-            /// use rawarray_serde::{ScalarType, ScalarValue};
+            /// use rawarray_serde::eltype::ScalarType;
+            /// use rawarray_serde::eltype::ScalarValue;
             /// let v = ScalarType::I16.read_le(&(-2i16).to_le_bytes()).unwrap();
             /// assert_eq!(v, ScalarValue::I16(-2));
             /// assert_eq!(ScalarType::I16.read_le(&[0; 3]), None);
@@ -388,7 +390,8 @@ impl fmt::Display for ElType {
 /// `uint8`, `bfloat16`, `user(80 bytes)`; the table's label, or words for what is not in it.
 ///
 /// ```
-/// use rawarray_serde::{type_label, ElType};
+/// use rawarray_serde::{ElType};
+/// use rawarray_serde::eltype::type_label;
 /// assert_eq!(type_label(ElType::Complex, 8), "complex64");
 /// assert_eq!(type_label(ElType::User, 80), "user(80 bytes)");
 /// ```

@@ -86,7 +86,7 @@ pub enum ErrorKind {
         /// product(dims) x elbyte.
         plain: u64,
     },
-    /// The header claims more dims than [`MAX_NDIMS`](crate::MAX_NDIMS).
+    /// The header claims more dims than [`MAX_NDIMS`](crate::header::MAX_NDIMS).
     #[error("ndims is {ndims}: at most {max} dims are read")]
     TooManyDims {
         /// The ndims field.

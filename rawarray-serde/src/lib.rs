@@ -18,6 +18,8 @@
 //! | the trailer | [`Trailer`] | parameters, units and the record schema stored after the data |
 //! | `ndarray` (feature) | [`RawArray::into_ndarray`], [`RawArray::from_ndarray`] | `ndarray::ArrayD` in Fortran order, moved without a copy |
 //! | errors | [`Error`], [`ErrorKind`], [`Category`] | every error names the field, what was expected and what was found |
+//! | the element-type table | [`eltype`]: [`ElType`], [`eltype::ScalarType`], [`eltype::ScalarValue`] | every scalar a file can hold, written once: Rust type, eltype, elbyte, numpy name |
+//! | for tools and bindings | [`numpy`] (dtype and shape names), [`atomic`] (replacing a file safely), [`header`], [`trailer`] and [`layout`] (the format's constants and limits), [`read`] (the deserializer's inputs) | what the `ra` tool and the Python package build on |
 //!
 //! The element types (`Complex`, `f16`, `bf16` are re-exported, so no other crate is needed):
 //!
@@ -97,16 +99,16 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 
 mod array;
-mod atomic;
+pub mod atomic;
 mod bulk;
 mod data;
 mod de;
 mod element;
-mod eltype;
+pub mod eltype;
 mod error;
 mod fileio;
-mod header;
-mod layout;
+pub mod header;
+pub mod layout;
 mod lock;
 mod mapped;
 #[cfg(feature = "ndarray")]
@@ -120,17 +122,16 @@ mod store;
 mod subset;
 mod target;
 mod temp;
-mod trailer;
+pub mod trailer;
 mod writer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
-pub use atomic::{write_atomic, AtomicFile, AtomicOptions};
 pub use de::{read, Deserializer};
 pub use element::Element;
-pub use eltype::{type_label, ElType, ScalarType, ScalarValue};
+pub use eltype::ElType;
 pub use error::{Category, Error, ErrorKind, Result};
-pub use header::{Flags, Header, FIXED_HEADER_LEN, LZ4_MAX_INPUT, MAGIC, MAX_NDIMS};
-pub use layout::{Field, Layout, MAX_LAYOUT_DEPTH};
+pub use header::{Flags, Header};
+pub use layout::{Field, Layout};
 pub use mapped::{ReadMode, RecordReader};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{
@@ -141,7 +142,7 @@ pub use ser::Serializer;
 #[cfg(feature = "object_store")]
 pub use store::StoreArrayReader;
 pub use subset::{Runs, SubsetPlan};
-pub use trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
+pub use trailer::Trailer;
 pub use writer::ArrayWriter;
 
 /// The half-precision floats of eltypes 3 (`f16`) and 5 (`bf16`) (from `half`), re-exported.

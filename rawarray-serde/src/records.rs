@@ -197,7 +197,7 @@ impl RecordOptions {
     /// had an old file at `path` open keep reading it. The writer holds the file's exclusive
     /// lock (see [`RecordWriter`]); an existing file another writer holds is not replaced
     /// ([`ErrorKind::Locked`]), and the destination is treated as
-    /// [`AtomicFile`](crate::AtomicFile) treats it (symlinks followed, special files refused).
+    /// [`AtomicFile`](crate::atomic::AtomicFile) treats it (symlinks followed, special files refused).
     pub fn create<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
         let core = self.create_core(path.as_ref(), &ElementSpec::of::<T>())?;
         Ok(RecordWriter {
@@ -673,7 +673,7 @@ macro_rules! writer_methods {
 /// A writer holds the file's exclusive advisory lock (`flock`) from create or open until it is
 /// finished or dropped. A second writer, in this process or another, fails at once with
 /// [`ErrorKind::Locked`]; so do [`recover`], [`RecordOptions::create`] over the file, and every
-/// replacement through [`AtomicFile`](crate::AtomicFile) (`write_file`, `to_file`, `ra`'s
+/// replacement through [`AtomicFile`](crate::atomic::AtomicFile) (`write_file`, `to_file`, `ra`'s
 /// rewrites). Readers take no lock and are never blocked. Since no other writer can interleave,
 /// nothing cuts the file below a data end a reader may have mapped: [`RecordWriter::finish`]
 /// and `open` cut only after the data end of the latest flush.

@@ -132,7 +132,9 @@ impl Trailer {
     /// The trailer block, for the file offset `at` (see the module docs; 0 for a spare copy).
     ///
     /// ```
-    /// use rawarray_serde::{Trailer, TRAILER_FRAME, TRAILER_TAG};
+    /// use rawarray_serde::{Trailer};
+    /// use rawarray_serde::trailer::TRAILER_FRAME;
+    /// use rawarray_serde::trailer::TRAILER_TAG;
     /// let t = Trailer::new(serde_json::json!({"n": 1})).unwrap();
     /// let block = t.encode_block(72);
     /// let json = t.to_json();

@@ -8,9 +8,9 @@
 
 use std::fmt::Debug;
 
+use rawarray_serde::eltype::{ScalarType, ScalarValue};
 use rawarray_serde::{
-    bf16, f16, numpy, Complex, DynArray, ElType, Element, Header, Layout, RawArray, ScalarType,
-    ScalarValue, WriteOptions,
+    bf16, f16, numpy, Complex, DynArray, ElType, Element, Header, Layout, RawArray, WriteOptions,
 };
 use serde::{de::DeserializeOwned, de::IgnoredAny, Serialize};
 
@@ -119,7 +119,7 @@ fn check_names(t: ScalarType) {
     assert!(t.eltype().is_valid_elbyte(t.elbyte()), "{t:?}");
     assert_eq!(ScalarType::of(t.eltype(), t.elbyte()), Some(t));
     assert_eq!(
-        rawarray_serde::type_label(t.eltype(), t.elbyte()),
+        rawarray_serde::eltype::type_label(t.eltype(), t.elbyte()),
         t.label()
     );
     assert_eq!(numpy::dtype(t.eltype(), t.elbyte()), t.numpy());
