@@ -18,28 +18,14 @@ use rawarray_serde::{
 };
 use serde_json::Value;
 
-pub fn reference_dir() -> PathBuf {
-    Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/reference"
-    ))
-    .to_path_buf()
-}
-
-pub fn reference(name: &str) -> PathBuf {
-    reference_dir().join(name)
-}
+// The reference files and hashes, written once for every crate's tests.
+#[path = "../../../rawarray-serde/tests/common/fixtures.rs"]
+mod fixtures;
+#[allow(unused_imports)] // not every test file uses every helper
+pub use fixtures::*;
 
 pub fn ra() -> Command {
     Command::cargo_bin("ra").expect("the ra binary is built")
-}
-
-pub fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-pub fn md5_hex(b: &[u8]) -> String {
-    hex(&Md5::digest(b))
 }
 
 pub fn stdout_of(cmd: &mut Command) -> String {
