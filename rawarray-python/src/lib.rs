@@ -19,8 +19,8 @@ use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use rawarray_serde::{
-    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec,
-    Error, Header, Layout, RecordOptions, Trailer, WriteOptions,
+    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, Header, Layout,
+    RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(
@@ -511,14 +511,17 @@ fn write(
             return array.write_file_with(&path, &WriteOptions::new().compress(true));
         }
         let end = header.encoded_len() as u64 + header.data_len();
-        rawarray_serde::atomic::write_atomic(&path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
-            w.write_all(&header.encode())?;
-            w.write_all(bytes)?;
-            if let Some(t) = &trailer {
-                w.write_all(&t.encode_block(end))?;
-            }
-            Ok(())
-        })
+        rawarray_serde::atomic::write_atomic(
+            &path,
+            |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+                w.write_all(&header.encode())?;
+                w.write_all(bytes)?;
+                if let Some(t) = &trailer {
+                    w.write_all(&t.encode_block(end))?;
+                }
+                Ok(())
+            },
+        )
     });
     result.map_err(to_py)
 }
