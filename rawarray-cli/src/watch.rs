@@ -147,55 +147,14 @@ fn identity(_: &std::fs::Metadata) -> Identity {
     (0, 0)
 }
 
-/// Times a header that changes under the reader is read again before settling for the last
-/// (as the library's `stable_header`, which is private to it).
-const HEADER_TRIES: usize = 100;
-
 /// Polls in a row whose header cannot be decoded (or counts more than the file holds) before
 /// `ra watch` gives up: a header caught mid-write is read again at the next poll.
 const BAD_POLLS: u32 = 5;
 
-/// The header bytes, in one positioned read: at most the fixed part and `MAX_NDIMS` dims.
-fn header_bytes(file: &File) -> std::io::Result<Vec<u8>> {
-    let most =
-        rawarray_serde::header::FIXED_HEADER_LEN + 8 * rawarray_serde::header::MAX_NDIMS as usize;
-    let mut buf = vec![0u8; most];
-    let mut got = 0;
-    while got < buf.len() {
-        let n = read_at(file, &mut buf[got..], got as u64)?;
-        if n == 0 {
-            break;
-        }
-        got += n;
-    }
-    buf.truncate(got);
-    Ok(buf)
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, at)
-}
-
-#[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, at)
-}
-
-/// The header of a file a writer may be rewriting: its bytes are read until two reads agree,
-/// then decoded, as the library's `stable_header` does (a writer updates the header with one
-/// `pwrite`; a reader could otherwise join an old `size` to new dims).
+/// The header of a file a writer may be rewriting, read until two reads agree
+/// ([`Header::read_stable`]), and checked against the file's length.
 fn read_header(file: &mut File, path: &Path) -> Result<Header> {
-    let mut bytes = header_bytes(file).at(path)?;
-    for _ in 0..HEADER_TRIES {
-        let again = header_bytes(file).at(path)?;
-        if again == bytes {
-            break;
-        }
-        bytes = again;
-        std::thread::yield_now();
-    }
-    let header = Header::decode(&bytes).at(path)?;
+    let header = Header::read_stable(file).at(path)?;
     // The header only counts records whose bytes are written (and, for a flush, the writer
     // wrote them first): a shorter file is a cut one.
     let len = file.metadata().at(path)?.len();

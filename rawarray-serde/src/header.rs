@@ -249,6 +249,23 @@ impl Header {
         self.dims.last().copied()
     }
 
+    /// The header of `file`, which a [`RecordWriter`](crate::RecordWriter) may be appending
+    /// to: its bytes are read (in one positioned read) until two reads agree, then decoded, so
+    /// an old `size` is never joined to new dims. Tools that follow a growing file (`ra
+    /// watch`) poll with this.
+    ///
+    /// ```
+    /// use rawarray_serde::{Header, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// RawArray::from_vec(vec![1u8, 2, 3]).write_file(&path).unwrap();
+    /// let h = Header::read_stable(&std::fs::File::open(&path).unwrap()).unwrap();
+    /// assert_eq!(h.dims, [3]);
+    /// ```
+    pub fn read_stable(file: &std::fs::File) -> Result<Header> {
+        crate::fileio::stable_header(file)
+    }
+
     /// Whether the data section is big-endian.
     pub fn is_big_endian(&self) -> bool {
         self.flags.is_big_endian()

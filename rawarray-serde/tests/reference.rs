@@ -2,30 +2,10 @@
 
 mod common;
 
-use common::{md5_hex, reference, reference_dir};
+use common::{md5_hex, reference, reference_dir, TABLE};
 use half::f16;
 use num_complex::Complex;
 use rawarray_serde::{DynArray, ElType, Flags, Header, RawArray, WriteOptions};
-
-/// The table of `tests/fixtures/reference/README.md`: name, flags, eltype, elbyte, size, dims, file bytes.
-/// name, flags, eltype, elbyte, size, dims, file bytes.
-type Row = (&'static str, u64, u64, u64, u64, &'static [u64], u64);
-
-const TABLE: &[Row] = &[
-    ("test.ra", 0, 4, 8, 96, &[3, 4], 160),
-    ("mnist_8.ra", 0, 2, 1, 2352, &[28, 28, 3], 2424),
-    ("mnist_8_z.ra", 2, 2, 1, 486, &[28, 28, 3], 558),
-    ("rand100.ra", 0, 1, 8, 512, &[8, 8], 576),
-    ("randc32.ra", 0, 4, 8, 128, &[4, 4], 192),
-    ("randc64.ra", 0, 4, 16, 256, &[4, 4], 320),
-    ("randf16.ra", 0, 3, 2, 32, &[4, 4], 96),
-    ("randf32.ra", 0, 3, 4, 64, &[4, 4], 128),
-    ("randf64.ra", 0, 3, 8, 128, &[4, 4], 192),
-    ("randi32.ra", 0, 1, 4, 64, &[4, 4], 128),
-    ("randi8.ra", 0, 1, 1, 16, &[4, 4], 80),
-    ("randu32.ra", 0, 2, 4, 64, &[4, 4], 128),
-    ("randu8.ra", 0, 2, 1, 16, &[4, 4], 80),
-];
 
 #[test]
 fn md5_sums_match_checksums_file() {
