@@ -14,31 +14,50 @@ use crate::error::{ErrorKind, Result};
 /// Times `open_locked` reopens a path whose file was replaced between its open and its lock.
 const REOPEN_TRIES: usize = 16;
 
-/// Takes `file`'s exclusive lock without waiting: a file another writer holds is
+/// How long a lock that is held is tried again before the file is refused as another
+/// writer's. A handle closed a moment ago can keep its lock for a few milliseconds: a process
+/// that forks (any thread of ours spawning a program, or another program) gives the child a
+/// copy of every open file description until the child's `exec` closes it, and the lock
+/// belongs to the description. A real writer holds its lock for as long as it writes, so it is
+/// still refused, a fraction of a second later.
+const LOCK_GRACE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// Tries `lock` until it succeeds or [`LOCK_GRACE`] has passed; a file still held then is
 /// [`ErrorKind::Locked`], naming `path`.
-pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
-    match file.try_lock() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ErrorKind::Locked {
-            path: path.to_path_buf(),
+fn try_locking(
+    path: &Path,
+    mut lock: impl FnMut() -> std::result::Result<(), std::fs::TryLockError>,
+) -> Result<()> {
+    let start = std::time::Instant::now();
+    loop {
+        match lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) if start.elapsed() < LOCK_GRACE => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(ErrorKind::Locked {
+                    path: path.to_path_buf(),
+                }
+                .into())
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(e.into()),
         }
-        .into()),
-        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
     }
 }
 
-/// Takes `file`'s shared lock without waiting: the lock of writers of disjoint blocks
-/// ([`ArrayWriter`](crate::ArrayWriter)), which any number hold at once and which keeps the
-/// exclusive writers out. A file an exclusive writer holds is [`ErrorKind::Locked`].
+/// Takes `file`'s exclusive lock, waiting at most [`LOCK_GRACE`]: a file another writer
+/// holds is [`ErrorKind::Locked`], naming `path`.
+pub(crate) fn lock_exclusive(file: &File, path: &Path) -> Result<()> {
+    try_locking(path, || file.try_lock())
+}
+
+/// Takes `file`'s shared lock, waiting at most [`LOCK_GRACE`]: the lock of writers of
+/// disjoint blocks ([`ArrayWriter`](crate::ArrayWriter)), which any number hold at once and
+/// which keeps the exclusive writers out. A file an exclusive writer holds is
+/// [`ErrorKind::Locked`].
 pub(crate) fn lock_shared(file: &File, path: &Path) -> Result<()> {
-    match file.try_lock_shared() {
-        Ok(()) => Ok(()),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ErrorKind::Locked {
-            path: path.to_path_buf(),
-        }
-        .into()),
-        Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
-    }
+    try_locking(path, || file.try_lock_shared())
 }
 
 /// Opens the regular file at `path` for reading and writing and takes its shared lock (see

@@ -671,7 +671,8 @@ macro_rules! writer_methods {
 /// # One writer at a time
 ///
 /// A writer holds the file's exclusive advisory lock (`flock`) from create or open until it is
-/// finished or dropped. A second writer, in this process or another, fails at once with
+/// finished or dropped. A second writer, in this process or another, fails within a fifth of a second (a
+/// just-closed handle's lock can outlive it for a moment in a forked child) with
 /// [`ErrorKind::Locked`]; so do [`recover`], [`RecordOptions::create`] over the file, and every
 /// replacement through [`AtomicFile`](crate::atomic::AtomicFile) (`write_file`, `to_file`, `ra`'s
 /// rewrites). Readers take no lock and are never blocked. Since no other writer can interleave,
