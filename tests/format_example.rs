@@ -54,7 +54,7 @@ fn examples() -> BTreeMap<String, Vec<u8>> {
             let end = text
                 .rfind('`')
                 .unwrap_or_else(|| panic!("{}: unclosed `", at()));
-            bytes.extend_from_slice(text[..end].as_bytes());
+            bytes.extend_from_slice(&text.as_bytes()[..end]);
         } else {
             let hex = rest.split('|').next().unwrap_or_default();
             for word in hex.split_whitespace() {
