@@ -30,7 +30,8 @@ struct InfoJson<'a> {
     r#type: String,
     header_bytes: usize,
     trailer_bytes: u64,
-    /// The trailer block: `{"version", "params", "schema", "numpy_descr"}`, `null` if none.
+    /// The trailer block: `{"version", "params", "schema", "numpy_descr"}` and the keys of a
+    /// later version it holds, `null` if none.
     trailer: Option<&'a rawarray_serde::Trailer>,
     /// Why trailing bytes that look like a trailer block cannot be read, `null` if not so.
     trailer_error: Option<&'a str>,

@@ -73,7 +73,8 @@ Examples:
 
 --json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
 dims, big_endian, compressed, dtype (null where numpy has none), type, header_bytes,
-trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr; or null),
+trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr, and any keys
+a later version added; or null),
 trailer_error (why a damaged block cannot be read; or null) and schema_error (why the record
 schema does not describe the elements, which are then shown as bytes; or null).")]
     Info {

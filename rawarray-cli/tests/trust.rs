@@ -173,12 +173,8 @@ fn hostile_file(dir: &Path, i: usize, schema: Layout) -> (PathBuf, Vec<u8>) {
     let data: Vec<u8> = (0..40u8).collect();
     let mut bytes = le_header(0, 20, &[2], 0, 40);
     bytes.extend_from_slice(&data);
-    let trailer = Trailer {
-        version: Trailer::VERSION,
-        params: serde_json::json!({"case": i}),
-        schema: Some(schema),
-        numpy_descr: None,
-    };
+    let mut trailer = Trailer::new(serde_json::json!({"case": i})).unwrap();
+    trailer.schema = Some(schema);
     let at = bytes.len() as u64;
     bytes.extend(trailer.encode_block(at));
     let path = dir.join(format!("hostile{i}.ra"));

@@ -52,7 +52,7 @@ const MAX_JSON: u64 = 64 << 20;
 /// | 8 | len | bytes of JSON, `u64` |
 /// | 8 | at | the block's own file offset when it sits at the data end; 0 for the spare copy at the end of the file |
 /// | 4 | crc | CRC-32 (IEEE, as `zlib.crc32`) of `len`, `at` (16 bytes) then the JSON |
-/// | len | JSON | `{"version":1,"params":...,"schema":...,"numpy_descr":...}` |
+/// | len | JSON | `{"version":1,"params":...,"schema":...,"numpy_descr":...}`, then any further keys |
 /// | 4 | crc | the same CRC |
 /// | 8 | at | the same `at` |
 /// | 8 | len | the same `len` |
@@ -69,9 +69,31 @@ const MAX_JSON: u64 = 64 << 20;
 /// numpy needs no Rust to read it: the last 28 bytes give `len`, the JSON precedes them, and
 /// `numpy_descr` becomes the record dtype once its lists are made tuples (see
 /// `tests/python/read_simulation.py`).
+///
+/// # Forward compatibility
+///
+/// A later version may add keys. This version reads a trailer of any `version` from 1 up and
+/// keeps the keys it does not know in [`Trailer::extra`], untouched, so that every rewrite
+/// through this crate or `ra` (reshape, compress, record appends, `recover`) writes them back.
+/// A key whose meaning a reader must understand to use the file is named in `required`: a
+/// reader refuses a trailer whose `required` names a key it does not know
+/// ([`Trailer::KNOWN_KEYS`]), with an error naming the key.
+///
+/// ```
+/// use rawarray_serde::Trailer;
+/// let later = br#"{"version":7,"params":{"dt":0.5},"schema":null,"numpy_descr":null,"units":"SI"}"#;
+/// let t = Trailer::from_json(later).unwrap();
+/// assert_eq!((t.version, &t.params["dt"], &t.extra["units"]), (7, &serde_json::json!(0.5), &serde_json::json!("SI")));
+/// assert_eq!(t.to_json(), later.to_vec()); // written back as it was
+///
+/// let must = br#"{"version":2,"params":null,"required":["chunks"],"chunks":[64]}"#;
+/// let err = Trailer::from_json(must).unwrap_err();
+/// assert!(err.to_string().contains("\"chunks\""), "{err}");
+/// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Trailer {
-    /// The trailer format version, [`Trailer::VERSION`].
+    /// The trailer format version: [`Trailer::VERSION`] for a trailer this crate makes; a
+    /// trailer read from a file keeps its own, which may be higher (see above).
     pub version: u32,
     /// The user's JSON: parameters, units, provenance. `null` if none.
     #[serde(default)]
@@ -82,11 +104,25 @@ pub struct Trailer {
     /// The numpy dtype of one element as JSON ([`Layout::numpy_descr_json`] of the schema).
     #[serde(default)]
     pub numpy_descr: Option<serde_json::Value>,
+    /// The keys a reader must understand to use the file; written only when not empty. Every
+    /// key named must be one of [`Trailer::KNOWN_KEYS`] for this version to read the trailer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required: Vec<String>,
+    /// The keys this version does not know, as they were read: kept on every rewrite, never
+    /// interpreted. A known key put here is not written (the field of that name is).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Trailer {
-    /// The version this crate writes and reads.
+    /// The version this crate writes. It reads every version from 1 up (see
+    /// [forward compatibility](Trailer#forward-compatibility)).
     pub const VERSION: u32 = 1;
+
+    /// The top-level keys this version understands: a trailer whose `required` names any other
+    /// is refused.
+    pub const KNOWN_KEYS: &'static [&'static str] =
+        &["version", "params", "schema", "numpy_descr", "required"];
 
     /// A trailer holding `params` and no schema.
     ///
@@ -103,6 +139,8 @@ impl Trailer {
             params: serde_json::to_value(params).map_err(Error::msg)?,
             schema: None,
             numpy_descr: None,
+            required: Vec::new(),
+            extra: serde_json::Map::new(),
         })
     }
 
@@ -126,7 +164,58 @@ impl Trailer {
 
     /// The JSON document of the block.
     pub fn to_json(&self) -> Vec<u8> {
-        serde_json::to_vec(self).expect("a JSON value and a layout always serialize")
+        let json = if self
+            .extra
+            .keys()
+            .any(|k| Trailer::KNOWN_KEYS.contains(&k.as_str()))
+        {
+            // A known key in `extra` would be written twice, and the document then refused.
+            let mut clean = self.clone();
+            clean
+                .extra
+                .retain(|k, _| !Trailer::KNOWN_KEYS.contains(&k.as_str()));
+            serde_json::to_vec(&clean)
+        } else {
+            serde_json::to_vec(self)
+        };
+        json.expect("a JSON value and a layout always serialize")
+    }
+
+    /// The trailer in a block's JSON document, checked as every trailer read from a file is:
+    /// a `version` of at least 1, every key in `required` known, a valid schema whose
+    /// `numpy_descr` (when both are there) is its dtype.
+    ///
+    /// ```
+    /// use rawarray_serde::Trailer;
+    /// let t = Trailer::new(serde_json::json!({"n": 1})).unwrap();
+    /// assert_eq!(Trailer::from_json(&t.to_json()).unwrap(), t);
+    /// assert!(Trailer::from_json(br#"{"version":0}"#).is_err());
+    /// ```
+    pub fn from_json(json: &[u8]) -> Result<Trailer> {
+        let trailer: Trailer =
+            serde_json::from_slice(json).map_err(|e| ErrorKind::Trailer(format!("JSON: {e}")))?;
+        if trailer.version == 0 {
+            return Err(ErrorKind::Trailer(
+                "version 0 is not a trailer version (versions start at 1)".into(),
+            )
+            .into());
+        }
+        if let Some(key) = trailer
+            .required
+            .iter()
+            .find(|k| !Trailer::KNOWN_KEYS.contains(&k.as_str()))
+        {
+            return Err(ErrorKind::Trailer(format!(
+                "it requires the key \"{key}\" (version {}), which this version of rawarray \
+                 does not understand (it reads trailer version {} and the keys {:?})",
+                trailer.version,
+                Trailer::VERSION,
+                Trailer::KNOWN_KEYS
+            ))
+            .into());
+        }
+        check_schema(&trailer)?;
+        Ok(trailer)
     }
 
     /// The trailer block, for the file offset `at` (see the module docs; 0 for a spare copy).
@@ -395,15 +484,10 @@ fn check_block(bytes: &[u8]) -> std::result::Result<(u64, Trailer), String> {
             u32::from_le_bytes(crc.try_into().expect("4 bytes"))
         ));
     }
-    let trailer: Trailer = serde_json::from_slice(json).map_err(|e| format!("JSON: {e}"))?;
-    if trailer.version != Trailer::VERSION {
-        return Err(format!(
-            "version {} is not supported (this crate reads version {})",
-            trailer.version,
-            Trailer::VERSION
-        ));
-    }
-    check_schema(&trailer).map_err(|e| e.to_string())?;
+    let trailer = Trailer::from_json(json).map_err(|e| match e.into_kind() {
+        ErrorKind::Trailer(why) => why,
+        kind => crate::Error::from(kind).to_string(),
+    })?;
     Ok((at, trailer))
 }
 
