@@ -6,7 +6,7 @@
 mod common;
 
 #[allow(dead_code)]
-#[path = "../examples/simulation.rs"]
+#[path = "../rawarray-demo/src/main.rs"]
 mod simulation;
 
 use std::path::Path;

@@ -1,11 +1,12 @@
-//! The main job (`examples/simulation.rs`) as its users meet it: numpy reads its record file
-//! and parameters, and the two lines of Python it prints (shown word for word in the README)
-//! read its records by field name. Workspace tests: they need the example and numpy.
+//! The main job (`rawarray-demo`: `cargo run --release -p rawarray-demo`) as its users meet it:
+//! numpy reads its record file and parameters, and the two lines of Python it prints (shown
+//! word for word in the README) read its records by field name. Workspace tests: they need the
+//! demo and numpy.
 
 mod common;
 
 #[allow(dead_code)]
-#[path = "../examples/simulation.rs"]
+#[path = "../rawarray-demo/src/main.rs"]
 mod simulation;
 
 use std::fs;
@@ -114,4 +115,37 @@ fn the_readme_shows_the_main_jobs_python_lines() {
         readme.contains(&format!("```python\n{lines}\n```")),
         "README.md should show:\n{lines}"
     );
+}
+
+/// The main job is a package of its own that needs only the library and serde (a root example
+/// built the root's dev-dependencies first: proptest, trybuild, bincode, object_store, tokio),
+/// and the README runs it so; the command it prints to inspect the file builds `ra` first, since
+/// the demo does not.
+#[test]
+fn the_main_job_builds_only_what_it_needs_and_prints_no_bare_ra() {
+    let readme = include_str!("../README.md");
+    assert!(
+        readme.starts_with("```sh\ncargo run --release -p rawarray-demo "),
+        "the README's first line runs the demo package"
+    );
+    assert!(!readme.contains("--example simulation"));
+    let manifest = include_str!("../rawarray-demo/Cargo.toml");
+    let deps: Vec<&str> = manifest
+        .split_once("[dependencies]\n")
+        .expect("a [dependencies] table")
+        .1
+        .lines()
+        .take_while(|l| !l.starts_with('['))
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| l.split(['.', ' ', '=']).next().unwrap())
+        .collect();
+    assert_eq!(deps, ["rawarray-serde", "serde"]);
+    assert!(!manifest.contains("[dev-dependencies]"));
+    let shown = simulation::inspect_command(Path::new("/tmp/nbody.ra"));
+    let command = shown.lines().nth(1).unwrap().trim();
+    assert_eq!(
+        command,
+        "cargo run --release -p rawarray-cli -- info /tmp/nbody.ra"
+    );
+    assert!(readme.contains(&format!("`{command}`")));
 }

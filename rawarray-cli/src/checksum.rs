@@ -277,6 +277,10 @@ fn checksum_one(name: &Path, style: Style) -> Result<Vec<u8>> {
         let stdin = Path::new("<stdin>");
         let progress = Progress::hidden();
         digest_reader(&mut std::io::stdin().lock(), stdin, &jobs, None, &progress)?
+    } else if crate::source::is_pipe(name) && !style.data {
+        // A pipe by name (`<(...)`), streamed as standard input is.
+        let mut pipe = File::open(name).at(name)?;
+        digest_reader(&mut pipe, name, &jobs, None, &Progress::hidden())?
     } else {
         let source = crate::source::input(name)?;
         let path = source.as_path();

@@ -94,10 +94,10 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
             ),
         ));
     }
-    // Standard input without --from: its first bytes tell .ra, .npy and .png apart (CSV has
-    // no signature); they are read before anything is copied.
+    // Standard input or a pipe without --from: its first bytes tell .ra, .npy and .png apart
+    // (CSV has no signature); they are read before anything is copied.
     let sniffed = match req.from {
-        None if is_stdio(input) => source::sniff_stdin()?.map(|k| match k {
+        None if source::is_stream(input) => source::sniff(input)?.map(|k| match k {
             source::Kind::Ra => Format::Ra,
             source::Kind::Npy => Format::Npy,
             source::Kind::Png => Format::Png,

@@ -191,26 +191,35 @@ The data is copied unchanged behind the new header, then the trailer, atomically
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
     },
-    /// Write one n-d block of a file as a new .ra file, reading only the block's bytes.
+    /// Write a slice of a file (numpy's start:stop:step in each dim) as a new .ra file or to
+    /// standard output, reading only the bytes it needs.
     #[command(after_help = "\
 Examples:
   ra slice big.ra plane.ra :,:,42        the plane at index 42 of the last dim: dims [nx, ny, 1]
   ra slice big.ra slab.ra 7,:,:          one index of the first dim: dims [1, ny, nz]
   ra slice big.ra cube.ra 0:64,64:128,:  a block
+  ra slice big.ra last.ra :,:,-1         the last plane (negatives count from the end)
+  ra slice big.ra half.ra ::2,::-1,:     every other element of dim 0, dim 1 reversed
   ra slice --squeeze big.ra p.ra :,:,42  dims [nx, ny]: single indices drop their dim
+  ra slice big.ra - :,:,42 | ra info -   a .ra stream on standard output
 
 RANGES has one item per dim, comma-separated, in the file's dim order: the order ra info
 lists the dims, first varying fastest (numpy's shape is that order reversed, so
-`ra slice a.ra b.ra 2:5,:,7` is numpy's a[7:8, :, 2:5]). Each item is a:b (a to b-1), a:
-(a to the end), :b (0 to b-1), : (the whole dim) or a (the single index a, as a:a+1).
+`ra slice a.ra b.ra 2:5,:,7` is numpy's a[7:8, :, 2:5]). Each item is numpy's: start:stop:step
+with every part optional (a:b is a to b-1, a: to the end, :b from 0, : the whole dim, ::s every
+s-th, ::-1 reversed) or a single index i (as i:i+1). Negative start, stop and index count from
+the end; a negative step walks backward (its defaults are the last index and before the
+first). As in numpy, start and stop are clipped to the dim (a slice past the end is shorter or
+empty) and an index outside the dim is an error.
 
 The block is little-endian and uncompressed; the trailer (params, record schema) is kept.
-An LZ4-compressed file is decompressed whole to cut it. The output is written to a temporary
-file and renamed: a failure leaves nothing.")]
+Elements a step skips are not read when they lie more than a page apart. An LZ4-compressed file
+is decompressed whole to cut it. The output is written to a temporary file and renamed (OUT -:
+copied to standard output once whole): a failure leaves nothing.")]
     Slice {
         /// The .ra file to cut from; - reads standard input.
         input: PathBuf,
-        /// The .ra file to write.
+        /// The .ra file to write; - writes a .ra stream to standard output.
         output: PathBuf,
         /// One range per dim, comma-separated (see below).
         #[arg(allow_hyphen_values = true)]
@@ -405,10 +414,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             output,
             ranges,
             squeeze,
-        } => {
-            not_stdout("slice", &output)?;
-            slice::run(&source::input(&input)?, &output, &ranges, squeeze)
-        }
+        } => slice::run(&source::input(&input)?, &output, &ranges, squeeze, &mut out),
         Command::Diff {
             a,
             b,
@@ -448,17 +454,19 @@ fn run(cli: Cli) -> Result<(), Failure> {
             last,
             summary,
         } => {
-            if source::is_stdio(&file) {
+            if source::is_stream(&file) {
                 return Err(source::needs_a_file(
                     "watch",
                     "ra watch follows a file as it grows",
+                    &file,
                 ));
             }
             watch::run(&file, last, summary, &mut out)
         }
-        Command::Recover { file, .. } if source::is_stdio(&file) => Err(source::needs_a_file(
+        Command::Recover { file, .. } if source::is_stream(&file) => Err(source::needs_a_file(
             "recover",
             "ra recover repairs a file in place",
+            &file,
         )),
         Command::Recover { file, force } => recover::run(&file, force, &mut out),
         Command::Checksum {
@@ -477,8 +485,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
     out.flush().map_err(Failure::stdout)
 }
 
-/// The input of a rewriting command: `-` (standard input) only with `-o`, since in place
-/// there is no file to replace; and never `-o -` (only `ra convert` writes standard output).
+/// The input of a rewriting command: `-` (standard input) or a pipe only with `-o`, since in
+/// place there is no file to replace; and never `-o -` (only `ra convert` and `ra slice` write
+/// standard output).
 fn rewritable(
     command: &'static str,
     file: &Path,
@@ -486,21 +495,22 @@ fn rewritable(
 ) -> Result<PathBuf, Failure> {
     if let Some(o) = output {
         not_stdout(command, o)?;
-    } else if source::is_stdio(file) {
+    } else if source::is_stream(file) {
         return Err(source::needs_a_file(
             command,
             &format!("ra {command} without -o rewrites FILE in place"),
+            file,
         ));
     }
     source::input(file)
 }
 
-/// Refuses `-` as an output: only `ra convert` writes standard output.
+/// Refuses `-` as an output: only `ra convert` and `ra slice` write standard output.
 fn not_stdout(command: &'static str, output: &Path) -> Result<(), Failure> {
     if source::is_stdio(output) {
         return Err(Failure::usage(
             command,
-            "only ra convert writes standard output: ra convert IN - --to ra",
+            "only ra convert and ra slice write standard output: ra convert IN - --to ra",
         ));
     }
     Ok(())

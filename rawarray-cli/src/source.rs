@@ -20,14 +20,17 @@ pub const CHUNK: usize = 1 << 20;
 /// What `-` means on the command line.
 pub const STDIN: &str = "-";
 
-/// Standard input, copied to a temporary file the first time a command names `-`, and the
-/// name it is read by. On Linux the file is anonymous (unlinked from the start: nothing is left
-/// behind however `ra` ends, and the space is freed when the process goes), read by its
-/// `/proc/self/fd/N` name; elsewhere it is a named temporary file, deleted by
-/// [`remove_stdin_copy`] when the command ends (a killed `ra` leaves it).
-static STDIN_COPY: Mutex<Option<StdinCopy>> = Mutex::new(None);
+/// Standard input, copied to a temporary file the first time a command names `-`, and each
+/// pipe named as an input (`/dev/stdin`, `<(...)`, a FIFO), with the names they are read by.
+/// On Linux the files are anonymous (unlinked from the start: nothing is left behind however
+/// `ra` ends, and the space is freed when the process goes), read by their `/proc/self/fd/N`
+/// names; elsewhere they are named temporary files, deleted by [`remove_stdin_copy`] when the
+/// command ends (a killed `ra` leaves them).
+static STDIN_COPY: Mutex<Vec<StdinCopy>> = Mutex::new(Vec::new());
 
 struct StdinCopy {
+    /// What was copied, as the command line names it: `-`, or the pipe's name.
+    source: PathBuf,
     /// Kept open: on Linux the file lives as long as this.
     file: File,
     path: PathBuf,
@@ -35,13 +38,15 @@ struct StdinCopy {
     named: Option<tempfile::TempPath>,
 }
 
-/// Deletes the named copy of standard input, if one was made (nothing to do on Linux).
+/// Deletes the named copies of standard input and of pipes, if any were made (nothing to do
+/// on Linux).
 pub fn remove_stdin_copy() {
-    let copy = STDIN_COPY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(StdinCopy { file, named, .. }) = copy {
+    let copies = std::mem::take(
+        &mut *STDIN_COPY
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner),
+    );
+    for StdinCopy { file, named, .. } in copies {
         drop(file);
         if let Some(named) = named {
             let _ = named.close();
@@ -74,59 +79,128 @@ pub fn is_stdio(path: &Path) -> bool {
     path.as_os_str() == STDIN
 }
 
-/// The file to read for a `.ra` input argument: `path` itself, or for `-` a temporary copy
-/// of standard input (see [`input_as`]).
+/// Whether `path` names a pipe (a FIFO: `/dev/stdin` when standard input is a pipe, bash's
+/// `<(...)`, a `mkfifo`): an input that is read as standard input is, through a copy, since it
+/// can be read only once and not from the end. Devices and sockets are not pipes: a device may
+/// never end, and a socket cannot be opened by name.
+pub fn is_pipe(path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        !is_stdio(path) && std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        false
+    }
+}
+
+/// Whether `path` is read as a stream, once: standard input (`-`) or a pipe named as a file.
+pub fn is_stream(path: &Path) -> bool {
+    is_stdio(path) || is_pipe(path)
+}
+
+/// How a stream is named in messages: `<stdin>` for `-`, a pipe by its own name.
+fn stream_name(source: &Path) -> &Path {
+    if is_stdio(source) {
+        Path::new("<stdin>")
+    } else {
+        source
+    }
+}
+
+/// The file to read for a `.ra` input argument: `path` itself, or for `-` or a pipe a
+/// temporary copy of the stream (see [`input_as`]).
 pub fn input(path: &Path) -> Result<PathBuf> {
     input_as(path, Kind::Ra)
 }
 
-/// The file to read for an input argument: `path` itself, or for `-` a temporary copy of
-/// standard input, made once, after checking that its first bytes are what `kind` needs. The
-/// copy is a regular file, so every command reads it as it reads any file (the header, the
-/// trailer from the end, more than one pass); memory stays independent of its size (the
-/// disk's, or on a tmpfs the memory's, use does not). Errors about the copy name it
-/// `<stdin>` (see [`shown`]).
+/// The file to read for an input argument: `path` itself, or for `-` (standard input) or a
+/// pipe named as a file ([`is_pipe`]) a temporary copy of the stream, made once per name,
+/// after checking that its first bytes are what `kind` needs. The copy is a regular file, so
+/// every command reads it as it reads any file (the header, the trailer from the end, more
+/// than one pass); memory stays independent of its size (the disk's, or on a tmpfs the
+/// memory's, use does not). Errors about the copy name it as the command line does: `<stdin>`,
+/// or the pipe's name (see [`shown`]).
 pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
-    if !is_stdio(path) {
+    if !is_stream(path) {
         return Ok(path.to_path_buf());
     }
-    if let Some(StdinCopy { path: p, .. }) = STDIN_COPY
+    if let Some(copy) = STDIN_COPY
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .as_ref()
+        .iter()
+        .find(|c| c.source == path)
     {
-        return Ok(p.clone());
+        return Ok(copy.path.clone());
     }
     // Not holding the lock: the errors of the copy name it through `shown`, which takes it.
-    let stdin = io::stdin();
-    let copy = copy_stdin(&mut stdin.lock(), kind)?;
+    let copy = match open_stream(path)? {
+        Some(mut pipe) => copy_stream(path, &mut pipe, kind)?,
+        None => copy_stream(path, &mut io::stdin().lock(), kind)?,
+    };
     let p = copy.path.clone();
-    *STDIN_COPY
+    STDIN_COPY
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(copy);
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(copy);
     Ok(p)
 }
 
-/// The format standard input's first bytes announce (`.ra`, `.npy`, PNG); `None` (and nothing
-/// read past those bytes) for anything else. The bytes read are kept for the copy.
-pub fn sniff_stdin() -> Result<Option<Kind>> {
-    let mut head = PEEKED
+/// The stream a [`sniff`] of `source` opened, or else `source` opened now: `None` for standard
+/// input (which is always open), the pipe's file otherwise.
+fn open_stream(source: &Path) -> Result<Option<File>> {
+    let peeked = PEEKED
         .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if head.is_none() {
-        let mut buf = Vec::with_capacity(8);
-        io::stdin()
-            .lock()
-            .take(8)
-            .read_to_end(&mut buf)
-            .at(Path::new("<stdin>"))?;
-        *head = Some(buf);
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_mut()
+        .filter(|p| p.source == source)
+        .and_then(|p| p.pipe.take());
+    match peeked {
+        Some(pipe) => Ok(Some(pipe)),
+        None if is_stdio(source) => Ok(None),
+        // Opening a pipe waits for its writer, as `cat` does.
+        None => File::open(source).at(source).map(Some),
     }
-    Ok(kind_of(head.as_deref().unwrap_or_default()))
 }
 
-/// Bytes [`sniff_stdin`] read, which the copy starts with.
-static PEEKED: Mutex<Option<Vec<u8>>> = Mutex::new(None);
+/// The format the first bytes of standard input (`-`) or of a pipe announce (`.ra`, `.npy`,
+/// PNG); `None` (and nothing read past those bytes) for anything else. The bytes read, and the
+/// open pipe, are kept for the copy.
+pub fn sniff(source: &Path) -> Result<Option<Kind>> {
+    let mut peeked = PEEKED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if peeked.as_ref().is_none_or(|p| p.source != source) {
+        let name = stream_name(source);
+        let mut head = Vec::with_capacity(8);
+        let pipe = if is_stdio(source) {
+            io::stdin().lock().take(8).read_to_end(&mut head).at(name)?;
+            None
+        } else {
+            let mut pipe = File::open(source).at(name)?;
+            (&mut pipe).take(8).read_to_end(&mut head).at(name)?;
+            Some(pipe)
+        };
+        *peeked = Some(Peeked {
+            source: source.to_path_buf(),
+            head,
+            pipe,
+        });
+    }
+    Ok(kind_of(peeked.as_ref().map_or(&[][..], |p| &p.head)))
+}
+
+/// The first bytes of a stream that [`sniff`] read, which its copy starts with, and the pipe
+/// they came from (still open: a pipe closed and opened again would lose them).
+struct Peeked {
+    source: PathBuf,
+    head: Vec<u8>,
+    pipe: Option<File>,
+}
+
+static PEEKED: Mutex<Option<Peeked>> = Mutex::new(None);
 
 fn kind_of(head: &[u8]) -> Option<Kind> {
     if head.starts_with(b"rawarray") {
@@ -140,15 +214,21 @@ fn kind_of(head: &[u8]) -> Option<Kind> {
     }
 }
 
-/// Copies `stdin` (after any bytes [`sniff_stdin`] read) to an anonymous temporary file,
-/// checking its start first; returns the file and the name to open it by.
-fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
-    let name = Path::new("<stdin>");
-    let peeked = PEEKED
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()
-        .unwrap_or_default();
+/// Copies the stream `source` names, read from `stdin` (after any bytes [`sniff`] read), to an
+/// anonymous temporary file, checking its start first; returns the file and the name to open
+/// it by.
+fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
+    let name = stream_name(source);
+    let peeked = {
+        let mut p = PEEKED
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if p.as_ref().is_some_and(|p| p.source == source) {
+            p.take().map(|p| p.head).unwrap_or_default()
+        } else {
+            Vec::new()
+        }
+    };
     let mut stream = io::Cursor::new(peeked).chain(stdin);
     // The start, checked before a byte is copied: garbage or an endless stream is named, not
     // copied.
@@ -231,7 +311,12 @@ fn copy_stdin(stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
         }
     }
     let path = reopenable(&file, named.as_deref(), name)?;
-    Ok(StdinCopy { file, path, named })
+    Ok(StdinCopy {
+        source: source.to_path_buf(),
+        file,
+        path,
+        named,
+    })
 }
 
 /// An anonymous temporary file (Linux), opened afresh by its `/proc/self/fd/N` name.
@@ -285,34 +370,43 @@ impl<R: Read> Read for Tee<'_, R> {
     }
 }
 
-/// How to name `path` in a message: `<stdin>` for the copy of standard input.
+/// How to name `path` in a message: `<stdin>` for the copy of standard input, a pipe's own
+/// name for its copy.
 pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
-    let copy = STDIN_COPY
+    let copies = STDIN_COPY
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if copy.as_ref().is_some_and(|c| c.path == path) {
-        return "<stdin>".into();
+    if let Some(c) = copies.iter().find(|c| c.path == path) {
+        return stream_name(&c.source).to_string_lossy().into_owned().into();
     }
     path.to_string_lossy()
 }
 
-/// The error of a command that needs a file it can seek in or rewrite, given `-`.
-pub fn needs_a_file(command: &'static str, why: &str) -> Failure {
+/// The error of a command that needs a file it can seek in or rewrite, given `-` or a pipe.
+pub fn needs_a_file(command: &'static str, why: &str, path: &Path) -> Failure {
+    let given = if is_stdio(path) {
+        "standard input (-)".to_string()
+    } else {
+        format!("a pipe ('{}')", path.display())
+    };
     Failure::usage(
         command,
-        format!("{why}: it needs a seekable file, not standard input (-)"),
+        format!("{why}: it needs a seekable file, not {given}"),
     )
 }
 
-/// Opens an input file for reading, refusing anything but a regular file first: opening a FIFO
-/// would wait for a writer forever, and a device has no end.
+/// Opens an input file for reading, refusing anything but a regular file first: a device has
+/// no end, and a pipe reaches here only where a command needs a file (inputs that may be
+/// streams are copied first, by [`input_as`]), which opening it would wait on.
 pub fn open_regular(path: &Path) -> Result<File> {
     let meta = std::fs::metadata(path).at(path)?;
     if !meta.is_file() {
         let what = if meta.is_dir() {
             "a folder, not a regular file"
+        } else if is_pipe(path) {
+            "a FIFO (a pipe), not a regular file"
         } else {
-            "a FIFO, device or socket, not a regular file (to read standard input, name it -)"
+            "a device or socket, not a regular file"
         };
         return Err(Failure::file(path, format!("is {what}")));
     }

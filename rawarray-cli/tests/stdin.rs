@@ -1,6 +1,7 @@
-//! `-`: standard input for `info`, `cat`, `checksum`, `convert`, `diff` (and `verify`'s sums),
-//! standard output for `convert`; the commands that rewrite or follow a file refuse it.
-//! Bytes are piped through the spawned binary.
+//! `-`: standard input for `info`, `cat`, `checksum`, `convert`, `diff`, `slice` (and `verify`'s
+//! sums), standard output for `convert` and `slice`; the commands that rewrite or follow a file
+//! refuse it. A pipe named as a file (`/dev/stdin`, a FIFO) is read wherever `-` is. Bytes are
+//! piped through the spawned binary.
 
 mod common;
 
@@ -222,31 +223,168 @@ fn commands_that_rewrite_or_follow_a_file_refuse_standard_input() {
     let (code, _, err) = piped(tmp.path(), &["compress", "-", "-o", "-"], &bytes);
     assert_eq!(code, 2);
     assert!(
-        err.contains("only ra convert writes standard output"),
+        err.contains("only ra convert and ra slice write standard output"),
         "{err}"
     );
     assert_eq!(listing(tmp.path()), Vec::<String>::new());
 }
 
-/// A FIFO named as a file is refused at once (opening it would wait for a writer), with the
-/// way to read a pipe.
+/// A FIFO at `path` (mkfifo), or `None` where there is none.
 #[cfg(unix)]
-#[test]
-fn a_fifo_by_name_says_to_use_dash() {
-    let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("fifo.ra");
-    match Process::new("mkfifo").arg(&fifo).status() {
-        Ok(s) if s.success() => {}
+fn mkfifo(path: &Path) -> Option<()> {
+    match Process::new("mkfifo").arg(path).status() {
+        Ok(s) if s.success() => Some(()),
         _ => {
             eprintln!("SKIPPED: mkfifo is not available");
-            return;
+            None
         }
     }
-    let err = fails_with_one_line(ra().arg("cat").arg(&fifo));
+}
+
+/// Writes `bytes` into the FIFO `path` from a thread (opening it waits for the reader).
+#[cfg(unix)]
+fn feed(path: &Path, bytes: Vec<u8>) -> std::thread::JoinHandle<std::io::Result<()>> {
+    use std::io::Write;
+    let path = path.to_path_buf();
+    std::thread::spawn(move || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)?
+            .write_all(&bytes)
+    })
+}
+
+/// `/dev/stdin` on a pipe (what `cat x.ra | ra info /dev/stdin` names) is read as `-` is: it
+/// was refused as "a FIFO, device or socket". Errors name it as the user did.
+#[cfg(target_os = "linux")]
+#[test]
+fn dev_stdin_on_a_pipe_is_read_as_dash_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = reference("mnist_8_z.ra");
+    let bytes = std::fs::read(&path).unwrap();
+    let (code, out, err) = piped(tmp.path(), &["info", "--json", "/dev/stdin"], &bytes);
+    assert_eq!(code, 0, "{err}");
+    let (_, dash, _) = piped(tmp.path(), &["info", "--json", "-"], &bytes);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        String::from_utf8(dash)
+            .unwrap()
+            .replace("\"file\":\"-\"", "\"file\":\"/dev/stdin\"")
+    );
+    let (code, out, _) = piped(tmp.path(), &["cat", "/dev/stdin"], &bytes);
+    assert_eq!(code, 0);
+    assert_eq!(out, stdout_of(ra().arg("cat").arg(&path)).into_bytes());
+    let (code, out, err) = piped(
+        tmp.path(),
+        &["slice", "/dev/stdin", "-", "::-1,-1,0"],
+        &bytes,
+    );
+    assert_eq!(code, 0, "{err}");
     assert!(
-        err.contains("fifo.ra: is a FIFO") && err.contains("name it -"),
+        err.starts_with("/dev/stdin -> <stdout>: dims [28, 1, 1]"),
         "{err}"
     );
+    assert_eq!(out.len(), 48 + 3 * 8 + 28);
+    // Cut short: named as the user named it.
+    let plain = std::fs::read(reference("randf32.ra")).unwrap();
+    let (code, _, err) = piped(tmp.path(), &["cat", "/dev/stdin"], &plain[..100]);
+    assert_eq!(code, 1);
+    assert_eq!(
+        err,
+        "ra: /dev/stdin: truncated: expected 64 data bytes, found 36\n"
+    );
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
+}
+
+/// A FIFO named as an input (what bash's `<(...)` passes) is read wherever `-` is: `info`, `cat`,
+/// `diff` of two of them, `checksum` (streamed, as md5sum reads it), `convert` (its format told
+/// by its first bytes, as standard input's) and `slice`; each copy is gone when ra ends.
+#[cfg(unix)]
+#[test]
+fn a_fifo_by_name_is_read_as_standard_input_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let [a, b] = ["a", "b"].map(|n| dir.path().join(n));
+    if mkfifo(&a).and(mkfifo(&b)).is_none() {
+        return;
+    }
+    let path = reference("randf32.ra");
+    let bytes = std::fs::read(&path).unwrap();
+    let run = |args: &[&dyn AsRef<std::ffi::OsStr>], feeds: &[&Path]| {
+        let feeders: Vec<_> = feeds.iter().map(|p| feed(p, bytes.clone())).collect();
+        let mut cmd = Process::new(assert_cmd::cargo::cargo_bin("ra"));
+        cmd.env("TMPDIR", tmp.path());
+        for arg in args {
+            cmd.arg(arg);
+        }
+        let out = bounded(
+            cmd.stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap(),
+        );
+        for f in feeders {
+            f.join().unwrap().unwrap();
+        }
+        out
+    };
+    let out = run(&[&"cat", &a], &[&a]);
+    assert!(out.status.success());
+    assert_eq!(
+        out.stdout,
+        stdout_of(ra().arg("cat").arg(&path)).into_bytes()
+    );
+    let out = run(&[&"info", &a], &[&a]);
+    assert!(out.status.success());
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        stdout_of(ra().arg("info").arg(&path))
+            .replace(&path.display().to_string(), &a.display().to_string())
+    );
+    let out = run(&[&"diff", &a, &b], &[&a, &b]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = run(&[&"checksum", &a], &[&a]);
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        format!("{}  {}\n", md5_hex(&bytes), a.display())
+    );
+    let npy = dir.path().join("f.npy");
+    ra().args(["-q", "convert"])
+        .arg(&path)
+        .arg(&npy)
+        .assert()
+        .success();
+    let out = run(&[&"-q", &"convert", &a, &"--to", &"npy", &"-"], &[&a]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, std::fs::read(&npy).unwrap());
+    let sliced = dir.path().join("s.ra");
+    let out = run(&[&"slice", &a, &sliced, &"::-1,1"], &[&a]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let from_file = dir.path().join("t.ra");
+    ra().args(["-q", "slice"])
+        .arg(&path)
+        .arg(&from_file)
+        .arg("::-1,1")
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&sliced).unwrap(),
+        std::fs::read(&from_file).unwrap()
+    );
+    // Garbage through a FIFO is named by the FIFO's name.
+    let feeder = feed(&a, b"not an array at all".to_vec());
+    let err = fails_with_one_line(ra().arg("info").arg(&a));
+    feeder.join().unwrap().unwrap();
+    assert!(err.starts_with(&format!("ra: {}: ", a.display())), "{err}");
+    assert_eq!(listing(tmp.path()), Vec::<String>::new());
 }
 
 /// Binary output is not written to a terminal (CSV is); the terminal is `script`'s

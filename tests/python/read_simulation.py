@@ -2,9 +2,9 @@
 
     read_simulation.py FILE I,J,K...
 
-Reads the record file `examples/simulation.rs` writes, with no Rust involved: parses the header,
-finds the trailer block backward from the end of the file (checking its frames and CRC with
-zlib), builds the record dtype from the trailer's `numpy_descr`, and prints JSON: the record
+Reads the record file the main job (rawarray-demo) writes, with no Rust involved: parses the
+header, finds the trailer block backward from the end of the file (checking its frames and CRC
+with zlib), builds the record dtype from the trailer's `numpy_descr`, and prints JSON: the record
 count, the parameters, the records at the given indices field by field, and the total energy
 of each step.
 """

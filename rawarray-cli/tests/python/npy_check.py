@@ -9,6 +9,9 @@
     npy_check.py records DIR        np.load every rec_DIMS*.npy `ra convert` wrote from a record
                                     file and check its structured dtype and every field
     npy_check.py write_records DIR  write structured .npy files (C and Fortran order) to convert
+    npy_check.py slice IN OUT RANGES SQUEEZE
+                                    numpy's basic slice of IN (read by numpy) equals OUT, which
+                                    `ra slice [--squeeze] IN OUT RANGES` wrote (SQUEEZE: 0 or 1)
 
 Names: DTYPE_DIMS where DIMS are the .ra dims (first fastest) joined by x, or `scalar`; numpy's
 shape is the dims reversed. The value at C-order position k of that numpy array (= column-major
@@ -176,6 +179,26 @@ def write_padded(d):
     np.save(os.path.join(d, "packed.npy"), packed)
 
 
+def ra_slice(src, out, ranges, squeeze):
+    """RANGES in ra's dim order (first fastest), numpy's syntax in each item; numpy's index
+    is the items reversed. A single index keeps its dim (length 1) unless SQUEEZE."""
+    items = [r.strip() for r in ranges.split(",")] if ranges.strip() else []
+    index = []
+    for item in reversed(items):
+        if ":" in item:
+            index.append(slice(*[int(p) if p.strip() else None for p in item.split(":")]))
+        else:
+            index.append(int(item))
+    want = read_ra(src)[tuple(index)]
+    if not squeeze:
+        kept = tuple(k for k, i in enumerate(index) if isinstance(i, int))
+        want = np.expand_dims(want, kept) if kept else want
+    got = read_ra(out)
+    assert got.shape == want.shape, (ranges, got.shape, want.shape)
+    assert same(got, np.ascontiguousarray(want)), (ranges, got, want)
+    print("ok", ranges, got.shape)
+
+
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "check":
@@ -190,5 +213,7 @@ if __name__ == "__main__":
         write_records(sys.argv[2])
     elif cmd == "write_padded":
         write_padded(sys.argv[2])
+    elif cmd == "slice":
+        ra_slice(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5] == "1")
     else:
         sys.exit("unknown command " + cmd)

@@ -2,9 +2,13 @@
 //! with its parameters in the file's trailer; then reopens the file through the memory-mapped
 //! reader, reads one step and a range of steps, and prints a summary.
 //!
-//! Run: `cargo run --release --example simulation [OUT_DIR]` (`--help` for the same text): the
-//! file is `OUT_DIR/nbody.ra`, in the system's temp folder by default. At the end it prints the
+//! Run: `cargo run --release -p rawarray-demo [OUT_DIR]` (`--help` for the same text): the file
+//! is `OUT_DIR/nbody.ra`, in the system's temp folder by default. At the end it prints the
 //! command that inspects the file and two lines of Python that read it.
+//!
+//! A package of its own, depending on the library and serde only: the first run of the README's
+//! main job builds those, not the root package's dev-dependencies. The root's tests
+//! (`tests/simulation.rs`, `tests/python_package.rs`) include this file by `#[path]`.
 //!
 //! The file is a 1-d array of `Body` records (eltype 0, 76 bytes each), particle-fastest:
 //! record `step * particles + id`. numpy reads it with the dtype stored in the trailer
@@ -218,12 +222,23 @@ fn total_energy(bodies: &[Body]) -> f64 {
 
 /// What `--help` prints.
 const USAGE: &str = "\
-Usage: cargo run --release --example simulation [OUT_DIR]
+Usage: cargo run --release -p rawarray-demo [OUT_DIR]
 
 Runs a 64-particle N-body simulation for 2000 steps, appending one record per particle per
 step to OUT_DIR/nbody.ra (default OUT_DIR: the system's temp folder) and committing every 100
 steps; then reads the file back through a memory map and prints a summary, the command that
 inspects the file, and two lines of Python that read its records by field name.";
+
+/// How to look into the file with `ra`. The demo does not build `ra` (its own package), so the
+/// command is the one that builds it first; `cargo install --path rawarray-cli` puts `ra` on
+/// the PATH for `ra info FILE`.
+pub fn inspect_command(path: &Path) -> String {
+    format!(
+        "Look into the file (the first run builds ra; `cargo install --path rawarray-cli` installs it):\n  \
+         cargo run --release -p rawarray-cli -- info {}",
+        path.display()
+    )
+}
 
 /// Two lines of Python (numpy only) that read a record file's parameters and records by field
 /// name: the parameters from the trailer's JSON, which ends 28 bytes before the end of the file
@@ -303,7 +318,7 @@ fn main() -> Result<(), Box<dyn Error>> {
 
     let header_len = reader.header().encoded_len();
     let descr = <Body as rawarray_serde::Element>::layout().numpy_descr();
-    println!("\nLook into the file:\n  ra info {}", path.display());
+    println!("\n{}", inspect_command(&path));
     println!("Read it from Python (numpy; the parameters are the trailer's JSON at the end):");
     for line in python_lines(&path, header_len, reader.len(), &descr).lines() {
         println!("  {line}");
