@@ -111,6 +111,7 @@ pub mod header;
 pub mod layout;
 mod lock;
 mod mapped;
+mod journal;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub mod numpy;
