@@ -605,11 +605,11 @@ fn verify_ra(path: &Path, out: &mut dyn Write) -> Result<()> {
                      or was killed)"
                 ));
             }
+            if let Some(p) = crate::info::Journal::of(path).problem(path) {
+                problems.push(reason(p));
+            }
         }
         Err(e) => problems.push(reason(e)),
-    }
-    if let Some(p) = crate::info::Journal::of(path).problem(path) {
-        problems.push(reason(p));
     }
     let verdict = if problems.is_empty() {
         "OK".to_string()

@@ -52,7 +52,10 @@ fn torn_file(path: &Path) {
     let start = Instant::now();
     // Element (1, 0), after the 64-byte header.
     while first == [0; 4] {
-        assert!(start.elapsed() < Duration::from_secs(60), "the child never wrote");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the child never wrote"
+        );
         file.read_exact_at(&mut first, 64 + 4).unwrap();
     }
     child.kill().unwrap();
@@ -80,7 +83,13 @@ fn a_block_torn_by_a_killed_writer_is_reported_by_verify_info_and_recover() {
     let before = std::fs::read(&path).unwrap();
     let block = format!("block [1..2, 0..{N}) was never committed");
 
-    let out = ra().arg("verify").arg(&path).assert().code(1).get_output().clone();
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let said = String::from_utf8(out.stdout).unwrap();
     assert!(
         said.starts_with(&format!("{}: FAILED ({block}", path.display())),
@@ -88,9 +97,18 @@ fn a_block_torn_by_a_killed_writer_is_reported_by_verify_info_and_recover() {
     );
 
     let j = info_json(&path, 1);
-    assert_eq!(j["uncommitted_blocks"], serde_json::json!([[[1, 2], [0, N]]]));
+    assert_eq!(
+        j["uncommitted_blocks"],
+        serde_json::json!([[[1, 2], [0, N]]])
+    );
     assert_eq!(j["journal_error"], Value::Null);
-    let out = ra().arg("info").arg(&path).assert().code(1).get_output().clone();
+    let out = ra()
+        .arg("info")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains(&format!("journal:     {block}")), "{text}");
     assert!(String::from_utf8(out.stderr).unwrap().contains(&block));
@@ -125,10 +143,19 @@ fn a_finished_file_is_clean_and_a_damaged_journal_is_reported() {
         stdout_of(ra().arg("verify").arg(&path)),
         format!("{}: OK\n", path.display())
     );
-    assert_eq!(info_json(&path, 0)["uncommitted_blocks"], serde_json::json!([]));
+    assert_eq!(
+        info_json(&path, 0)["uncommitted_blocks"],
+        serde_json::json!([])
+    );
 
     std::fs::write(dir.path().join("ok.ra.journal"), b"rajournl garbage").unwrap();
-    let out = ra().arg("verify").arg(&path).assert().code(1).get_output().clone();
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let said = String::from_utf8(out.stdout).unwrap();
     assert!(
         said.contains("ok.ra.journal: damaged block journal: truncated header"),
@@ -136,7 +163,10 @@ fn a_finished_file_is_clean_and_a_damaged_journal_is_reported() {
     );
     let j = info_json(&path, 1);
     assert!(
-        j["journal_error"].as_str().unwrap().contains("truncated header"),
+        j["journal_error"]
+            .as_str()
+            .unwrap()
+            .contains("truncated header"),
         "{j}"
     );
     let err = fails_with_one_line(ra().arg("recover").arg(&path));
@@ -146,7 +176,13 @@ fn a_finished_file_is_clean_and_a_damaged_journal_is_reported() {
     let bytes = std::fs::read(&path).unwrap();
     std::fs::remove_file(dir.path().join("ok.ra.journal")).unwrap();
     std::fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();
-    let out = ra().arg("verify").arg(&path).assert().code(1).get_output().clone();
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
     let said = String::from_utf8(out.stdout).unwrap();
     assert!(said.contains("FAILED (truncated"), "{said}");
 }

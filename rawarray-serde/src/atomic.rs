@@ -240,9 +240,7 @@ impl AtomicFile {
             existing,
             ..
         } = self;
-        let file = tmp
-            .persist(&target, clobber)
-            .map_err(|e| named(&path, e))?;
+        let file = tmp.persist(&target, clobber).map_err(|e| named(&path, e))?;
         if sync {
             sync_dir(&dir);
         }

@@ -394,7 +394,10 @@ pub enum ErrorKind {
 
 /// `block [0..4, 1..2) was`, `blocks [..), [..) were`.
 fn blocks_text(blocks: &[Vec<std::ops::Range<u64>>]) -> String {
-    let list: Vec<String> = blocks.iter().map(|b| crate::journal::block_text(b)).collect();
+    let list: Vec<String> = blocks
+        .iter()
+        .map(|b| crate::journal::block_text(b))
+        .collect();
     if list.len() == 1 {
         format!("block {} was", list[0])
     } else {

@@ -147,7 +147,10 @@ fn read_header(path: &Path, bytes: &[u8], own: &Identity) -> Result<Option<()>> 
     if &bytes[..8] != MAGIC {
         return Err(bad(
             path,
-            format!("bad magic: expected \"rajournl\", found {:02x?}", &bytes[..8]),
+            format!(
+                "bad magic: expected \"rajournl\", found {:02x?}",
+                &bytes[..8]
+            ),
         ));
     }
     let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().expect("4 bytes"));
@@ -266,7 +269,10 @@ fn scan(
         match kind {
             BEGIN => {
                 if open.insert(id, (ranges, index)).is_some() {
-                    return Err(bad(path, format!("entry {index}: block {id:#x} begun twice")));
+                    return Err(bad(
+                        path,
+                        format!("entry {index}: block {id:#x} begun twice"),
+                    ));
                 }
             }
             END => {
@@ -279,7 +285,9 @@ fn scan(
                 if begun != ranges {
                     return Err(bad(
                         path,
-                        format!("entry {index}: block {id:#x} ends with other ranges than it began"),
+                        format!(
+                            "entry {index}: block {id:#x} ends with other ranges than it began"
+                        ),
                     ));
                 }
                 // A complete write of the same block, begun after a torn one, commits it.
@@ -294,8 +302,7 @@ fn scan(
         }
         index += 1;
     }
-    let mut left: Vec<(u64, Vec<Range<u64>>)> =
-        open.into_values().map(|(r, i)| (i, r)).collect();
+    let mut left: Vec<(u64, Vec<Range<u64>>)> = open.into_values().map(|(r, i)| (i, r)).collect();
     left.sort_by_key(|(i, _)| *i);
     Ok(Some(left.into_iter().map(|(_, r)| r).collect()))
 }
@@ -329,19 +336,30 @@ impl Journal {
     /// holds the file's exclusive lock: no one else can be using its journal), else the one
     /// there if it is the file's own, or a new one in place of none or another file's. The
     /// caller holds the file's lock (shared or exclusive) for as long as it uses the journal.
-    pub(crate) fn attach(path: &Path, file: &File, header: &Header, fresh: bool) -> Result<Journal> {
+    pub(crate) fn attach(
+        path: &Path,
+        file: &File,
+        header: &Header,
+        fresh: bool,
+    ) -> Result<Journal> {
         let jpath = journal_path(path)?;
         let own = Identity::of(file, header)?;
         let named = |e: io::Error| -> crate::Error {
             io::Error::new(e.kind(), format!("{}: {e}", jpath.display())).into()
         };
-        let salt = std::collections::hash_map::RandomState::new().build_hasher().finish()
+        let salt = std::collections::hash_map::RandomState::new()
+            .build_hasher()
+            .finish()
             ^ u64::from(std::process::id()).rotate_left(32);
         let make = |jpath: &Path| -> Result<tempfile::NamedTempFile> {
             let dir = jpath.parent().unwrap_or(Path::new("."));
             let name = jpath.file_name().unwrap_or_default().to_string_lossy();
             let mut t = crate::temp::named_builder(&format!(".{name}-tmp-"))
-                .tempfile_in(if dir.as_os_str().is_empty() { Path::new(".") } else { dir })
+                .tempfile_in(if dir.as_os_str().is_empty() {
+                    Path::new(".")
+                } else {
+                    dir
+                })
                 .map_err(named)?;
             t.as_file_mut().write_all(&own.encode()).map_err(named)?;
             Ok(t)
@@ -388,7 +406,9 @@ impl Journal {
 
     /// Enters the block `ranges` (one per dim of the file) as begun; its id.
     pub(crate) fn begin(&self, ranges: &[Range<u64>]) -> Result<u64> {
-        let id = self.salt.wrapping_add(self.next.fetch_add(1, Ordering::Relaxed));
+        let id = self
+            .salt
+            .wrapping_add(self.next.fetch_add(1, Ordering::Relaxed));
         self.append(&encode_entry(BEGIN, id, ranges))?;
         Ok(id)
     }
@@ -407,7 +427,10 @@ impl Journal {
             ))
         })?;
         if n != entry.len() {
-            return Err(bad(&self.path, format!("wrote {n} of an entry's {} bytes", entry.len())));
+            return Err(bad(
+                &self.path,
+                format!("wrote {n} of an entry's {} bytes", entry.len()),
+            ));
         }
         Ok(())
     }
@@ -426,7 +449,10 @@ impl Journal {
 
 /// Words for a block: `[0..4, 2..3)`.
 pub(crate) fn block_text(ranges: &[Range<u64>]) -> String {
-    let dims: Vec<String> = ranges.iter().map(|r| format!("{}..{}", r.start, r.end)).collect();
+    let dims: Vec<String> = ranges
+        .iter()
+        .map(|r| format!("{}..{}", r.start, r.end))
+        .collect();
     format!("[{})", dims.join(", "))
 }
 
@@ -475,6 +501,8 @@ mod tests {
     }
 
     #[test]
+    // A reversed range is one of the hostile inputs.
+    #[allow(clippy::reversed_empty_ranges)]
     fn a_hostile_journal_is_an_error_naming_what_is_wrong() {
         let a = vec![0..4, 1..2];
         let good = journal(&[encode_entry(BEGIN, 1, &a)]);
@@ -499,15 +527,24 @@ mod tests {
                 "CRC mismatch",
             ),
             (journal(&[encode_entry(3, 1, &a)]), "kind 3"),
-            (journal(&[encode_entry(BEGIN, 1, &[0..5, 0..1])]), "dim 0: range 0..5"),
-            (journal(&[encode_entry(BEGIN, 1, &[2..1, 0..1])]), "range 2..1"),
+            (
+                journal(&[encode_entry(BEGIN, 1, &[0..5, 0..1])]),
+                "dim 0: range 0..5",
+            ),
+            (
+                journal(&[encode_entry(BEGIN, 1, &[2..1, 0..1])]),
+                "range 2..1",
+            ),
             (journal(&[encode_entry(END, 1, &a)]), "without a begin"),
             (
                 journal(&[encode_entry(BEGIN, 1, &a), encode_entry(BEGIN, 1, &a)]),
                 "begun twice",
             ),
             (
-                journal(&[encode_entry(BEGIN, 1, &a), encode_entry(END, 1, &[0..4, 0..1])]),
+                journal(&[
+                    encode_entry(BEGIN, 1, &a),
+                    encode_entry(END, 1, &[0..4, 0..1]),
+                ]),
                 "other ranges",
             ),
         ];

@@ -108,10 +108,10 @@ pub mod eltype;
 mod error;
 mod fileio;
 pub mod header;
+mod journal;
 pub mod layout;
 mod lock;
 mod mapped;
-mod journal;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub mod numpy;

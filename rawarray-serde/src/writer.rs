@@ -120,10 +120,7 @@ impl ArrayWriter {
     /// second.write_subset(&[2..4], &[7, 8]).unwrap();
     /// assert!(ArrayWriter::open_or_create::<u32>(&path, &[5]).is_err());
     /// ```
-    pub fn open_or_create<T: Element>(
-        path: impl AsRef<Path>,
-        dims: &[u64],
-    ) -> Result<ArrayWriter> {
+    pub fn open_or_create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
         ArrayWriter::open_or_create_with_header(path, header_for::<T>(dims)?)
     }
 

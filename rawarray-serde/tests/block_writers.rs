@@ -4,6 +4,9 @@
 //! `recover` changes nothing; a damaged journal is an error. The truth is the file's own bytes
 //! (row `r` holds `r * 1000 + column`), read without the library.
 
+// A block of a 1-d array is one range: `&[0..2]`.
+#![allow(clippy::single_range_in_vec_init)]
+
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -35,7 +38,10 @@ fn elements(path: &Path) -> Vec<u64> {
 fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < Duration::from_secs(60), "gave up waiting for {what}");
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "gave up waiting for {what}"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -62,7 +68,8 @@ fn block_child() {
         "open_or_create" => {
             go();
             let w = ArrayWriter::open_or_create::<u64>(path, &[COLS, RANKS]).unwrap();
-            w.write_subset(&[0..COLS, row..row + 1], &row_values(row)).unwrap();
+            w.write_subset(&[0..COLS, row..row + 1], &row_values(row))
+                .unwrap();
             print!("{}", if w.created() { "created" } else { "opened" });
             w.finish().unwrap();
         }
@@ -76,14 +83,16 @@ fn block_child() {
                 Err(e) => panic!("{e}"),
             };
             fs::write(dir.join(format!("status-{row}")), status).unwrap();
-            w.write_subset(&[0..COLS, row..row + 1], &row_values(row)).unwrap();
+            w.write_subset(&[0..COLS, row..row + 1], &row_values(row))
+                .unwrap();
             wait_for("finish", || dir.join("finish").exists());
             w.finish().unwrap();
         }
         "slow_block" => {
             let w = ArrayWriter::open(path).unwrap();
             let n = w.header().dims[1];
-            w.write_subset(&[1..2, 0..n], &vec![7u32; n as usize]).unwrap();
+            w.write_subset(&[1..2, 0..n], &vec![7u32; n as usize])
+                .unwrap();
             w.finish().unwrap();
         }
         _ => panic!("unknown role {role}"),
@@ -92,8 +101,17 @@ fn block_child() {
 
 fn spawn(role: &str, path: &Path, row: u64, dir: &Path) -> Child {
     Command::new(std::env::current_exe().unwrap())
-        .args(["block_child", "--exact", "--nocapture", "--test-threads=1", "--quiet"])
-        .env(CHILD, format!("{role}\n{}\n{row}\n{}", path.display(), dir.display()))
+        .args([
+            "block_child",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(
+            CHILD,
+            format!("{role}\n{}\n{row}\n{}", path.display(), dir.display()),
+        )
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -133,9 +151,15 @@ fn eight_processes_racing_open_or_create_make_one_file_and_lose_no_row() {
                 assert!(said.contains("opened"), "round {round}: {said}");
             }
         }
-        assert_eq!(created, 1, "round {round}: exactly one process creates the file");
+        assert_eq!(
+            created, 1,
+            "round {round}: exactly one process creates the file"
+        );
         check_all_rows(&path);
-        assert!(!dir.path().join("race.ra.journal").exists(), "finished: no journal left");
+        assert!(
+            !dir.path().join("race.ra.journal").exists(),
+            "finished: no journal left"
+        );
     }
 }
 
@@ -160,7 +184,9 @@ fn eight_processes_racing_create_have_one_winner_and_seven_told() {
             );
         }
         let won = (0..RANKS).filter(|&r| status(r).unwrap() == "won").count();
-        let told = (0..RANKS).filter(|&r| status(r).unwrap() == "locked").count();
+        let told = (0..RANKS)
+            .filter(|&r| status(r).unwrap() == "locked")
+            .count();
         assert_eq!((won, told), (1, 7), "round {round}");
         check_all_rows(&path);
     }
@@ -178,7 +204,10 @@ fn a_create_over_a_file_no_writer_holds_replaces_it() {
     w.finish().unwrap();
     assert_eq!(elements(&path), [5, 6]);
     // Free: the rerun starts afresh.
-    ArrayWriter::create::<u64>(&path, &[3]).unwrap().finish().unwrap();
+    ArrayWriter::create::<u64>(&path, &[3])
+        .unwrap()
+        .finish()
+        .unwrap();
     assert_eq!(elements(&path), [0, 0, 0]);
     // open_or_create opens it, never replaces it, and refuses another shape.
     let w = ArrayWriter::open_or_create::<u64>(&path, &[3]).unwrap();
@@ -196,7 +225,10 @@ fn a_create_over_a_file_no_writer_holds_replaces_it() {
 /// the block's first element is written (so in the middle of the block).
 #[cfg(unix)]
 pub fn killed_mid_block(path: &Path, n: u64) {
-    ArrayWriter::create::<u32>(path, &[2, n]).unwrap().finish().unwrap();
+    ArrayWriter::create::<u32>(path, &[2, n])
+        .unwrap()
+        .finish()
+        .unwrap();
     let dir = path.parent().unwrap();
     let mut child = spawn("slow_block", path, 1, dir);
     let first = 48 + 16 + 4; // header with 2 dims, then element (1, 0)
@@ -237,20 +269,23 @@ fn a_block_torn_by_a_killed_writer_is_reported_until_it_is_written_again() {
         _ => panic!("{e}"),
     }
     assert!(
-        e.to_string().contains(&format!("block [1..2, 0..{n}) was never committed")),
+        e.to_string()
+            .contains(&format!("block [1..2, 0..{n}) was never committed")),
         "{e}"
     );
     assert_eq!(fs::read(&path).unwrap(), elements_before);
 
     // A writer of another block that finishes does not clear the report.
     let w = ArrayWriter::open(&path).unwrap();
-    w.write_subset(&[0..1, 0..n], &vec![3u32; n as usize]).unwrap();
+    w.write_subset(&[0..1, 0..n], &vec![3u32; n as usize])
+        .unwrap();
     w.finish().unwrap();
     assert_eq!(ArrayWriter::uncommitted_blocks(&path).unwrap(), torn);
 
     // Written again whole, the block is committed, and the last finish removes the journal.
     let w = ArrayWriter::open(&path).unwrap();
-    w.write_subset(&[1..2, 0..n], &vec![7u32; n as usize]).unwrap();
+    w.write_subset(&[1..2, 0..n], &vec![7u32; n as usize])
+        .unwrap();
     w.finish().unwrap();
     assert!(ArrayWriter::uncommitted_blocks(&path).unwrap().is_empty());
     assert!(!journal(&path).exists());
@@ -272,7 +307,11 @@ fn a_damaged_journal_is_an_error_and_another_files_journal_is_ignored() {
     w.write_subset(&[0..2], &[1u16, 2]).unwrap();
     let good = fs::read(journal(&path)).unwrap();
     assert_eq!(&good[..8], b"rajournl");
-    assert_eq!(good.len(), 32 + 2 * (16 + 16), "a header, a begin and an end");
+    assert_eq!(
+        good.len(),
+        32 + 2 * (16 + 16),
+        "a header, a begin and an end"
+    );
     drop(w); // not finished: the journal stays, every block in it committed
     assert!(ArrayWriter::uncommitted_blocks(&path).unwrap().is_empty());
 
@@ -293,7 +332,10 @@ fn a_damaged_journal_is_an_error_and_another_files_journal_is_ignored() {
     for (i, bytes) in hostile.iter().enumerate() {
         fs::write(journal(&path), bytes).unwrap();
         if i == 3 {
-            assert_eq!(ArrayWriter::uncommitted_blocks(&path).unwrap(), [vec![0..2]]);
+            assert_eq!(
+                ArrayWriter::uncommitted_blocks(&path).unwrap(),
+                [vec![0..2]]
+            );
             continue;
         }
         for e in [
@@ -301,14 +343,19 @@ fn a_damaged_journal_is_an_error_and_another_files_journal_is_ignored() {
             recover(&path).unwrap_err(),
             ArrayWriter::open(&path).unwrap_err(),
         ] {
-            assert!(matches!(e.kind(), ErrorKind::BadJournal { .. }), "case {i}: {e}");
+            assert!(
+                matches!(e.kind(), ErrorKind::BadJournal { .. }),
+                "case {i}: {e}"
+            );
             assert!(e.to_string().contains("j.ra.journal"), "case {i}: {e}");
         }
     }
 
     // The file replaced by another writer: the journal (uncommitted block and all) is another
     // file's, ignored, and replaced by the next block writer.
-    RawArray::from_vec(vec![1u16, 2, 3, 4]).write_file(&path).unwrap();
+    RawArray::from_vec(vec![1u16, 2, 3, 4])
+        .write_file(&path)
+        .unwrap();
     assert!(ArrayWriter::uncommitted_blocks(&path).unwrap().is_empty());
     let w = ArrayWriter::open(&path).unwrap();
     w.write_subset(&[3..4], &[40u16]).unwrap();
