@@ -117,7 +117,7 @@ impl ArrayWriter {
     /// let first = ArrayWriter::open_or_create::<u32>(&path, &[4]).unwrap();
     /// let second = ArrayWriter::open_or_create::<u32>(&path, &[4]).unwrap();
     /// assert!(first.created() && !second.created());
-    /// second.write_subset(&[2..4], &[7, 8]).unwrap();
+    /// second.write_subset(&[2..4], &[7u32, 8]).unwrap();
     /// assert!(ArrayWriter::open_or_create::<u32>(&path, &[5]).is_err());
     /// ```
     pub fn open_or_create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
@@ -222,7 +222,7 @@ impl ArrayWriter {
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("field.ra");
     /// let w = ArrayWriter::create::<f32>(&path, &[4, 2]).unwrap();
-    /// w.write_subset(&[0..4, 1..2], &[1.0; 4]).unwrap();
+    /// w.write_subset(&[0..4, 1..2], &[1.0f32; 4]).unwrap();
     /// w.finish().unwrap();
     /// assert!(ArrayWriter::uncommitted_blocks(&path).unwrap().is_empty());
     /// ```
