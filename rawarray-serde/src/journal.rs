@@ -46,8 +46,9 @@
 //! block; one with an uncommitted block stays, and is reported by `ra info`, `ra verify`,
 //! `recover` and [`ArrayWriter::uncommitted_blocks`](crate::ArrayWriter::uncommitted_blocks).
 //!
-//! The journal records what a killed process left; it is not synced block by block, so after
-//! a power cut only what `finish` (or `sync`) synced is known. Appends from several machines
+//! The journal records what a killed process left; it is synced with the data by
+//! [`ArrayWriter::sync`](crate::ArrayWriter::sync) and `finish`, not block by block, so after a
+//! power cut the blocks written since the last sync may be torn unreported. Appends from several machines
 //! to one journal on NFS are not atomic (NFS has no `O_APPEND` across clients): entries may be
 //! overwritten, which makes the journal unreadable (an error), never a torn block clean.
 
@@ -433,6 +434,13 @@ impl Journal {
             ));
         }
         Ok(())
+    }
+
+    /// Syncs the journal's entries to disk.
+    pub(crate) fn sync(&self) -> Result<()> {
+        self.file
+            .sync_data()
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())).into())
     }
 
     /// Removes the journal if it is the file's own and every block in it was committed. The

@@ -139,6 +139,9 @@ impl ArrayWriter {
                     return Ok(w);
                 }
                 Err(e) if is_not_found(&e) => {}
+                // The winner holds its new file alone until the file's journal is in place: a
+                // moment, unless the machine is loaded; try again rather than fail a rank.
+                Err(e) if matches!(e.kind(), ErrorKind::Locked { .. }) => continue,
                 Err(e) => return Err(e),
             }
             match ArrayWriter::create_inner(path, header.clone(), true) {
@@ -307,10 +310,11 @@ impl ArrayWriter {
         self.journal.end(id, &ranges)
     }
 
-    /// Syncs what this writer wrote (and the file's size) to disk, keeping the writer open.
+    /// Syncs what this writer wrote (and the file's size) to disk, keeping the writer open;
+    /// and the journal, so that after a power cut it still tells its blocks.
     pub fn sync(&self) -> Result<()> {
         self.file.sync_all()?;
-        Ok(())
+        self.journal.sync()
     }
 
     /// Syncs and closes the file. Each process syncs its own writes; once every writer has
@@ -356,8 +360,8 @@ impl ArrayWriter {
     }
 }
 
-/// Turns an `open_or_create` loses to other processes creating and removing the file before
-/// it gives up.
+/// Turns an `open_or_create` takes (each waiting up to the lock's grace for a file held)
+/// before it gives up: a file held for seconds is another kind of writer's.
 const RACE_TRIES: usize = 16;
 
 /// The header of an array of `T` with `dims`.
