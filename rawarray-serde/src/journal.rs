@@ -206,16 +206,31 @@ pub(crate) fn uncommitted(
     header: &Header,
 ) -> Result<Option<Vec<Vec<Range<u64>>>>> {
     let jpath = journal_path(path)?;
-    let journal = match File::open(&jpath) {
+    let journal = match open_journal(&jpath, false)? {
+        Some(f) => f,
+        None => return Ok(None),
+    };
+    let own = Identity::of(file, header)?;
+    scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)
+}
+
+/// Opens the journal at `jpath` (for appending if `append`); `None` if there is none. Anything
+/// but a regular file is refused, and opened without blocking on the way (a FIFO put there
+/// would block an ordinary open).
+fn open_journal(jpath: &Path, append: bool) -> Result<Option<File>> {
+    let mut open = OpenOptions::new();
+    open.read(true).append(append);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut open, libc::O_NONBLOCK);
+    let f = match open.open(jpath) {
         Ok(f) => f,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", jpath.display())).into()),
     };
-    if !journal.metadata()?.is_file() {
-        return Err(bad(&jpath, "not a regular file"));
+    if !f.metadata()?.is_file() {
+        return Err(bad(jpath, "not a regular file"));
     }
-    let own = Identity::of(file, header)?;
-    scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)
+    Ok(Some(f))
 }
 
 /// Reads a journal from `r` (named `path` in errors), checking every byte.
@@ -375,22 +390,15 @@ impl Journal {
             make(&jpath)?.persist(&jpath).map_err(|e| named(e.error))?;
         }
         for _ in 0..TRIES {
-            let f = match OpenOptions::new().read(true).append(true).open(&jpath) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    // None yet: ours, unless another writer's appeared meanwhile.
-                    match make(&jpath)?.persist_noclobber(&jpath) {
-                        Ok(_) => {}
-                        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {}
-                        Err(e) => return Err(named(e.error)),
-                    }
-                    continue;
+            let Some(f) = open_journal(&jpath, true)? else {
+                // None yet: ours, unless another writer's appeared meanwhile.
+                match make(&jpath)?.persist_noclobber(&jpath) {
+                    Ok(_) => {}
+                    Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(named(e.error)),
                 }
-                Err(e) => return Err(named(e)),
+                continue;
             };
-            if !f.metadata().map_err(named)?.is_file() {
-                return Err(bad(&jpath, "not a regular file"));
-            }
             // Checked whole before it is used: a damaged journal would hide what is appended.
             if scan(&jpath, &mut BufReader::new(&f), &own, &header.dims)?.is_some() {
                 return Ok(journal(f));

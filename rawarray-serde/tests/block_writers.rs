@@ -364,3 +364,23 @@ fn a_damaged_journal_is_an_error_and_another_files_journal_is_ignored() {
     let a: RawArray<u16> = RawArray::read_file(&path).unwrap();
     assert_eq!(a.as_slice(), [1, 2, 3, 40]);
 }
+
+#[cfg(unix)]
+#[test]
+fn a_fifo_in_place_of_the_journal_is_refused_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.ra");
+    ArrayWriter::create::<u8>(&path, &[4])
+        .unwrap()
+        .finish()
+        .unwrap();
+    let made = Command::new("mkfifo").arg(journal(&path)).status().unwrap();
+    assert!(made.success());
+    for e in [
+        ArrayWriter::uncommitted_blocks(&path).unwrap_err(),
+        ArrayWriter::open(&path).unwrap_err(),
+    ] {
+        assert!(matches!(e.kind(), ErrorKind::BadJournal { .. }), "{e}");
+        assert!(e.to_string().contains("not a regular file"), "{e}");
+    }
+}
