@@ -206,9 +206,8 @@ pub(crate) fn uncommitted(
     header: &Header,
 ) -> Result<Option<Vec<Vec<Range<u64>>>>> {
     let jpath = journal_path(path)?;
-    let journal = match open_journal(&jpath, false)? {
-        Some(f) => f,
-        None => return Ok(None),
+    let Some(journal) = open_journal(&jpath, false)? else {
+        return Ok(None);
     };
     let own = Identity::of(file, header)?;
     scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)
