@@ -43,7 +43,8 @@
 //! place); [`ArrayWriter::open`](crate::ArrayWriter::open) uses the file's journal, making one
 //! if there is none. [`ArrayWriter::finish`](crate::ArrayWriter::finish) of the last writer
 //! (the one that can take the file's exclusive lock) removes a journal with no uncommitted
-//! block; one with an uncommitted block stays, and is reported by `ra info`, `ra verify`,
+//! block; one with an uncommitted block stays (and that `finish` returns
+//! [`ErrorKind::Uncommitted`]), and is reported by `ra info`, `ra verify`,
 //! `recover` and [`ArrayWriter::uncommitted_blocks`](crate::ArrayWriter::uncommitted_blocks).
 //!
 //! The journal records what a killed process left; it is synced with the data by
@@ -452,13 +453,18 @@ impl Journal {
 
     /// Removes the journal if it is the file's own and every block in it was committed. The
     /// caller holds the file's exclusive lock: no writer is using the journal.
-    pub(crate) fn remove_if_clean(self, path: &Path, file: &File, header: &Header) -> Result<()> {
-        if let Some(left) = uncommitted(path, file, header)? {
-            if left.is_empty() && is_at_path(&self.file, &self.path).unwrap_or(false) {
-                std::fs::remove_file(&self.path)?;
-            }
+    /// The blocks left uncommitted otherwise.
+    pub(crate) fn remove_if_clean(
+        self,
+        path: &Path,
+        file: &File,
+        header: &Header,
+    ) -> Result<Vec<Vec<Range<u64>>>> {
+        let left = uncommitted(path, file, header)?.unwrap_or_default();
+        if left.is_empty() && is_at_path(&self.file, &self.path).unwrap_or(false) {
+            std::fs::remove_file(&self.path)?;
         }
-        Ok(())
+        Ok(left)
     }
 }
 

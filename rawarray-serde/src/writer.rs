@@ -321,16 +321,28 @@ impl ArrayWriter {
     /// finished, the file holds the whole array.
     ///
     /// The last writer to finish (no other holds the file) removes the file's journal if every
-    /// block in it was committed; a journal holding a block a killed writer left stays, so the
-    /// damage stays known.
+    /// block in it was committed. If a block another writer left (killed in the middle) is
+    /// still uncommitted, the journal stays, so the damage stays known, and that last `finish`
+    /// returns [`ErrorKind::Uncommitted`](crate::ErrorKind::Uncommitted) naming the blocks: the
+    /// array is not whole, though this writer's own blocks are synced all the same.
     pub fn finish(self) -> Result<()> {
         self.sync()?;
         // Taking the exclusive lock gives up the shared one (a failed attempt too): this writer
         // is done either way. Held, no writer can be using the journal.
         match self.file.try_lock() {
-            Ok(()) => self
-                .journal
-                .remove_if_clean(&self.path, &self.file, &self.header),
+            Ok(()) => {
+                let left = self
+                    .journal
+                    .remove_if_clean(&self.path, &self.file, &self.header)?;
+                if left.is_empty() {
+                    return Ok(());
+                }
+                Err(ErrorKind::Uncommitted {
+                    path: self.path,
+                    blocks: left,
+                }
+                .into())
+            }
             Err(std::fs::TryLockError::WouldBlock) => Ok(()),
             Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
         }

@@ -280,11 +280,15 @@ fn a_block_torn_by_a_killed_writer_is_reported_until_it_is_written_again() {
     );
     assert_eq!(fs::read(&path).unwrap(), elements_before);
 
-    // A writer of another block that finishes does not clear the report.
+    // A writer of another block does not clear the report: finishing last, it is told.
     let w = ArrayWriter::open(&path).unwrap();
     w.write_subset(&[0..1, 0..n], &vec![3u32; n as usize])
         .unwrap();
-    w.finish().unwrap();
+    let e = w.finish().unwrap_err();
+    assert!(
+        matches!(e.kind(), ErrorKind::Uncommitted { blocks, .. } if *blocks == torn),
+        "{e}"
+    );
     assert_eq!(ArrayWriter::uncommitted_blocks(&path).unwrap(), torn);
 
     // Written again whole, the block is committed, and the last finish removes the journal.
