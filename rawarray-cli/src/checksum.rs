@@ -475,6 +475,9 @@ const MAX_SUMS_BYTES: u64 = 256 << 20;
 /// `NAME: OK` or `NAME: FAILED` per line (as `md5sum -c`), and fails if any line failed or
 /// could not be read.
 pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
+    if !crate::source::is_stdio(sums) && is_ra_file(sums) {
+        return verify_ra(sums, out);
+    }
     // `-`: the sums come on standard input; names are relative to the current folder.
     let (text, shown) = if crate::source::is_stdio(sums) {
         (
@@ -574,6 +577,56 @@ pub fn verify(sums: &Path, out: &mut dyn Write) -> Result<()> {
         return Err(Failure::Checks(m));
     }
     Ok(())
+}
+
+/// Whether `path` is a regular file starting with the `.ra` magic (a sums file never does).
+fn is_ra_file(path: &Path) -> bool {
+    let mut magic = [0u8; 8];
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
+        && magic == *b"rawarray"
+}
+
+/// `ra verify FILE.ra`: checks what a `.ra` file can say of itself: its header, that it holds
+/// all its data, that a trailer block after it is intact and committed, and that no block an
+/// `ArrayWriter` began was left uncommitted. Prints `NAME: OK` or `NAME: FAILED (why; ...)`.
+fn verify_ra(path: &Path, out: &mut dyn Write) -> Result<()> {
+    let mut problems = Vec::new();
+    let reason = |f: Failure| match f {
+        Failure::File { message, .. } => message,
+        other => other.to_string(),
+    };
+    match crate::source::RaSource::open(path) {
+        Ok(src) => {
+            let t = src.trailer_info();
+            if let Some(why) = &t.damaged {
+                problems.push(format!("damaged trailer block: {why}"));
+            }
+            let loose = t.uncommitted();
+            if loose > 0 {
+                problems.push(format!(
+                    "{loose} bytes after the data are not committed (a record writer is writing \
+                     or was killed)"
+                ));
+            }
+            if let Some(p) = crate::info::Journal::of(path).problem(path) {
+                problems.push(reason(p));
+            }
+        }
+        Err(e) => problems.push(reason(e)),
+    }
+    let verdict = if problems.is_empty() {
+        "OK".to_string()
+    } else {
+        format!("FAILED ({})", problems.join("; "))
+    };
+    writeln!(out, "{}: {verdict}", path.display()).map_err(Failure::stdout)?;
+    out.flush().map_err(Failure::stdout)?;
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure::Checks(format!("{}: FAILED", path.display())))
+    }
 }
 
 /// All of a sums file, refusing one of more than [`MAX_SUMS_BYTES`].

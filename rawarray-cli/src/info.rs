@@ -43,6 +43,11 @@ struct InfoJson<'a> {
     uncommitted_bytes: u64,
     /// Data bytes the header claims that the file does not hold (a file cut short); 0 if none.
     missing_bytes: u64,
+    /// Blocks an `ArrayWriter` began and never committed (its writer was killed, or is still
+    /// writing), each a list of `[start, end]` per dim; empty if none.
+    uncommitted_blocks: Vec<Vec<[u64; 2]>>,
+    /// Why the file's block journal cannot be read, `null` if it can or there is none.
+    journal_error: Option<&'a str>,
 }
 
 /// Prints every file's header; a file that cannot be read is reported on stderr and the
@@ -58,9 +63,13 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
                     text_block(path, &d, i > 0)
                 };
                 out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
-                // A file cut short is described, and still a failure.
+                // A file cut short or with a torn block is described, and still a failure.
                 if let Some(cut) = d.cut_error {
                     eprintln!("ra: {cut}");
+                    failed += 1;
+                }
+                if let Some(problem) = d.journal.problem(path) {
+                    eprintln!("ra: {problem}");
                     failed += 1;
                 }
             }
@@ -86,6 +95,51 @@ struct Described {
     missing: u64,
     /// The error a file cut short is, for stderr.
     cut_error: Option<Failure>,
+    /// What the file's block journal says.
+    journal: Journal,
+}
+
+/// What an `ArrayWriter`'s journal says of a file: the blocks never committed, or why it
+/// cannot be read.
+#[derive(Default)]
+pub struct Journal {
+    /// Blocks begun and never committed.
+    pub blocks: Vec<Vec<std::ops::Range<u64>>>,
+    /// Why the journal cannot be read.
+    pub error: Option<String>,
+}
+
+impl Journal {
+    /// The journal of the `.ra` file at `path` (none for standard input).
+    pub fn of(path: &Path) -> Journal {
+        if crate::source::is_stdio(path) {
+            return Journal::default();
+        }
+        match rawarray_serde::ArrayWriter::uncommitted_blocks(path) {
+            Ok(blocks) => Journal {
+                blocks,
+                error: None,
+            },
+            Err(e) => Journal {
+                blocks: Vec::new(),
+                error: Some(e.to_string()),
+            },
+        }
+    }
+
+    /// The problem, one line naming `path`, if there is one.
+    pub fn problem(&self, path: &Path) -> Option<Failure> {
+        if let Some(e) = &self.error {
+            return Some(Failure::file(path, e));
+        }
+        (!self.blocks.is_empty()).then(|| {
+            let e = rawarray_serde::Error::new(rawarray_serde::ErrorKind::Uncommitted {
+                path: path.to_path_buf(),
+                blocks: self.blocks.clone(),
+            });
+            Failure::file(path, e)
+        })
+    }
 }
 
 fn describe(path: &Path) -> Result<Described> {
@@ -103,6 +157,7 @@ fn describe(path: &Path) -> Result<Described> {
                     header,
                     trailer: TrailerInfo::default(),
                     cut_error: Some(e),
+                    journal: Journal::default(),
                 });
             }
             return Err(e);
@@ -114,6 +169,7 @@ fn describe(path: &Path) -> Result<Described> {
         trailer,
         missing: 0,
         cut_error: None,
+        journal: Journal::of(path),
     })
 }
 
@@ -187,6 +243,13 @@ fn json_line(path: &Path, d: &Described) -> String {
         schema_error: t.schema_problem(h),
         uncommitted_bytes: t.uncommitted(),
         missing_bytes: d.missing,
+        uncommitted_blocks: d
+            .journal
+            .blocks
+            .iter()
+            .map(|b| b.iter().map(|r| [r.start, r.end]).collect())
+            .collect(),
+        journal_error: d.journal.error.as_deref(),
     };
     serde_json::to_string(&j).expect("plain data serializes") + "\n"
 }
@@ -250,12 +313,16 @@ fn text_block(path: &Path, d: &Described, gap: bool) -> String {
         ("trailer", trailer_text(path, t, h)),
     ];
     let missing = (d.missing > 0).then(|| ("missing", missing_text(path, h, d.missing)));
+    let torn = d.journal.problem(path).map(|p| match p {
+        Failure::File { message, .. } => ("journal", message),
+        other => ("journal", other.to_string()),
+    });
     let mut s = String::new();
     if gap {
         s.push('\n');
     }
     s.push_str(&format!("{}\n", path.display()));
-    for (k, v) in rows.into_iter().chain(missing) {
+    for (k, v) in rows.into_iter().chain(missing).chain(torn) {
         s.push_str(&format!("  {:<12} {v}\n", format!("{k}:")));
     }
     s

@@ -336,13 +336,19 @@ skips the -DATA lines with a warning. Each file is read once.")]
 Examples:
   ra verify tests/fixtures/reference/CHECKSUMS.md5
   ra checksum *.ra > SUMS && ra verify SUMS
+  ra verify field.ra
 
 Lines: `HEX  NAME` (md5sum, sha256sum, ra checksum), `MD5 (NAME) = HEX`, `SHA256 (..)` (the
 --tag forms) and `MD5-DATA (..)`, `SHA256-DATA (..)` (ra checksum --data); escaped names (a
 line starting with a backslash) as coreutils writes them. Names are relative to the folder of SUMS. Prints NAME: OK or
-NAME: FAILED per line; exits 1 if any failed.")]
+NAME: FAILED per line; exits 1 if any failed.
+
+A .ra file (told from a sums file by its magic) is checked by what it says of itself: its
+header, that it holds all its data, its trailer block, and its block journal (a block an
+ArrayWriter began and never committed: `block [a..b, ...) was never committed`).")]
     Verify {
-        /// The sums file; - reads standard input (names then relative to the current folder).
+        /// The sums file, or a .ra file; - reads sums from standard input (names then relative
+        /// to the current folder).
         sums: PathBuf,
     },
     /// Print a completion script for a shell, generated from these definitions.

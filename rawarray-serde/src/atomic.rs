@@ -193,20 +193,35 @@ impl AtomicFile {
         self.finish(sync)
     }
 
-    /// Like [`AtomicFile::commit_open`], with the shared lock of block writers
-    /// ([`ArrayWriter`](crate::ArrayWriter)) instead of the exclusive one.
-    pub(crate) fn commit_open_shared(self, sync: bool) -> Result<File> {
-        crate::lock::lock_shared(self.tmp.file(), &self.path)?;
+    /// Like [`AtomicFile::commit_open`], for [`ArrayWriter::create`](crate::ArrayWriter::create):
+    /// a new file (the path was free when this one was started) is put in place only if the
+    /// path is still free, so that of several creators racing for one new path exactly one
+    /// wins and the others are told [`ErrorKind::Locked`]; a file that was there is replaced
+    /// under its exclusive lock, as always, which the losers of that race cannot take either.
+    pub(crate) fn commit_open_exclusive_new(self, sync: bool) -> Result<File> {
+        lock_exclusive(self.tmp.file(), &self.path)?;
         if self.in_place {
             return Err(crate::Error::unsupported(
                 "an array written in blocks cannot be created in place of a hard-linked file",
             ));
         }
-        self.finish(sync)
+        let path = self.path.clone();
+        let clobber = self.existing.is_some();
+        self.finish_with(sync, clobber).map_err(|e| match e.kind() {
+            ErrorKind::Io(io) if !clobber && io.kind() == io::ErrorKind::AlreadyExists => {
+                ErrorKind::Locked { path }.into()
+            }
+            _ => e,
+        })
     }
 
     /// Puts the new content in place; returns the temporary file's handle.
     fn finish(self, sync: bool) -> Result<File> {
+        self.finish_with(sync, true)
+    }
+
+    /// [`AtomicFile::finish`]; a file at the destination is replaced only if `clobber`.
+    fn finish_with(self, sync: bool, clobber: bool) -> Result<File> {
         let path = self.path.clone();
         if self.in_place {
             return self.copy_in_place();
@@ -225,7 +240,7 @@ impl AtomicFile {
             existing,
             ..
         } = self;
-        let file = tmp.persist(&target).map_err(|e| named(&path, e))?;
+        let file = tmp.persist(&target, clobber).map_err(|e| named(&path, e))?;
         if sync {
             sync_dir(&dir);
         }

@@ -371,6 +371,38 @@ pub enum ErrorKind {
         /// Why: read-only, or another owner.
         why: String,
     },
+    /// An [`ArrayWriter`](crate::ArrayWriter)'s journal says blocks were begun and never
+    /// committed: a writer was killed (or failed) in the middle of them, or is still writing
+    /// them. Their elements hold some of the new values and some of the old.
+    #[error("{}: {} never committed (a writer was killed or failed while writing, or is still writing; write {} again)", path.display(), blocks_text(blocks), if blocks.len() == 1 { "it" } else { "them" })]
+    Uncommitted {
+        /// The array file.
+        path: PathBuf,
+        /// The blocks, one range per dim of the file each.
+        blocks: Vec<Vec<std::ops::Range<u64>>>,
+    },
+    /// An [`ArrayWriter`](crate::ArrayWriter)'s journal (`NAME.journal` beside the file) is
+    /// damaged: which blocks were committed cannot be told.
+    #[error("{}: damaged block journal: {why}", path.display())]
+    BadJournal {
+        /// The journal.
+        path: PathBuf,
+        /// What is wrong, naming the field or entry.
+        why: String,
+    },
+}
+
+/// `block [0..4, 1..2) was`, `blocks [..), [..) were`.
+fn blocks_text(blocks: &[Vec<std::ops::Range<u64>>]) -> String {
+    let list: Vec<String> = blocks
+        .iter()
+        .map(|b| crate::journal::block_text(b))
+        .collect();
+    if list.len() == 1 {
+        format!("block {} was", list[0])
+    } else {
+        format!("blocks {} were", list.join(", "))
+    }
 }
 
 /// How to react to an [`Error`].

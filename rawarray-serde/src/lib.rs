@@ -108,6 +108,7 @@ pub mod eltype;
 mod error;
 mod fileio;
 pub mod header;
+mod journal;
 pub mod layout;
 mod lock;
 mod mapped;

@@ -1122,6 +1122,11 @@ pub struct Recovery {
 /// It holds the file's exclusive lock while it works: a file a writer is appending to is
 /// refused with [`ErrorKind::Locked`] (its tail is not torn, just not committed yet).
 ///
+/// A file written in blocks by an [`ArrayWriter`](crate::ArrayWriter) has no records to
+/// extend: one whose journal holds a block that was never committed (its writer was killed) is
+/// refused with [`ErrorKind::Uncommitted`], naming the blocks, and left as it is; only writing
+/// those blocks again repairs it.
+///
 /// Works on any uncompressed `.ra` file whose last dim counts records.
 ///
 /// ```
@@ -1186,6 +1191,17 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     let path = path.as_ref();
     let file = open_locked(path)?;
     let mut header = Header::read_from(&mut &file)?;
+    // A file written in blocks (`ArrayWriter`) has no records to extend: a block its journal
+    // says was never committed is reported, and nothing is changed.
+    if let Some(blocks) = crate::journal::uncommitted(path, &file, &header)? {
+        if !blocks.is_empty() {
+            return Err(ErrorKind::Uncommitted {
+                path: path.to_path_buf(),
+                blocks,
+            }
+            .into());
+        }
+    }
     if header.is_compressed() {
         return Err(Error::unsupported(
             "the file is LZ4-compressed: it cannot have been appended to",

@@ -73,15 +73,24 @@ impl Temp {
 
     /// Renames the file over `target` and returns it. An unnamed file is first linked under a
     /// temporary name in its folder (a rename cannot take an unnamed file); if the link or the
-    /// rename fails, nothing is left.
-    pub fn persist(self, target: &Path) -> io::Result<File> {
+    /// rename fails, nothing is left. Unless `clobber`, a file at `target` is never replaced:
+    /// the error is then `AlreadyExists`.
+    pub fn persist(self, target: &Path, clobber: bool) -> io::Result<File> {
+        fn put<F>(t: tempfile::NamedTempFile<F>, target: &Path, clobber: bool) -> io::Result<F> {
+            if clobber {
+                t.persist(target)
+            } else {
+                t.persist_noclobber(target)
+            }
+            .map_err(|e| e.error)
+        }
         match self {
-            Temp::Named(t) => t.persist(target).map_err(|e| e.error),
+            Temp::Named(t) => put(t, target, clobber),
             Temp::Unnamed { file, dir, prefix } => {
                 let linked = named_builder(&prefix).make_in(&dir, |name| link(&file, name));
                 match linked {
                     Ok(named) => {
-                        named.persist(target).map_err(|e| e.error)?;
+                        put(named, target, clobber)?;
                         Ok(file)
                     }
                     // No way to name it (no /proc, no CAP_DAC_READ_SEARCH): copy it.
@@ -91,7 +100,7 @@ impl Temp {
                         copy.as_file()
                             .set_permissions(file.metadata()?.permissions())?;
                         copy.as_file().sync_all()?;
-                        copy.persist(target).map_err(|e| e.error)
+                        put(copy, target, clobber)
                     }
                 }
             }
@@ -105,7 +114,7 @@ impl Temp {
     }
 }
 
-fn named_builder(prefix: &str) -> tempfile::Builder<'_, 'static> {
+pub(crate) fn named_builder(prefix: &str) -> tempfile::Builder<'_, 'static> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(prefix);
     // tempfile creates 0o600 files; ask for what File::create gives (the umask applies).
@@ -181,7 +190,7 @@ mod tests {
         let mut back = String::new();
         t.reopen().unwrap().read_to_string(&mut back).unwrap();
         assert_eq!(back, "new");
-        t.persist(&target).unwrap();
+        t.persist(&target, true).unwrap();
         assert_eq!(std::fs::read(&target).unwrap(), b"new");
         assert_eq!(listing(), 1);
         drop(Temp::create(dir.path(), ".t.ra-tmp-").unwrap());

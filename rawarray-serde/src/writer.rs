@@ -3,14 +3,15 @@
 use std::borrow::Cow;
 use std::fs::File;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::atomic::AtomicFile;
 use crate::data;
 use crate::element::Element;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{stable_header, write_all_at};
 use crate::header::Header;
+use crate::journal::Journal;
 use crate::lock::open_locked_shared;
 use crate::reader::{check_out_len, typed_plan};
 use crate::subset::SubsetPlan;
@@ -37,6 +38,18 @@ use crate::subset::SubsetPlan;
 ///
 /// Only little-endian uncompressed files can be written in place: a big-endian or LZ4 file is
 /// refused with an error saying so.
+///
+/// Of several processes calling [`create`](ArrayWriter::create) on one path at once, exactly
+/// one creates the file; the others are told [`ErrorKind::Locked`](crate::ErrorKind::Locked).
+/// [`open_or_create`](ArrayWriter::open_or_create) is the call for ranks that race: the first
+/// creates the file, the others open it.
+///
+/// Each block is entered in a journal beside the file (`NAME.journal`) before its bytes are
+/// written, and marked committed once they all are, so that a block a killed writer left half
+/// written is known: [`uncommitted_blocks`](ArrayWriter::uncommitted_blocks), `ra info`,
+/// `ra verify FILE.ra` and [`recover`](crate::recover) report it, until the block is written
+/// again. The last writer's [`finish`](ArrayWriter::finish) removes a journal with nothing
+/// uncommitted. (The journal's on-disk form is documented in the crate's `journal` module.)
 ///
 /// Every `ArrayWriter` holds the file's shared advisory lock (`flock`) until it is dropped or
 /// finished: block writers share it, and the crate's exclusive writers (a `RecordWriter`,
@@ -67,53 +80,165 @@ use crate::subset::SubsetPlan;
 pub struct ArrayWriter {
     file: File,
     header: Header,
+    /// The path as given, for the journal and errors.
+    path: PathBuf,
+    journal: Journal,
+    created: bool,
 }
 
 impl ArrayWriter {
     /// Creates (or replaces) the file at `path` for an array of `T` with `dims` (first fastest):
     /// its header, then a data section of zeros, written to a temporary file beside it and
     /// renamed over the path, so no one ever sees a partial file there.
+    ///
+    /// A file no writer holds is replaced (a job run again starts afresh). A file a writer
+    /// holds, or a new path another `create` wins, is [`ErrorKind::Locked`](crate::ErrorKind::Locked).
     pub fn create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
-        if T::PACKED_SIZE == 0 {
-            return Err(Error::unsupported(format!(
-                "{} is zero-sized: a .ra element needs at least one byte",
-                std::any::type_name::<T>()
-            )));
-        }
-        let mut file_dims = Vec::with_capacity(dims.len() + 1);
-        T::inner_dims(&mut file_dims);
-        file_dims.extend_from_slice(dims);
-        let header = Header::new(T::ELTYPE, T::ELBYTE as u64, file_dims)?;
-        ArrayWriter::create_with_header(path.as_ref(), header)
+        ArrayWriter::create_with_header(path.as_ref(), header_for::<T>(dims)?)
     }
 
     /// Creates the file at `path` for the array a little-endian uncompressed `header` describes
     /// (any element type: see [`create`](ArrayWriter::create)).
     pub fn create_with_header(path: impl AsRef<Path>, header: Header) -> Result<ArrayWriter> {
+        ArrayWriter::create_inner(path.as_ref(), header, false)?
+            .ok_or_else(|| unreachable_existing(path.as_ref()))
+    }
+
+    /// Opens the file at `path` if there is one, else creates it as
+    /// [`create`](ArrayWriter::create) would: the call for ranks that race to start one array.
+    /// Exactly one of them creates it ([`created`](ArrayWriter::created) says which); the others
+    /// open the winner's file. An existing file is opened, never replaced, and must hold an
+    /// array of `T` with `dims` (else an error saying what it holds).
+    ///
+    /// ```
+    /// use rawarray_serde::ArrayWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let first = ArrayWriter::open_or_create::<u32>(&path, &[4]).unwrap();
+    /// let second = ArrayWriter::open_or_create::<u32>(&path, &[4]).unwrap();
+    /// assert!(first.created() && !second.created());
+    /// second.write_subset(&[2..4], &[7u32, 8]).unwrap();
+    /// assert!(ArrayWriter::open_or_create::<u32>(&path, &[5]).is_err());
+    /// ```
+    pub fn open_or_create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
+        ArrayWriter::open_or_create_with_header(path, header_for::<T>(dims)?)
+    }
+
+    /// [`open_or_create`](ArrayWriter::open_or_create) for the array `header` describes.
+    pub fn open_or_create_with_header(
+        path: impl AsRef<Path>,
+        header: Header,
+    ) -> Result<ArrayWriter> {
         let path = path.as_ref();
+        // Each turn either opens a file or finds the path free and tries to create one; losing
+        // that race means a file is there now, opened on the next turn.
+        for _ in 0..RACE_TRIES {
+            match ArrayWriter::open(path) {
+                Ok(w) => {
+                    w.check_holds(&header)?;
+                    return Ok(w);
+                }
+                Err(e) if is_not_found(&e) => {}
+                // The winner holds its new file alone until the file's journal is in place: a
+                // moment, unless the machine is loaded; try again rather than fail a rank.
+                Err(e) if matches!(e.kind(), ErrorKind::Locked { .. }) => continue,
+                Err(e) => return Err(e),
+            }
+            match ArrayWriter::create_inner(path, header.clone(), true) {
+                Ok(Some(w)) => return Ok(w),
+                Ok(None) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::Locked { .. }) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Err(ErrorKind::Locked {
+            path: path.to_path_buf(),
+        }
+        .into())
+    }
+
+    /// Creates the file; `None` if `new_only` and a file is at `path` (left alone).
+    fn create_inner(path: &Path, header: Header, new_only: bool) -> Result<Option<ArrayWriter>> {
         header.validate()?;
         check_writable(&header)?;
         // The path's rules for replacing a file: a file another writer holds (block writers
         // included) is not replaced, nor a special file; a new file gets ordinary permissions.
         let mut atomic = AtomicFile::create(path)?;
+        if new_only && atomic.replaces_existing() {
+            return Ok(None);
+        }
         write_all_at(atomic.file(), &header.encode(), 0)?;
         atomic
             .file()
             .set_len(header.encoded_len() as u64 + header.size)?;
         // Not synced: a power cut can lose only this new, still empty array (`finish` syncs).
-        let file = atomic.commit_open_shared(false)?;
-        Ok(ArrayWriter { file, header })
+        // The file comes out exclusively locked: no other writer can use it before its journal
+        // is in place (the journal of a file it replaced, or of a removed one, goes).
+        let file = atomic.commit_open_exclusive_new(false)?;
+        let journal = Journal::attach(path, &file, &header, true)?;
+        // From here block writers share it. Linux turns the lock into a shared one in one step;
+        // where it is two steps, a writer slipping in between is one more block writer.
+        file.try_lock_shared().map_err(|_| ErrorKind::Locked {
+            path: path.to_path_buf(),
+        })?;
+        Ok(Some(ArrayWriter {
+            file,
+            header,
+            path: path.to_path_buf(),
+            journal,
+            created: true,
+        }))
     }
 
     /// Opens a file made by [`ArrayWriter::create`] (or any little-endian uncompressed `.ra`
     /// file) to write blocks into it, from another thread or process. The file must hold its
     /// whole data section.
     pub fn open(path: impl AsRef<Path>) -> Result<ArrayWriter> {
-        let file = open_locked_shared(path.as_ref())?;
+        let path = path.as_ref();
+        let file = open_locked_shared(path)?;
         let header = stable_header(&file)?;
         check_writable(&header)?;
         header.check_input_len(file.metadata()?.len())?;
-        Ok(ArrayWriter { file, header })
+        let journal = Journal::attach(path, &file, &header, false)?;
+        Ok(ArrayWriter {
+            file,
+            header,
+            path: path.to_path_buf(),
+            journal,
+            created: false,
+        })
+    }
+
+    /// Whether this writer created the file (rather than opened it).
+    pub fn created(&self) -> bool {
+        self.created
+    }
+
+    /// The blocks of the file at `path` that were begun and never committed, each as one range
+    /// per dim of the file (first fastest): blocks a writer was killed (or failed) in the
+    /// middle of, or is writing now. Empty for a file every writer finished, and for a file
+    /// not written by an `ArrayWriter`. A damaged journal is an error
+    /// ([`ErrorKind::BadJournal`](crate::ErrorKind::BadJournal)).
+    ///
+    /// ```
+    /// use rawarray_serde::ArrayWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("field.ra");
+    /// let w = ArrayWriter::create::<f32>(&path, &[4, 2]).unwrap();
+    /// w.write_subset(&[0..4, 1..2], &[1.0f32; 4]).unwrap();
+    /// w.finish().unwrap();
+    /// assert!(ArrayWriter::uncommitted_blocks(&path).unwrap().is_empty());
+    /// ```
+    pub fn uncommitted_blocks(path: impl AsRef<Path>) -> Result<Vec<Vec<Range<u64>>>> {
+        let path = path.as_ref();
+        let file = File::open(path).map_err(|e| {
+            Error::from(std::io::Error::new(
+                e.kind(),
+                format!("{}: {e}", path.display()),
+            ))
+        })?;
+        let header = stable_header(&file)?;
+        Ok(crate::journal::uncommitted(path, &file, &header)?.unwrap_or_default())
     }
 
     /// The file's header.
@@ -134,7 +259,7 @@ impl ArrayWriter {
             Some(b) => Cow::Borrowed(b),
             None => Cow::Owned(data::encode_values(values, false)),
         };
-        self.write_runs(&plan, &bytes)
+        self.write_block(&plan, &bytes)
     }
 
     /// Writes the block `ranges` (one per dim of the file) from its little-endian bytes, for
@@ -159,32 +284,122 @@ impl ArrayWriter {
             }
             .into());
         }
-        self.write_runs(&plan, bytes)
+        self.write_block(&plan, bytes)
     }
 
-    fn write_runs(&self, plan: &SubsetPlan, bytes: &[u8]) -> Result<()> {
+    /// Writes the block's runs between its journal entries: begun before the first byte,
+    /// committed after the last. A failed write leaves it begun, and so reported.
+    fn write_block(&self, plan: &SubsetPlan, bytes: &[u8]) -> Result<()> {
         let run = data::to_usize(plan.run_len())?;
-        if run == 0 {
+        if run == 0 || plan.is_empty() {
             return Ok(());
         }
+        // The journal names blocks in the file's dims: a typed plan leaves out the leading
+        // dims its element type holds whole.
+        let lead = self.header.dims.len() - plan.ranges().len();
+        let ranges: Vec<Range<u64>> = self.header.dims[..lead]
+            .iter()
+            .map(|&d| 0..d)
+            .chain(plan.ranges().iter().cloned())
+            .collect();
+        let id = self.journal.begin(&ranges)?;
         let base = self.header.encoded_len() as u64;
         for (r, chunk) in plan.runs().zip(bytes.chunks_exact(run)) {
             write_all_at(&self.file, chunk, base + r.start)?;
         }
-        Ok(())
+        self.journal.end(id, &ranges)
     }
 
-    /// Syncs what this writer wrote (and the file's size) to disk, keeping the writer open.
+    /// Syncs what this writer wrote (and the file's size) to disk, keeping the writer open;
+    /// and the journal, so that after a power cut it still tells its blocks.
     pub fn sync(&self) -> Result<()> {
         self.file.sync_all()?;
-        Ok(())
+        self.journal.sync()
     }
 
     /// Syncs and closes the file. Each process syncs its own writes; once every writer has
     /// finished, the file holds the whole array.
+    ///
+    /// The last writer to finish (no other holds the file) removes the file's journal if every
+    /// block in it was committed. If a block another writer left (killed in the middle) is
+    /// still uncommitted, the journal stays, so the damage stays known, and that last `finish`
+    /// returns [`ErrorKind::Uncommitted`](crate::ErrorKind::Uncommitted) naming the blocks: the
+    /// array is not whole, though this writer's own blocks are synced all the same.
     pub fn finish(self) -> Result<()> {
-        self.sync()
+        self.sync()?;
+        // Taking the exclusive lock gives up the shared one (a failed attempt too): this writer
+        // is done either way. Held, no writer can be using the journal.
+        match self.file.try_lock() {
+            Ok(()) => {
+                let left = self
+                    .journal
+                    .remove_if_clean(&self.path, &self.file, &self.header)?;
+                if left.is_empty() {
+                    return Ok(());
+                }
+                Err(ErrorKind::Uncommitted {
+                    path: self.path,
+                    blocks: left,
+                }
+                .into())
+            }
+            Err(std::fs::TryLockError::WouldBlock) => Ok(()),
+            Err(std::fs::TryLockError::Error(e)) => Err(e.into()),
+        }
     }
+
+    /// An error unless the file holds the array `want` describes.
+    fn check_holds(&self, want: &Header) -> Result<()> {
+        let h = &self.header;
+        if (h.eltype, h.elbyte) != (want.eltype, want.elbyte) {
+            return Err(ErrorKind::TypeMismatch {
+                file_eltype: h.eltype,
+                file_elbyte: h.elbyte,
+                requested: want.type_label(),
+                requested_eltype: want.eltype,
+                requested_elbyte: want.elbyte,
+            }
+            .into());
+        }
+        if h.dims != want.dims {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("{:?} (the array to open or create)", want.dims),
+                found: h.dims.clone(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+/// Turns an `open_or_create` takes (each waiting up to the lock's grace for a file held)
+/// before it gives up: a file held for seconds is another kind of writer's.
+const RACE_TRIES: usize = 16;
+
+/// The header of an array of `T` with `dims`.
+fn header_for<T: Element>(dims: &[u64]) -> Result<Header> {
+    if T::PACKED_SIZE == 0 {
+        return Err(Error::unsupported(format!(
+            "{} is zero-sized: a .ra element needs at least one byte",
+            std::any::type_name::<T>()
+        )));
+    }
+    let mut file_dims = Vec::with_capacity(dims.len() + 1);
+    T::inner_dims(&mut file_dims);
+    file_dims.extend_from_slice(dims);
+    Header::new(T::ELTYPE, T::ELBYTE as u64, file_dims)
+}
+
+fn is_not_found(e: &Error) -> bool {
+    matches!(e.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// `create_inner` returns `None` only when asked for a new file only.
+fn unreachable_existing(path: &Path) -> Error {
+    ErrorKind::Locked {
+        path: path.to_path_buf(),
+    }
+    .into()
 }
 
 /// An error unless blocks of a file with `header` can be written in place.

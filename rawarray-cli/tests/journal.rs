@@ -1,0 +1,188 @@
+//! A block an `ArrayWriter` left half written (issue 24, item 3): a writer SIGKILLed in the
+//! middle of a block is reported by `ra verify FILE.ra`, `ra info` (and `--json`) and
+//! `ra recover`, which changes nothing; a file every writer finished is reported clean; a
+//! damaged journal is reported, not trusted.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rawarray_serde::ArrayWriter;
+use serde_json::Value;
+
+use common::*;
+
+/// Set in the child process: the path of a `[2, N]` u32 array whose row 1 it writes.
+const CHILD: &str = "RAWARRAY_CLI_BLOCK_CHILD";
+
+/// The child role: writes row 1 of the array, one element per run (slow enough to be killed
+/// in the middle). Does nothing unless the parent set `CHILD`.
+#[test]
+fn slow_block_child() {
+    let Ok(path) = std::env::var(CHILD) else {
+        return;
+    };
+    let w = ArrayWriter::open(&path).unwrap();
+    let n = w.header().dims[1];
+    w.write_subset(&[1..2, 0..n], &vec![7u32; n as usize])
+        .unwrap();
+    w.finish().unwrap();
+}
+
+const N: u64 = 1 << 21;
+
+/// A `[2, N]` u32 array whose row 1's writer was SIGKILLed after its first element.
+#[cfg(unix)]
+fn torn_file(path: &Path) {
+    use std::os::unix::fs::FileExt;
+    ArrayWriter::create::<u32>(path, &[2, N])
+        .unwrap()
+        .finish()
+        .unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args(["slow_block_child", "--exact", "--test-threads=1", "--quiet"])
+        .env(CHILD, path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let file = std::fs::File::open(path).unwrap();
+    let mut first = [0u8; 4];
+    let start = Instant::now();
+    // Element (1, 0), after the 64-byte header.
+    while first == [0; 4] {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the child never wrote"
+        );
+        file.read_exact_at(&mut first, 64 + 4).unwrap();
+    }
+    child.kill().unwrap();
+    assert!(!child.wait().unwrap().success());
+}
+
+fn info_json(path: &Path, code: i32) -> Value {
+    let out = ra()
+        .args(["info", "--json"])
+        .arg(path)
+        .assert()
+        .code(code)
+        .get_output()
+        .stdout
+        .clone();
+    serde_json::from_slice(&out).unwrap()
+}
+
+#[cfg(unix)]
+#[test]
+fn a_block_torn_by_a_killed_writer_is_reported_by_verify_info_and_recover() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.ra");
+    torn_file(&path);
+    let before = std::fs::read(&path).unwrap();
+    let block = format!("block [1..2, 0..{N}) was never committed");
+
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        said.starts_with(&format!("{}: FAILED ({block}", path.display())),
+        "{said}"
+    );
+
+    let j = info_json(&path, 1);
+    assert_eq!(
+        j["uncommitted_blocks"],
+        serde_json::json!([[[1, 2], [0, N]]])
+    );
+    assert_eq!(j["journal_error"], Value::Null);
+    let out = ra()
+        .arg("info")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(&format!("journal:     {block}")), "{text}");
+    assert!(String::from_utf8(out.stderr).unwrap().contains(&block));
+
+    // recover reports it and extends nothing: the file is as it was.
+    let err = fails_with_one_line(ra().arg("recover").arg(&path));
+    assert!(err.contains(&block), "{err}");
+    let err = fails_with_one_line(ra().args(["recover", "--force"]).arg(&path));
+    assert!(err.contains(&block), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+
+    // Written again and finished, the file is clean everywhere.
+    let w = ArrayWriter::open(&path).unwrap();
+    w.write_subset(&[1..2, 0..N], &vec![7u32; N as usize])
+        .unwrap();
+    w.finish().unwrap();
+    let said = stdout_of(ra().arg("verify").arg(&path));
+    assert_eq!(said, format!("{}: OK\n", path.display()));
+    let j = info_json(&path, 0);
+    assert_eq!(j["uncommitted_blocks"], serde_json::json!([]));
+    stdout_of(ra().arg("recover").arg(&path));
+}
+
+#[test]
+fn a_finished_file_is_clean_and_a_damaged_journal_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("ok.ra");
+    let w = ArrayWriter::create::<f32>(&path, &[3, 2]).unwrap();
+    w.write_subset(&[0..3, 0..2], &[1.0f32; 6]).unwrap();
+    w.finish().unwrap();
+    assert_eq!(
+        stdout_of(ra().arg("verify").arg(&path)),
+        format!("{}: OK\n", path.display())
+    );
+    assert_eq!(
+        info_json(&path, 0)["uncommitted_blocks"],
+        serde_json::json!([])
+    );
+
+    std::fs::write(dir.path().join("ok.ra.journal"), b"rajournl garbage").unwrap();
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        said.contains("ok.ra.journal: damaged block journal: truncated header"),
+        "{said}"
+    );
+    let j = info_json(&path, 1);
+    assert!(
+        j["journal_error"]
+            .as_str()
+            .unwrap()
+            .contains("truncated header"),
+        "{j}"
+    );
+    let err = fails_with_one_line(ra().arg("recover").arg(&path));
+    assert!(err.contains("damaged block journal"), "{err}");
+
+    // A .ra file cut short fails verify with what is missing.
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_file(dir.path().join("ok.ra.journal")).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() - 4]).unwrap();
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(said.contains("FAILED (truncated"), "{said}");
+}
