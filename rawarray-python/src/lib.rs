@@ -21,9 +21,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{
-    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, ErrorKind, Header,
-    Layout,
-    RecordOptions, Trailer, WriteOptions,
+    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, ErrorKind,
+    Header, Layout, RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(

@@ -504,7 +504,10 @@ mod tests {
         let (_, array) = chains(MAX_LAYOUT_DEPTH + 1);
         for l in [&record, &array] {
             let err = l.validate().unwrap_err().to_string();
-            assert!(err.contains("nests too deep at field 'l0'") || err.contains("items"), "{err}");
+            assert!(
+                err.contains("nests too deep at field 'l0'") || err.contains("items"),
+                "{err}"
+            );
         }
         assert!(reads_back(&chains(50).0).is_err());
     }
