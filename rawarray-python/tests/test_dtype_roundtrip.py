@@ -4,13 +4,18 @@ bytes with a "damaged trailer" warning."""
 
 import string
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 
 import rawarray
+
+# Hypothesis keeps caches in a folder: under the build directory, never where the tests run.
+set_hypothesis_home_dir(str(Path(__file__).resolve().parents[2] / "target" / "tmp" / "hypothesis"))
 
 SCALARS = ["<i1", "<i2", "<i4", "<i8", "<u1", "<u2", "<u4", "<u8", "<f2", "<f4", "<f8",
            "<c8", "<c16", ">i4", ">f8", "|V3"]
@@ -136,7 +141,9 @@ def titled(dt_and_title):
 all_dtypes = st.tuples(dtypes, st.none() | names).map(titled)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# No example database: a failure prints the example that reproduces it.
+@settings(max_examples=300, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(dt=all_dtypes, count=st.integers(0, 3), seed=st.integers(0, 2**32 - 1))
 def test_generated_dtypes_read_back_equal_or_are_refused_up_front(tmp_path, dt, count, seed):
     path = tmp_path / "gen.ra"
@@ -147,5 +154,6 @@ def test_generated_dtypes_read_back_equal_or_are_refused_up_front(tmp_path, dt, 
     if dt.fields is None and arr.ndim == 0:
         arr = arr.reshape(1)
     got = write_or_refuse(path, arr)
+    event("refused up front" if got is None else "read back")
     if got is not None:
         assert_same(got, arr)
