@@ -181,6 +181,17 @@ def test_a_pickled_file_refuses_a_file_that_changed(tmp, change):
     assert str(p) in str(e.value)
 
 
+def test_a_pickled_file_names_its_path_absolutely(tmp, monkeypatch):
+    monkeypatch.chdir(tmp)
+    rawarray.write("rel.ra", np.arange(3))
+    pickled = pickle.dumps(rawarray.open("rel.ra"))
+    (tmp / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp / "elsewhere")
+    g = pickle.loads(pickled)
+    assert g.path == str(tmp / "rel.ra")
+    assert np.array_equal(g.array(), np.arange(3))
+
+
 def test_a_closed_file_does_not_pickle(tmp):
     p = tmp / "a.ra"
     rawarray.write(p, np.zeros(2))

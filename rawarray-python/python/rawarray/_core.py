@@ -117,7 +117,8 @@ class File:
     def __reduce__(self) -> tuple[Any, ...]:
         if self.closed:
             raise ValueError("cannot pickle a closed rawarray.File")
-        return (_reopen, (self.path, self._raw.identity()))
+        # Absolute: the process that unpickles it may run in another folder.
+        return (_reopen, (os.path.abspath(self.path), self._raw.identity()))
 
     # -- metadata --------------------------------------------------------------------------
     @property
