@@ -7,8 +7,9 @@
 
 use std::ffi::{c_int, c_void};
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
-use std::path::PathBuf;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 #[cfg(unix)]
 use std::os::unix::fs::FileExt;
@@ -18,9 +19,10 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyBufferError, PyValueError};
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use rawarray_serde::{
-    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, Header, Layout,
-    RecordOptions, Trailer, WriteOptions,
+    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, ErrorKind,
+    Header, Layout, RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(
@@ -51,11 +53,22 @@ fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
     file.read_exact_at(buf, at)
 }
 
-/// Fills `buf` from `at` (seek, then read).
-#[cfg(not(unix))]
-fn read_exact_at(mut file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
-    file.seek(SeekFrom::Start(at))?;
-    file.read_exact(buf)
+/// Fills `buf` from `at` with positioned reads (no shared cursor: threads share the handle).
+#[cfg(windows)]
+fn read_exact_at(file: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, at) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                at += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
 }
 
 /// Where a [`Buffer`]'s bytes live.
@@ -133,100 +146,124 @@ impl Buffer {
 }
 
 /// An opened `.ra` file: its validated header and trailer, read in O(1) of the file's size.
+///
+/// It holds the descriptor it opened until it is dropped, and every read (map, decode, block,
+/// positioned read) goes through that descriptor: the bytes are those of the file it opened,
+/// with its header, even after another file is renamed over the path.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 struct RawFile {
-    path: PathBuf,
-    header: Header,
+    file: File,
+    /// The library's reader over a duplicate of `file` (the same open file, the same inode):
+    /// the header and trailer of one moment, and blocks.
+    reader: ArrayReader,
     file_len: u64,
-    trailer: Option<Trailer>,
-    trailer_error: Option<String>,
+    /// Device and inode of what was opened (zero where the platform has none).
+    dev: u64,
+    ino: u64,
 }
 
 #[pymethods]
 impl RawFile {
-    /// Reads and validates the header, and finds the trailer from the end of the file.
+    /// Opens the file once, reads and validates its header, and finds the trailer from the end.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<RawFile> {
-        py.detach(|| open_raw(path)).map_err(to_py)
+        py.detach(|| open_raw(&path)).map_err(to_py)
     }
 
     /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
     #[getter]
     fn eltype(&self) -> u64 {
-        self.header.eltype.code()
+        self.header().eltype.code()
     }
 
     /// Bytes per element.
     #[getter]
     fn elbyte(&self) -> u64 {
-        self.header.elbyte
+        self.header().elbyte
     }
 
     /// The dims, first fastest (the file's order; numpy's shape is their reverse).
     #[getter]
     fn dims(&self) -> Vec<u64> {
-        self.header.dims.clone()
+        self.header().dims.clone()
     }
 
     /// The flag bits (1: big-endian, 2: LZ4).
     #[getter]
     fn flags(&self) -> u64 {
-        self.header.flags.bits()
+        self.header().flags.bits()
     }
 
     /// Stored data bytes (compressed length for LZ4 files).
     #[getter]
     fn size(&self) -> u64 {
-        self.header.size
+        self.header().size
+    }
+
+    /// Elements in the array (the product of the dims).
+    #[getter]
+    fn num_elements(&self) -> u64 {
+        self.header().num_elements()
     }
 
     /// Bytes of the header: the data starts here.
     #[getter]
     fn header_len(&self) -> usize {
-        self.header.encoded_len()
+        self.header().encoded_len()
     }
 
     /// The type in words, e.g. `float32`, `complex64`, `user-defined (80 bytes)`.
     #[getter]
     fn type_label(&self) -> String {
-        self.header.type_label()
+        self.header().type_label()
     }
 
     /// The trailer's parameters as JSON, `None` without a trailer.
     #[getter]
     fn params_json(&self) -> Option<String> {
-        self.trailer.as_ref().map(|t| t.params.to_string())
+        self.reader.trailer().map(|t| t.params.to_string())
     }
 
     /// The trailer's record schema as JSON, if any.
     #[getter]
     fn schema_json(&self) -> Option<String> {
-        let schema = self.trailer.as_ref()?.schema.as_ref()?;
+        let schema = self.reader.trailer()?.schema.as_ref()?;
         serde_json::to_string(schema).ok()
     }
 
     /// Why the trailer could not be read, if it is damaged (the data is still readable).
     #[getter]
     fn trailer_error(&self) -> Option<String> {
-        self.trailer_error.clone()
+        self.reader.trailer_error().map(str::to_string)
+    }
+
+    /// What was opened, to tell later whether the path still names the same file unchanged:
+    /// `(device, inode, file length, header bytes)`.
+    fn identity<'py>(&self, py: Python<'py>) -> (u64, u64, u64, Bound<'py, PyBytes>) {
+        (
+            self.dev,
+            self.ino,
+            self.file_len,
+            PyBytes::new(py, &self.header().encode()),
+        )
     }
 
     /// How numpy should see one element: `("dtype", "<f4")`, `("record", json_descr)` for a
     /// record with a valid schema, `("bfloat16", "<u2")`, `("complex32", "<f2")` or
     /// `("void", reason)` for bytes with no numpy type (the reason says why).
     fn element_kind(&self) -> (String, String) {
-        let h = &self.header;
+        let h = self.header();
         if let Some(dt) = h.numpy_dtype() {
             return ("dtype".into(), dt.into());
         }
         match (h.eltype, h.elbyte) {
             (ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
             (ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
-            (ElType::User, _) if self.trailer_error.is_some() => (
+            (ElType::User, _) if self.reader.trailer_error().is_some() => (
                 "void".into(),
                 format!(
                     "the trailer is damaged ({})",
-                    self.trailer_error.as_deref().unwrap_or_default()
+                    self.reader.trailer_error().unwrap_or_default()
                 ),
             ),
             (ElType::User, elbyte) => match self.record_layout() {
@@ -244,18 +281,19 @@ impl RawFile {
         }
     }
 
-    /// The whole file as a read-only memory map (O(1); pages are read when touched).
+    /// The whole file as a read-only memory map of the descriptor opened (O(1); pages are read
+    /// when touched).
     fn map(&self, py: Python<'_>) -> PyResult<Buffer> {
         py.detach(|| -> rawarray_serde::Result<Buffer> {
-            let file = File::open(&self.path)?;
-            let len = file.metadata()?.len();
-            self.header.check_input_len(len)?;
             // SAFETY: the map is read-only and its bytes only ever reach Python as a read-only
-            // buffer. Another process may still change or truncate the file while it is
-            // mapped: changed bytes are seen as such (no Rust reference relies on them being
-            // stable), and a truncation makes later reads of the lost pages fault, as with
-            // numpy's own `np.memmap`; the package documents this for `File.array()`.
-            let map = unsafe { memmap2::Mmap::map(&file)? };
+            // buffer. The file is the one opened (its length checked then against the header);
+            // the library's writers replace a file by renaming a new one over the path, which
+            // leaves this inode's bytes alone, or append after its data. Another program may
+            // still change or truncate it in place while it is mapped: changed bytes are seen
+            // as such (no Rust reference relies on them being stable), and a truncation makes
+            // later reads of the lost pages fault, as with numpy's own `np.memmap`; the package
+            // documents this for `File.array()`.
+            let map = unsafe { memmap2::Mmap::map(&self.file)? };
             Ok(Buffer {
                 bytes: Bytes::Map(map),
             })
@@ -267,10 +305,11 @@ impl RawFile {
     /// (user-defined elements of a big-endian file keep their bytes; see `big_endian_records`).
     fn decode(&self, py: Python<'_>) -> PyResult<Buffer> {
         py.detach(|| -> rawarray_serde::Result<Buffer> {
-            let mut file = File::open(&self.path)?;
-            let end = self.header.encoded_len() as u64 + self.header.size;
-            let mut bytes = Vec::new();
-            (&mut file).take(end).read_to_end(&mut bytes)?;
+            let header = self.header();
+            // The header and data section, which the file held at open (checked then).
+            let end = header.encoded_len() as u64 + header.size;
+            let mut bytes = vec![0u8; usize::try_from(end).map_err(std::io::Error::other)?];
+            read_exact_at(&self.file, &mut bytes, 0)?;
             let array = DynArray::from_bytes(&bytes)?;
             let (_, data, _) = array.into_parts();
             Ok(Buffer {
@@ -285,9 +324,8 @@ impl RawFile {
     /// else, its bytes in the byte order `decode` gives. Errors name the dim that is out of range.
     fn read_block(&self, py: Python<'_>, ranges: Vec<(u64, u64)>) -> PyResult<Buffer> {
         py.detach(|| -> rawarray_serde::Result<Buffer> {
-            let reader = ArrayReader::open(&self.path)?;
             let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
-            let (_, data) = reader.read_subset_bytes(&ranges)?;
+            let (_, data) = self.reader.read_subset_bytes(&ranges)?;
             Ok(Buffer {
                 bytes: Bytes::Owned(data),
             })
@@ -299,31 +337,16 @@ impl RawFile {
     /// is the header's, as the format does not describe them).
     #[getter]
     fn big_endian_records(&self) -> bool {
-        self.header.is_big_endian() && self.header.eltype == ElType::User
+        self.header().is_big_endian() && self.header().eltype == ElType::User
     }
 
     /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
     /// read with one positioned read (for callers that want bytes without a map).
     fn read_data(&self, py: Python<'_>, start: u64, len: u64) -> PyResult<Buffer> {
-        if self.header.is_compressed() {
-            return Err(ra_err(
-                "an LZ4 file is read whole (decode), not by byte range",
-            ));
-        }
-        let end = start
-            .checked_add(len)
-            .filter(|&e| e <= self.header.size)
-            .ok_or_else(|| {
-                ra_err(format!(
-                    "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
-                    self.header.size
-                ))
-            })?;
+        let at = self.data_range(start, len)?;
         py.detach(|| -> rawarray_serde::Result<Buffer> {
-            let mut file = File::open(&self.path)?;
-            file.seek(SeekFrom::Start(self.header.encoded_len() as u64 + start))?;
-            let mut bytes = vec![0u8; (end - start) as usize];
-            file.read_exact(&mut bytes)?;
+            let mut bytes = vec![0u8; len as usize];
+            read_exact_at(&self.file, &mut bytes, at)?;
             Ok(Buffer {
                 bytes: Bytes::Owned(bytes),
             })
@@ -336,37 +359,21 @@ impl RawFile {
     /// result is an ordinary array that owns its memory), with positioned reads and the GIL
     /// released.
     fn read_into(&self, py: Python<'_>, start: u64, out: PyBuffer<u8>) -> PyResult<()> {
-        if self.header.is_compressed() {
-            return Err(ra_err(
-                "an LZ4 file is read whole (decode), not by byte range",
-            ));
-        }
         if out.readonly() || !out.is_c_contiguous() {
             return Err(ra_err("read_into needs a writable, C-contiguous buffer"));
         }
-        let len = out.len_bytes() as u64;
-        if start.checked_add(len).is_none_or(|e| e > self.header.size) {
-            return Err(ra_err(format!(
-                "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
-                self.header.size
-            )));
+        let at = self.data_range(start, out.len_bytes() as u64)?;
+        if out.len_bytes() == 0 {
+            return Ok(()); // an empty buffer may export a null pointer: nothing to read
         }
         // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
         // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
         // thread could touch the array while the GIL is released, as with numpy's own
         // `readinto`; it would see partly read bytes, never memory outside the buffer.
-        if out.len_bytes() == 0 {
-            return Ok(()); // an empty buffer may export a null pointer: nothing to read
-        }
         let bytes: &mut [u8] =
             unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
-        let at = self.header.encoded_len() as u64 + start;
-        py.detach(|| -> rawarray_serde::Result<()> {
-            let file = File::open(&self.path)?;
-            read_exact_at(&file, bytes, at)?;
-            Ok(())
-        })
-        .map_err(to_py)
+        py.detach(|| read_exact_at(&self.file, bytes, at))
+            .map_err(|e| to_py(e.into()))
     }
 
     /// The file's length in bytes when it was opened.
@@ -377,36 +384,60 @@ impl RawFile {
 }
 
 impl RawFile {
+    fn header(&self) -> &Header {
+        self.reader.header()
+    }
+
+    /// The file offset of data bytes `start..start + len` of a plain file, or an error naming
+    /// the data section's size.
+    fn data_range(&self, start: u64, len: u64) -> PyResult<u64> {
+        let header = self.header();
+        if header.is_compressed() {
+            return Err(ra_err(
+                "an LZ4 file is read whole (decode), not by byte range",
+            ));
+        }
+        if start.checked_add(len).is_none_or(|e| e > header.size) {
+            return Err(ra_err(format!(
+                "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
+                header.size
+            )));
+        }
+        Ok(header.encoded_len() as u64 + start)
+    }
+
     /// The trailer's record layout, validated against the header: `Ok(None)` without one,
     /// `Err(why)` when it does not describe these elements.
     fn record_layout(&self) -> Result<Option<Layout>, String> {
-        let Some(layout) = self.trailer.as_ref().and_then(|t| t.schema.clone()) else {
+        let Some(layout) = self.reader.trailer().and_then(|t| t.schema.clone()) else {
             return Ok(None);
         };
         layout
-            .validate_for(self.header.elbyte)
+            .validate_for(self.header().elbyte)
             .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
         Ok(Some(layout))
     }
 }
 
-fn open_raw(path: PathBuf) -> rawarray_serde::Result<RawFile> {
-    let mut file = File::open(&path)?;
-    let header = Header::read_from(&mut file)?;
-    // The length after the header: a record writer appends data before the header that
-    // counts it, so a length taken first could be shorter than what the header describes.
-    let file_len = file.metadata()?.len();
-    header.check_input_len(file_len)?;
-    let (trailer, trailer_error) = match Trailer::read_file(&path) {
-        Ok(t) => (t, None),
-        Err(e) => (None, Some(e.to_string())),
+fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
+    let file = File::open(path)?;
+    let reader = ArrayReader::from_open_file(file.try_clone()?)?;
+    let meta = file.metadata()?;
+    #[cfg(unix)]
+    let (dev, ino) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
     };
+    #[cfg(not(unix))]
+    let (dev, ino) = (0, 0);
     Ok(RawFile {
-        path,
-        header,
-        file_len,
-        trailer,
-        trailer_error,
+        file,
+        reader,
+        // The length after the header: a record writer appends data before the header that
+        // counts it, so a length taken first could be shorter than what the header describes.
+        file_len: meta.len(),
+        dev,
+        ino,
     })
 }
 
@@ -414,8 +445,13 @@ fn open_raw(path: PathBuf) -> rawarray_serde::Result<RawFile> {
 /// structured dtype. `descr_json` is `json.dumps(dtype.str)` for a plain dtype or
 /// `json.dumps(dtype.descr)` for a structured one.
 fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
-    let descr: serde_json::Value = serde_json::from_str(descr_json)
-        .map_err(|e| ra_err(format!("dtype description is not JSON: {e}")))?;
+    // serde_json reads 127 levels: a structured dtype nested deeper than that (two levels per
+    // record) is far past what a record schema holds (MAX_LAYOUT_DEPTH), and is refused as such.
+    let descr: serde_json::Value = serde_json::from_str(descr_json).map_err(|e| {
+        ra_err(format!(
+            "structured dtype cannot be stored as a .ra record: it nests too deep ({e})"
+        ))
+    })?;
     if let Some(s) = descr.as_str() {
         if s == "bfloat16" {
             return Ok((ElType::BFloat16, 2, None));
@@ -448,7 +484,16 @@ fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
             to_py(e)
         }
     })?;
-    Ok((ElType::User, layout.size(), Some(layout)))
+    // The rules every schema read from a file must pass (names, shapes, nesting): a dtype that
+    // breaks one is refused here, before anything is written, rather than written into a file
+    // whose trailer would read back as damaged.
+    let size = layout.validate().map_err(|e| match e.kind() {
+        ErrorKind::BadSchema(why) => ra_err(format!(
+            "structured dtype cannot be stored as a .ra record: {why}"
+        )),
+        _ => to_py(e),
+    })?;
+    Ok((ElType::User, size, Some(layout)))
 }
 
 /// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
@@ -528,9 +573,13 @@ fn write(
 
 /// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
 /// its trailer with the schema and parameters) fed with packed little-endian bytes.
-#[pyclass(module = "rawarray._rawarray")]
+///
+/// Threads may share one: a mutex serializes its calls (each waits for the one before, with the
+/// GIL released), so appends from several threads land whole, one after another.
+#[pyclass(frozen, module = "rawarray._rawarray")]
 struct RecordWriter {
-    inner: Option<DynRecordWriter>,
+    /// `None` once closed.
+    inner: Mutex<Option<DynRecordWriter>>,
 }
 
 #[pymethods]
@@ -566,74 +615,99 @@ impl RecordWriter {
                 }
             })
             .map_err(to_py)?;
-        Ok(RecordWriter { inner: Some(inner) })
+        Ok(RecordWriter {
+            inner: Mutex::new(Some(inner)),
+        })
     }
 
     /// Appends whole records, packed little-endian (C-contiguous bytes); not committed until
     /// `flush`.
-    fn append(&mut self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
+    fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
         if !data.is_c_contiguous() {
             return Err(ra_err("records must be C-contiguous bytes"));
         }
-        let writer = self.writer()?;
         // SAFETY: as in `write`: the buffer is held, contiguous and only read.
         let bytes: &[u8] = if data.len_bytes() == 0 {
             &[] // an empty buffer may export a null pointer, which no slice may hold
         } else {
             unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
         };
-        py.detach(|| writer.append_bytes(bytes)).map_err(to_py)
+        self.with_writer(py, |w| w.append_bytes(bytes))
     }
 
     /// Commits the records appended so far: readers see them, a killed process keeps them.
-    fn flush(&mut self, py: Python<'_>) -> PyResult<()> {
-        let writer = self.writer()?;
-        py.detach(|| writer.flush()).map_err(to_py)
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_writer(py, DynRecordWriter::flush)
     }
 
     /// Commits and syncs: the records survive a power cut too.
-    fn sync(&mut self, py: Python<'_>) -> PyResult<()> {
-        let writer = self.writer()?;
-        py.detach(|| writer.sync()).map_err(to_py)
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_writer(py, DynRecordWriter::sync)
     }
 
     /// Commits, trims the file and releases its lock. Closing twice is allowed.
-    fn close(&mut self, py: Python<'_>) -> PyResult<()> {
-        match self.inner.take() {
-            Some(writer) => py.detach(|| writer.finish()).map(|_| ()).map_err(to_py),
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| match lock(&self.inner).take() {
+            Some(writer) => writer.finish().map(|_| ()),
             None => Ok(()),
-        }
+        })
+        .map_err(to_py)
     }
 
     /// Records appended, committed or not.
-    fn __len__(&self) -> usize {
-        self.inner.as_ref().map_or(0, |w| w.len() as usize)
+    fn __len__(&self, py: Python<'_>) -> usize {
+        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.len() as usize))
     }
 
     /// Records the file's header covers: those of the last flush.
     #[getter]
-    fn flushed_len(&self) -> u64 {
-        self.inner.as_ref().map_or(0, DynRecordWriter::flushed_len)
+    fn flushed_len(&self, py: Python<'_>) -> u64 {
+        py.detach(|| {
+            lock(&self.inner)
+                .as_ref()
+                .map_or(0, DynRecordWriter::flushed_len)
+        })
     }
 
     /// Bytes of one record.
     #[getter]
-    fn record_bytes(&self) -> u64 {
-        self.inner.as_ref().map_or(0, DynRecordWriter::record_bytes)
+    fn record_bytes(&self, py: Python<'_>) -> u64 {
+        py.detach(|| {
+            lock(&self.inner)
+                .as_ref()
+                .map_or(0, DynRecordWriter::record_bytes)
+        })
     }
 
     /// Whether `close` has run.
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner.is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.inner).is_none())
     }
 }
 
+/// The writer's lock. A panic while it was held (a bug) leaves the writer as the library left
+/// it, which the library's own crash safety covers: its state is still usable.
+fn lock(m: &Mutex<Option<DynRecordWriter>>) -> MutexGuard<'_, Option<DynRecordWriter>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 impl RecordWriter {
-    fn writer(&mut self) -> PyResult<&mut DynRecordWriter> {
-        self.inner
-            .as_mut()
-            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"))
+    /// Runs `op` on the open writer, holding its lock, with the GIL released: the lock is taken
+    /// without the GIL, so a thread waiting for it never blocks the thread holding it.
+    fn with_writer<T: Send>(
+        &self,
+        py: Python<'_>,
+        op: impl FnOnce(&mut DynRecordWriter) -> rawarray_serde::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| match lock(&self.inner).as_mut() {
+            Some(w) => op(w).map_err(Some),
+            None => Err(None),
+        })
+        .map_err(|e| match e {
+            Some(e) => to_py(e),
+            None => PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"),
+        })
     }
 }
 

@@ -55,16 +55,25 @@ pub struct Field {
     pub layout: Layout,
 }
 
-/// Deepest nesting of arrays and records a layout may have: a schema read from a file is
-/// walked recursively, so its depth must be bounded (numpy allows 64 sub-array dims in all).
-pub const MAX_LAYOUT_DEPTH: usize = 64;
+/// Deepest nesting a layout may have, in the levels of its JSON form (the trailer's `schema`):
+/// an array's item is one level deeper, a record's fields three (the record's object, its list
+/// of fields, each field's object). A schema read from a file is walked recursively, so its
+/// depth must be bounded; and the trailer's JSON reader (serde_json's) reads at most 127 levels,
+/// two of them the trailer's own object and the innermost scalar's: so every layout that
+/// [`Layout::validate`] accepts is one a trailer reads back. That is 64 sub-array dims (all
+/// numpy allows), or records nested 41 deep.
+pub const MAX_LAYOUT_DEPTH: usize = 125;
+
+/// JSON levels by which a record nests its fields' layouts (see [`MAX_LAYOUT_DEPTH`]).
+const RECORD_LEVELS: usize = 3;
 
 impl Layout {
     /// Checks a layout, as every schema read from a file is checked before use: scalars of a
     /// primitive eltype and a width it has; arrays of at least one item; records of at least
     /// one field, named (uniquely, without quotes, backslashes or control characters) and
     /// packed in order (each field at the offset where the one before ends); nesting at most
-    /// [`MAX_LAYOUT_DEPTH`]; a size that fits in 64 bits. Returns the packed size.
+    /// [`MAX_LAYOUT_DEPTH`] (so that a trailer holding it reads back); a size that fits in 64
+    /// bits. Returns the packed size.
     ///
     /// Every item is then at least one byte, so walking one element's layout visits at most
     /// its size in nodes. A failing layout is [`ErrorKind::BadSchema`], naming the field.
@@ -102,7 +111,8 @@ impl Layout {
     fn check(&self, depth: usize, at: &str) -> Result<u64> {
         if depth > MAX_LAYOUT_DEPTH {
             return Err(bad_schema(format!(
-                "nests deeper than {MAX_LAYOUT_DEPTH} levels at {at}"
+                "nests too deep at {at}: a schema holds {MAX_LAYOUT_DEPTH} levels, one per \
+                 array and {RECORD_LEVELS} per record"
             )));
         }
         match self {
@@ -152,7 +162,9 @@ impl Layout {
                             f.offset
                         )));
                     }
-                    let size = f.layout.check(depth + 1, &format!("field '{name}'"))?;
+                    let size = f
+                        .layout
+                        .check(depth + RECORD_LEVELS, &format!("field '{name}'"))?;
                     end = end
                         .checked_add(size)
                         .ok_or_else(|| bad_schema(format!("field '{name}' ends past 64 bits")))?;
@@ -449,5 +461,54 @@ mod tests {
             rec.numpy_descr(),
             "[('info', '|u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]"
         );
+    }
+
+    /// A record chain `n` records deep, and an array chain `n` arrays deep, over one float.
+    fn chains(n: usize) -> (Layout, Layout) {
+        let mut record = f64::layout();
+        let mut array = f64::layout();
+        for k in 0..n {
+            record = Layout::Record {
+                name: String::new(),
+                fields: vec![Field {
+                    name: format!("l{k}"),
+                    offset: 0,
+                    layout: record,
+                }],
+            };
+            array = Layout::Array {
+                len: 1,
+                item: Box::new(array),
+            };
+        }
+        (record, array)
+    }
+
+    #[test]
+    fn every_layout_validate_accepts_reads_back_from_a_trailer() {
+        let reads_back = |l: &Layout| {
+            let t = crate::Trailer::new(()).unwrap().with_schema(l.clone());
+            let back = crate::Trailer::from_trailing_bytes(&t.encode_block(0));
+            back.map(|t| t.unwrap().schema == Some(l.clone()))
+        };
+        let records = MAX_LAYOUT_DEPTH / RECORD_LEVELS;
+        let (deepest_record, _) = chains(records);
+        let (_, deepest_array) = chains(MAX_LAYOUT_DEPTH);
+        for l in [&deepest_record, &deepest_array] {
+            assert!(l.validate().is_ok());
+            assert!(reads_back(l).unwrap(), "{l:?}");
+        }
+        // One level more is refused up front, naming where (a trailer holding 50 nested
+        // records, which validate once took, was read back as damaged).
+        let (record, _) = chains(records + 1);
+        let (_, array) = chains(MAX_LAYOUT_DEPTH + 1);
+        for l in [&record, &array] {
+            let err = l.validate().unwrap_err().to_string();
+            assert!(
+                err.contains("nests too deep at field 'l0'") || err.contains("items"),
+                "{err}"
+            );
+        }
+        assert!(reads_back(&chains(50).0).is_err());
     }
 }

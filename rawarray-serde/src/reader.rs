@@ -128,6 +128,26 @@ impl ArrayReader {
         ArrayReader::from_file(file, true)
     }
 
+    /// [`ArrayReader::open`] over a file already open: every read is of that file (its inode),
+    /// whatever its path names by then. A caller that holds one descriptor from open to close
+    /// (so that a file renamed over the path cannot mix with the one it opened) builds its
+    /// reader here.
+    ///
+    /// ```
+    /// use rawarray_serde::{ArrayReader, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// RawArray::from_shape_vec(vec![3], vec![1.0f32, 2.0, 3.0]).unwrap().write_file(&path).unwrap();
+    /// let r = ArrayReader::from_open_file(std::fs::File::open(&path).unwrap()).unwrap();
+    /// // A new file renamed over the path does not change what `r` reads.
+    /// RawArray::from_shape_vec(vec![3], vec![7.0f32; 3]).unwrap().write_file(&path).unwrap();
+    /// let a: RawArray<f32> = r.read_all().unwrap();
+    /// assert_eq!(a.as_slice(), &[1.0, 2.0, 3.0]);
+    /// ```
+    pub fn from_open_file(file: File) -> Result<ArrayReader> {
+        ArrayReader::from_file(file, false)
+    }
+
     fn from_file(file: File, map: bool) -> Result<ArrayReader> {
         // The header and the trailer probe of one moment, as `RecordReader` takes them.
         let (header, probe) = snapshot(&file)?;

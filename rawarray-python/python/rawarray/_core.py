@@ -1,0 +1,583 @@
+"""The package's implementation; ``rawarray/__init__.py`` re-exports its public names (those
+of ``__all__``), so that ``dir(rawarray)`` shows the API and nothing else."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import tempfile
+import types
+import warnings
+from typing import Any
+
+import numpy as np
+
+from ._rawarray import Buffer, RaError, RawFile
+from ._rawarray import RecordWriter as _RecordWriter
+from ._rawarray import write as _write
+
+
+
+class RaWarning(UserWarning):
+    """Data read with less meaning than the file intends (raw bits of bfloat16 without
+    ml_dtypes, records whose schema is damaged)."""
+
+
+def _dtype_from_json(descr: Any) -> np.dtype:
+    """A numpy dtype from the JSON form of a dtype description, as the trailer stores it and the
+    library produces it: a string (``"<f8"``), a sub-array ``[base, [shape...]]``, or a record,
+    a list of ``[name, base]`` or ``[name, base, [shape...]]`` fields."""
+    if isinstance(descr, str):
+        return np.dtype(descr)
+    is_subarray = (
+        len(descr) == 2
+        and isinstance(descr[1], list)
+        and descr[1]
+        and all(isinstance(n, int) for n in descr[1])
+    )
+    if is_subarray:
+        return np.dtype((_dtype_from_json(descr[0]), tuple(descr[1])))
+    fields = []
+    for field in descr:
+        name, base = field[0], _dtype_from_json(field[1])
+        fields.append((name, base, tuple(field[2])) if len(field) == 3 else (name, base))
+    return np.dtype(fields)
+
+
+def _element_dtype(raw: RawFile) -> np.dtype:
+    """numpy's dtype for one element of the file, by the library's reading of the header and
+    trailer; see the table in the README."""
+    kind, value = raw.element_kind()
+    if kind == "dtype":
+        return np.dtype(value)
+    if kind == "record":
+        # The library validated the schema against the header; numpy must agree with it too.
+        try:
+            dt = _dtype_from_json(json.loads(value))
+        except (ValueError, TypeError, OverflowError) as e:
+            value = f"the trailer's record schema is damaged: numpy refuses it ({e})"
+        else:
+            if dt.itemsize == raw.elbyte:
+                return dt
+            value = f"the trailer's record schema is damaged: {dt.itemsize} bytes, elbyte is {raw.elbyte}"
+    if kind == "bfloat16":
+        try:
+            import ml_dtypes  # noqa: PLC0415 (optional dependency)
+        except ImportError:
+            warnings.warn(
+                "bfloat16 data is returned as its raw bits (uint16): install ml_dtypes "
+                "(pip install ml-dtypes) for numpy's bfloat16, or view the result as one",
+                RaWarning,
+                stacklevel=3,
+            )
+            return np.dtype(value)
+        return np.dtype(ml_dtypes.bfloat16)
+    if kind == "complex32":
+        return np.dtype([("re", value), ("im", value)])
+    # No numpy type: the element's bytes. Say why when it is damaged metadata.
+    if "damaged" in value:
+        warnings.warn(f"{value}; the elements are returned as bytes", RaWarning, stacklevel=3)
+    return np.dtype(f"V{raw.elbyte}")
+
+
+# What a closed File keeps of its RawFile (every getter that reads no byte of the file).
+_METADATA = ("eltype", "elbyte", "dims", "flags", "size", "num_elements", "header_len",
+             "type_label", "params_json", "schema_json", "trailer_error", "big_endian_records",
+             "file_len")
+
+
+class File:
+    """An opened ``.ra`` file (``rawarray.open``): the header and trailer are read and validated
+    at once, in O(1) of the file's size; the data only when asked for.
+
+    Use it as a context manager. ``array()`` is a read-only view over a memory map (no byte is
+    copied; the view keeps the map alive after the file is closed). Indexing ``f[k]`` or
+    ``f[a:b]`` works along numpy's first axis (the file's last dim: records, snapshots) and reads
+    only those bytes. ``array()`` of an LZ4-compressed or big-endian file decodes it into
+    memory instead; indexing a big-endian file reads just the block.
+    A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
+
+    A ``File`` reads the file it opened: it holds one descriptor from open to close, and the
+    header, the trailer and every byte of data come through it, so a file written over the path
+    meanwhile (``rawarray.write`` renames a new file into place) changes nothing it returns.
+
+    A ``File`` pickles (for another process) as its path and the identity of what it opened:
+    device, inode, length and header. Unpickling opens the path again and raises
+    :class:`RaError` naming the path if it is no longer that file, unchanged.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._raw = RawFile(self.path)
+        self._dtype = _element_dtype(self._raw)
+        self._buffer: Buffer | None = None
+        self.closed = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.closed:
+            raise ValueError("cannot pickle a closed rawarray.File")
+        # Absolute: the process that unpickles it may run in another folder.
+        return (_reopen, (os.path.abspath(self.path), self._raw.identity()))
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header's fields: eltype, elbyte, dims (file order), flags, size (the data
+        section's bytes as stored: compressed for LZ4), header_len."""
+        r = self._raw
+        return {
+            "eltype": r.eltype,
+            "elbyte": r.elbyte,
+            "dims": list(r.dims),
+            "flags": r.flags,
+            "size": r.size,
+            "header_len": r.header_len,
+            "big_endian": bool(r.flags & 1),
+            "compressed": bool(r.flags & 2),
+        }
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """numpy's shape: the file's dims reversed."""
+        return tuple(reversed(self._raw.dims))
+
+    @property
+    def dtype(self) -> np.dtype:
+        """numpy's dtype of one element (structured for records with a schema)."""
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims, as numpy's ``ndim``."""
+        return len(self._raw.dims)
+
+    @property
+    def size(self) -> int:
+        """The number of elements, as numpy's ``size`` (the product of the dims). The header's
+        stored data bytes are ``header["size"]``."""
+        return self._raw.num_elements
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array in memory, as numpy's ``nbytes`` (``size * dtype.itemsize``; for
+        an LZ4 file, more than the ``header["size"]`` bytes stored)."""
+        return self.size * self._dtype.itemsize
+
+    @property
+    def params(self) -> Any:
+        """The trailer's parameters (a dict for record files), or None without a trailer."""
+        p = self._raw.params_json
+        return None if p is None else json.loads(p)
+
+    @property
+    def schema(self) -> Any:
+        """The trailer's record schema (the Rust layout, as JSON), or None."""
+        s = self._raw.schema_json
+        return None if s is None else json.loads(s)
+
+    @property
+    def trailer_error(self) -> str | None:
+        """Why the trailer could not be read, if it is damaged (the data is still readable)."""
+        return self._raw.trailer_error
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise TypeError("a scalar .ra file has no len()")
+        return shape[0]
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<rawarray.File {self.path!r} shape={self.shape} dtype={self.dtype} ({state})>"
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def _plain(self) -> bool:
+        """Whether numpy can view the file's bytes as they are on disk."""
+        return not (self._raw.flags & 3)
+
+    def _mapped(self) -> Buffer:
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if self._buffer is None:
+            self._buffer = self._raw.map() if self._plain else self._raw.decode()
+        return self._buffer
+
+    def _decoded_dtype(self) -> np.dtype:
+        if self._raw.big_endian_records:
+            return self._dtype.newbyteorder(">")
+        return self._dtype
+
+    def array(self, order: str = "C", *, mmap: bool = True) -> np.ndarray:
+        """The whole array: a read-only view over a memory map for plain little-endian files
+        (``mmap=False``: a new, writable array read into memory with positioned reads), decoded
+        into memory (read-only) for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+        if not mmap and self._plain:
+            return self._read_into_memory(order)
+        buf = self._mapped()
+        offset = self._raw.header_len if self._plain else 0
+        dims = list(self._raw.dims)
+        if order == "C":
+            shape, np_order = tuple(reversed(dims)), "C"
+        elif order == "F":
+            shape, np_order = tuple(dims), "F"
+        else:
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        arr = np.ndarray(shape, dtype=self._decoded_dtype(), buffer=buf, offset=offset, order=np_order)
+        arr.flags.writeable = False
+        return arr
+
+    def _read_into_memory(self, order: str) -> np.ndarray:
+        """A new array that owns its memory (numpy allocates it, so large arrays get numpy's
+        huge pages), filled by the library with positioned reads."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        dims = list(self._raw.dims)
+        if order not in ("C", "F"):
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        shape = tuple(reversed(dims)) if order == "C" else tuple(dims)
+        out = np.empty(shape, dtype=self._dtype, order=order)
+        if out.size:
+            flat = (out if order == "C" else out.T).reshape(-1)
+            self._raw.read_into(0, flat.view(np.uint8))
+        return out
+
+    def _block(self, key: Any) -> np.ndarray | None:
+        """``f[key]`` read by the library's ``ArrayReader`` (only the block's bytes), for keys of
+        integers and unit-step slices; None for any other key."""
+        key = key if isinstance(key, tuple) else (key,)
+        shape = self.shape
+        if len(key) > len(shape) or not all(
+            (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
+            or (isinstance(k, slice) and k.step in (None, 1))
+            for k in key
+        ):
+            return None
+        key = key + (slice(None),) * (len(shape) - len(key))
+        ranges, counts, keep = [], [], []
+        for axis, (k, n) in enumerate(zip(key, shape)):
+            if isinstance(k, slice):
+                start, stop, _ = k.indices(n)
+                count = max(stop - start, 0)
+                keep.append(slice(None))
+            else:
+                k = int(k)
+                if k < -n or k >= n:
+                    raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
+                start, count = k % n, 1
+                keep.append(0)
+            ranges.append((start, start + count))
+            counts.append(count)
+        # numpy's axes are the file's dims reversed.
+        buf = self._raw.read_block(list(reversed(ranges)))
+        arr = np.ndarray(tuple(counts), dtype=self._decoded_dtype(), buffer=buf)
+        return arr[tuple(keep)]
+
+    def __getitem__(self, key: Any) -> np.ndarray:
+        """``f[k]``, ``f[a:b]`` (and ``f[k, ...]``): along numpy's first axis, reading only those
+        bytes of a plain file. A big-endian uncompressed file reads any block of integers and
+        unit-step slices (``f[3, 2:5, :]``) through the library's ``ArrayReader``: only the
+        block's bytes, swapped. An LZ4 file is decompressed whole once."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if self.shape and self._raw.flags == 1:
+            block = self._block(key)
+            if block is not None:
+                return block
+        full, rest = key, ()
+        if isinstance(key, tuple):
+            if not key:
+                return self.array()
+            key, rest = key[0], key[1:]
+        shape = self.shape
+        if not shape:
+            raise IndexError("a scalar .ra file cannot be indexed")
+        # bool is an int, but numpy reads True/False as a mask (a new axis), not an index.
+        if not self._plain or isinstance(key, bool) or not isinstance(key, (int, np.integer, slice)):
+            # The whole key on the whole array: `rest` indexes the axes after the first, which
+            # an Ellipsis or a step would move.
+            return self.array()[full]
+        n = shape[0]
+        inner = shape[1:]
+        if isinstance(key, slice):
+            start, stop, step = key.indices(n)
+            if step != 1:
+                return self.array()[full]
+            count = max(stop - start, 0)
+        else:
+            k = int(key)
+            if k < -n or k >= n:
+                raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
+            start, count = k % n, 1
+        per = int(np.prod(inner, dtype=np.int64)) * self._dtype.itemsize
+        buf = self._mapped()
+        arr = np.ndarray((count,) + inner, dtype=self._dtype, buffer=buf,
+                         offset=self._raw.header_len + start * per)
+        arr.flags.writeable = False
+        if not isinstance(key, slice):
+            return arr[0][rest] if rest else arr[0]
+        # The first axis stays: `rest` indexes the ones after it.
+        return arr[(slice(None),) + rest] if rest else arr
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Closes the file's descriptor and drops this object's reference to the map; views
+        already made keep the map alive, and the metadata (shape, dtype, header, params) stays."""
+        self._buffer = None
+        if not self.closed:
+            self._raw = types.SimpleNamespace(**{k: getattr(self._raw, k) for k in _METADATA})
+        self.closed = True
+
+    def __enter__(self) -> "File":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reopen(path: str, identity: tuple[int, int, int, bytes]) -> File:
+    """A pickled :class:`File` opened again: the same path, and the file it named then."""
+    f = File(path)
+    now = f._raw.identity()
+    if now != identity:
+        dev, ino, length, header = identity
+        if (now[0], now[1]) != (dev, ino):
+            why = "another file was put at its path"
+        elif now[2] != length:
+            why = f"its length changed from {length} to {now[2]} bytes"
+        else:
+            why = "its header changed"
+        f.close()
+        raise RaError(f"{path}: the file changed since this rawarray.File was pickled ({why})")
+    return f
+
+
+def open(path: str | os.PathLike[str]) -> File:  # noqa: A001 (the package's public name)
+    """Opens a ``.ra`` file lazily; see :class:`File`.
+
+    >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
+    ...     f.shape, f.dtype, f.params["dt"]
+    ...     energy = f.array()["energy"]                          # a view, no copy
+    ...     last_step = f[-1]                                     # reads one record's bytes
+    """
+    return File(path)
+
+
+def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
+    """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
+    C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
+    files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
+    writable array instead (positioned reads, the GIL released: for files others may truncate,
+    and network filesystems). Compressed or big-endian files are decoded into memory, read-only
+    (``np.array(a)`` makes a writable copy). Raises
+    :class:`RaError` for an invalid file and ``OSError`` for I/O errors."""
+    return File(path).array(order, mmap=mmap)
+
+
+def loads(data: bytes | bytearray | memoryview | np.void, *, order: str = "C") -> np.ndarray:
+    """Decodes one ``.ra`` file held in memory, for instance an element of a file whose
+    elements are themselves ``.ra`` files (which :func:`read` returns as raw bytes,
+    ``V<elbyte>``): ``rawarray.loads(outer[3])``."""
+    raw = data.tobytes() if isinstance(data, np.void) else bytes(data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "element.ra")
+        with builtins.open(path, "wb") as f:
+            f.write(raw)
+        with File(path) as f:
+            return np.array(f.array(order))
+
+
+def _check_storable(dtype: np.dtype, field: str = "") -> None:
+    """Raises :class:`RaError` for what numpy has and ``.ra`` cannot keep: text, fixed-width
+    bytes, objects, dates, and field titles, naming the field. The record rules themselves
+    (names, shapes, nesting) are the library's, checked when the dtype reaches it."""
+    where = f"field '{field}' of " if field else ""
+    if dtype.subdtype is not None:
+        _check_storable(dtype.subdtype[0], field)
+        return
+    if dtype.names is not None:
+        for name in dtype.names:
+            sub, _offset, *title = dtype.fields[name]
+            path = f"{field}.{name}" if field else name
+            if title:
+                raise RaError(
+                    f"field '{path}' of numpy dtype {dtype} has a title ({title[0]!r}): .ra record "
+                    "schemas keep field names only; drop the title, or make it the name"
+                )
+            _check_storable(sub, path)
+        return
+    if dtype.kind == "U":
+        raise RaError(
+            f"{where}numpy dtype {dtype} holds text (kind 'U'), which has no .ra element type: "
+            "strings of varying length come with ragged arrays (rawarray.Ragged)"
+        )
+    if dtype.kind == "S":
+        raise RaError(
+            f"{where}numpy dtype {dtype} holds fixed-width bytes (kind 'S'), which have no .ra "
+            f"element type: store a.view(np.uint8).reshape(a.shape + ({dtype.itemsize},)) and view "
+            f"it back with .view('S{dtype.itemsize}')[..., 0]; byte strings of varying length "
+            "come with ragged arrays (rawarray.Ragged)"
+        )
+    if dtype.hasobject or dtype.kind in "OMm":
+        raise RaError(f"{where}numpy dtype {dtype} (kind '{dtype.kind}') has no .ra element type")
+
+
+def _descr_json(dtype: np.dtype) -> str:
+    """The dtype as the Rust side reads it: a dtype string, ``"bfloat16"``, ``"|V<n>"`` for raw
+    elements, or a structured dtype's ``descr`` as JSON."""
+    if dtype.fields is not None:
+        return json.dumps(_descr_to_json(dtype.descr))
+    if dtype.subdtype is not None:
+        raise RaError(f"numpy dtype {dtype} is a sub-array dtype: give the array its full shape")
+    if dtype.name == "bfloat16":  # ml_dtypes
+        return json.dumps("bfloat16")
+    if dtype.kind == "V":
+        return json.dumps(f"|V{dtype.itemsize}")
+    return json.dumps(dtype.str)
+
+
+def _descr_to_json(descr: Any) -> Any:
+    if isinstance(descr, str):
+        return descr
+    out = []
+    for field in descr:
+        name, base = field[0], _descr_to_json(field[1])
+        out.append([name, base, list(field[2])] if len(field) == 3 else [name, base])
+    return out
+
+
+def _little_endian(dtype: np.dtype) -> np.dtype:
+    """The same dtype in little-endian byte order (a no-op for native dtypes on this machine
+    and for one-byte and raw types)."""
+    if dtype.kind == "V" and dtype.fields is None or dtype.name == "bfloat16":
+        return dtype
+    return dtype.newbyteorder("<")
+
+
+def write(
+    path: str | os.PathLike[str],
+    array: Any,
+    *,
+    params: Any = None,
+    compress: bool = False,
+    order: str = "C",
+) -> None:
+    """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
+    over ``path``: a failed write leaves the old file as it was).
+
+    ``order="C"`` (the default) stores numpy's shape reversed as the dims, ``order="F"`` stores
+    the shape as the dims; either way :func:`read` with the same ``order`` gives the array back.
+    Any numpy array works: non-contiguous and big-endian ones are copied into the file's
+    layout, structured dtypes are stored as records (eltype 0) with their schema in the trailer,
+    and ``params`` (anything ``json.dumps`` accepts) go in the trailer. What could not be read
+    back as written is refused with :class:`RaError` naming the dtype or field, before anything
+    is written: object, date, text (``U``: strings come with ragged arrays) and byte-string
+    (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
+    hold (names with quotes, backslashes or control characters, ``(0,)``-shaped fields, nesting
+    deeper than the library's limit).
+    """
+    arr = np.asarray(array)
+    _check_storable(arr.dtype)
+    if order == "C":
+        dims = list(reversed(arr.shape))
+        arr = np.ascontiguousarray(arr, dtype=_little_endian(arr.dtype))
+    elif order == "F":
+        dims = list(arr.shape)
+        arr = np.asfortranarray(arr, dtype=_little_endian(arr.dtype))
+        arr = arr.T if arr.ndim > 1 else arr  # the same bytes, now C-contiguous
+        arr = np.ascontiguousarray(arr)
+    else:
+        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    params_json = None if params is None else json.dumps(params)
+    data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
+    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress)
+
+
+class RecordWriter:
+    """Appends records to a ``.ra`` file as a simulation runs, through the Rust library's record
+    writer: one writer at a time (an exclusive lock; a second writer gets :class:`RaError`),
+    and a kill at any moment leaves a valid file holding every record of the last ``flush``.
+
+    ``dtype`` is one record's type: a structured dtype (stored as eltype 0 with its schema, so
+    Rust's ``RecordReader`` reads it into a derived struct of the same layout) or a plain one.
+    ``shape`` makes each record an array of that numpy shape (a snapshot per step); the file's
+    dims are then ``shape`` reversed, then the record count, and ``rawarray.read`` gives
+    ``(count,) + shape``. ``params`` (anything ``json.dumps`` takes) go in the trailer.
+    ``mode="a"`` opens an existing file to append (same dtype and shape).
+
+    >>> with rawarray.RecordWriter("run.ra", [("step", "<u8"), ("e", "<f8")], params={"dt": 0.1}) as w:   # doctest: +SKIP
+    ...     for step in range(100):
+    ...         w.append(np.array([(step, -1.0)], dtype=w.dtype))
+    ...         w.flush()                                   # readers see it; a kill keeps it
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        dtype: Any,
+        *,
+        shape: tuple[int, ...] = (),
+        params: Any = None,
+        mode: str = "w",
+    ) -> None:
+        if mode not in ("w", "a"):
+            raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
+        dt = np.dtype(dtype)
+        _check_storable(dt)
+        self.dtype = _little_endian(dt)
+        self.shape = tuple(int(n) for n in shape)
+        self.path = os.fspath(path)
+        params_json = None if params is None else json.dumps(params)
+        self._w = _RecordWriter(
+            self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json, mode == "a"
+        )
+
+    def append(self, records: Any) -> None:
+        """Appends records: an array of shape ``(n,) + shape`` (or ``shape`` for one record) of
+        the writer's dtype, or anything numpy converts to one. Not committed until
+        :meth:`flush`."""
+        arr = np.asarray(records)
+        if arr.dtype != self.dtype:
+            if arr.dtype.fields is not None and self.dtype.fields is not None and \
+                    arr.dtype.names != self.dtype.names:
+                raise RaError(f"records of dtype {arr.dtype} do not match the writer's {self.dtype}")
+            arr = arr.astype(self.dtype)
+        if arr.shape == self.shape:
+            arr = arr.reshape((1,) + self.shape)
+        if arr.shape[1:] != self.shape:
+            raise RaError(f"records of shape {arr.shape[1:]} do not match the writer's {self.shape}")
+        arr = np.ascontiguousarray(arr)
+        if arr.size:
+            self._w.append(arr.reshape(-1).view(np.uint8))
+
+    def flush(self) -> None:
+        """Commits what was appended: readers see it, and a killed process keeps it."""
+        self._w.flush()
+
+    def sync(self) -> None:
+        """Commits and syncs to disk: the records survive a power cut too."""
+        self._w.sync()
+
+    def close(self) -> None:
+        """Commits, trims the file and releases the lock (closing twice is allowed)."""
+        self._w.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._w.closed
+
+    @property
+    def flushed_len(self) -> int:
+        """Records the file's header covers: those of the last flush."""
+        return self._w.flushed_len
+
+    def __len__(self) -> int:
+        return len(self._w)
+
+    def __enter__(self) -> "RecordWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

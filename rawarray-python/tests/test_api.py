@@ -1,0 +1,63 @@
+"""The package's namespace is its API; File's ndim, size and nbytes mean what numpy's do; text
+and byte strings are refused with a message saying where strings are going."""
+
+import numpy as np
+import pytest
+
+import rawarray
+
+
+def test_dir_shows_only_the_api():
+    public = sorted(n for n in dir(rawarray) if not n.startswith("_"))
+    assert public == sorted(rawarray.__all__)
+    for name in ("np", "os", "json", "Any", "Buffer", "RawFile", "warnings", "annotations"):
+        assert not hasattr(rawarray, name), name
+    assert repr(rawarray.File).startswith("<class 'rawarray.File'")
+
+
+@pytest.mark.parametrize("arr,compress", [
+    (np.arange(24, dtype="<f4").reshape(2, 3, 4), False),
+    (np.zeros((2, 3, 40), dtype="<f4"), True),
+    (np.zeros(5, [("id", "<u4"), ("v", "<f8", (3,))]), False),
+    (np.zeros((0, 7), "<i2"), False),
+    (np.array(3.5), False),
+    (np.ones(1000, "<c16"), True),
+])
+def test_file_ndim_size_and_nbytes_are_numpys(tmp, arr, compress):
+    p = tmp / "a.ra"
+    rawarray.write(p, arr, compress=compress)
+    with rawarray.open(p) as f:
+        assert (f.ndim, f.size, f.nbytes) == (arr.ndim, arr.size, arr.nbytes)
+        # The header's data-byte count is the stored one: compressed for LZ4.
+        stored = p.stat().st_size - f.header["header_len"]
+        if f.params is None and f.schema is None:
+            assert f.header["size"] == stored
+        if compress:
+            assert f.header["size"] < arr.nbytes
+
+
+@pytest.mark.parametrize("dt", ["<U5", ">U1", [("name", "<U8"), ("x", "<f8")]])
+def test_text_is_refused_pointing_at_ragged_arrays(tmp, dt):
+    arr = np.zeros(2, dt)
+    with pytest.raises(rawarray.RaError, match="strings of varying length come with ragged arrays"):
+        rawarray.write(tmp / "a.ra", arr)
+    with pytest.raises(rawarray.RaError, match="ragged arrays"):
+        rawarray.RecordWriter(tmp / "b.ra", dt)
+    assert not (tmp / "a.ra").exists() and not (tmp / "b.ra").exists()
+
+
+def test_a_text_field_is_named():
+    with pytest.raises(rawarray.RaError, match="field 'name'"):
+        rawarray.write("never-written.ra", np.zeros(2, [("name", "<U8"), ("x", "<f8")]))
+
+
+def test_byte_strings_are_refused_with_the_way_to_store_them(tmp):
+    arr = np.array([b"abc", b"de", b""], dtype="S3")
+    with pytest.raises(rawarray.RaError, match="kind 'S'") as e:
+        rawarray.write(tmp / "a.ra", arr)
+    assert "rawarray.Ragged" in str(e.value)
+    # The way the message gives stores the bytes and gives them back.
+    as_u8 = arr.view(np.uint8).reshape(arr.shape + (3,))
+    rawarray.write(tmp / "a.ra", as_u8)
+    back = rawarray.read(tmp / "a.ra")
+    assert np.array_equal(np.ascontiguousarray(back).view("S3")[..., 0], arr)
