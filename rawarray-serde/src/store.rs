@@ -142,9 +142,7 @@ impl StoreArrayReader {
                 };
                 let want = 0..FIRST_FETCH.min(object.pinned.size);
                 let mut first = vec![0u8; data::to_usize(want.end)?];
-                object
-                    .receive(got, &[want], &mut first, &counter)
-                    .await?;
+                object.receive(got, &[want], &mut first, &counter).await?;
                 (object, Bytes::from(first))
             }
             // An empty object has no byte 0 to start a range at: say so as for a file.
@@ -171,7 +169,9 @@ impl StoreArrayReader {
             let have = pieces[0].1.len() as u64;
             if have < object_len {
                 let want = TAIL_FETCH.min(object_len - end);
-                let tail = object.bytes(object_len - want..object_len, &counter).await?;
+                let tail = object
+                    .bytes(object_len - want..object_len, &counter)
+                    .await?;
                 pieces.push((object_len - want, tail));
             }
             // A block larger than what was fetched: fetch what the probes missed, and look again.
@@ -368,7 +368,12 @@ struct Object {
 impl Object {
     /// Streams the body of one request over `runs` (ascending, not overlapping) into `dst`,
     /// which holds the runs back to back; the gaps between runs are dropped as they pass.
-    async fn read_runs(&self, runs: &[Range<u64>], dst: &mut [u8], counter: &Counter) -> Result<()> {
+    async fn read_runs(
+        &self,
+        runs: &[Range<u64>],
+        dst: &mut [u8],
+        counter: &Counter,
+    ) -> Result<()> {
         let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
             return Ok(());
         };
@@ -416,7 +421,9 @@ impl Object {
             };
             let chunk_end = at.saturating_add(chunk.len() as u64);
             if chunk_end > span.end {
-                break Err(self.misanswered(&span, format!("more than {} bytes", span.end - span.start)));
+                break Err(
+                    self.misanswered(&span, format!("more than {} bytes", span.end - span.start))
+                );
             }
             while let Some(r) = runs.get(next) {
                 let (from, to) = (r.start.max(at), r.end.min(chunk_end));
@@ -458,10 +465,7 @@ impl Object {
         GetOptions {
             range: Some(GetRange::Bounded(range)),
             if_match: pinned.e_tag.clone(),
-            if_unmodified_since: pinned
-                .e_tag
-                .is_none()
-                .then_some(pinned.last_modified),
+            if_unmodified_since: pinned.e_tag.is_none().then_some(pinned.last_modified),
             version: pinned.version.clone(),
             ..GetOptions::default()
         }

@@ -102,34 +102,35 @@ impl ObjectStore for Hostile {
         let (range, attributes) = (got.range.clone(), got.attributes.clone());
         let asked = range.end - range.start;
         let body = got.into_stream();
-        let body: BoxStream<'static, object_store::Result<Bytes>> =
-            if range.start >= self.short_from.load(Ordering::SeqCst) {
-                // Half the bytes, however the store chunks them.
-                let mut left = asked / 2;
-                body.map(move |chunk| {
-                    chunk.map(|mut c| {
-                        let n = left.min(c.len() as u64);
-                        left -= n;
-                        c.truncate(n as usize);
-                        c
-                    })
+        let body: BoxStream<'static, object_store::Result<Bytes>> = if range.start
+            >= self.short_from.load(Ordering::SeqCst)
+        {
+            // Half the bytes, however the store chunks them.
+            let mut left = asked / 2;
+            body.map(move |chunk| {
+                chunk.map(|mut c| {
+                    let n = left.min(c.len() as u64);
+                    left -= n;
+                    c.truncate(n as usize);
+                    c
                 })
-                .filter(|c| std::future::ready(!matches!(c, Ok(c) if c.is_empty())))
-                .boxed()
-            } else if range.start >= self.endless_from.load(Ordering::SeqCst) {
-                let mut past = 0u64;
-                let zeros = stream::repeat_with(move || {
-                    past += ZEROS.len() as u64;
-                    assert!(
+            })
+            .filter(|c| std::future::ready(!matches!(c, Ok(c) if c.is_empty())))
+            .boxed()
+        } else if range.start >= self.endless_from.load(Ordering::SeqCst) {
+            let mut past = 0u64;
+            let zeros = stream::repeat_with(move || {
+                past += ZEROS.len() as u64;
+                assert!(
                         past <= ENDLESS_LIMIT,
                         "the reader took {past} bytes past the {asked} it asked: an endless body would exhaust its memory"
                     );
-                    Ok(Bytes::from_static(&ZEROS))
-                });
-                body.chain(zeros).boxed()
-            } else {
-                body
-            };
+                Ok(Bytes::from_static(&ZEROS))
+            });
+            body.chain(zeros).boxed()
+        } else {
+            body
+        };
         Ok(GetResult {
             payload: GetResultPayload::Stream(body),
             meta,
@@ -142,7 +143,10 @@ impl ObjectStore for Hostile {
         self.inner.delete(location).await
     }
 
-    fn list(&self, prefix: Option<&StorePath>) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
+    fn list(
+        &self,
+        prefix: Option<&StorePath>,
+    ) -> BoxStream<'static, object_store::Result<ObjectMeta>> {
         self.inner.list(prefix)
     }
 
@@ -437,7 +441,11 @@ fn near_runs_share_a_request_and_far_ones_do_not() {
         .collect();
     assert_eq!(got.as_slice(), want);
     let after = (store.requests.load(Ordering::SeqCst), r.io_stats());
-    assert_eq!(after.0 - before.0, 1, "1200 runs, gaps of 1016 bytes: one request");
+    assert_eq!(
+        after.0 - before.0,
+        1,
+        "1200 runs, gaps of 1016 bytes: one request"
+    );
     // From the first run's start to the last run's end.
     let span = (299 * 4 * 1024 + 3 * 1024 + 16) - 8;
     assert_eq!(after.1.bytes - before.1.bytes, span);
