@@ -348,8 +348,9 @@ impl StoreArrayReader {
         }
         let mut packed = vec![0u8; data::to_usize(self.header.size)?];
         let base = self.header.encoded_len() as u64;
+        let section = base..base + self.header.size;
         self.object
-            .read_runs(&[base..base + self.header.size], &mut packed, &self.counter)
+            .read_runs(std::slice::from_ref(&section), &mut packed, &self.counter)
             .await?;
         let plain = data::decompress(&packed, &self.header)?;
         Ok(self.plain.get_or_init(|| plain))
