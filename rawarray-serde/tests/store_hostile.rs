@@ -22,7 +22,7 @@ use object_store::{
     GetOptions, GetResult, GetResultPayload, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
     PutMultipartOptions, PutOptions, PutPayload, PutResult,
 };
-use rawarray_serde::{DynArray, RawArray, StoreArrayReader, Trailer};
+use rawarray_serde::{DynArray, RawArray, StoreArrayReader, Trailer, WriteOptions};
 
 /// Requests whose range starts at or after this are misanswered; `OFF` never.
 const OFF: u64 = u64::MAX;
@@ -399,6 +399,40 @@ fn a_replaced_object_is_an_error_naming_it() {
         .unwrap();
     let err = rt.block_on(r.read_all::<f32>()).unwrap_err();
     assert_names(&err, &["gone.ra"]);
+}
+
+#[test]
+fn a_compressed_section_is_checked_the_same() {
+    let rt = runtime();
+    let (a, _) = cube();
+    let mut bytes = Vec::new();
+    a.write_to_with(&mut bytes, &WriteOptions::new().compress(true))
+        .unwrap();
+    let store = Hostile::new();
+    put(&rt, &store, "packed.ra", &bytes);
+    let r = rt
+        .block_on(StoreArrayReader::open(store.clone(), "packed.ra"))
+        .unwrap();
+    assert!(r.header().is_compressed());
+    let section = r.header().encoded_len() as u64..bytes.len() as u64;
+    store.short_from.store(0, Ordering::SeqCst);
+    let err = rt.block_on(r.read_all::<f32>()).unwrap_err();
+    assert_names(
+        &err,
+        &[
+            "object packed.ra: the store answered",
+            &format!("for bytes {section:?}"),
+        ],
+    );
+    store.short_from.store(OFF, Ordering::SeqCst);
+    store.endless_from.store(0, Ordering::SeqCst);
+    let err = rt.block_on(r.read_all::<f32>()).unwrap_err();
+    assert_names(&err, &["object packed.ra: the store answered more than"]);
+    store.endless_from.store(OFF, Ordering::SeqCst);
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    put(&rt, &store, "packed.ra", &bytes);
+    let err = rt.block_on(r.read_all::<f32>()).unwrap_err();
+    assert_names(&err, &["object packed.ra changed since it was opened"]);
 }
 
 #[test]
