@@ -151,6 +151,22 @@ fn blocks_from_s3() {
     assert_eq!(r.io_stats().reads, 4, "one request per block");
     let all: RawArray<f32> = rt.block_on(r.read_all()).unwrap();
     assert_eq!(all, a);
+    // Overwritten after open (other bytes, so another ETag): the pinned reader refuses it.
+    let other = RawArray::from_shape_vec(
+        a.dims().to_vec(),
+        a.as_slice().iter().map(|v| v + 1.0).collect(),
+    )
+    .unwrap();
+    rt.block_on(store.put(&"runs/field.ra".into(), PutPayload::from(other.to_bytes())))
+        .unwrap();
+    let err = rt
+        .block_on(r.read_subset::<f32>(&[0..64, 0..32, 9..10]))
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("object runs/field.ra changed since it was opened"),
+        "{err}"
+    );
     // A missing object is NotFound.
     let err = rt
         .block_on(ArrayReader::open_store(store, "runs/missing.ra"))

@@ -1,20 +1,21 @@
 //! Reading `.ra` files and blocks of them from object storage (S3, GCS, Azure, HTTP, local
 //! files) through the `object_store` crate: [`StoreArrayReader`] (feature `object_store`).
 
-use std::cell::Cell;
+use std::cell::RefCell;
+use std::fmt;
 use std::io;
 use std::ops::Range;
 use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
-use object_store::{GetOptions, GetRange, ObjectStore};
+use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
 use crate::array::{element_dims, RawArray};
 use crate::data;
 use crate::element::Element;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{Error, Result};
 use crate::header::{Header, FIXED_HEADER_LEN, MAX_NDIMS};
 use crate::reader::{
     block_header_and_bytes, check_out_len, copy_runs, decode_into_slice, typed_plan, Counter,
@@ -27,14 +28,25 @@ use crate::trailer::{data_end, locate, Probe, Source, Trailer};
 /// header request is never needed), and enough that a small file comes whole in one request.
 const FIRST_FETCH: u64 = 64 << 10;
 
-/// Bytes of the suffix request for the trailer: a trailer block larger than this (params of
-/// more than about 64 KiB of JSON) costs one more request.
+/// Bytes of the request for the end of the object, where the trailer is: a trailer block
+/// larger than this (params of more than about 64 KiB of JSON) costs one more request.
 const TAIL_FETCH: u64 = 64 << 10;
 
-/// Most ranges asked for in one `get_ranges` call, and most bytes, so that a block of a
-/// million tiny runs is fetched in batches whose buffers stay small.
+/// Most runs planned into requests at once, so that a block of a million tiny runs never
+/// holds all their ranges.
 const BATCH_RANGES: usize = 1 << 16;
-const BATCH_BYTES: u64 = 64 << 20;
+
+/// Runs whose gap is at most this are fetched by one request, the gap's bytes dropped as they
+/// stream past: object_store's own choice for `get_ranges`, where a request costs about as
+/// much time as a mebibyte of transfer.
+const COALESCE_GAP: u64 = 1 << 20;
+
+/// Most bytes one request of several runs spans, so that a large block of many runs is
+/// fetched by several requests at once (one run longer than this is still one request).
+const COALESCE_SPAN: u64 = 64 << 20;
+
+/// Requests in flight at once for one block, as in object_store's `get_ranges`.
+const PARALLEL: usize = 10;
 
 const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 
@@ -43,15 +55,23 @@ const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 ///
 /// [`open`](StoreArrayReader::open) costs at most two requests for any file whose trailer is
 /// under 64 KiB: one ranged request for the first 64 KiB (every valid header fits; the whole
-/// file if it is small) and one suffix request for the trailer, only if the file has bytes
-/// after its data that the first did not bring. A block's runs are fetched with `get_ranges`
-/// (which the store may coalesce further), in batches of at most 65536 runs; a block that is
-/// one run (a whole array, or whole leading planes) is streamed into its buffer with one
-/// request. An LZ4 file's data section is fetched with one request and decompressed whole, as
+/// file if it is small) and one for the end of the object, only if the file has bytes after
+/// its data that the first did not bring. A block's runs are fetched by ranged requests, up to
+/// ten at once: runs less than 1 MiB apart share one request (spanning at most 64 MiB), whose
+/// body is streamed into the block's buffer, the bytes between runs dropped as they pass. An
+/// LZ4 file's data section is fetched with one request and decompressed whole, as
 /// [`ArrayReader`](crate::ArrayReader) does.
 ///
-/// The object is assumed not to change while the reader is open; a shorter object than the
-/// header describes is an error (`Truncated`), never a panic.
+/// The server is not trusted. Every body must be exactly the length asked: a shorter or
+/// longer one is an error naming the object and the range, and nothing beyond the range asked
+/// is ever held. The reader is pinned to the object it opened: every request after the first
+/// carries the object's ETag (`If-Match`) and version, if the store gave them, and every
+/// response must describe the same object (size, ETag and version). A store without ETags gets
+/// `If-Unmodified-Since` and must answer with the same size and modification time; an object
+/// replaced by one of the same size within the store's clock resolution (a second, for HTTP
+/// dates) cannot be told apart there. An object overwritten or deleted after open is then an
+/// error naming it, never the new object's bytes read under the old header; a store with
+/// versions (S3 or GCS with versioning on) goes on serving the version that was opened.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
@@ -65,19 +85,22 @@ const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 /// let path = Path::from("data/cube.ra");
 /// store.put(&path, PutPayload::from(a.to_bytes())).await.unwrap();
 ///
-/// let r = StoreArrayReader::open(store, path).await.unwrap();
+/// let r = StoreArrayReader::open(store.clone(), path.clone()).await.unwrap();
 /// assert_eq!(r.header().dims, [4, 3, 2]);
 /// let col: RawArray<f32> = r.read_subset(&[1..3, 2..3, 0..2]).await.unwrap();
 /// assert_eq!(col.as_slice(), &[9.0, 10.0, 21.0, 22.0]);
+///
+/// // Overwritten after open: an error naming the object, not the new bytes.
+/// store.put(&path, PutPayload::from(a.to_bytes())).await.unwrap();
+/// let err = r.read_all::<f32>().await.unwrap_err();
+/// assert!(err.to_string().contains("data/cube.ra changed since it was opened"), "{err}");
 /// # }
 /// ```
 #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
 #[derive(Debug)]
 pub struct StoreArrayReader {
-    store: Arc<dyn ObjectStore>,
-    path: StorePath,
+    object: Object,
     header: Header,
-    object_len: u64,
     trailer: Option<Trailer>,
     trailer_error: Option<String>,
     /// The decompressed data section of an LZ4 file, once fetched.
@@ -98,7 +121,7 @@ impl crate::reader::ArrayReader {
 
 impl StoreArrayReader {
     /// Opens the object at `path`: validates its header and reads its trailer (at most two
-    /// requests; see the type's docs).
+    /// requests; see the type's docs), and pins the reader to this object.
     pub async fn open(
         store: Arc<dyn ObjectStore>,
         path: impl Into<StorePath>,
@@ -109,52 +132,72 @@ impl StoreArrayReader {
             range: Some(GetRange::Bounded(0..FIRST_FETCH)),
             ..GetOptions::default()
         };
-        let (first, object_len) = match store.get_opts(&path, opts).await {
+        // The first response says what the object is; every later request is pinned to it.
+        let (object, first) = match store.get_opts(&path, opts).await {
             Ok(got) => {
-                let len = got.meta.size;
-                (got.bytes().await.map_err(store_error)?, len)
+                let object = Object {
+                    store,
+                    path,
+                    pinned: got.meta.clone(),
+                };
+                let want = 0..FIRST_FETCH.min(object.pinned.size);
+                let mut first = vec![0u8; data::to_usize(want.end)?];
+                object.receive(got, &[want], &mut first, &counter).await?;
+                (object, Bytes::from(first))
             }
             // An empty object has no byte 0 to start a range at: say so as for a file.
             Err(e) => match store.head(&path).await {
-                Ok(meta) if meta.size == 0 => (Bytes::new(), 0),
+                Ok(meta) if meta.size == 0 => {
+                    let object = Object {
+                        store,
+                        path,
+                        pinned: meta,
+                    };
+                    (object, Bytes::new())
+                }
                 _ => return Err(store_error(e)),
             },
         };
-        counter.add(first.len() as u64);
+        let object_len = object.pinned.size;
         let header = Header::decode(&first)?;
         header.check_input_len(object_len)?;
         let end = data_end(&header);
         let mut pieces = vec![(0u64, first)];
         let mut probe = Probe::Absent;
         if object_len > end {
-            // The trailer is found from the end: one suffix request unless the first brought it.
+            // The trailer is found from the end: one more request unless the first brought it.
             let have = pieces[0].1.len() as u64;
             if have < object_len {
                 let want = TAIL_FETCH.min(object_len - end);
-                let tail = fetch(&*store, &path, GetRange::Suffix(want), &counter).await?;
-                pieces.push((object_len - tail.len() as u64, tail));
+                let tail = object
+                    .bytes(object_len - want..object_len, &counter)
+                    .await?;
+                pieces.push((object_len - want, tail));
             }
-            // A block larger than what was fetched: fetch what the probe missed, and look again.
+            // A block larger than what was fetched: fetch what the probes missed, and look again.
             for _ in 0..3 {
                 let missed = {
                     let src = Pieces {
                         pieces: &pieces,
-                        missed: Cell::new(None),
+                        missed: RefCell::new(Vec::new()),
                     };
                     probe = locate(&src, end, object_len);
-                    src.missed.get().map(|(s, e)| s..e)
+                    src.missed.into_inner()
                 };
-                match (&probe, missed) {
-                    (Probe::Valid(_), _) | (_, None) => break,
-                    (_, Some(r)) => {
-                        let r = r.start.max(end)..r.end.min(object_len);
-                        if r.start >= r.end {
-                            break;
-                        }
-                        let got =
-                            fetch(&*store, &path, GetRange::Bounded(r.clone()), &counter).await?;
+                if matches!(probe, Probe::Valid(_)) || missed.is_empty() {
+                    break;
+                }
+                let mut fetched = false;
+                for r in missed {
+                    let r = r.start.max(end)..r.end.min(object_len);
+                    if r.start < r.end {
+                        let got = object.bytes(r.clone(), &counter).await?;
                         pieces.push((r.start, got));
+                        fetched = true;
                     }
+                }
+                if !fetched {
+                    break;
                 }
             }
         }
@@ -164,10 +207,8 @@ impl StoreArrayReader {
             Probe::Valid(block) => (Some(block.trailer), None),
         };
         Ok(StoreArrayReader {
-            store,
-            path,
+            object,
             header,
-            object_len,
             trailer,
             trailer_error,
             plain: OnceLock::new(),
@@ -192,10 +233,11 @@ impl StoreArrayReader {
 
     /// The object's length in bytes, as the store said at open.
     pub fn object_len(&self) -> u64 {
-        self.object_len
+        self.object.pinned.size
     }
 
-    /// The requests made so far (open included) and the bytes they brought.
+    /// The requests made so far (open included) and the bytes they brought (the gaps between
+    /// runs that share a request included).
     pub fn io_stats(&self) -> IoStats {
         self.counter.get()
     }
@@ -265,7 +307,7 @@ impl StoreArrayReader {
         decode_into_slice(&bytes, big_endian, out)
     }
 
-    /// Fetches the plan's runs, as stored, into `dst`.
+    /// Fetches the plan's runs, as stored, into `dst`: runs near each other by one request.
     async fn fill(&self, plan: &SubsetPlan, dst: &mut [u8]) -> Result<()> {
         let run = data::to_usize(plan.run_len())?;
         if plan.run_count() == 0 || run == 0 {
@@ -277,79 +319,26 @@ impl StoreArrayReader {
             return Ok(());
         }
         let base = self.header.encoded_len() as u64;
-        if plan.run_count() == 1 {
-            let r = plan.runs().next().expect("one run");
-            return self.stream_into(base + r.start..base + r.end, dst).await;
-        }
-        let mut runs = plan.runs();
-        let mut chunks = dst.chunks_exact_mut(run);
-        let per_batch = usize::try_from(BATCH_BYTES / plan.run_len())
-            .unwrap_or(usize::MAX)
-            .clamp(1, BATCH_RANGES);
+        let mut runs = plan.runs().map(|r| base + r.start..base + r.end);
+        let mut rest = dst;
         loop {
-            let batch: Vec<Range<u64>> = runs
-                .by_ref()
-                .take(per_batch)
-                .map(|r| base + r.start..base + r.end)
-                .collect();
+            let batch: Vec<Range<u64>> = runs.by_ref().take(BATCH_RANGES).collect();
             if batch.is_empty() {
                 return Ok(());
             }
-            let got = self
-                .store
-                .get_ranges(&self.path, &batch)
-                .await
-                .map_err(store_error)?;
-            let bytes: u64 = got.iter().map(|b| b.len() as u64).sum();
-            self.counter.add(bytes);
-            if got.len() != batch.len() {
-                return Err(std::io::Error::other(format!(
-                    "the store answered {} ranges for {} asked",
-                    got.len(),
-                    batch.len()
-                ))
-                .into());
+            let mut requests = Vec::new();
+            for group in coalesce(&batch, COALESCE_GAP, COALESCE_SPAN) {
+                let group = &batch[group];
+                // The block's buffer holds the runs back to back, in the plan's order.
+                let (mine, more) = std::mem::take(&mut rest).split_at_mut(group.len() * run);
+                rest = more;
+                requests.push(self.object.read_runs(group, mine, &self.counter));
             }
-            for ((r, b), chunk) in batch.iter().zip(&got).zip(chunks.by_ref()) {
-                if b.len() != chunk.len() {
-                    return Err(self.truncated(r.start + b.len() as u64));
-                }
-                chunk.copy_from_slice(b);
-            }
+            futures::stream::iter(requests)
+                .buffer_unordered(PARALLEL)
+                .try_collect::<()>()
+                .await?;
         }
-    }
-
-    /// One ranged request, streamed into `dst` (exactly the range's length).
-    async fn stream_into(&self, range: Range<u64>, dst: &mut [u8]) -> Result<()> {
-        let opts = GetOptions {
-            range: Some(GetRange::Bounded(range.clone())),
-            ..GetOptions::default()
-        };
-        let got = self
-            .store
-            .get_opts(&self.path, opts)
-            .await
-            .map_err(store_error)?;
-        let mut stream = got.into_stream();
-        let mut filled = 0usize;
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(store_error)?;
-            let end = filled + chunk.len();
-            if end > dst.len() {
-                return Err(std::io::Error::other(format!(
-                    "the store answered more than the {} bytes asked",
-                    dst.len()
-                ))
-                .into());
-            }
-            dst[filled..end].copy_from_slice(&chunk);
-            filled = end;
-        }
-        self.counter.add(filled as u64);
-        if filled != dst.len() {
-            return Err(self.truncated(range.start + filled as u64));
-        }
-        Ok(())
     }
 
     /// The decompressed data section, fetched with one request and decompressed on first use.
@@ -359,37 +348,207 @@ impl StoreArrayReader {
         }
         let mut packed = vec![0u8; data::to_usize(self.header.size)?];
         let base = self.header.encoded_len() as u64;
-        self.stream_into(base..base + self.header.size, &mut packed)
+        let section = base..base + self.header.size;
+        self.object
+            .read_runs(std::slice::from_ref(&section), &mut packed, &self.counter)
             .await?;
         let plain = data::decompress(&packed, &self.header)?;
         Ok(self.plain.get_or_init(|| plain))
     }
+}
 
-    /// The error for an object that ended at `at`, inside the data section.
-    fn truncated(&self, at: u64) -> Error {
-        ErrorKind::Truncated {
-            expected: self.header.size,
-            found: at.saturating_sub(self.header.encoded_len() as u64),
+/// The object a reader opened: where it is, and what the store said it was at open, so that
+/// every later request is pinned to it and every response checked against it.
+#[derive(Debug)]
+struct Object {
+    store: Arc<dyn ObjectStore>,
+    path: StorePath,
+    pinned: ObjectMeta,
+}
+
+impl Object {
+    /// Streams the body of one request over `runs` (ascending, not overlapping) into `dst`,
+    /// which holds the runs back to back; the gaps between runs are dropped as they pass.
+    async fn read_runs(
+        &self,
+        runs: &[Range<u64>],
+        dst: &mut [u8],
+        counter: &Counter,
+    ) -> Result<()> {
+        let (Some(first), Some(last)) = (runs.first(), runs.last()) else {
+            return Ok(());
+        };
+        let span = first.start..last.end;
+        if span.is_empty() {
+            return Ok(());
         }
+        let got = self
+            .store
+            .get_opts(&self.path, self.options(span.clone()))
+            .await
+            .map_err(|e| self.error(e))?;
+        self.check_same(&got.meta)?;
+        self.receive(got, runs, dst, counter).await
+    }
+
+    /// `runs`' bytes from a response to the request for their span, which must be exactly
+    /// that span: a longer body is refused at its first byte too many, so an endless one
+    /// costs nothing more than the range asked.
+    async fn receive(
+        &self,
+        got: GetResult,
+        runs: &[Range<u64>],
+        dst: &mut [u8],
+        counter: &Counter,
+    ) -> Result<()> {
+        let span = match (runs.first(), runs.last()) {
+            (Some(first), Some(last)) => first.start..last.end,
+            _ => return Ok(()),
+        };
+        if got.range != span {
+            return Err(self.misanswered(&span, format!("bytes {:?}", got.range)));
+        }
+        let mut body = got.into_stream();
+        // The object offset of the body's next byte, the run it may belong to, and where in
+        // `dst` that run goes.
+        let mut at = span.start;
+        let mut next = 0;
+        let mut out = 0;
+        let result = loop {
+            let chunk = match body.next().await {
+                None => break Ok(()),
+                Some(Err(e)) => break Err(self.error(e)),
+                Some(Ok(chunk)) => chunk,
+            };
+            let chunk_end = at.saturating_add(chunk.len() as u64);
+            if chunk_end > span.end {
+                break Err(
+                    self.misanswered(&span, format!("more than {} bytes", span.end - span.start))
+                );
+            }
+            while let Some(r) = runs.get(next) {
+                let (from, to) = (r.start.max(at), r.end.min(chunk_end));
+                if from < to {
+                    // Offsets within a chunk and within `dst`, both in memory already.
+                    let d = out + (from - r.start) as usize;
+                    let c = (from - at) as usize;
+                    let n = (to - from) as usize;
+                    dst[d..d + n].copy_from_slice(&chunk[c..c + n]);
+                }
+                if r.end > chunk_end {
+                    break;
+                }
+                out += (r.end - r.start) as usize;
+                next += 1;
+            }
+            at = chunk_end;
+        };
+        counter.add(at - span.start);
+        result?;
+        if at != span.end {
+            return Err(self.misanswered(&span, format!("{} bytes", at - span.start)));
+        }
+        Ok(())
+    }
+
+    /// The bytes of `range` (inside the object), by one pinned request.
+    async fn bytes(&self, range: Range<u64>, counter: &Counter) -> Result<Bytes> {
+        let mut buf = vec![0u8; data::to_usize(range.end - range.start)?];
+        self.read_runs(std::slice::from_ref(&range), &mut buf, counter)
+            .await?;
+        Ok(Bytes::from(buf))
+    }
+
+    /// A request for `range` of the pinned object: its ETag as `If-Match` and its version when
+    /// the store gave them; from a store without ETags, its time as `If-Unmodified-Since`.
+    fn options(&self, range: Range<u64>) -> GetOptions {
+        let pinned = &self.pinned;
+        GetOptions {
+            range: Some(GetRange::Bounded(range)),
+            if_match: pinned.e_tag.clone(),
+            if_unmodified_since: pinned.e_tag.is_none().then_some(pinned.last_modified),
+            version: pinned.version.clone(),
+            ..GetOptions::default()
+        }
+    }
+
+    /// Whether a response describes the object opened. Its time is compared only when there
+    /// is no ETag: a store may touch an object's time without changing its bytes.
+    fn check_same(&self, now: &ObjectMeta) -> Result<()> {
+        let was = &self.pinned;
+        if now.size != was.size {
+            return Err(self.changed(format!("{} bytes then, {} now", was.size, now.size)));
+        }
+        if let (Some(then), Some(now)) = (&was.e_tag, &now.e_tag) {
+            if then != now {
+                return Err(self.changed(format!("ETag {then} then, {now} now")));
+            }
+        }
+        if let (Some(then), Some(now)) = (&was.version, &now.version) {
+            if then != now {
+                return Err(self.changed(format!("version {then} then, {now} now")));
+            }
+        }
+        if was.e_tag.is_none() && now.last_modified != was.last_modified {
+            return Err(self.changed(format!(
+                "modified {} then, {} now",
+                was.last_modified, now.last_modified
+            )));
+        }
+        Ok(())
+    }
+
+    /// The store's error for a pinned request; a failed precondition means the object changed.
+    fn error(&self, e: object_store::Error) -> Error {
+        match e {
+            object_store::Error::Precondition { source, .. } => {
+                self.changed(format!("the store refused the pinned request: {source}"))
+            }
+            e => store_error(e),
+        }
+    }
+
+    fn changed(&self, how: impl fmt::Display) -> Error {
+        io::Error::other(format!(
+            "object {} changed since it was opened ({how})",
+            self.path
+        ))
+        .into()
+    }
+
+    /// The error for a response that is not the range asked.
+    fn misanswered(&self, asked: &Range<u64>, found: impl fmt::Display) -> Error {
+        io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!(
+                "object {}: the store answered {found} for bytes {asked:?} ({} asked)",
+                self.path,
+                asked.end - asked.start
+            ),
+        )
         .into()
     }
 }
 
-/// One ranged request's bytes.
-async fn fetch(
-    store: &dyn ObjectStore,
-    path: &StorePath,
-    range: GetRange,
-    counter: &Counter,
-) -> Result<Bytes> {
-    let opts = GetOptions {
-        range: Some(range),
-        ..GetOptions::default()
-    };
-    let got = store.get_opts(path, opts).await.map_err(store_error)?;
-    let bytes = got.bytes().await.map_err(store_error)?;
-    counter.add(bytes.len() as u64);
-    Ok(bytes)
+/// Groups of neighbouring runs that one request each fetches: runs in ascending order at most
+/// `gap` bytes apart, spanning at most `span` bytes (one longer run alone). Index ranges into
+/// `runs`, in order, covering each run once; runs out of order or overlapping start new groups.
+fn coalesce(runs: &[Range<u64>], gap: u64, span: u64) -> Vec<Range<usize>> {
+    let mut groups = Vec::new();
+    let mut start = 0;
+    for i in 1..=runs.len() {
+        let joins = runs.get(i).is_some_and(|next| {
+            let prev = &runs[i - 1];
+            next.start >= prev.end
+                && next.start - prev.end <= gap
+                && next.end - runs[start].start <= span
+        });
+        if !joins {
+            groups.push(start..i);
+            start = i;
+        }
+    }
+    groups
 }
 
 /// An object store's error as an I/O error (`NotFound` stays `NotFound`).
@@ -401,7 +560,7 @@ fn store_error(e: object_store::Error) -> Error {
 /// outside them fails and is remembered, so the caller can fetch it and look again.
 struct Pieces<'a> {
     pieces: &'a [(u64, Bytes)],
-    missed: Cell<Option<(u64, u64)>>,
+    missed: RefCell<Vec<Range<u64>>>,
 }
 
 impl Source for Pieces<'_> {
@@ -415,11 +574,31 @@ impl Source for Pieces<'_> {
                 return Ok(());
             }
         }
-        let missed = match self.missed.get() {
-            Some((s, e)) => (s.min(offset), e.max(end)),
-            None => (offset, end),
-        };
-        self.missed.set(Some(missed));
+        // Each miss is fetched alone: one range over all of them could span the whole object.
+        let mut missed = self.missed.borrow_mut();
+        if !missed.iter().any(|m| m.start <= offset && end <= m.end) {
+            missed.push(offset..end);
+        }
         Err(io::ErrorKind::UnexpectedEof.into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::coalesce;
+
+    #[test]
+    fn coalesce_joins_near_runs_within_a_span() {
+        // Gaps of 2, 5, 0 and 1 bytes; gap 3 joins the first two and the last three.
+        let runs = [0..4, 6..8, 13..14, 14..20, 21..22];
+        assert_eq!(coalesce(&runs, 3, 100), [0..2, 2..5]);
+        // A span of 8 bytes holds 0..8 and 13..20, not 13..22.
+        assert_eq!(coalesce(&runs, 3, 8), [0..2, 2..4, 4..5]);
+        // A run longer than the span is a group of its own.
+        assert_eq!(coalesce(&[0..50, 50..51], 0, 10), [0..1, 1..2]);
+        // Gap 0 joins only touching runs; out of order or overlapping runs are never joined.
+        assert_eq!(coalesce(&runs, 0, 100), [0..1, 1..2, 2..4, 4..5]);
+        assert_eq!(coalesce(&[8..9, 0..2, 1..3], 100, 100), [0..1, 1..2, 2..3]);
+        assert_eq!(coalesce(&[], 3, 10), Vec::<std::ops::Range<usize>>::new());
     }
 }
