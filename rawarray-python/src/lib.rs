@@ -216,6 +216,12 @@ impl RawFile {
     /// `("void", reason)` for bytes with no numpy type (the reason says why).
     fn element_kind(&self) -> (String, String) {
         let h = &self.header;
+        // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
+        if let Ok(Some(s @ Layout::Scalar { eltype, .. })) = self.record_layout() {
+            if eltype == h.eltype {
+                return ("dtype".into(), s.numpy_descr_json().as_str().unwrap_or("").into());
+            }
+        }
         if let Some(dt) = h.numpy_dtype() {
             return ("dtype".into(), dt.into());
         }
@@ -417,6 +423,10 @@ fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
     let descr: serde_json::Value = serde_json::from_str(descr_json)
         .map_err(|e| ra_err(format!("dtype description is not JSON: {e}")))?;
     if let Some(s) = descr.as_str() {
+        if rawarray_serde::numpy::is_bool_dtype(s) {
+            let layout = Layout::from_numpy_descr_json(&descr).map_err(to_py)?;
+            return Ok((ElType::Uint, 1, Some(layout)));
+        }
         if s == "bfloat16" {
             return Ok((ElType::BFloat16, 2, None));
         }
@@ -549,7 +559,7 @@ impl RecordWriter {
         append: bool,
     ) -> PyResult<RecordWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
-        let layout = layout.unwrap_or(Layout::Scalar { eltype, elbyte });
+        let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
         let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
         let mut opts = RecordOptions::new().record_dims(record_dims);
         if let Some(p) = params_json {

@@ -12,7 +12,7 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::stable_header;
 use crate::header::{checked_product, Flags, Header};
-use crate::trailer::Trailer;
+use crate::trailer::{data_end, Trailer};
 
 /// The newtype name under which an embedded `.ra` file travels through serde: this module's
 /// `Serialize` impls send a whole file under it, and the serializer and deserializer store it
@@ -270,6 +270,9 @@ impl<T: Element> RawArray<T> {
             w.write_all(&header.encode())?;
             data::write_values(&self.data, opts.big_endian, w)?;
         }
+        if let Some(trailer) = plain_trailer::<T>() {
+            w.write_all(&trailer.encode_block(data_end(&header)))?;
+        }
         w.flush()?;
         Ok(())
     }
@@ -437,10 +440,14 @@ impl DynArray {
 
     /// The untyped form of a typed array.
     pub fn from_typed<T: Element>(array: &RawArray<T>) -> DynArray {
+        let header = array.header();
+        let trailer = plain_trailer::<T>()
+            .map(|t| t.encode_block(data_end(&header)))
+            .unwrap_or_default();
         DynArray {
-            header: array.header(),
+            header,
             data: data::encode_values(array.as_slice(), false),
-            trailer: Vec::new(),
+            trailer,
         }
     }
 
@@ -668,4 +675,15 @@ impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
 
         deserializer.deserialize_newtype_struct(EMBEDDED, EmbeddedVisitor(std::marker::PhantomData))
     }
+}
+
+/// The trailer a plain array of `T` carries: the schema of its base scalar when that has a
+/// logical type (`bool`), so readers see booleans where the header says `u8`; `None` otherwise.
+pub(crate) fn plain_trailer<T: Element>() -> Option<Trailer> {
+    let schema = T::layout().plain_schema()?;
+    Some(
+        Trailer::new(serde_json::Value::Null)
+            .expect("null serializes")
+            .with_schema(schema),
+    )
 }

@@ -27,6 +27,10 @@ pub enum Layout {
         eltype: ElType,
         /// Its size in bytes.
         elbyte: u64,
+        /// What the stored number means beyond its type, if more: [`Logical::Bool`]. Omitted
+        /// from the JSON when `None`, so older readers, which ignore the key, see the number.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logical: Option<Logical>,
     },
     /// `len` consecutive items.
     Array {
@@ -42,6 +46,28 @@ pub enum Layout {
         /// The fields.
         fields: Vec<Field>,
     },
+}
+
+/// A logical type: a meaning given to a scalar's stored number, marked in the schema.
+///
+/// The data stays what the scalar's eltype and elbyte say, so a reader that does not know
+/// the marker still reads true numbers; one that does gives them their meaning.
+///
+/// ```
+/// use rawarray_serde::{ElType, Element, Layout, Logical};
+/// let b = <bool as Element>::layout();
+/// assert_eq!(b, Layout::Scalar { eltype: ElType::Uint, elbyte: 1, logical: Some(Logical::Bool) });
+/// assert_eq!(
+///     serde_json::to_string(&b).unwrap(),
+///     r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"bool"}"#
+/// );
+/// assert_eq!(b.numpy_descr(), "'|b1'");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Logical {
+    /// A boolean: a `uint` of one byte holding 0 (false) or 1 (true); numpy's `?` (`|b1`).
+    Bool,
 }
 
 /// One field of a [`Layout::Record`].
@@ -74,7 +100,7 @@ impl Layout {
     /// let f = |name: &str, offset, elbyte| Field {
     ///     name: name.into(),
     ///     offset,
-    ///     layout: Layout::Scalar { eltype: ElType::Float, elbyte },
+    ///     layout: Layout::scalar(ElType::Float, elbyte),
     /// };
     /// let good = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 8), f("x", 8, 4)] };
     /// assert_eq!(good.validate().unwrap(), 12);
@@ -106,7 +132,21 @@ impl Layout {
             )));
         }
         match self {
-            Layout::Scalar { eltype, elbyte } => {
+            Layout::Scalar {
+                eltype,
+                elbyte,
+                logical,
+            } => {
+                if let Some(l) = logical {
+                    if (*eltype, *elbyte) != (ElType::Uint, 1) {
+                        return Err(bad_schema(format!(
+                            "{at}: logical \"{}\" marks a uint of 1 byte, not eltype {} \
+                             ({eltype}) of {elbyte} bytes",
+                            l.name(),
+                            eltype.code()
+                        )));
+                    }
+                }
                 if *eltype == ElType::User || !eltype.is_valid_elbyte(*elbyte) {
                     return Err(bad_schema(format!(
                         "{at}: a scalar of eltype {} ({eltype}) cannot be {elbyte} bytes \
@@ -205,7 +245,7 @@ impl Layout {
                 let (base, shape) = self.split_shape();
                 Value::Array(vec![base.numpy_descr_json(), Value::from(shape)])
             }
-            Layout::Scalar { eltype, elbyte } => Value::from(scalar_dtype(*eltype, *elbyte)),
+            Layout::Scalar { .. } => Value::from(self.scalar_dtype()),
         }
     }
 
@@ -248,8 +288,13 @@ impl Layout {
             Ok(item)
         };
         match descr {
+            Value::String(s) if numpy::is_bool_dtype(s) => Ok(Layout::Scalar {
+                eltype: ElType::Uint,
+                elbyte: 1,
+                logical: Some(Logical::Bool),
+            }),
             Value::String(s) => match numpy::parse_dtype(s) {
-                Some((eltype, elbyte, false)) => Ok(Layout::Scalar { eltype, elbyte }),
+                Some((eltype, elbyte, false)) => Ok(Layout::scalar(eltype, elbyte)),
                 Some((_, _, true)) => Err(bad(format!(
                     "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
                 ))),
@@ -301,6 +346,53 @@ impl Layout {
         }
     }
 
+    /// A scalar with no logical type.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Element, Layout};
+    /// assert_eq!(Layout::scalar(ElType::Float, 4), f32::layout());
+    /// ```
+    pub fn scalar(eltype: ElType, elbyte: u64) -> Layout {
+        Layout::Scalar {
+            eltype,
+            elbyte,
+            logical: None,
+        }
+    }
+
+    /// The schema a plain (non-record) array of elements of this layout keeps in its trailer:
+    /// its base scalar, when that scalar carries a logical type a reader must be told of
+    /// (`bool`); `None` when the header says all there is. A file of `[bool; 3]` values is a
+    /// `u8` file with one more dim, so its schema is the bool scalar, not the array.
+    ///
+    /// ```
+    /// use rawarray_serde::Element;
+    /// assert_eq!(<[bool; 3]>::layout().plain_schema(), Some(bool::layout()));
+    /// assert_eq!(u8::layout().plain_schema(), None);
+    /// ```
+    pub fn plain_schema(&self) -> Option<Layout> {
+        match self.split_shape().0 {
+            s @ Layout::Scalar {
+                logical: Some(_), ..
+            } => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    /// numpy's name of a scalar layout: `'|b1'` for a bool, raw bytes `V{elbyte}` where numpy
+    /// has no such type.
+    fn scalar_dtype(&self) -> String {
+        match self {
+            Layout::Scalar {
+                logical: Some(Logical::Bool),
+                ..
+            } => "|b1".into(),
+            Layout::Scalar { eltype, elbyte, .. } => numpy::dtype(*eltype, *elbyte)
+                .map_or_else(|| format!("V{elbyte}"), str::to_string),
+            _ => unreachable!("called on scalars only"),
+        }
+    }
+
     /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
     pub(crate) fn split_shape(&self) -> (&Layout, Vec<u64>) {
         let mut shape = Vec::new();
@@ -314,7 +406,7 @@ impl Layout {
 
     fn numpy_base(&self) -> String {
         match self {
-            Layout::Scalar { eltype, elbyte } => format!("'{}'", scalar_dtype(*eltype, *elbyte)),
+            Layout::Scalar { .. } => format!("'{}'", self.scalar_dtype()),
             Layout::Record { fields, .. } => {
                 let items: Vec<String> = fields
                     .iter()
@@ -343,8 +435,13 @@ fn bad_schema(why: String) -> crate::error::Error {
     ErrorKind::BadSchema(why).into()
 }
 
-fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
-    numpy::dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+impl Logical {
+    /// Its name in the schema's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Logical::Bool => "bool",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -354,7 +451,7 @@ mod tests {
 
     #[test]
     fn numpy_descr_json_round_trips_through_from_numpy_descr_json() {
-        let scalar = |eltype, elbyte| Layout::Scalar { eltype, elbyte };
+        let scalar = Layout::scalar;
         let inner = Layout::Record {
             name: String::new(),
             fields: vec![

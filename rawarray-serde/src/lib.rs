@@ -131,7 +131,7 @@ pub use element::Element;
 pub use eltype::ElType;
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header};
-pub use layout::{Field, Layout};
+pub use layout::{Field, Layout, Logical};
 pub use mapped::{ReadMode, RecordReader};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{

@@ -465,7 +465,7 @@ impl ElementSpec {
         layout.validate()?;
         let (base, shape) = layout.split_shape();
         let (eltype, elbyte) = match base {
-            Layout::Scalar { eltype, elbyte } => (*eltype, *elbyte),
+            Layout::Scalar { eltype, elbyte, .. } => (*eltype, *elbyte),
             Layout::Record { .. } => (ElType::User, base.size()),
             Layout::Array { .. } => unreachable!("split_shape strips every array"),
         };

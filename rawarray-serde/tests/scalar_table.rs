@@ -35,10 +35,7 @@ where
     );
     assert_eq!(
         T::layout(),
-        Layout::Scalar {
-            eltype: t.eltype(),
-            elbyte: t.elbyte()
-        },
+        Layout::scalar(t.eltype(), t.elbyte()),
         "{row}"
     );
     let expected_header = Header::new(t.eltype(), t.elbyte(), vec![values.len() as u64]).unwrap();
