@@ -217,10 +217,8 @@ impl RawFile {
     fn element_kind(&self) -> (String, String) {
         let h = &self.header;
         // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
-        if let Ok(Some(s @ Layout::Scalar { eltype, .. })) = self.record_layout() {
-            if eltype == h.eltype {
-                return ("dtype".into(), s.numpy_descr_json().as_str().unwrap_or("").into());
-            }
+        if let Ok(Some(s @ Layout::Scalar { .. })) = self.record_layout() {
+            return ("dtype".into(), s.numpy_descr_json().as_str().unwrap_or("").into());
         }
         if let Some(dt) = h.numpy_dtype() {
             return ("dtype".into(), dt.into());
@@ -383,16 +381,17 @@ impl RawFile {
 }
 
 impl RawFile {
-    /// The trailer's record layout, validated against the header: `Ok(None)` without one,
+    /// The layout of one element by the trailer's schema, checked against the header by the
+    /// library (`Layout::check_header`, as every client checks it): `Ok(None)` without one,
     /// `Err(why)` when it does not describe these elements.
     fn record_layout(&self) -> Result<Option<Layout>, String> {
-        let Some(layout) = self.trailer.as_ref().and_then(|t| t.schema.clone()) else {
+        let Some(schema) = self.trailer.as_ref().and_then(|t| t.schema.as_ref()) else {
             return Ok(None);
         };
-        layout
-            .validate_for(self.header.elbyte)
+        let layout = schema
+            .check_header(&self.header)
             .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
-        Ok(Some(layout))
+        Ok(Some(layout.clone()))
     }
 }
 

@@ -12,7 +12,7 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::stable_header;
 use crate::header::{checked_product, Flags, Header};
-use crate::trailer::{data_end, Trailer};
+use crate::trailer::{data_end, Trailer, Trailing};
 
 /// The newtype name under which an embedded `.ra` file travels through serde: this module's
 /// `Serialize` impls send a whole file under it, and the serializer and deserializer store it
@@ -417,7 +417,7 @@ fn packed_bytes<T: Element>(values: &[T], big_endian: bool) -> Cow<'_, [u8]> {
 pub struct DynArray {
     header: Header,
     data: Vec<u8>,
-    trailer: Vec<u8>,
+    trailer: Trailing,
 }
 
 impl DynArray {
@@ -434,7 +434,7 @@ impl DynArray {
         Ok(DynArray {
             header,
             data,
-            trailer: Vec::new(),
+            trailer: Trailing::default(),
         })
     }
 
@@ -447,7 +447,7 @@ impl DynArray {
         DynArray {
             header,
             data: data::encode_values(array.as_slice(), false),
-            trailer,
+            trailer: Trailing::new(trailer),
         }
     }
 
@@ -463,38 +463,46 @@ impl DynArray {
 
     /// The bytes after the data section, empty if none.
     pub fn trailer_bytes(&self) -> &[u8] {
-        &self.trailer
+        &self.trailer.bytes
     }
 
     /// Replaces the bytes written after the data section.
     pub fn set_trailer_bytes(&mut self, trailer: Vec<u8>) {
-        self.trailer = trailer;
+        self.trailer = Trailing::new(trailer);
     }
 
-    /// The metadata [`Trailer`] in the bytes after the data, `None` if there is none.
+    /// The metadata [`Trailer`] in the bytes after the data, `None` if there is none or it is
+    /// damaged ([`DynArray::trailer_error`] says why), as every reader's `trailer()` answers.
     ///
     /// ```
     /// use rawarray_serde::{DynArray, RawArray, Trailer};
     /// let mut a = DynArray::from_typed(&RawArray::from_vec(vec![1.5f32, 2.5]));
-    /// assert_eq!(a.trailer().unwrap(), None);
+    /// assert_eq!(a.trailer(), None);
     /// a.set_trailer(&Trailer::for_element::<f32>(serde_json::json!({"units": "K"})).unwrap());
     /// let back = DynArray::from_bytes(&a.to_bytes().unwrap()).unwrap();
-    /// assert_eq!(back.trailer().unwrap().unwrap().params["units"], "K");
+    /// assert_eq!(back.trailer().unwrap().params["units"], "K");
+    /// assert_eq!(back.trailer_error(), None);
     /// ```
-    pub fn trailer(&self) -> Result<Option<Trailer>> {
-        Trailer::from_trailing_bytes(&self.trailer)
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.trailer()
+    }
+
+    /// Why the bytes after the data look like a trailer block but cannot be read (torn,
+    /// corrupt, a bad schema), if so; the data is still there.
+    pub fn trailer_error(&self) -> Option<&str> {
+        self.trailer.error()
     }
 
     /// Replaces the bytes after the data section with one trailer block, placed for a file
     /// written little-endian and uncompressed (the block's `at` field names its offset there).
     pub fn set_trailer(&mut self, trailer: &Trailer) {
         let at = (self.header.encoded_len() + self.data.len()) as u64;
-        self.trailer = trailer.encode_block(at);
+        self.trailer = Trailing::new(trailer.encode_block(at));
     }
 
     /// Header, data and trailing bytes.
     pub fn into_parts(self) -> (Header, Vec<u8>, Vec<u8>) {
-        (self.header, self.data, self.trailer)
+        (self.header, self.data, self.trailer.bytes)
     }
 
     /// The same data under new dims with the same number of elements.
@@ -564,7 +572,7 @@ impl DynArray {
         Ok(DynArray {
             header,
             data,
-            trailer,
+            trailer: Trailing::new(trailer),
         })
     }
 
@@ -598,15 +606,16 @@ impl DynArray {
         }
         w.write_all(&header.encode())?;
         w.write_all(&data)?;
-        w.write_all(&self.trailer)?;
+        w.write_all(&self.trailer.bytes)?;
         w.flush()?;
         Ok(())
     }
 
     /// The file's bytes, little-endian and uncompressed, trailing bytes included.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut out =
-            Vec::with_capacity(self.header.encoded_len() + self.data.len() + self.trailer.len());
+        let mut out = Vec::with_capacity(
+            self.header.encoded_len() + self.data.len() + self.trailer.bytes.len(),
+        );
         self.write_to(&mut out)?;
         Ok(out)
     }

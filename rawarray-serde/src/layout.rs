@@ -81,6 +81,24 @@ pub struct Field {
     pub layout: Layout,
 }
 
+/// How strictly an element type must match a file's record schema before the file is read as
+/// that type ([`Layout::check_against`]).
+///
+/// A file without a schema (a plain array, or records written without a trailer) cannot be
+/// checked: it is read whatever the mode, by its header's eltype and elbyte alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SchemaCheck {
+    /// Field names, types and offsets must match; the record's own name may differ (files
+    /// written from numpy have none), and a logical marker (`bool`) may be missing on one side:
+    /// both are reported as notes. The default.
+    #[default]
+    Fields,
+    /// Everything must match, the record's name and logical markers too.
+    Strict,
+    /// No check: the bytes are reinterpreted as the type, for a user who means to.
+    Off,
+}
+
 /// Deepest nesting of arrays and records a layout may have: a schema read from a file is
 /// walked recursively, so its depth must be bounded (numpy allows 64 sub-array dims in all).
 pub const MAX_LAYOUT_DEPTH: usize = 64;
@@ -123,6 +141,44 @@ impl Layout {
             )));
         }
         Ok(())
+    }
+
+    /// Whether this schema, read from a file's trailer, describes the elements its header
+    /// counts: the one check of a schema against a file, which every reader and tool makes
+    /// before trusting it. Its base (under the arrays a record file's inner dims stand for) must
+    /// be a record over user-defined (eltype 0) elements, or a scalar of the header's eltype and
+    /// elbyte (a plain array's `bool` marker); and valid ([`Layout::validate`]) with the
+    /// header's elbyte. Returns that base: the layout of one element the header counts.
+    /// Otherwise [`ErrorKind::BadSchema`], saying what differs.
+    ///
+    /// ```
+    /// use rawarray_serde::{Element, Header, ElType};
+    /// let bools = Header::new(ElType::Uint, 1, vec![4]).unwrap();
+    /// assert_eq!(bool::layout().check_header(&bools).unwrap(), &bool::layout());
+    /// assert_eq!(<[bool; 3]>::layout().check_header(&bools).unwrap(), &bool::layout());
+    /// let floats = Header::new(ElType::Float, 4, vec![4]).unwrap();
+    /// assert!(bool::layout().check_header(&floats).is_err());
+    /// ```
+    pub fn check_header(&self, header: &crate::header::Header) -> Result<&Layout> {
+        let base = self.split_shape().0;
+        let fits = match base {
+            Layout::Record { .. } => header.eltype == ElType::User,
+            Layout::Scalar { eltype, elbyte, .. } => {
+                (*eltype, *elbyte) == (header.eltype, header.elbyte)
+            }
+            Layout::Array { .. } => unreachable!("split_shape strips every array"),
+        };
+        if !fits {
+            return Err(bad_schema(format!(
+                "{} does not describe elements of eltype {} ({}) and elbyte {}",
+                base.describe(),
+                header.eltype.code(),
+                header.eltype,
+                header.elbyte
+            )));
+        }
+        base.validate_for(header.elbyte)?;
+        Ok(base)
     }
 
     fn check(&self, depth: usize, at: &str) -> Result<u64> {
@@ -198,6 +254,63 @@ impl Layout {
                         .ok_or_else(|| bad_schema(format!("field '{name}' ends past 64 bits")))?;
                 }
                 Ok(end)
+            }
+        }
+    }
+
+    /// Checks that `file`, the schema a file stores, describes the same elements as `self`, the
+    /// layout of the type a reader reads them as: the one check every reader and tool makes
+    /// before reading records by a schema. Both are compared as the elements a header counts:
+    /// arrays around them are inner dims, which the header's dims check. Returns notes on differences `mode` allows (a
+    /// record name, a logical marker); a difference it does not allow is
+    /// [`ErrorKind::SchemaMismatch`] naming the field. [`SchemaCheck::Off`] checks nothing.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, ErrorKind, Field, Layout, SchemaCheck};
+    /// let rec = |name: &str, fields: &[&str]| Layout::Record {
+    ///     name: name.into(),
+    ///     fields: fields.iter().enumerate().map(|(i, f)| Field {
+    ///         name: f.to_string(),
+    ///         offset: 4 * i as u64,
+    ///         layout: Layout::scalar(ElType::Float, 4),
+    ///     }).collect(),
+    /// };
+    /// let ours = rec("Point", &["x", "y"]);
+    /// // A file written from numpy: no record name. A note, not an error.
+    /// let notes = ours.check_against(&rec("", &["x", "y"]), SchemaCheck::Fields).unwrap();
+    /// assert_eq!(notes.len(), 1);
+    /// assert!(ours.check_against(&rec("", &["x", "y"]), SchemaCheck::Strict).is_err());
+    /// // Fields swapped: refused, naming the field.
+    /// let err = ours.check_against(&rec("Point", &["y", "x"]), SchemaCheck::Fields).unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::SchemaMismatch { .. }));
+    /// assert!(err.to_string().contains("field 0"), "{err}");
+    /// assert!(ours.check_against(&rec("", &["y", "x"]), SchemaCheck::Off).unwrap().is_empty());
+    /// ```
+    pub fn check_against(&self, file: &Layout, mode: SchemaCheck) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        if mode != SchemaCheck::Off {
+            // Arrays around the elements are the file's inner dims, which its header checks.
+            let (ours, file) = (self.split_shape().0, file.split_shape().0);
+            let who = match ours {
+                Layout::Record { name, .. } if !name.is_empty() => name.as_str(),
+                _ => "the type read",
+            };
+            compare(ours, file, (mode, who), "the element", &mut notes)?;
+        }
+        Ok(notes)
+    }
+
+    /// The layout in words, for messages: `uint16`, `bool`, `[float32; 3]`, `record 'P' (x, y)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Layout::Scalar {
+                logical: Some(l), ..
+            } => l.name().into(),
+            Layout::Scalar { eltype, elbyte, .. } => crate::eltype::type_label(*eltype, *elbyte),
+            Layout::Array { len, item } => format!("[{}; {len}]", item.describe()),
+            Layout::Record { name, fields } => {
+                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                format!("record '{name}' ({})", names.join(", "))
             }
         }
     }
@@ -387,8 +500,9 @@ impl Layout {
                 logical: Some(Logical::Bool),
                 ..
             } => "|b1".into(),
-            Layout::Scalar { eltype, elbyte, .. } => numpy::dtype(*eltype, *elbyte)
-                .map_or_else(|| format!("V{elbyte}"), str::to_string),
+            Layout::Scalar { eltype, elbyte, .. } => {
+                numpy::dtype(*eltype, *elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+            }
             _ => unreachable!("called on scalars only"),
         }
     }
@@ -428,6 +542,106 @@ impl Layout {
             }
             Layout::Array { .. } => self.numpy_descr(),
         }
+    }
+}
+
+/// [`Layout::check_against`]'s walk: `ours` the reader's, `file` the file's, at `at`; `who`
+/// names the type read, for messages.
+fn compare(
+    ours: &Layout,
+    file: &Layout,
+    (mode, who): (SchemaCheck, &str),
+    at: &str,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let differ = |at: &str, file: String, expected: String| -> crate::error::Error {
+        ErrorKind::SchemaMismatch {
+            at: at.to_string(),
+            file,
+            reader: who.to_string(),
+            expected,
+        }
+        .into()
+    };
+    let mismatch = || differ(at, file.describe(), ours.describe());
+    match (ours, file) {
+        (
+            Layout::Scalar {
+                eltype: a,
+                elbyte: na,
+                logical: la,
+            },
+            Layout::Scalar {
+                eltype: b,
+                elbyte: nb,
+                logical: lb,
+            },
+        ) => {
+            if (a, na) != (b, nb) {
+                return Err(mismatch());
+            }
+            if la != lb {
+                // The bytes are the same numbers either way; the marker only names their meaning.
+                if mode == SchemaCheck::Strict {
+                    return Err(mismatch());
+                }
+                notes.push(format!(
+                    "{at}: the file has {}, {who} has {}",
+                    file.describe(),
+                    ours.describe()
+                ));
+            }
+            Ok(())
+        }
+        (Layout::Array { len: a, item: ia }, Layout::Array { len: b, item: ib }) => {
+            if a != b {
+                return Err(mismatch());
+            }
+            compare(ia, ib, (mode, who), &format!("{at}'s items"), notes)
+        }
+        (
+            Layout::Record {
+                name: na,
+                fields: fa,
+            },
+            Layout::Record {
+                name: nb,
+                fields: fb,
+            },
+        ) => {
+            for (i, (x, y)) in fa.iter().zip(fb).enumerate() {
+                if x.name != y.name || x.offset != y.offset {
+                    return Err(differ(
+                        &format!("field {i}"),
+                        format!("'{}' at offset {}", y.name, y.offset),
+                        format!("'{}' at offset {}", x.name, x.offset),
+                    ));
+                }
+                let at = format!("field '{}'", x.name);
+                compare(&x.layout, &y.layout, (mode, who), &at, notes)?;
+            }
+            if fa.len() != fb.len() {
+                return Err(differ(
+                    at,
+                    format!("{} fields", fb.len()),
+                    format!("{} fields", fa.len()),
+                ));
+            }
+            if na != nb {
+                if mode == SchemaCheck::Strict {
+                    return Err(differ(
+                        "the record's name",
+                        format!("'{nb}'"),
+                        format!("'{na}'"),
+                    ));
+                }
+                notes.push(format!(
+                    "the record's name: the file's is '{nb}', {who}'s '{na}' (not compared)"
+                ));
+            }
+            Ok(())
+        }
+        _ => Err(mismatch()),
     }
 }
 

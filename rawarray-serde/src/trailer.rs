@@ -178,6 +178,47 @@ impl Trailer {
     }
 }
 
+/// The bytes after a data section as a [`DynArray`](crate::DynArray) keeps them, and the
+/// trailer they hold, decoded once, on first use: every reader then answers the same way,
+/// `trailer() -> Option<&Trailer>` and `trailer_error() -> Option<&str>`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Trailing {
+    pub bytes: Vec<u8>,
+    decoded: std::sync::OnceLock<std::result::Result<Option<Trailer>, String>>,
+}
+
+impl Trailing {
+    pub fn new(bytes: Vec<u8>) -> Trailing {
+        Trailing {
+            bytes,
+            decoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn decoded(&self) -> &std::result::Result<Option<Trailer>, String> {
+        self.decoded
+            .get_or_init(|| Trailer::from_trailing_bytes(&self.bytes).map_err(|e| e.to_string()))
+    }
+
+    /// The trailer, `None` if there is none or it is damaged.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.decoded().as_ref().ok()?.as_ref()
+    }
+
+    /// Why the bytes look like a trailer but cannot be read, if so.
+    pub fn error(&self) -> Option<&str> {
+        self.decoded().as_ref().err().map(String::as_str)
+    }
+}
+
+impl PartialEq for Trailing {
+    fn eq(&self, other: &Trailing) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Trailing {}
+
 /// Bytes of a block holding `json_len` bytes of JSON.
 pub(crate) fn block_len(json_len: usize) -> usize {
     json_len + 2 * TRAILER_FRAME

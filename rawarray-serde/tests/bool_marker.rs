@@ -48,8 +48,7 @@ fn a_bool_array_is_u8_with_a_bool_schema_in_its_trailer() {
     let mut want = header(2, 1, &[4], 4);
     want.extend_from_slice(&[1, 0, 1, 1]);
     let at = want.len() as u64;
-    let json =
-        format!(r#"{{"version":1,"params":null,"schema":{BOOL_JSON},"numpy_descr":"|b1"}}"#);
+    let json = format!(r#"{{"version":1,"params":null,"schema":{BOOL_JSON},"numpy_descr":"|b1"}}"#);
     want.extend_from_slice(&block(&json, at));
     assert_eq!(bytes, want);
     assert_eq!(RawArray::<bool>::from_bytes(&bytes).unwrap(), a);
@@ -108,16 +107,22 @@ fn record_bool_fields_are_marked() {
             r#"{{"kind":"record","name":"Flagged","fields":[{{"name":"ok","offset":0,"layout":{BOOL_JSON}}},{{"name":"x","offset":1,"layout":{{"kind":"scalar","eltype":"float","elbyte":4}}}},{{"name":"bits","offset":5,"layout":{{"kind":"array","len":3,"item":{BOOL_JSON}}}}}]}}"#
         )
     );
-    assert_eq!(l.numpy_descr(), "[('ok', '|b1'), ('x', '<f4'), ('bits', '|b1', (3,))]");
-    assert_eq!(Layout::from_numpy_descr_json(&l.numpy_descr_json()).unwrap(), {
-        let Layout::Record { fields, .. } = l.clone() else {
-            unreachable!()
-        };
-        Layout::Record {
-            name: String::new(),
-            fields,
+    assert_eq!(
+        l.numpy_descr(),
+        "[('ok', '|b1'), ('x', '<f4'), ('bits', '|b1', (3,))]"
+    );
+    assert_eq!(
+        Layout::from_numpy_descr_json(&l.numpy_descr_json()).unwrap(),
+        {
+            let Layout::Record { fields, .. } = l.clone() else {
+                unreachable!()
+            };
+            Layout::Record {
+                name: String::new(),
+                fields,
+            }
         }
-    });
+    );
     let recs = RawArray::from_vec(vec![Flagged {
         ok: true,
         x: 1.5,
@@ -158,8 +163,7 @@ fn the_marker_is_valid_only_on_one_byte_uints() {
         );
     }
     // An unknown logical type is damage, not a silent number.
-    let bad: Result<Layout, _> = serde_json::from_str(
-        r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"date"}"#,
-    );
+    let bad: Result<Layout, _> =
+        serde_json::from_str(r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"date"}"#);
     assert!(bad.is_err());
 }

@@ -48,7 +48,7 @@ where
     let bytes = to_vec(value).unwrap();
     assert_eq!(bytes, want, "bytes of {value:?}");
     assert_eq!(&from_slice::<T>(&bytes).unwrap(), value);
-    assert_eq!(&from_reader::<_, T>(&bytes[..]).unwrap(), value);
+    assert_eq!(&from_reader::<T>(&bytes[..]).unwrap(), value);
     assert_eq!(&trickled::<T>(&bytes).unwrap(), value);
 }
 
