@@ -567,6 +567,12 @@ impl DynArray {
         if header.is_big_endian() && data::swap_by_eltype(&mut data, header.eltype, header.elbyte) {
             header.flags = header.flags.with(Flags::BIG_ENDIAN, false);
         }
+        let at = (header.encoded_len() + data.len()) as u64;
+        let trailer = if header.is_compressed() {
+            replace_block(trailer, at)
+        } else {
+            trailer
+        };
         header.flags = header.flags.with(Flags::COMPRESSED, false);
         header.size = data.len() as u64;
         Ok(DynArray {
@@ -683,6 +689,18 @@ impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
         }
 
         deserializer.deserialize_newtype_struct(EMBEDDED, EmbeddedVisitor(std::marker::PhantomData))
+    }
+}
+
+/// Trailing bytes that are one trailer block, placed again at `at`: the data end of the
+/// decompressed data, as [`DynArray::set_trailer`] places a block. Anything else (no block, a
+/// damaged one, a writer's spare copy after it) is kept as it is.
+fn replace_block(trailing: Vec<u8>, at: u64) -> Vec<u8> {
+    match Trailer::from_trailing_bytes(&trailing) {
+        Ok(Some(t)) if trailing.len() == crate::trailer::block_len(t.to_json().len()) => {
+            t.encode_block(at)
+        }
+        _ => trailing,
     }
 }
 

@@ -492,6 +492,30 @@ impl Layout {
         }
     }
 
+    /// The same layout with every logical type dropped (a bool becomes its `u8`): the dtype
+    /// readers that predate logical types compute from it, which a trailer's `numpy_descr`
+    /// keeps so that they still find it consistent.
+    pub(crate) fn without_logical(&self) -> Layout {
+        match self {
+            Layout::Scalar { eltype, elbyte, .. } => Layout::scalar(*eltype, *elbyte),
+            Layout::Array { len, item } => Layout::Array {
+                len: *len,
+                item: Box::new(item.without_logical()),
+            },
+            Layout::Record { name, fields } => Layout::Record {
+                name: name.clone(),
+                fields: fields
+                    .iter()
+                    .map(|f| Field {
+                        name: f.name.clone(),
+                        offset: f.offset,
+                        layout: f.layout.without_logical(),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
     /// numpy's name of a scalar layout: `'|b1'` for a bool, raw bytes `V{elbyte}` where numpy
     /// has no such type.
     fn scalar_dtype(&self) -> String {

@@ -79,7 +79,10 @@ pub struct Trailer {
     /// The layout of one element, if known.
     #[serde(default)]
     pub schema: Option<Layout>,
-    /// The numpy dtype of one element as JSON ([`Layout::numpy_descr_json`] of the schema).
+    /// The numpy dtype of one element as JSON ([`Layout::numpy_descr_json`] of the schema),
+    /// with logical types as they are stored (a `bool` is `|u1`): the dtype every reader of
+    /// trailer version 1 computes from the schema, so that one that predates the marker still
+    /// finds the block consistent. The logical dtype (`|b1`) is the schema's.
     #[serde(default)]
     pub numpy_descr: Option<serde_json::Value>,
 }
@@ -114,7 +117,7 @@ impl Trailer {
     /// The same trailer with `schema` and its numpy dtype.
     #[must_use]
     pub fn with_schema(mut self, schema: Layout) -> Trailer {
-        self.numpy_descr = Some(schema.numpy_descr_json());
+        self.numpy_descr = Some(schema.without_logical().numpy_descr_json());
         self.schema = Some(schema);
         self
     }
@@ -456,12 +459,18 @@ fn check_schema(trailer: &Trailer) -> Result<()> {
     };
     schema.validate()?;
     match &trailer.numpy_descr {
-        Some(descr) if *descr != schema.numpy_descr_json() => Err(ErrorKind::BadSchema(format!(
-            "{}: its numpy_descr {descr} is not its dtype {}",
-            schema.numpy_descr(),
-            schema.numpy_descr_json()
-        ))
-        .into()),
+        // The stored dtype, or the logical one a writer may have put there instead.
+        Some(descr)
+            if *descr != schema.without_logical().numpy_descr_json()
+                && *descr != schema.numpy_descr_json() =>
+        {
+            Err(ErrorKind::BadSchema(format!(
+                "{}: its numpy_descr {descr} is not its dtype {}",
+                schema.numpy_descr(),
+                schema.without_logical().numpy_descr_json()
+            ))
+            .into())
+        }
         _ => Ok(()),
     }
 }

@@ -48,7 +48,7 @@ fn a_bool_array_is_u8_with_a_bool_schema_in_its_trailer() {
     let mut want = header(2, 1, &[4], 4);
     want.extend_from_slice(&[1, 0, 1, 1]);
     let at = want.len() as u64;
-    let json = format!(r#"{{"version":1,"params":null,"schema":{BOOL_JSON},"numpy_descr":"|b1"}}"#);
+    let json = format!(r#"{{"version":1,"params":null,"schema":{BOOL_JSON},"numpy_descr":"|u1"}}"#);
     want.extend_from_slice(&block(&json, at));
     assert_eq!(bytes, want);
     assert_eq!(RawArray::<bool>::from_bytes(&bytes).unwrap(), a);
@@ -75,7 +75,8 @@ fn fixed_arrays_of_bool_keep_the_scalar_schema() {
     let bytes = a.to_bytes();
     let t = Trailer::from_file_bytes(&bytes).unwrap().unwrap();
     assert_eq!(t.schema, Some(bool::layout()));
-    assert_eq!(t.numpy_descr, Some(serde_json::json!("|b1")));
+    // The trailer's numpy_descr is the stored dtype, as readers that predate the marker compute it.
+    assert_eq!(t.numpy_descr, Some(serde_json::json!("|u1")));
     assert_eq!(RawArray::<[bool; 2]>::from_bytes(&bytes).unwrap(), a);
 }
 
@@ -166,4 +167,35 @@ fn the_marker_is_valid_only_on_one_byte_uints() {
     let bad: Result<Layout, _> =
         serde_json::from_str(r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"date"}"#);
     assert!(bad.is_err());
+}
+
+#[test]
+fn serde_writes_the_marker_when_every_byte_is_a_bool() {
+    let v = vec![true, false, true, true];
+    let typed = RawArray::from_vec(v.clone()).to_bytes();
+    assert_eq!(rawarray_serde::to_vec(&v).unwrap(), typed);
+    let mut streamed = Vec::new();
+    let mut ser = rawarray_serde::Serializer::new(&mut streamed);
+    serde::Serialize::serialize(&v, &mut ser).unwrap();
+    ser.finish().unwrap();
+    assert_eq!(streamed, typed);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ra");
+    rawarray_serde::to_file(&path, &v).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), typed);
+    assert_eq!(rawarray_serde::from_file::<Vec<bool>>(&path).unwrap(), v);
+    // Rows of bools: [bool; 2] elements are still all bools.
+    let rows = vec![[true, false], [false, false]];
+    assert_eq!(
+        rawarray_serde::to_vec(&rows).unwrap(),
+        RawArray::from_vec(rows).to_bytes()
+    );
+    // A u8 among them: no marker, the header and data alone.
+    let mixed = vec![(true, 7u8), (false, 1)];
+    let bytes = rawarray_serde::to_vec(&mixed).unwrap();
+    assert_eq!(bytes.len(), 48 + 2 * 8 + 4);
+    assert_eq!(Trailer::from_file_bytes(&bytes).unwrap(), None);
+    // u8 numbers alone: no marker.
+    let bytes = rawarray_serde::to_vec(&vec![1u8, 0]).unwrap();
+    assert_eq!(Trailer::from_file_bytes(&bytes).unwrap(), None);
 }
