@@ -342,7 +342,7 @@ where
     let bin = dir.join("bincode.bin");
     rawarray_serde::to_file(&ours, value).unwrap();
     std::fs::write(&bin, bincode().serialize(value).unwrap()).unwrap();
-    assert!(rawarray_serde::from_file::<_, T>(&ours).unwrap() == *value);
+    assert!(rawarray_serde::from_file::<T>(&ours).unwrap() == *value);
     let file_bytes = std::fs::read(&ours).unwrap();
     let mib = file_bytes.len() as f64 / f64::from(1 << 20);
     // Warm the page cache.
@@ -358,7 +358,7 @@ where
             &mut || drop(std::hint::black_box(read_exact_fresh(&ours))),
             &mut || {
                 drop(std::hint::black_box(
-                    rawarray_serde::from_file::<_, T>(&ours).unwrap(),
+                    rawarray_serde::from_file::<T>(&ours).unwrap(),
                 ));
             },
             &mut || drop(std::hint::black_box(from_reader())),

@@ -113,7 +113,7 @@ fn check_foos(path: &Path, written_by: &str) {
     let r = RecordReader::<Foo>::open(path).unwrap();
     assert_eq!(r.len(), 9);
     for i in 0..9u32 {
-        let rec = r.get(i as usize).unwrap()[0].clone();
+        let rec = r.get(i as usize).unwrap().unwrap();
         let mut info = format!("record {i:05}").into_bytes();
         info.resize(12, b'.');
         assert_eq!(&rec.info[..], &info[..12], "record {i}");

@@ -212,7 +212,7 @@ fn failed_path_writes_keep_the_old_file() {
     // And the successes replace it whole.
     to_file(&path, &FailingSeq { n: 3, fail_at: 3 }).unwrap();
     assert_eq!(
-        rawarray_serde::from_file::<_, Vec<f64>>(&path).unwrap(),
+        rawarray_serde::from_file::<Vec<f64>>(&path).unwrap(),
         [0.0, 1.0, 2.0]
     );
     assert_eq!(listing(dir.path()), ["data.ra"]);

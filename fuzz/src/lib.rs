@@ -255,12 +255,12 @@ pub fn from_slice_types(data: &[u8]) {
     // A top-level RawArray reads the whole input as the file, but `to_vec` of one writes a
     // user-defined scalar holding it (noted in the report): compare the reads only.
     let a = from_slice::<RawArray<f32>>(data);
-    let b = from_reader::<_, RawArray<f32>>(Trickle::new(data));
+    let b = from_reader::<RawArray<f32>>(Trickle::new(data));
     agree("RawArray<f32> through serde", &a, &b, RawArray::to_bytes);
     serde_one::<Vec<RawArray<u8>>, _>(data, |v| v.clone());
     // Whatever the dims, `deserialize_any` (what IgnoredAny and self-describing values use).
     let a = from_slice::<serde::de::IgnoredAny>(data).map(|_| ());
-    let b = from_reader::<_, serde::de::IgnoredAny>(Trickle::new(data)).map(|_| ());
+    let b = from_reader::<serde::de::IgnoredAny>(Trickle::new(data)).map(|_| ());
     agree("IgnoredAny", &a, &b, |_| ());
     // The borrowing paths.
     if let Ok(s) = from_slice::<&str>(data) {
@@ -279,7 +279,7 @@ fn serde_one<T: DeserializeOwned + Serialize, K: PartialEq + Debug>(
     key: impl Fn(&T) -> K,
 ) {
     let a = from_slice::<T>(data);
-    let b = from_reader::<_, T>(Trickle::new(data));
+    let b = from_reader::<T>(Trickle::new(data));
     serde_agree(std::any::type_name::<T>(), &a, &b, &key);
     let c = from_file_of::<T>(data);
     serde_agree(std::any::type_name::<T>(), &a, &c, &key);
@@ -466,7 +466,7 @@ fn records_one<T: Element + Clone>(path: &Path) {
     let mut each = Vec::new();
     let mut all_ok = true;
     for i in 0..n.min(MAX_RECORDS) {
-        match r.get(i) {
+        match r.slice(i..=i) {
             Ok(rec) => {
                 assert_eq!(rec.len(), r.record_len());
                 each.extend_from_slice(&rec);
@@ -474,7 +474,7 @@ fn records_one<T: Element + Clone>(path: &Path) {
             Err(_) => all_ok = false,
         }
     }
-    assert!(r.get(n).is_err());
+    assert!(r.slice(n..=n).is_err());
     assert!(r.slice(n..n).is_ok_and(|s| s.is_empty()));
     assert!(r.slice(n..=n).is_err());
     if n > MAX_RECORDS || !all_ok {
@@ -527,7 +527,7 @@ fn append(data: &[u8]) {
     assert_eq!(h.dims.last().copied(), Some(before + 1));
     let r = RecordReader::<f32>::open(&path).expect("an appended file opens");
     assert_eq!(r.len() as u64, before + 1);
-    assert_eq!(r.get(before as usize).expect("the new record")[0], 1.5);
+    assert_eq!(r.slice(before as usize..).expect("the new record")[0], 1.5);
 }
 
 /// Elements a block may have for the fuzzer to check it against a whole read, element by

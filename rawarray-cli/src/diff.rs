@@ -10,7 +10,7 @@ use std::io::Write;
 use std::path::Path;
 use std::sync::mpsc;
 
-use rawarray_serde::{ElType, Header, Layout};
+use rawarray_serde::{ElType, ErrorKind, Header, Layout, SchemaCheck};
 
 use crate::cat::{advance, push_index};
 use crate::fail::{Failure, Result};
@@ -29,6 +29,9 @@ pub struct Tolerance {
     pub equal_nan: bool,
     /// Differing elements printed (all are counted).
     pub show: u64,
+    /// Record schemas must match in full (`--strict-schema`): the record's name too, not only
+    /// the fields' names, types and offsets.
+    pub strict_schema: bool,
 }
 
 /// Compares `a` and `b`; prints the differences to `out`. `Ok(true)` when they differ.
@@ -71,11 +74,43 @@ pub fn run(a: &Path, b: &Path, tol: Tolerance, out: &mut dyn Write) -> Result<bo
         let _ = writeln!(text, "trailer params: {} vs {}", show(&pa), show(&pb));
         differ = true;
     }
+    // The library's one schema check, A's schema as the one B's must match: values compare
+    // when the fields do; a record name differs only as a note unless --strict-schema.
     let schema =
         |t: &crate::trailer::TrailerInfo| t.trailer.as_ref().and_then(|t| t.schema.clone());
-    if schema(&ta) != schema(&tb) {
-        let _ = writeln!(text, "record schema differs");
-        differ = true;
+    let mode = if tol.strict_schema {
+        SchemaCheck::Strict
+    } else {
+        SchemaCheck::Fields
+    };
+    match (schema(&ta), schema(&tb)) {
+        (Some(sa), Some(sb)) => match sa.check_against(&sb, mode) {
+            Ok(notes) => notes
+                .iter()
+                .for_each(|n| crate::report::note(format_args!("diff: {n}"))),
+            Err(e) => {
+                let why = match e.kind() {
+                    ErrorKind::SchemaMismatch {
+                        at, file, expected, ..
+                    } => format!("{at}: {expected} vs {file}"),
+                    _ => e.to_string(),
+                };
+                let _ = writeln!(text, "record schema differs at {why}");
+                differ = true;
+            }
+        },
+        (None, None) => {}
+        (a, _) => {
+            let (has, lacks, other) = match a {
+                Some(_) => ("A", "B", &tb),
+                None => ("B", "A", &ta),
+            };
+            // A damaged trailer was named with the params: its schema is unknown, not absent.
+            if other.damaged.is_none() {
+                let _ = writeln!(text, "record schema differs: {has} has one, {lacks} none");
+            }
+            differ = true;
+        }
     }
     let same_type = (ha.eltype, ha.elbyte) == (hb.eltype, hb.elbyte);
     let tolerant = tol.rtol > 0.0 || tol.atol > 0.0 || tol.equal_nan;

@@ -241,6 +241,8 @@ Differences print as `[i, j]<TAB>A<TAB>B` (column-major indices, as ra cat), the
 absolute and relative differences (relative to B) among them. A difference of element type or
 dims is reported without comparing values. Integers compare exactly; records byte by byte
 (swapped by their schema when a file is big-endian), naming the first field that differs.
+Record schemas compare by fields (names, types, offsets): a record name that differs (a file
+written from numpy has none) is a note on stderr, a failure with --strict-schema.
 Tolerances and --equal-nan apply to floats and complex (as numpy's isclose: an infinity equals
 only itself); integers ignore them; for f128, complex256 and records (compared by their bytes)
 they are a usage error. Equal files print nothing. Both files are streamed, never loaded whole.")]
@@ -261,6 +263,10 @@ they are a usage error. Equal files print nothing. Both files are streamed, neve
         /// Print at most N differing elements (all are counted).
         #[arg(long, default_value_t = 10, value_name = "N")]
         show: u64,
+        /// Record schemas must match in full, the record's name too (by default a name that
+        /// differs is a note on stderr, and values compare when the fields match).
+        #[arg(long)]
+        strict_schema: bool,
     },
     /// Follow a record file as a writer appends to it, printing each newly flushed record
     /// (like tail -f); Ctrl-C stops it.
@@ -428,6 +434,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             atol,
             equal_nan,
             show,
+            strict_schema,
         } => {
             if source::is_stdio(&a) && source::is_stdio(&b) {
                 return Err(Failure::usage(
@@ -446,6 +453,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 atol,
                 equal_nan,
                 show,
+                strict_schema,
             };
             match diff::run(&source::input(&a)?, &source::input(&b)?, tol, &mut out)? {
                 true => {

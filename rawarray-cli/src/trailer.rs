@@ -18,13 +18,14 @@ pub struct TrailerInfo {
 
 impl TrailerInfo {
     /// The schema of one element, where it describes the file's elements: user-defined
-    /// (eltype 0) elements, and a schema that passes the library's checks for their elbyte
-    /// (`Layout::validate_for`). (A schema of `[f64; 3]` over a float file adds nothing to
+    /// (eltype 0) elements, and a schema that passes the library's check against the header
+    /// (`Layout::check_header`). (A schema of `[f64; 3]` over a float file adds nothing to
     /// printing its numbers.) Without one, elements are shown as bytes.
     pub fn element_schema(&self, header: &Header) -> Option<&Layout> {
         let schema = self.trailer.as_ref()?.schema.as_ref()?;
-        (header.eltype == ElType::User && schema.validate_for(header.elbyte).is_ok())
-            .then_some(schema)
+        (header.eltype == ElType::User)
+            .then(|| schema.check_header(header).ok())
+            .flatten()
     }
 
     /// Bytes between the data's end and the trailer block, when the block is not right after
@@ -40,15 +41,9 @@ impl TrailerInfo {
         }
     }
 
-    /// Why the trailer's schema does not describe the file's user-defined elements, if so.
+    /// Why the trailer's schema does not describe the file's elements, if so.
     pub fn schema_problem(&self, header: &Header) -> Option<String> {
         let schema = self.trailer.as_ref()?.schema.as_ref()?;
-        if header.eltype != ElType::User {
-            return None;
-        }
-        schema
-            .validate_for(header.elbyte)
-            .err()
-            .map(|e| e.to_string())
+        schema.check_header(header).err().map(|e| e.to_string())
     }
 }

@@ -231,7 +231,7 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
         return;
     };
     match layout {
-        Layout::Scalar { eltype, elbyte } => {
+        Layout::Scalar { eltype, elbyte, .. } => {
             let mut scalar = b.to_vec();
             if big_endian {
                 swap_by_layout(layout, &mut scalar);
@@ -297,7 +297,7 @@ pub fn swap_by_layout(layout: &Layout, b: &mut [u8]) {
         return;
     };
     match layout {
-        Layout::Scalar { eltype, elbyte } => {
+        Layout::Scalar { eltype, elbyte, .. } => {
             if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
                 b.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse);
             }
@@ -393,20 +393,14 @@ mod tests {
                 Field {
                     name: "id".into(),
                     offset: 0,
-                    layout: Layout::Scalar {
-                        eltype: ElType::Uint,
-                        elbyte: 2,
-                    },
+                    layout: Layout::scalar(ElType::Uint, 2),
                 },
                 Field {
                     name: "xy".into(),
                     offset: 2,
                     layout: Layout::Array {
                         len: 2,
-                        item: Box::new(Layout::Scalar {
-                            eltype: ElType::Float,
-                            elbyte: 4,
-                        }),
+                        item: Box::new(Layout::scalar(ElType::Float, 4)),
                     },
                 },
             ],

@@ -47,7 +47,8 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
             .ok()
             .flatten()
             .and_then(|t| t.schema)
-            .filter(|s| h.eltype == ElType::User && s.validate_for(h.elbyte).is_ok())
+            .filter(|_| h.eltype == ElType::User)
+            .and_then(|s| s.check_header(h).ok().cloned())
     };
     // A trailer there but not readable yet (being rewritten as it is read): read it again a
     // few polls before the first batch, so that it does not print as hex.

@@ -5,7 +5,7 @@ mod common;
 use std::path::Path;
 
 use num_complex::Complex;
-use rawarray_serde::{RawArray, RecordWriter, WriteOptions};
+use rawarray_serde::{DynArray, Layout, RawArray, RecordWriter, Trailer, WriteOptions};
 
 use common::*;
 
@@ -365,4 +365,75 @@ fn streams_files_of_many_chunks() {
         out,
         "[997, 399]\t997.0\t-1.0\n1 of 400000 elements differ; max abs difference 998.0, max rel difference 998.0\n"
     );
+}
+
+/// `path`'s records with its trailer's schema changed by `edit` (the data left as it is).
+fn with_schema(from: &Path, path: &Path, edit: impl FnOnce(&mut Layout)) {
+    let mut d = DynArray::read_file(from).unwrap();
+    let t = d.trailer().unwrap().clone();
+    let mut schema = t.schema.clone().unwrap();
+    edit(&mut schema);
+    d.set_trailer(&t.with_schema(schema));
+    d.write_file(path).unwrap();
+}
+
+#[test]
+fn a_record_name_that_differs_is_a_note_and_values_are_compared() {
+    let dir = tempfile::tempdir().unwrap();
+    let (pa, pb) = (dir.path().join("a.ra"), dir.path().join("b.ra"));
+    record_file(&pa, 4);
+    // B: the same records, as numpy writes them: a record without a name.
+    with_schema(&pa, &pb, |l| {
+        let Layout::Record { name, .. } = l else {
+            panic!("a record schema")
+        };
+        assert_eq!(name, "Rec");
+        name.clear();
+    });
+    let (out, err) = diff(&[&pa, &pb], 0);
+    assert_eq!(out, "");
+    assert!(
+        err.contains("note: diff: the record's name: the file's is '', Rec's 'Rec'"),
+        "{err}"
+    );
+    // The values are compared all the same: one changed is found.
+    let mut changed = recs(4);
+    changed[1].id = 77;
+    let pc = dir.path().join("c.ra");
+    let mut w =
+        RecordWriter::<Rec>::create(&pc, serde_json::json!({"dt": 0.5, "units": "s"})).unwrap();
+    w.append_slice(&changed).unwrap();
+    w.finish().unwrap();
+    with_schema(&pc, &pc, |l| {
+        if let Layout::Record { name, .. } = l {
+            name.clear();
+        }
+    });
+    let (out, _) = diff(&[&pa, &pc], 1);
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(
+        lines[0].starts_with("[1]\t") && lines[0].ends_with("\tfield id"),
+        "{out}"
+    );
+    assert_eq!(lines.last(), Some(&"1 of 4 elements differ"), "{out}");
+    // --strict-schema makes the name a difference.
+    let (out, _) = diff(&[&"--strict-schema", &pa, &pb], 1);
+    assert_eq!(
+        out,
+        "record schema differs at the record's name: 'Rec' vs ''\n"
+    );
+    // Fields renamed are a difference, whatever the flag, naming the field.
+    with_schema(&pa, &pb, |l| {
+        if let Layout::Record { fields, .. } = l {
+            fields[0].name = "time".into();
+        }
+    });
+    let (out, _) = diff(&[&pa, &pb], 1);
+    assert!(
+        out.starts_with(
+            "record schema differs at field 0: 't' at offset 0 vs 'time' at offset 0\n"
+        ),
+        "{out}"
+    );
+    assert!(Trailer::read_file(&pb).unwrap().is_some());
 }

@@ -74,7 +74,7 @@ fn le_header(eltype: u64, elbyte: u64, dims: &[u64], flags: u64, size: u64) -> V
 }
 
 fn scalar(eltype: ElType, elbyte: u64) -> Layout {
-    Layout::Scalar { eltype, elbyte }
+    Layout::scalar(eltype, elbyte)
 }
 
 fn field(name: &str, offset: u64, layout: Layout) -> Field {

@@ -309,10 +309,7 @@ fn layout_has_renamed_fields_offsets_and_nested_records() {
             .map(|(i, n)| Field {
                 name: n.to_string(),
                 offset: 4 * i as u64,
-                layout: Layout::Scalar {
-                    eltype: ElType::Float,
-                    elbyte: 4,
-                },
+                layout: Layout::scalar(ElType::Float, 4),
             })
             .collect(),
     };
@@ -322,10 +319,7 @@ fn layout_has_renamed_fields_offsets_and_nested_records() {
             Field {
                 name: "track_id".into(),
                 offset: 0,
-                layout: Layout::Scalar {
-                    eltype: ElType::Uint,
-                    elbyte: 2,
-                },
+                layout: Layout::scalar(ElType::Uint, 2),
             },
             Field {
                 name: "start".into(),
@@ -343,10 +337,7 @@ fn layout_has_renamed_fields_offsets_and_nested_records() {
             Field {
                 name: "type".into(),
                 offset: 38,
-                layout: Layout::Scalar {
-                    eltype: ElType::Int,
-                    elbyte: 1,
-                },
+                layout: Layout::scalar(ElType::Int, 1),
             },
         ],
     };

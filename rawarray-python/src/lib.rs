@@ -253,6 +253,10 @@ impl RawFile {
     /// `("void", reason)` for bytes with no numpy type (the reason says why).
     fn element_kind(&self) -> (String, String) {
         let h = self.header();
+        // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
+        if let Ok(Some(s @ Layout::Scalar { .. })) = self.record_layout() {
+            return ("dtype".into(), s.numpy_descr_json().as_str().unwrap_or("").into());
+        }
         if let Some(dt) = h.numpy_dtype() {
             return ("dtype".into(), dt.into());
         }
@@ -406,16 +410,17 @@ impl RawFile {
         Ok(header.encoded_len() as u64 + start)
     }
 
-    /// The trailer's record layout, validated against the header: `Ok(None)` without one,
+    /// The layout of one element by the trailer's schema, checked against the header by the
+    /// library (`Layout::check_header`, as every client checks it): `Ok(None)` without one,
     /// `Err(why)` when it does not describe these elements.
     fn record_layout(&self) -> Result<Option<Layout>, String> {
-        let Some(layout) = self.reader.trailer().and_then(|t| t.schema.clone()) else {
+        let Some(schema) = self.reader.trailer().and_then(|t| t.schema.as_ref()) else {
             return Ok(None);
         };
-        layout
-            .validate_for(self.header().elbyte)
+        let layout = schema
+            .check_header(self.header())
             .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
-        Ok(Some(layout))
+        Ok(Some(layout.clone()))
     }
 }
 
@@ -453,6 +458,10 @@ fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
         ))
     })?;
     if let Some(s) = descr.as_str() {
+        if rawarray_serde::numpy::is_bool_dtype(s) {
+            let layout = Layout::from_numpy_descr_json(&descr).map_err(to_py)?;
+            return Ok((ElType::Uint, 1, Some(layout)));
+        }
         if s == "bfloat16" {
             return Ok((ElType::BFloat16, 2, None));
         }
@@ -598,7 +607,7 @@ impl RecordWriter {
         append: bool,
     ) -> PyResult<RecordWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
-        let layout = layout.unwrap_or(Layout::Scalar { eltype, elbyte });
+        let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
         let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
         let mut opts = RecordOptions::new().record_dims(record_dims);
         if let Some(p) = params_json {

@@ -2,6 +2,7 @@
 is checked byte by byte against a header built by hand and numpy's own bytes, and rawarray.read
 gives the array back, in C and in Fortran order."""
 
+import json
 import struct
 import warnings
 
@@ -122,11 +123,52 @@ def test_keys_after_the_first_axis_index_the_axes_after_it(tmp, flags):
             np.testing.assert_array_equal(f[key], a[key], err_msg=repr(key))
 
 
-def test_bool_is_stored_as_uint8(tmp):
-    a = np.array([True, False, True])
+def trailer_json(trailing: bytes):
+    """The JSON of the trailer block at the end of a file's trailing bytes, read by hand."""
+    assert trailing[-8:] == b"RATRAILR"
+    (length,) = struct.unpack_from("<Q", trailing, len(trailing) - 16)
+    end = len(trailing) - 28
+    return json.loads(trailing[end - length:end])
+
+
+BOOL_SCALAR = {"kind": "scalar", "eltype": "uint", "elbyte": 1, "logical": "bool"}
+
+
+def test_bool_is_stored_as_uint8_marked_bool_and_reads_back_as_bool(tmp):
+    a = np.array([[True, False, True], [False, False, True]])
     rawarray.write(tmp / "b.ra", a)
-    h, data, _ = parse_by_hand((tmp / "b.ra").read_bytes())
-    assert (h["eltype"], h["elbyte"], data) == (2, 1, b"\x01\x00\x01")
+    h, data, trailing = parse_by_hand((tmp / "b.ra").read_bytes())
+    assert (h["eltype"], h["elbyte"], h["dims"], data) == (2, 1, [3, 2], b"\x01\x00\x01\x00\x00\x01")
+    t = trailer_json(trailing)
+    # numpy_descr stays the stored dtype, as readers that predate the marker compute it.
+    assert t["schema"] == BOOL_SCALAR and t["numpy_descr"] == "|u1"
+    back = rawarray.read(tmp / "b.ra")
+    assert back.dtype == np.dtype("?")
+    np.testing.assert_array_equal(back, a)
+    # Without the marker, the same bytes are numbers.
+    (tmp / "u.ra").write_bytes(make_ra(2, 1, [3, 2], data))
+    assert rawarray.read(tmp / "u.ra").dtype == np.dtype("|u1")
+
+
+def test_structured_bool_fields_read_back_as_bool(tmp):
+    dt = np.dtype([("ok", "?"), ("x", "<f4"), ("flags", "?", (3,))])
+    a = np.zeros(2, dtype=dt)
+    a["ok"] = [True, False]
+    a["x"] = [1.5, -2.0]
+    a["flags"] = [[True, False, True], [False, True, False]]
+    rawarray.write(tmp / "r.ra", a)
+    h, data, trailing = parse_by_hand((tmp / "r.ra").read_bytes())
+    assert (h["eltype"], h["elbyte"], data) == (0, 8, a.tobytes())
+    fields = trailer_json(trailing)["schema"]["fields"]
+    assert fields[0] == {"name": "ok", "offset": 0, "layout": BOOL_SCALAR}
+    assert fields[2]["layout"] == {"kind": "array", "len": 3, "item": BOOL_SCALAR}
+    back = rawarray.read(tmp / "r.ra")
+    assert back.dtype == dt
+    np.testing.assert_array_equal(back, a)
+    # A record writer keeps the marker too.
+    with rawarray.RecordWriter(tmp / "w.ra", dt) as w:
+        w.append(a)
+    assert rawarray.read(tmp / "w.ra").dtype == dt
 
 
 def test_bfloat16_through_ml_dtypes_and_raw_bits_without(tmp, monkeypatch):

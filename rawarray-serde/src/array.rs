@@ -12,7 +12,7 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::stable_header;
 use crate::header::{checked_product, Flags, Header};
-use crate::trailer::Trailer;
+use crate::trailer::{data_end, Trailer, Trailing};
 
 /// The newtype name under which an embedded `.ra` file travels through serde: this module's
 /// `Serialize` impls send a whole file under it, and the serializer and deserializer store it
@@ -270,6 +270,9 @@ impl<T: Element> RawArray<T> {
             w.write_all(&header.encode())?;
             data::write_values(&self.data, opts.big_endian, w)?;
         }
+        if let Some(trailer) = plain_trailer::<T>() {
+            w.write_all(&trailer.encode_block(data_end(&header)))?;
+        }
         w.flush()?;
         Ok(())
     }
@@ -414,7 +417,7 @@ fn packed_bytes<T: Element>(values: &[T], big_endian: bool) -> Cow<'_, [u8]> {
 pub struct DynArray {
     header: Header,
     data: Vec<u8>,
-    trailer: Vec<u8>,
+    trailer: Trailing,
 }
 
 impl DynArray {
@@ -431,16 +434,20 @@ impl DynArray {
         Ok(DynArray {
             header,
             data,
-            trailer: Vec::new(),
+            trailer: Trailing::default(),
         })
     }
 
     /// The untyped form of a typed array.
     pub fn from_typed<T: Element>(array: &RawArray<T>) -> DynArray {
+        let header = array.header();
+        let trailer = plain_trailer::<T>()
+            .map(|t| t.encode_block(data_end(&header)))
+            .unwrap_or_default();
         DynArray {
-            header: array.header(),
+            header,
             data: data::encode_values(array.as_slice(), false),
-            trailer: Vec::new(),
+            trailer: Trailing::new(trailer),
         }
     }
 
@@ -456,38 +463,46 @@ impl DynArray {
 
     /// The bytes after the data section, empty if none.
     pub fn trailer_bytes(&self) -> &[u8] {
-        &self.trailer
+        &self.trailer.bytes
     }
 
     /// Replaces the bytes written after the data section.
     pub fn set_trailer_bytes(&mut self, trailer: Vec<u8>) {
-        self.trailer = trailer;
+        self.trailer = Trailing::new(trailer);
     }
 
-    /// The metadata [`Trailer`] in the bytes after the data, `None` if there is none.
+    /// The metadata [`Trailer`] in the bytes after the data, `None` if there is none or it is
+    /// damaged ([`DynArray::trailer_error`] says why), as every reader's `trailer()` answers.
     ///
     /// ```
     /// use rawarray_serde::{DynArray, RawArray, Trailer};
     /// let mut a = DynArray::from_typed(&RawArray::from_vec(vec![1.5f32, 2.5]));
-    /// assert_eq!(a.trailer().unwrap(), None);
+    /// assert_eq!(a.trailer(), None);
     /// a.set_trailer(&Trailer::for_element::<f32>(serde_json::json!({"units": "K"})).unwrap());
     /// let back = DynArray::from_bytes(&a.to_bytes().unwrap()).unwrap();
-    /// assert_eq!(back.trailer().unwrap().unwrap().params["units"], "K");
+    /// assert_eq!(back.trailer().unwrap().params["units"], "K");
+    /// assert_eq!(back.trailer_error(), None);
     /// ```
-    pub fn trailer(&self) -> Result<Option<Trailer>> {
-        Trailer::from_trailing_bytes(&self.trailer)
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.trailer()
+    }
+
+    /// Why the bytes after the data look like a trailer block but cannot be read (torn,
+    /// corrupt, a bad schema), if so; the data is still there.
+    pub fn trailer_error(&self) -> Option<&str> {
+        self.trailer.error()
     }
 
     /// Replaces the bytes after the data section with one trailer block, placed for a file
     /// written little-endian and uncompressed (the block's `at` field names its offset there).
     pub fn set_trailer(&mut self, trailer: &Trailer) {
         let at = (self.header.encoded_len() + self.data.len()) as u64;
-        self.trailer = trailer.encode_block(at);
+        self.trailer = Trailing::new(trailer.encode_block(at));
     }
 
     /// Header, data and trailing bytes.
     pub fn into_parts(self) -> (Header, Vec<u8>, Vec<u8>) {
-        (self.header, self.data, self.trailer)
+        (self.header, self.data, self.trailer.bytes)
     }
 
     /// The same data under new dims with the same number of elements.
@@ -552,12 +567,18 @@ impl DynArray {
         if header.is_big_endian() && data::swap_by_eltype(&mut data, header.eltype, header.elbyte) {
             header.flags = header.flags.with(Flags::BIG_ENDIAN, false);
         }
+        let at = (header.encoded_len() + data.len()) as u64;
+        let trailer = if header.is_compressed() {
+            replace_block(trailer, at)
+        } else {
+            trailer
+        };
         header.flags = header.flags.with(Flags::COMPRESSED, false);
         header.size = data.len() as u64;
         Ok(DynArray {
             header,
             data,
-            trailer,
+            trailer: Trailing::new(trailer),
         })
     }
 
@@ -591,15 +612,16 @@ impl DynArray {
         }
         w.write_all(&header.encode())?;
         w.write_all(&data)?;
-        w.write_all(&self.trailer)?;
+        w.write_all(&self.trailer.bytes)?;
         w.flush()?;
         Ok(())
     }
 
     /// The file's bytes, little-endian and uncompressed, trailing bytes included.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
-        let mut out =
-            Vec::with_capacity(self.header.encoded_len() + self.data.len() + self.trailer.len());
+        let mut out = Vec::with_capacity(
+            self.header.encoded_len() + self.data.len() + self.trailer.bytes.len(),
+        );
         self.write_to(&mut out)?;
         Ok(out)
     }
@@ -668,4 +690,27 @@ impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
 
         deserializer.deserialize_newtype_struct(EMBEDDED, EmbeddedVisitor(std::marker::PhantomData))
     }
+}
+
+/// Trailing bytes that are one trailer block, placed again at `at`: the data end of the
+/// decompressed data, as [`DynArray::set_trailer`] places a block. Anything else (no block, a
+/// damaged one, a writer's spare copy after it) is kept as it is.
+fn replace_block(trailing: Vec<u8>, at: u64) -> Vec<u8> {
+    match Trailer::from_trailing_bytes(&trailing) {
+        Ok(Some(t)) if trailing.len() == crate::trailer::block_len(t.to_json().len()) => {
+            t.encode_block(at)
+        }
+        _ => trailing,
+    }
+}
+
+/// The trailer a plain array of `T` carries: the schema of its base scalar when that has a
+/// logical type (`bool`), so readers see booleans where the header says `u8`; `None` otherwise.
+pub(crate) fn plain_trailer<T: Element>() -> Option<Trailer> {
+    let schema = T::layout().plain_schema()?;
+    Some(
+        Trailer::new(serde_json::Value::Null)
+            .expect("null serializes")
+            .with_schema(schema),
+    )
 }

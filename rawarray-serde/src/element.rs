@@ -123,10 +123,7 @@ macro_rules! scalar_element {
             }
 
             fn layout() -> Layout {
-                Layout::Scalar {
-                    eltype: Self::ELTYPE,
-                    elbyte: Self::ELBYTE as u64,
-                }
+                Layout::scalar(Self::ELTYPE, Self::ELBYTE as u64)
             }
 
             pod_hooks!();
@@ -184,8 +181,13 @@ impl Element for bool {
 
     fn swap_bytes(_: &mut [u8]) {}
 
+    // A u8 marked bool, so that numpy and Python read it back as bool, not as 0/1 numbers.
     fn layout() -> Layout {
-        u8::layout()
+        Layout::Scalar {
+            eltype: ElType::Uint,
+            elbyte: 1,
+            logical: Some(crate::layout::Logical::Bool),
+        }
     }
 
     // Writing is one copy (a bool's byte is 0 or 1); reading checks every byte.

@@ -331,6 +331,20 @@ pub enum ErrorKind {
     /// data is still readable as bytes.
     #[error("damaged metadata: record schema {0}")]
     BadSchema(String),
+    /// The file's record schema does not describe the element type it is read as (see
+    /// [`Layout::check_against`](crate::Layout::check_against)): a field renamed, moved or of
+    /// another type. Reading would give wrong values.
+    #[error("the file's record schema differs from {reader}'s at {at}: the file has {file}, {reader} has {expected}")]
+    SchemaMismatch {
+        /// Where they differ: `field 'x'`, `the record's name`, `the element`.
+        at: String,
+        /// What the file's schema has there.
+        file: String,
+        /// The type read as.
+        reader: String,
+        /// What that type has there.
+        expected: String,
+    },
     /// A file has bytes after its data that are not a trailer block written by this crate;
     /// appending or repairing would destroy them.
     #[error("{path}: the {bytes} bytes after the data are not a record trailer ({looks_like}); {advice}", path = path.display())]

@@ -27,6 +27,10 @@ pub enum Layout {
         eltype: ElType,
         /// Its size in bytes.
         elbyte: u64,
+        /// What the stored number means beyond its type, if more: [`Logical::Bool`]. Omitted
+        /// from the JSON when `None`, so older readers, which ignore the key, see the number.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        logical: Option<Logical>,
     },
     /// `len` consecutive items.
     Array {
@@ -44,6 +48,28 @@ pub enum Layout {
     },
 }
 
+/// A logical type: a meaning given to a scalar's stored number, marked in the schema.
+///
+/// The data stays what the scalar's eltype and elbyte say, so a reader that does not know
+/// the marker still reads true numbers; one that does gives them their meaning.
+///
+/// ```
+/// use rawarray_serde::{ElType, Element, Layout, Logical};
+/// let b = <bool as Element>::layout();
+/// assert_eq!(b, Layout::Scalar { eltype: ElType::Uint, elbyte: 1, logical: Some(Logical::Bool) });
+/// assert_eq!(
+///     serde_json::to_string(&b).unwrap(),
+///     r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"bool"}"#
+/// );
+/// assert_eq!(b.numpy_descr(), "'|b1'");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Logical {
+    /// A boolean: a `uint` of one byte holding 0 (false) or 1 (true); numpy's `?` (`|b1`).
+    Bool,
+}
+
 /// One field of a [`Layout::Record`].
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Field {
@@ -53,6 +79,24 @@ pub struct Field {
     pub offset: u64,
     /// The field's layout.
     pub layout: Layout,
+}
+
+/// How strictly an element type must match a file's record schema before the file is read as
+/// that type ([`Layout::check_against`]).
+///
+/// A file without a schema (a plain array, or records written without a trailer) cannot be
+/// checked: it is read whatever the mode, by its header's eltype and elbyte alone.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SchemaCheck {
+    /// Field names, types and offsets must match; the record's own name may differ (files
+    /// written from numpy have none), and a logical marker (`bool`) may be missing on one side:
+    /// both are reported as notes. The default.
+    #[default]
+    Fields,
+    /// Everything must match, the record's name and logical markers too.
+    Strict,
+    /// No check: the bytes are reinterpreted as the type, for a user who means to.
+    Off,
 }
 
 /// Deepest nesting a layout may have, in the levels of its JSON form (the trailer's `schema`):
@@ -83,7 +127,7 @@ impl Layout {
     /// let f = |name: &str, offset, elbyte| Field {
     ///     name: name.into(),
     ///     offset,
-    ///     layout: Layout::Scalar { eltype: ElType::Float, elbyte },
+    ///     layout: Layout::scalar(ElType::Float, elbyte),
     /// };
     /// let good = Layout::Record { name: "P".into(), fields: vec![f("t", 0, 8), f("x", 8, 4)] };
     /// assert_eq!(good.validate().unwrap(), 12);
@@ -108,6 +152,44 @@ impl Layout {
         Ok(())
     }
 
+    /// Whether this schema, read from a file's trailer, describes the elements its header
+    /// counts: the one check of a schema against a file, which every reader and tool makes
+    /// before trusting it. Its base (under the arrays a record file's inner dims stand for) must
+    /// be a record over user-defined (eltype 0) elements, or a scalar of the header's eltype and
+    /// elbyte (a plain array's `bool` marker); and valid ([`Layout::validate`]) with the
+    /// header's elbyte. Returns that base: the layout of one element the header counts.
+    /// Otherwise [`ErrorKind::BadSchema`], saying what differs.
+    ///
+    /// ```
+    /// use rawarray_serde::{Element, Header, ElType};
+    /// let bools = Header::new(ElType::Uint, 1, vec![4]).unwrap();
+    /// assert_eq!(bool::layout().check_header(&bools).unwrap(), &bool::layout());
+    /// assert_eq!(<[bool; 3]>::layout().check_header(&bools).unwrap(), &bool::layout());
+    /// let floats = Header::new(ElType::Float, 4, vec![4]).unwrap();
+    /// assert!(bool::layout().check_header(&floats).is_err());
+    /// ```
+    pub fn check_header(&self, header: &crate::header::Header) -> Result<&Layout> {
+        let base = self.split_shape().0;
+        let fits = match base {
+            Layout::Record { .. } => header.eltype == ElType::User,
+            Layout::Scalar { eltype, elbyte, .. } => {
+                (*eltype, *elbyte) == (header.eltype, header.elbyte)
+            }
+            Layout::Array { .. } => unreachable!("split_shape strips every array"),
+        };
+        if !fits {
+            return Err(bad_schema(format!(
+                "{} does not describe elements of eltype {} ({}) and elbyte {}",
+                base.describe(),
+                header.eltype.code(),
+                header.eltype,
+                header.elbyte
+            )));
+        }
+        base.validate_for(header.elbyte)?;
+        Ok(base)
+    }
+
     fn check(&self, depth: usize, at: &str) -> Result<u64> {
         if depth > MAX_LAYOUT_DEPTH {
             return Err(bad_schema(format!(
@@ -116,7 +198,21 @@ impl Layout {
             )));
         }
         match self {
-            Layout::Scalar { eltype, elbyte } => {
+            Layout::Scalar {
+                eltype,
+                elbyte,
+                logical,
+            } => {
+                if let Some(l) = logical {
+                    if (*eltype, *elbyte) != (ElType::Uint, 1) {
+                        return Err(bad_schema(format!(
+                            "{at}: logical \"{}\" marks a uint of 1 byte, not eltype {} \
+                             ({eltype}) of {elbyte} bytes",
+                            l.name(),
+                            eltype.code()
+                        )));
+                    }
+                }
                 if *eltype == ElType::User || !eltype.is_valid_elbyte(*elbyte) {
                     return Err(bad_schema(format!(
                         "{at}: a scalar of eltype {} ({eltype}) cannot be {elbyte} bytes \
@@ -174,6 +270,63 @@ impl Layout {
         }
     }
 
+    /// Checks that `file`, the schema a file stores, describes the same elements as `self`, the
+    /// layout of the type a reader reads them as: the one check every reader and tool makes
+    /// before reading records by a schema. Both are compared as the elements a header counts:
+    /// arrays around them are inner dims, which the header's dims check. Returns notes on differences `mode` allows (a
+    /// record name, a logical marker); a difference it does not allow is
+    /// [`ErrorKind::SchemaMismatch`] naming the field. [`SchemaCheck::Off`] checks nothing.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, ErrorKind, Field, Layout, SchemaCheck};
+    /// let rec = |name: &str, fields: &[&str]| Layout::Record {
+    ///     name: name.into(),
+    ///     fields: fields.iter().enumerate().map(|(i, f)| Field {
+    ///         name: f.to_string(),
+    ///         offset: 4 * i as u64,
+    ///         layout: Layout::scalar(ElType::Float, 4),
+    ///     }).collect(),
+    /// };
+    /// let ours = rec("Point", &["x", "y"]);
+    /// // A file written from numpy: no record name. A note, not an error.
+    /// let notes = ours.check_against(&rec("", &["x", "y"]), SchemaCheck::Fields).unwrap();
+    /// assert_eq!(notes.len(), 1);
+    /// assert!(ours.check_against(&rec("", &["x", "y"]), SchemaCheck::Strict).is_err());
+    /// // Fields swapped: refused, naming the field.
+    /// let err = ours.check_against(&rec("Point", &["y", "x"]), SchemaCheck::Fields).unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::SchemaMismatch { .. }));
+    /// assert!(err.to_string().contains("field 0"), "{err}");
+    /// assert!(ours.check_against(&rec("", &["y", "x"]), SchemaCheck::Off).unwrap().is_empty());
+    /// ```
+    pub fn check_against(&self, file: &Layout, mode: SchemaCheck) -> Result<Vec<String>> {
+        let mut notes = Vec::new();
+        if mode != SchemaCheck::Off {
+            // Arrays around the elements are the file's inner dims, which its header checks.
+            let (ours, file) = (self.split_shape().0, file.split_shape().0);
+            let who = match ours {
+                Layout::Record { name, .. } if !name.is_empty() => name.as_str(),
+                _ => "the type read",
+            };
+            compare(ours, file, (mode, who), "the element", &mut notes)?;
+        }
+        Ok(notes)
+    }
+
+    /// The layout in words, for messages: `uint16`, `bool`, `[float32; 3]`, `record 'P' (x, y)`.
+    pub fn describe(&self) -> String {
+        match self {
+            Layout::Scalar {
+                logical: Some(l), ..
+            } => l.name().into(),
+            Layout::Scalar { eltype, elbyte, .. } => crate::eltype::type_label(*eltype, *elbyte),
+            Layout::Array { len, item } => format!("[{}; {len}]", item.describe()),
+            Layout::Record { name, fields } => {
+                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                format!("record '{name}' ({})", names.join(", "))
+            }
+        }
+    }
+
     /// Packed size in bytes.
     pub fn size(&self) -> u64 {
         match self {
@@ -217,7 +370,7 @@ impl Layout {
                 let (base, shape) = self.split_shape();
                 Value::Array(vec![base.numpy_descr_json(), Value::from(shape)])
             }
-            Layout::Scalar { eltype, elbyte } => Value::from(scalar_dtype(*eltype, *elbyte)),
+            Layout::Scalar { .. } => Value::from(self.scalar_dtype()),
         }
     }
 
@@ -260,8 +413,13 @@ impl Layout {
             Ok(item)
         };
         match descr {
+            Value::String(s) if numpy::is_bool_dtype(s) => Ok(Layout::Scalar {
+                eltype: ElType::Uint,
+                elbyte: 1,
+                logical: Some(Logical::Bool),
+            }),
             Value::String(s) => match numpy::parse_dtype(s) {
-                Some((eltype, elbyte, false)) => Ok(Layout::Scalar { eltype, elbyte }),
+                Some((eltype, elbyte, false)) => Ok(Layout::scalar(eltype, elbyte)),
                 Some((_, _, true)) => Err(bad(format!(
                     "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
                 ))),
@@ -313,6 +471,78 @@ impl Layout {
         }
     }
 
+    /// A scalar with no logical type.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Element, Layout};
+    /// assert_eq!(Layout::scalar(ElType::Float, 4), f32::layout());
+    /// ```
+    pub fn scalar(eltype: ElType, elbyte: u64) -> Layout {
+        Layout::Scalar {
+            eltype,
+            elbyte,
+            logical: None,
+        }
+    }
+
+    /// The schema a plain (non-record) array of elements of this layout keeps in its trailer:
+    /// its base scalar, when that scalar carries a logical type a reader must be told of
+    /// (`bool`); `None` when the header says all there is. A file of `[bool; 3]` values is a
+    /// `u8` file with one more dim, so its schema is the bool scalar, not the array.
+    ///
+    /// ```
+    /// use rawarray_serde::Element;
+    /// assert_eq!(<[bool; 3]>::layout().plain_schema(), Some(bool::layout()));
+    /// assert_eq!(u8::layout().plain_schema(), None);
+    /// ```
+    pub fn plain_schema(&self) -> Option<Layout> {
+        match self.split_shape().0 {
+            s @ Layout::Scalar {
+                logical: Some(_), ..
+            } => Some(s.clone()),
+            _ => None,
+        }
+    }
+
+    /// The same layout with every logical type dropped (a bool becomes its `u8`): the dtype
+    /// readers that predate logical types compute from it, which a trailer's `numpy_descr`
+    /// keeps so that they still find it consistent.
+    pub(crate) fn without_logical(&self) -> Layout {
+        match self {
+            Layout::Scalar { eltype, elbyte, .. } => Layout::scalar(*eltype, *elbyte),
+            Layout::Array { len, item } => Layout::Array {
+                len: *len,
+                item: Box::new(item.without_logical()),
+            },
+            Layout::Record { name, fields } => Layout::Record {
+                name: name.clone(),
+                fields: fields
+                    .iter()
+                    .map(|f| Field {
+                        name: f.name.clone(),
+                        offset: f.offset,
+                        layout: f.layout.without_logical(),
+                    })
+                    .collect(),
+            },
+        }
+    }
+
+    /// numpy's name of a scalar layout: `'|b1'` for a bool, raw bytes `V{elbyte}` where numpy
+    /// has no such type.
+    fn scalar_dtype(&self) -> String {
+        match self {
+            Layout::Scalar {
+                logical: Some(Logical::Bool),
+                ..
+            } => "|b1".into(),
+            Layout::Scalar { eltype, elbyte, .. } => {
+                numpy::dtype(*eltype, *elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+            }
+            _ => unreachable!("called on scalars only"),
+        }
+    }
+
     /// The base layout under nested arrays, and their lengths outermost first (numpy's order).
     pub(crate) fn split_shape(&self) -> (&Layout, Vec<u64>) {
         let mut shape = Vec::new();
@@ -326,7 +556,7 @@ impl Layout {
 
     fn numpy_base(&self) -> String {
         match self {
-            Layout::Scalar { eltype, elbyte } => format!("'{}'", scalar_dtype(*eltype, *elbyte)),
+            Layout::Scalar { .. } => format!("'{}'", self.scalar_dtype()),
             Layout::Record { fields, .. } => {
                 let items: Vec<String> = fields
                     .iter()
@@ -351,12 +581,117 @@ impl Layout {
     }
 }
 
+/// [`Layout::check_against`]'s walk: `ours` the reader's, `file` the file's, at `at`; `who`
+/// names the type read, for messages.
+fn compare(
+    ours: &Layout,
+    file: &Layout,
+    (mode, who): (SchemaCheck, &str),
+    at: &str,
+    notes: &mut Vec<String>,
+) -> Result<()> {
+    let differ = |at: &str, file: String, expected: String| -> crate::error::Error {
+        ErrorKind::SchemaMismatch {
+            at: at.to_string(),
+            file,
+            reader: who.to_string(),
+            expected,
+        }
+        .into()
+    };
+    let mismatch = || differ(at, file.describe(), ours.describe());
+    match (ours, file) {
+        (
+            Layout::Scalar {
+                eltype: a,
+                elbyte: na,
+                logical: la,
+            },
+            Layout::Scalar {
+                eltype: b,
+                elbyte: nb,
+                logical: lb,
+            },
+        ) => {
+            if (a, na) != (b, nb) {
+                return Err(mismatch());
+            }
+            if la != lb {
+                // The bytes are the same numbers either way; the marker only names their meaning.
+                if mode == SchemaCheck::Strict {
+                    return Err(mismatch());
+                }
+                notes.push(format!(
+                    "{at}: the file has {}, {who} has {}",
+                    file.describe(),
+                    ours.describe()
+                ));
+            }
+            Ok(())
+        }
+        (Layout::Array { len: a, item: ia }, Layout::Array { len: b, item: ib }) => {
+            if a != b {
+                return Err(mismatch());
+            }
+            compare(ia, ib, (mode, who), &format!("{at}'s items"), notes)
+        }
+        (
+            Layout::Record {
+                name: na,
+                fields: fa,
+            },
+            Layout::Record {
+                name: nb,
+                fields: fb,
+            },
+        ) => {
+            for (i, (x, y)) in fa.iter().zip(fb).enumerate() {
+                if x.name != y.name || x.offset != y.offset {
+                    return Err(differ(
+                        &format!("field {i}"),
+                        format!("'{}' at offset {}", y.name, y.offset),
+                        format!("'{}' at offset {}", x.name, x.offset),
+                    ));
+                }
+                let at = format!("field '{}'", x.name);
+                compare(&x.layout, &y.layout, (mode, who), &at, notes)?;
+            }
+            if fa.len() != fb.len() {
+                return Err(differ(
+                    at,
+                    format!("{} fields", fb.len()),
+                    format!("{} fields", fa.len()),
+                ));
+            }
+            if na != nb {
+                if mode == SchemaCheck::Strict {
+                    return Err(differ(
+                        "the record's name",
+                        format!("'{nb}'"),
+                        format!("'{na}'"),
+                    ));
+                }
+                notes.push(format!(
+                    "the record's name: the file's is '{nb}', {who}'s '{na}' (not compared)"
+                ));
+            }
+            Ok(())
+        }
+        _ => Err(mismatch()),
+    }
+}
+
 fn bad_schema(why: String) -> crate::error::Error {
     ErrorKind::BadSchema(why).into()
 }
 
-fn scalar_dtype(eltype: ElType, elbyte: u64) -> String {
-    numpy::dtype(eltype, elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
+impl Logical {
+    /// Its name in the schema's JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Logical::Bool => "bool",
+        }
+    }
 }
 
 #[cfg(test)]
@@ -366,7 +701,7 @@ mod tests {
 
     #[test]
     fn numpy_descr_json_round_trips_through_from_numpy_descr_json() {
-        let scalar = |eltype, elbyte| Layout::Scalar { eltype, elbyte };
+        let scalar = Layout::scalar;
         let inner = Layout::Record {
             name: String::new(),
             fields: vec![

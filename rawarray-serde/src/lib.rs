@@ -85,7 +85,7 @@
 //! }
 //! w.finish().unwrap();
 //! let r = RecordReader::<Sample>::open(&path).unwrap();
-//! assert_eq!(r.get(2).unwrap()[0].position, [0.0, 1.0, 2.0]);
+//! assert_eq!(r.get(2).unwrap().unwrap().position, [0.0, 1.0, 2.0]);
 //! assert_eq!(r.trailer().unwrap().params["dt"], 0.1); // the trailer: stored with the data
 //! ```
 //!
@@ -132,8 +132,8 @@ pub use element::Element;
 pub use eltype::ElType;
 pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header};
-pub use layout::{Field, Layout};
-pub use mapped::{ReadMode, RecordReader};
+pub use layout::{Field, Layout, Logical, SchemaCheck};
+pub use mapped::{ReadMode, RecordReadOptions, RecordReader};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{
     recover, recover_with, Durability, DynRecordWriter, ElementSpec, RecordOptions, RecordWriter,
@@ -171,7 +171,9 @@ use std::path::Path;
 /// exactly `&mut Vec<u8>` gets the file appended in place, with no staging copy, and if
 /// serializing fails (or a `Serialize` impl panics) it keeps only the bytes it had; any other
 /// writer may have received part of the file before an error.
-pub fn to_writer<W: Write, T: serde::Serialize + ?Sized>(mut writer: W, value: &T) -> Result<()> {
+// The value's type is the only generic parameter, so that `to_writer::<T>(...)` names it
+// alone; the writer is `impl Write`.
+pub fn to_writer<T: serde::Serialize + ?Sized>(mut writer: impl Write, value: &T) -> Result<()> {
     if let Some(vec) = bulk::vec_writer(&mut writer) {
         return ser::append_in_place(vec, value);
     }
@@ -203,7 +205,7 @@ pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
 /// let v: Vec<u8> = rawarray_serde::from_file(&path).unwrap();
 /// assert_eq!(v, [1, 2, 3]);
 /// ```
-pub fn to_file<P: AsRef<Path>, T: serde::Serialize + ?Sized>(path: P, value: &T) -> Result<()> {
+pub fn to_file<T: serde::Serialize + ?Sized>(path: impl AsRef<Path>, value: &T) -> Result<()> {
     atomic::write_atomic(path.as_ref(), |w| to_writer(w, value))
 }
 
@@ -230,7 +232,7 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T
 /// let v: Vec<Vec<u16>> = rawarray_serde::from_reader(&bytes[..]).unwrap();
 /// assert_eq!(v, [[1, 2], [3, 4]]);
 /// ```
-pub fn from_reader<R: Read, T: serde::de::DeserializeOwned>(reader: R) -> Result<T> {
+pub fn from_reader<T: serde::de::DeserializeOwned>(reader: impl Read) -> Result<T> {
     let mut de = Deserializer::from_reader(reader)?;
     let value = T::deserialize(&mut de)?;
     de.end()?;
@@ -245,9 +247,14 @@ pub fn from_reader<R: Read, T: serde::de::DeserializeOwned>(reader: R) -> Result
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("s.ra");
 /// rawarray_serde::to_file(&path, &2.5f64).unwrap();
-/// assert_eq!(rawarray_serde::from_file::<_, f64>(&path).unwrap(), 2.5);
+/// assert_eq!(rawarray_serde::from_file::<f64>(&path).unwrap(), 2.5);
+/// rawarray_serde::to_file(&path, &vec![vec![1.5f32; 3]; 2]).unwrap();
+/// assert_eq!(rawarray_serde::from_file::<Vec<Vec<f32>>>(&path).unwrap(), [[1.5; 3]; 2]);
 /// ```
-pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Result<T> {
+///
+/// The value's type is the function's only generic parameter (the path is `impl AsRef<Path>`),
+/// so `from_file::<T>(path)` names it alone.
+pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Result<T> {
     let file = std::fs::File::open(path)?;
     // A pipe or a device has no length to trust: read as a stream of unknown length.
     let meta = file.metadata()?;

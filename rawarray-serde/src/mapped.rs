@@ -14,6 +14,7 @@ use crate::element::Element;
 use crate::error::{ErrorKind, Result};
 use crate::fileio::{map_data_section, read_exact_at, stable_header};
 use crate::header::Header;
+use crate::layout::SchemaCheck;
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
@@ -46,6 +47,65 @@ pub enum ReadMode {
     /// under the reader gives an error, never a signal. For files other programs may cut or
     /// rewrite, and for network file systems.
     Positioned,
+}
+
+/// How to open a [`RecordReader`]: how it reaches the data ([`ReadMode`]) and how strictly
+/// `T` must match the file's record schema ([`SchemaCheck`]).
+///
+/// A file whose trailer holds a schema is read only if the schema describes `T`'s elements
+/// ([`Layout::check_against`](crate::Layout::check_against)): by default the fields' names,
+/// types and offsets must match (a struct with renamed or reordered fields of the same size is
+/// refused, naming the field), while the record's own name may differ (numpy writes none). A file without a schema is read
+/// by its header alone (eltype and element size), whatever the check.
+///
+/// ```
+/// use rawarray_serde::{ErrorKind, RaRecord, RecordOptions, RecordReadOptions, SchemaCheck};
+/// #[derive(RaRecord, Clone, Debug, PartialEq)]
+/// struct Point { x: f32, y: f32 }
+/// #[derive(RaRecord, Clone, Debug, PartialEq)]
+/// struct Swapped { y: f32, x: f32 }
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("p.ra");
+/// let mut w = RecordOptions::new().create::<Point>(&path).unwrap();
+/// w.append(&Point { x: 1.0, y: 2.0 }).unwrap();
+/// w.finish().unwrap();
+///
+/// let err = RecordReadOptions::new().open::<Swapped>(&path).unwrap_err();
+/// assert!(matches!(err.kind(), ErrorKind::SchemaMismatch { .. }), "{err}");
+/// // Reinterpreting the bytes on purpose:
+/// let r = RecordReadOptions::new().schema_check(SchemaCheck::Off).open::<Swapped>(&path).unwrap();
+/// assert_eq!(r.get(0).unwrap(), Some(Swapped { y: 1.0, x: 2.0 }));
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RecordReadOptions {
+    mode: ReadMode,
+    schema: SchemaCheck,
+}
+
+impl RecordReadOptions {
+    /// The defaults: [`ReadMode::Mapped`], [`SchemaCheck::Fields`].
+    pub fn new() -> RecordReadOptions {
+        RecordReadOptions::default()
+    }
+
+    /// How the data is reached.
+    #[must_use]
+    pub fn mode(mut self, mode: ReadMode) -> RecordReadOptions {
+        self.mode = mode;
+        self
+    }
+
+    /// How strictly `T` must match the file's record schema.
+    #[must_use]
+    pub fn schema_check(mut self, check: SchemaCheck) -> RecordReadOptions {
+        self.schema = check;
+        self
+    }
+
+    /// Opens a file of records of `T` with these options.
+    pub fn open<T: Element + Clone>(&self, path: impl AsRef<Path>) -> Result<RecordReader<T>> {
+        RecordReader::open_options(path.as_ref(), self)
+    }
 }
 
 /// The data section, as the reader reaches it.
@@ -89,12 +149,12 @@ enum Section {
 ///
 /// let r = RecordReader::<u32>::open(&path).unwrap();
 /// assert_eq!(r.len(), 1000);
-/// assert_eq!(r.get(7).unwrap()[0], 7);
+/// assert_eq!(r.get(7).unwrap(), Some(7));
 /// let some = r.slice(10..13).unwrap();
 /// assert_eq!(*some, [10, 11, 12]);
 /// assert!(matches!(some, Cow::Borrowed(_))); // zero-copy: u32 data is 8-byte aligned here
 /// assert_eq!(r.iter().map(|rec| rec.unwrap()[0]).sum::<u32>(), 499_500);
-/// assert!(r.get(1000).is_err());
+/// assert_eq!(r.get(1000).unwrap(), None);
 /// ```
 #[derive(Debug)]
 pub struct RecordReader<T> {
@@ -103,6 +163,8 @@ pub struct RecordReader<T> {
     shape: RecordShape,
     len: usize,
     trailer: Option<Trailer>,
+    trailer_error: Option<String>,
+    notes: Vec<String>,
     _element: PhantomData<fn() -> T>,
 }
 
@@ -110,19 +172,34 @@ impl<T: Element + Clone> RecordReader<T> {
     /// Opens a file of records of `T`: reads the header and the trailer, and maps the data
     /// ([`ReadMode::Mapped`]).
     ///
-    /// The element type must match the header (else an error naming both); the record dims are
-    /// whatever the file has. Compressed files cannot be mapped.
+    /// The element type must match the header (else an error naming both), and the file's
+    /// record schema, if it has one, `T`'s fields (see [`RecordReadOptions`]); the record dims
+    /// are whatever the file has. Compressed files cannot be mapped.
     pub fn open(path: impl AsRef<Path>) -> Result<RecordReader<T>> {
-        RecordReader::open_with(path, ReadMode::Mapped)
+        RecordReadOptions::new().open(path)
     }
 
     /// Opens a file of records of `T`, reaching its data as `mode` says. Takes no lock.
     pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<RecordReader<T>> {
+        RecordReadOptions::new().mode(mode).open(path)
+    }
+
+    fn open_options(path: &Path, opts: &RecordReadOptions) -> Result<RecordReader<T>> {
+        let mode = opts.mode;
         let file = File::open(path)?;
         let (header, probe) = snapshot(&file)?;
         let shape = RecordShape::of::<T>(&header, None)?;
         let len = data::to_usize(*header.dims.last().expect("checked by RecordShape"))?;
-        let trailer = probe.into_result()?;
+        let (trailer, trailer_error) = match probe.into_result() {
+            Ok(t) => (t, None),
+            // A damaged trailer hides the schema: only a reader that checks none goes on.
+            Err(e) if opts.schema == SchemaCheck::Off => (None, Some(e.to_string())),
+            Err(e) => return Err(e),
+        };
+        let notes = match trailer.as_ref().and_then(|t| t.schema.as_ref()) {
+            Some(schema) => T::layout().check_against(schema, opts.schema)?,
+            None => Vec::new(),
+        };
         let section = if header.size == 0 {
             Section::Empty
         } else if mode == ReadMode::Positioned {
@@ -150,6 +227,8 @@ impl<T: Element + Clone> RecordReader<T> {
             shape,
             len,
             trailer,
+            trailer_error,
+            notes,
             _element: PhantomData,
         })
     }
@@ -184,6 +263,18 @@ impl<T: Element + Clone> RecordReader<T> {
         self.trailer.as_ref()
     }
 
+    /// Why the file's trailer block could not be read, if so. Only a reader opened with
+    /// [`SchemaCheck::Off`] opens such a file (the others refuse it, as its schema is lost).
+    pub fn trailer_error(&self) -> Option<&str> {
+        self.trailer_error.as_deref()
+    }
+
+    /// What the schema check allowed but noted at open: a record name or a logical marker
+    /// (`bool`) that differs between the file's schema and `T`'s.
+    pub fn schema_notes(&self) -> &[String] {
+        &self.notes
+    }
+
     /// How the data is reached.
     pub fn mode(&self) -> ReadMode {
         match self.section {
@@ -211,9 +302,43 @@ impl<T: Element + Clone> RecordReader<T> {
         }
     }
 
-    /// The values of record `index`.
-    pub fn get(&self, index: usize) -> Result<Cow<'_, [T]>> {
-        self.slice(index..=index)
+    /// Record `index`, `None` past the end. For records of one value of `T` (the usual case:
+    /// a derived struct, or a scalar per record); records of several values (record dims) are
+    /// read with [`RecordReader::slice`]`(index..=index)`, and their stored bytes with
+    /// [`RecordReader::get_bytes`].
+    ///
+    /// ```
+    /// use rawarray_serde::{RawArray, RecordReader};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// RawArray::from_vec(vec![1.5f64, 2.5]).write_file(&path).unwrap();
+    /// let r = RecordReader::<f64>::open(&path).unwrap();
+    /// assert_eq!(r.get(1).unwrap(), Some(2.5));
+    /// assert_eq!(r.get(2).unwrap(), None);
+    /// assert_eq!(*r.get_bytes(1).unwrap(), 2.5f64.to_le_bytes());
+    /// ```
+    pub fn get(&self, index: usize) -> Result<Option<T>> {
+        if self.shape.values != 1 {
+            return Err(ErrorKind::Unsupported(format!(
+                "a record of this file is {} values of {} (record dims {:?}): read it with \
+                 slice(index..=index)",
+                self.shape.values,
+                std::any::type_name::<T>(),
+                self.shape.dims
+            ))
+            .into());
+        }
+        if index >= self.len {
+            return Ok(None);
+        }
+        Ok(self.slice(index..=index)?.first().cloned())
+    }
+
+    /// The stored bytes of record `index` (little- or big-endian, as the header says).
+    pub fn get_bytes(&self, index: usize) -> Result<Cow<'_, [u8]>> {
+        let (start, _) = self.bounds(index..=index)?;
+        let record_bytes = self.shape.bytes as usize;
+        self.bytes(start * record_bytes, record_bytes)
     }
 
     /// The values of the records in `range`, one record after the other.
@@ -234,7 +359,7 @@ impl<T: Element + Clone> RecordReader<T> {
 
     /// Every record in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = Result<Cow<'_, [T]>>> + '_ {
-        (0..self.len).map(move |i| self.get(i))
+        (0..self.len).map(move |i| self.slice(i..=i))
     }
 
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {

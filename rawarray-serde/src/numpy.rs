@@ -29,7 +29,7 @@ pub fn dtype(eltype: ElType, elbyte: u64) -> Option<&'static str> {
 /// The element type, size and byte order of a numpy dtype string, the inverse of [`dtype`]:
 /// `"<f4"` is `(Float, 4, false)`, `">i2"` is `(Int, 2, true)`. `=` (native) is read as `<`;
 /// the byte order of one-byte types is ignored, and numpy's `b1` (bool) is `|u1`, as this
-/// crate stores `bool`. `None` for dtypes with no `.ra` element (objects, strings,
+/// crate stores `bool` (a layout marks it bool besides: [`is_bool_dtype`]). `None` for dtypes with no `.ra` element (objects, strings,
 /// `longdouble`, structured dtypes).
 ///
 /// ```
@@ -58,6 +58,19 @@ pub fn parse_dtype(descr: &str) -> Option<(ElType, u64, bool)> {
             order.unwrap_or(false) && !one_byte,
         ))
     })
+}
+
+/// Whether a numpy dtype string is numpy's bool (`?`, `b1`, `|b1`): the scalar
+/// [`Logical::Bool`](crate::Logical::Bool) marks, stored as a `u8` of 0 or 1.
+///
+/// ```
+/// use rawarray_serde::numpy;
+/// assert!(numpy::is_bool_dtype("|b1") && numpy::is_bool_dtype("?"));
+/// assert!(!numpy::is_bool_dtype("|u1"));
+/// ```
+pub fn is_bool_dtype(descr: &str) -> bool {
+    let kind = descr.strip_prefix(['<', '>', '=', '|']).unwrap_or(descr);
+    matches!(kind, "?" | "b1")
 }
 
 /// A numpy shape as Python source: `(3,)`, `(2, 3)`, `()`. numpy's shape is the `.ra` dims

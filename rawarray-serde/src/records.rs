@@ -16,7 +16,7 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::{checked_product, Header};
-use crate::layout::Layout;
+use crate::layout::{Layout, SchemaCheck};
 use crate::lock::open_locked;
 use crate::trailer::{
     block_len, data_end, encode_block_into, locate, probe_backward, probe_forward, Block, Probe,
@@ -86,7 +86,7 @@ pub enum Durability {
 ///
 /// let r = RecordReader::<f64>::open(&path).unwrap();
 /// assert_eq!(r.len(), 6);
-/// assert_eq!(r.get(2).unwrap()[5], 205.0);
+/// assert_eq!(r.slice(2..=2).unwrap()[5], 205.0); // a record of 4 x 3 values
 /// assert_eq!(r.trailer().unwrap().params["dx"], 0.1);
 /// ```
 #[derive(Clone, Debug, PartialEq)]
@@ -218,7 +218,7 @@ impl RecordOptions {
     /// w.append_bytes(&[1, 0, 2, 0, 3, 0, 4, 0]).unwrap(); // two records of [u16; 2]
     /// w.finish().unwrap();
     /// let r = RecordReader::<[u16; 2]>::open(&path).unwrap();
-    /// assert_eq!(r.get(1).unwrap()[0], [3, 4]);
+    /// assert_eq!(r.get(1).unwrap(), Some([3, 4]));
     /// ```
     pub fn create_dyn(
         &self,
@@ -260,12 +260,7 @@ impl RecordOptions {
     /// [`RecordOptions::drop_foreign_trailing`]). A symlink is followed; anything but a regular
     /// file is refused.
     pub fn open<T: Element>(&self, path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        let core = self.open_core(
-            path.as_ref(),
-            &ElementSpec::of::<T>(),
-            std::any::type_name::<T>(),
-            true,
-        )?;
+        let core = self.open_core(path.as_ref(), &ElementSpec::of::<T>(), true)?;
         Ok(RecordWriter {
             core,
             _element: PhantomData,
@@ -276,17 +271,11 @@ impl RecordOptions {
     /// [`RecordOptions::create_dyn`]. A big-endian file is refused: [`DynRecordWriter`] takes
     /// little-endian record bytes, and only a typed writer knows how to swap them.
     pub fn open_dyn(&self, path: impl AsRef<Path>, spec: &ElementSpec) -> Result<DynRecordWriter> {
-        let core = self.open_core(path.as_ref(), spec, "the given element", false)?;
+        let core = self.open_core(path.as_ref(), spec, false)?;
         Ok(DynRecordWriter { core })
     }
 
-    fn open_core(
-        &self,
-        path: &Path,
-        spec: &ElementSpec,
-        type_name: &str,
-        big_endian_ok: bool,
-    ) -> Result<Writer> {
+    fn open_core(&self, path: &Path, spec: &ElementSpec, big_endian_ok: bool) -> Result<Writer> {
         let file = open_locked(path)?;
         let header = Header::read_from(&mut &file)?;
         // Refused before anything is written (the file is settled further down).
@@ -320,15 +309,15 @@ impl RecordOptions {
                 .into())
             }
         };
-        if let Some(schema) = trailer.schema.as_ref().filter(|&s| *s != spec.layout) {
-            return Err(ErrorKind::Trailer(format!(
-                "the file's record schema {} differs from {type_name}'s {}",
-                serde_json::to_string(schema).unwrap_or_default(),
-                serde_json::to_string(&spec.layout).unwrap_or_default()
-            ))
-            .into());
+        // The library's one schema check: fields must match, a record name may differ (a file
+        // written from numpy has none), and the file keeps the schema it has.
+        match trailer.schema.clone() {
+            Some(schema) => {
+                spec.layout.check_against(&schema, SchemaCheck::Fields)?;
+                trailer = trailer.with_schema(schema);
+            }
+            None => trailer = trailer.with_schema(spec.layout.clone()),
         }
-        trailer = trailer.with_schema(spec.layout.clone());
         if let Some(params) = self.params_json()? {
             trailer.params = params;
         }
@@ -465,7 +454,7 @@ impl ElementSpec {
         layout.validate()?;
         let (base, shape) = layout.split_shape();
         let (eltype, elbyte) = match base {
-            Layout::Scalar { eltype, elbyte } => (*eltype, *elbyte),
+            Layout::Scalar { eltype, elbyte, .. } => (*eltype, *elbyte),
             Layout::Record { .. } => (ElType::User, base.size()),
             Layout::Array { .. } => unreachable!("split_shape strips every array"),
         };
@@ -625,7 +614,7 @@ macro_rules! writer_methods {
 /// let all: RawArray<f64> = RawArray::read_file(&path).unwrap();
 /// assert_eq!(all.dims(), [3, 100]);
 /// let r = RecordReader::<[f64; 3]>::open(&path).unwrap();
-/// assert_eq!(r.get(10).unwrap()[0][2], 1.0);
+/// assert_eq!(r.get(10).unwrap().unwrap()[2], 1.0);
 /// ```
 ///
 /// # The file while it is written

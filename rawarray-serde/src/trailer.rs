@@ -101,7 +101,10 @@ pub struct Trailer {
     /// The layout of one element, if known.
     #[serde(default)]
     pub schema: Option<Layout>,
-    /// The numpy dtype of one element as JSON ([`Layout::numpy_descr_json`] of the schema).
+    /// The numpy dtype of one element as JSON ([`Layout::numpy_descr_json`] of the schema),
+    /// with logical types as they are stored (a `bool` is `|u1`): the dtype every reader of
+    /// trailer version 1 computes from the schema, so that one that predates the marker still
+    /// finds the block consistent. The logical dtype (`|b1`) is the schema's.
     #[serde(default)]
     pub numpy_descr: Option<serde_json::Value>,
     /// The keys a reader must understand to use the file; written only when not empty. Every
@@ -152,7 +155,7 @@ impl Trailer {
     /// The same trailer with `schema` and its numpy dtype.
     #[must_use]
     pub fn with_schema(mut self, schema: Layout) -> Trailer {
-        self.numpy_descr = Some(schema.numpy_descr_json());
+        self.numpy_descr = Some(schema.without_logical().numpy_descr_json());
         self.schema = Some(schema);
         self
     }
@@ -266,6 +269,47 @@ impl Trailer {
         locate(&file, data_end(&header), len).into_result()
     }
 }
+
+/// The bytes after a data section as a [`DynArray`](crate::DynArray) keeps them, and the
+/// trailer they hold, decoded once, on first use: every reader then answers the same way,
+/// `trailer() -> Option<&Trailer>` and `trailer_error() -> Option<&str>`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Trailing {
+    pub bytes: Vec<u8>,
+    decoded: std::sync::OnceLock<std::result::Result<Option<Trailer>, String>>,
+}
+
+impl Trailing {
+    pub fn new(bytes: Vec<u8>) -> Trailing {
+        Trailing {
+            bytes,
+            decoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn decoded(&self) -> &std::result::Result<Option<Trailer>, String> {
+        self.decoded
+            .get_or_init(|| Trailer::from_trailing_bytes(&self.bytes).map_err(|e| e.to_string()))
+    }
+
+    /// The trailer, `None` if there is none or it is damaged.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.decoded().as_ref().ok()?.as_ref()
+    }
+
+    /// Why the bytes look like a trailer but cannot be read, if so.
+    pub fn error(&self) -> Option<&str> {
+        self.decoded().as_ref().err().map(String::as_str)
+    }
+}
+
+impl PartialEq for Trailing {
+    fn eq(&self, other: &Trailing) -> bool {
+        self.bytes == other.bytes
+    }
+}
+
+impl Eq for Trailing {}
 
 /// Bytes of a block holding `json_len` bytes of JSON.
 pub(crate) fn block_len(json_len: usize) -> usize {
@@ -499,12 +543,18 @@ fn check_schema(trailer: &Trailer) -> Result<()> {
     };
     schema.validate()?;
     match &trailer.numpy_descr {
-        Some(descr) if *descr != schema.numpy_descr_json() => Err(ErrorKind::BadSchema(format!(
-            "{}: its numpy_descr {descr} is not its dtype {}",
-            schema.numpy_descr(),
-            schema.numpy_descr_json()
-        ))
-        .into()),
+        // The stored dtype, or the logical one a writer may have put there instead.
+        Some(descr)
+            if *descr != schema.without_logical().numpy_descr_json()
+                && *descr != schema.numpy_descr_json() =>
+        {
+            Err(ErrorKind::BadSchema(format!(
+                "{}: its numpy_descr {descr} is not its dtype {}",
+                schema.numpy_descr(),
+                schema.without_logical().numpy_descr_json()
+            ))
+            .into())
+        }
         _ => Ok(()),
     }
 }

@@ -179,42 +179,42 @@ fn readers<'a>(bytes: &'a [u8], path: &'a Path, copy: &'a Path) -> Vec<Reader<'a
         (
             "from_reader::<Vec<f32>>",
             Stream,
-            Box::new(move || ok(from_reader::<_, Vec<f32>>(bytes))),
+            Box::new(move || ok(from_reader::<Vec<f32>>(bytes))),
         ),
         (
             "from_reader::<Vec<f64>> (1-7 bytes a read)",
             Stream,
-            Box::new(move || ok(from_reader::<_, Vec<f64>>(Trickle { bytes, phase: 0 }))),
+            Box::new(move || ok(from_reader::<Vec<f64>>(Trickle { bytes, phase: 0 }))),
         ),
         (
             "from_reader::<Vec<Foo>>",
             Stream,
-            Box::new(move || ok(from_reader::<_, Vec<Foo>>(bytes))),
+            Box::new(move || ok(from_reader::<Vec<Foo>>(bytes))),
         ),
         (
             "from_reader::<Vec<[u16; 3]>>",
             Stream,
-            Box::new(move || ok(from_reader::<_, Vec<[u16; 3]>>(bytes))),
+            Box::new(move || ok(from_reader::<Vec<[u16; 3]>>(bytes))),
         ),
         (
             "from_reader::<String>",
             Stream,
-            Box::new(move || ok(from_reader::<_, String>(bytes))),
+            Box::new(move || ok(from_reader::<String>(bytes))),
         ),
         (
             "from_reader::<Vec<Complex<f32>>>",
             Stream,
-            Box::new(move || ok(from_reader::<_, Vec<Complex<f32>>>(bytes))),
+            Box::new(move || ok(from_reader::<Vec<Complex<f32>>>(bytes))),
         ),
         (
             "from_file::<Vec<f32>>",
             File,
-            Box::new(move || ok(from_file::<_, Vec<f32>>(path))),
+            Box::new(move || ok(from_file::<Vec<f32>>(path))),
         ),
         (
             "from_file::<Vec<Foo>>",
             File,
-            Box::new(move || ok(from_file::<_, Vec<Foo>>(path))),
+            Box::new(move || ok(from_file::<Vec<Foo>>(path))),
         ),
         (
             "Trailer::from_file_bytes",
@@ -454,8 +454,8 @@ fn a_stream_claiming_a_terabyte_costs_what_it_holds() {
         let mut err = None;
         let used = peak(|| {
             err = match elbyte {
-                4 => from_reader::<_, Vec<f32>>(&bytes[..]).err(),
-                _ => from_reader::<_, Vec<Foo>>(&bytes[..]).err(),
+                4 => from_reader::<Vec<f32>>(&bytes[..]).err(),
+                _ => from_reader::<Vec<Foo>>(&bytes[..]).err(),
             };
         });
         let err = err.expect("a read of 1 MiB claiming 2^40 elements fails");

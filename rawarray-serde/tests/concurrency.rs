@@ -195,7 +195,7 @@ fn no_stale_writer_can_cut_a_mapped_reader_short() {
     c.append(&(n + 1)).unwrap();
     c.finish().unwrap();
     for i in [0, n / 2, n - 1] {
-        assert_eq!(reader.get(i as usize).unwrap()[0], i);
+        assert_eq!(reader.get(i as usize).unwrap(), Some(i));
     }
     assert_eq!(records(&path).len() as u64, n + 2);
 }
@@ -208,7 +208,7 @@ fn a_positioned_reader_gets_an_error_not_a_signal_when_another_program_truncates
         .write_file(&path)
         .unwrap();
     let r = RecordReader::<u64>::open_with(&path, ReadMode::Positioned).unwrap();
-    assert_eq!(r.get(9_999).unwrap()[0], 9_999);
+    assert_eq!(r.get(9_999).unwrap(), Some(9_999));
     // Another program (here: this test, without the crate) cuts the file under the reader.
     fs::OpenOptions::new()
         .write(true)
@@ -216,7 +216,7 @@ fn a_positioned_reader_gets_an_error_not_a_signal_when_another_program_truncates
         .unwrap()
         .set_len(56 + 8 * 100)
         .unwrap();
-    assert_eq!(r.get(50).unwrap()[0], 50);
+    assert_eq!(r.get(50).unwrap(), Some(50));
     let err = r.get(9_999).unwrap_err();
     assert!(
         matches!(err.kind(), ErrorKind::Io(e) if e.kind() == std::io::ErrorKind::UnexpectedEof),

@@ -33,14 +33,7 @@ where
         (t.eltype(), t.elbyte()),
         "{row}"
     );
-    assert_eq!(
-        T::layout(),
-        Layout::Scalar {
-            eltype: t.eltype(),
-            elbyte: t.elbyte()
-        },
-        "{row}"
-    );
+    assert_eq!(T::layout(), Layout::scalar(t.eltype(), t.elbyte()), "{row}");
     let expected_header = Header::new(t.eltype(), t.elbyte(), vec![values.len() as u64]).unwrap();
     let mut file = expected_header.encode();
     file.extend_from_slice(&data);

@@ -48,7 +48,7 @@ where
     let bytes = to_vec(value).unwrap();
     assert_eq!(bytes, want, "bytes of {value:?}");
     assert_eq!(&from_slice::<T>(&bytes).unwrap(), value);
-    assert_eq!(&from_reader::<_, T>(&bytes[..]).unwrap(), value);
+    assert_eq!(&from_reader::<T>(&bytes[..]).unwrap(), value);
     assert_eq!(&trickled::<T>(&bytes).unwrap(), value);
 }
 
@@ -76,7 +76,11 @@ fn lone_scalars_are_ndims_0() {
 
 #[test]
 fn bool_char_and_half_floats() {
-    loopback(&vec![true, false, true], &file(2, 1, &[3], &[1, 0, 1]));
+    // An array of bools is followed by the trailer that marks it bool (as RawArray<bool>).
+    let mut bools = file(2, 1, &[3], &[1, 0, 1]);
+    let marker = rawarray_serde::Trailer::for_element::<bool>(serde_json::Value::Null).unwrap();
+    bools.extend_from_slice(&marker.encode_block(bools.len() as u64));
+    loopback(&vec![true, false, true], &bools);
     loopback(
         &vec!['a', 'é', '🦀'],
         &file(

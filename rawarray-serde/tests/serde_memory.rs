@@ -51,14 +51,14 @@ fn reads_hold_the_value_and_a_window() {
         (
             "from_reader(BufReader<File>)",
             peak_beyond_value(
-                || rawarray_serde::from_reader::<_, Vec<f32>>(open()).unwrap(),
+                || rawarray_serde::from_reader::<Vec<f32>>(open()).unwrap(),
                 held,
             ),
         ),
         (
             "from_file",
             peak_beyond_value(
-                || rawarray_serde::from_file::<_, Vec<f32>>(&path).unwrap(),
+                || rawarray_serde::from_file::<Vec<f32>>(&path).unwrap(),
                 held,
             ),
         ),
@@ -84,7 +84,7 @@ fn reads_hold_the_value_and_a_window() {
     let held = |v: &Vec<Foo>| v.capacity() * std::mem::size_of::<Foo>();
     let open = || BufReader::new(std::fs::File::open(&path).unwrap());
     let extra = peak_beyond_value(
-        || rawarray_serde::from_reader::<_, Vec<Foo>>(open()).unwrap(),
+        || rawarray_serde::from_reader::<Vec<Foo>>(open()).unwrap(),
         held,
     );
     assert!(
@@ -92,7 +92,7 @@ fn reads_hold_the_value_and_a_window() {
         "Vec<Foo>, 80 MiB, from_reader: {extra} bytes beyond the value"
     );
     let extra = peak_beyond_value(
-        || rawarray_serde::from_file::<_, Vec<Foo>>(&path).unwrap(),
+        || rawarray_serde::from_file::<Vec<Foo>>(&path).unwrap(),
         held,
     );
     assert!(

@@ -41,7 +41,7 @@ where
         "{name}: from_slice"
     );
     assert_eq!(
-        &from_reader::<_, T>(&bytes[..]).unwrap(),
+        &from_reader::<T>(&bytes[..]).unwrap(),
         value,
         "{name}: from_reader"
     );
@@ -56,11 +56,7 @@ where
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("v.ra");
     std::fs::write(&path, &bytes).unwrap();
-    assert_eq!(
-        &from_file::<_, T>(&path).unwrap(),
-        value,
-        "{name}: from_file"
-    );
+    assert_eq!(&from_file::<T>(&path).unwrap(), value, "{name}: from_file");
 }
 
 #[test]
@@ -129,7 +125,7 @@ fn big_endian_and_compressed_streams_read_the_same() {
 /// bytes that arrived.
 fn cut<T: serde::de::DeserializeOwned>(bytes: &[u8], at: usize) -> (u64, u64) {
     let header = rawarray_serde::Header::decode(bytes).unwrap();
-    let Err(e) = from_reader::<_, T>(Trickle {
+    let Err(e) = from_reader::<T>(Trickle {
         bytes: &bytes[..at],
         phase: at,
     }) else {

@@ -119,6 +119,8 @@ impl<W: Write> Serializer<W> {
                 header_written: false,
                 in_place,
                 flush_at: if in_place { usize::MAX } else { FLUSH_AT },
+                bools: 0,
+                header: None,
             },
             plan: Plan::default(),
             mode: Mode::Record,
@@ -133,6 +135,9 @@ impl<W: Write> Serializer<W> {
     /// byte still buffered, flushes, and returns the writer.
     pub fn finish(mut self) -> Result<W> {
         self.write_late_header()?;
+        if let Some(block) = self.bool_trailer() {
+            self.out.buf.extend_from_slice(&block);
+        }
         self.out.writer.write_all(&self.out.buf)?;
         self.out.buf.clear();
         self.out.writer.flush()?;
@@ -456,6 +461,10 @@ impl<'a, W: Write> ser::Serializer for &'a mut Serializer<W> {
     }
 
     fn serialize_bool(self, v: bool) -> Result<()> {
+        // An element replayed in Check mode was counted when it was first serialized.
+        if !matches!(self.mode, Mode::Check) {
+            self.out.bools += 1;
+        }
         self.scalar(Scalar::U8, &[u8::from(v)])
     }
 

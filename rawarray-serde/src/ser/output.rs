@@ -42,7 +42,12 @@ pub(crate) fn append_in_place<T: ?Sized + Serialize>(vec: &mut Vec<u8>, value: &
     };
     let result = value
         .serialize(&mut guard.ser)
-        .and_then(|()| guard.ser.write_late_header());
+        .and_then(|()| guard.ser.write_late_header())
+        .map(|()| {
+            if let Some(block) = guard.ser.bool_trailer() {
+                guard.ser.out.buf.extend_from_slice(&block);
+            }
+        });
     guard.complete = result.is_ok();
     result
 }
@@ -88,6 +93,10 @@ pub(super) struct Output<W> {
     pub(super) base: usize,
     /// Flush `buf` to `writer` once it holds this many bytes (after the header is out).
     pub(super) flush_at: usize,
+    /// `bool`s serialized: when they are every byte of the data, the file is an array of bool.
+    pub(super) bools: u64,
+    /// The header, once written.
+    pub(super) header: Option<Header>,
 }
 
 impl<W: Write> Serializer<W> {
@@ -117,8 +126,22 @@ impl<W: Write> Serializer<W> {
         Ok(())
     }
 
+    /// The trailer block that marks the file an array of `bool` (as `RawArray<bool>` writes
+    /// it), when every byte of its data came from a `bool` (a struct of bools too; none from
+    /// a `u8`), placed at the data end.
+    pub(super) fn bool_trailer(&self) -> Option<Vec<u8>> {
+        let header = self.out.header.as_ref()?;
+        let bytes = (header.eltype, header.elbyte, header.size);
+        if self.out.bools == 0 || bytes != (crate::ElType::Uint, 1, self.out.bools) {
+            return None;
+        }
+        let trailer = crate::array::plain_trailer::<bool>()?;
+        Some(trailer.encode_block(crate::trailer::data_end(header)))
+    }
+
     /// Writes the header: before everything buffered (in place, in front of it).
     pub(super) fn put_header(&mut self, header: &Header) -> Result<()> {
+        self.out.header = Some(header.clone());
         let bytes = header.encode();
         if self.out.in_place {
             self.out.buf.splice(self.out.base..self.out.base, bytes);
