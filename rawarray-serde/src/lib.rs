@@ -117,6 +117,7 @@ pub mod numpy;
 mod reader;
 mod records;
 mod ser;
+pub mod sniff;
 #[cfg(feature = "object_store")]
 mod store;
 mod subset;
@@ -247,14 +248,16 @@ pub fn from_reader<R: Read, T: serde::de::DeserializeOwned>(reader: R) -> Result
 /// assert_eq!(rawarray_serde::from_file::<_, f64>(&path).unwrap(), 2.5);
 /// ```
 pub fn from_file<P: AsRef<Path>, T: serde::de::DeserializeOwned>(path: P) -> Result<T> {
-    let file = std::fs::File::open(path)?;
-    // A pipe or a device has no length to trust: read as a stream of unknown length.
-    let meta = file.metadata()?;
-    let len = meta.is_file().then_some(meta.len());
-    let mut de = Deserializer::from_stream(file, len)?;
-    let value = T::deserialize(&mut de)?;
-    de.end()?;
-    Ok(value)
+    fileio::reading(path.as_ref(), |path| {
+        let file = std::fs::File::open(path)?;
+        // A pipe or a device has no length to trust: read as a stream of unknown length.
+        let meta = file.metadata()?;
+        let len = meta.is_file().then_some(meta.len());
+        let mut de = Deserializer::from_stream(file, len)?;
+        let value = T::deserialize(&mut de)?;
+        de.end()?;
+        Ok(value)
+    })
 }
 
 mod derived;

@@ -5,14 +5,14 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, read_exact_at, stable_header};
+use crate::fileio::{map_data_section, read_exact_at, reading, stable_header};
 use crate::header::Header;
 use crate::records::RecordShape;
 use crate::trailer::{data_end, locate, Probe, Trailer};
@@ -98,6 +98,8 @@ enum Section {
 /// ```
 #[derive(Debug)]
 pub struct RecordReader<T> {
+    /// The path it was opened by, which its errors name.
+    path: PathBuf,
     section: Section,
     header: Header,
     shape: RecordShape,
@@ -118,6 +120,10 @@ impl<T: Element + Clone> RecordReader<T> {
 
     /// Opens a file of records of `T`, reaching its data as `mode` says. Takes no lock.
     pub fn open_with(path: impl AsRef<Path>, mode: ReadMode) -> Result<RecordReader<T>> {
+        reading(path.as_ref(), |path| RecordReader::open_file(path, mode))
+    }
+
+    fn open_file(path: &Path, mode: ReadMode) -> Result<RecordReader<T>> {
         let file = File::open(path)?;
         let (header, probe) = snapshot(&file)?;
         let shape = RecordShape::of::<T>(&header, None)?;
@@ -145,6 +151,7 @@ impl<T: Element + Clone> RecordReader<T> {
             Section::Mapped(map)
         };
         Ok(RecordReader {
+            path: path.to_path_buf(),
             section,
             header,
             shape,
@@ -203,11 +210,11 @@ impl<T: Element + Clone> RecordReader<T> {
         match &self.section {
             Section::Empty => Ok(Cow::Borrowed(&[])),
             Section::Mapped(map) => Ok(Cow::Borrowed(&map[start..start + len])),
-            Section::Positioned { file, offset } => {
-                let mut buf = vec![0u8; len];
+            Section::Positioned { file, offset } => reading(&self.path, |_| {
+                let mut buf = data::try_zeroed_bytes(len as u64)?;
                 read_exact_at(file, &mut buf, offset + start as u64)?;
                 Ok(Cow::Owned(buf))
-            }
+            }),
         }
     }
 
