@@ -103,13 +103,13 @@ fn decompress_streams_the_block_within_a_memory_cap_below_the_data_size() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("z.ra");
     let out = dir.path().join("plain.ra");
-    // 512 MiB of plain data that compresses to about 2 MiB: decoded whole, it could not be
-    // held under a 256 MiB cap.
-    let n = 128 << 20;
+    // 256 MiB of plain data that compresses to about 1 MiB: decoded whole, it could not be
+    // held under a 128 MiB cap.
+    let n = 64 << 20;
     let a = RawArray::from_vec((0..n).map(|i| (i / 4096) as u32).collect::<Vec<u32>>());
     a.write_file_with(&path, &WriteOptions::new().compress(true))
         .unwrap();
-    let res = ra_capped(256 << 10, &[&"decompress", &path, &"-o", &out]);
+    let res = ra_capped(128 << 10, &[&"decompress", &path, &"-o", &out]);
     assert!(res.status.success(), "{res:?}");
     let back = RawArray::<u32>::read_file(&out).unwrap();
     assert_eq!(back, a);
