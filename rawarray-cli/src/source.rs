@@ -394,7 +394,8 @@ impl RaSource {
         }
         let (trailer, damaged) = match rawarray_serde::Trailer::read_file(&self.path) {
             Ok(t) => (t, None),
-            Err(e) => (None, Some(e.to_string())),
+            // What is wrong, without the file's name: the caller shows it beside the file.
+            Err(e) => (None, Some(e.kind().to_string())),
         };
         TrailerInfo {
             bytes,
