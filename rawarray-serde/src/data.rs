@@ -123,7 +123,9 @@ pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Resul
 fn decode_into<T: Element>(bytes: &[u8], big_endian: bool, out: &mut Vec<T>) -> Result<()> {
     let first = out.len();
     let chunks = bytes.chunks_exact(T::PACKED_SIZE.max(1));
-    try_reserve(out, chunks.len())?;
+    // Amortized (doubling) growth: a stream of unknown length appends chunk by chunk.
+    out.try_reserve(chunks.len())
+        .map_err(|_| too_large(first.saturating_add(chunks.len()), size_of::<T>()))?;
     if big_endian {
         let mut scratch = vec![0u8; T::PACKED_SIZE];
         for (i, chunk) in chunks.enumerate() {
