@@ -153,13 +153,17 @@ Examples:
   ra compress big.ra              in place, through a temporary file
   ra compress big.ra -o big_z.ra
 
-Byte order and the trailer are kept. One LZ4 block holds at most 2,113,929,216 bytes.")]
+Byte order and the trailer are kept. One LZ4 block holds at most 2,113,929,216 bytes: a
+larger data section is refused from its header, before any of it is read.")]
     Compress {
         /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
+        /// How the data section is packed.
+        #[arg(long, value_enum, default_value_t = compress::Codec::Lz4Whole)]
+        codec: compress::Codec,
     },
     /// Decompress an LZ4-compressed data section (clear flag bit 1).
     #[command(after_help = "\
@@ -409,13 +413,17 @@ fn run(cli: Cli) -> Result<(), Failure> {
             },
             &mut out,
         ),
-        Command::Compress { file, output } => {
+        Command::Compress {
+            file,
+            output,
+            codec,
+        } => {
             let file = rewritable("compress", &file, output.as_deref())?;
-            compress::run(&file, output.as_deref(), true)
+            compress::run(&file, output.as_deref(), Some(codec))
         }
         Command::Decompress { file, output } => {
             let file = rewritable("decompress", &file, output.as_deref())?;
-            compress::run(&file, output.as_deref(), false)
+            compress::run(&file, output.as_deref(), None)
         }
         Command::Reshape { file, dims, output } => {
             let file = rewritable("reshape", &file, output.as_deref())?;

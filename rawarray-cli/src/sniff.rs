@@ -1,8 +1,11 @@
-//! What a file that is not `.ra` looks like, from its first bytes, so that `ra info` can say
-//! "a PNG image" instead of a magic number.
+//! What a file that is not `.ra` looks like, so that `ra info` can say "a PNG image" instead
+//! of a magic number. The formats are recognised by the library ([`rawarray_serde::sniff`],
+//! which its bad-magic errors use too); this module adds what `ra` can do about each.
 
 use std::io::Read;
 use std::path::Path;
+
+use rawarray_serde::sniff::{sniff, FileKind};
 
 /// A short description of what the file seems to be, and what to do with it, if recognisable
 /// and not a `.ra` file (one that starts with the magic is a damaged `.ra` file, described by
@@ -20,43 +23,21 @@ pub fn looks_like(path: &Path) -> Option<String> {
 }
 
 fn describe(head: &[u8], path: &Path) -> Option<String> {
-    if head.starts_with(b"rawarray") {
-        return None;
-    }
-    let name = path.display();
-    let stem = path.with_extension("ra");
-    let convert = |what: &str| {
-        format!(
-            "it looks like {what}; `ra convert {name} {}` makes a .ra file of it",
-            stem.display()
-        )
+    let kind = sniff(head)?;
+    let what = kind.description();
+    let advice = match kind {
+        FileKind::Empty => return Some("the file is empty".into()),
+        FileKind::Text => return Some("it looks like text, not a .ra file".into()),
+        FileKind::Png | FileKind::Npy => format!(
+            "; `ra convert {} {}` makes a .ra file of it",
+            path.display(),
+            path.with_extension("ra").display()
+        ),
+        FileKind::Zip => ": unpack it first".into(),
+        FileKind::Gzip => ": decompress it first".into(),
+        _ => String::new(),
     };
-    if head.is_empty() {
-        return Some("the file is empty".into());
-    }
-    if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Some(convert("a PNG image"));
-    }
-    if head.starts_with(b"\x93NUMPY") {
-        return Some(convert("a numpy .npy file"));
-    }
-    if head.starts_with(b"PK\x03\x04") {
-        return Some("it looks like a zip archive (a numpy .npz?): unpack it first".into());
-    }
-    if head.starts_with(b"\x89HDF\r\n\x1a\n") {
-        return Some("it looks like an HDF5 file".into());
-    }
-    if head.starts_with(b"\x1f\x8b") {
-        return Some("it looks like gzip-compressed data: decompress it first".into());
-    }
-    let text = std::str::from_utf8(head).is_ok_and(|s| {
-        s.chars()
-            .all(|c| !c.is_control() || matches!(c, '\n' | '\r' | '\t'))
-    });
-    if text {
-        return Some("it looks like text, not a .ra file".into());
-    }
-    None
+    Some(format!("it looks like {what}{advice}"))
 }
 
 #[cfg(test)]
@@ -74,6 +55,8 @@ mod tests {
         );
         let npy = describe(b"\x93NUMPY\x01\x00v\x00{'descr'", Path::new("a.npy")).unwrap();
         assert!(npy.contains("numpy .npy"), "{npy}");
+        let h5 = describe(b"\x89HDF\r\n\x1a\n\0\0", Path::new("a.h5")).unwrap();
+        assert_eq!(h5, "it looks like an HDF5 file");
         assert_eq!(describe(b"", p).unwrap(), "the file is empty");
         assert!(describe(b"1,2,3\n4,5,6\n", p).unwrap().contains("text"));
         assert_eq!(describe(&[0, 1, 2, 255, 254], p), None);

@@ -488,7 +488,8 @@ impl RaSource {
         }
         let (trailer, damaged) = match rawarray_serde::Trailer::read_file(&self.path) {
             Ok(t) => (t, None),
-            Err(e) => (None, Some(e.to_string())),
+            // What is wrong, without the file's name: the caller shows it beside the file.
+            Err(e) => (None, Some(e.kind().to_string())),
         };
         TrailerInfo {
             bytes,
@@ -586,7 +587,15 @@ impl RaSource {
 
     /// All the plain data in memory.
     pub fn read_all(&mut self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(usize::try_from(self.header.data_len()).unwrap_or(0));
+        let mut out = Vec::new();
+        // Fallible: the length comes from the file, and one that does not fit is an error.
+        let len = usize::try_from(self.header.data_len()).unwrap_or(usize::MAX);
+        out.try_reserve_exact(len).map_err(|_| {
+            Failure::file(
+                &self.path,
+                format!("{} data bytes do not fit in memory", self.header.data_len()),
+            )
+        })?;
         self.for_each_chunk(None, &Progress::hidden(), |c| {
             out.extend_from_slice(c);
             Ok(())

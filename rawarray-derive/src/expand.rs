@@ -233,7 +233,9 @@ fn pod_hooks(record: &Record, krate: &TokenStream, as_element: &[TokenStream]) -
         }
 
         #[inline]
-        fn zeroed_pod_vec(__len: usize) -> #core::option::Option<#krate::__private::Vec<Self>> {
+        fn zeroed_pod_vec(
+            __len: usize,
+        ) -> #core::option::Option<#krate::Result<#krate::__private::Vec<Self>>> {
             if !(#read_guard) {
                 return #core::option::Option::None;
             }

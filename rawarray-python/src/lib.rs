@@ -425,8 +425,10 @@ impl RawFile {
 }
 
 fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
-    let file = File::open(path)?;
-    let reader = ArrayReader::from_open_file(file.try_clone()?)?;
+    // The library's readers name the file in their errors; this open is the package's own.
+    let file = File::open(path)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let reader = ArrayReader::from_open_file(file.try_clone()?, path)?;
     let meta = file.metadata()?;
     #[cfg(unix)]
     let (dev, ino) = {

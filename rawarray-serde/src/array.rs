@@ -10,7 +10,7 @@ use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::stable_header;
+use crate::fileio::{reading, stable_header};
 use crate::header::{checked_product, Flags, Header};
 use crate::trailer::{data_end, Trailer, Trailing};
 
@@ -227,12 +227,16 @@ impl<T: Element> RawArray<T> {
     }
 
     /// Reads an array from a file. Its length is checked against the header before anything
-    /// is allocated, and the data is read with one `read_exact` into the final buffer.
+    /// is allocated, and the data is read with one `read_exact` into the final buffer. Errors
+    /// name the file; memory that cannot be had is an error ([`ErrorKind::TooLarge`]), never
+    /// an abort.
     pub fn read_file(path: impl AsRef<Path>) -> Result<RawArray<T>> {
-        // The element type is checked before the length, as `from_bytes` and `read_from` do,
-        // so that one file gives one error whichever way it is read.
-        let (mut file, header, available) = open_file(path.as_ref(), element_dims::<T>)?;
-        Self::read_data(&mut file, header, Some(available))
+        reading(path.as_ref(), |path| {
+            // The element type is checked before the length, as `from_bytes` and `read_from`
+            // do, so that one file gives one error whichever way it is read.
+            let (mut file, header, available) = open_file(path, element_dims::<T>)?;
+            Self::read_data(&mut file, header, Some(available))
+        })
     }
 
     fn read_data<R: Read + ?Sized>(
@@ -545,13 +549,17 @@ impl DynArray {
         DynArray::from_section(header, Cow::Owned(section), trailer)
     }
 
-    /// Reads a file.
+    /// Reads a file. Errors name it; memory that cannot be had is an error
+    /// ([`ErrorKind::TooLarge`]), never an abort.
     pub fn read_file(path: impl AsRef<Path>) -> Result<DynArray> {
-        let (mut file, header, available) = open_file(path.as_ref(), |_| Ok(()))?;
-        let section = data::read_bytes(&mut file, header.size, Some(available))?;
-        let mut trailer = Vec::with_capacity(data::to_usize(available - header.size)?);
-        file.read_to_end(&mut trailer)?;
-        DynArray::from_section(header, Cow::Owned(section), trailer)
+        reading(path.as_ref(), |path| {
+            let (mut file, header, available) = open_file(path, |_| Ok(()))?;
+            let section = data::read_bytes(&mut file, header.size, Some(available))?;
+            let mut trailer = Vec::new();
+            data::try_reserve(&mut trailer, data::to_usize(available - header.size)?)?;
+            file.read_to_end(&mut trailer)?;
+            DynArray::from_section(header, Cow::Owned(section), trailer)
+        })
     }
 
     fn from_section(

@@ -401,7 +401,7 @@ fn array_build<U, P: Plain, const N: usize>(bytes: &[u8]) -> Option<U> {
 /// has arrived (all `n` where the input is known to hold them); after that the `Vec` doubles,
 /// each step justified by the bytes that filled the last. `None` (nothing read) if `V::Value`
 /// is not that `Vec`.
-pub(crate) fn vec_filled<'de, V: Visitor<'de>, E>(
+pub(crate) fn vec_filled<'de, V: Visitor<'de>, E: From<crate::Error>>(
     kind: Scalar,
     n: usize,
     first: usize,
@@ -429,19 +429,21 @@ pub(crate) fn vec_filled<'de, V: Visitor<'de>, E>(
 /// more pass over memory.
 const FILL_STEP: usize = 256 << 10;
 
-fn filled_vec<P: Plain, E>(
+fn filled_vec<P: Plain, E: From<crate::Error>>(
     n: usize,
     first: usize,
     fill: &mut dyn FnMut(&mut [u8]) -> Result<(), E>,
 ) -> Result<Vec<P>, E> {
-    // Zeroed by the allocator: fresh pages from the system come zeroed, at no cost.
-    let mut v: Vec<P> = bytemuck::allocation::zeroed_vec(first.clamp(n.min(1), n));
+    // Zeroed by the allocator: fresh pages from the system come zeroed, at no cost. `first` is
+    // what the input justifies, so an allocation that fails is an error, not an abort.
+    let mut v: Vec<P> = crate::data::try_zeroed_vec(first.clamp(n.min(1), n))?;
     fill(bytemuck::cast_slice_mut(&mut v))?;
     let step = (FILL_STEP / std::mem::size_of::<P>()).max(1);
     while v.len() < n {
         let end = v.len() + (n - v.len()).min(v.len());
         // Grown in place where the allocator can (large blocks are remapped, not copied).
-        v.reserve_exact(end - v.len());
+        let more = end - v.len();
+        crate::data::try_reserve(&mut v, more)?;
         while v.len() < end {
             let from = v.len();
             v.resize((from + step).min(end), P::zeroed());

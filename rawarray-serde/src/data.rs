@@ -26,6 +26,36 @@ pub(crate) fn to_usize(n: u64) -> Result<usize> {
     usize::try_from(n).map_err(|_| ErrorKind::TooLarge { bytes: n }.into())
 }
 
+/// The error of an allocation of `len` values of `size` bytes that failed.
+fn too_large(len: usize, size: usize) -> Error {
+    let bytes = (len as u64).saturating_mul(size as u64);
+    ErrorKind::TooLarge { bytes }.into()
+}
+
+/// `len` zeroed values in one allocation, or [`ErrorKind::TooLarge`] where the memory cannot be
+/// had: every allocation whose size comes from a file is made this way (or through
+/// [`try_reserve`]), never one that aborts the process. Zeroed by the allocator, so that fresh
+/// pages from the system cost nothing until they are written.
+pub(crate) fn try_zeroed_vec<P: bytemuck::Zeroable>(len: usize) -> Result<Vec<P>> {
+    bytemuck::allocation::try_zeroed_vec(len).map_err(|()| too_large(len, size_of::<P>()))
+}
+
+/// `len` zeroed bytes (see [`try_zeroed_vec`]).
+pub(crate) fn try_zeroed_bytes(len: u64) -> Result<Vec<u8>> {
+    try_zeroed_vec(to_usize(len)?)
+}
+
+/// Room for `more` values after those in `v`, exactly, or [`ErrorKind::TooLarge`].
+pub(crate) fn try_reserve<T>(v: &mut Vec<T>, more: usize) -> Result<()> {
+    v.try_reserve_exact(more)
+        .map_err(|_| too_large(v.len().saturating_add(more), size_of::<T>()))
+}
+
+/// `T::zeroed_pod_vec`, its allocation error returned, `None` for types without the hook.
+pub(crate) fn zeroed_pod<T: Element>(n: usize) -> Result<Option<Vec<T>>> {
+    T::zeroed_pod_vec(n).transpose()
+}
+
 /// Writes `values` packed, little- or big-endian, without a per-element `write` call.
 pub(crate) fn write_values<T: Element, W: Write + ?Sized>(
     values: &[T],
@@ -76,7 +106,7 @@ pub(crate) fn encode_values<T: Element>(values: &[T], big_endian: bool) -> Vec<u
 /// Decodes `n` values from their packed bytes (`bytes.len() == n * PACKED_SIZE`).
 pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Result<Vec<T>> {
     let n = bytes.len().checked_div(T::PACKED_SIZE).unwrap_or(0);
-    if let Some(mut v) = T::zeroed_pod_vec(n) {
+    if let Some(mut v) = zeroed_pod::<T>(n)? {
         let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
         dst.copy_from_slice(bytes);
         if big_endian {
@@ -84,7 +114,7 @@ pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Resul
         }
         return Ok(v);
     }
-    let mut out = Vec::with_capacity(n);
+    let mut out = Vec::new();
     decode_into(bytes, big_endian, &mut out)?;
     Ok(out)
 }
@@ -93,7 +123,9 @@ pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Resul
 fn decode_into<T: Element>(bytes: &[u8], big_endian: bool, out: &mut Vec<T>) -> Result<()> {
     let first = out.len();
     let chunks = bytes.chunks_exact(T::PACKED_SIZE.max(1));
-    out.reserve(chunks.len());
+    // Amortized (doubling) growth: a stream of unknown length appends chunk by chunk.
+    out.try_reserve(chunks.len())
+        .map_err(|_| too_large(first.saturating_add(chunks.len()), size_of::<T>()))?;
     if big_endian {
         let mut scratch = vec![0u8; T::PACKED_SIZE];
         for (i, chunk) in chunks.enumerate() {
@@ -159,7 +191,8 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
     // allocated once when the input is known to hold all of it, else growing as it arrives.
     let known = available.is_some_and(|a| a >= header.size);
     let per_chunk = (FIRST_READ / T::PACKED_SIZE.max(1)).max(1);
-    let mut out = Vec::with_capacity(if known { n } else { 0 });
+    let mut out = Vec::new();
+    try_reserve(&mut out, if known { n } else { 0 })?;
     let mut buf = vec![0u8; per_chunk.min(n) * T::PACKED_SIZE];
     while out.len() < n {
         let take = (n - out.len()).min(per_chunk);
@@ -211,7 +244,7 @@ fn read_pod<T: Element, R: Read + ?Sized>(
     } else {
         n.min((FIRST_READ / T::PACKED_SIZE).max(1))
     };
-    let Some(mut v) = T::zeroed_pod_vec(first) else {
+    let Some(mut v) = zeroed_pod::<T>(first)? else {
         return Ok(None);
     };
     let mut filled = 0;
@@ -222,7 +255,7 @@ fn read_pod<T: Element, R: Read + ?Sized>(
             return Ok(Some(v));
         }
         let grow = (n - filled).min(filled);
-        v.reserve_exact(grow);
+        try_reserve(&mut v, grow)?;
         // Zeros in place (a memset), not a zeroed vector appended: no second buffer, no copy.
         // Every bit pattern of a type with the POD hooks is a value, zeros included.
         let zero = vec![0u8; T::PACKED_SIZE];
@@ -256,7 +289,7 @@ pub(crate) fn read_bytes<R: Read + ?Sized>(
 ) -> Result<Vec<u8>> {
     let size_us = to_usize(size)?;
     if available.is_some_and(|a| a >= size) {
-        let mut buf = vec![0u8; size_us];
+        let mut buf = try_zeroed_bytes(size)?;
         let got = read_full(r, &mut buf)?;
         if got < size_us {
             return Err(truncated(size, got as u64));
@@ -266,7 +299,7 @@ pub(crate) fn read_bytes<R: Read + ?Sized>(
     let mut buf = Vec::new();
     let mut want = size_us.min(FIRST_READ);
     loop {
-        buf.reserve_exact(want);
+        try_reserve(&mut buf, want)?;
         let got = Read::take(&mut *r, want as u64).read_to_end(&mut buf)?;
         if got < want {
             return Err(truncated(size, buf.len() as u64));
@@ -284,7 +317,7 @@ pub(crate) fn decompress_values<T: Element>(
     header: &Header,
     n: usize,
 ) -> Result<Vec<T>> {
-    if let Some(mut v) = T::zeroed_pod_vec(n) {
+    if let Some(mut v) = zeroed_pod::<T>(n)? {
         let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
         decompress_into(packed, dst)?;
         if header.is_big_endian() {
@@ -299,7 +332,7 @@ pub(crate) fn decompress_values<T: Element>(
 /// Decompresses an LZ4 block into exactly `header.data_len()` bytes.
 pub(crate) fn decompress(packed: &[u8], header: &Header) -> Result<Vec<u8>> {
     // Header validation bounds data_len by 255 x size, and `packed` holds `size` real bytes.
-    let mut plain = vec![0u8; to_usize(header.data_len())?];
+    let mut plain = try_zeroed_bytes(header.data_len())?;
     decompress_into(packed, &mut plain)?;
     Ok(plain)
 }

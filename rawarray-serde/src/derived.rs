@@ -83,8 +83,8 @@ pub struct PodOps<T> {
     pub as_bytes: Option<AsBytes<T>>,
     /// The values' memory, writable (`T: Pod`).
     pub as_bytes_mut: Option<AsBytesMut<T>>,
-    /// `len` zeroed values (`T: Pod`).
-    pub zeroed_vec: Option<fn(usize) -> Vec<T>>,
+    /// `len` zeroed values (`T: Pod`), or an error if the memory cannot be had.
+    pub zeroed_vec: Option<fn(usize) -> crate::Result<Vec<T>>>,
     /// Bytes viewed as values if aligned and sized (`T: Pod`).
     pub cast_slice: Option<CastSlice<T>>,
 }
@@ -111,7 +111,7 @@ impl<T: Pod> ViaPod for &&Probe<T> {
         PodOps {
             as_bytes: Some(bytemuck::cast_slice::<T, u8>),
             as_bytes_mut: Some(bytemuck::cast_slice_mut::<T, u8>),
-            zeroed_vec: Some(bytemuck::zeroed_vec::<T>),
+            zeroed_vec: Some(crate::data::try_zeroed_vec::<T>),
             cast_slice: Some(|bytes| bytemuck::try_cast_slice(bytes).ok()),
         }
     }

@@ -77,9 +77,11 @@ pub trait Element: Sized {
         None
     }
 
-    /// `len` zeroed values in one allocation, where `as_pod_bytes_mut` applies.
+    /// `len` zeroed values in one allocation, where `as_pod_bytes_mut` applies; an error
+    /// ([`ErrorKind::TooLarge`]) if the memory cannot be had, since `len` often comes from a
+    /// file.
     #[doc(hidden)]
-    fn zeroed_pod_vec(len: usize) -> Option<Vec<Self>> {
+    fn zeroed_pod_vec(len: usize) -> Option<Result<Vec<Self>>> {
         let _ = len;
         None
     }
@@ -142,8 +144,8 @@ macro_rules! pod_hooks {
             cfg!(target_endian = "little").then(|| bytemuck::cast_slice_mut(values))
         }
 
-        fn zeroed_pod_vec(len: usize) -> Option<Vec<Self>> {
-            cfg!(target_endian = "little").then(|| bytemuck::zeroed_vec(len))
+        fn zeroed_pod_vec(len: usize) -> Option<Result<Vec<Self>>> {
+            cfg!(target_endian = "little").then(|| crate::data::try_zeroed_vec(len))
         }
 
         fn cast_pod_slice(bytes: &[u8]) -> Option<&[Self]> {
@@ -298,11 +300,19 @@ impl<T: Element, const N: usize> Element for [T; N] {
         T::as_pod_bytes_mut(values.as_flattened_mut())
     }
 
-    fn zeroed_pod_vec(len: usize) -> Option<Vec<Self>> {
+    fn zeroed_pod_vec(len: usize) -> Option<Result<Vec<Self>>> {
         if N == 0 || std::mem::size_of::<T>() == 0 {
             return None;
         }
-        let flat = T::zeroed_pod_vec(len.checked_mul(N)?)?.into_boxed_slice();
+        // Whether `T` has the hook at all, before a length that overflows is an error.
+        let _: Result<Vec<T>> = T::zeroed_pod_vec(0)?;
+        let Some(flat_len) = len.checked_mul(N) else {
+            return Some(Err(ErrorKind::TooLarge { bytes: u64::MAX }.into()));
+        };
+        let flat = match T::zeroed_pod_vec(flat_len)? {
+            Ok(flat) => flat.into_boxed_slice(),
+            Err(e) => return Some(Err(e)),
+        };
         if flat.len() != len * N {
             return None;
         }
@@ -313,7 +323,7 @@ impl<T: Element, const N: usize> Element for [T; N] {
         // used because `T: Pod` is not a bound of this generic impl.
         let boxed: Box<[[T; N]]> =
             unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(flat as *mut [T; N], len)) };
-        Some(boxed.into_vec())
+        Some(Ok(boxed.into_vec()))
     }
 
     fn cast_pod_slice(bytes: &[u8]) -> Option<&[Self]> {
@@ -331,7 +341,7 @@ mod tests {
 
     #[test]
     fn array_pod_vec_has_the_requested_length() {
-        let v = <[f32; 3]>::zeroed_pod_vec(5).unwrap();
+        let v = <[f32; 3]>::zeroed_pod_vec(5).unwrap().unwrap();
         assert_eq!(v.len(), 5);
         assert_eq!(v[4], [0.0; 3]);
     }

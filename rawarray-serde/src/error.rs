@@ -2,9 +2,10 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::eltype::{type_label, ElType};
+use crate::sniff::FileKind;
 
 /// A specialized `Result` for this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -12,7 +13,9 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Everything that can go wrong reading or writing a `.ra` file.
 ///
 /// Small (one pointer) so that `Result<T>` stays cheap on hot paths; [`Error::kind`] tells
-/// what went wrong and [`Error::category`] how to react.
+/// what went wrong, [`Error::category`] how to react, and [`Error::path`] which file it
+/// happened in: every function that takes a path names it in its errors (`x.ra: truncated:
+/// ...`), once, however deep the error began.
 ///
 /// ```
 /// use rawarray_serde::{DynArray, ErrorKind};
@@ -21,7 +24,13 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// assert!(matches!(err.kind(), ErrorKind::BadMagic { .. }));
 /// assert!(err.to_string().starts_with("bad magic"));
 /// ```
-pub struct Error(Box<ErrorKind>);
+pub struct Error(Box<Repr>);
+
+struct Repr {
+    kind: ErrorKind,
+    /// The file the error happened in, when a function given a path returned it.
+    path: Option<PathBuf>,
+}
 
 /// What went wrong; every variant names the field, what was expected and what was found.
 #[derive(Debug, thiserror::Error)]
@@ -31,10 +40,12 @@ pub enum ErrorKind {
     #[error("{0}")]
     Io(#[from] io::Error),
     /// The first eight bytes are not `rawarray`.
-    #[error("bad magic: expected 0x7961727261776172 (\"rawarray\"), found {found:#018x}")]
+    #[error("bad magic: expected 0x7961727261776172 (\"rawarray\"), found {found:#018x}{}", looks_like.map_or(String::new(), |k| format!("; it looks like {}", k.description())))]
     BadMagic {
         /// The magic word found.
         found: u64,
+        /// What the bytes look like instead, where they are recognised ([`crate::sniff`]).
+        looks_like: Option<FileKind>,
     },
     /// Flag bits other than 0 (big-endian) and 1 (LZ4) are set.
     #[error("unknown flag bits {bits:#x} (known: bit 0 big-endian, bit 1 LZ4-compressed)")]
@@ -110,8 +121,9 @@ pub enum ErrorKind {
         /// Data bytes present.
         found: u64,
     },
-    /// The data does not fit in this machine's address space.
-    #[error("{bytes} data bytes do not fit in memory on this platform")]
+    /// The data does not fit in this machine's address space, or the memory for it could not
+    /// be allocated (a size read from a file is allocated fallibly, never aborting).
+    #[error("{bytes} bytes do not fit in memory: the allocation failed or exceeds this platform's address space")]
     TooLarge {
         /// The byte count.
         bytes: u64,
@@ -435,17 +447,51 @@ pub enum Category {
 impl Error {
     /// An error of this kind.
     pub fn new(kind: ErrorKind) -> Error {
-        Error(Box::new(kind))
+        Error(Box::new(Repr { kind, path: None }))
     }
 
     /// What went wrong.
     pub fn kind(&self) -> &ErrorKind {
-        &self.0
+        &self.0.kind
     }
 
     /// The kind, by value.
     pub fn into_kind(self) -> ErrorKind {
-        *self.0
+        self.0.kind
+    }
+
+    /// The file the error happened in, if the function that returned it was given a path.
+    ///
+    /// ```
+    /// use rawarray_serde::RawArray;
+    /// let err = RawArray::<f32>::read_file("no/such/file.ra").unwrap_err();
+    /// assert_eq!(err.path(), Some(std::path::Path::new("no/such/file.ra")));
+    /// assert!(err.to_string().starts_with("no/such/file.ra: "), "{err}");
+    /// ```
+    pub fn path(&self) -> Option<&Path> {
+        self.0.path.as_deref()
+    }
+
+    /// The error, as one that happened in the file at `path`, unless it names a file already.
+    /// The one place a path is joined to an error: [`crate::fileio`]'s `reading` calls it for
+    /// every public function that takes a path.
+    pub(crate) fn in_file(mut self, path: &Path) -> Error {
+        if self.0.path.is_none() {
+            self.0.path = Some(path.to_path_buf());
+        }
+        self
+    }
+
+    /// Whether the kind's own message names its file already.
+    fn kind_names_path(&self) -> bool {
+        matches!(
+            self.kind(),
+            ErrorKind::Locked { .. }
+                | ErrorKind::ForeignTrailing { .. }
+                | ErrorKind::NotRegularFile { .. }
+                | ErrorKind::HardLinked { .. }
+                | ErrorKind::Protected { .. }
+        )
     }
 
     /// How to react to the error.
@@ -491,13 +537,25 @@ impl Error {
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
+        match &self.0.path {
+            Some(path) => f
+                .debug_struct("Error")
+                .field("path", path)
+                .field("kind", &self.0.kind)
+                .finish(),
+            None => fmt::Debug::fmt(&self.0.kind, f),
+        }
     }
 }
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&self.0, f)
+        match &self.0.path {
+            Some(path) if !self.kind_names_path() => {
+                write!(f, "{}: {}", path.display(), self.0.kind)
+            }
+            _ => fmt::Display::fmt(&self.0.kind, f),
+        }
     }
 }
 
@@ -524,22 +582,25 @@ impl From<ErrorKind> for Error {
 
 impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
-        match e.into_kind() {
-            ErrorKind::Io(e) => e,
-            kind => {
-                let category = Error::new(kind);
-                let k = match category.kind() {
-                    ErrorKind::Locked { .. } => io::ErrorKind::ResourceBusy,
-                    ErrorKind::Protected { .. } => io::ErrorKind::PermissionDenied,
-                    _ => match category.category() {
-                        Category::Eof => io::ErrorKind::UnexpectedEof,
-                        Category::Usage => io::ErrorKind::InvalidInput,
-                        _ => io::ErrorKind::InvalidData,
-                    },
-                };
-                io::Error::new(k, category)
-            }
-        }
+        let e = match *e.0 {
+            // An OS error without a file to name is passed on as it is.
+            Repr {
+                kind: ErrorKind::Io(io),
+                path: None,
+            } => return io,
+            repr => Error(Box::new(repr)),
+        };
+        let k = match e.kind() {
+            ErrorKind::Io(io) => io.kind(),
+            ErrorKind::Locked { .. } => io::ErrorKind::ResourceBusy,
+            ErrorKind::Protected { .. } => io::ErrorKind::PermissionDenied,
+            _ => match e.category() {
+                Category::Eof => io::ErrorKind::UnexpectedEof,
+                Category::Usage => io::ErrorKind::InvalidInput,
+                _ => io::ErrorKind::InvalidData,
+            },
+        };
+        io::Error::new(k, e)
     }
 }
 

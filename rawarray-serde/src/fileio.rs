@@ -1,17 +1,45 @@
-//! Positioned reads and writes (`pread`/`pwrite`), which leave no shared cursor behind: the
-//! record writer and the trailer probes address the file by offset only; and the header of a
-//! file being appended to, read so that it is never torn; and the memory map of a data section.
+//! Opening files by path, with the path named in every error ([`reading`]); positioned reads
+//! and writes (`pread`/`pwrite`), which leave no shared cursor behind: the record writer and the
+//! trailer probes address the file by offset only; the header of a file being appended to, read
+//! so that it is never torn; and the memory map of a data section.
 
 use std::fs::File;
 use std::io;
+use std::path::Path;
 
 use memmap2::{Mmap, MmapOptions};
 
 use crate::error::Result;
 use crate::header::{le_u64, Header, FIXED_HEADER_LEN, MAX_NDIMS};
 
-/// Reads exactly `buf.len()` bytes at `offset`.
+/// Runs `read`, a read (or an open) of the file at `path`, and names the path in any error it
+/// returns: the one place a public function given a path joins it to its errors, however deep
+/// they began ("No such file or directory", a truncation, an allocation refused).
+pub(crate) fn reading<T>(path: &Path, read: impl FnOnce(&Path) -> Result<T>) -> Result<T> {
+    read(path).map_err(|e| e.in_file(path))
+}
+
+/// Reads exactly `buf.len()` bytes at `offset`. A file that ends first is an `UnexpectedEof`
+/// error saying how far it goes and which bytes were asked for.
 pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    read_exact_at_raw(file, buf, offset).map_err(|e| {
+        if e.kind() != io::ErrorKind::UnexpectedEof {
+            return e;
+        }
+        let end = offset.saturating_add(buf.len() as u64);
+        let held = file
+            .metadata()
+            .map_or_else(|_| "fewer".to_string(), |m| m.len().to_string());
+        io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            format!(
+                "truncated: expected {end} bytes in the file (bytes {offset}..{end} read), found {held}"
+            ),
+        )
+    })
+}
+
+fn read_exact_at_raw(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     #[cfg(unix)]
     {
         std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)

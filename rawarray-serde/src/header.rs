@@ -314,6 +314,7 @@ impl Header {
     ///
     /// The dims are checked to fit in `bytes` before anything is allocated for them.
     pub fn decode(bytes: &[u8]) -> Result<Header> {
+        check_magic(bytes)?;
         let fixed = bytes
             .get(..FIXED_HEADER_LEN)
             .ok_or(ErrorKind::HeaderTruncated {
@@ -336,6 +337,7 @@ impl Header {
     pub fn read_from<R: Read + ?Sized>(r: &mut R) -> Result<Header> {
         let mut fixed = [0u8; FIXED_HEADER_LEN];
         let got = read_full(r, &mut fixed)?;
+        check_magic(&fixed[..got])?;
         if got < FIXED_HEADER_LEN {
             return Err(ErrorKind::HeaderTruncated {
                 needed: FIXED_HEADER_LEN as u64,
@@ -377,6 +379,24 @@ impl Header {
     }
 }
 
+/// An error unless `head`, the first bytes of an input (any number of them), starts with the
+/// magic or is a prefix of it: an input that is not `.ra` is refused as such, with what it looks
+/// like ([`crate::sniff`]), even when it is shorter than a header.
+fn check_magic(head: &[u8]) -> Result<()> {
+    let magic = MAGIC.to_le_bytes();
+    let n = head.len().min(magic.len());
+    if head[..n] == magic[..n] {
+        return Ok(());
+    }
+    let mut word = [0u8; 8];
+    word[..n].copy_from_slice(&head[..n]);
+    Err(ErrorKind::BadMagic {
+        found: u64::from_le_bytes(word),
+        looks_like: crate::sniff::sniff(head),
+    }
+    .into())
+}
+
 /// The six fixed words, parsed but not yet joined with the dims.
 struct Fixed {
     flags: Flags,
@@ -389,9 +409,7 @@ struct Fixed {
 impl Fixed {
     fn parse(b: &[u8; FIXED_HEADER_LEN]) -> Result<Fixed> {
         let w = |i: usize| le_u64(&b[i * 8..i * 8 + 8]);
-        if w(0) != MAGIC {
-            return Err(ErrorKind::BadMagic { found: w(0) }.into());
-        }
+        check_magic(b)?;
         let fixed = Fixed {
             flags: Flags::from_bits(w(1))?,
             eltype: ElType::from_code(w(2))?,

@@ -118,6 +118,7 @@ pub mod numpy;
 mod reader;
 mod records;
 mod ser;
+pub mod sniff;
 #[cfg(feature = "object_store")]
 mod store;
 mod subset;
@@ -255,14 +256,16 @@ pub fn from_reader<T: serde::de::DeserializeOwned>(reader: impl Read) -> Result<
 /// The value's type is the function's only generic parameter (the path is `impl AsRef<Path>`),
 /// so `from_file::<T>(path)` names it alone.
 pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Result<T> {
-    let file = std::fs::File::open(path)?;
-    // A pipe or a device has no length to trust: read as a stream of unknown length.
-    let meta = file.metadata()?;
-    let len = meta.is_file().then_some(meta.len());
-    let mut de = Deserializer::from_stream(file, len)?;
-    let value = T::deserialize(&mut de)?;
-    de.end()?;
-    Ok(value)
+    fileio::reading(path.as_ref(), |path| {
+        let file = std::fs::File::open(path)?;
+        // A pipe or a device has no length to trust: read as a stream of unknown length.
+        let meta = file.metadata()?;
+        let len = meta.is_file().then_some(meta.len());
+        let mut de = Deserializer::from_stream(file, len)?;
+        let value = T::deserialize(&mut de)?;
+        de.end()?;
+        Ok(value)
+    })
 }
 
 mod derived;

@@ -5,14 +5,14 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::marker::PhantomData;
 use std::ops::{Bound, RangeBounds};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, read_exact_at, stable_header};
+use crate::fileio::{map_data_section, read_exact_at, reading, stable_header};
 use crate::header::Header;
 use crate::layout::SchemaCheck;
 use crate::records::RecordShape;
@@ -104,7 +104,7 @@ impl RecordReadOptions {
 
     /// Opens a file of records of `T` with these options.
     pub fn open<T: Element + Clone>(&self, path: impl AsRef<Path>) -> Result<RecordReader<T>> {
-        RecordReader::open_options(path.as_ref(), self)
+        reading(path.as_ref(), |path| RecordReader::open_options(path, self))
     }
 }
 
@@ -158,6 +158,8 @@ enum Section {
 /// ```
 #[derive(Debug)]
 pub struct RecordReader<T> {
+    /// The path it was opened by, which its errors name.
+    path: PathBuf,
     section: Section,
     header: Header,
     shape: RecordShape,
@@ -222,6 +224,7 @@ impl<T: Element + Clone> RecordReader<T> {
             Section::Mapped(map)
         };
         Ok(RecordReader {
+            path: path.to_path_buf(),
             section,
             header,
             shape,
@@ -294,11 +297,11 @@ impl<T: Element + Clone> RecordReader<T> {
         match &self.section {
             Section::Empty => Ok(Cow::Borrowed(&[])),
             Section::Mapped(map) => Ok(Cow::Borrowed(&map[start..start + len])),
-            Section::Positioned { file, offset } => {
-                let mut buf = vec![0u8; len];
+            Section::Positioned { file, offset } => reading(&self.path, |_| {
+                let mut buf = data::try_zeroed_bytes(len as u64)?;
                 read_exact_at(file, &mut buf, offset + start as u64)?;
                 Ok(Cow::Owned(buf))
-            }
+            }),
         }
     }
 

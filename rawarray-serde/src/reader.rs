@@ -2,7 +2,7 @@
 
 use std::fs::File;
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -12,7 +12,7 @@ use crate::array::{element_dims, RawArray};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, read_exact_at};
+use crate::fileio::{map_data_section, read_exact_at, reading};
 use crate::header::{Flags, Header};
 use crate::mapped::snapshot;
 use crate::subset::SubsetPlan;
@@ -94,6 +94,8 @@ impl Counter {
 #[derive(Debug)]
 pub struct ArrayReader {
     file: File,
+    /// The path it was opened by, which its errors name.
+    path: PathBuf,
     /// The data section, when opened with a map (uncompressed, not empty).
     map: Option<Mmap>,
     header: Header,
@@ -111,8 +113,9 @@ impl ArrayReader {
     /// A damaged trailer does not stop the array from being read: see
     /// [`trailer_error`](ArrayReader::trailer_error).
     pub fn open(path: impl AsRef<Path>) -> Result<ArrayReader> {
-        let file = File::open(path)?;
-        ArrayReader::from_file(file, false)
+        reading(path.as_ref(), |path| {
+            ArrayReader::from_file(File::open(path)?, path, false)
+        })
     }
 
     /// Opens a file and maps its data section: blocks are copied out of the map, and
@@ -124,31 +127,33 @@ impl ArrayReader {
     /// positioned reads are safe at any time. A compressed file is not mapped (its reads
     /// decompress the section as [`ArrayReader::open`]'s do).
     pub fn open_mapped(path: impl AsRef<Path>) -> Result<ArrayReader> {
-        let file = File::open(path)?;
-        ArrayReader::from_file(file, true)
+        reading(path.as_ref(), |path| {
+            ArrayReader::from_file(File::open(path)?, path, true)
+        })
     }
 
     /// [`ArrayReader::open`] over a file already open: every read is of that file (its inode),
     /// whatever its path names by then. A caller that holds one descriptor from open to close
     /// (so that a file renamed over the path cannot mix with the one it opened) builds its
-    /// reader here.
+    /// reader here. `path` is what its errors name; nothing is opened by it.
     ///
     /// ```
     /// use rawarray_serde::{ArrayReader, RawArray};
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("a.ra");
     /// RawArray::from_shape_vec(vec![3], vec![1.0f32, 2.0, 3.0]).unwrap().write_file(&path).unwrap();
-    /// let r = ArrayReader::from_open_file(std::fs::File::open(&path).unwrap()).unwrap();
+    /// let r = ArrayReader::from_open_file(std::fs::File::open(&path).unwrap(), &path).unwrap();
     /// // A new file renamed over the path does not change what `r` reads.
     /// RawArray::from_shape_vec(vec![3], vec![7.0f32; 3]).unwrap().write_file(&path).unwrap();
     /// let a: RawArray<f32> = r.read_all().unwrap();
     /// assert_eq!(a.as_slice(), &[1.0, 2.0, 3.0]);
     /// ```
-    pub fn from_open_file(file: File) -> Result<ArrayReader> {
-        ArrayReader::from_file(file, false)
+    pub fn from_open_file(file: File, path: impl AsRef<Path>) -> Result<ArrayReader> {
+        let path = path.as_ref();
+        reading(path, |path| ArrayReader::from_file(file, path, false))
     }
 
-    fn from_file(file: File, map: bool) -> Result<ArrayReader> {
+    fn from_file(file: File, path: &Path, map: bool) -> Result<ArrayReader> {
         // The header and the trailer probe of one moment, as `RecordReader` takes them.
         let (header, probe) = snapshot(&file)?;
         let (trailer, trailer_error) = match probe {
@@ -172,6 +177,7 @@ impl ArrayReader {
         };
         Ok(ArrayReader {
             file,
+            path: path.to_path_buf(),
             map,
             header,
             trailer,
@@ -219,15 +225,19 @@ impl ArrayReader {
     /// For a fixed-array element such as `[f32; 3]`, the ranges cover the array's dims after
     /// the element's own (those of [`RawArray::dims`]).
     pub fn read_subset<T: Element>(&self, ranges: &[Range<u64>]) -> Result<RawArray<T>> {
+        reading(&self.path, |_| self.read_subset_of_file(ranges))
+    }
+
+    fn read_subset_of_file<T: Element>(&self, ranges: &[Range<u64>]) -> Result<RawArray<T>> {
         let plan = typed_plan::<T>(&self.header, ranges)?;
         let n = data::to_usize(plan.len())?;
-        let data = match T::zeroed_pod_vec(n) {
+        let data = match data::zeroed_pod::<T>(n)? {
             Some(mut v) => {
                 self.read_planned_into(&plan, &mut v)?;
                 v
             }
             None => {
-                let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+                let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
                 self.fill(&plan, &mut bytes)?;
                 data::decode_values(&bytes, self.header.is_big_endian())?
             }
@@ -249,15 +259,19 @@ impl ArrayReader {
     /// assert_eq!(row, [2, 5]);
     /// ```
     pub fn read_subset_into<T: Element>(&self, ranges: &[Range<u64>], out: &mut [T]) -> Result<()> {
-        let plan = typed_plan::<T>(&self.header, ranges)?;
-        self.read_planned_into(&plan, out)
+        reading(&self.path, |_| {
+            let plan = typed_plan::<T>(&self.header, ranges)?;
+            self.read_planned_into(&plan, out)
+        })
     }
 
     /// Reads the whole array (one run).
     pub fn read_all<T: Element>(&self) -> Result<RawArray<T>> {
-        let dims = element_dims::<T>(&self.header)?;
-        let ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
-        self.read_subset(&ranges)
+        reading(&self.path, |_| {
+            let dims = element_dims::<T>(&self.header)?;
+            let ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
+            self.read_subset_of_file(&ranges)
+        })
     }
 
     fn read_planned_into<T: Element>(&self, plan: &SubsetPlan, out: &mut [T]) -> Result<()> {
@@ -270,7 +284,7 @@ impl ArrayReader {
             }
             return Ok(());
         }
-        let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+        let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
         self.fill(plan, &mut bytes)?;
         decode_into_slice(&bytes, big_endian, out)
     }
@@ -292,10 +306,12 @@ impl ArrayReader {
     /// assert_eq!(bytes, [3, 0, 0, 0, 4, 0, 0, 0]);
     /// ```
     pub fn read_subset_bytes(&self, ranges: &[Range<u64>]) -> Result<(Header, Vec<u8>)> {
-        let plan = self.plan(ranges)?;
-        let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
-        self.fill(&plan, &mut bytes)?;
-        Ok(block_header_and_bytes(&self.header, &plan, bytes))
+        reading(&self.path, |_| {
+            let plan = self.plan(ranges)?;
+            let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
+            self.fill(&plan, &mut bytes)?;
+            Ok(block_header_and_bytes(&self.header, &plan, bytes))
+        })
     }
 
     /// Copies the plan's runs, as stored (byte order unchanged), into `dst`.
@@ -328,8 +344,7 @@ impl ArrayReader {
         if let Some(p) = self.plain.get() {
             return Ok(p);
         }
-        let size = data::to_usize(self.header.size)?;
-        let mut packed = vec![0u8; size];
+        let mut packed = data::try_zeroed_bytes(self.header.size)?;
         read_exact_at(&self.file, &mut packed, self.header.encoded_len() as u64)?;
         self.counter.add(self.header.size);
         let plain = data::decompress(&packed, &self.header)?;

@@ -252,13 +252,13 @@ impl StoreArrayReader {
     pub async fn read_subset<T: Element>(&self, ranges: &[Range<u64>]) -> Result<RawArray<T>> {
         let plan = typed_plan::<T>(&self.header, ranges)?;
         let n = data::to_usize(plan.len())?;
-        let data = match T::zeroed_pod_vec(n) {
+        let data = match data::zeroed_pod::<T>(n)? {
             Some(mut v) => {
                 self.read_planned_into(&plan, &mut v).await?;
                 v
             }
             None => {
-                let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+                let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
                 self.fill(&plan, &mut bytes).await?;
                 data::decode_values(&bytes, self.header.is_big_endian())?
             }

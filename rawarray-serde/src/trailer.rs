@@ -262,11 +262,13 @@ impl Trailer {
     /// The trailer of a `.ra` file, reading only its header and the trailer block: O(1) in the
     /// file's size.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Option<Trailer>> {
-        let file = File::open(path)?;
-        let header = stable_header(&file)?;
-        let len = file.metadata()?.len();
-        header.check_input_len(len)?;
-        locate(&file, data_end(&header), len).into_result()
+        crate::fileio::reading(path.as_ref(), |path| {
+            let file = File::open(path)?;
+            let header = stable_header(&file)?;
+            let len = file.metadata()?.len();
+            header.check_input_len(len)?;
+            locate(&file, data_end(&header), len).into_result()
+        })
     }
 }
 

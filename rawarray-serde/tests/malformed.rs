@@ -47,7 +47,8 @@ fn bad_magic() {
     assert_all!(
         b,
         ErrorKind::BadMagic {
-            found: 0x7961727261776171
+            found: 0x7961727261776171,
+            looks_like: None,
         },
         "bad magic"
     );

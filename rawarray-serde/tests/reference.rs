@@ -153,7 +153,10 @@ fn reading_into_the_wrong_type_names_both() {
     let err = RawArray::<f32>::read_file(reference("test.ra")).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "file holds complex64 (eltype 4, elbyte 8); asked for f32 (eltype 3, elbyte 4)"
+        format!(
+            "{}: file holds complex64 (eltype 4, elbyte 8); asked for f32 (eltype 3, elbyte 4)",
+            reference("test.ra").display()
+        )
     );
     // Same size, other eltype.
     let err = RawArray::<u64>::read_file(reference("rand100.ra")).unwrap_err();
