@@ -287,7 +287,7 @@ impl StoreArrayReader {
     /// [`ArrayReader::read_subset_bytes`](crate::ArrayReader::read_subset_bytes) does.
     pub async fn read_subset_bytes(&self, ranges: &[Range<u64>]) -> Result<(Header, Vec<u8>)> {
         let plan = self.plan(ranges)?;
-        let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+        let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
         self.fill(&plan, &mut bytes).await?;
         Ok(block_header_and_bytes(&self.header, &plan, bytes))
     }
@@ -302,7 +302,7 @@ impl StoreArrayReader {
             }
             return Ok(());
         }
-        let mut bytes = vec![0u8; data::to_usize(plan.bytes())?];
+        let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
         self.fill(plan, &mut bytes).await?;
         decode_into_slice(&bytes, big_endian, out)
     }
@@ -346,7 +346,7 @@ impl StoreArrayReader {
         if let Some(p) = self.plain.get() {
             return Ok(p);
         }
-        let mut packed = vec![0u8; data::to_usize(self.header.size)?];
+        let mut packed = data::try_zeroed_bytes(self.header.size)?;
         let base = self.header.encoded_len() as u64;
         let section = base..base + self.header.size;
         self.object
@@ -453,7 +453,7 @@ impl Object {
 
     /// The bytes of `range` (inside the object), by one pinned request.
     async fn bytes(&self, range: Range<u64>, counter: &Counter) -> Result<Bytes> {
-        let mut buf = vec![0u8; data::to_usize(range.end - range.start)?];
+        let mut buf = data::try_zeroed_bytes(range.end - range.start)?;
         self.read_runs(std::slice::from_ref(&range), &mut buf, counter)
             .await?;
         Ok(Bytes::from(buf))
