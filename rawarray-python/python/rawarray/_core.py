@@ -16,6 +16,7 @@ import numpy as np
 from ._rawarray import Buffer, RaError, RawFile
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
+from ._indexing import read_key
 
 
 
@@ -92,10 +93,10 @@ class File:
     at once, in O(1) of the file's size; the data only when asked for.
 
     Use it as a context manager. ``array()`` is a read-only view over a memory map (no byte is
-    copied; the view keeps the map alive after the file is closed). Indexing ``f[k]`` or
-    ``f[a:b]`` works along numpy's first axis (the file's last dim: records, snapshots) and reads
-    only those bytes. ``array()`` of an LZ4-compressed or big-endian file decodes it into
-    memory instead; indexing a big-endian file reads just the block.
+    copied; the view keeps the map alive after the file is closed). Indexing ``f[key]`` takes
+    numpy's indexing in every axis and reads only the blocks the key touches (see
+    :meth:`__getitem__`). ``array()`` of an LZ4-compressed or big-endian file decodes it into
+    memory instead.
     A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
 
     A ``File`` reads the file it opened: it holds one descriptor from open to close, and the
@@ -107,8 +108,9 @@ class File:
     :class:`RaError` naming the path if it is no longer that file, unchanged.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
+        self._mmap = mmap
         self._raw = RawFile(self.path)
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
@@ -118,7 +120,7 @@ class File:
         if self.closed:
             raise ValueError("cannot pickle a closed rawarray.File")
         # Absolute: the process that unpickles it may run in another folder.
-        return (_reopen, (os.path.abspath(self.path), self._raw.identity()))
+        return (_reopen, (os.path.abspath(self.path), self._raw.identity(), self._mmap))
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -243,82 +245,39 @@ class File:
             self._raw.read_into(0, flat.view(np.uint8))
         return out
 
-    def _block(self, key: Any) -> np.ndarray | None:
-        """``f[key]`` read by the library's ``ArrayReader`` (only the block's bytes), for keys of
-        integers and unit-step slices; None for any other key."""
-        key = key if isinstance(key, tuple) else (key,)
-        shape = self.shape
-        if len(key) > len(shape) or not all(
-            (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
-            or (isinstance(k, slice) and k.step in (None, 1))
-            for k in key
-        ):
-            return None
-        key = key + (slice(None),) * (len(shape) - len(key))
-        ranges, counts, keep = [], [], []
-        for axis, (k, n) in enumerate(zip(key, shape)):
-            if isinstance(k, slice):
-                start, stop, _ = k.indices(n)
-                count = max(stop - start, 0)
-                keep.append(slice(None))
-            else:
-                k = int(k)
-                if k < -n or k >= n:
-                    raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
-                start, count = k % n, 1
-                keep.append(0)
-            ranges.append((start, start + count))
-            counts.append(count)
-        # numpy's axes are the file's dims reversed.
-        buf = self._raw.read_block(list(reversed(ranges)))
-        arr = np.ndarray(tuple(counts), dtype=self._decoded_dtype(), buffer=buf)
-        return arr[tuple(keep)]
+    def _read_block(self, ranges: list[tuple[int, int]]) -> Buffer:
+        """The bytes of a block (one ``(start, end)`` per numpy axis), C order, in the byte
+        order of ``_decoded_dtype``: the library's ``ArrayReader``, one positioned read per run
+        (an LZ4 file is decompressed once, on the first block, and cut from)."""
+        return self._raw.read_block(list(reversed(ranges)))
 
-    def __getitem__(self, key: Any) -> np.ndarray:
-        """``f[k]``, ``f[a:b]`` (and ``f[k, ...]``): along numpy's first axis, reading only those
-        bytes of a plain file. A big-endian uncompressed file reads any block of integers and
-        unit-step slices (``f[3, 2:5, :]``) through the library's ``ArrayReader``: only the
-        block's bytes, swapped. An LZ4 file is decompressed whole once."""
+    def __getitem__(self, key: Any) -> Any:
+        """``f[key]`` with numpy's indexing, exactly: integers (negative too), slices with any
+        step, ``...``, ``np.newaxis``, boolean scalars, and integer or boolean arrays (advanced
+        indexing, with numpy's broadcasting and placement of the advanced axes).
+
+        Opened with ``mmap=True`` (the default), a plain little-endian file is indexed as the
+        view of its memory map (``f.array()[key]``): basic keys give views without a copy, and
+        only the pages a key touches are read. Otherwise (``mmap=False``, big-endian and LZ4
+        files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
+        touched on the leading axes, and on the last axis the range from the first index to the
+        last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
+        from. Keys out of bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
-        if self.shape and self._raw.flags == 1:
-            block = self._block(key)
-            if block is not None:
-                return block
-        full, rest = key, ()
-        if isinstance(key, tuple):
-            if not key:
-                return self.array()
-            key, rest = key[0], key[1:]
-        shape = self.shape
-        if not shape:
-            raise IndexError("a scalar .ra file cannot be indexed")
-        # bool is an int, but numpy reads True/False as a mask (a new axis), not an index.
-        if not self._plain or isinstance(key, bool) or not isinstance(key, (int, np.integer, slice)):
-            # The whole key on the whole array: `rest` indexes the axes after the first, which
-            # an Ellipsis or a step would move.
-            return self.array()[full]
-        n = shape[0]
-        inner = shape[1:]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step != 1:
-                return self.array()[full]
-            count = max(stop - start, 0)
-        else:
-            k = int(key)
-            if k < -n or k >= n:
-                raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
-            start, count = k % n, 1
-        per = int(np.prod(inner, dtype=np.int64)) * self._dtype.itemsize
-        buf = self._mapped()
-        arr = np.ndarray((count,) + inner, dtype=self._dtype, buffer=buf,
-                         offset=self._raw.header_len + start * per)
-        arr.flags.writeable = False
-        if not isinstance(key, slice):
-            return arr[0][rest] if rest else arr[0]
-        # The first axis stays: `rest` indexes the ones after it.
-        return arr[(slice(None),) + rest] if rest else arr
+        if not self.shape or (self._plain and self._mmap):
+            return self.array()[key]
+        return read_key(key, self.shape, self._decoded_dtype(), self._read_block)
+
+    @property
+    def io_stats(self) -> dict[str, int]:
+        """The library's count of data reads made by indexing (``mmap=False``, big-endian and
+        LZ4 files): ``{"reads": ..., "bytes": ...}``. Reads through the memory map are the
+        kernel's and are not counted."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        reads, nbytes = self._raw.io_stats()
+        return {"reads": reads, "bytes": nbytes}
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -336,9 +295,9 @@ class File:
         self.close()
 
 
-def _reopen(path: str, identity: tuple[int, int, int, bytes]) -> File:
+def _reopen(path: str, identity: tuple[int, int, int, bytes], mmap: bool = True) -> File:
     """A pickled :class:`File` opened again: the same path, and the file it named then."""
-    f = File(path)
+    f = File(path, mmap=mmap)
     now = f._raw.identity()
     if now != identity:
         dev, ino, length, header = identity
@@ -353,15 +312,17 @@ def _reopen(path: str, identity: tuple[int, int, int, bytes]) -> File:
     return f
 
 
-def open(path: str | os.PathLike[str]) -> File:  # noqa: A001 (the package's public name)
-    """Opens a ``.ra`` file lazily; see :class:`File`.
+def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A001 (the package's public name)
+    """Opens a ``.ra`` file lazily; see :class:`File`. ``mmap=False`` indexes a plain file
+    with positioned reads (counted by ``File.io_stats``) instead of views of a memory map:
+    for files others may truncate, and network filesystems.
 
     >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
     ...     f.shape, f.dtype, f.params["dt"]
     ...     energy = f.array()["energy"]                          # a view, no copy
     ...     last_step = f[-1]                                     # reads one record's bytes
     """
-    return File(path)
+    return File(path, mmap=mmap)
 
 
 def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
