@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from ._rawarray import ArrayWriter as _ArrayWriter
 from ._rawarray import Buffer, RaError, RawFile
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
@@ -115,6 +116,15 @@ class File:
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self.closed = False
+
+    #: The file's chunk shape (numpy's order) for dask's ``from_array`` and xarray's
+    #: ``preferred_chunks``: None, as files are not stored in chunks yet (whole-array LZ4 is
+    #: one block); the chunked codec will set it for the files it writes.
+    chunks: tuple[int, ...] | None = None
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        # Two Files of the same unchanged file are the same data to dask.
+        return ("rawarray.File", os.path.abspath(self.path), self._raw.identity())
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.closed:
@@ -542,3 +552,149 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def to_dask(path: str | os.PathLike[str], chunks: Any = "auto", *, mmap: bool = True) -> Any:
+    """The array in a ``.ra`` file as a lazy ``dask.array.Array``: each task opens the file
+    where it runs (a :class:`File` pickles as its path and identity, and refuses a file that
+    changed) and reads only its chunk. ``chunks`` as dask's ``from_array`` takes them (the
+    file's own chunks, when it has them, guide ``"auto"``).
+
+    >>> x = rawarray.to_dask("field.ra", chunks=(16, 256, 256))   # doctest: +SKIP
+    >>> x.mean(axis=0).compute()                                  # doctest: +SKIP
+    """
+    import dask.array as da  # noqa: PLC0415 (optional dependency)
+
+    return da.from_array(File(path, mmap=mmap), chunks=chunks)
+
+
+class ArrayWriter:
+    """Writes blocks of one array into a ``.ra`` file in place, from many threads, processes or
+    machines at once (a shared filesystem): the Rust library's ``ArrayWriter``.
+
+    ``ArrayWriter(path, shape, dtype)`` creates the file for the whole array (a header and a
+    data section of zeros, renamed into place, so the path always holds a valid file), or
+    opens it if a file holding that array is already there: ranks that race to start one array
+    all get writers of the same file, and exactly one creates it (:attr:`created`).
+    ``ArrayWriter(path)`` opens an existing little-endian uncompressed file.
+
+    ``w[key] = block`` writes a block: ``key`` is integers and slices of step 1 (numpy's
+    order), ``block`` anything numpy converts and broadcasts to the block's shape. Writers of
+    disjoint blocks never disturb each other. A writer pickles as its path and the identity of
+    the file (device, inode, header), so ``dask.array.store(x, w, lock=False)`` writes from
+    every worker; unpickling refuses a file that was replaced or changed shape.
+
+    >>> with rawarray.ArrayWriter("out.ra", (4, 1000), "<f4") as w:   # doctest: +SKIP
+    ...     w[2] = np.ones(1000)
+    ...     w[0:2, :500] = 0.5
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        shape: tuple[int, ...] | None = None,
+        dtype: Any = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        if (shape is None) != (dtype is None):
+            raise TypeError("ArrayWriter takes the shape and the dtype together, or neither")
+        if shape is None:
+            self._w = _ArrayWriter(self.path)
+        else:
+            dt = _little_endian(np.dtype(dtype))
+            _check_storable(dt)
+            dims = list(reversed([int(n) for n in shape]))
+            self._w = _ArrayWriter(self.path, _descr_json(dt), dims)
+        # The dtype numpy sees, by the same reading of the header as rawarray.open's.
+        with File(self.path) as f:
+            self.dtype = _little_endian(f.dtype)
+        self.shape = tuple(reversed(self._w.header()[2]))
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims."""
+        return len(self.shape)
+
+    @property
+    def created(self) -> bool:
+        """Whether this writer created the file (rather than opened one)."""
+        return self._w.created
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > len(self.shape):
+            raise IndexError(
+                f"too many indices for the writer's array: it is {len(self.shape)}-dimensional, "
+                f"but {len(key)} were given"
+            )
+        key = key + (slice(None),) * (len(self.shape) - len(key))
+        ranges = []
+        for axis, (k, n) in enumerate(zip(key, self.shape)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step != 1:
+                    raise IndexError(
+                        f"axis {axis}: ArrayWriter writes blocks, slices of step 1, not step {step}"
+                    )
+                ranges.append((start, max(stop, start)))
+                continue
+            i = None if isinstance(k, (bool, np.bool_)) else getattr(k, "__index__", None)
+            if i is None:
+                raise IndexError(
+                    f"axis {axis}: ArrayWriter writes blocks (integers and slices of step 1), "
+                    f"not {type(k).__name__}"
+                )
+            i = i()
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            ranges.append((i % n, i % n + 1))
+        block_shape = tuple(b - a for a, b in ranges)
+        arr = np.asarray(value)
+        if arr.dtype != self.dtype:
+            arr = arr.astype(self.dtype)
+        # numpy's assignment rule: the value broadcasts to the selection (integer axes dropped).
+        selected = tuple(n for n, k in zip(block_shape, key) if isinstance(k, slice))
+        arr = np.ascontiguousarray(np.broadcast_to(arr, selected)).reshape(block_shape)
+        if arr.size == 0:
+            return
+        self._w.write_block(list(reversed(ranges)), arr.reshape(-1).view(np.uint8))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._w.closed:
+            raise ValueError("cannot pickle a closed rawarray.ArrayWriter")
+        return (_reopen_writer, (os.path.abspath(self.path), self._w.identity()))
+
+    def sync(self) -> None:
+        """Syncs what this writer wrote to disk."""
+        self._w.sync()
+
+    def close(self) -> None:
+        """Syncs and closes. The last writer of the file to close removes its journal of
+        blocks when every block was written whole, and raises :class:`RaError` naming the
+        blocks another writer began and never finished. Closing twice is allowed."""
+        self._w.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._w.closed
+
+    def __repr__(self) -> str:
+        return f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype}>"
+
+    def __enter__(self) -> "ArrayWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reopen_writer(path: str, identity: tuple[int, int, bytes]) -> ArrayWriter:
+    """A pickled :class:`ArrayWriter` opened again: the same file, unchanged in shape."""
+    w = ArrayWriter(path)
+    now = w._w.identity()
+    if now != identity:
+        why = "another file was put at its path" if now[:2] != identity[:2] else "its header changed"
+        w.close()
+        raise RaError(f"{path}: the file changed since this rawarray.ArrayWriter was pickled ({why})")
+    return w
