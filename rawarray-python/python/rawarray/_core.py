@@ -9,7 +9,7 @@ import os
 import tempfile
 import types
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -192,6 +192,29 @@ class File:
     def trailer_error(self) -> str | None:
         """Why the trailer could not be read, if it is damaged (the data is still readable)."""
         return self._raw.trailer_error
+
+    def _extra(self) -> dict[str, Any]:
+        e = self._raw.extra_json
+        return {} if e is None else json.loads(e)
+
+    @property
+    def dim_names(self) -> tuple[str, ...] | None:
+        """The names of numpy's axes, as :func:`write` stored them (the trailer's
+        ``dim_names``, which lists them in the file's dim order), or None."""
+        names = self._extra().get("dim_names")
+        if not isinstance(names, list) or len(names) != self.ndim or \
+                not all(isinstance(n, str) for n in names):
+            return None
+        return tuple(reversed(names))
+
+    @property
+    def coords(self) -> dict[str, np.ndarray]:
+        """The coordinates of named dims, as :func:`write` stored them (the trailer's
+        ``coords``): ``{dim name: 1-d array}``; empty without any."""
+        coords = self._extra().get("coords")
+        if not isinstance(coords, dict):
+            return {}
+        return {str(k): np.asarray(v) for k, v in coords.items() if isinstance(v, list)}
 
     def __len__(self) -> int:
         shape = self.shape
@@ -433,6 +456,8 @@ def write(
     params: Any = None,
     compress: bool = False,
     order: str = "C",
+    dim_names: Sequence[str] | None = None,
+    coords: dict[str, Any] | None = None,
 ) -> None:
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
     over ``path``: a failed write leaves the old file as it was).
@@ -447,9 +472,15 @@ def write(
     (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
     hold (names with quotes, backslashes or control characters, ``(0,)``-shaped fields, nesting
     deeper than the library's limit).
+
+    ``dim_names`` names numpy's axes (one string each, distinct) and ``coords`` gives 1-d
+    coordinates for named dims (``{name: values}``, numbers or strings, one per index): both go
+    in the trailer (keys ``dim_names`` and ``coords``, doc/format.md section 6.5), and
+    :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
     """
     arr = np.asarray(array)
     _check_storable(arr.dtype)
+    extra = _dims_and_coords(arr.shape, dim_names, coords)
     if order == "C":
         dims = list(reversed(arr.shape))
         arr = np.ascontiguousarray(arr, dtype=_little_endian(arr.dtype))
@@ -462,7 +493,41 @@ def write(
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
     params_json = None if params is None else json.dumps(params)
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
-    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress)
+    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
+           json.dumps(extra) if extra else None)
+
+
+def _dims_and_coords(
+    shape: tuple[int, ...], dim_names: Sequence[str] | None, coords: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The trailer keys for ``dim_names`` and ``coords`` (numpy's axis order in, the file's dim
+    order stored), checked against the array's shape; errors name what is wrong."""
+    extra: dict[str, Any] = {}
+    if dim_names is not None:
+        names = list(dim_names)
+        if len(names) != len(shape) or not all(isinstance(n, str) and n for n in names) or \
+                len(set(names)) != len(names):
+            raise RaError(
+                f"dim_names: expected {len(shape)} distinct non-empty strings (one per axis of "
+                f"shape {shape}), found {names!r}"
+            )
+        extra["dim_names"] = list(reversed(names))
+    if coords:
+        if dim_names is None:
+            raise RaError("coords: give dim_names too, coordinates are keyed by dim name")
+        sizes = dict(zip(dim_names, shape))
+        extra["coords"] = {}
+        for name, values in coords.items():
+            v = np.asarray(values)
+            if name not in sizes:
+                raise RaError(f"coords: expected one of the dim_names {list(sizes)}, found {name!r}")
+            if v.ndim != 1 or len(v) != sizes[name] or v.dtype.kind not in "iufbU":
+                raise RaError(
+                    f"coords['{name}']: expected {sizes[name]} numbers or strings (1-d), found "
+                    f"shape {v.shape} of dtype {v.dtype}"
+                )
+            extra["coords"][name] = v.tolist()
+    return extra
 
 
 class RecordWriter:
