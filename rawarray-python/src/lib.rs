@@ -792,7 +792,11 @@ impl ArrayWriter {
                 Some(Header::new(eltype, elbyte, dims).map_err(to_py)?)
             }
             (None, None) => None,
-            _ => return Err(ra_err("ArrayWriter: give both the dtype and the shape, or neither")),
+            _ => {
+                return Err(ra_err(
+                    "ArrayWriter: give both the dtype and the shape, or neither",
+                ))
+            }
         };
         let writer = py
             .detach(|| match header {
@@ -830,7 +834,12 @@ impl ArrayWriter {
 
     /// Writes the block `ranges` (one `(start, end)` per dim, file order) from its packed
     /// little-endian bytes (C-contiguous, column-major in the file's dims), the GIL released.
-    fn write_block(&self, py: Python<'_>, ranges: Vec<(u64, u64)>, data: PyBuffer<u8>) -> PyResult<()> {
+    fn write_block(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        data: PyBuffer<u8>,
+    ) -> PyResult<()> {
         if !data.is_c_contiguous() {
             return Err(ra_err("a block must be C-contiguous bytes"));
         }
