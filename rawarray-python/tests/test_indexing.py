@@ -15,13 +15,23 @@ from conftest import make_ra
 from test_types import CODES, DTYPES, values
 
 RECORD = np.dtype([("a", "<u2"), ("b", "<f8", (2,))])
-ELEMENTS = DTYPES + ["record"]
+COMPLEX32 = np.dtype([("re", "<f2"), ("im", "<f2")])
+# The table's types numpy has no scalar for: bfloat16 (ml_dtypes) and complex of float16.
+ELEMENTS = DTYPES + ["bf16", "c4", "record"]
 # How the file is read: little-endian through the map, little-endian with positioned reads,
 # big-endian (always the library's block reader), LZ4 (decoded once, then cut from).
 MODES = ["map", "pread", "big", "lz4"]
 
 
 def sample(element, shape):
+    if element == "bf16":
+        import ml_dtypes
+        return (np.arange(int(np.prod(shape))) * 0.5 - 3).astype(ml_dtypes.bfloat16).reshape(shape)
+    if element == "c4":
+        a = np.zeros(shape, COMPLEX32)
+        a["re"] = np.arange(a.size).reshape(shape) * 0.25
+        a["im"] = -np.arange(a.size).reshape(shape)
+        return a
     if element == "record":
         a = np.zeros(shape, RECORD)
         n = a.size
@@ -37,7 +47,14 @@ def write_file(path, a, mode):
         rawarray.write(path, a, compress=True)
         return rawarray.open(path)
     order = ">" if mode == "big" else "<"
-    if a.dtype.fields is not None:
+    flags = 1 if mode == "big" else 0
+    if a.dtype.name == "bfloat16" or a.dtype == COMPLEX32:
+        # Each 2-byte scalar in the file's byte order, under a hand-built header.
+        raw = a.view("<u2")
+        stored = raw.astype(order + "u2").tobytes()
+        eltype = 5 if a.dtype.name == "bfloat16" else 4
+        path.write_bytes(make_ra(eltype, a.dtype.itemsize, list(a.shape[::-1]), stored, flags=flags))
+    elif a.dtype.fields is not None:
         stored = a.astype(a.dtype.newbyteorder(order))
         if order == ">":
             # Records keep the header's byte order and carry no schema here: the test views

@@ -124,6 +124,8 @@ class File:
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # Two Files of the same unchanged file are the same data to dask.
+        if self.closed:
+            raise ValueError("cannot hand a closed rawarray.File to dask")
         return ("rawarray.File", os.path.abspath(self.path), self._raw.identity())
 
     def __reduce__(self) -> tuple[Any, ...]:
