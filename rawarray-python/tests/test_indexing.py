@@ -173,6 +173,22 @@ def test_a_key_reads_only_the_bytes_it_touches(tmp):
             assert f.io_stats["bytes"] - before == want, key
 
 
+def test_a_key_of_many_runs_closes_the_smallest_gaps_first(tmp, monkeypatch):
+    from rawarray import _indexing
+
+    monkeypatch.setattr(_indexing, "MAX_BLOCKS", 8)
+    a = values("u4", (40, 3))
+    rows = [0, 1, 5, 9, 10, 11, 20, 22, 24, 26, 30, 39]     # 9 runs of rows; 8 blocks allowed
+    with write_file(tmp / "m.ra", a, "pread") as f:
+        np.testing.assert_array_equal(f[rows, 1], a[rows, 1])
+        # The smallest gap (row 21) is read; one element per row, each its own run.
+        assert f.io_stats == {"reads": 13, "bytes": 13 * 4}
+        every = list(range(0, 40, 3))                           # 14 runs: 6 gaps of 2 closed
+        before = f.io_stats["bytes"]
+        np.testing.assert_array_equal(f[every, 2], a[every, 2])
+        assert f.io_stats["bytes"] - before == (len(every) + 6 * 2) * 4
+
+
 def test_an_lz4_file_is_decoded_once(tmp):
     a = values("i4", (6, 7))
     with write_file(tmp / "z.ra", a, "lz4") as f:
