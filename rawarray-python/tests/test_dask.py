@@ -119,3 +119,13 @@ def test_writer_keys_and_refusals(tmp):
     rawarray.write(path, np.zeros((4, 4), "f4"))        # a new file at the path
     with pytest.raises(rawarray.RaError, match="changed since"):
         pickle.loads(blob)
+
+
+def test_threads_share_one_file(tmp):
+    a = field((12, 10, 8))
+    rawarray.write(tmp / "t.ra", a)
+    f = rawarray.open(tmp / "t.ra", mmap=False)
+    x = da.from_array(f, chunks=(1, 5, 8))
+    np.testing.assert_array_equal(x.compute(scheduler="threads", num_workers=4), a)
+    # Every chunk read once, by the one File all threads shared: the whole array, no more.
+    assert f.io_stats["bytes"] == a.nbytes
