@@ -21,8 +21,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{
-    ArrayReader, Category, DynArray, DynRecordWriter, ElType, ElementSpec, Error, ErrorKind,
-    Header, Layout, RecordOptions, Trailer, WriteOptions,
+    ArrayReader, ArrayWriter as LibArrayWriter, Category, DynArray, DynRecordWriter, ElType,
+    ElementSpec, Error, ErrorKind, Header, Layout, RecordOptions, Trailer, WriteOptions,
 };
 
 create_exception!(
@@ -235,6 +235,23 @@ impl RawFile {
     #[getter]
     fn trailer_error(&self) -> Option<String> {
         self.reader.trailer_error().map(str::to_string)
+    }
+
+    /// The trailer's top-level keys this version of the library does not interpret (such as
+    /// the Python package's `dim_names` and `coords`), as a JSON object; `None` without a
+    /// trailer.
+    #[getter]
+    fn extra_json(&self) -> Option<String> {
+        self.reader
+            .trailer()
+            .map(|t| serde_json::Value::Object(t.extra.clone()).to_string())
+    }
+
+    /// The library's count of the data reads made through `read_block` so far:
+    /// `(reads, bytes)` (an LZ4 file counts its one whole read).
+    fn io_stats(&self) -> (u64, u64) {
+        let s = self.reader.io_stats();
+        (s.reads, s.bytes)
     }
 
     /// What was opened, to tell later whether the path still names the same file unchanged:
@@ -511,7 +528,8 @@ fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
 /// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
 /// there are parameters or a record schema.
 #[pyfunction]
-#[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false))]
+#[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None))]
+#[allow(clippy::too_many_arguments)]
 fn write(
     py: Python<'_>,
     path: PathBuf,
@@ -520,6 +538,7 @@ fn write(
     data: PyBuffer<u8>,
     params_json: Option<&str>,
     compress: bool,
+    extra_json: Option<&str>,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
@@ -540,10 +559,33 @@ fn write(
         }
         None => serde_json::Value::Null,
     };
-    let trailer = if params.is_null() && layout.is_none() {
+    // Top-level trailer keys beside the params (the package's `dim_names`, `coords`): kept
+    // by every reader and rewrite of the library as unknown keys (`Trailer::extra`).
+    let extra = match extra_json {
+        Some(e) => match serde_json::from_str(e) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(other) => {
+                return Err(ra_err(format!(
+                    "trailer keys: expected a JSON object, found {other}"
+                )))
+            }
+            Err(e) => return Err(ra_err(format!("trailer keys are not JSON: {e}"))),
+        },
+        None => serde_json::Map::new(),
+    };
+    if let Some(k) = extra
+        .keys()
+        .find(|k| Trailer::KNOWN_KEYS.contains(&k.as_str()))
+    {
+        return Err(ra_err(format!(
+            "trailer key '{k}' is the library's own: pass it as params or let the schema fill it"
+        )));
+    }
+    let trailer = if params.is_null() && layout.is_none() && extra.is_empty() {
         None
     } else {
-        let t = Trailer::new(params).map_err(to_py)?;
+        let mut t = Trailer::new(params).map_err(to_py)?;
+        t.extra = extra;
         Some(match layout {
             Some(l) => t.with_schema(l),
             None => t,
@@ -722,6 +764,177 @@ impl RecordWriter {
     }
 }
 
+/// Writes n-d blocks of one array into a `.ra` file in place, from many threads and
+/// processes at once: the library's `ArrayWriter` (its shared lock, its journal of blocks).
+///
+/// Threads share one: the library's writer is `Sync`, and every block is one positioned write
+/// per run, so writers of disjoint blocks never disturb each other. `None` once closed.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+struct ArrayWriter {
+    inner: Mutex<Option<std::sync::Arc<LibArrayWriter>>>,
+    dev: u64,
+    ino: u64,
+}
+
+#[pymethods]
+impl ArrayWriter {
+    /// Opens the file at `path` to write blocks into (`descr_json` None), or, given the element
+    /// (`descr_json` as for [`write`]) and `dims` (file order), opens it if a file holding that
+    /// array is there, else creates it: ranks that race to start one array each get a writer
+    /// of the same file (the library's `open_or_create`).
+    #[new]
+    #[pyo3(signature = (path, descr_json=None, dims=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        descr_json: Option<&str>,
+        dims: Option<Vec<u64>>,
+    ) -> PyResult<ArrayWriter> {
+        let header = match (descr_json, dims) {
+            (Some(d), Some(dims)) => {
+                let (eltype, elbyte, layout) = element_of(d)?;
+                if layout.is_some() {
+                    return Err(ra_err(
+                        "ArrayWriter writes arrays of primitive elements: a structured dtype \
+                         needs its schema in a trailer, which rawarray.write or RecordWriter \
+                         writes",
+                    ));
+                }
+                Some(Header::new(eltype, elbyte, dims).map_err(to_py)?)
+            }
+            (None, None) => None,
+            _ => {
+                return Err(ra_err(
+                    "ArrayWriter: give both the dtype and the shape, or neither",
+                ))
+            }
+        };
+        let writer = py
+            .detach(|| match header {
+                Some(h) => LibArrayWriter::open_or_create_with_header(&path, h),
+                None => LibArrayWriter::open(&path),
+            })
+            .map_err(to_py)?;
+        let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
+        Ok(ArrayWriter {
+            inner: Mutex::new(Some(std::sync::Arc::new(writer))),
+            dev,
+            ino,
+        })
+    }
+
+    /// The header's element type code, bytes per element and dims (file order).
+    fn header(&self) -> PyResult<(u64, u64, Vec<u64>)> {
+        let w = self.writer()?;
+        let h = w.header();
+        Ok((h.eltype.code(), h.elbyte, h.dims.clone()))
+    }
+
+    /// `(device, inode, header bytes)` of the file written: what a pickled writer checks on
+    /// reopening the path.
+    fn identity<'py>(&self, py: Python<'py>) -> PyResult<(u64, u64, Bound<'py, PyBytes>)> {
+        let w = self.writer()?;
+        Ok((self.dev, self.ino, PyBytes::new(py, &w.header().encode())))
+    }
+
+    /// Whether this writer created the file (rather than opened it).
+    #[getter]
+    fn created(&self) -> PyResult<bool> {
+        Ok(self.writer()?.created())
+    }
+
+    /// Writes the block `ranges` (one `(start, end)` per dim, file order) from its packed
+    /// little-endian bytes (C-contiguous, column-major in the file's dims), the GIL released.
+    fn write_block(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        data: PyBuffer<u8>,
+    ) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(ra_err("a block must be C-contiguous bytes"));
+        }
+        let w = self.writer()?;
+        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
+        let bytes: &[u8] = if data.len_bytes() == 0 {
+            &[] // an empty buffer may export a null pointer, which no slice may hold
+        } else {
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+        };
+        let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+        py.detach(|| w.write_subset_bytes(&ranges, bytes))
+            .map_err(to_py)
+    }
+
+    /// Syncs what this writer wrote to disk, keeping it open.
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let w = self.writer()?;
+        py.detach(|| w.sync()).map_err(to_py)
+    }
+
+    /// Syncs and closes (the library's `finish`: the last writer removes a clean journal, and
+    /// reports blocks another writer left unfinished). Closing twice is allowed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(arc) = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        else {
+            return Ok(());
+        };
+        // A block another thread is writing holds a clone; its end waits for it.
+        py.detach(|| {
+            let mut arc = arc;
+            loop {
+                match std::sync::Arc::try_unwrap(arc) {
+                    Ok(w) => return w.finish(),
+                    Err(again) => {
+                        arc = again;
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        })
+        .map_err(to_py)
+    }
+
+    /// Whether `close` has run.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_none()
+    }
+}
+
+impl ArrayWriter {
+    /// The open writer, shared with the call that uses it (so `close` in another thread waits
+    /// for a block being written rather than pulling the file from under it).
+    fn writer(&self) -> PyResult<std::sync::Arc<LibArrayWriter>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.ArrayWriter"))
+    }
+}
+
+/// Device and inode of the file at `path` (zero where the platform has none).
+fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        Ok((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(path).map(|_| (0, 0))
+    }
+}
+
 /// The module.
 #[pymodule]
 fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -729,6 +942,7 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RawFile>()?;
     m.add_class::<Buffer>()?;
     m.add_class::<RecordWriter>()?;
+    m.add_class::<ArrayWriter>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     Ok(())
 }

@@ -20,12 +20,24 @@ moves any data.
 [3, 2]
 """
 
-from ._core import File, RaError, RaWarning, RecordWriter, loads, open, read, write
+from ._core import (
+    ArrayWriter,
+    File,
+    RaError,
+    RaWarning,
+    RecordWriter,
+    loads,
+    open,
+    read,
+    to_dask,
+    write,
+)
 
-__all__ = ["read", "open", "write", "File", "RecordWriter", "RaError", "RaWarning", "loads"]
+__all__ = ["read", "open", "write", "File", "RecordWriter", "ArrayWriter", "RaError", "RaWarning",
+           "loads", "to_dask"]
 
 # The classes are the package's: their reprs, and pickles, name `rawarray`, not the private
 # module they are defined in.
-for _cls in (File, RecordWriter, RaWarning):
+for _cls in (File, RecordWriter, ArrayWriter, RaWarning):
     _cls.__module__ = __name__
 del _cls

@@ -9,13 +9,15 @@ import os
 import tempfile
 import types
 import warnings
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from ._rawarray import ArrayWriter as _ArrayWriter
 from ._rawarray import Buffer, RaError, RawFile
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
+from ._indexing import read_key
 
 
 
@@ -92,10 +94,10 @@ class File:
     at once, in O(1) of the file's size; the data only when asked for.
 
     Use it as a context manager. ``array()`` is a read-only view over a memory map (no byte is
-    copied; the view keeps the map alive after the file is closed). Indexing ``f[k]`` or
-    ``f[a:b]`` works along numpy's first axis (the file's last dim: records, snapshots) and reads
-    only those bytes. ``array()`` of an LZ4-compressed or big-endian file decodes it into
-    memory instead; indexing a big-endian file reads just the block.
+    copied; the view keeps the map alive after the file is closed). Indexing ``f[key]`` takes
+    numpy's indexing in every axis and reads only the blocks the key touches (see
+    :meth:`__getitem__`). ``array()`` of an LZ4-compressed or big-endian file decodes it into
+    memory instead.
     A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
 
     A ``File`` reads the file it opened: it holds one descriptor from open to close, and the
@@ -107,18 +109,30 @@ class File:
     :class:`RaError` naming the path if it is no longer that file, unchanged.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
+        self._mmap = mmap
         self._raw = RawFile(self.path)
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self.closed = False
 
+    #: The file's chunk shape (numpy's order) for dask's ``from_array`` and xarray's
+    #: ``preferred_chunks``: None, as files are not stored in chunks yet (whole-array LZ4 is
+    #: one block); the chunked codec will set it for the files it writes.
+    chunks: tuple[int, ...] | None = None
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        # Two Files of the same unchanged file are the same data to dask.
+        if self.closed:
+            raise ValueError("cannot hand a closed rawarray.File to dask")
+        return ("rawarray.File", os.path.abspath(self.path), self._raw.identity())
+
     def __reduce__(self) -> tuple[Any, ...]:
         if self.closed:
             raise ValueError("cannot pickle a closed rawarray.File")
         # Absolute: the process that unpickles it may run in another folder.
-        return (_reopen, (os.path.abspath(self.path), self._raw.identity()))
+        return (_reopen, (os.path.abspath(self.path), self._raw.identity(), self._mmap))
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -180,6 +194,29 @@ class File:
     def trailer_error(self) -> str | None:
         """Why the trailer could not be read, if it is damaged (the data is still readable)."""
         return self._raw.trailer_error
+
+    def _extra(self) -> dict[str, Any]:
+        e = self._raw.extra_json
+        return {} if e is None else json.loads(e)
+
+    @property
+    def dim_names(self) -> tuple[str, ...] | None:
+        """The names of numpy's axes, as :func:`write` stored them (the trailer's
+        ``dim_names``, which lists them in the file's dim order), or None."""
+        names = self._extra().get("dim_names")
+        if not isinstance(names, list) or len(names) != self.ndim or \
+                not all(isinstance(n, str) for n in names):
+            return None
+        return tuple(reversed(names))
+
+    @property
+    def coords(self) -> dict[str, np.ndarray]:
+        """The coordinates of named dims, as :func:`write` stored them (the trailer's
+        ``coords``): ``{dim name: 1-d array}``; empty without any."""
+        coords = self._extra().get("coords")
+        if not isinstance(coords, dict):
+            return {}
+        return {str(k): np.asarray(v) for k, v in coords.items() if isinstance(v, list)}
 
     def __len__(self) -> int:
         shape = self.shape
@@ -243,82 +280,39 @@ class File:
             self._raw.read_into(0, flat.view(np.uint8))
         return out
 
-    def _block(self, key: Any) -> np.ndarray | None:
-        """``f[key]`` read by the library's ``ArrayReader`` (only the block's bytes), for keys of
-        integers and unit-step slices; None for any other key."""
-        key = key if isinstance(key, tuple) else (key,)
-        shape = self.shape
-        if len(key) > len(shape) or not all(
-            (isinstance(k, (int, np.integer)) and not isinstance(k, bool))
-            or (isinstance(k, slice) and k.step in (None, 1))
-            for k in key
-        ):
-            return None
-        key = key + (slice(None),) * (len(shape) - len(key))
-        ranges, counts, keep = [], [], []
-        for axis, (k, n) in enumerate(zip(key, shape)):
-            if isinstance(k, slice):
-                start, stop, _ = k.indices(n)
-                count = max(stop - start, 0)
-                keep.append(slice(None))
-            else:
-                k = int(k)
-                if k < -n or k >= n:
-                    raise IndexError(f"index {k} is out of bounds for axis {axis} with size {n}")
-                start, count = k % n, 1
-                keep.append(0)
-            ranges.append((start, start + count))
-            counts.append(count)
-        # numpy's axes are the file's dims reversed.
-        buf = self._raw.read_block(list(reversed(ranges)))
-        arr = np.ndarray(tuple(counts), dtype=self._decoded_dtype(), buffer=buf)
-        return arr[tuple(keep)]
+    def _read_block(self, ranges: list[tuple[int, int]]) -> Buffer:
+        """The bytes of a block (one ``(start, end)`` per numpy axis), C order, in the byte
+        order of ``_decoded_dtype``: the library's ``ArrayReader``, one positioned read per run
+        (an LZ4 file is decompressed once, on the first block, and cut from)."""
+        return self._raw.read_block(list(reversed(ranges)))
 
-    def __getitem__(self, key: Any) -> np.ndarray:
-        """``f[k]``, ``f[a:b]`` (and ``f[k, ...]``): along numpy's first axis, reading only those
-        bytes of a plain file. A big-endian uncompressed file reads any block of integers and
-        unit-step slices (``f[3, 2:5, :]``) through the library's ``ArrayReader``: only the
-        block's bytes, swapped. An LZ4 file is decompressed whole once."""
+    def __getitem__(self, key: Any) -> Any:
+        """``f[key]`` with numpy's indexing, exactly: integers (negative too), slices with any
+        step, ``...``, ``np.newaxis``, boolean scalars, and integer or boolean arrays (advanced
+        indexing, with numpy's broadcasting and placement of the advanced axes).
+
+        Opened with ``mmap=True`` (the default), a plain little-endian file is indexed as the
+        view of its memory map (``f.array()[key]``): basic keys give views without a copy, and
+        only the pages a key touches are read. Otherwise (``mmap=False``, big-endian and LZ4
+        files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
+        touched on the leading axes, and on the last axis the range from the first index to the
+        last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
+        from. Keys out of bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
-        if self.shape and self._raw.flags == 1:
-            block = self._block(key)
-            if block is not None:
-                return block
-        full, rest = key, ()
-        if isinstance(key, tuple):
-            if not key:
-                return self.array()
-            key, rest = key[0], key[1:]
-        shape = self.shape
-        if not shape:
-            raise IndexError("a scalar .ra file cannot be indexed")
-        # bool is an int, but numpy reads True/False as a mask (a new axis), not an index.
-        if not self._plain or isinstance(key, bool) or not isinstance(key, (int, np.integer, slice)):
-            # The whole key on the whole array: `rest` indexes the axes after the first, which
-            # an Ellipsis or a step would move.
-            return self.array()[full]
-        n = shape[0]
-        inner = shape[1:]
-        if isinstance(key, slice):
-            start, stop, step = key.indices(n)
-            if step != 1:
-                return self.array()[full]
-            count = max(stop - start, 0)
-        else:
-            k = int(key)
-            if k < -n or k >= n:
-                raise IndexError(f"index {k} is out of bounds for axis 0 with size {n}")
-            start, count = k % n, 1
-        per = int(np.prod(inner, dtype=np.int64)) * self._dtype.itemsize
-        buf = self._mapped()
-        arr = np.ndarray((count,) + inner, dtype=self._dtype, buffer=buf,
-                         offset=self._raw.header_len + start * per)
-        arr.flags.writeable = False
-        if not isinstance(key, slice):
-            return arr[0][rest] if rest else arr[0]
-        # The first axis stays: `rest` indexes the ones after it.
-        return arr[(slice(None),) + rest] if rest else arr
+        if not self.shape or (self._plain and self._mmap):
+            return self.array()[key]
+        return read_key(key, self.shape, self._decoded_dtype(), self._read_block)
+
+    @property
+    def io_stats(self) -> dict[str, int]:
+        """The library's count of data reads made by indexing (``mmap=False``, big-endian and
+        LZ4 files): ``{"reads": ..., "bytes": ...}``. Reads through the memory map are the
+        kernel's and are not counted."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        reads, nbytes = self._raw.io_stats()
+        return {"reads": reads, "bytes": nbytes}
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
@@ -336,9 +330,9 @@ class File:
         self.close()
 
 
-def _reopen(path: str, identity: tuple[int, int, int, bytes]) -> File:
+def _reopen(path: str, identity: tuple[int, int, int, bytes], mmap: bool = True) -> File:
     """A pickled :class:`File` opened again: the same path, and the file it named then."""
-    f = File(path)
+    f = File(path, mmap=mmap)
     now = f._raw.identity()
     if now != identity:
         dev, ino, length, header = identity
@@ -353,15 +347,17 @@ def _reopen(path: str, identity: tuple[int, int, int, bytes]) -> File:
     return f
 
 
-def open(path: str | os.PathLike[str]) -> File:  # noqa: A001 (the package's public name)
-    """Opens a ``.ra`` file lazily; see :class:`File`.
+def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A001 (the package's public name)
+    """Opens a ``.ra`` file lazily; see :class:`File`. ``mmap=False`` indexes a plain file
+    with positioned reads (counted by ``File.io_stats``) instead of views of a memory map:
+    for files others may truncate, and network filesystems.
 
     >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
     ...     f.shape, f.dtype, f.params["dt"]
     ...     energy = f.array()["energy"]                          # a view, no copy
     ...     last_step = f[-1]                                     # reads one record's bytes
     """
-    return File(path)
+    return File(path, mmap=mmap)
 
 
 def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
@@ -462,6 +458,8 @@ def write(
     params: Any = None,
     compress: bool = False,
     order: str = "C",
+    dim_names: Sequence[str] | None = None,
+    coords: dict[str, Any] | None = None,
 ) -> None:
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
     over ``path``: a failed write leaves the old file as it was).
@@ -476,9 +474,15 @@ def write(
     (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
     hold (names with quotes, backslashes or control characters, ``(0,)``-shaped fields, nesting
     deeper than the library's limit).
+
+    ``dim_names`` names numpy's axes (one string each, distinct) and ``coords`` gives 1-d
+    coordinates for named dims (``{name: values}``, numbers or strings, one per index): both go
+    in the trailer (keys ``dim_names`` and ``coords``, doc/format.md section 6.5), and
+    :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
     """
     arr = np.asarray(array)
     _check_storable(arr.dtype)
+    extra = _dims_and_coords(arr.shape, dim_names, coords)
     if order == "C":
         dims = list(reversed(arr.shape))
         arr = np.ascontiguousarray(arr, dtype=_little_endian(arr.dtype))
@@ -491,7 +495,41 @@ def write(
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
     params_json = None if params is None else json.dumps(params)
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
-    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress)
+    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
+           json.dumps(extra) if extra else None)
+
+
+def _dims_and_coords(
+    shape: tuple[int, ...], dim_names: Sequence[str] | None, coords: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The trailer keys for ``dim_names`` and ``coords`` (numpy's axis order in, the file's dim
+    order stored), checked against the array's shape; errors name what is wrong."""
+    extra: dict[str, Any] = {}
+    if dim_names is not None:
+        names = list(dim_names)
+        if len(names) != len(shape) or not all(isinstance(n, str) and n for n in names) or \
+                len(set(names)) != len(names):
+            raise RaError(
+                f"dim_names: expected {len(shape)} distinct non-empty strings (one per axis of "
+                f"shape {shape}), found {names!r}"
+            )
+        extra["dim_names"] = list(reversed(names))
+    if coords:
+        if dim_names is None:
+            raise RaError("coords: give dim_names too, coordinates are keyed by dim name")
+        sizes = dict(zip(dim_names, shape))
+        extra["coords"] = {}
+        for name, values in coords.items():
+            v = np.asarray(values)
+            if name not in sizes:
+                raise RaError(f"coords: expected one of the dim_names {list(sizes)}, found {name!r}")
+            if v.ndim != 1 or len(v) != sizes[name] or v.dtype.kind not in "iufbU":
+                raise RaError(
+                    f"coords['{name}']: expected {sizes[name]} numbers or strings (1-d), found "
+                    f"shape {v.shape} of dtype {v.dtype}"
+                )
+            extra["coords"][name] = v.tolist()
+    return extra
 
 
 class RecordWriter:
@@ -581,3 +619,149 @@ class RecordWriter:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def to_dask(path: str | os.PathLike[str], chunks: Any = "auto", *, mmap: bool = True) -> Any:
+    """The array in a ``.ra`` file as a lazy ``dask.array.Array``: each task opens the file
+    where it runs (a :class:`File` pickles as its path and identity, and refuses a file that
+    changed) and reads only its chunk. ``chunks`` as dask's ``from_array`` takes them (the
+    file's own chunks, when it has them, guide ``"auto"``).
+
+    >>> x = rawarray.to_dask("field.ra", chunks=(16, 256, 256))   # doctest: +SKIP
+    >>> x.mean(axis=0).compute()                                  # doctest: +SKIP
+    """
+    import dask.array as da  # noqa: PLC0415 (optional dependency)
+
+    return da.from_array(File(path, mmap=mmap), chunks=chunks)
+
+
+class ArrayWriter:
+    """Writes blocks of one array into a ``.ra`` file in place, from many threads, processes or
+    machines at once (a shared filesystem): the Rust library's ``ArrayWriter``.
+
+    ``ArrayWriter(path, shape, dtype)`` creates the file for the whole array (a header and a
+    data section of zeros, renamed into place, so the path always holds a valid file), or
+    opens it if a file holding that array is already there: ranks that race to start one array
+    all get writers of the same file, and exactly one creates it (:attr:`created`).
+    ``ArrayWriter(path)`` opens an existing little-endian uncompressed file.
+
+    ``w[key] = block`` writes a block: ``key`` is integers and slices of step 1 (numpy's
+    order), ``block`` anything numpy converts and broadcasts to the block's shape. Writers of
+    disjoint blocks never disturb each other. A writer pickles as its path and the identity of
+    the file (device, inode, header), so ``dask.array.store(x, w, lock=False)`` writes from
+    every worker; unpickling refuses a file that was replaced or changed shape.
+
+    >>> with rawarray.ArrayWriter("out.ra", (4, 1000), "<f4") as w:   # doctest: +SKIP
+    ...     w[2] = np.ones(1000)
+    ...     w[0:2, :500] = 0.5
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        shape: tuple[int, ...] | None = None,
+        dtype: Any = None,
+    ) -> None:
+        self.path = os.fspath(path)
+        if (shape is None) != (dtype is None):
+            raise TypeError("ArrayWriter takes the shape and the dtype together, or neither")
+        if shape is None:
+            self._w = _ArrayWriter(self.path)
+        else:
+            dt = _little_endian(np.dtype(dtype))
+            _check_storable(dt)
+            dims = list(reversed([int(n) for n in shape]))
+            self._w = _ArrayWriter(self.path, _descr_json(dt), dims)
+        # The dtype numpy sees, by the same reading of the header as rawarray.open's.
+        with File(self.path) as f:
+            self.dtype = _little_endian(f.dtype)
+        self.shape = tuple(reversed(self._w.header()[2]))
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims."""
+        return len(self.shape)
+
+    @property
+    def created(self) -> bool:
+        """Whether this writer created the file (rather than opened one)."""
+        return self._w.created
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        key = key if isinstance(key, tuple) else (key,)
+        if len(key) > len(self.shape):
+            raise IndexError(
+                f"too many indices for the writer's array: it is {len(self.shape)}-dimensional, "
+                f"but {len(key)} were given"
+            )
+        key = key + (slice(None),) * (len(self.shape) - len(key))
+        ranges = []
+        for axis, (k, n) in enumerate(zip(key, self.shape)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                if step != 1:
+                    raise IndexError(
+                        f"axis {axis}: ArrayWriter writes blocks, slices of step 1, not step {step}"
+                    )
+                ranges.append((start, max(stop, start)))
+                continue
+            i = None if isinstance(k, (bool, np.bool_)) else getattr(k, "__index__", None)
+            if i is None:
+                raise IndexError(
+                    f"axis {axis}: ArrayWriter writes blocks (integers and slices of step 1), "
+                    f"not {type(k).__name__}"
+                )
+            i = i()
+            if i < -n or i >= n:
+                raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+            ranges.append((i % n, i % n + 1))
+        block_shape = tuple(b - a for a, b in ranges)
+        arr = np.asarray(value)
+        if arr.dtype != self.dtype:
+            arr = arr.astype(self.dtype)
+        # numpy's assignment rule: the value broadcasts to the selection (integer axes dropped).
+        selected = tuple(n for n, k in zip(block_shape, key) if isinstance(k, slice))
+        arr = np.ascontiguousarray(np.broadcast_to(arr, selected)).reshape(block_shape)
+        if arr.size == 0:
+            return
+        self._w.write_block(list(reversed(ranges)), arr.reshape(-1).view(np.uint8))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._w.closed:
+            raise ValueError("cannot pickle a closed rawarray.ArrayWriter")
+        return (_reopen_writer, (os.path.abspath(self.path), self._w.identity()))
+
+    def sync(self) -> None:
+        """Syncs what this writer wrote to disk."""
+        self._w.sync()
+
+    def close(self) -> None:
+        """Syncs and closes. The last writer of the file to close removes its journal of
+        blocks when every block was written whole, and raises :class:`RaError` naming the
+        blocks another writer began and never finished. Closing twice is allowed."""
+        self._w.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._w.closed
+
+    def __repr__(self) -> str:
+        return f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype}>"
+
+    def __enter__(self) -> "ArrayWriter":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reopen_writer(path: str, identity: tuple[int, int, bytes]) -> ArrayWriter:
+    """A pickled :class:`ArrayWriter` opened again: the same file, unchanged in shape."""
+    w = ArrayWriter(path)
+    now = w._w.identity()
+    if now != identity:
+        why = "another file was put at its path" if now[:2] != identity[:2] else "its header changed"
+        w.close()
+        raise RaError(f"{path}: the file changed since this rawarray.ArrayWriter was pickled ({why})")
+    return w

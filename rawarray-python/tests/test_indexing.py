@@ -1,0 +1,214 @@
+"""``File[key]`` is numpy's indexing, exactly, in every axis, for every element type, byte order
+and way of reading (the memory map, positioned reads, LZ4 decoded once): random keys are checked
+against numpy on the whole array (files built by hand, so numpy's own view is the truth), and
+the bytes a key reads are counted through the library's I/O statistics."""
+
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import rawarray
+from conftest import make_ra
+from test_types import CODES, DTYPES, values
+
+RECORD = np.dtype([("a", "<u2"), ("b", "<f8", (2,))])
+COMPLEX32 = np.dtype([("re", "<f2"), ("im", "<f2")])
+# The table's types numpy has no scalar for: bfloat16 (ml_dtypes) and complex of float16.
+ELEMENTS = DTYPES + ["bf16", "c4", "record"]
+# How the file is read: little-endian through the map, little-endian with positioned reads,
+# big-endian (always the library's block reader), LZ4 (decoded once, then cut from).
+MODES = ["map", "pread", "big", "lz4"]
+
+
+def sample(element, shape):
+    if element == "bf16":
+        import ml_dtypes
+        return (np.arange(int(np.prod(shape))) * 0.5 - 3).astype(ml_dtypes.bfloat16).reshape(shape)
+    if element == "c4":
+        a = np.zeros(shape, COMPLEX32)
+        a["re"] = np.arange(a.size).reshape(shape) * 0.25
+        a["im"] = -np.arange(a.size).reshape(shape)
+        return a
+    if element == "record":
+        a = np.zeros(shape, RECORD)
+        n = a.size
+        a["a"] = (np.arange(n) * 7 + 1).reshape(shape)
+        a["b"] = (np.arange(2 * n) * 0.5).reshape(shape + (2,))
+        return a
+    return values(element, shape)
+
+
+def write_file(path, a, mode):
+    """The file by hand (header and numpy's bytes), or by the package for LZ4."""
+    if mode == "lz4":
+        rawarray.write(path, a, compress=True)
+        return rawarray.open(path)
+    order = ">" if mode == "big" else "<"
+    flags = 1 if mode == "big" else 0
+    if a.dtype.name == "bfloat16" or a.dtype == COMPLEX32:
+        # Each 2-byte scalar in the file's byte order, under a hand-built header.
+        raw = a.view("<u2")
+        stored = raw.astype(order + "u2").tobytes()
+        eltype = 5 if a.dtype.name == "bfloat16" else 4
+        path.write_bytes(make_ra(eltype, a.dtype.itemsize, list(a.shape[::-1]), stored, flags=flags))
+    elif a.dtype.fields is not None:
+        stored = a.astype(a.dtype.newbyteorder(order))
+        if order == ">":
+            # Records keep the header's byte order and carry no schema here: the test views
+            # their bytes with the dtype it knows.
+            path.write_bytes(make_ra(0, a.dtype.itemsize, list(a.shape[::-1]), stored.tobytes(), flags=1))
+        else:
+            rawarray.write(path, a)
+    else:
+        code = CODES[a.dtype.kind]
+        stored = a.astype(order + a.dtype.str[1:])
+        path.write_bytes(make_ra(code, a.dtype.itemsize, list(a.shape[::-1]), stored.tobytes(),
+                                 flags=1 if mode == "big" else 0))
+    return rawarray.open(path, mmap=mode != "pread")
+
+
+def as_numpy(got, want):
+    """The result viewed as the truth's dtype (a big-endian record file without a schema reads
+    as raw bytes of its elements)."""
+    got = np.asarray(got)
+    if got.dtype != want.dtype and got.dtype.kind == "V" and want.dtype.fields is not None:
+        got = got.view(want.dtype.newbyteorder(">")).astype(want.dtype)
+    return got
+
+
+@st.composite
+def keys(draw, shape):
+    """A random key for an array of ``shape``: integers (negative too), slices of any step,
+    integer lists, a boolean mask, np.newaxis and one Ellipsis, for some or all axes."""
+    comps = []
+    axes = draw(st.integers(0, len(shape)))
+    arrays = 0
+    for n in shape[:axes]:
+        kinds = ["slice"] + (["int", "list"] if n else ["list"]) + (["mask"] if arrays == 0 else [])
+        kind = draw(st.sampled_from(kinds))
+        if kind == "int":
+            comps.append(draw(st.integers(-n, n - 1)))
+        elif kind == "slice":
+            bound = st.one_of(st.none(), st.integers(-n - 2, n + 2))
+            step = draw(st.sampled_from([None, 1, 2, 3, -1, -2, -3]))
+            comps.append(slice(draw(bound), draw(bound), step))
+        elif kind == "list" and n and arrays < 2:
+            arrays += 1
+            comps.append(draw(st.lists(st.integers(-n, n - 1), min_size=1, max_size=3)))
+        elif kind == "mask":
+            arrays += 1
+            comps.append(np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool))
+        else:
+            comps.append(slice(None))
+    for _ in range(draw(st.integers(0, 2))):
+        comps.insert(draw(st.integers(0, len(comps))), None)
+    if draw(st.booleans()) and axes < len(shape):
+        comps.insert(draw(st.integers(0, len(comps))), Ellipsis)
+    return tuple(comps)
+
+
+shapes = st.lists(st.integers(0, 5), min_size=1, max_size=4).map(tuple)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("element", ELEMENTS)
+@settings(max_examples=40, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data(), shape=shapes)
+def test_random_keys_index_as_numpy_does(tmp_path, element, mode, data, shape):
+    if mode == "big" and element in ("i1", "u1"):
+        mode = "map"  # one-byte elements have no byte order to test
+    a = sample(element, shape)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        f = write_file(tmp_path / "k.ra", a, mode)
+    with f:
+        for _ in range(5):
+            key = data.draw(keys(shape))
+            try:
+                want = a[key]
+            except IndexError:
+                with pytest.raises(IndexError):
+                    f[key]
+                continue
+            got = as_numpy(f[key], np.asarray(want))
+            assert got.shape == np.shape(want), (key, got.shape, np.shape(want))
+            np.testing.assert_array_equal(got, want, err_msg=repr(key))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_advanced_axes_go_where_numpy_puts_them(tmp, mode):
+    a = values("f4", (2, 5, 8))
+    with write_file(tmp / "f.ra", a, mode) as f:
+        # An integer and an array separated by a slice: the broadcast axis comes first.
+        got = f[1, :, [7, 0, 3]]
+        assert got.shape == a[1, :, [7, 0, 3]].shape == (3, 5)
+        np.testing.assert_array_equal(got, a[1, :, [7, 0, 3]])
+        # Adjacent arrays keep their place; arrays broadcast against each other.
+        for key in [(slice(None), [4, 0], [1, 1]), ([[0], [1]], slice(None), [2, 5, 7]),
+                    (np.newaxis, 0, [True, False, True, False, True]), (..., [7, 7, 0])]:
+            np.testing.assert_array_equal(f[key], a[key], err_msg=repr(key))
+            assert f[key].shape == a[key].shape, key
+
+
+def test_a_key_reads_only_the_bytes_it_touches(tmp):
+    a = values("f4", (10, 20, 30))
+    plane, row = 20 * 30 * 4, 30 * 4
+    with write_file(tmp / "c.ra", a, "pread") as f:
+        cases = [
+            ((3,), plane),                                    # one plane
+            ((slice(None, None, 4),), 3 * plane),             # planes 0, 4, 8: not the gaps
+            ((2, slice(5, 8), slice(None, None, 3)), 3 * (27 + 1) * 4),  # last axis: 0..27
+            ((-1, [7, 0, 3], 4), 3 * 4),                      # three elements
+            ((Ellipsis, 29), 10 * 20 * 4),                    # a column: one element per row
+            ((slice(None), 19), 10 * row),
+            ((slice(4, 4),), 0),
+        ]
+        for key, want in cases:
+            before = f.io_stats["bytes"]
+            np.testing.assert_array_equal(f[key], a[key])
+            assert f.io_stats["bytes"] - before == want, key
+
+
+def test_a_key_of_many_runs_closes_the_smallest_gaps_first(tmp, monkeypatch):
+    from rawarray import _indexing
+
+    monkeypatch.setattr(_indexing, "MAX_BLOCKS", 8)
+    a = values("u4", (40, 3))
+    rows = [0, 1, 5, 9, 10, 11, 20, 22, 24, 26, 30, 39]     # 9 runs of rows; 8 blocks allowed
+    with write_file(tmp / "m.ra", a, "pread") as f:
+        np.testing.assert_array_equal(f[rows, 1], a[rows, 1])
+        # The smallest gap (row 21) is read; one element per row, each its own run.
+        assert f.io_stats == {"reads": 13, "bytes": 13 * 4}
+        every = list(range(0, 40, 3))                           # 14 runs: 6 gaps of 2 closed
+        before = f.io_stats["bytes"]
+        np.testing.assert_array_equal(f[every, 2], a[every, 2])
+        assert f.io_stats["bytes"] - before == (len(every) + 6 * 2) * 4
+
+
+def test_an_lz4_file_is_decoded_once(tmp):
+    a = values("i4", (6, 7))
+    with write_file(tmp / "z.ra", a, "lz4") as f:
+        np.testing.assert_array_equal(f[1, ::2], a[1, ::2])
+        np.testing.assert_array_equal(f[[5, 0], -1], a[[5, 0], -1])
+        assert f.io_stats["reads"] == 1
+
+
+def test_bad_keys_are_refused_as_numpy_refuses_them(tmp):
+    a = values("f8", (3, 4))
+    with write_file(tmp / "b.ra", a, "pread") as f:
+        with pytest.raises(IndexError, match="axis 1 with size 4"):
+            f[0, -5]
+        with pytest.raises(IndexError, match="axis 0 with size 3"):
+            f[[0, 3]]
+        with pytest.raises(IndexError, match="too many indices"):
+            f[0, 0, 0]
+        with pytest.raises(IndexError, match="single ellipsis"):
+            f[..., ...]
+        with pytest.raises(IndexError, match="float"):
+            f[[0.5]]
+        with pytest.raises(IndexError, match="boolean index"):
+            f[[True, False]]
