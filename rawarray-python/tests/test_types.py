@@ -171,6 +171,36 @@ def test_structured_bool_fields_read_back_as_bool(tmp):
     assert rawarray.read(tmp / "w.ra").dtype == dt
 
 
+
+def test_a_bool_byte_other_than_0_or_1_is_an_error_naming_the_field(tmp):
+    # The bytes as a writer that broke the marker's rule would leave them: a 2 where a bool is.
+    a = np.array([True, False, True])
+    rawarray.write(tmp / "b.ra", a)
+    raw = bytearray((tmp / "b.ra").read_bytes())
+    h, _, _ = parse_by_hand(bytes(raw))
+    at = 48 + 8 * len(h["dims"]) + 1
+    assert raw[at] == 0
+    raw[at] = 2
+    (tmp / "b.ra").write_bytes(bytes(raw))
+    for mmap in (True, False):
+        with pytest.raises(rawarray.RaError, match=r"the array is bool, but holds the byte 2"):
+            rawarray.read(tmp / "b.ra", mmap=mmap)
+        with rawarray.open(tmp / "b.ra", mmap=mmap) as f:
+            # The file is checked whole before a first value is handed out: a scalar read of
+            # the bad byte would otherwise be numpy's plain True.
+            for key in (1, 0, slice(0, 2)):
+                with pytest.raises(rawarray.RaError, match="byte 2"):
+                    f[key]
+    dt = np.dtype([("x", "<f4"), ("ok", "?")])
+    r = np.zeros(2, dtype=dt)
+    rawarray.write(tmp / "r.ra", r)
+    raw = bytearray((tmp / "r.ra").read_bytes())
+    h, _, _ = parse_by_hand(bytes(raw))
+    raw[48 + 8 * len(h["dims"]) + 5 + 4] = 7  # record 1's "ok"
+    (tmp / "r.ra").write_bytes(bytes(raw))
+    with pytest.raises(rawarray.RaError, match=r"field 'ok' is bool, but holds the byte 7"):
+        rawarray.read(tmp / "r.ra")
+
 def test_bfloat16_through_ml_dtypes_and_raw_bits_without(tmp, monkeypatch):
     ml_dtypes = pytest.importorskip("ml_dtypes", reason="ml_dtypes is in tests/python/requirements.txt")
     bits = np.array([0x3F80, 0xC000, 0x4049], dtype="<u2")  # 1.0, -2.0, 3.140625

@@ -543,10 +543,25 @@ impl DynArray {
     /// Reads a stream to its end.
     pub fn read_from<R: Read>(mut reader: R) -> Result<DynArray> {
         let header = Header::read_from(&mut reader)?;
-        let section = data::read_bytes(&mut reader, header.size, None)?;
+        let data = DynArray::read_section(&mut reader, &header, None)?;
         let mut trailer = Vec::new();
         reader.read_to_end(&mut trailer)?;
-        DynArray::from_section(header, Cow::Owned(section), trailer)
+        DynArray::from_plain(header, data, trailer)
+    }
+
+    /// The data section's bytes, decoded: an LZ4 block is decoded as it is read, so the block
+    /// and the decoded bytes are never held at once.
+    fn read_section<R: Read + ?Sized>(
+        r: &mut R,
+        header: &Header,
+        available: Option<u64>,
+    ) -> Result<Vec<u8>> {
+        if !header.is_compressed() {
+            return data::read_bytes(r, header.size, available);
+        }
+        let mut plain = data::try_zeroed_bytes(header.data_len())?;
+        crate::lz4_block::decode_stream(r, header.size, &mut plain)?;
+        Ok(plain)
     }
 
     /// Reads a file. Errors name it; memory that cannot be had is an error
@@ -554,24 +569,25 @@ impl DynArray {
     pub fn read_file(path: impl AsRef<Path>) -> Result<DynArray> {
         reading(path.as_ref(), |path| {
             let (mut file, header, available) = open_file(path, |_| Ok(()))?;
-            let section = data::read_bytes(&mut file, header.size, Some(available))?;
+            let data = DynArray::read_section(&mut file, &header, Some(available))?;
             let mut trailer = Vec::new();
             data::try_reserve(&mut trailer, data::to_usize(available - header.size)?)?;
             file.read_to_end(&mut trailer)?;
-            DynArray::from_section(header, Cow::Owned(section), trailer)
+            DynArray::from_plain(header, data, trailer)
         })
     }
 
-    fn from_section(
-        mut header: Header,
-        section: Cow<'_, [u8]>,
-        trailer: Vec<u8>,
-    ) -> Result<DynArray> {
-        let mut data = if header.is_compressed() {
+    fn from_section(header: Header, section: Cow<'_, [u8]>, trailer: Vec<u8>) -> Result<DynArray> {
+        let data = if header.is_compressed() {
             data::decompress(&section, &header)?
         } else {
             section.into_owned()
         };
+        DynArray::from_plain(header, data, trailer)
+    }
+
+    /// The array of a data section already decoded (`header` still says how it was stored).
+    fn from_plain(mut header: Header, mut data: Vec<u8>, trailer: Vec<u8>) -> Result<DynArray> {
         if header.is_big_endian() && data::swap_by_eltype(&mut data, header.eltype, header.elbyte) {
             header.flags = header.flags.with(Flags::BIG_ENDIAN, false);
         }

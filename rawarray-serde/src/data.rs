@@ -178,8 +178,19 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
 ) -> Result<Vec<T>> {
     let big_endian = header.is_big_endian();
     if header.is_compressed() {
-        let packed = read_bytes(r, header.size, available)?;
-        return decompress_values(&packed, header, n);
+        // Decoded as it is read (crate::lz4_block): the block and the values are never held
+        // at once.
+        if let Some(mut v) = zeroed_pod::<T>(n)? {
+            let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
+            crate::lz4_block::decode_stream(r, header.size, dst)?;
+            if big_endian {
+                swap_values::<T>(dst);
+            }
+            return Ok(v);
+        }
+        let mut plain = try_zeroed_bytes(header.data_len())?;
+        crate::lz4_block::decode_stream(r, header.size, &mut plain)?;
+        return decode_values(&plain, big_endian);
     }
     if let Some(mut v) = read_pod(r, header.size, n, available)? {
         if big_endian {

@@ -111,6 +111,7 @@ pub mod header;
 mod journal;
 pub mod layout;
 mod lock;
+mod lz4_block;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;

@@ -344,10 +344,15 @@ impl ArrayReader {
         if let Some(p) = self.plain.get() {
             return Ok(p);
         }
-        let mut packed = data::try_zeroed_bytes(self.header.size)?;
-        read_exact_at(&self.file, &mut packed, self.header.encoded_len() as u64)?;
+        // Decoded as it is read: the block and the decoded section are never both held.
+        let mut plain = data::try_zeroed_bytes(self.header.data_len())?;
+        let mut block = crate::fileio::ReadAtCursor {
+            file: &self.file,
+            offset: self.header.encoded_len() as u64,
+            left: self.header.size,
+        };
+        crate::lz4_block::decode_stream(&mut block, self.header.size, &mut plain)?;
         self.counter.add(self.header.size);
-        let plain = data::decompress(&packed, &self.header)?;
         Ok(self.plain.get_or_init(|| plain))
     }
 }

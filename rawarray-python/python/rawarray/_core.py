@@ -47,6 +47,30 @@ def _dtype_from_json(descr: Any) -> np.dtype:
     return np.dtype(fields)
 
 
+def _bool_views(arr: np.ndarray, name: str = "") -> list[tuple[str, np.ndarray]]:
+    """The parts of ``arr`` whose dtype is ``bool`` (the whole array, or record fields at any
+    depth), each with the field's name, as arrays of their bytes."""
+    dt = arr.dtype
+    if dt.names is None:
+        base = dt.subdtype[0] if dt.subdtype else dt
+        return [(name, arr.view(np.uint8))] if base == np.bool_ else []
+    views = []
+    for field in dt.names:
+        views += _bool_views(arr[field], f"{name}.{field}" if name else field)
+    return views
+
+
+def _checked_bools(arr: np.ndarray, path: str) -> np.ndarray:
+    """``arr`` if every byte the file stores as a ``bool`` is 0 or 1, as the format's bool
+    marker requires; else :class:`RaError` naming the field and the byte (numpy would show such
+    a byte as a ``True`` that compares unequal to ``True``: a value no writer wrote)."""
+    for name, raw in _bool_views(arr):
+        if raw.size and int(raw.max()) > 1:
+            what = f"field {name!r}" if name else "the array"
+            raise RaError(f"{path}: {what} is bool, but holds the byte {int(raw.max())} (a bool is 0 or 1)")
+    return arr
+
+
 def _element_dtype(raw: RawFile) -> np.dtype:
     """numpy's dtype for one element of the file, by the library's reading of the header and
     trailer; see the table in the README."""
@@ -115,6 +139,7 @@ class File:
         self._raw = RawFile(self.path)
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
+        self._bools_checked = False
         self.closed = False
 
     #: The file's chunk shape (numpy's order) for dask's ``from_array`` and xarray's
@@ -250,8 +275,23 @@ class File:
         """The whole array: a read-only view over a memory map for plain little-endian files
         (``mmap=False``: a new, writable array read into memory with positioned reads), decoded
         into memory (read-only) for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+        self._check_bools_once()
         if not mmap and self._plain:
             return self._read_into_memory(order)
+        return self._mapped_array(order)
+
+    def _check_bools_once(self) -> None:
+        """A file holding ``bool`` values is checked whole before its first value is handed out:
+        numpy shows a stored byte other than 0 or 1 as a ``True`` that is not ``True`` (and a
+        scalar read of it as a plain ``True``), a value no writer wrote."""
+        if self._bools_checked:
+            return
+        if _bool_views(np.empty(0, dtype=self._dtype)):
+            whole = self._read_into_memory("C") if (self._plain and not self._mmap) else self._mapped_array("C")
+            _checked_bools(whole, self.path)
+        self._bools_checked = True
+
+    def _mapped_array(self, order: str) -> np.ndarray:
         buf = self._mapped()
         offset = self._raw.header_len if self._plain else 0
         dims = list(self._raw.dims)
@@ -300,8 +340,9 @@ class File:
         from. Keys out of bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
+        self._check_bools_once()
         if not self.shape or (self._plain and self._mmap):
-            return self.array()[key]
+            return self._mapped_array("C")[key]
         return read_key(key, self.shape, self._decoded_dtype(), self._read_block)
 
     @property

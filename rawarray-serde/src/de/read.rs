@@ -174,9 +174,18 @@ impl<R: Read> StreamInput<R> {
         let size_us = crate::data::to_usize(header.size)?;
         let known = available.is_some_and(|a| a >= header.size);
         if header.is_compressed() || header.is_big_endian() {
-            // Decoded whole, as from a slice: these are not the one-copy formats.
-            let section = crate::data::read_bytes(&mut reader, header.size, available)?;
-            let data = plain(Cow::Owned(section), header)?.into_owned();
+            // Decoded whole, as from a slice: these are not the one-copy formats. An LZ4 block
+            // is decoded as it is read, so the block and its decoded bytes are never both held.
+            let data = if header.is_compressed() {
+                let mut decoded = crate::data::try_zeroed_bytes(header.data_len())?;
+                crate::lz4_block::decode_stream(&mut reader, header.size, &mut decoded)?;
+                let mut stored = header.clone();
+                stored.flags = stored.flags.with(crate::header::Flags::COMPRESSED, false);
+                plain(Cow::Owned(decoded), &stored)?.into_owned()
+            } else {
+                let section = crate::data::read_bytes(&mut reader, header.size, available)?;
+                plain(Cow::Owned(section), header)?.into_owned()
+            };
             return Ok(StreamInput {
                 reader,
                 len: data.len(),
