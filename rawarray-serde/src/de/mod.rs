@@ -80,9 +80,9 @@ pub struct Deserializer<'de, I = SliceInput<'de>> {
     record: Option<Record>,
     /// The record being read was at hand whole when it began (always, from a slice; from a
     /// stream, once it is in the window), so its fields are read from the input with one check
-    /// each, against `limit`. While a record is read, nothing outside it is
-    /// asked of the input (a field that does not fit is an error, a nested record or a `Vec` is
-    /// refused), so what was at hand stays so until the record ends.
+    /// each, against `limit`. While a record is read, nothing outside it is asked of the input
+    /// (a field that does not fit is an error, a nested record or a `Vec` is refused), so what
+    /// was at hand stays so until the record ends.
     at_hand: bool,
     entered: bool,
     /// What a scalar read must be at this point, as [`scalar_code`]: the element type at
