@@ -167,7 +167,7 @@ use std::path::Path;
 /// assert_eq!(h.dims, [3, 2]); // numpy sees shape (2, 3)
 /// ```
 ///
-/// A writer gets the header, then the data in chunks of about 64 KiB, so a `File` needs no
+/// A writer gets the header, then the data in chunks of about 256 KiB, so a `File` needs no
 /// `BufWriter`. What the header needs must come first: a top-level sequence that does not tell
 /// its length, or a value that is not a sequence, is held whole until it ends. A writer that is
 /// exactly `&mut Vec<u8>` gets the file appended in place, with no staging copy, and if

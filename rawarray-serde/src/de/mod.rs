@@ -78,6 +78,12 @@ pub struct Deserializer<'de, I = SliceInput<'de>> {
     /// The `u16` that follows is the bits of an f16/bf16 already checked.
     raw16: bool,
     record: Option<Record>,
+    /// The record being read was at hand whole when it began (always, from a slice; from a
+    /// stream, once it is in the window), so its fields are read from the input with one check
+    /// each, against `limit`. While a record is read, nothing outside it is asked of the input
+    /// (a field that does not fit is an error, a nested record or a `Vec` is refused), so what
+    /// was at hand stays so until the record ends.
+    at_hand: bool,
     entered: bool,
     /// What a scalar read must be at this point, as [`scalar_code`]: the element type at
     /// element level, [`ANY`] inside a record, [`NOT_HERE`] where dims remain. Kept current
@@ -166,6 +172,7 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
             half: None,
             raw16: false,
             record: None,
+            at_hand: false,
             entered: false,
             here,
             elem,
@@ -259,14 +266,25 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     /// Checks that a scalar of `eltype`/`N` bytes can be read here and reads its bytes.
     #[inline(always)]
     fn scalar<const N: usize>(&mut self, eltype: ElType, rust: &'static str) -> Result<[u8; N]> {
-        if self.here == scalar_code(eltype, N as u64) || self.here == ANY {
-            let end = self.pos + N;
-            if end <= self.limit {
-                if let Some(b) = self.input.get(self.pos, N) {
-                    let bytes = b.try_into().expect("N bytes");
-                    self.pos = end;
-                    return Ok(bytes);
-                }
+        // Written with no more locals than the path without `at_hand` had: a self-describing
+        // read recurses once per dim through every scalar arm, and unoptimised builds give
+        // each local its own stack slot.
+        let end = self.pos + N;
+        if (self.at_hand || self.here == scalar_code(eltype, N as u64) || self.here == ANY)
+            && end <= self.limit
+        {
+            let b = if self.at_hand {
+                // SAFETY: `at_hand`: the record `start..limit` was found at hand whole when it
+                // began, nothing outside it was asked for since, and `pos` is not before its
+                // start (reads go forward), so `pos..end` is inside it.
+                Some(unsafe { self.input.get_unchecked(self.pos, N) })
+            } else {
+                self.input.get(self.pos, N)
+            };
+            if let Some(b) = b {
+                let bytes = b.try_into().expect("N bytes");
+                self.pos = end;
+                return Ok(bytes);
             }
         }
         self.scalar_slow::<N>(eltype, rust)
@@ -329,12 +347,17 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
             start: self.pos,
             end: self.pos + self.header.elbyte as usize,
         };
-        if r.end <= self.len && self.input.get(r.start, r.end - r.start).is_none() {
-            // A stream's window ends inside the record: move it on, so that the fields are
-            // read from it. A record longer than the window is read field by field, each
-            // fetched as it comes.
-            self.prefetch(r)?;
+        let mut at_hand = false;
+        if r.end <= self.len {
+            at_hand = self.input.get(r.start, r.end - r.start).is_some();
+            if !at_hand {
+                // A stream's window ends inside the record: move it on, so that the fields
+                // are read from it. A record longer than the window is read field by field,
+                // each fetched as it comes.
+                at_hand = self.prefetch(r)?;
+            }
         }
+        self.at_hand = at_hand;
         self.record = Some(r);
         self.here = ANY;
         self.limit = r.end;
@@ -347,14 +370,16 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         self.input.fetch(self.pos, 1).map(drop)
     }
 
-    /// Brings a record no longer than the window into a stream's window.
+    /// Brings a record no longer than the window into a stream's window: whether it is at
+    /// hand now.
     #[cold]
     #[inline(never)]
-    fn prefetch(&mut self, r: Record) -> Result<()> {
-        if r.end - r.start <= read::WINDOW {
-            self.input.fetch(r.start, r.end - r.start)?;
+    fn prefetch(&mut self, r: Record) -> Result<bool> {
+        let n = r.end - r.start;
+        if n <= read::WINDOW {
+            self.input.fetch(r.start, n)?;
         }
-        Ok(())
+        Ok(self.input.get(r.start, n).is_some())
     }
 
     /// Why a record cannot be read here.
@@ -376,6 +401,7 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     fn end_record(&mut self, started: Option<Record>) -> Result<()> {
         if let Some(r) = started {
             self.record = None;
+            self.at_hand = false;
             self.here = self.elem;
             self.limit = self.len;
             if self.pos != r.end {
@@ -600,13 +626,14 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     #[inline(always)]
     fn plain_array<U>(&mut self, kind: Scalar, len: usize) -> Option<U> {
         let (eltype, elbyte) = (kind.eltype(), kind.elbyte());
-        if self.half.is_some() {
-            return None;
-        }
-        if self.record.is_none()
-            && (self.depth + 1 != self.dims.len()
-                || self.dims[self.depth] != len as u64
-                || self.elem != scalar_code(eltype, elbyte))
+        // A field of a record at hand whole skips the checks (no complex half is read inside
+        // a record).
+        if !self.at_hand
+            && (self.half.is_some()
+                || (self.record.is_none()
+                    && (self.depth + 1 != self.dims.len()
+                        || self.dims[self.depth] != len as u64
+                        || self.elem != scalar_code(eltype, elbyte))))
         {
             return None;
         }
@@ -614,8 +641,16 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         if self.pos + bytes > self.limit {
             return None;
         }
-        // Not at hand (a stream's window ends inside the array): item by item, which reads on.
-        let value = bulk::array_value::<U>(kind, len, self.input.get(self.pos, bytes)?)?;
+        let b = if self.at_hand {
+            // SAFETY: as in `scalar`: inside a record found at hand whole, `pos..pos + bytes`
+            // ends before its end (`limit`).
+            unsafe { self.input.get_unchecked(self.pos, bytes) }
+        } else {
+            // Not at hand (a stream's window ends inside the array): item by item, which
+            // reads on.
+            self.input.get(self.pos, bytes)?
+        };
+        let value = bulk::array_value::<U>(kind, len, b)?;
         self.entered = true;
         self.pos += bytes;
         Some(value)

@@ -48,6 +48,18 @@ pub trait Input<'de>: private::Sealed {
     #[doc(hidden)]
     fn get(&self, pos: usize, n: usize) -> Option<&[u8]>;
 
+    /// Bytes `pos..pos + n`, which are at hand, without checking it: the fields of a record
+    /// that [`Input::get`] found at hand whole, read with one check each (the record's end)
+    /// instead of three.
+    ///
+    /// # Safety
+    ///
+    /// `pos..pos + n` lies inside a range for which [`Input::get`] returned `Some`, and since
+    /// then no bytes outside that range were asked for (by `get`, `fetch`, `read_into` or
+    /// `borrow`): only such a request can move a stream's window.
+    #[doc(hidden)]
+    unsafe fn get_unchecked(&self, pos: usize, n: usize) -> &[u8];
+
     /// Bytes `pos..pos + n` (`pos + n` at most [`Input::data_len`], `pos` at least the last position
     /// asked for), reading them from the stream when needed.
     #[doc(hidden)]
@@ -104,6 +116,13 @@ impl<'de> Input<'de> for SliceInput<'de> {
     #[inline(always)]
     fn get(&self, pos: usize, n: usize) -> Option<&[u8]> {
         self.data.get(pos..pos.checked_add(n)?)
+    }
+
+    #[inline(always)]
+    unsafe fn get_unchecked(&self, pos: usize, n: usize) -> &[u8] {
+        // SAFETY: the caller found `pos..pos + n` inside a range `get` returned, so inside
+        // `data`, which a slice input never changes.
+        unsafe { self.data.get_unchecked(pos..pos + n) }
     }
 
     fn fetch(&mut self, pos: usize, n: usize) -> Result<&[u8]> {
@@ -268,6 +287,14 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
         // `pos >= start`: the deserializer reads forward.
         let at = pos.wrapping_sub(self.start);
         self.window.get(at..at.checked_add(n)?)
+    }
+
+    #[inline(always)]
+    unsafe fn get_unchecked(&self, pos: usize, n: usize) -> &[u8] {
+        let at = pos - self.start;
+        // SAFETY: the caller found `pos..pos + n` inside a range `get` returned, so inside
+        // the window, and asked for nothing outside it since: the window has not moved.
+        unsafe { self.window.get_unchecked(at..at + n) }
     }
 
     fn fetch(&mut self, pos: usize, n: usize) -> Result<&[u8]> {

@@ -62,12 +62,12 @@ impl<W: Write> Serializer<W> {
     ) -> Result<()> {
         let bytes = self.out.buf.len() - start;
         self.out.buf.truncate(start);
-        self.mode = Mode::Check;
+        self.set_mode(Mode::Check);
         self.plan.pos = 0;
         self.plan.sub = 0;
         self.plan.laps = 0;
         let replay = value.serialize(&mut *self);
-        self.mode = Mode::Stream;
+        self.set_mode(Mode::Stream);
         self.sig = Sig::SEED;
         replay?;
         let replayed = self.out.buf.len() - start;
