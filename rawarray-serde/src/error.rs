@@ -37,7 +37,7 @@ pub enum ErrorKind {
         found: u64,
     },
     /// Flag bits other than 0 (big-endian) and 1 (LZ4) are set.
-    #[error("unknown flag bits {bits:#x} (known: bit 0 big-endian, bit 1 LZ4-compressed)")]
+    #[error("unknown flag bits {bits:#x} (known: bit 0 big-endian, bit 1 LZ4-compressed, bit 2 chunked where the reader goes through the codec layer)")]
     UnknownFlags {
         /// The unknown bits.
         bits: u64,

@@ -422,18 +422,6 @@ impl Header {
     }
 }
 
-/// Refuses a chunked data section: until every reader goes through [`crate::codec`], a reader
-/// that would map or copy the section as plain bytes must not see one.
-pub(crate) fn refuse_chunked(h: Header) -> Result<Header> {
-    if h.flags.is_chunked() {
-        return Err(ErrorKind::UnknownFlags {
-            bits: Flags::CHUNKED.0,
-        }
-        .into());
-    }
-    Ok(h)
-}
-
 /// The six fixed words, parsed but not yet joined with the dims.
 struct Fixed {
     flags: Flags,

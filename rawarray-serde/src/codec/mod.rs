@@ -25,7 +25,8 @@
 //!   [`decode_all`], [`decode_subset`]), and its sans-IO core ([`Layout`]) for readers that do
 //!   their own I/O (object storage: fetch [`Layout::config_range`], then
 //!   [`index::segment_reads`], then [`Layout::chunk_range`] of the touched chunks);
-//! - [`encode`]: the encoder ([`encode()`], [`ChunkOptions`]).
+//! - [`encode`]: the encoder ([`encode()`], [`ChunkOptions`]); [`writer`]: the appending
+//!   writer's primitives and the commit order ([`ChunkWriter`]).
 //!
 //! The header keeps the logical eltype, elbyte and dims; `size` is the byte length of the
 //! chunked section; decoded bytes are in the file's byte order (flag bit 0).
@@ -58,6 +59,7 @@ pub mod lz4;
 pub mod none;
 pub mod section;
 pub mod shuffle;
+pub mod writer;
 pub mod zstd;
 
 pub use chain::Chain;
@@ -68,6 +70,7 @@ pub use index::{Entry, Index};
 pub use section::{
     decode_all, decode_subset, Layout, PendingIndex, ReadAt, SectionReader, SectionStats,
 };
+pub use writer::ChunkWriter;
 
 use crate::error::{ErrorKind, Result};
 
