@@ -300,3 +300,51 @@ fn hostile_chunked_files_are_errors() {
         }
     }
 }
+
+/// `ra slice` of a chunked file (decoded chunk by chunk through the codec layer) writes the
+/// same file as the slice of the plain file, for steps, negative steps, single indices, a
+/// big-endian file and a record file with its trailer; `ra convert` to .npy is the same too.
+#[test]
+fn slice_and_convert_of_a_chunked_file_equal_the_plain_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = d.join("f.ra");
+    smooth_field(&f, [30, 20, 7]);
+    let mut be = Vec::new();
+    RawArray::from_shape_vec(vec![9, 8], (0..72i32).map(|i| i * 1000 - 5).collect())
+        .unwrap()
+        .write_to_with(&mut be, &rawarray_serde::WriteOptions::new().big_endian(true))
+        .unwrap();
+    let b = d.join("be.ra");
+    std::fs::write(&b, be).unwrap();
+    let r = d.join("rec.ra");
+    record_file(&r, 50);
+    let cases: [(&Path, &str, &[&str]); 6] = [
+        (&f, "7,7,3", &[":,:,:", "3:25:4,::-3,5", "-1,2:3,::2", "::7,::-1,1:6"]),
+        (&f, "30,20,1", &[":,5,:", "0,0,0"]),
+        (&f, "64,64,64", &["10:12,3:9,2:4"]),
+        (&b, "4,3", &[":,:", "1::2,-2", "::-1,::-1"]),
+        (&r, "7", &["3:40:5", "::-1"]),
+        (&r, "1", &["10:20"]),
+    ];
+    for (i, (plain, chunks, slices)) in cases.iter().enumerate() {
+        let z = d.join(format!("z{i}.ra"));
+        compress(plain, &z, &["--chunks", chunks, "--codec", "lz4"]);
+        for s in *slices {
+            let (a, c) = (d.join("a.ra"), d.join("c.ra"));
+            ra().arg("slice").arg(plain).arg(&a).arg(s).assert().success();
+            ra().arg("slice").arg(&z).arg(&c).arg(s).assert().success();
+            assert_eq!(
+                std::fs::read(&a).unwrap(),
+                std::fs::read(&c).unwrap(),
+                "{plain:?} {chunks} {s}"
+            );
+        }
+        if *plain != r {
+            let (a, c) = (d.join("a.npy"), d.join("c.npy"));
+            ra().arg("convert").arg(plain).arg(&a).assert().success();
+            ra().arg("convert").arg(&z).arg(&c).assert().success();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+        }
+    }
+}
