@@ -284,6 +284,27 @@ impl Header {
         crate::fileio::stable_header(file)
     }
 
+    /// [`Header::read_stable`] that also accepts a chunked data section (flag bit 2), for
+    /// callers that read it through [`crate::codec`].
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{self, ChunkOptions};
+    /// use rawarray_serde::{ElType, Header};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let plain = Header::new(ElType::Uint, 1, vec![64]).unwrap();
+    /// let (h, section) = codec::encode(&plain, &[7u8; 64], &ChunkOptions::new()).unwrap();
+    /// let mut file = h.encode();
+    /// file.extend_from_slice(&section);
+    /// std::fs::write(&path, file).unwrap();
+    /// let f = std::fs::File::open(&path).unwrap();
+    /// assert!(Header::read_stable_any(&f).unwrap().flags.is_chunked());
+    /// assert!(Header::read_stable(&f).is_err());
+    /// ```
+    pub fn read_stable_any(file: &std::fs::File) -> Result<Header> {
+        crate::fileio::stable_header_any(file)
+    }
+
     /// Whether the data section is big-endian.
     pub fn is_big_endian(&self) -> bool {
         self.flags.is_big_endian()
