@@ -132,7 +132,12 @@ impl Chunking {
         Ok(Chunking {
             config: layout.config().clone(),
             counts: layout.grid().counts().to_vec(),
-            written: layout.index().entries().iter().filter(|e| !e.is_empty()).count() as u64,
+            written: layout
+                .index()
+                .entries()
+                .iter()
+                .filter(|e| !e.is_empty())
+                .count() as u64,
         })
     }
 }
@@ -368,10 +373,7 @@ fn text_block(path: &Path, d: &Described, gap: bool) -> String {
             }
             .to_string(),
         ),
-        (
-            "compression",
-            compression_text(h, d.chunking.as_ref()),
-        ),
+        ("compression", compression_text(h, d.chunking.as_ref())),
         ("flags", h.flags.bits().to_string()),
         ("header", format!("{} bytes", h.encoded_len())),
         ("trailer", trailer_text(path, t, h)),

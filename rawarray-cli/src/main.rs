@@ -236,8 +236,8 @@ first). As in numpy, start and stop are clipped to the dim (a slice past the end
 empty) and an index outside the dim is an error.
 
 The block is little-endian and uncompressed; the trailer (params, record schema) is kept.
-Elements a step skips are not read when they lie more than a page apart. An LZ4-compressed file
-is decompressed whole to cut it. The output is written to a temporary file and renamed (OUT -:
+Elements a step skips are not read when they lie more than a page apart. A chunked file decodes
+only the chunks the slice touches; an LZ4-compressed file (one block) is decompressed whole. The output is written to a temporary file and renamed (OUT -:
 copied to standard output once whole): a failure leaves nothing.")]
     Slice {
         /// The .ra file to cut from; - reads standard input.
@@ -373,8 +373,9 @@ line starting with a backslash) as coreutils writes them. Names are relative to 
 NAME: FAILED per line; exits 1 if any failed.
 
 A .ra file (told from a sums file by its magic) is checked by what it says of itself: its
-header, that it holds all its data, its trailer block, and its block journal (a block an
-ArrayWriter began and never committed: `block [a..b, ...) was never committed`).")]
+header, that it holds all its data, its trailer block, its block journal (a block an
+ArrayWriter began and never committed: `block [a..b, ...) was never committed`) and, chunked,
+every chunk: its index entry, its crc32 and each of its blocks decoded (`chunk N: ...`).")]
     Verify {
         /// The sums file, or a .ra file; - reads sums from standard input (names then relative
         /// to the current folder).

@@ -223,7 +223,8 @@ enum Input {
     Array(ArrayReader),
     Chunked {
         header: Header,
-        section: SectionReader<File>,
+        // Boxed: the section reader (layout, index, block cache) is large beside a plain reader.
+        section: Box<SectionReader<File>>,
         trailer: Option<Trailer>,
     },
 }
@@ -236,7 +237,7 @@ impl Input {
         }
         let header = src.header.clone();
         let file = File::open(path).at(path)?;
-        let section = SectionReader::open(&header, file).at(path)?;
+        let section = Box::new(SectionReader::open(&header, file).at(path)?);
         // A damaged trailer is not carried over (the slice keeps only what it can read).
         let trailer = Trailer::read_file(path).ok().flatten();
         Ok(Input::Chunked {
@@ -262,7 +263,10 @@ impl Input {
 
     /// The block `ranges` (in bounds) and its header, as `ArrayReader::read_subset_bytes`
     /// gives them: little-endian where the element type says how, uncompressed.
-    fn read_subset_bytes(&self, ranges: &[Range<u64>]) -> rawarray_serde::Result<(Header, Vec<u8>)> {
+    fn read_subset_bytes(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> rawarray_serde::Result<(Header, Vec<u8>)> {
         let (header, section) = match self {
             Input::Array(r) => return r.read_subset_bytes(ranges),
             Input::Chunked {
@@ -287,9 +291,7 @@ impl Input {
         }
         if header.is_big_endian() {
             match header.eltype.swap_width(header.elbyte) {
-                Some(w) if w > 1 => bytes
-                    .chunks_exact_mut(w as usize)
-                    .for_each(<[u8]>::reverse),
+                Some(w) if w > 1 => bytes.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse),
                 Some(_) => {}
                 // Elements whose scalars are unknown stay as stored, and say so.
                 None => block.flags = rawarray_serde::Flags::BIG_ENDIAN,

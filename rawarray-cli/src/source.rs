@@ -664,7 +664,10 @@ impl RaSource {
             buf.clear();
             let len = usize::try_from(want).unwrap_or(usize::MAX);
             buf.try_reserve_exact(len).map_err(|_| {
-                Failure::file(&self.path, format!("{want} bytes of one slab of chunks do not fit in memory"))
+                Failure::file(
+                    &self.path,
+                    format!("{want} bytes of one slab of chunks do not fit in memory"),
+                )
             })?;
             buf.resize(len, 0);
             ranges[dims.len() - 1] = at..end;

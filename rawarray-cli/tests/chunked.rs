@@ -69,7 +69,7 @@ fn every_codec_and_shuffle_round_trips_for_several_types() {
             .unwrap();
         v.push(("i16be.ra", bytes));
         let c: Vec<Complex<f64>> = (0..30)
-            .map(|i| Complex::new(i as f64, -(i as f64) / 3.0))
+            .map(|i| Complex::new(f64::from(i), -f64::from(i) / 3.0))
             .collect();
         v.push((
             "c128.ra",
@@ -148,19 +148,33 @@ fn the_default_is_zstd_3_byte_shuffle_and_shrinks_a_smooth_field() {
     );
     assert!(text.contains("ratio "), "{text}");
     // Re-encoding a chunked file applies the new settings.
-    ra().args(["compress", "--codec", "lz4", "--chunks", "32,32,4", "--threads", "2"])
-        .arg(&p)
-        .assert()
-        .success();
+    ra().args([
+        "compress",
+        "--codec",
+        "lz4",
+        "--chunks",
+        "32,32,4",
+        "--threads",
+        "2",
+    ])
+    .arg(&p)
+    .assert()
+    .success();
     let j = info_json(&p);
-    assert_eq!((j["codec"].as_str(), j["chunks"].clone()), (Some("lz4"), serde_json::json!([32, 32, 4])));
+    assert_eq!(
+        (j["codec"].as_str(), j["chunks"].clone()),
+        (Some("lz4"), serde_json::json!([32, 32, 4]))
+    );
     // And the values are still the field's.
     ra().arg("decompress").arg(&p).assert().success();
     let a: RawArray<f32> = RawArray::read_file(&p).unwrap();
     assert_eq!(a.as_slice(), &v[..]);
     // Plain files: no codec.
     let j = info_json(&p);
-    assert_eq!((j["compressed"].clone(), j["codec"].clone()), (Value::Bool(false), Value::Null));
+    assert_eq!(
+        (j["compressed"].clone(), j["codec"].clone()),
+        (Value::Bool(false), Value::Null)
+    );
 }
 
 /// `--codec lz4-whole` writes flag bit 1, the block the C reference reads, also from a
@@ -173,9 +187,15 @@ fn lz4_whole_from_a_chunked_file_and_the_trailer_kept() {
     let plain = std::fs::read(&r).unwrap();
     let z = dir.path().join("z.ra");
     compress(&r, &z, &[]);
-    assert!(Header::decode_any(&std::fs::read(&z).unwrap()).unwrap().flags.is_chunked());
+    assert!(Header::decode_any(&std::fs::read(&z).unwrap())
+        .unwrap()
+        .flags
+        .is_chunked());
     assert_eq!(
-        rawarray_serde::Trailer::read_file(&z).unwrap().unwrap().params["units"],
+        rawarray_serde::Trailer::read_file(&z)
+            .unwrap()
+            .unwrap()
+            .params["units"],
         "s"
     );
     let w = dir.path().join("w.ra");
@@ -206,16 +226,29 @@ fn verify_names_the_chunk_with_a_flipped_bit() {
     smooth_field(&p, [16, 16, 4]);
     let z = dir.path().join("z.ra");
     compress(&p, &z, &["--chunks", "16,16,1"]);
-    assert_eq!(stdout_of(ra().arg("verify").arg(&z)), format!("{}: OK\n", z.display()));
+    assert_eq!(
+        stdout_of(ra().arg("verify").arg(&z)),
+        format!("{}: OK\n", z.display())
+    );
     let mut bytes = std::fs::read(&z).unwrap();
     // The last chunk's payload ends the file: chunk 3 of the grid [1, 1, 4].
     let at = bytes.len() - 5;
     bytes[at] ^= 0x10;
     std::fs::write(&z, &bytes).unwrap();
-    let out = ra().arg("verify").arg(&z).assert().code(1).get_output().stdout.clone();
+    let out = ra()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
     let out = String::from_utf8(out).unwrap();
     assert!(out.contains("FAILED (chunk 3: crc32"), "{out}");
-    assert!(!out.contains("chunk 0") && !out.contains("chunk 2"), "{out}");
+    assert!(
+        !out.contains("chunk 0") && !out.contains("chunk 2"),
+        "{out}"
+    );
     let err = fails_with_one_line(ra().arg("cat").arg(&z));
     assert!(err.contains("chunk 3"), "{err}");
 }
@@ -226,7 +259,11 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         c ^= u32::from(b);
         for _ in 0..8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0xEDB8_8320 } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
         }
     }
     !c
@@ -281,7 +318,9 @@ fn hostile_chunked_files_are_errors() {
             "codec id" => "unknown codec id 9",
             _ => "",
         };
-        let bad = dir.path().join(format!("bad_{}.ra", what.replace(' ', "_")));
+        let bad = dir
+            .path()
+            .join(format!("bad_{}.ra", what.replace(' ', "_")));
         std::fs::write(&bad, &bytes).unwrap();
         let out_path = dir.path().join("out.ra");
         for cmd in [&["cat"][..], &["decompress", "-o"], &["verify"], &["info"]] {
@@ -313,14 +352,21 @@ fn slice_and_convert_of_a_chunked_file_equal_the_plain_ones() {
     let mut be = Vec::new();
     RawArray::from_shape_vec(vec![9, 8], (0..72i32).map(|i| i * 1000 - 5).collect())
         .unwrap()
-        .write_to_with(&mut be, &rawarray_serde::WriteOptions::new().big_endian(true))
+        .write_to_with(
+            &mut be,
+            &rawarray_serde::WriteOptions::new().big_endian(true),
+        )
         .unwrap();
     let b = d.join("be.ra");
     std::fs::write(&b, be).unwrap();
     let r = d.join("rec.ra");
     record_file(&r, 50);
     let cases: [(&Path, &str, &[&str]); 6] = [
-        (&f, "7,7,3", &[":,:,:", "3:25:4,::-3,5", "-1,2:3,::2", "::7,::-1,1:6"]),
+        (
+            &f,
+            "7,7,3",
+            &[":,:,:", "3:25:4,::-3,5", "-1,2:3,::2", "::7,::-1,1:6"],
+        ),
         (&f, "30,20,1", &[":,5,:", "0,0,0"]),
         (&f, "64,64,64", &["10:12,3:9,2:4"]),
         (&b, "4,3", &[":,:", "1::2,-2", "::-1,::-1"]),
@@ -332,7 +378,12 @@ fn slice_and_convert_of_a_chunked_file_equal_the_plain_ones() {
         compress(plain, &z, &["--chunks", chunks, "--codec", "lz4"]);
         for s in *slices {
             let (a, c) = (d.join("a.ra"), d.join("c.ra"));
-            ra().arg("slice").arg(plain).arg(&a).arg(s).assert().success();
+            ra().arg("slice")
+                .arg(plain)
+                .arg(&a)
+                .arg(s)
+                .assert()
+                .success();
             ra().arg("slice").arg(&z).arg(&c).arg(s).assert().success();
             assert_eq!(
                 std::fs::read(&a).unwrap(),

@@ -117,7 +117,10 @@ fn rewrites_place_the_trailer_where_record_readers_look() {
         "recover found nothing to repair"
     );
     // Compressed, the block is still found; decompressed, the file is what it was.
-    ra().args(["compress", "--codec", "lz4-whole"]).arg(&r).assert().success();
+    ra().args(["compress", "--codec", "lz4-whole"])
+        .arg(&r)
+        .assert()
+        .success();
     assert!(Header::decode(&std::fs::read(&r).unwrap())
         .unwrap()
         .is_compressed());
