@@ -651,8 +651,22 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
             continue;
         };
         // The index was checked against the section's length before: these fit the file.
-        stored.resize((range.end - range.start) as usize, 0);
-        plain.resize(layout.grid().raw_len(n) as usize, 0);
+        // Fallible: a hostile index can claim a chunk far larger than the file (its decoded
+        // size is checked only as it is decoded).
+        for (buf, len) in [
+            (&mut stored, range.end - range.start),
+            (&mut plain, layout.grid().raw_len(n)),
+        ] {
+            let want = usize::try_from(len).unwrap_or(usize::MAX);
+            buf.clear();
+            buf.try_reserve_exact(want).map_err(|_| {
+                Failure::file(
+                    src.path(),
+                    format!("chunk {n}: {len} bytes do not fit in memory"),
+                )
+            })?;
+            buf.resize(want, 0);
+        }
         let read = rawarray_serde::codec::ReadAt::read_exact_at(
             &src.file(),
             &mut stored,
