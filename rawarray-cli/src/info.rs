@@ -240,7 +240,7 @@ fn cut_short(path: &Path) -> Option<(Header, u64)> {
         return None;
     }
     let mut file = std::fs::File::open(path).ok()?;
-    let header = Header::read_from(&mut std::io::BufReader::new(&mut file)).ok()?;
+    let header = Header::read_from_any(&mut std::io::BufReader::new(&mut file)).ok()?;
     let held = file
         .metadata()
         .ok()?
@@ -421,6 +421,7 @@ fn compression_text(
             )
         }
         Some(Err(why)) => format!("chunked (flag bit 2), unreadable: {why}"),
+        None if h.flags.is_chunked() => "chunked (flag bit 2)".to_string(),
         None if h.is_compressed() => "LZ4 block (flag bit 1)".to_string(),
         None => "none".to_string(),
     }

@@ -309,6 +309,19 @@ fn hostile_chunked_files_are_errors() {
     let mut b = good.clone();
     b.truncate(b.len() - 7);
     cases.push(("cut", b));
+    // Cut short, `ra info` still shows the header, and what is missing.
+    let cut = dir.path().join("cut_info.ra");
+    std::fs::write(&cut, &good[..good.len() - 7]).unwrap();
+    let out = ra()
+        .arg("info")
+        .arg(&cut)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("compression: chunked (flag bit 2)"), "{text}");
+    assert!(text.contains("missing:     7 of"), "{text}");
     for (what, bytes) in cases {
         let expect = match what {
             "config magic" => "config magic",
