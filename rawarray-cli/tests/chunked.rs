@@ -412,3 +412,25 @@ fn slice_and_convert_of_a_chunked_file_equal_the_plain_ones() {
         }
     }
 }
+
+/// `ra reshape` of a chunked file is refused (its config and index are laid out for its dims:
+/// copied behind new dims they would name chunks the data does not hold), the file left as
+/// it was; decompressed in place, it reshapes.
+#[test]
+fn reshape_refuses_a_chunked_file_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ra");
+    let v = smooth_field(&p, [6, 5, 4]);
+    ra().args(["compress", "--chunks", "3,5,2"])
+        .arg(&p)
+        .assert()
+        .success();
+    let z = std::fs::read(&p).unwrap();
+    let err = fails_with_one_line(ra().arg("reshape").arg(&p).arg("120"));
+    assert!(err.contains("is chunked (flag bit 2)"), "{err}");
+    assert_eq!(std::fs::read(&p).unwrap(), z);
+    ra().arg("decompress").arg(&p).assert().success();
+    ra().arg("reshape").arg(&p).arg("120").assert().success();
+    let a: RawArray<f32> = RawArray::read_file(&p).unwrap();
+    assert_eq!((a.dims(), a.as_slice()), (&[120][..], &v[..]));
+}
