@@ -22,7 +22,18 @@ struct InfoJson<'a> {
     ndims: usize,
     dims: &'a [u64],
     big_endian: bool,
+    /// True for any compressed data section: one LZ4 block (flag bit 1) or chunked (bit 2).
     compressed: bool,
+    /// `zstd`, `lz4` or `none` (chunked), `lz4-whole` (flag bit 1), `null` for plain data.
+    codec: Option<&'static str>,
+    /// The chunk shape in the order of `dims`, `null` unless chunked.
+    chunks: Option<&'a [u64]>,
+    /// The filter before the codec (`byte`, `bit`, `none`), `null` unless chunked.
+    shuffle: Option<&'static str>,
+    /// The codec's level as stored, `null` unless chunked.
+    level: Option<i32>,
+    /// Plain data bytes over stored data bytes, `null` for plain data.
+    ratio: Option<f64>,
     /// numpy's dtype of the element (for records, the structured dtype of their schema, as
     /// Python source), `null` where numpy has none.
     dtype: Option<String>,
@@ -97,6 +108,43 @@ struct Described {
     cut_error: Option<Failure>,
     /// What the file's block journal says.
     journal: Journal,
+    /// A chunked section's config, or why it cannot be read (the file then fails).
+    chunking: Option<std::result::Result<Chunking, String>>,
+}
+
+/// What `ra info` shows of a chunked section, from its validated config and index.
+struct Chunking {
+    config: rawarray_serde::codec::Config,
+    /// Chunks per dim.
+    counts: Vec<u64>,
+    /// Chunks written (the others read as zeros).
+    written: u64,
+}
+
+impl Chunking {
+    /// The config and index of the chunked `src`, read and validated by the codec layer.
+    fn of(src: &RaSource) -> std::result::Result<Chunking, String> {
+        let section = src.section().map_err(|f| match f {
+            Failure::File { message, .. } => message,
+            other => other.to_string(),
+        })?;
+        let layout = section.layout();
+        Ok(Chunking {
+            config: layout.config().clone(),
+            counts: layout.grid().counts().to_vec(),
+            written: layout
+                .index()
+                .entries()
+                .iter()
+                .filter(|e| !e.is_empty())
+                .count() as u64,
+        })
+    }
+}
+
+/// Plain bytes over stored bytes of a compressed section.
+fn ratio(h: &Header) -> Option<f64> {
+    (h.is_compressed() || h.flags.is_chunked()).then(|| h.data_len() as f64 / h.size.max(1) as f64)
 }
 
 /// What an `ArrayWriter`'s journal says of a file: the blocks never committed, or why it
@@ -120,6 +168,11 @@ impl Journal {
                 blocks,
                 error: None,
             },
+            // The library's journal reader refuses a chunked file (flag bit 2) until
+            // `ArrayWriter` writes them: such a file has no journal yet.
+            Err(e) if matches!(e.kind(), rawarray_serde::ErrorKind::UnknownFlags { .. }) => {
+                Journal::default()
+            }
             Err(e) => Journal {
                 blocks: Vec::new(),
                 error: Some(e.to_string()),
@@ -158,18 +211,25 @@ fn describe(path: &Path) -> Result<Described> {
                     trailer: TrailerInfo::default(),
                     cut_error: Some(e),
                     journal: Journal::default(),
+                    chunking: None,
                 });
             }
             return Err(e);
         }
     };
     let trailer = src.trailer_info();
+    let chunking = src.header.flags.is_chunked().then(|| Chunking::of(&src));
+    let cut_error = match &chunking {
+        Some(Err(why)) => Some(Failure::file(path, why)),
+        _ => None,
+    };
     Ok(Described {
         header: src.header,
         trailer,
         missing: 0,
-        cut_error: None,
+        cut_error,
         journal: Journal::of(path),
+        chunking,
     })
 }
 
@@ -180,7 +240,7 @@ fn cut_short(path: &Path) -> Option<(Header, u64)> {
         return None;
     }
     let mut file = std::fs::File::open(path).ok()?;
-    let header = Header::read_from(&mut std::io::BufReader::new(&mut file)).ok()?;
+    let header = Header::read_from_any(&mut std::io::BufReader::new(&mut file)).ok()?;
     let held = file
         .metadata()
         .ok()?
@@ -201,7 +261,7 @@ fn missing_text(path: &Path, h: &Header, missing: u64) -> String {
             .try_fold(h.elbyte, |a, &d| a.checked_mul(d))
             .filter(|&b| b > 0)
     });
-    if let (Some(bytes), false) = (record_bytes, h.is_compressed()) {
+    if let (Some(bytes), false) = (record_bytes, h.is_compressed() || h.flags.is_chunked()) {
         let held = h.size - missing;
         let claimed = h.dims.last().copied().unwrap_or(0);
         s.push_str(&format!(
@@ -224,6 +284,7 @@ fn numpy_dtype(h: &Header, t: &TrailerInfo) -> Option<String> {
 
 fn json_line(path: &Path, d: &Described) -> String {
     let (h, t) = (&d.header, &d.trailer);
+    let chunked = d.chunking.as_ref().and_then(|c| c.as_ref().ok());
     let j = InfoJson {
         file: path.display().to_string(),
         flags: h.flags.bits(),
@@ -233,7 +294,16 @@ fn json_line(path: &Path, d: &Described) -> String {
         ndims: h.dims.len(),
         dims: &h.dims,
         big_endian: h.is_big_endian(),
-        compressed: h.is_compressed(),
+        compressed: h.is_compressed() || h.flags.is_chunked(),
+        codec: match &chunked {
+            Some(c) => Some(c.config.codec.name()),
+            None if h.is_compressed() => Some("lz4-whole"),
+            None => None,
+        },
+        chunks: chunked.map(|c| &c.config.chunk[..]),
+        shuffle: chunked.map(|c| c.config.shuffle.name()),
+        level: chunked.map(|c| c.config.level),
+        ratio: ratio(h),
         dtype: numpy_dtype(h, t),
         r#type: h.type_label(),
         header_bytes: h.encoded_len(),
@@ -284,8 +354,12 @@ fn text_block(path: &Path, d: &Described, gap: bool) -> String {
         ),
         (
             "size",
-            if h.is_compressed() {
-                format!("{} bytes stored, {} plain", h.size, h.data_len())
+            if let Some(r) = ratio(h) {
+                format!(
+                    "{} bytes stored, {} plain (ratio {r:.3})",
+                    h.size,
+                    h.data_len()
+                )
             } else {
                 format!("{} bytes", h.size)
             },
@@ -299,15 +373,7 @@ fn text_block(path: &Path, d: &Described, gap: bool) -> String {
             }
             .to_string(),
         ),
-        (
-            "compression",
-            if h.is_compressed() {
-                "LZ4 block (flag bit 1)"
-            } else {
-                "none"
-            }
-            .to_string(),
-        ),
+        ("compression", compression_text(h, d.chunking.as_ref())),
         ("flags", h.flags.bits().to_string()),
         ("header", format!("{} bytes", h.encoded_len())),
         ("trailer", trailer_text(path, t, h)),
@@ -326,6 +392,39 @@ fn text_block(path: &Path, d: &Described, gap: bool) -> String {
         s.push_str(&format!("  {:<12} {v}\n", format!("{k}:")));
     }
     s
+}
+
+/// The compression row: the LZ4 whole block, or a chunked section's codec, level, filter and
+/// chunk grid.
+fn compression_text(
+    h: &Header,
+    chunking: Option<&std::result::Result<Chunking, String>>,
+) -> String {
+    match chunking {
+        Some(Ok(c)) => {
+            let cfg = &c.config;
+            let total: u64 = c.counts.iter().product();
+            let level = match cfg.codec {
+                rawarray_serde::codec::Codec::Zstd => format!(" level {}", cfg.level),
+                _ => String::new(),
+            };
+            format!(
+                "chunked (flag bit 2): {}{level}, {} shuffle, chunks {:?}, grid {:?} = {total} \
+                 chunk{} ({} written), blocks of {} bytes",
+                cfg.codec.name(),
+                cfg.shuffle.name(),
+                cfg.chunk,
+                c.counts,
+                if total == 1 { "" } else { "s" },
+                c.written,
+                cfg.block_bytes
+            )
+        }
+        Some(Err(why)) => format!("chunked (flag bit 2), unreadable: {why}"),
+        None if h.flags.is_chunked() => "chunked (flag bit 2)".to_string(),
+        None if h.is_compressed() => "LZ4 block (flag bit 1)".to_string(),
+        None => "none".to_string(),
+    }
 }
 
 fn trailer_text(path: &Path, t: &TrailerInfo, h: &Header) -> String {

@@ -147,14 +147,21 @@ The output is written to a temporary file and renamed: a failed conversion leave
         #[arg(long, value_name = "BYTES", default_value_t = image::DEFAULT_MAX_IMAGE_BYTES)]
         max_image_bytes: u64,
     },
-    /// Compress the data section as one raw LZ4 block (flag bit 1), as the C reference does.
+    /// Compress the data section: chunked (zstd 3 and byte shuffle by default), or as one raw
+    /// LZ4 block (flag bit 1) for the C reference and Julia.
     #[command(after_help = "\
 Examples:
-  ra compress big.ra              in place, through a temporary file
-  ra compress big.ra -o big_z.ra
+  ra compress big.ra              in place, chunked, zstd level 3, byte shuffle
+  ra compress big.ra -o big_z.ra --codec lz4 --shuffle bit
+  ra compress field.ra --chunks 64,64,64 --level 9 --threads 4
+  ra compress big.ra --codec lz4-whole     one LZ4 block, as the C reference reads it
 
-Byte order and the trailer are kept. One LZ4 block holds at most 2,113,929,216 bytes: a
-larger data section is refused from its header, before any of it is read.")]
+The chunked layout splits the array into n-d chunks (--chunks, one size per dim in the order
+ra info lists dims; default about 1 MiB of raw bytes, whole leading dims first), each filtered
+and compressed alone behind an index, so a reader decodes only the chunks it touches. A chunked
+file is re-encoded with the settings given. Byte order and the trailer are kept. One LZ4 block
+(--codec lz4-whole) holds at most 2,113,929,216 bytes: a larger data section is refused from its
+header, before any of it is read.")]
     Compress {
         /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
@@ -162,10 +169,22 @@ larger data section is refused from its header, before any of it is read.")]
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
         /// How the data section is packed.
-        #[arg(long, value_enum, default_value_t = compress::Codec::Lz4Whole)]
+        #[arg(long, value_enum, default_value_t = compress::Codec::Zstd)]
         codec: compress::Codec,
+        /// The codec's level (zstd: 1 to 22, negative for faster; default 3).
+        #[arg(long, value_name = "N", allow_negative_numbers = true)]
+        level: Option<i32>,
+        /// The filter before the codec.
+        #[arg(long, value_enum, default_value_t = compress::Shuffle::Byte)]
+        shuffle: compress::Shuffle,
+        /// The chunk shape, one size per dim, as ra info lists dims (64,64,64).
+        #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+        chunks: Option<Vec<u64>>,
+        /// Threads compressing chunks (0: all cores).
+        #[arg(long, value_name = "N", default_value_t = 0)]
+        threads: usize,
     },
-    /// Decompress an LZ4-compressed data section (clear flag bit 1).
+    /// Decompress a compressed data section (chunked or one LZ4 block) to plain bytes.
     #[command(after_help = "\
 Examples:
   ra decompress mnist_8_z.ra -o mnist_8.ra
@@ -217,8 +236,8 @@ first). As in numpy, start and stop are clipped to the dim (a slice past the end
 empty) and an index outside the dim is an error.
 
 The block is little-endian and uncompressed; the trailer (params, record schema) is kept.
-Elements a step skips are not read when they lie more than a page apart. An LZ4-compressed file
-is decompressed whole to cut it. The output is written to a temporary file and renamed (OUT -:
+Elements a step skips are not read when they lie more than a page apart. A chunked file decodes
+only the chunks the slice touches; an LZ4-compressed file (one block) is decompressed whole. The output is written to a temporary file and renamed (OUT -:
 copied to standard output once whole): a failure leaves nothing.")]
     Slice {
         /// The .ra file to cut from; - reads standard input.
@@ -354,8 +373,9 @@ line starting with a backslash) as coreutils writes them. Names are relative to 
 NAME: FAILED per line; exits 1 if any failed.
 
 A .ra file (told from a sums file by its magic) is checked by what it says of itself: its
-header, that it holds all its data, its trailer block, and its block journal (a block an
-ArrayWriter began and never committed: `block [a..b, ...) was never committed`).")]
+header, that it holds all its data, its trailer block, its block journal (a block an
+ArrayWriter began and never committed: `block [a..b, ...) was never committed`) and, chunked,
+every chunk: its index entry, its crc32 and each of its blocks decoded (`chunk N: ...`).")]
     Verify {
         /// The sums file, or a .ra file; - reads sums from standard input (names then relative
         /// to the current folder).
@@ -417,9 +437,20 @@ fn run(cli: Cli) -> Result<(), Failure> {
             file,
             output,
             codec,
+            level,
+            shuffle,
+            chunks,
+            threads,
         } => {
             let file = rewritable("compress", &file, output.as_deref())?;
-            compress::run(&file, output.as_deref(), Some(codec))
+            let packing = compress::Packing {
+                codec,
+                level,
+                shuffle,
+                chunks,
+                threads,
+            };
+            compress::run(&file, output.as_deref(), Some(&packing))
         }
         Command::Decompress { file, output } => {
             let file = rewritable("decompress", &file, output.as_deref())?;

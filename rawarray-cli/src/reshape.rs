@@ -20,6 +20,15 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
     let mut out = AtomicFile::create(output).at(output)?;
     let mut src = RaSource::open(input)?;
     let old = src.header.clone();
+    if old.flags.is_chunked() {
+        // The chunked section's config and index are laid out for the old dims: copied behind
+        // new ones, they would describe chunks the data does not hold.
+        return Err(Failure::file(
+            input,
+            "is chunked (flag bit 2): its chunks are laid out for its dims; `ra decompress` it \
+             first, reshape, then `ra compress` again",
+        ));
+    }
     let count = dims.iter().try_fold(1u64, |a, &d| a.checked_mul(d));
     if count != Some(old.num_elements()) {
         return Err(Failure::file(

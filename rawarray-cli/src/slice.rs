@@ -1,12 +1,15 @@
 //! `ra slice IN OUT RANGES`: a numpy basic slice of a file (start:stop:step per dim, negatives
 //! counting from the end) as a new `.ra` file or a `.ra` stream on standard output, reading
-//! only the bytes the slice needs (the library's `ArrayReader`), written atomically.
+//! only the bytes the slice needs (the library's `ArrayReader`; for a chunked file the codec
+//! layer's section decoder, which decodes only the chunks a read touches), written atomically.
 
+use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use rawarray_serde::ArrayReader;
+use rawarray_serde::codec::SectionReader;
+use rawarray_serde::{ArrayReader, Header, Trailer};
 
 use crate::fail::{At, Failure, Result};
 use crate::output::OutFile;
@@ -214,6 +217,91 @@ fn plan(axes: &[Axis], elbyte: u64) -> ReadPlan {
     }
 }
 
+/// Where the slice's blocks come from: the library's reader, or, for a chunked file (which
+/// `ArrayReader` does not read yet), the codec layer's section decoder.
+enum Input {
+    Array(ArrayReader),
+    Chunked {
+        header: Header,
+        // Boxed: the section reader (layout, index, block cache) is large beside a plain reader.
+        section: Box<SectionReader<File>>,
+        trailer: Option<Trailer>,
+    },
+}
+
+impl Input {
+    fn open(path: &Path) -> Result<Input> {
+        let src = crate::source::RaSource::open(path)?;
+        if !src.header.flags.is_chunked() {
+            return Ok(Input::Array(ArrayReader::open(path).at(path)?));
+        }
+        let header = src.header.clone();
+        let file = File::open(path).at(path)?;
+        let section = Box::new(SectionReader::open(&header, file).at(path)?);
+        // A damaged trailer is not carried over (the slice keeps only what it can read).
+        let trailer = Trailer::read_file(path).ok().flatten();
+        Ok(Input::Chunked {
+            header,
+            section,
+            trailer,
+        })
+    }
+
+    fn header(&self) -> &Header {
+        match self {
+            Input::Array(r) => r.header(),
+            Input::Chunked { header, .. } => header,
+        }
+    }
+
+    fn trailer(&self) -> Option<&Trailer> {
+        match self {
+            Input::Array(r) => r.trailer(),
+            Input::Chunked { trailer, .. } => trailer.as_ref(),
+        }
+    }
+
+    /// The block `ranges` (in bounds) and its header, as `ArrayReader::read_subset_bytes`
+    /// gives them: little-endian where the element type says how, uncompressed.
+    fn read_subset_bytes(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> rawarray_serde::Result<(Header, Vec<u8>)> {
+        let (header, section) = match self {
+            Input::Array(r) => return r.read_subset_bytes(ranges),
+            Input::Chunked {
+                header, section, ..
+            } => (header, section),
+        };
+        let dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        let mut block = Header {
+            dims,
+            ..header.clone()
+        };
+        block.flags = rawarray_serde::Flags::NONE;
+        let len = block.data_len();
+        let mut bytes = Vec::new();
+        let want = usize::try_from(len).unwrap_or(usize::MAX);
+        bytes
+            .try_reserve_exact(want)
+            .map_err(|_| rawarray_serde::ErrorKind::TooLarge { bytes: len })?;
+        bytes.resize(want, 0);
+        if len > 0 {
+            section.read_subset(ranges, &mut bytes)?;
+        }
+        if header.is_big_endian() {
+            match header.eltype.swap_width(header.elbyte) {
+                Some(w) if w > 1 => bytes.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse),
+                Some(_) => {}
+                // Elements whose scalars are unknown stay as stored, and say so.
+                None => block.flags = rawarray_serde::Flags::BIG_ENDIAN,
+            }
+        }
+        block.size = len;
+        Ok((block, bytes))
+    }
+}
+
 /// Writes the slice `ranges` of `input` to `output` (`-`: standard output, as a `.ra` stream).
 pub fn run(
     input: &Path,
@@ -233,7 +321,7 @@ pub fn run(
     // A pipe or device named as a file is refused at once, not waited on (pipes and `-` were
     // copied to a file before this).
     drop(crate::source::open_regular(input)?);
-    let reader = ArrayReader::open(input).at(input)?;
+    let reader = Input::open(input)?;
     let dims = reader.header().dims.clone();
     if specs.len() != dims.len() {
         return Err(Failure::file(
@@ -310,7 +398,7 @@ pub fn run(
 /// Writes the elements of the slice `axes` (none empty) in column-major order: each read is
 /// one block of the library's `read_subset_bytes` (see [`plan`]), its elements picked in order.
 fn write_slice(
-    reader: &ArrayReader,
+    reader: &Input,
     axes: &[Axis],
     w: &mut dyn Write,
     input: &Path,

@@ -7,6 +7,7 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use rawarray_serde::codec::SectionReader;
 use rawarray_serde::{Flags, Header};
 
 use crate::fail::{At, Failure, Result};
@@ -428,7 +429,7 @@ impl RaSource {
     pub fn open(path: &Path) -> Result<RaSource> {
         let mut file = open_regular(path)?;
         let file_len = file.metadata().at(path)?.len();
-        let header = Header::read_from(&mut BufReader::new(&mut file)).at(path)?;
+        let header = Header::read_from_any(&mut BufReader::new(&mut file)).at(path)?;
         header.check_input_len(file_len).at(path)?;
         Ok(RaSource {
             path: path.to_path_buf(),
@@ -443,6 +444,11 @@ impl RaSource {
         &self.path
     }
 
+    /// The open file, for reads at an offset (which leave its position alone).
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
     /// Byte offset of the data section.
     pub fn data_offset(&self) -> u64 {
         self.header.encoded_len() as u64
@@ -452,7 +458,10 @@ impl RaSource {
     /// user-defined elements of a big-endian file, whose scalars are unknown and stay as stored).
     pub fn plain_header(&self) -> Header {
         let mut h = self.header.clone();
-        h.flags = h.flags.with(Flags::COMPRESSED, false);
+        h.flags = h
+            .flags
+            .with(Flags::COMPRESSED, false)
+            .with(Flags::CHUNKED, false);
         if self.header.eltype.swap_width(self.header.elbyte).is_some() {
             h.flags = h.flags.with(Flags::BIG_ENDIAN, false);
         }
@@ -464,6 +473,17 @@ impl RaSource {
     /// so it can be copied byte for byte (by the kernel, file to file).
     pub fn is_plain(&self) -> bool {
         !self.header.is_compressed() && self.plain_header().flags == self.header.flags
+    }
+
+    /// Whether the data section is compressed in any way: one LZ4 block or chunked.
+    pub fn is_packed(&self) -> bool {
+        self.header.is_compressed() || self.header.flags.is_chunked()
+    }
+
+    /// The chunked data section's reader: config and index read and validated (two reads),
+    /// chunks decoded on demand through the codec layer.
+    pub fn section(&self) -> Result<SectionReader<&File>> {
+        SectionReader::open(&self.header, &self.file).at(&self.path)
     }
 
     /// The open file, positioned at the first data byte, and the data section's length: for
@@ -531,14 +551,37 @@ impl RaSource {
         &mut self,
         limit: Option<u64>,
         progress: &Progress,
+        f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.for_each_chunk_in(true, limit, progress, f)
+    }
+
+    /// [`RaSource::for_each_chunk`] with the data in the file's byte order (the plain form of
+    /// its data section, as `ra decompress` writes it).
+    pub fn for_each_stored_chunk(
+        &mut self,
+        progress: &Progress,
+        f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        self.for_each_chunk_in(false, None, progress, f)
+    }
+
+    fn for_each_chunk_in(
+        &mut self,
+        to_little: bool,
+        limit: Option<u64>,
+        progress: &Progress,
         mut f: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         let total = self.header.data_len().min(limit.unwrap_or(u64::MAX));
         let elbyte = self.header.elbyte as usize;
         let swap = match self.header.eltype.swap_width(self.header.elbyte) {
-            Some(w) if w > 1 && self.header.is_big_endian() => w as usize,
+            Some(w) if to_little && w > 1 && self.header.is_big_endian() => w as usize,
             _ => 0,
         };
+        if self.header.flags.is_chunked() {
+            return self.for_each_chunked(total, swap, progress, f);
+        }
         if self.header.is_compressed() {
             let path = self.path.clone();
             let plain = self.header.data_len();
@@ -581,6 +624,63 @@ impl RaSource {
             f(chunk)?;
             progress.inc(want as u64);
             left -= want as u64;
+        }
+        Ok(())
+    }
+
+    /// [`RaSource::for_each_chunk`] of a chunked section: slabs of whole chunks along the last
+    /// dim (a slab is a contiguous run of the plain data, and each chunk is decoded once),
+    /// decoded through the codec layer, as far as `total` bytes.
+    fn for_each_chunked(
+        &self,
+        total: u64,
+        swap: usize,
+        progress: &Progress,
+        mut f: impl FnMut(&[u8]) -> Result<()>,
+    ) -> Result<()> {
+        if total == 0 {
+            return Ok(());
+        }
+        let section = self.section()?;
+        let dims = &self.header.dims;
+        let Some((&last, lead)) = dims.split_last() else {
+            let mut one = section.read_all().at(&self.path)?;
+            if swap > 0 {
+                one.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
+            }
+            progress.inc(one.len() as u64);
+            return f(&one);
+        };
+        let step = section.layout().config().chunk[dims.len() - 1].min(last);
+        let plane: u64 = lead.iter().product::<u64>() * self.header.elbyte;
+        let mut ranges: Vec<std::ops::Range<u64>> = lead.iter().map(|&d| 0..d).collect();
+        ranges.push(0..0);
+        let mut buf = Vec::new();
+        let mut done = 0u64;
+        let mut at = 0u64;
+        while at < last && done < total {
+            let end = (at + step).min(last);
+            let want = (end - at) * plane;
+            buf.clear();
+            let len = usize::try_from(want).unwrap_or(usize::MAX);
+            buf.try_reserve_exact(len).map_err(|_| {
+                Failure::file(
+                    &self.path,
+                    format!("{want} bytes of one slab of chunks do not fit in memory"),
+                )
+            })?;
+            buf.resize(len, 0);
+            ranges[dims.len() - 1] = at..end;
+            section.read_subset(&ranges, &mut buf).at(&self.path)?;
+            let keep = want.min(total - done) as usize;
+            let part = &mut buf[..keep];
+            if swap > 0 {
+                part.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
+            }
+            f(part)?;
+            progress.inc(keep as u64);
+            done += keep as u64;
+            at = end;
         }
         Ok(())
     }

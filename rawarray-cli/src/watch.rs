@@ -8,10 +8,11 @@
 //! path), cut below what was printed, or given other dims; Ctrl-C ends it (SIGINT).
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
+use rawarray_serde::codec::SectionReader;
 use rawarray_serde::{ElType, Header, Layout};
 
 use crate::cat::push_index;
@@ -155,7 +156,7 @@ const BAD_POLLS: u32 = 5;
 /// The header of a file a writer may be rewriting, read until two reads agree
 /// ([`Header::read_stable`]), and checked against the file's length.
 fn read_header(file: &mut File, path: &Path) -> Result<Header> {
-    let header = Header::read_stable(file).at(path)?;
+    let header = Header::read_stable_any(file).at(path)?;
     // The header only counts records whose bytes are written (and, for a flush, the writer
     // wrote them first): a shorter file is a cut one.
     let len = file.metadata().at(path)?.len();
@@ -202,15 +203,35 @@ impl Printer {
         out: &mut dyn Write,
     ) -> Result<()> {
         let elbyte = header.elbyte;
-        let per = (CHUNK as u64 / elbyte).max(1);
+        let mut per = (CHUNK as u64 / elbyte).max(1);
+        // A chunked file is read through the codec layer, whole records at a time (`range`
+        // starts and ends at record boundaries), its index as the header just read commits it.
+        let chunked = if header.flags.is_chunked() {
+            let section = SectionReader::open(header, &*file).at(path)?;
+            let record = header.dims[..header.dims.len() - 1].iter().product::<u64>();
+            per = (per / record.max(1)).max(1) * record;
+            Some((section, record.max(1)))
+        } else {
+            None
+        };
         let mut buf = Vec::new();
         let mut k = range.start;
         while k < range.end {
             let n = per.min(range.end - k);
             buf.resize((n * elbyte) as usize, 0);
-            file.seek(SeekFrom::Start(header.encoded_len() as u64 + k * elbyte))
+            if let Some((section, record)) = &chunked {
+                let mut ranges: Vec<std::ops::Range<u64>> =
+                    header.dims.iter().map(|&d| 0..d).collect();
+                *ranges.last_mut().expect("a dim") = k / record..(k + n) / record;
+                section.read_subset(&ranges, &mut buf).at(path)?;
+            } else {
+                rawarray_serde::codec::ReadAt::read_exact_at(
+                    &*file,
+                    &mut buf,
+                    header.encoded_len() as u64 + k * elbyte,
+                )
                 .at(path)?;
-            file.read_exact(&mut buf).at(path)?;
+            }
             if self.swap > 0 {
                 buf.chunks_exact_mut(self.swap).for_each(<[u8]>::reverse);
             }

@@ -239,3 +239,33 @@ fn info_reports_uncommitted_records_of_a_writer_that_did_not_finish() {
         serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&done))).unwrap();
     assert_eq!(j["uncommitted_bytes"], 0);
 }
+
+/// `--json`'s `codec` says how the data section is stored: `null` for plain data, `lz4-whole`
+/// for the C reference's block (`compressed` true, no chunks, shuffle or level).
+#[test]
+fn json_codec_of_plain_and_lz4_whole_files() {
+    let j = |name: &str| -> serde_json::Value {
+        serde_json::from_str(&stdout_of(
+            ra().args(["info", "--json"]).arg(reference(name)),
+        ))
+        .unwrap()
+    };
+    let plain = j("mnist_8.ra");
+    assert_eq!(plain["compressed"], false);
+    assert_eq!(plain["codec"], serde_json::Value::Null);
+    assert_eq!(plain["ratio"], serde_json::Value::Null);
+    let z = j("mnist_8_z.ra");
+    assert_eq!(z["compressed"], true);
+    assert_eq!(z["codec"], "lz4-whole");
+    for k in ["chunks", "shuffle", "level"] {
+        assert_eq!(z[k], serde_json::Value::Null, "{k}");
+    }
+    let dims: u64 = z["dims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_u64().unwrap())
+        .product();
+    let ratio = z["ratio"].as_f64().unwrap();
+    assert!((ratio - dims as f64 / z["size"].as_f64().unwrap()).abs() < 1e-9);
+}

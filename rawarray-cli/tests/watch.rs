@@ -298,3 +298,23 @@ fn refuses_what_it_cannot_follow() {
     assert!(err.contains("LZ4-compressed"), "{err}");
     fails_with_one_line(ra().arg("watch").arg("/nonexistent/run.ra"));
 }
+
+/// A chunked record file (flag bit 2) is followed through the codec layer: its last records
+/// print as `ra cat` prints them from the plain file.
+#[test]
+fn follows_a_chunked_record_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("run.ra");
+    record_file(&plain, 30);
+    let z = dir.path().join("z.ra");
+    ra().arg("compress")
+        .arg(&plain)
+        .args(["-o"])
+        .arg(&z)
+        .args(["--chunks", "4"])
+        .assert()
+        .success();
+    let watch = Watch::start(&[&"-n", &"6", &z]);
+    let lines = watch.next_within(6, Duration::from_secs(10));
+    assert_eq!(lines, cat_lines(&plain, 24, 30));
+}

@@ -6,11 +6,12 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::atomic::write_atomic;
+use crate::codec::{ChunkOptions, Codec, Shuffle};
 use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::{reading, stable_header};
+use crate::fileio::{reading, stable_header_any};
 use crate::header::{checked_product, Flags, Header};
 use crate::trailer::{data_end, Trailer, Trailing};
 
@@ -31,6 +32,26 @@ pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
 pub struct WriteOptions {
     big_endian: bool,
     compress: bool,
+    /// Threads compressing chunks, 0 for all cores.
+    threads: usize,
+    /// The chunked layout's settings; any of them selects it (see [`WriteOptions::codec`]).
+    chunked: Option<ChunkSettings>,
+}
+
+/// The most dims a chunk shape given through [`WriteOptions::chunks`] may have (more:
+/// [`crate::codec::encode`] takes any number). Inline, so that `WriteOptions` stays `Copy`.
+const OPTION_CHUNK_DIMS: usize = 16;
+
+/// The chunked settings of a [`WriteOptions`], inline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ChunkSettings {
+    codec: Option<Codec>,
+    level: Option<i32>,
+    shuffle: Option<Shuffle>,
+    /// The chunk shape's dims (the first `chunk_len`), when given.
+    chunk: Option<[u64; OPTION_CHUNK_DIMS]>,
+    /// The number of dims given (more than [`OPTION_CHUNK_DIMS`]: refused when writing).
+    chunk_len: usize,
 }
 
 impl WriteOptions {
@@ -51,6 +72,93 @@ impl WriteOptions {
     pub fn compress(mut self, on: bool) -> WriteOptions {
         self.compress = on;
         self
+    }
+
+    fn chunk_settings(mut self, f: impl FnOnce(&mut ChunkSettings)) -> WriteOptions {
+        f(self.chunked.get_or_insert_with(ChunkSettings::default));
+        self
+    }
+
+    /// Write the chunked layout (flag bit 2) with this codec: n-d chunks compressed block by
+    /// block, read back one block at a time ([`crate::codec`]). Defaults: zstd level 3, byte
+    /// shuffle, chunks of about 1 MiB. Cannot be combined with [`WriteOptions::compress`].
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, RawArray, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// let a = RawArray::from_shape_vec(vec![100, 100], vec![1.5f32; 10_000]).unwrap();
+    /// a.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![100, 10])).unwrap();
+    /// assert!(std::fs::metadata(&path).unwrap().len() < 10_000);
+    /// assert_eq!(RawArray::<f32>::read_file(&path).unwrap(), a);
+    /// ```
+    #[must_use]
+    pub fn codec(self, codec: Codec) -> WriteOptions {
+        self.chunk_settings(|o| o.codec = Some(codec))
+    }
+
+    /// The chunk shape of the chunked layout, in the header's dim order (selects it).
+    #[must_use]
+    pub fn chunks(self, chunks: Vec<u64>) -> WriteOptions {
+        self.chunk_settings(|o| {
+            let mut dims = [0u64; OPTION_CHUNK_DIMS];
+            for (d, c) in dims.iter_mut().zip(&chunks) {
+                *d = *c;
+            }
+            o.chunk = Some(dims);
+            o.chunk_len = chunks.len();
+        })
+    }
+
+    /// The codec's level in the chunked layout (selects it; zstd's default is 3).
+    #[must_use]
+    pub fn level(self, level: i32) -> WriteOptions {
+        self.chunk_settings(|o| o.level = Some(level))
+    }
+
+    /// The filter before the codec in the chunked layout (selects it; default byte shuffle).
+    #[must_use]
+    pub fn shuffle(self, shuffle: Shuffle) -> WriteOptions {
+        self.chunk_settings(|o| o.shuffle = Some(shuffle))
+    }
+
+    /// Threads compressing chunks (0, the default: all cores). Alone, it selects nothing.
+    #[must_use]
+    pub fn threads(mut self, threads: usize) -> WriteOptions {
+        self.threads = threads;
+        self
+    }
+
+    /// The chunked layout's settings, if it is selected; an error if `compress(true)` is set too.
+    pub fn chunked(&self) -> Result<Option<ChunkOptions>> {
+        match &self.chunked {
+            Some(_) if self.compress => Err(Error::unsupported(
+                "compress(true) (the whole-section LZ4 block) and a chunked codec at once: choose one",
+            )),
+            Some(s) => {
+                let mut o = ChunkOptions::new().threads(self.threads);
+                if let Some(c) = s.codec {
+                    o = o.codec(c);
+                }
+                if let Some(l) = s.level {
+                    o = o.level(l);
+                }
+                if let Some(f) = s.shuffle {
+                    o = o.shuffle(f);
+                }
+                if let Some(dims) = s.chunk {
+                    if s.chunk_len > OPTION_CHUNK_DIMS {
+                        return Err(Error::unsupported(format!(
+                            "a chunk shape of {} dims: WriteOptions holds at most {OPTION_CHUNK_DIMS} (codec::encode takes any)",
+                            s.chunk_len
+                        )));
+                    }
+                    o = o.chunks(dims[..s.chunk_len].to_vec());
+                }
+                Ok(Some(o))
+            }
+            None => Ok(None),
+        }
     }
 
     /// Whether the data is written big-endian.
@@ -208,11 +316,16 @@ impl<T: Element> RawArray<T> {
 
     /// Reads an array from a whole file's bytes (trailing bytes are ignored).
     pub fn from_bytes(bytes: &[u8]) -> Result<RawArray<T>> {
-        let header = Header::decode(bytes)?;
+        let header = Header::decode_any(bytes)?;
         let dims = element_dims::<T>(&header)?;
         let n = data::to_usize(header.num_elements() / inner_count::<T>())?;
         let data = data_section(bytes, &header)?;
-        let data = if header.is_compressed() {
+        let data = if header.flags.is_chunked() {
+            data::decode_values(
+                &crate::codec::decode_all(&header, bytes)?,
+                header.is_big_endian(),
+            )?
+        } else if header.is_compressed() {
             data::decompress_values(data, &header, n)?
         } else {
             data::decode_values(data, header.is_big_endian())?
@@ -222,7 +335,16 @@ impl<T: Element> RawArray<T> {
 
     /// Reads an array from a stream, leaving it after the data section.
     pub fn read_from<R: Read>(mut reader: R) -> Result<RawArray<T>> {
-        let header = Header::read_from(&mut reader)?;
+        let header = Header::read_from_any(&mut reader)?;
+        if header.flags.is_chunked() {
+            let dims = element_dims::<T>(&header)?;
+            let section = data::read_bytes(&mut reader, header.size, None)?;
+            let raw = crate::codec::SectionReader::open_at(&header, &section[..], 0)?.read_all()?;
+            return Ok(RawArray {
+                dims,
+                data: data::decode_values(&raw, header.is_big_endian())?,
+            });
+        }
         Self::read_data(&mut reader, header, None)
     }
 
@@ -235,6 +357,13 @@ impl<T: Element> RawArray<T> {
             // The element type is checked before the length, as `from_bytes` and `read_from`
             // do, so that one file gives one error whichever way it is read.
             let (mut file, header, available) = open_file(path, element_dims::<T>)?;
+            if header.flags.is_chunked() {
+                let raw = crate::codec::decode_all(&header, &file)?;
+                return Ok(RawArray {
+                    dims: element_dims::<T>(&header)?,
+                    data: data::decode_values(&raw, header.is_big_endian())?,
+                });
+            }
             Self::read_data(&mut file, header, Some(available))
         })
     }
@@ -264,7 +393,12 @@ impl<T: Element> RawArray<T> {
         check_element::<T>()?;
         let mut header = self.header();
         header.flags = opts.flags();
-        if opts.compress {
+        if let Some(co) = opts.chunked()? {
+            let plain = packed_bytes(&self.data, opts.big_endian);
+            let (header, section) = crate::codec::encode(&header, &plain, &co)?;
+            w.write_all(&header.encode())?;
+            w.write_all(&section)?;
+        } else if opts.compress {
             let plain = packed_bytes(&self.data, opts.big_endian);
             let packed = data::compress(&plain)?;
             header.size = packed.len() as u64;
@@ -379,7 +513,7 @@ fn open_file<C>(
 ) -> Result<(File, Header, u64)> {
     let mut file = File::open(path)?;
     // Read whole and untorn, as a record writer may be appending to the file.
-    let header = stable_header(&file)?;
+    let header = stable_header_any(&file)?;
     file.seek(SeekFrom::Start(header.encoded_len() as u64))?;
     check(&header)?;
     // The length after the header: a record writer appending to the file writes the data
@@ -534,15 +668,19 @@ impl DynArray {
 
     /// Reads a whole file's bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<DynArray> {
-        let header = Header::decode(bytes)?;
+        let header = Header::decode_any(bytes)?;
         let section = data_section(bytes, &header)?;
         let trailer = bytes[header.encoded_len() + section.len()..].to_vec();
+        if header.flags.is_chunked() {
+            let raw = crate::codec::decode_all(&header, bytes)?;
+            return DynArray::from_plain(header, raw, trailer);
+        }
         DynArray::from_section(header, Cow::Borrowed(section), trailer)
     }
 
     /// Reads a stream to its end.
     pub fn read_from<R: Read>(mut reader: R) -> Result<DynArray> {
-        let header = Header::read_from(&mut reader)?;
+        let header = Header::read_from_any(&mut reader)?;
         let data = DynArray::read_section(&mut reader, &header, None)?;
         let mut trailer = Vec::new();
         reader.read_to_end(&mut trailer)?;
@@ -556,6 +694,11 @@ impl DynArray {
         header: &Header,
         available: Option<u64>,
     ) -> Result<Vec<u8>> {
+        if header.flags.is_chunked() {
+            // A stream cannot seek to the chunks: the section is read whole, then decoded.
+            let section = data::read_bytes(r, header.size, available)?;
+            return crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all();
+        }
         if !header.is_compressed() {
             return data::read_bytes(r, header.size, available);
         }
@@ -569,7 +712,14 @@ impl DynArray {
     pub fn read_file(path: impl AsRef<Path>) -> Result<DynArray> {
         reading(path.as_ref(), |path| {
             let (mut file, header, available) = open_file(path, |_| Ok(()))?;
-            let data = DynArray::read_section(&mut file, &header, Some(available))?;
+            let data = if header.flags.is_chunked() {
+                // Positioned reads of the chunks, then on to the trailing bytes.
+                let raw = crate::codec::decode_all(&header, &file)?;
+                file.seek(SeekFrom::Start(header.encoded_len() as u64 + header.size))?;
+                raw
+            } else {
+                DynArray::read_section(&mut file, &header, Some(available))?
+            };
             let mut trailer = Vec::new();
             data::try_reserve(&mut trailer, data::to_usize(available - header.size)?)?;
             file.read_to_end(&mut trailer)?;
@@ -592,12 +742,17 @@ impl DynArray {
             header.flags = header.flags.with(Flags::BIG_ENDIAN, false);
         }
         let at = (header.encoded_len() + data.len()) as u64;
-        let trailer = if header.is_compressed() {
+        // A compressed section's trailer block sat at the stored data's end: it moves to the
+        // decoded data's end.
+        let trailer = if header.is_compressed() || header.flags.is_chunked() {
             replace_block(trailer, at)
         } else {
             trailer
         };
-        header.flags = header.flags.with(Flags::COMPRESSED, false);
+        header.flags = header
+            .flags
+            .with(Flags::COMPRESSED, false)
+            .with(Flags::CHUNKED, false);
         header.size = data.len() as u64;
         Ok(DynArray {
             header,
@@ -629,7 +784,11 @@ impl DynArray {
             }
             header.flags = header.flags.with(Flags::BIG_ENDIAN, opts.big_endian);
         }
-        if opts.compress {
+        if let Some(co) = opts.chunked()? {
+            let (h, section) = crate::codec::encode(&header, &data, &co)?;
+            header = h;
+            data = Cow::Owned(section);
+        } else if opts.compress {
             data = Cow::Owned(data::compress(&data)?);
             header.flags = header.flags.with(Flags::COMPRESSED, true);
             header.size = data.len() as u64;

@@ -48,7 +48,7 @@ pub enum ErrorKind {
         looks_like: Option<FileKind>,
     },
     /// Flag bits other than 0 (big-endian) and 1 (LZ4) are set.
-    #[error("unknown flag bits {bits:#x} (known: bit 0 big-endian, bit 1 LZ4-compressed)")]
+    #[error("unknown flag bits {bits:#x} (known: bit 0 big-endian, bit 1 LZ4-compressed, bit 2 chunked where the reader goes through the codec layer)")]
     UnknownFlags {
         /// The unknown bits.
         bits: u64,
@@ -415,6 +415,34 @@ pub enum ErrorKind {
         path: PathBuf,
         /// What is wrong, naming the field or entry.
         why: String,
+    },
+    /// The chunked layout's config or index is invalid (see [`crate::codec`]).
+    #[error("chunked data section: {field}: expected {expected}, found {found}")]
+    ChunkLayout {
+        /// The field: `config magic`, `index entry of chunk 7`, ...
+        field: String,
+        /// What was expected.
+        expected: String,
+        /// What was found.
+        found: String,
+    },
+    /// One chunk's stored bytes are corrupt (checksum, codec, decoded size).
+    #[error("chunk {chunk}: {what}")]
+    ChunkCorrupt {
+        /// The chunk's number (column-major over the chunk grid).
+        chunk: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A filter or codec id this crate does not know.
+    #[error("unknown {what} id {id} in the chunked config (known: {known})")]
+    UnknownCodecId {
+        /// `filter` or `codec`.
+        what: &'static str,
+        /// The id found.
+        id: u64,
+        /// The ids known, in words.
+        known: &'static str,
     },
 }
 

@@ -6,7 +6,7 @@
 //! | offset | field    | meaning |
 //! |--------|----------|---------|
 //! | 0      | magic    | [`MAGIC`], the ASCII bytes `rawarray` |
-//! | 8      | flags    | bit 0 big-endian data, bit 1 LZ4-compressed data ([`Flags`]) |
+//! | 8      | flags    | bit 0 big-endian data, bit 1 LZ4-compressed data, bit 2 chunked data ([`Flags`]) |
 //! | 16     | eltype   | [`ElType`] code |
 //! | 24     | elbyte   | bytes per element |
 //! | 32     | size     | bytes of data (compressed length when bit 1 is set) |
@@ -56,8 +56,12 @@ impl Flags {
     pub const BIG_ENDIAN: Flags = Flags(1);
     /// Bit 1: the data section is one raw LZ4 block (as the C reference writes it).
     pub const COMPRESSED: Flags = Flags(2);
+    /// Bit 2: the data section is in the chunked layout ([`crate::codec`]). Only readers that
+    /// go through the codec layer accept it: [`Header::decode`] and [`Header::read_from`]
+    /// refuse it, [`Header::decode_any`] and [`Header::read_from_any`] accept it.
+    pub const CHUNKED: Flags = Flags(4);
     /// All bits this crate understands.
-    pub const KNOWN: Flags = Flags(3);
+    pub const KNOWN: Flags = Flags(7);
 
     /// Flags from raw bits, rejecting bits this crate does not know.
     ///
@@ -87,6 +91,11 @@ impl Flags {
     /// Whether the data section is LZ4-compressed.
     pub fn is_compressed(self) -> bool {
         self.0 & Flags::COMPRESSED.0 != 0
+    }
+
+    /// Whether the data section is in the chunked layout (bit 2).
+    pub fn is_chunked(self) -> bool {
+        self.0 & Flags::CHUNKED.0 != 0
     }
 
     /// These flags with `other`'s bits set (`on`) or cleared.
@@ -186,7 +195,16 @@ impl Header {
             .into());
         }
         let plain = data_len(self.elbyte, &self.dims)?;
-        if self.flags.is_compressed() {
+        if self.flags.is_chunked() {
+            // The chunked section's own bounds (config, index, chunks) are checked by
+            // `codec::` before anything in it is used; here only the flag combination.
+            if self.flags.is_compressed() {
+                return Err(ErrorKind::UnknownFlags {
+                    bits: Flags::COMPRESSED.0 | Flags::CHUNKED.0,
+                }
+                .into());
+            }
+        } else if self.flags.is_compressed() {
             let bound = self.size.saturating_mul(LZ4_MAX_RATIO).saturating_add(24);
             if plain > bound {
                 return Err(ErrorKind::CompressionRatio {
@@ -266,6 +284,27 @@ impl Header {
         crate::fileio::stable_header(file)
     }
 
+    /// [`Header::read_stable`] that also accepts a chunked data section (flag bit 2), for
+    /// callers that read it through [`crate::codec`].
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{self, ChunkOptions};
+    /// use rawarray_serde::{ElType, Header};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let plain = Header::new(ElType::Uint, 1, vec![64]).unwrap();
+    /// let (h, section) = codec::encode(&plain, &[7u8; 64], &ChunkOptions::new()).unwrap();
+    /// let mut file = h.encode();
+    /// file.extend_from_slice(&section);
+    /// std::fs::write(&path, file).unwrap();
+    /// let f = std::fs::File::open(&path).unwrap();
+    /// assert!(Header::read_stable_any(&f).unwrap().flags.is_chunked());
+    /// assert!(Header::read_stable(&f).is_err());
+    /// ```
+    pub fn read_stable_any(file: &std::fs::File) -> Result<Header> {
+        crate::fileio::stable_header_any(file)
+    }
+
     /// Whether the data section is big-endian.
     pub fn is_big_endian(&self) -> bool {
         self.flags.is_big_endian()
@@ -314,6 +353,24 @@ impl Header {
     ///
     /// The dims are checked to fit in `bytes` before anything is allocated for them.
     pub fn decode(bytes: &[u8]) -> Result<Header> {
+        Header::decode_layouts(bytes, false)
+    }
+
+    /// [`Header::decode`] that also accepts a chunked data section (flag bit 2), for readers
+    /// that hand the section to [`crate::codec`].
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Flags, Header};
+    /// let mut h = Header::new(ElType::Float, 4, vec![3]).unwrap();
+    /// h.flags = Flags::CHUNKED;
+    /// assert!(Header::decode(&h.encode()).is_err());
+    /// assert_eq!(Header::decode_any(&h.encode()).unwrap(), h);
+    /// ```
+    pub fn decode_any(bytes: &[u8]) -> Result<Header> {
+        Header::decode_layouts(bytes, true)
+    }
+
+    fn decode_layouts(bytes: &[u8], chunked: bool) -> Result<Header> {
         check_magic(bytes)?;
         let fixed = bytes
             .get(..FIXED_HEADER_LEN)
@@ -321,7 +378,7 @@ impl Header {
                 needed: FIXED_HEADER_LEN as u64,
                 found: bytes.len() as u64,
             })?;
-        let words = Fixed::parse(fixed.try_into().expect("48 bytes"))?;
+        let words = Fixed::parse(fixed.try_into().expect("48 bytes"), chunked)?;
         let dims_len = words.dims_bytes(bytes.len() as u64 - FIXED_HEADER_LEN as u64)?;
         let dims = bytes[FIXED_HEADER_LEN..FIXED_HEADER_LEN + dims_len]
             .chunks_exact(8)
@@ -335,6 +392,15 @@ impl Header {
     /// The stream's length is unknown, so the dims are read in bounded chunks: a header that
     /// claims 2^40 dims costs at most the bytes actually present.
     pub fn read_from<R: Read + ?Sized>(r: &mut R) -> Result<Header> {
+        Header::read_layouts(r, false)
+    }
+
+    /// [`Header::read_from`] that also accepts a chunked data section (flag bit 2).
+    pub fn read_from_any<R: Read + ?Sized>(r: &mut R) -> Result<Header> {
+        Header::read_layouts(r, true)
+    }
+
+    fn read_layouts<R: Read + ?Sized>(r: &mut R, chunked: bool) -> Result<Header> {
         let mut fixed = [0u8; FIXED_HEADER_LEN];
         let got = read_full(r, &mut fixed)?;
         check_magic(&fixed[..got])?;
@@ -345,7 +411,7 @@ impl Header {
             }
             .into());
         }
-        let words = Fixed::parse(&fixed)?;
+        let words = Fixed::parse(&fixed, chunked)?;
         let mut dims = Vec::with_capacity(words.ndims.min(64) as usize);
         let mut buf = [0u8; 8 * 64];
         let mut left = words.ndims;
@@ -407,9 +473,17 @@ struct Fixed {
 }
 
 impl Fixed {
-    fn parse(b: &[u8; FIXED_HEADER_LEN]) -> Result<Fixed> {
+    /// `chunked`: whether the caller reads a chunked section (flag bit 2) through the codec
+    /// layer; other callers see bit 2 as unknown, with any other unknown bits.
+    fn parse(b: &[u8; FIXED_HEADER_LEN], chunked: bool) -> Result<Fixed> {
         let w = |i: usize| le_u64(&b[i * 8..i * 8 + 8]);
         check_magic(b)?;
+        if !chunked && w(1) & Flags::CHUNKED.0 != 0 {
+            return Err(ErrorKind::UnknownFlags {
+                bits: w(1) & !(Flags::BIG_ENDIAN.0 | Flags::COMPRESSED.0),
+            }
+            .into());
+        }
         let fixed = Fixed {
             flags: Flags::from_bits(w(1))?,
             eltype: ElType::from_code(w(2))?,

@@ -101,6 +101,7 @@
 mod array;
 pub mod atomic;
 mod bulk;
+pub mod codec;
 mod data;
 mod de;
 mod element;
@@ -129,6 +130,7 @@ pub mod trailer;
 mod writer;
 
 pub use array::{DynArray, RawArray, WriteOptions};
+pub use codec::{Codec, Shuffle};
 pub use de::{read, Deserializer};
 pub use element::Element;
 pub use eltype::ElType;

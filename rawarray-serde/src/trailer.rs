@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::{read_exact_at, stable_header};
+use crate::fileio::read_exact_at;
 use crate::header::{le_u64, Header};
 use crate::layout::Layout;
 
@@ -254,7 +254,9 @@ impl Trailer {
 
     /// The trailer of a whole `.ra` file's bytes, or `None` if it has none.
     pub fn from_file_bytes(file: &[u8]) -> Result<Option<Trailer>> {
-        let header = Header::decode(file)?;
+        // Where the data section ends is the header's `size` for every layout, chunked too:
+        // the trailer is found without decoding the data.
+        let header = Header::decode_any(file)?;
         header.check_input_len(file.len() as u64)?;
         Trailer::from_trailing_bytes(&file[data_end(&header) as usize..])
     }
@@ -264,7 +266,7 @@ impl Trailer {
     pub fn read_file(path: impl AsRef<Path>) -> Result<Option<Trailer>> {
         crate::fileio::reading(path.as_ref(), |path| {
             let file = File::open(path)?;
-            let header = stable_header(&file)?;
+            let header = crate::fileio::stable_header_any(&file)?;
             let len = file.metadata()?.len();
             header.check_input_len(len)?;
             locate(&file, data_end(&header), len).into_result()

@@ -1,0 +1,436 @@
+//! Chunked files (flag bit 2) through the CLI: `ra compress` with every codec and shuffle,
+//! `ra decompress` back to the exact plain file, `ra cat` and `ra diff` through the codec
+//! layer, `ra info` describing the chunks, `ra verify` naming a corrupt chunk, and hostile
+//! chunked files refused with one line, never a panic.
+
+mod common;
+
+use std::path::Path;
+
+use num_complex::Complex;
+use rawarray_serde::{DynArray, Header, RawArray};
+use serde_json::Value;
+
+use common::*;
+
+/// A smooth 3-D float field (a sum of slow sines), written plain: the data a byte shuffle and
+/// zstd shrink.
+fn smooth_field(path: &Path, dims: [u64; 3]) -> Vec<f32> {
+    let [a, b, c] = dims;
+    let mut v = Vec::new();
+    for k in 0..c {
+        for j in 0..b {
+            for i in 0..a {
+                let x = (i as f32 * 0.05).sin() + (j as f32 * 0.03).cos() + k as f32 * 0.01;
+                v.push(x);
+            }
+        }
+    }
+    RawArray::from_shape_vec(dims.to_vec(), v.clone())
+        .unwrap()
+        .write_file(path)
+        .unwrap();
+    v
+}
+
+fn info_json(path: &Path) -> Value {
+    serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(path))).unwrap()
+}
+
+fn compress(input: &Path, output: &Path, args: &[&str]) {
+    ra().arg("compress")
+        .arg(input)
+        .arg("-o")
+        .arg(output)
+        .args(args)
+        .assert()
+        .success();
+}
+
+/// Every codec x shuffle, for several element types (and a big-endian file): compress writes
+/// the chunked flag, decompress gives back the plain file byte for byte, and `ra cat` prints
+/// what it prints for the plain file.
+#[test]
+fn every_codec_and_shuffle_round_trips_for_several_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain: Vec<(&str, Vec<u8>)> = {
+        let mut v = Vec::new();
+        let f = d.join("f32.ra");
+        smooth_field(&f, [20, 9, 3]);
+        v.push(("f32.ra", std::fs::read(&f).unwrap()));
+        let mut bytes = Vec::new();
+        RawArray::from_shape_vec(vec![7, 11], (0..77i16).map(|i| i * 300 - 9000).collect())
+            .unwrap()
+            .write_to_with(
+                &mut bytes,
+                &rawarray_serde::WriteOptions::new().big_endian(true),
+            )
+            .unwrap();
+        v.push(("i16be.ra", bytes));
+        let c: Vec<Complex<f64>> = (0..30)
+            .map(|i| Complex::new(f64::from(i), -f64::from(i) / 3.0))
+            .collect();
+        v.push((
+            "c128.ra",
+            RawArray::from_shape_vec(vec![5, 6], c).unwrap().to_bytes(),
+        ));
+        v.push((
+            "u8.ra",
+            RawArray::from_vec((0..=255u8).cycle().take(1000).collect::<Vec<u8>>()).to_bytes(),
+        ));
+        v
+    };
+    for (name, bytes) in &plain {
+        let p = d.join(name);
+        std::fs::write(&p, bytes).unwrap();
+        let h = Header::decode_any(bytes).unwrap();
+        let chunks: Vec<String> = h.dims.iter().map(|&n| (n / 2).max(1).to_string()).collect();
+        let chunks = chunks.join(",");
+        let cat = stdout_of(ra().arg("cat").arg(&p));
+        for codec in ["zstd", "lz4", "none"] {
+            for shuffle in ["byte", "bit", "none"] {
+                let z = d.join(format!("z_{codec}_{shuffle}_{name}"));
+                compress(
+                    &p,
+                    &z,
+                    &["--codec", codec, "--shuffle", shuffle, "--chunks", &chunks],
+                );
+                let zh = Header::decode_any(&std::fs::read(&z).unwrap()).unwrap();
+                assert!(zh.flags.is_chunked(), "{name} {codec} {shuffle}");
+                assert_eq!(zh.is_big_endian(), h.is_big_endian());
+                let j = info_json(&z);
+                assert_eq!(j["codec"], codec);
+                assert_eq!(j["shuffle"], shuffle);
+                assert_eq!(j["compressed"], true);
+                assert_eq!(stdout_of(ra().arg("cat").arg(&z)), cat, "{name} {codec}");
+                let back = d.join("back.ra");
+                ra().arg("decompress")
+                    .arg(&z)
+                    .arg("-o")
+                    .arg(&back)
+                    .assert()
+                    .success();
+                assert_eq!(
+                    &std::fs::read(&back).unwrap(),
+                    bytes,
+                    "{name} {codec} {shuffle}"
+                );
+                ra().arg("diff").arg(&p).arg(&z).assert().success();
+            }
+        }
+    }
+}
+
+/// The default (no --codec) is the chunked layout with zstd 3 and byte shuffle, and on a
+/// smooth float field it shrinks the data section by more than 1.1x; `ra info` says so.
+#[test]
+fn the_default_is_zstd_3_byte_shuffle_and_shrinks_a_smooth_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("field.ra");
+    let v = smooth_field(&p, [64, 64, 16]);
+    ra().arg("compress").arg(&p).assert().success();
+    let j = info_json(&p);
+    assert_eq!(j["compressed"], true);
+    assert_eq!(j["codec"], "zstd");
+    assert_eq!(j["level"], 3);
+    assert_eq!(j["shuffle"], "byte");
+    assert_eq!(j["flags"], 4);
+    assert!(j["chunks"].is_array());
+    let plain = (v.len() * 4) as f64;
+    let size = j["size"].as_u64().unwrap() as f64;
+    assert!(plain / size > 1.1, "ratio {}", plain / size);
+    assert!((j["ratio"].as_f64().unwrap() - plain / size).abs() < 1e-9);
+    let text = stdout_of(ra().arg("info").arg(&p));
+    assert!(
+        text.contains("chunked (flag bit 2): zstd level 3, byte shuffle, chunks"),
+        "{text}"
+    );
+    assert!(text.contains("ratio "), "{text}");
+    // Re-encoding a chunked file applies the new settings.
+    ra().args([
+        "compress",
+        "--codec",
+        "lz4",
+        "--chunks",
+        "32,32,4",
+        "--threads",
+        "2",
+    ])
+    .arg(&p)
+    .assert()
+    .success();
+    let j = info_json(&p);
+    assert_eq!(
+        (j["codec"].as_str(), j["chunks"].clone()),
+        (Some("lz4"), serde_json::json!([32, 32, 4]))
+    );
+    // And the values are still the field's.
+    ra().arg("decompress").arg(&p).assert().success();
+    let a: RawArray<f32> = RawArray::read_file(&p).unwrap();
+    assert_eq!(a.as_slice(), &v[..]);
+    // Plain files: no codec.
+    let j = info_json(&p);
+    assert_eq!(
+        (j["compressed"].clone(), j["codec"].clone()),
+        (Value::Bool(false), Value::Null)
+    );
+}
+
+/// `--codec lz4-whole` writes flag bit 1, the block the C reference reads, also from a
+/// chunked file; the trailer (params) goes through every rewrite.
+#[test]
+fn lz4_whole_from_a_chunked_file_and_the_trailer_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let r = dir.path().join("rec.ra");
+    record_file(&r, 40);
+    let plain = std::fs::read(&r).unwrap();
+    let z = dir.path().join("z.ra");
+    compress(&r, &z, &[]);
+    assert!(Header::decode_any(&std::fs::read(&z).unwrap())
+        .unwrap()
+        .flags
+        .is_chunked());
+    assert_eq!(
+        rawarray_serde::Trailer::read_file(&z)
+            .unwrap()
+            .unwrap()
+            .params["units"],
+        "s"
+    );
+    let w = dir.path().join("w.ra");
+    compress(&z, &w, &["--codec", "lz4-whole"]);
+    let wh = Header::decode_any(&std::fs::read(&w).unwrap()).unwrap();
+    assert!(wh.is_compressed() && !wh.flags.is_chunked());
+    assert_eq!(
+        DynArray::read_file(&w).unwrap().data(),
+        DynArray::read_file(&r).unwrap().data()
+    );
+    ra().arg("decompress").arg(&z).assert().success();
+    assert_eq!(std::fs::read(&z).unwrap(), plain);
+    let out = fails_with_one_line(
+        ra().args(["compress", "--codec", "lz4", "--chunks", "4,4"])
+            .arg(&r)
+            .arg("-o")
+            .arg(dir.path().join("x.ra")),
+    );
+    assert!(out.contains("--chunks has 2 sizes for 1 dims"), "{out}");
+}
+
+/// A flipped bit in one chunk's stored bytes: `ra verify` fails naming that chunk (and only
+/// it), and `ra cat` fails with one line naming it too.
+#[test]
+fn verify_names_the_chunk_with_a_flipped_bit() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ra");
+    smooth_field(&p, [16, 16, 4]);
+    let z = dir.path().join("z.ra");
+    compress(&p, &z, &["--chunks", "16,16,1"]);
+    assert_eq!(
+        stdout_of(ra().arg("verify").arg(&z)),
+        format!("{}: OK\n", z.display())
+    );
+    let mut bytes = std::fs::read(&z).unwrap();
+    // The last chunk's payload ends the file: chunk 3 of the grid [1, 1, 4].
+    let at = bytes.len() - 5;
+    bytes[at] ^= 0x10;
+    std::fs::write(&z, &bytes).unwrap();
+    let out = ra()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(out.contains("FAILED (chunk 3: crc32"), "{out}");
+    assert!(
+        !out.contains("chunk 0") && !out.contains("chunk 2"),
+        "{out}"
+    );
+    let err = fails_with_one_line(ra().arg("cat").arg(&z));
+    assert!(err.contains("chunk 3"), "{err}");
+}
+
+/// CRC-32 (IEEE), bitwise: the config's checksum computed independently of the codec layer.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0xEDB8_8320
+            } else {
+                c >> 1
+            };
+        }
+    }
+    !c
+}
+
+/// Hostile chunked files: a config with a bad magic, an unknown codec id, an index pointing
+/// past the section, a section cut short; every command fails with one line, no panic.
+#[test]
+fn hostile_chunked_files_are_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ra");
+    smooth_field(&p, [8, 8, 2]);
+    let z = dir.path().join("z.ra");
+    compress(&p, &z, &["--chunks", "8,8,1"]);
+    let good = std::fs::read(&z).unwrap();
+    let h = Header::decode_any(&good).unwrap();
+    let base = h.encoded_len();
+    let n = h.dims.len();
+    let config_len = 56 + 8 * n + 512;
+    let mut cases: Vec<(&str, Vec<u8>)> = Vec::new();
+    let mut b = good.clone();
+    b[base] = b'X';
+    cases.push(("config magic", b));
+    let mut b = good.clone();
+    b[base + 12] = 9;
+    cases.push(("config crc", b));
+    let mut b = good.clone();
+    // Chunk 1's stored bytes over the config (an entry past the section's committed size is
+    // a chunk not committed yet, by the layout's commit order, and reads as zeros).
+    b[base + config_len + 24..base + config_len + 32].copy_from_slice(&8u64.to_le_bytes());
+    cases.push(("index overlap", b));
+    let mut b = good.clone();
+    // Chunk 0 claims a stored length no larger than its block table.
+    b[base + config_len + 8..base + config_len + 16].copy_from_slice(&1u64.to_le_bytes());
+    cases.push(("index length", b));
+    let mut b = good.clone();
+    // An unknown codec id, with the config's crc made right: named, not guessed.
+    b[base + 12] = 9;
+    let crc_at = base + 48 + 8 * n;
+    let crc = crc32(&b[base..crc_at]);
+    b[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+    cases.push(("codec id", b));
+    let mut b = good.clone();
+    b.truncate(b.len() - 7);
+    cases.push(("cut", b));
+    // Cut short, `ra info` still shows the header, and what is missing.
+    let cut = dir.path().join("cut_info.ra");
+    std::fs::write(&cut, &good[..good.len() - 7]).unwrap();
+    let out = ra()
+        .arg("info")
+        .arg(&cut)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("compression: chunked (flag bit 2)"), "{text}");
+    assert!(text.contains("missing:     7 of"), "{text}");
+    for (what, bytes) in cases {
+        let expect = match what {
+            "config magic" => "config magic",
+            "config crc" => "config crc",
+            "index overlap" => "overlaps",
+            "index length" => "index entry of chunk 0",
+            "codec id" => "unknown codec id 9",
+            _ => "",
+        };
+        let bad = dir
+            .path()
+            .join(format!("bad_{}.ra", what.replace(' ', "_")));
+        std::fs::write(&bad, &bytes).unwrap();
+        let out_path = dir.path().join("out.ra");
+        for cmd in [&["cat"][..], &["decompress", "-o"], &["verify"], &["info"]] {
+            let mut c = ra();
+            c.args(&cmd[..1]).arg(&bad).args(&cmd[1..]);
+            if cmd.len() > 1 {
+                c.arg(&out_path);
+            }
+            let out = c.assert().code(1).get_output().clone();
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!err.contains("panicked"), "{what} {cmd:?}: {err}");
+            assert!(err.starts_with("ra: "), "{what} {cmd:?}: {err}");
+            if cmd[0] != "verify" {
+                assert!(err.contains(expect), "{what} {cmd:?}: {err}");
+            }
+        }
+    }
+}
+
+/// `ra slice` of a chunked file (decoded chunk by chunk through the codec layer) writes the
+/// same file as the slice of the plain file, for steps, negative steps, single indices, a
+/// big-endian file and a record file with its trailer; `ra convert` to .npy is the same too.
+#[test]
+fn slice_and_convert_of_a_chunked_file_equal_the_plain_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let f = d.join("f.ra");
+    smooth_field(&f, [30, 20, 7]);
+    let mut be = Vec::new();
+    RawArray::from_shape_vec(vec![9, 8], (0..72i32).map(|i| i * 1000 - 5).collect())
+        .unwrap()
+        .write_to_with(
+            &mut be,
+            &rawarray_serde::WriteOptions::new().big_endian(true),
+        )
+        .unwrap();
+    let b = d.join("be.ra");
+    std::fs::write(&b, be).unwrap();
+    let r = d.join("rec.ra");
+    record_file(&r, 50);
+    let cases: [(&Path, &str, &[&str]); 6] = [
+        (
+            &f,
+            "7,7,3",
+            &[":,:,:", "3:25:4,::-3,5", "-1,2:3,::2", "::7,::-1,1:6"],
+        ),
+        (&f, "30,20,1", &[":,5,:", "0,0,0"]),
+        (&f, "64,64,64", &["10:12,3:9,2:4"]),
+        (&b, "4,3", &[":,:", "1::2,-2", "::-1,::-1"]),
+        (&r, "7", &["3:40:5", "::-1"]),
+        (&r, "1", &["10:20"]),
+    ];
+    for (i, (plain, chunks, slices)) in cases.iter().enumerate() {
+        let z = d.join(format!("z{i}.ra"));
+        compress(plain, &z, &["--chunks", chunks, "--codec", "lz4"]);
+        for s in *slices {
+            let (a, c) = (d.join("a.ra"), d.join("c.ra"));
+            ra().arg("slice")
+                .arg(plain)
+                .arg(&a)
+                .arg(s)
+                .assert()
+                .success();
+            ra().arg("slice").arg(&z).arg(&c).arg(s).assert().success();
+            assert_eq!(
+                std::fs::read(&a).unwrap(),
+                std::fs::read(&c).unwrap(),
+                "{plain:?} {chunks} {s}"
+            );
+        }
+        if *plain != r {
+            let (a, c) = (d.join("a.npy"), d.join("c.npy"));
+            ra().arg("convert").arg(plain).arg(&a).assert().success();
+            ra().arg("convert").arg(&z).arg(&c).assert().success();
+            assert_eq!(std::fs::read(&a).unwrap(), std::fs::read(&c).unwrap());
+        }
+    }
+}
+
+/// `ra reshape` of a chunked file is refused (its config and index are laid out for its dims:
+/// copied behind new dims they would name chunks the data does not hold), the file left as
+/// it was; decompressed in place, it reshapes.
+#[test]
+fn reshape_refuses_a_chunked_file_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ra");
+    let v = smooth_field(&p, [6, 5, 4]);
+    ra().args(["compress", "--chunks", "3,5,2"])
+        .arg(&p)
+        .assert()
+        .success();
+    let z = std::fs::read(&p).unwrap();
+    let err = fails_with_one_line(ra().arg("reshape").arg(&p).arg("120"));
+    assert!(err.contains("is chunked (flag bit 2)"), "{err}");
+    assert_eq!(std::fs::read(&p).unwrap(), z);
+    ra().arg("decompress").arg(&p).assert().success();
+    ra().arg("reshape").arg(&p).arg("120").assert().success();
+    let a: RawArray<f32> = RawArray::read_file(&p).unwrap();
+    assert_eq!((a.dims(), a.as_slice()), (&[120][..], &v[..]));
+}

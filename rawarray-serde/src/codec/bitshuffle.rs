@@ -1,0 +1,146 @@
+//! The bit shuffle (filter id 2): bit `b` of byte `j` of every element, for each `(j, b)`.
+//!
+//! Of `n` elements of `w` bytes, the first `n8 = n - n % 8` become `8 w` bit planes of `n8 / 8`
+//! bytes each; plane `p = 8 j + b` holds bit `b` of byte `j` of element `i` as bit `i % 8` of
+//! its byte `i / 8`. The last `n % 8` elements (and any partial element) follow unchanged.
+//! Slowly varying integers and floats get planes of all zeros or all ones, which every codec
+//! shrinks to almost nothing.
+//!
+//! It runs as a byte shuffle (see [`super::shuffle`]) followed by an 8 x 8 bit transpose of each
+//! 8 bytes of a byte plane.
+//!
+//! ```
+//! use rawarray_serde::codec::bitshuffle;
+//! let src: Vec<u8> = vec![1, 0, 1, 0, 1, 0, 1, 0];  // eight u8 of value 1 and 0
+//! let mut out = vec![0u8; 8];
+//! bitshuffle::bitshuffle(&src, 1, &mut out);
+//! assert_eq!(out, [0b0101_0101, 0, 0, 0, 0, 0, 0, 0]); // plane 0: bit 0 of each
+//! let mut back = vec![0u8; 8];
+//! bitshuffle::bitunshuffle(&out, 1, &mut back);
+//! assert_eq!(back, src);
+//! ```
+
+use super::shuffle::{shuffle, unshuffle};
+use super::Filter;
+
+/// The bit shuffle as a [`Filter`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct BitShuffle;
+
+impl Filter for BitShuffle {
+    fn id(&self) -> u32 {
+        2
+    }
+    fn encode(&self, src: &[u8], elbyte: usize, dst: &mut [u8]) {
+        bitshuffle(src, elbyte, dst);
+    }
+    fn decode(&self, src: &[u8], elbyte: usize, dst: &mut [u8]) {
+        bitunshuffle(src, elbyte, dst);
+    }
+}
+
+/// Transposes the 8 x 8 bit matrix whose row `r` is byte `r` (bit `c` at position `8 r + c`):
+/// bit `8 r + c` moves to `8 c + r`. Its own inverse.
+#[inline]
+fn transpose8(mut x: u64) -> u64 {
+    let mut t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x = x ^ t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x = x ^ t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^ t ^ (t << 28)
+}
+
+/// Bit-shuffles `src` (elements of `w` bytes) into `dst` (the same length).
+pub fn bitshuffle(src: &[u8], w: usize, dst: &mut [u8]) {
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "bitshuffle: src and dst lengths differ"
+    );
+    let n = src.len().checked_div(w).unwrap_or(0);
+    let n8 = n - n % 8;
+    let head = n8 * w;
+    if n8 > 0 {
+        // Byte planes first (n8 bytes each), then each 8 bytes of a plane become one byte of
+        // each of its 8 bit planes.
+        let mut planes = vec![0u8; head];
+        shuffle(&src[..head], w, &mut planes);
+        let per = n8 / 8;
+        for (j, plane) in planes.chunks_exact(n8).enumerate() {
+            for (g, eight) in plane.chunks_exact(8).enumerate() {
+                let t = transpose8(u64::from_le_bytes(eight.try_into().expect("8 bytes")));
+                for (b, byte) in t.to_le_bytes().into_iter().enumerate() {
+                    dst[(8 * j + b) * per + g] = byte;
+                }
+            }
+        }
+    }
+    dst[head..].copy_from_slice(&src[head..]);
+}
+
+/// Undoes [`bitshuffle`].
+pub fn bitunshuffle(src: &[u8], w: usize, dst: &mut [u8]) {
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "bitunshuffle: src and dst lengths differ"
+    );
+    let n = src.len().checked_div(w).unwrap_or(0);
+    let n8 = n - n % 8;
+    let head = n8 * w;
+    if n8 > 0 {
+        let per = n8 / 8;
+        let mut planes = vec![0u8; head];
+        for (j, plane) in planes.chunks_exact_mut(n8).enumerate() {
+            for (g, eight) in plane.chunks_exact_mut(8).enumerate() {
+                let mut bytes = [0u8; 8];
+                for (b, byte) in bytes.iter_mut().enumerate() {
+                    *byte = src[(8 * j + b) * per + g];
+                }
+                eight.copy_from_slice(&transpose8(u64::from_le_bytes(bytes)).to_le_bytes());
+            }
+        }
+        unshuffle(&planes, w, &mut dst[..head]);
+    }
+    dst[head..].copy_from_slice(&src[head..]);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition, bit by bit.
+    fn naive(src: &[u8], w: usize) -> Vec<u8> {
+        let n = src.len() / w;
+        let n8 = n - n % 8;
+        let mut out = src.to_vec();
+        out[..n8 * w].fill(0);
+        for j in 0..w {
+            for b in 0..8 {
+                for i in 0..n8 {
+                    let bit = (src[i * w + j] >> b) & 1;
+                    let pos = (8 * j + b) * n8 + i;
+                    out[pos / 8] |= bit << (pos % 8);
+                }
+            }
+        }
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn matches_naive_and_round_trips(w in prop::sample::select(vec![1usize, 2, 3, 4, 8, 16, 76]),
+                                         n in 0usize..100, seed in any::<u64>()) {
+            let len = n * w;
+            let src: Vec<u8> = (0..len).map(|i| (seed.wrapping_mul(i as u64 * 2 + 1) >> 17) as u8).collect();
+            let mut out = vec![0u8; len];
+            bitshuffle(&src, w, &mut out);
+            prop_assert_eq!(&out, &naive(&src, w));
+            let mut back = vec![0u8; len];
+            bitunshuffle(&out, w, &mut back);
+            prop_assert_eq!(back, src);
+        }
+    }
+}

@@ -1,0 +1,317 @@
+//! The chunk grid: which chunk holds which elements, and the byte runs that move a box of
+//! elements between two column-major buffers.
+//!
+//! Dim `i` has `ceil(dims[i] / chunk[i])` chunks; chunks are numbered column-major over the
+//! grid (the first dim fastest), so growing the last dim adds chunk numbers at the end. An edge
+//! chunk holds only its in-bounds elements: its raw bytes are those elements, column-major over
+//! its own (clipped) shape.
+//!
+//! ```
+//! use rawarray_serde::codec::Grid;
+//! let g = Grid::new(&[5, 4], &[2, 3], 4).unwrap();
+//! assert_eq!(g.counts(), &[3, 2]);
+//! assert_eq!(g.count(), 6);
+//! assert_eq!(g.shape(5), [1, 1]);             // the corner: element [4, 3] alone
+//! assert_eq!(g.raw_len(5), 4);
+//! // Elements [1..3, 0..1] touch chunks 0 and 1.
+//! assert_eq!(g.touched(&[1..3, 0..1]).collect::<Vec<_>>(), [0, 1]);
+//! ```
+
+use std::ops::Range;
+
+use super::config::bad;
+use crate::error::Result;
+
+/// The chunk grid of an array (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grid {
+    dims: Vec<u64>,
+    chunk: Vec<u64>,
+    counts: Vec<u64>,
+    count: u64,
+    elbyte: u64,
+}
+
+impl Grid {
+    /// The grid of `chunk`-shaped chunks over `dims` elements of `elbyte` bytes. `dims` and
+    /// `elbyte` must be a validated header's (their byte count fits a `u64`).
+    pub fn new(dims: &[u64], chunk: &[u64], elbyte: u64) -> Result<Grid> {
+        if chunk.len() != dims.len() {
+            return Err(bad(
+                "chunk shape",
+                format!("{} dims", dims.len()),
+                chunk.len(),
+            ));
+        }
+        if let Some(i) = chunk.iter().position(|&c| c == 0) {
+            return Err(bad(&format!("chunk shape, dim {i}"), "at least 1", 0));
+        }
+        crate::header::data_len(elbyte, dims)?;
+        let counts: Vec<u64> = dims
+            .iter()
+            .zip(chunk)
+            .map(|(&d, &c)| d.div_ceil(c))
+            .collect();
+        // Each count is at most its dim, so the product fits where the dims' product does.
+        let count = counts.iter().product();
+        Ok(Grid {
+            dims: dims.to_vec(),
+            chunk: chunk.to_vec(),
+            counts,
+            count,
+            elbyte,
+        })
+    }
+
+    /// The array's dims.
+    pub fn dims(&self) -> &[u64] {
+        &self.dims
+    }
+
+    /// The chunk shape.
+    pub fn chunk(&self) -> &[u64] {
+        &self.chunk
+    }
+
+    /// Bytes per element.
+    pub fn elbyte(&self) -> u64 {
+        self.elbyte
+    }
+
+    /// Chunks per dim.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts
+    }
+
+    /// Number of chunks.
+    pub fn count(&self) -> u64 {
+        self.count
+    }
+
+    /// The grid coordinates of chunk `n`.
+    pub fn coords(&self, n: u64) -> Vec<u64> {
+        let mut rest = n;
+        self.counts
+            .iter()
+            .map(|&c| {
+                let i = rest % c;
+                rest /= c;
+                i
+            })
+            .collect()
+    }
+
+    /// The element index of chunk `n`'s first element.
+    pub fn origin(&self, n: u64) -> Vec<u64> {
+        self.coords(n)
+            .iter()
+            .zip(&self.chunk)
+            .map(|(i, c)| i * c)
+            .collect()
+    }
+
+    /// Chunk `n`'s in-bounds shape (edge chunks are clipped to the array).
+    pub fn shape(&self, n: u64) -> Vec<u64> {
+        self.origin(n)
+            .iter()
+            .zip(self.chunk.iter().zip(&self.dims))
+            .map(|(&o, (&c, &d))| c.min(d - o))
+            .collect()
+    }
+
+    /// Raw bytes of chunk `n`: its in-bounds elements x elbyte.
+    pub fn raw_len(&self, n: u64) -> u64 {
+        self.shape(n).iter().product::<u64>() * self.elbyte
+    }
+
+    /// Whether chunk `n`'s raw bytes are one contiguous run of the array's section: the chunk
+    /// covers every dim but the last whole (the default shape, and every record file's).
+    pub fn is_contiguous(&self) -> bool {
+        let n = self.dims.len();
+        n == 0 || (0..n - 1).all(|i| self.chunk[i] >= self.dims[i])
+    }
+
+    /// The chunks a subset (one checked range per dim) intersects, in chunk number order.
+    pub fn touched(&self, ranges: &[Range<u64>]) -> Touched {
+        let per_dim: Vec<Range<u64>> = ranges
+            .iter()
+            .zip(&self.chunk)
+            .map(|(r, &c)| {
+                if r.start >= r.end {
+                    0..0
+                } else {
+                    r.start / c..(r.end - 1) / c + 1
+                }
+            })
+            .collect();
+        let empty = per_dim.iter().any(Range::is_empty);
+        Touched {
+            at: per_dim.iter().map(|r| r.start).collect(),
+            per_dim,
+            counts: self.counts.clone(),
+            done: empty,
+        }
+    }
+
+    /// Number of chunks a subset intersects.
+    pub fn touched_count(&self, ranges: &[Range<u64>]) -> u64 {
+        ranges
+            .iter()
+            .zip(&self.chunk)
+            .map(|(r, &c)| {
+                if r.start >= r.end {
+                    0
+                } else {
+                    (r.end - 1) / c + 1 - r.start / c
+                }
+            })
+            .product()
+    }
+}
+
+/// The chunk numbers a subset touches ([`Grid::touched`]).
+#[derive(Clone, Debug)]
+pub struct Touched {
+    per_dim: Vec<Range<u64>>,
+    counts: Vec<u64>,
+    at: Vec<u64>,
+    done: bool,
+}
+
+impl Iterator for Touched {
+    type Item = u64;
+    fn next(&mut self) -> Option<u64> {
+        if self.done {
+            return None;
+        }
+        let n = self
+            .at
+            .iter()
+            .zip(&self.counts)
+            .rev()
+            .fold(0u64, |acc, (&i, &c)| acc * c + i);
+        self.done = true;
+        for (k, r) in self.per_dim.iter().enumerate() {
+            self.at[k] += 1;
+            if self.at[k] < r.end {
+                self.done = false;
+                break;
+            }
+            self.at[k] = r.start;
+        }
+        Some(n)
+    }
+}
+
+/// A box of `extent` elements at `at` in a column-major buffer of `dims`.
+#[derive(Clone, Copy, Debug)]
+pub struct Place<'a> {
+    /// The buffer's dims.
+    pub dims: &'a [u64],
+    /// The box's first element in it.
+    pub at: &'a [u64],
+}
+
+/// The runs `(src byte, dst byte, bytes)` that copy a box of `extent` elements from one
+/// column-major buffer to another, in increasing order of both offsets. Leading dims the box
+/// covers whole in both buffers join into one run.
+pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> Vec<(u64, u64, u64)> {
+    let n = extent.len();
+    if extent.contains(&0) {
+        return Vec::new();
+    }
+    let strides = |dims: &[u64]| {
+        let mut s = Vec::with_capacity(n);
+        let mut acc = elbyte;
+        for &d in dims {
+            s.push(acc);
+            acc *= d;
+        }
+        s
+    };
+    let (ss, ds) = (strides(src.dims), strides(dst.dims));
+    // Dims [0, m) are whole in both: a run spans them and `extent[m]` steps of dim m.
+    let mut m = 0;
+    while m < n && extent[m] == src.dims[m] && extent[m] == dst.dims[m] {
+        m += 1;
+    }
+    let run = extent[..n.min(m + 1)].iter().product::<u64>() * elbyte;
+    let offset = |at: &[u64], idx: &[u64], strides: &[u64]| -> u64 {
+        (0..n).map(|k| (at[k] + idx[k]) * strides[k]).sum()
+    };
+    let mut idx = vec![0u64; n];
+    let outer: u64 = extent[(m + 1).min(n)..].iter().product();
+    let mut out = Vec::with_capacity(outer as usize);
+    for _ in 0..outer {
+        out.push((offset(src.at, &idx, &ss), offset(dst.at, &idx, &ds), run));
+        for k in m + 1..n {
+            idx[k] += 1;
+            if idx[k] < extent[k] {
+                break;
+            }
+            idx[k] = 0;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn touched_matches_brute_force() {
+        let g = Grid::new(&[7, 5, 3], &[3, 2, 5], 2).unwrap();
+        let ranges = [2..7, 1..4, 0..3];
+        let brute: Vec<u64> = (0..g.count())
+            .filter(|&n| {
+                let (o, s) = (g.origin(n), g.shape(n));
+                (0..3).all(|k| o[k] < ranges[k].end && ranges[k].start < o[k] + s[k])
+            })
+            .collect();
+        assert_eq!(g.touched(&ranges).collect::<Vec<_>>(), brute);
+        assert_eq!(g.touched_count(&ranges), brute.len() as u64);
+    }
+
+    #[test]
+    fn runs_copy_a_box() {
+        // A 2 x 2 box at [1, 1] of a 4 x 3 array (elbyte 1) into a 2 x 2 buffer.
+        let r = runs(
+            &[2, 2],
+            1,
+            Place {
+                dims: &[4, 3],
+                at: &[1, 1],
+            },
+            Place {
+                dims: &[2, 2],
+                at: &[0, 0],
+            },
+        );
+        assert_eq!(r, [(5, 0, 2), (9, 2, 2)]);
+        // Whole leading dims join.
+        let r = runs(
+            &[4, 2],
+            1,
+            Place {
+                dims: &[4, 3],
+                at: &[0, 1],
+            },
+            Place {
+                dims: &[4, 2],
+                at: &[0, 0],
+            },
+        );
+        assert_eq!(r, [(4, 0, 8)]);
+        // A scalar is one run of one element.
+        assert_eq!(
+            runs(
+                &[],
+                8,
+                Place { dims: &[], at: &[] },
+                Place { dims: &[], at: &[] }
+            ),
+            [(0, 0, 8)]
+        );
+    }
+}

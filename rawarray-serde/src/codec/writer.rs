@@ -1,0 +1,261 @@
+//! The appending writer's primitives: chunks appended to a chunked file, entered in its index
+//! and committed with the header's one `pwrite`.
+//!
+//! The commit order, which every writer of a chunked file follows (and [`ChunkWriter`] does):
+//!
+//! 1. new chunk bytes and new (zeroed) index segments are written at the end of the section,
+//!    past the committed `size`;
+//! 2. their entries and segment slots are written in place (one `pwrite` each);
+//! 3. all of it is made durable (`sync_data`);
+//! 4. the header, with the new dims and `size`, is written with one `pwrite`: the commit.
+//!
+//! Until step 4, readers see the old header: entries and segment slots that point past its
+//! `size` are ignored, so the new chunks read as never written and the old ones as before.
+//! Whatever lies past `size` when a writer opens the file is reclaimed (overwritten).
+//!
+//! A chunk written twice gets its entry replaced in place at step 2: a crash between 2 and 4
+//! then leaves it pointing past the committed size, and the chunk reads as never written.
+//! Writers that must keep every committed byte write each chunk once (chunk-aligned blocks;
+//! for records, whole chunks along the last dim).
+//!
+//! Many writers (threads or processes) take turns under a lock: each opens the writer under
+//! the lock ([`ChunkWriter::open`] re-reads the committed state), writes and commits.
+//!
+//! ```
+//! use rawarray_serde::codec::{self, ChunkOptions, ChunkWriter};
+//! use rawarray_serde::{ElType, Header, RawArray};
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("grow.ra");
+//! let file = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&path).unwrap();
+//! // Records of 4 u32 (16 bytes), 8 records per chunk, none yet.
+//! let h = Header::new(ElType::Uint, 4, vec![4, 0]).unwrap();
+//! let mut w = ChunkWriter::create(&file, &h, &ChunkOptions::new().chunks(vec![4, 8]), 1).unwrap();
+//! for c in 0..3u32 {
+//!     let raw: Vec<u8> = (0..32u32).flat_map(|i| (c * 100 + i).to_le_bytes()).collect();
+//!     w.set_dims(vec![4, 8 * u64::from(c + 1)]).unwrap();
+//!     w.write_chunk(&file, u64::from(c), &raw).unwrap();
+//!     w.commit(&file, true).unwrap();
+//! }
+//! let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
+//! assert_eq!(a.dims(), [4, 24]);
+//! assert_eq!(a.get(&[1, 9]), Some(&101));
+//! ```
+
+use std::fs::File;
+
+use super::config::{bad, Config, SEGMENTS};
+use super::grid::Grid;
+use super::index::{segment_span, Entry, ENTRY_LEN};
+use super::section::SectionReader;
+use super::{Chain, ChunkOptions};
+use crate::error::Result;
+use crate::fileio::{stable_header_any, write_all_at};
+use crate::header::{Flags, Header};
+
+/// Appends chunks to a chunked file and commits them (see the module docs).
+#[derive(Debug)]
+pub struct ChunkWriter {
+    /// The header the next commit writes.
+    header: Header,
+    config: Config,
+    grid: Grid,
+    chain: Chain,
+    /// The section's first byte in the file.
+    base: u64,
+    /// The first free byte of the section: the committed size, plus what was appended since.
+    end: u64,
+}
+
+impl ChunkWriter {
+    /// Starts a chunked file in `file` (from its first byte) for an array of `header`'s type
+    /// and dims (often 0 along the last dim): header, config and a zeroed index segment 0 of
+    /// `s0` entries, committed. Chunks are then written with [`ChunkWriter::write_chunk`].
+    pub fn create(
+        file: &File,
+        header: &Header,
+        opts: &ChunkOptions,
+        s0: u64,
+    ) -> Result<ChunkWriter> {
+        if s0 == 0 {
+            return Err(bad("segment 0 capacity", "at least 1 entry", 0));
+        }
+        let config = opts.config(&header.dims, header.elbyte, s0)?;
+        let mut h = header.clone();
+        h.flags = h
+            .flags
+            .with(Flags::CHUNKED, true)
+            .with(Flags::COMPRESSED, false);
+        let cfg = config.encode();
+        let index_len = s0
+            .checked_mul(ENTRY_LEN)
+            .ok_or_else(|| bad("segment 0 capacity", "fewer entries", s0))?;
+        h.size = cfg.len() as u64 + index_len;
+        let base = h.encoded_len() as u64;
+        // Header last: a reader never sees a size whose bytes are not there.
+        write_all_at(file, &cfg, base)?;
+        write_zeros(file, base + cfg.len() as u64, index_len)?;
+        file.sync_data()?;
+        write_all_at(file, &h.encode(), 0)?;
+        let grid = Grid::new(&h.dims, &config.chunk, h.elbyte)?;
+        let chain = Chain::from_config(&config, h.elbyte)?;
+        Ok(ChunkWriter {
+            end: h.size,
+            header: h,
+            config,
+            grid,
+            chain,
+            base,
+        })
+    }
+
+    /// Resumes writing the chunked file `file`: its committed header and config are read and
+    /// checked (as a reader would); anything past the committed size is reclaimed.
+    pub fn open(file: &File) -> Result<ChunkWriter> {
+        let h = stable_header_any(file)?;
+        let reader = SectionReader::open(&h, file)?;
+        let layout = reader.layout();
+        let mut config = layout.config().clone();
+        // Segments past the committed size are not allocated, whatever their slot says.
+        for g in 1..SEGMENTS {
+            let ok = segment_span(config.s0, g)
+                .and_then(|(_, cap)| cap.checked_mul(ENTRY_LEN))
+                .and_then(|b| b.checked_add(config.segments[g]))
+                .is_some_and(|end| config.segments[g] != 0 && end <= h.size);
+            if !ok {
+                config.segments[g..].fill(0);
+                break;
+            }
+        }
+        Ok(ChunkWriter {
+            grid: layout.grid().clone(),
+            chain: *layout.chain(),
+            base: h.encoded_len() as u64,
+            end: h.size,
+            header: h,
+            config,
+        })
+    }
+
+    /// The header the next commit writes.
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The chunk grid of that header's dims.
+    pub fn grid(&self) -> &Grid {
+        &self.grid
+    }
+
+    /// The config (with the segments allocated so far).
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Sets the dims the next commit writes (same number of dims; usually the last one grows).
+    pub fn set_dims(&mut self, dims: Vec<u64>) -> Result<()> {
+        if dims.len() != self.header.dims.len() {
+            return Err(bad(
+                "dims",
+                format!("{} dims", self.header.dims.len()),
+                dims.len(),
+            ));
+        }
+        self.grid = Grid::new(&dims, &self.config.chunk, self.header.elbyte)?;
+        self.header.dims = dims;
+        Ok(())
+    }
+
+    /// The section offset of chunk `n`'s entry, allocating its index segment (and any before
+    /// it) at the end of the section if needed.
+    fn entry_offset(&mut self, file: &File, n: u64) -> Result<u64> {
+        let s0 = self.config.s0;
+        for g in 0..SEGMENTS {
+            let (first, cap) = segment_span(s0, g)
+                .ok_or_else(|| bad("chunk number", "within 64 index segments", n))?;
+            if n >= first.saturating_add(cap) {
+                if self.config.segments[g] == 0 {
+                    self.allocate(file, g, cap)?;
+                }
+                continue;
+            }
+            if self.config.segments[g] == 0 {
+                self.allocate(file, g, cap)?;
+            }
+            return Ok(self.config.segments[g] + (n - first) * ENTRY_LEN);
+        }
+        Err(bad("chunk number", "within 64 index segments", n))
+    }
+
+    fn allocate(&mut self, file: &File, g: usize, cap: u64) -> Result<()> {
+        let bytes = cap
+            .checked_mul(ENTRY_LEN)
+            .ok_or_else(|| bad("index segment", "a size within u64", g))?;
+        let at = self.end;
+        write_zeros(file, self.base + at, bytes)?;
+        write_all_at(
+            file,
+            &at.to_le_bytes(),
+            self.base + Config::segment_slot_offset(self.header.dims.len(), g),
+        )?;
+        self.config.segments[g] = at;
+        self.end += bytes;
+        Ok(())
+    }
+
+    /// Encodes chunk `n` (its raw bytes, in the file's byte order, as many as the grid of the
+    /// current dims says), appends it and writes its entry. Readers see it after
+    /// [`ChunkWriter::commit`].
+    pub fn write_chunk(&mut self, file: &File, n: u64, raw: &[u8]) -> Result<Entry> {
+        if n >= self.grid.count() {
+            return Err(bad(
+                "chunk number",
+                format!(
+                    "below {} (the grid of dims {:?})",
+                    self.grid.count(),
+                    self.header.dims
+                ),
+                n,
+            ));
+        }
+        let want = self.grid.raw_len(n);
+        if raw.len() as u64 != want {
+            return Err(bad(&format!("raw bytes of chunk {n}"), want, raw.len()));
+        }
+        let (stored, flags) = self.chain.encode_chunk(raw)?;
+        let slot = self.entry_offset(file, n)?;
+        let e = Entry {
+            offset: self.end,
+            len: stored.len() as u64,
+            crc: crc32fast::hash(&stored),
+            flags,
+        };
+        write_all_at(file, &stored, self.base + e.offset)?;
+        self.end += e.len;
+        write_all_at(file, &e.encode(), self.base + slot)?;
+        Ok(e)
+    }
+
+    /// Commits: makes everything written durable, then writes the header (dims and size)
+    /// with one `pwrite`; with `sync`, makes that durable too.
+    pub fn commit(&mut self, file: &File, sync: bool) -> Result<()> {
+        file.sync_data()?;
+        self.header.size = self.end;
+        write_all_at(file, &self.header.encode(), 0)?;
+        if sync {
+            file.sync_data()?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes `len` zero bytes at `offset`, a bounded buffer at a time.
+fn write_zeros(file: &File, offset: u64, len: u64) -> Result<()> {
+    let buf = vec![0u8; len.min(1 << 20) as usize];
+    let mut done = 0;
+    while done < len {
+        let take = (len - done).min(buf.len() as u64);
+        write_all_at(file, &buf[..take as usize], offset + done)?;
+        done += take;
+    }
+    Ok(())
+}

@@ -1,0 +1,541 @@
+//! The chunked layout (flag bit 2): round trips over dims, element types, chunk shapes,
+//! filters and codecs; subsets against the block cut from a full read, touching only the
+//! chunks they intersect; hostile configs, indexes and chunks.
+
+use std::ops::Range;
+
+use proptest::prelude::*;
+use rawarray_serde::codec::{
+    self, index::ENTRY_LEN, ChunkOptions, Codec, Config, Entry, SectionReader, Shuffle,
+};
+use rawarray_serde::{DynArray, ElType, ErrorKind, Flags, Header, RawArray, WriteOptions};
+
+/// (eltype, elbyte) pairs: every scalar width, complex, records, an embedded-file-sized record.
+const TYPES: &[(ElType, u64)] = &[
+    (ElType::Int, 1),
+    (ElType::Int, 16),
+    (ElType::Uint, 2),
+    (ElType::Uint, 8),
+    (ElType::Float, 2),
+    (ElType::Float, 4),
+    (ElType::Float, 8),
+    (ElType::Complex, 8),
+    (ElType::Complex, 16),
+    (ElType::BFloat16, 2),
+    (ElType::User, 3),
+    (ElType::User, 76),
+    (ElType::User, 120),
+];
+
+const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
+const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
+
+/// Bytes that compress somewhat: a slow ramp with noise in the low bits.
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..len)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if i % 3 == 0 {
+                (x & 3) as u8
+            } else {
+                (i / 97) as u8
+            }
+        })
+        .collect()
+}
+
+/// The subset cut from a full column-major buffer, element by element.
+fn cut(full: &[u8], dims: &[u64], elbyte: u64, ranges: &[Range<u64>]) -> Vec<u8> {
+    let n: u64 = ranges.iter().map(|r| r.end - r.start).product();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let mut rest = i;
+        let mut off = 0u64;
+        let mut stride = 1u64;
+        for (k, r) in ranges.iter().enumerate() {
+            let len = r.end - r.start;
+            let idx = r.start + rest % len;
+            rest /= len;
+            off += idx * stride;
+            stride *= dims[k];
+        }
+        let o = (off * elbyte) as usize;
+        out.extend_from_slice(&full[o..o + elbyte as usize]);
+    }
+    out
+}
+
+/// Chunks intersecting the subset, counted by brute force over the grid.
+fn intersecting(dims: &[u64], chunk: &[u64], ranges: &[Range<u64>]) -> u64 {
+    let counts: Vec<u64> = dims
+        .iter()
+        .zip(chunk)
+        .map(|(d, c)| d.div_ceil(*c))
+        .collect();
+    let total: u64 = counts.iter().product();
+    (0..total)
+        .filter(|&n| {
+            let mut rest = n;
+            (0..dims.len()).all(|k| {
+                let i = rest % counts[k];
+                rest /= counts[k];
+                let (lo, hi) = (i * chunk[k], (i + 1) * chunk[k]);
+                ranges[k].start < hi && lo < ranges[k].end
+            })
+        })
+        .count() as u64
+}
+
+fn file_of(h: &Header, section: &[u8]) -> Vec<u8> {
+    let mut f = h.encode();
+    f.extend_from_slice(section);
+    f
+}
+
+/// dims, type, chunk shape, filter, codec, elements per block, seed, subset bounds.
+type Case = (
+    Vec<u64>,
+    usize,
+    Vec<u64>,
+    usize,
+    usize,
+    u64,
+    u64,
+    Vec<(u64, u64)>,
+);
+
+fn case() -> impl Strategy<Value = Case> {
+    prop::collection::vec(1u64..7, 1..=6)
+        .prop_filter("at most 3000 elements", |d| {
+            d.iter().product::<u64>() <= 3000
+        })
+        .prop_flat_map(|dims| {
+            (
+                Just(dims.clone()),
+                0..TYPES.len(),
+                dims.iter().map(|&d| 1..d + 3).collect::<Vec<_>>(),
+                0..3usize,
+                0..3usize,
+                1u64..40,
+                any::<u64>(),
+                dims.iter().map(|&d| (0..d, 0..d)).collect::<Vec<_>>(),
+            )
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+
+    #[test]
+    fn write_then_read_and_every_subset((dims, t, chunk, s, c, block_els, seed, sub) in case()) {
+        let (eltype, elbyte) = TYPES[t];
+        let header = Header::new(eltype, elbyte, dims.clone()).unwrap();
+        let raw = data(header.data_len() as usize, seed);
+        let opts = ChunkOptions::new()
+            .chunks(chunk.clone())
+            .shuffle(SHUFFLES[s])
+            .codec(CODECS[c])
+            .block_bytes(block_els * elbyte)
+            .threads(1 + (seed % 2) as usize);
+        let (h, section) = codec::encode(&header, &raw, &opts).unwrap();
+        prop_assert!(h.flags.is_chunked());
+        let file = file_of(&h, &section);
+        prop_assert_eq!(&codec::decode_all(&h, &file[..]).unwrap(), &raw);
+        // The whole-array readers.
+        let d = DynArray::from_bytes(&file).unwrap();
+        prop_assert_eq!(d.header().dims.clone(), dims.clone());
+        if eltype == ElType::User || elbyte == 1 {
+            prop_assert_eq!(d.data(), &raw[..]);
+        }
+        // A subset: the block cut from the full read, reading only the chunks it intersects.
+        let ranges: Vec<Range<u64>> = sub.iter().map(|&(a, b)| a.min(b)..a.max(b) + 1).collect();
+        let r = SectionReader::open(&h, &file[..]).unwrap();
+        let want = cut(&raw, &dims, elbyte, &ranges);
+        let mut got = vec![0u8; want.len()];
+        r.read_subset(&ranges, &mut got).unwrap();
+        prop_assert_eq!(&got, &want);
+        prop_assert_eq!(r.stats().chunks_read, intersecting(&dims, &chunk, &ranges));
+        prop_assert_eq!(r.layout().grid().touched_count(&ranges), intersecting(&dims, &chunk, &ranges));
+        // Again: served from the block cache where the chunk was compressed.
+        let before = r.stats();
+        let mut again = vec![0u8; want.len()];
+        r.read_subset(&ranges, &mut again).unwrap();
+        prop_assert_eq!(&again, &want);
+        prop_assert!(r.stats().blocks_decoded == before.blocks_decoded || want.len() > (8 << 20));
+    }
+}
+
+#[test]
+fn typed_arrays_round_trip_through_files_and_streams() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = RawArray::from_shape_vec(
+        vec![30, 20, 7],
+        (0..4200).map(|i| (i as f32 * 0.01).sin()).collect(),
+    )
+    .unwrap();
+    for (i, opts) in [
+        WriteOptions::new().codec(Codec::Zstd),
+        WriteOptions::new()
+            .codec(Codec::Lz4)
+            .shuffle(Shuffle::Bit)
+            .chunks(vec![7, 7, 7]),
+        WriteOptions::new()
+            .codec(Codec::None)
+            .chunks(vec![100, 1, 2])
+            .big_endian(true),
+        WriteOptions::new().level(19).threads(1).big_endian(true),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let path = dir.path().join(format!("a{i}.ra"));
+        a.write_file_with(&path, &opts).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert!(Header::decode_any(&bytes).unwrap().flags.is_chunked());
+        assert_eq!(RawArray::<f32>::read_file(&path).unwrap(), a, "{opts:?}");
+        assert_eq!(RawArray::<f32>::from_bytes(&bytes).unwrap(), a);
+        assert_eq!(RawArray::<f32>::read_from(&bytes[..]).unwrap(), a);
+        let d = DynArray::read_file(&path).unwrap();
+        assert_eq!(d.to_typed::<f32>().unwrap(), a);
+        assert_eq!(DynArray::read_from(&bytes[..]).unwrap(), d);
+        // DynArray writes chunked too, and reads back the same.
+        let p2 = dir.path().join(format!("d{i}.ra"));
+        d.write_file_with(&p2, &opts).unwrap();
+        assert_eq!(DynArray::read_file(&p2).unwrap(), d);
+    }
+}
+
+#[test]
+fn compress_and_a_codec_at_once_is_an_error() {
+    let a = RawArray::from_vec(vec![1u8, 2, 3]);
+    let err = a
+        .write_to_with(
+            Vec::new(),
+            &WriteOptions::new().compress(true).codec(Codec::Zstd),
+        )
+        .unwrap_err();
+    assert!(err.to_string().contains("compress(true)"), "{err}");
+}
+
+#[test]
+fn readers_outside_the_codec_layer_refuse_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.ra");
+    RawArray::from_vec(vec![1.0f64; 100])
+        .write_file_with(&path, &WriteOptions::new().codec(Codec::Lz4))
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    assert!(matches!(
+        Header::decode(&bytes).unwrap_err().kind(),
+        ErrorKind::UnknownFlags { bits: 4 }
+    ));
+    assert!(matches!(
+        Header::read_from(&mut &bytes[..]).unwrap_err().kind(),
+        ErrorKind::UnknownFlags { bits: 4 }
+    ));
+    let Err(err) = rawarray_serde::ArrayReader::open(&path) else {
+        panic!("a chunked file opened as plain data")
+    };
+    assert!(
+        matches!(err.kind(), ErrorKind::UnknownFlags { bits: 4 }),
+        "{err}"
+    );
+    // Bits 1 and 2 together are refused by every reader.
+    let mut h = Header::decode_any(&bytes).unwrap();
+    h.flags = Flags::COMPRESSED | Flags::CHUNKED;
+    assert!(Header::decode_any(&h.encode()).is_err());
+}
+
+/// A small chunked file and its parts: 4 chunks of 1000 f32 along the last dim, 4 blocks each.
+fn sample(codec_: Codec) -> (Header, Vec<u8>, Vec<u8>) {
+    let header = Header::new(ElType::Float, 4, vec![10, 400]).unwrap();
+    let raw: Vec<u8> = (0..4000u32)
+        .flat_map(|i| ((i as f32) * 0.5).to_le_bytes())
+        .collect();
+    let opts = ChunkOptions::new()
+        .codec(codec_)
+        .chunks(vec![10, 100])
+        .block_bytes(1000);
+    let (h, section) = codec::encode(&header, &raw, &opts).unwrap();
+    (h.clone(), file_of(&h, &section), raw)
+}
+
+/// Where chunk `n`'s entry lies in the file.
+fn entry_at(h: &Header, n: u64) -> usize {
+    h.encoded_len() + Config::encoded_len(h.dims.len()) + (n * ENTRY_LEN) as usize
+}
+
+fn entry(h: &Header, file: &[u8], n: u64) -> Entry {
+    let at = entry_at(h, n);
+    Entry::decode(file[at..at + 24].try_into().unwrap())
+}
+
+#[test]
+fn a_flipped_bit_in_a_chunk_is_an_error_naming_it() {
+    for c in [Codec::Lz4, Codec::Zstd] {
+        let (h, file, raw) = sample(c);
+        let base = h.encoded_len() as u64;
+        for n in 0..4 {
+            let e = entry(&h, &file, n);
+            for pos in (0..e.len).step_by(7) {
+                for bit in [0, 5] {
+                    let mut bad = file.clone();
+                    bad[(base + e.offset + pos) as usize] ^= 1 << bit;
+                    match codec::decode_all(&h, &bad[..]) {
+                        Err(err) => assert!(
+                            matches!(err.kind(), ErrorKind::ChunkCorrupt { chunk, .. } if *chunk == n),
+                            "{c:?} chunk {n} byte {pos}: {err}"
+                        ),
+                        Ok(_) => panic!(
+                            "{c:?} chunk {n} byte {pos} bit {bit}: flipped bit read without error"
+                        ),
+                    }
+                    // A one-element read inside that chunk: its block is checked alone.
+                    let mut one = [0u8; 4];
+                    let r = codec::decode_subset(
+                        &h,
+                        &bad[..],
+                        &[3..4, n * 100 + 50..n * 100 + 51],
+                        &mut one,
+                    );
+                    if let Err(err) = r {
+                        assert!(
+                            matches!(err.kind(), ErrorKind::ChunkCorrupt { chunk, .. } if *chunk == n),
+                            "{err}"
+                        );
+                    } else {
+                        // Another block was hit: the element still reads right.
+                        let at = ((n * 100 + 50) * 10 + 3) as usize * 4;
+                        assert_eq!(one, raw[at..at + 4]);
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn hostile_configs_and_indexes_are_errors_never_panics() {
+    let (h, file, raw) = sample(Codec::Zstd);
+    let base = h.encoded_len();
+    let section_end = base + h.size as usize;
+    // Every byte of the config and the index, changed: an error or the right bytes.
+    for pos in base..base + Config::encoded_len(2) + 4 * 24 {
+        for x in [1u8, 0x80, 0xff] {
+            let mut bad = file.clone();
+            bad[pos] ^= x;
+            if let Ok(got) = codec::decode_all(&h, &bad[..]) {
+                // Entries moved past the committed size read as never written; nothing else.
+                let zeroed = (0..4).any(|n| got[n * 4000..(n + 1) * 4000].iter().all(|&b| b == 0));
+                assert!(
+                    got == raw || zeroed,
+                    "byte {pos} ^ {x:#x}: wrong data without an error"
+                );
+            }
+        }
+    }
+    // Truncated anywhere in the section.
+    for cut_at in [base, base + 10, base + 600, section_end - 1] {
+        assert!(codec::decode_all(&h, &file[..cut_at]).is_err());
+    }
+    // An unknown codec id (CRC fixed up): named.
+    let mut bad = file.clone();
+    bad[base + 12] = 9;
+    let crc = crc32fast::hash(&bad[base..base + 48 + 16]);
+    bad[base + 64..base + 68].copy_from_slice(&crc.to_le_bytes());
+    let err = codec::decode_all(&h, &bad[..]).unwrap_err();
+    assert!(
+        matches!(
+            err.kind(),
+            ErrorKind::UnknownCodecId {
+                what: "codec",
+                id: 9,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Two entries naming the same bytes.
+    let mut bad = file.clone();
+    let (a1, a0) = (entry_at(&h, 1), entry_at(&h, 0));
+    let e0 = bad[a0..a0 + 24].to_vec();
+    bad[a1..a1 + 24].copy_from_slice(&e0);
+    let err = codec::decode_all(&h, &bad[..]).unwrap_err();
+    assert!(err.to_string().contains("overlaps"), "{err}");
+    // An entry reaching into the index.
+    let mut bad = file.clone();
+    bad[a0..a0 + 8].copy_from_slice(&(Config::encoded_len(2) as u64).to_le_bytes());
+    assert!(codec::decode_all(&h, &bad[..])
+        .unwrap_err()
+        .to_string()
+        .contains("overlaps"));
+}
+
+#[test]
+fn a_decompression_bomb_is_an_error() {
+    // One chunk, one block of 4000 raw bytes, whose zstd frame decodes to 1 MiB.
+    let header = Header::new(ElType::Uint, 1, vec![4000]).unwrap();
+    let opts = ChunkOptions::new()
+        .codec(Codec::Zstd)
+        .shuffle(Shuffle::None)
+        .chunks(vec![4000]);
+    let (h, section) = codec::encode(&header, &data(4000, 9), &opts).unwrap();
+    let cfg_len = Config::encoded_len(1);
+    let frame = zstd::bulk::compress(&vec![0u8; 1 << 20], 3).unwrap();
+    let mut stored = Vec::new();
+    stored.extend_from_slice(&(frame.len() as u64).to_le_bytes());
+    stored.extend_from_slice(&crc32fast::hash(&frame).to_le_bytes());
+    stored.extend_from_slice(&frame);
+    let e = Entry {
+        offset: (cfg_len + 24) as u64,
+        len: stored.len() as u64,
+        crc: crc32fast::hash(&stored),
+        flags: 0,
+    };
+    let mut bomb = section[..cfg_len].to_vec();
+    bomb.extend_from_slice(&e.encode());
+    bomb.extend_from_slice(&stored);
+    let mut h2 = h.clone();
+    h2.size = bomb.len() as u64;
+    let err = codec::decode_all(&h2, &file_of(&h2, &bomb)[..]).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::ChunkCorrupt { chunk: 0, .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn chunks_never_written_read_as_zeros() {
+    let (h, mut file, raw) = sample(Codec::Lz4);
+    let a = entry_at(&h, 2);
+    file[a..a + 24].fill(0);
+    let got = codec::decode_all(&h, &file[..]).unwrap();
+    assert!(got[8000..12000].iter().all(|&b| b == 0));
+    assert_eq!(got[..8000], raw[..8000]);
+    assert_eq!(got[12000..], raw[12000..]);
+}
+
+#[test]
+fn one_element_decodes_one_block() {
+    let (h, file, raw) = sample(Codec::Zstd);
+    let r = SectionReader::open(&h, &file[..]).unwrap();
+    let mut one = [0u8; 4];
+    r.read_subset(&[4..5, 250..251], &mut one).unwrap();
+    let at = (250 * 10 + 4) * 4;
+    assert_eq!(one, raw[at..at + 4]);
+    assert_eq!((r.stats().chunks_read, r.stats().blocks_decoded), (1, 1));
+    // The same block again: from the cache.
+    r.read_subset(&[5..6, 250..251], &mut one).unwrap();
+    assert_eq!(r.stats().blocks_decoded, 1);
+}
+
+/// The listing in doc/chunked.md: `OFFSET: hex bytes | comment` lines and `... N zero bytes`.
+fn spec_example() -> Vec<u8> {
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../doc/chunked.md")).unwrap();
+    let after = doc
+        .split("### A worked example")
+        .nth(1)
+        .expect("the example section");
+    let block = after
+        .split("```text")
+        .nth(1)
+        .unwrap()
+        .split("```")
+        .next()
+        .unwrap();
+    let mut bytes = Vec::new();
+    for line in block.lines().filter(|l| !l.trim().is_empty()) {
+        let data = line.split('|').next().unwrap().trim();
+        if let Some(rest) = data.strip_prefix("...") {
+            let n: usize = rest.split_whitespace().next().unwrap().parse().unwrap();
+            bytes.resize(bytes.len() + n, 0);
+            continue;
+        }
+        let (off, hex) = data.split_once(':').unwrap();
+        assert_eq!(
+            usize::from_str_radix(off, 16).unwrap(),
+            bytes.len(),
+            "offset of line {line:?}"
+        );
+        bytes.extend(
+            hex.split_whitespace()
+                .map(|h| u8::from_str_radix(h, 16).unwrap()),
+        );
+    }
+    bytes
+}
+
+#[test]
+fn worked_example_in_the_spec() {
+    let file = spec_example();
+    let mut raw = vec![7u8; 64];
+    raw.extend(0..64u8);
+    let header = Header::new(ElType::Uint, 1, vec![64, 2]).unwrap();
+    let opts = ChunkOptions::new()
+        .chunks(vec![64, 1])
+        .shuffle(Shuffle::None)
+        .codec(Codec::Lz4)
+        .block_bytes(64);
+    let (h, section) = codec::encode(&header, &raw, &opts).unwrap();
+    assert_eq!(file_of(&h, &section), file);
+    let h = Header::decode_any(&file).unwrap();
+    assert_eq!(codec::decode_all(&h, &file[..]).unwrap(), raw);
+    let a: RawArray<u8> = RawArray::from_bytes(&file).unwrap();
+    assert_eq!(a.into_vec(), raw);
+    // The same block as LZ4 written by hand (a match of 58, the minimal 5 last literals):
+    // another valid encoding, which our decoder reads too.
+    let by_hand = [0x1f, 0x07, 0x01, 0x00, 0x27, 0x50, 7, 7, 7, 7, 7];
+    let mut back = [0u8; 64];
+    Codec::Lz4
+        .block_codec()
+        .decompress(&by_hand, &mut back)
+        .unwrap();
+    assert_eq!(back, [7u8; 64]);
+}
+
+#[test]
+fn chunk_writer_grows_along_the_last_dim_and_commits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grow.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open(&path)
+        .unwrap();
+    // Records of 3 u16, 5 records per chunk; S0 = 1 so segments 1, 2, 3 are allocated as it grows.
+    let h = Header::new(ElType::Uint, 2, vec![3, 0]).unwrap();
+    let opts = ChunkOptions::new().chunks(vec![3, 5]).codec(Codec::Zstd);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 1).unwrap();
+    let chunk = |c: u64| -> Vec<u8> {
+        (0..15u16)
+            .flat_map(|i| (c as u16 * 100 + i).to_le_bytes())
+            .collect()
+    };
+    for c in 0..6u64 {
+        w.set_dims(vec![3, 5 * (c + 1)]).unwrap();
+        w.write_chunk(&file, c, &chunk(c)).unwrap();
+        // Not yet committed: readers see the chunks committed before.
+        let a: RawArray<u16> = RawArray::read_file(&path).unwrap();
+        assert_eq!(a.dims(), [3, 5 * c]);
+        w.commit(&file, false).unwrap();
+        let a: RawArray<u16> = RawArray::read_file(&path).unwrap();
+        let want: Vec<u16> = (0..=c)
+            .flat_map(|c| (0..15u16).map(move |i| c as u16 * 100 + i))
+            .collect();
+        assert_eq!(a.into_vec(), want);
+    }
+    // Reopened: appends after the committed chunks.
+    drop(w);
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![3, 35]).unwrap();
+    w.write_chunk(&file, 6, &chunk(6)).unwrap();
+    w.commit(&file, true).unwrap();
+    let a: RawArray<u16> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.get(&[2, 34]), Some(&614));
+    assert_eq!(a.get(&[0, 0]), Some(&0));
+}
