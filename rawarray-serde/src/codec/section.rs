@@ -556,6 +556,16 @@ impl<S: ReadAt> SectionReader<S> {
     }
 }
 
+impl<S> std::fmt::Debug for SectionReader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SectionReader")
+            .field("layout", &self.layout)
+            .field("base", &self.base)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
+
 /// Runs `f` on a pool of `threads` threads, or on rayon's global pool for 0.
 pub(crate) fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
     if threads == 0 {
