@@ -333,3 +333,64 @@ fn record_reader_decodes_only_the_chunk_of_a_record() {
         "2 x 2 chunks hold records 99 and 100"
     );
 }
+
+#[test]
+fn serde_reads_chunked_files_from_files_streams_and_slices() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ra");
+    // The truth: the same value as a plain file, read back by serde.
+    let nested: Vec<Vec<u16>> = (0..25)
+        .map(|j| (0..4).map(|i| i * 100 + j).collect())
+        .collect();
+    let plain = rawarray_serde::to_vec(&nested).unwrap();
+    let h = Header::decode(&plain).unwrap();
+    assert_eq!(h.dims, [4, 25]);
+    let a: RawArray<u16> = RawArray::from_bytes(&plain).unwrap();
+    for opts in [
+        WriteOptions::new().codec(Codec::Zstd).chunks(vec![3, 7]),
+        WriteOptions::new()
+            .codec(Codec::None)
+            .chunks(vec![4, 1])
+            .big_endian(true),
+    ] {
+        a.write_file_with(&path, &opts).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        let h = Header::decode_any(&bytes).unwrap();
+        assert!(h.flags.is_chunked());
+        assert_eq!(
+            rawarray_serde::from_file::<Vec<Vec<u16>>>(&path).unwrap(),
+            nested
+        );
+        assert_eq!(
+            rawarray_serde::from_reader::<Vec<Vec<u16>>>(&bytes[..]).unwrap(),
+            nested
+        );
+        assert_eq!(
+            rawarray_serde::from_slice::<Vec<Vec<u16>>>(&bytes).unwrap(),
+            nested
+        );
+        // A stream is left just after the data section (the header's size), whatever follows.
+        let mut more = bytes.clone();
+        let end = h.encoded_len() as u64 + h.size;
+        more.truncate(end as usize);
+        more.extend_from_slice(b"after");
+        let mut cur = std::io::Cursor::new(&more);
+        let mut de = rawarray_serde::Deserializer::from_reader(&mut cur).unwrap();
+        let v: Vec<Vec<u16>> = serde::Deserialize::deserialize(&mut de).unwrap();
+        de.end().unwrap();
+        drop(de);
+        assert_eq!(v, nested);
+        assert_eq!(cur.position(), end);
+        // A stream cut inside the section: an error, never a panic.
+        let cut = &bytes[..(end - 5) as usize];
+        let err = rawarray_serde::from_reader::<Vec<Vec<u16>>>(cut).unwrap_err();
+        assert!(matches!(err.kind(), ErrorKind::Truncated { .. }), "{err}");
+    }
+    // A header claiming a huge section over a short stream: refused as the bytes run out.
+    let mut h = Header::decode_any(&std::fs::read(&path).unwrap()).unwrap();
+    h.size = 1 << 40;
+    let mut lie = h.encode();
+    lie.extend_from_slice(&[0u8; 1000]);
+    let err = rawarray_serde::from_reader::<Vec<Vec<u16>>>(&lie[..]).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Truncated { .. }), "{err}");
+}
