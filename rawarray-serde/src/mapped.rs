@@ -124,7 +124,7 @@ enum Section {
     /// A chunked section (flag bit 2): records are decoded through the section decoder, which
     /// reads and decodes only the blocks of the chunks they lie in and keeps a small cache of
     /// decoded blocks. It is never mapped: its bytes are not the records'.
-    Chunked(SectionReader<File>),
+    Chunked(Box<SectionReader<File>>),
 }
 
 /// A `.ra` file's records through a memory map (or positioned reads, [`ReadMode`]): opening
@@ -226,7 +226,7 @@ impl<T: Element + Clone> RecordReader<T> {
         };
         let section = if header.flags.is_chunked() {
             data::to_usize(header.data_len())?;
-            Section::Chunked(SectionReader::open(&header, file)?)
+            Section::Chunked(Box::new(SectionReader::open(&header, file)?))
         } else if header.size == 0 {
             Section::Empty
         } else if mode == ReadMode::Positioned {

@@ -458,7 +458,13 @@ async fn chunked_layout(
 ) -> Result<Layout> {
     let base = header.encoded_len() as u64;
     let cr = Layout::config_range(header);
-    let config = fetch_ranges(object, first, &[base + cr.start..base + cr.end], counter).await?;
+    let config = fetch_ranges(
+        object,
+        first,
+        std::slice::from_ref(&(base + cr.start..base + cr.end)),
+        counter,
+    )
+    .await?;
     let pending = Layout::start(header, &config[0])?;
     let reads: Vec<Range<u64>> = pending
         .segment_reads()

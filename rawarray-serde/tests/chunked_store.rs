@@ -126,7 +126,10 @@ async fn an_index_past_the_first_64_kib_costs_one_more_request() {
     let r = StoreArrayReader::open(store, path).await.unwrap();
     assert_eq!(r.io_stats().reads, 2);
     let before = r.io_stats();
-    let got: RawArray<u8> = r.read_subset(&[4321..4324]).await.unwrap();
+    let got: RawArray<u8> = r
+        .read_subset(std::slice::from_ref(&(4321..4324)))
+        .await
+        .unwrap();
     assert_eq!(got.as_slice(), &raw[4321..4324]);
     let after = r.io_stats();
     assert_eq!(after.reads - before.reads, 1);
