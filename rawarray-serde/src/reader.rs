@@ -363,6 +363,10 @@ impl ArrayReader {
             return Ok(());
         }
         if let Some(section) = &self.chunked {
+            // The whole array: every chunk decoded whole, in parallel, straight into place.
+            if plan.is_whole() {
+                return section.read_all_into(dst);
+            }
             return section.read_subset(&header_ranges(&self.header, plan), dst);
         }
         if self.header.is_compressed() {

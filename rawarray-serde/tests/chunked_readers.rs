@@ -273,6 +273,48 @@ fn a_flipped_bit_read_through_array_reader_names_the_chunk() {
 }
 
 #[test]
+fn whole_reads_into_a_used_buffer_read_unwritten_chunks_as_zeros() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.ra");
+    let values: Vec<f32> = (1..=4000).map(|i| i as f32).collect();
+    let a = RawArray::from_shape_vec(vec![10, 400], values.clone()).unwrap();
+    // Chunks holding whole leading dims (decoded in place) and chunks that do not.
+    for chunk in [vec![10, 100], vec![5, 100]] {
+        a.write_file_with(
+            &path,
+            &WriteOptions::new().codec(Codec::Zstd).chunks(chunk.clone()),
+        )
+        .unwrap();
+        let mut file = std::fs::read(&path).unwrap();
+        let h = Header::decode_any(&file).unwrap();
+        // Chunk 1 never written: its index entry all zeros.
+        let at = h.encoded_len() + codec::Config::encoded_len(2) + codec::index::ENTRY_LEN as usize;
+        file[at..at + 24].fill(0);
+        std::fs::write(&path, &file).unwrap();
+        let mut want = values.clone();
+        for j in 0..400 {
+            for i in 0..10 {
+                let n = i / chunk[0] + (10 / chunk[0]) * (j / 100);
+                if n == 1 {
+                    want[(i + 10 * j) as usize] = 0.0;
+                }
+            }
+        }
+        let r = ArrayReader::open(&path).unwrap();
+        let mut out = vec![7.0f32; 4000];
+        r.read_subset_into(&[0..10, 0..400], &mut out).unwrap();
+        assert_eq!(out, want, "chunks {chunk:?}");
+        assert_eq!(r.read_all::<f32>().unwrap().as_slice(), &want[..]);
+        let chunks = 4000 / (chunk[0] * 100);
+        assert_eq!(
+            r.io_stats().reads,
+            2 * (chunks - 1),
+            "the unwritten chunk is not read"
+        );
+    }
+}
+
+#[test]
 fn record_reader_decodes_only_the_chunk_of_a_record() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("r.ra");
