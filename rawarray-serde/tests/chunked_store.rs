@@ -8,6 +8,7 @@ use std::sync::Arc;
 use object_store::memory::InMemory;
 use object_store::path::Path as StorePath;
 use object_store::{ObjectStore, PutPayload};
+use proptest::prelude::*;
 use rawarray_serde::codec::{self, ChunkOptions, Codec, Layout, SectionReader, Shuffle};
 use rawarray_serde::{ElType, ErrorKind, Header, RawArray, StoreArrayReader};
 
@@ -158,4 +159,66 @@ async fn a_flipped_bit_in_a_fetched_chunk_names_it() {
     // Another chunk reads.
     let ok: RawArray<f32> = r.read_subset(&[0..1, 0..1, 0..1]).await.unwrap();
     assert_eq!(ok.as_slice(), &[v[0]]);
+}
+
+/// The subset cut from a full column-major buffer, element by element.
+fn cut(full: &[u8], dims: &[u64], elbyte: u64, ranges: &[Range<u64>]) -> Vec<u8> {
+    let n: u64 = ranges.iter().map(|r| r.end - r.start).product();
+    let mut out = Vec::new();
+    for i in 0..n {
+        let (mut rest, mut off, mut stride) = (i, 0u64, 1u64);
+        for (k, r) in ranges.iter().enumerate() {
+            let len = r.end - r.start;
+            off += (r.start + rest % len) * stride;
+            rest /= len;
+            stride *= dims[k];
+        }
+        let o = (off * elbyte) as usize;
+        out.extend_from_slice(&full[o..o + elbyte as usize]);
+    }
+    out
+}
+
+type Case = (Vec<u64>, Vec<u64>, Vec<(u64, u64)>, u8);
+
+fn case() -> impl Strategy<Value = Case> {
+    prop::collection::vec(1u64..12, 1..=3).prop_flat_map(|d| {
+        (
+            Just(d.clone()),
+            d.iter().map(|&n| 1..n + 2).collect::<Vec<_>>(),
+            d.iter().map(|&n| (0..n, 0..n)).collect::<Vec<_>>(),
+            any::<u8>(),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn store_subsets_equal_the_cut_and_fetch_only_touched_chunks((dims, chunk, sub, seed) in case()) {
+        let n: u64 = dims.iter().product();
+        let raw: Vec<u8> = (0..n * 2).map(|i| (i / 7) as u8 ^ seed).collect();
+        let (file, layout) = object(&dims, &chunk, &raw, ElType::Int, 2);
+        let ranges: Vec<Range<u64>> = sub.iter().map(|&(a, b)| a.min(b)..a.max(b) + 1).collect();
+        let rt = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let (got, requests, bytes) = rt.block_on(async {
+            let (store, path) = put(file).await;
+            let r = StoreArrayReader::open(store, path).await.unwrap();
+            let before = r.io_stats();
+            let (_, got) = r.read_subset_bytes(&ranges).await.unwrap();
+            let after = r.io_stats();
+            (got, after.reads - before.reads, after.bytes - before.bytes)
+        });
+        prop_assert_eq!(&got, &cut(&raw, &dims, 2, &ranges));
+        let touched: Vec<u64> = layout.grid().touched(&ranges).collect();
+        prop_assert!(requests <= touched.len() as u64);
+        let stored: u64 = touched.iter().map(|&c| stored_len(&layout, c)).sum();
+        let (lo, hi) = touched
+            .iter()
+            .filter_map(|&c| layout.chunk_range(c))
+            .fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.start), hi.max(r.end)));
+        // The touched chunks' bytes, plus at most the gaps between them.
+        prop_assert!(bytes >= stored && bytes <= hi.saturating_sub(lo).max(stored));
+    }
 }
