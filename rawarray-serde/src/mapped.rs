@@ -9,10 +9,13 @@ use std::path::{Path, PathBuf};
 
 use memmap2::Mmap;
 
+use std::ops::Range;
+
+use crate::codec::{SectionReader, SectionStats};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, read_exact_at, reading, stable_header};
+use crate::fileio::{map_data_section, read_exact_at, reading, stable_header_any};
 use crate::header::Header;
 use crate::layout::SchemaCheck;
 use crate::records::RecordShape;
@@ -118,6 +121,10 @@ enum Section {
         file: File,
         offset: u64,
     },
+    /// A chunked section (flag bit 2): records are decoded through the section decoder, which
+    /// reads and decodes only the blocks of the chunks they lie in and keeps a small cache of
+    /// decoded blocks. It is never mapped: its bytes are not the records'.
+    Chunked(Box<SectionReader<File>>),
 }
 
 /// A `.ra` file's records through a memory map (or positioned reads, [`ReadMode`]): opening
@@ -176,7 +183,22 @@ impl<T: Element + Clone> RecordReader<T> {
     ///
     /// The element type must match the header (else an error naming both), and the file's
     /// record schema, if it has one, `T`'s fields (see [`RecordReadOptions`]); the record dims
-    /// are whatever the file has. Compressed files cannot be mapped.
+    /// are whatever the file has. LZ4-compressed files (flag bit 1) are refused; a chunked
+    /// file (flag bit 2) is read through the section decoder whatever the [`ReadMode`]: a
+    /// record decodes only the blocks of its chunk, with positioned reads (never a map), into
+    /// owned values, and [`mode`](RecordReader::mode) says [`ReadMode::Positioned`].
+    ///
+    /// ```
+    /// use rawarray_serde::{Codec, RawArray, ReadMode, RecordReader, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let a = RawArray::from_vec((0..5000u32).collect());
+    /// a.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![1000])).unwrap();
+    /// let r = RecordReader::<u32>::open(&path).unwrap();
+    /// assert_eq!(r.get(4321).unwrap(), Some(4321));
+    /// assert_eq!(*r.slice(998..1002).unwrap(), [998, 999, 1000, 1001]);
+    /// assert_eq!(r.mode(), ReadMode::Positioned);
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<RecordReader<T>> {
         RecordReadOptions::new().open(path)
     }
@@ -202,7 +224,10 @@ impl<T: Element + Clone> RecordReader<T> {
             Some(schema) => T::layout().check_against(schema, opts.schema)?,
             None => Vec::new(),
         };
-        let section = if header.size == 0 {
+        let section = if header.flags.is_chunked() {
+            data::to_usize(header.data_len())?;
+            Section::Chunked(Box::new(SectionReader::open(&header, file)?))
+        } else if header.size == 0 {
             Section::Empty
         } else if mode == ReadMode::Positioned {
             data::to_usize(header.size)?;
@@ -278,18 +303,41 @@ impl<T: Element + Clone> RecordReader<T> {
         &self.notes
     }
 
+    /// What the section decoder of a chunked file has read and decoded so far (`None` for a
+    /// file that is not chunked): a record costs the blocks of its chunk it lies in, once.
+    ///
+    /// ```
+    /// use rawarray_serde::{Codec, RawArray, RecordReader, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let a = RawArray::from_vec((0..5000u64).collect());
+    /// a.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![1000])).unwrap();
+    /// let r = RecordReader::<u64>::open(&path).unwrap();
+    /// assert_eq!(r.get(2500).unwrap(), Some(2500));
+    /// assert_eq!(r.get(2501).unwrap(), Some(2501)); // the same block, from the cache
+    /// let s = r.section_stats().unwrap();
+    /// assert_eq!((s.chunks_read, s.blocks_decoded), (2, 1));
+    /// ```
+    pub fn section_stats(&self) -> Option<SectionStats> {
+        match &self.section {
+            Section::Chunked(s) => Some(s.stats()),
+            _ => None,
+        }
+    }
+
     /// How the data is reached.
     pub fn mode(&self) -> ReadMode {
         match self.section {
-            Section::Positioned { .. } => ReadMode::Positioned,
+            Section::Positioned { .. } | Section::Chunked(_) => ReadMode::Positioned,
             _ => ReadMode::Mapped,
         }
     }
 
     /// The data section's bytes as stored (little- or big-endian, as the header says):
-    /// borrowed from the map, or read now with [`ReadMode::Positioned`].
+    /// borrowed from the map, or read now with [`ReadMode::Positioned`]. A chunked section's
+    /// bytes are its decoded data.
     pub fn data(&self) -> Result<Cow<'_, [u8]>> {
-        self.bytes(0, self.header.size as usize)
+        self.bytes(0, data::to_usize(self.header.data_len())?)
     }
 
     /// `len` data bytes from `start`.
@@ -300,6 +348,27 @@ impl<T: Element + Clone> RecordReader<T> {
             Section::Positioned { file, offset } => reading(&self.path, |_| {
                 let mut buf = data::try_zeroed_bytes(len as u64)?;
                 read_exact_at(file, &mut buf, offset + start as u64)?;
+                Ok(Cow::Owned(buf))
+            }),
+            Section::Chunked(section) => reading(&self.path, |_| {
+                let record = self.shape.bytes as usize;
+                if len == 0 || record == 0 {
+                    return Ok(Cow::Owned(Vec::new()));
+                }
+                // Callers ask for whole records: the last dim's range, every other dim whole.
+                let (first, count) = ((start / record) as u64, (len / record) as u64);
+                let (_, lead) = self
+                    .header
+                    .dims
+                    .split_last()
+                    .expect("checked by RecordShape");
+                let ranges: Vec<Range<u64>> = lead
+                    .iter()
+                    .map(|&d| 0..d)
+                    .chain(std::iter::once(first..first + count))
+                    .collect();
+                let mut buf = data::try_zeroed_bytes(len as u64)?;
+                section.read_subset(&ranges, &mut buf)?;
                 Ok(Cow::Owned(buf))
             }),
         }
@@ -392,15 +461,16 @@ impl<T: Element + Clone> RecordReader<T> {
 }
 
 /// A header and the trailer probe for its data end, taken while the header did not change, so
-/// that both belong to the same moment of a file a writer may be appending to.
+/// that both belong to the same moment of a file a writer may be appending to. A chunked data
+/// section (flag bit 2) is accepted: both callers read it through the section decoder.
 pub(crate) fn snapshot(file: &File) -> Result<(Header, Probe)> {
     let mut seen = None;
     for _ in 0..SNAPSHOT_TRIES {
-        let header = stable_header(file)?;
+        let header = stable_header_any(file)?;
         let len = file.metadata()?.len();
         header.check_input_len(len)?;
         let probe = locate(file, data_end(&header), len);
-        let again = stable_header(file)?;
+        let again = stable_header_any(file)?;
         if again == header {
             return Ok((header, probe));
         }

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use memmap2::Mmap;
 
 use crate::array::{element_dims, RawArray};
+use crate::codec::{SectionReader, SectionStats};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
@@ -65,7 +66,11 @@ impl Counter {
 /// The block's byte runs are computed once ([`SubsetPlan`]), adjacent runs merged, and read with
 /// positioned reads ([`ArrayReader::open`], no map; safe while other processes write the file
 /// with an [`ArrayWriter`](crate::ArrayWriter)) or copied out of a memory map
-/// ([`ArrayReader::open_mapped`]). Big-endian data is swapped. An LZ4-compressed file has no
+/// ([`ArrayReader::open_mapped`]). Big-endian data is swapped. A chunked file (flag bit 2, see
+/// [`crate::codec`]) is read through the section decoder: a block reads and decodes only the
+/// chunks it intersects, and in each only the codec blocks it touches, with a small cache of
+/// decoded blocks so that repeated element reads decode nothing twice (it is never mapped).
+/// An LZ4-compressed file has no
 /// addressable runs: its data section is read and decompressed whole on the first read (within
 /// the bound every reader of this crate applies: at most 255 plain bytes per compressed byte
 /// present in the file), kept for the reads after it, and cut from.
@@ -103,6 +108,8 @@ pub struct ArrayReader {
     trailer_error: Option<String>,
     /// The decompressed data section of an LZ4 file, once read.
     plain: OnceLock<Vec<u8>>,
+    /// The section decoder of a chunked file (its config and index read at open).
+    chunked: Option<SectionReader<File>>,
     counter: Counter,
 }
 
@@ -161,7 +168,13 @@ impl ArrayReader {
             Probe::Damaged(why) => (None, Some(why)),
             Probe::Valid(block) => (Some(block.trailer), None),
         };
-        let map = if map && !header.is_compressed() && header.size > 0 {
+        let chunked = if header.flags.is_chunked() {
+            // Its own descriptor of the same open file (the same inode), for the decoder to own.
+            Some(SectionReader::open(&header, file.try_clone()?)?)
+        } else {
+            None
+        };
+        let map = if map && !header.is_compressed() && chunked.is_none() && header.size > 0 {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header just read, which
             // `snapshot` checked the file to hold. This crate changes those bytes in place only
@@ -183,6 +196,7 @@ impl ArrayReader {
             trailer,
             trailer_error,
             plain: OnceLock::new(),
+            chunked,
             counter: Counter::default(),
         })
     }
@@ -208,9 +222,36 @@ impl ArrayReader {
         self.map.is_some()
     }
 
-    /// The reads made so far and their bytes.
+    /// The reads made so far and their bytes. For a chunked file, `reads` counts the chunks
+    /// read (once per chunk per call) and `bytes` their stored (compressed) bytes read, block
+    /// tables included; the config and index read at open are not counted.
+    ///
+    /// ```
+    /// use rawarray_serde::{ArrayReader, Codec, RawArray, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let a = RawArray::from_shape_vec(vec![64, 64], (0..4096u32).collect()).unwrap();
+    /// a.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![16, 16])).unwrap();
+    /// let r = ArrayReader::open(&path).unwrap();
+    /// let one: RawArray<u32> = r.read_subset(&[5..6, 40..41]).unwrap();
+    /// assert_eq!(one.as_slice(), &[5 + 40 * 64]);
+    /// assert_eq!(r.io_stats().reads, 1); // one chunk of sixteen
+    /// assert!(r.io_stats().bytes < 16 * 16 * 4);
+    /// ```
     pub fn io_stats(&self) -> IoStats {
-        self.counter.get()
+        let mut s = self.counter.get();
+        if let Some(c) = &self.chunked {
+            let c = c.stats();
+            s.reads += c.chunks_read;
+            s.bytes += c.compressed_bytes;
+        }
+        s
+    }
+
+    /// What the section decoder of a chunked file has read and decoded so far (`None` for
+    /// a file that is not chunked).
+    pub fn section_stats(&self) -> Option<SectionStats> {
+        self.chunked.as_ref().map(SectionReader::stats)
     }
 
     /// The plan of a subset in the file's dims and elements (see [`SubsetPlan`]): its runs and
@@ -321,6 +362,13 @@ impl ArrayReader {
         if plan.run_count() == 0 || run == 0 {
             return Ok(());
         }
+        if let Some(section) = &self.chunked {
+            // The whole array: every chunk decoded whole, in parallel, straight into place.
+            if plan.is_whole() {
+                return section.read_all_into(dst);
+            }
+            return section.read_subset(&header_ranges(&self.header, plan), dst);
+        }
         if self.header.is_compressed() {
             let plain = self.plain()?;
             copy_runs(plan, plain, dst, run);
@@ -361,6 +409,17 @@ impl ArrayReader {
 pub(crate) fn typed_plan<T: Element>(header: &Header, ranges: &[Range<u64>]) -> Result<SubsetPlan> {
     let dims = element_dims::<T>(header)?;
     SubsetPlan::new(&dims, T::PACKED_SIZE as u64, ranges)
+}
+
+/// The plan's ranges over the header's dims: the plan is over the dims of its element type,
+/// and a fixed-array element's own dims, which lead the header's, are read whole.
+pub(crate) fn header_ranges(header: &Header, plan: &SubsetPlan) -> Vec<Range<u64>> {
+    let inner = header.dims.len() - plan.array_dims().len();
+    header.dims[..inner]
+        .iter()
+        .map(|&d| 0..d)
+        .chain(plan.ranges().iter().cloned())
+        .collect()
 }
 
 /// An error unless a buffer of `len` values holds the plan's block exactly.
@@ -461,7 +520,8 @@ mod nd {
                 .iter()
                 .map(|&d| data::to_usize(d))
                 .collect::<Result<Vec<usize>>>()?;
-            if self.header.is_compressed() || self.header.is_big_endian() {
+            let chunked = self.header.flags.is_chunked();
+            if self.header.is_compressed() || chunked || self.header.is_big_endian() {
                 return Err(Error::unsupported(format!(
                     "a view needs a little-endian uncompressed file; this one is {}{}",
                     if self.header.is_big_endian() {
@@ -471,6 +531,8 @@ mod nd {
                     },
                     if self.header.is_compressed() {
                         ", LZ4-compressed"
+                    } else if chunked {
+                        ", chunked (read blocks of it with read_subset)"
                     } else {
                         ""
                     },

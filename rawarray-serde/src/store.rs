@@ -13,13 +13,14 @@ use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
 use crate::array::{element_dims, RawArray};
+use crate::codec::Layout;
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::header::{Header, FIXED_HEADER_LEN, MAX_NDIMS};
 use crate::reader::{
-    block_header_and_bytes, check_out_len, copy_runs, decode_into_slice, typed_plan, Counter,
-    IoStats,
+    block_header_and_bytes, check_out_len, copy_runs, decode_into_slice, header_ranges, typed_plan,
+    Counter, IoStats,
 };
 use crate::subset::SubsetPlan;
 use crate::trailer::{data_end, locate, Probe, Source, Trailer};
@@ -61,6 +62,13 @@ const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 /// body is streamed into the block's buffer, the bytes between runs dropped as they pass. An
 /// LZ4 file's data section is fetched with one request and decompressed whole, as
 /// [`ArrayReader`](crate::ArrayReader) does.
+///
+/// A chunked object (flag bit 2, see [`crate::codec`]) costs no more at open for its config
+/// and index: they come with the first 64 KiB when they fit there (an index of up to about
+/// 2,600 chunks), else by one more request (more only for an index grown in segments far
+/// apart), besides the trailer's. A block then fetches the stored bytes of the chunks it
+/// intersects and nothing else, coalesced as runs are (chunks less than 1 MiB apart share a
+/// request), checks each chunk's checksum and decodes it; chunks never written read as zeros.
 ///
 /// The server is not trusted. Every body must be exactly the length asked: a shorter or
 /// longer one is an error naming the object and the range, and nothing beyond the range asked
@@ -105,6 +113,8 @@ pub struct StoreArrayReader {
     trailer_error: Option<String>,
     /// The decompressed data section of an LZ4 file, once fetched.
     plain: OnceLock<Vec<u8>>,
+    /// The validated config and index of a chunked object.
+    chunked: Option<Layout>,
     counter: Counter,
 }
 
@@ -159,8 +169,13 @@ impl StoreArrayReader {
             },
         };
         let object_len = object.pinned.size;
-        let header = Header::decode(&first)?;
+        let header = Header::decode_any(&first)?;
         header.check_input_len(object_len)?;
+        let chunked = if header.flags.is_chunked() {
+            Some(chunked_layout(&object, &header, &first, &counter).await?)
+        } else {
+            None
+        };
         let end = data_end(&header);
         let mut pieces = vec![(0u64, first)];
         let mut probe = Probe::Absent;
@@ -212,6 +227,7 @@ impl StoreArrayReader {
             trailer,
             trailer_error,
             plain: OnceLock::new(),
+            chunked,
             counter,
         })
     }
@@ -237,7 +253,8 @@ impl StoreArrayReader {
     }
 
     /// The requests made so far (open included) and the bytes they brought (the gaps between
-    /// runs that share a request included).
+    /// runs that share a request included). For a chunked object, the bytes are the stored
+    /// (compressed) bytes of the chunks fetched.
     pub fn io_stats(&self) -> IoStats {
         self.counter.get()
     }
@@ -313,6 +330,11 @@ impl StoreArrayReader {
         if plan.run_count() == 0 || run == 0 {
             return Ok(());
         }
+        if let Some(layout) = &self.chunked {
+            return self
+                .fill_chunked(layout, &header_ranges(&self.header, plan), dst)
+                .await;
+        }
         if self.header.is_compressed() {
             let plain = self.plain().await?;
             copy_runs(plan, plain, dst, run);
@@ -341,6 +363,74 @@ impl StoreArrayReader {
         }
     }
 
+    /// Fetches the stored bytes of the chunks the subset `ranges` (over the header's dims)
+    /// intersects, coalesced, and decodes each into its place in `dst` (in the subset's shape).
+    /// At most [`COALESCE_SPAN`] stored bytes are held at once (one larger chunk alone).
+    async fn fill_chunked(
+        &self,
+        layout: &Layout,
+        ranges: &[Range<u64>],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let base = self.header.encoded_len() as u64;
+        let mut stored: Vec<(u64, Range<u64>)> = Vec::new();
+        for n in layout.grid().touched(ranges) {
+            match layout.chunk_range(n) {
+                Some(r) => stored.push((n, base + r.start..base + r.end)),
+                // Never written: zeros (the caller's buffer may hold anything).
+                None => {
+                    for (_, d, len) in layout.subset_runs(n, ranges) {
+                        dst[d as usize..(d + len) as usize].fill(0);
+                    }
+                }
+            }
+        }
+        // In object order, so that neighbours share a request.
+        stored.sort_by_key(|(_, r)| r.start);
+        let mut first = 0;
+        while first < stored.len() {
+            let mut last = first;
+            let mut bytes = 0u64;
+            while let Some((_, r)) = stored.get(last) {
+                let len = r.end - r.start;
+                if last > first && bytes + len > COALESCE_SPAN {
+                    break;
+                }
+                bytes += len;
+                last += 1;
+            }
+            let batch = &stored[first..last];
+            let runs: Vec<Range<u64>> = batch.iter().map(|(_, r)| r.clone()).collect();
+            let mut buf = data::try_zeroed_bytes(bytes)?;
+            let mut rest = &mut buf[..];
+            let mut requests = Vec::new();
+            for group in coalesce(&runs, COALESCE_GAP, COALESCE_SPAN) {
+                let group = &runs[group];
+                let len: u64 = group.iter().map(|r| r.end - r.start).sum();
+                let (mine, more) = std::mem::take(&mut rest).split_at_mut(len as usize);
+                rest = more;
+                requests.push(self.object.read_runs(group, mine, &self.counter));
+            }
+            futures::stream::iter(requests)
+                .buffer_unordered(PARALLEL)
+                .try_collect::<()>()
+                .await?;
+            let mut at = 0usize;
+            for (n, r) in batch {
+                let len = (r.end - r.start) as usize;
+                let mut raw = data::try_zeroed_bytes(layout.grid().raw_len(*n))?;
+                layout.decode_chunk(*n, &buf[at..at + len], &mut raw)?;
+                for (s, d, l) in layout.subset_runs(*n, ranges) {
+                    let (s, d, l) = (s as usize, d as usize, l as usize);
+                    dst[d..d + l].copy_from_slice(&raw[s..s + l]);
+                }
+                at += len;
+            }
+            first = last;
+        }
+        Ok(())
+    }
+
     /// The decompressed data section, fetched with one request and decompressed on first use.
     async fn plain(&self) -> Result<&[u8]> {
         if let Some(p) = self.plain.get() {
@@ -355,6 +445,76 @@ impl StoreArrayReader {
         let plain = data::decompress(&packed, &self.header)?;
         Ok(self.plain.get_or_init(|| plain))
     }
+}
+
+/// The validated config and index of the chunked object whose header is `header`: taken from
+/// `first` (the object's first bytes, already fetched) where it holds them, the rest fetched
+/// (the config, then the index segments the config names, neighbours by one request).
+async fn chunked_layout(
+    object: &Object,
+    header: &Header,
+    first: &Bytes,
+    counter: &Counter,
+) -> Result<Layout> {
+    let base = header.encoded_len() as u64;
+    let cr = Layout::config_range(header);
+    let config = fetch_ranges(
+        object,
+        first,
+        std::slice::from_ref(&(base + cr.start..base + cr.end)),
+        counter,
+    )
+    .await?;
+    let pending = Layout::start(header, &config[0])?;
+    let reads: Vec<Range<u64>> = pending
+        .segment_reads()
+        .iter()
+        .map(|r| base + r.bytes.start..base + r.bytes.end)
+        .collect();
+    let segments = fetch_ranges(object, first, &reads, counter).await?;
+    let refs: Vec<&[u8]> = segments.iter().map(|b| &b[..]).collect();
+    pending.finish(&refs)
+}
+
+/// The bytes of each of `ranges` (in the object): sliced from `first` (the object's first
+/// bytes) where it holds them, the others fetched, neighbours coalesced into one request.
+async fn fetch_ranges(
+    object: &Object,
+    first: &Bytes,
+    ranges: &[Range<u64>],
+    counter: &Counter,
+) -> Result<Vec<Bytes>> {
+    let held = first.len() as u64;
+    let mut out: Vec<Bytes> = ranges
+        .iter()
+        .map(|r| {
+            if r.end <= held {
+                first.slice(r.start as usize..r.end as usize)
+            } else {
+                Bytes::new()
+            }
+        })
+        .collect();
+    let mut missing: Vec<usize> = (0..ranges.len())
+        .filter(|&i| ranges[i].end > held && ranges[i].start < ranges[i].end)
+        .collect();
+    missing.sort_by_key(|&i| ranges[i].start);
+    let runs: Vec<Range<u64>> = missing.iter().map(|&i| ranges[i].clone()).collect();
+    for group in coalesce(&runs, COALESCE_GAP, COALESCE_SPAN) {
+        let len: u64 = runs[group.clone()].iter().map(|r| r.end - r.start).sum();
+        let mut buf = data::try_zeroed_bytes(len)?;
+        object
+            .read_runs(&runs[group.clone()], &mut buf, counter)
+            .await?;
+        let buf = Bytes::from(buf);
+        let mut at = 0usize;
+        for k in group {
+            let n = (runs[k].end - runs[k].start) as usize;
+            out[missing[k]] = buf.slice(at..at + n);
+            at += n;
+        }
+    }
+    Ok(out)
 }
 
 /// The object a reader opened: where it is, and what the store said it was at open, so that

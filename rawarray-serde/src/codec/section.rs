@@ -409,8 +409,31 @@ impl<S: ReadAt> SectionReader<S> {
                 bytes: h.data_len(),
             })?;
         let mut out = vec![0u8; total];
+        self.decode_all_into(&mut out, true)?;
+        Ok(out)
+    }
+
+    /// [`SectionReader::read_all`] into the caller's buffer of exactly `dims x elbyte` bytes
+    /// (whatever it holds: chunks never written are zeroed), chunks decoded in parallel.
+    pub fn read_all_into(&self, out: &mut [u8]) -> Result<()> {
+        let h = &self.layout.header;
+        if out.len() as u64 != h.data_len() {
+            return Err(ErrorKind::ShapeMismatch {
+                dims: h.dims.clone(),
+                expected: h.data_len(),
+                len: out.len() as u64,
+            }
+            .into());
+        }
+        self.decode_all_into(out, false)
+    }
+
+    /// Decodes every chunk into `out` (the section's length); `zeroed`: it is known to hold
+    /// zeros, so chunks never written are left alone.
+    fn decode_all_into(&self, out: &mut [u8], zeroed: bool) -> Result<()> {
+        let total = out.len();
         if total == 0 {
-            return Ok(out);
+            return Ok(());
         }
         let grid = &self.layout.grid;
         in_pool(self.threads, || {
@@ -426,7 +449,7 @@ impl<S: ReadAt> SectionReader<S> {
                 };
                 out.par_chunks_mut(stride)
                     .enumerate()
-                    .try_for_each(|(i, dst)| self.read_chunk_into(i as u64, dst, true))
+                    .try_for_each(|(i, dst)| self.read_chunk_into(i as u64, dst, zeroed))
             } else {
                 let batch = rayon::current_num_threads().max(1) * 4;
                 let all: Vec<Range<u64>> =
@@ -451,8 +474,7 @@ impl<S: ReadAt> SectionReader<S> {
                 }
                 Ok(())
             }
-        })??;
-        Ok(out)
+        })?
     }
 
     /// The block table of chunk `n` (cached).
@@ -553,6 +575,16 @@ impl<S: ReadAt> SectionReader<S> {
             }
         }
         Ok(())
+    }
+}
+
+impl<S> std::fmt::Debug for SectionReader<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SectionReader")
+            .field("layout", &self.layout)
+            .field("base", &self.base)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
     }
 }
 

@@ -5,8 +5,8 @@
 //!
 //! Both hand out the data section as plain little-endian bytes, addressed by their offset in
 //! it. The deserializer reads forward only, so a stream keeps only the bytes from the current
-//! position on. Big-endian and LZ4-compressed data are decoded whole, once, before the first
-//! read (bounded as before: what the header claims is only allocated as the bytes arrive, or
+//! position on. Big-endian, LZ4-compressed and chunked data are decoded whole, once, before
+//! the first read (bounded as before: what the header claims is only allocated as the bytes arrive, or
 //! once a file's length confirms them).
 
 use std::borrow::Cow;
@@ -101,8 +101,13 @@ impl<'de> SliceInput<'de> {
     /// `file`, whose `header` is decoded and checked against its length.
     pub(crate) fn new(file: &'de [u8], header: &Header) -> Result<SliceInput<'de>> {
         let start = header.encoded_len();
-        let section = &file[start..start + crate::data::to_usize(header.size)?];
-        let data = plain(Cow::Borrowed(section), header)?;
+        let data = if header.flags.is_chunked() {
+            // Decoded whole, once: the deserializer reads the plain bytes as for any file.
+            plain(Cow::Owned(crate::codec::decode_all(header, file)?), header)?
+        } else {
+            let section = &file[start..start + crate::data::to_usize(header.size)?];
+            plain(Cow::Borrowed(section), header)?
+        };
         Ok(SliceInput { file, data })
     }
 }
@@ -192,9 +197,11 @@ impl<R: Read> StreamInput<R> {
     ) -> Result<StreamInput<R>> {
         let size_us = crate::data::to_usize(header.size)?;
         let known = available.is_some_and(|a| a >= header.size);
-        if header.is_compressed() || header.is_big_endian() {
+        if header.is_compressed() || header.flags.is_chunked() || header.is_big_endian() {
             // Decoded whole, as from a slice: these are not the one-copy formats. An LZ4 block
-            // is decoded as it is read, so the block and its decoded bytes are never both held.
+            // is decoded as it is read, so the block and its decoded bytes are never both held;
+            // a chunked section is read whole first (as its bytes arrive, bounded by the
+            // header's size), then decoded from memory.
             let data = if header.is_compressed() {
                 let mut decoded = crate::data::try_zeroed_bytes(header.data_len())?;
                 crate::lz4_block::decode_stream(&mut reader, header.size, &mut decoded)?;
@@ -202,7 +209,11 @@ impl<R: Read> StreamInput<R> {
                 stored.flags = stored.flags.with(crate::header::Flags::COMPRESSED, false);
                 plain(Cow::Owned(decoded), &stored)?.into_owned()
             } else {
-                let section = crate::data::read_bytes(&mut reader, header.size, available)?;
+                let mut section = crate::data::read_bytes(&mut reader, header.size, available)?;
+                if header.flags.is_chunked() {
+                    section =
+                        crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all()?;
+                }
                 plain(Cow::Owned(section), header)?.into_owned()
             };
             return Ok(StreamInput {
