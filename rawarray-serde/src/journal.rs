@@ -7,7 +7,8 @@
 //! the `.ra` file alone can see. So every block write is entered in a journal beside the file
 //! first (`begin`), and marked done once all its bytes are written (`end`). A block with a
 //! `begin` and no `end` was never committed. A later complete write of the same ranges commits
-//! it (a rerun of the killed rank repairs the file).
+//! it (a rerun of the killed rank repairs the file); the superseded write's own `end`, should
+//! it still come (a slow writer, a retried task), is accepted.
 //!
 //! # On-disk form
 //!
@@ -249,6 +250,9 @@ fn scan(
     let mut entry = vec![0u8; entry_len];
     // Begun blocks by id: their ranges and the entry index of their begin.
     let mut open: HashMap<u64, (Vec<Range<u64>>, u64)> = HashMap::new();
+    // Writes of a block that a later complete write of the same ranges committed: their own
+    // `end` may still come (a slow writer, a retried task), and is then no damage.
+    let mut superseded: HashMap<u64, Vec<Range<u64>>> = HashMap::new();
     let mut index = 0u64;
     loop {
         let got = read_full(r, &mut entry)?;
@@ -292,6 +296,18 @@ fn scan(
                 }
             }
             END => {
+                if let Some(begun) = superseded.remove(&id) {
+                    if begun != ranges {
+                        return Err(bad(
+                            path,
+                            format!(
+                                "entry {index}: block {id:#x} ends with other ranges than it began"
+                            ),
+                        ));
+                    }
+                    index += 1;
+                    continue;
+                }
                 let Some((begun, at)) = open.remove(&id) else {
                     return Err(bad(
                         path,
@@ -307,7 +323,16 @@ fn scan(
                     ));
                 }
                 // A complete write of the same block, begun after a torn one, commits it.
-                open.retain(|_, (r, i)| !(*r == ranges && *i < at));
+                let done: Vec<u64> = open
+                    .iter()
+                    .filter(|(_, (r, i))| *r == ranges && *i < at)
+                    .map(|(&id, _)| id)
+                    .collect();
+                for id in done {
+                    if let Some((r, _)) = open.remove(&id) {
+                        superseded.insert(id, r);
+                    }
+                }
             }
             _ => {
                 return Err(bad(
@@ -515,6 +540,15 @@ mod tests {
         j2.extend(encode_entry(BEGIN, 3, &b));
         j2.extend(encode_entry(END, 3, &b));
         assert_eq!(scan_bytes(&j2).unwrap(), Some(vec![]));
+        // The slow write that block 3 superseded ends after all (a retried task): still no
+        // damage, and the journal stays readable.
+        let mut j3 = j2.clone();
+        j3.extend(encode_entry(END, 2, &b));
+        assert_eq!(scan_bytes(&j3).unwrap(), Some(vec![]));
+        // Its end must still name the ranges it began.
+        let mut j4 = j2.clone();
+        j4.extend(encode_entry(END, 2, &a));
+        assert!(scan_bytes(&j4).is_err());
         // Another file's journal is not this file's record.
         let mut other = j.clone();
         other[16] ^= 1;
