@@ -395,7 +395,9 @@ impl<T: Element> RawArray<T> {
         header.flags = opts.flags();
         if let Some(co) = opts.chunked()? {
             let plain = packed_bytes(&self.data, opts.big_endian);
-            let (header, section) = crate::codec::encode(&header, &plain, &co)?;
+            // The chunked header (its flags and size) is the one the trailer's `at` follows.
+            let (chunked, section) = crate::codec::encode(&header, &plain, &co)?;
+            header = chunked;
             w.write_all(&header.encode())?;
             w.write_all(&section)?;
         } else if opts.compress {
