@@ -199,3 +199,24 @@ fn serde_writes_the_marker_when_every_byte_is_a_bool() {
     let bytes = rawarray_serde::to_vec(&vec![1u8, 0]).unwrap();
     assert_eq!(Trailer::from_file_bytes(&bytes).unwrap(), None);
 }
+
+#[test]
+fn a_chunked_bool_array_has_its_trailer_block_at_the_chunked_data_end() {
+    use rawarray_serde::codec::Codec;
+    use rawarray_serde::WriteOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("b.ra");
+    let values: Vec<bool> = (0..1000).map(|i| i % 3 == 0).collect();
+    RawArray::from_vec(values.clone())
+        .write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd))
+        .unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let word = |i: usize| u64::from_le_bytes(bytes[i..i + 8].try_into().unwrap());
+    let ndims = word(40) as usize;
+    let data_end = 48 + 8 * ndims + word(32) as usize;
+    // The forward copy: the tag, then its JSON length, then `at`, its own offset.
+    assert_eq!(bytes[data_end..data_end + 8], TRAILER_TAG);
+    assert_eq!(word(data_end + 16), data_end as u64);
+    let back: RawArray<bool> = RawArray::read_file(&path).unwrap();
+    assert_eq!(back.as_slice(), values);
+}
