@@ -539,3 +539,30 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
     assert_eq!(a.get(&[2, 34]), Some(&614));
     assert_eq!(a.get(&[0, 0]), Some(&0));
 }
+
+#[test]
+fn serde_reads_chunked_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ra");
+    let points: Vec<[f64; 3]> = (0..500).map(|i| [i as f64, 0.5 * i as f64, -1.0]).collect();
+    let a: RawArray<[f64; 3]> = RawArray::from_vec(points.clone());
+    for opts in [
+        WriteOptions::new().codec(Codec::Zstd).chunks(vec![3, 64]),
+        WriteOptions::new().codec(Codec::Lz4).big_endian(true),
+    ] {
+        a.write_file_with(&path, &opts).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            rawarray_serde::from_file::<_, Vec<[f64; 3]>>(&path).unwrap(),
+            points
+        );
+        assert_eq!(
+            rawarray_serde::from_reader::<_, Vec<[f64; 3]>>(&bytes[..]).unwrap(),
+            points
+        );
+        assert_eq!(
+            rawarray_serde::from_slice::<Vec<[f64; 3]>>(&bytes).unwrap(),
+            points
+        );
+    }
+}

@@ -240,6 +240,18 @@ impl Chain {
                 format!("block {b}: crc32 {crc:#010x}, index says {:#010x}", r.crc),
             ));
         }
+        self.decode_checked_block(chunk, b, stored, out)
+    }
+
+    /// [`Chain::decode_block`] once the payload's bytes are known good (a whole chunk whose
+    /// entry CRC matched).
+    fn decode_checked_block(
+        &self,
+        chunk: u64,
+        b: u64,
+        stored: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
         if self.shuffle == Shuffle::None || out.len() <= self.elbyte {
             return self
                 .block_codec()
@@ -282,10 +294,9 @@ impl Chain {
         for (b, r) in blocks.iter().enumerate() {
             let range = self.block_range(raw_len, b as u64);
             let payload = &stored[r.start as usize..(r.start + r.len) as usize];
-            self.decode_block(
+            self.decode_checked_block(
                 chunk,
                 b as u64,
-                r,
                 payload,
                 &mut out[range.start as usize..range.end as usize],
             )?;

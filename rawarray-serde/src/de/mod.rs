@@ -108,7 +108,7 @@ impl<'de> Deserializer<'de> {
     /// A deserializer over a whole file's bytes; `&str` and `&[u8]` borrow from them where the
     /// data is plain.
     pub fn from_slice(bytes: &'de [u8]) -> Result<Deserializer<'de>> {
-        let header = Header::decode(bytes)?;
+        let header = Header::decode_any(bytes)?;
         header.check_input_len(bytes.len() as u64)?;
         let input = SliceInput::new(bytes, &header)?;
         Ok(Deserializer::new(input, header))
@@ -140,7 +140,7 @@ impl<R: Read> Deserializer<'static, StreamInput<R>> {
         mut reader: R,
         available: Option<u64>,
     ) -> Result<Deserializer<'static, StreamInput<R>>> {
-        let header = Header::read_from(&mut reader)?;
+        let header = Header::read_from_any(&mut reader)?;
         if let Some(a) = available {
             header.check_input_len(a)?;
         }

@@ -173,7 +173,7 @@ impl<R: Read> StreamInput<R> {
     ) -> Result<StreamInput<R>> {
         let size_us = crate::data::to_usize(header.size)?;
         let known = available.is_some_and(|a| a >= header.size);
-        if header.is_compressed() || header.is_big_endian() {
+        if header.is_compressed() || header.flags.is_chunked() || header.is_big_endian() {
             // Decoded whole, as from a slice: these are not the one-copy formats.
             let section = crate::data::read_bytes(&mut reader, header.size, available)?;
             let data = plain(Cow::Owned(section), header)?.into_owned();
@@ -326,6 +326,8 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
 fn plain<'a>(section: Cow<'a, [u8]>, header: &Header) -> Result<Cow<'a, [u8]>> {
     let mut data = if header.is_compressed() {
         Cow::Owned(crate::data::decompress(&section, header)?)
+    } else if header.flags.is_chunked() {
+        Cow::Owned(crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all()?)
     } else {
         section
     };
