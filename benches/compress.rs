@@ -73,7 +73,7 @@ fn nbody(len: u64) -> (Header, Vec<u8>) {
     for i in 0..len {
         let r = 10.0 * rng.uniform().cbrt();
         for k in 0..3 {
-            out.extend_from_slice(&(r * (k as f64 + rng.uniform()).cos()).to_le_bytes());
+            out.extend_from_slice(&(r * (f64::from(k) + rng.uniform()).cos()).to_le_bytes());
         }
         for _ in 0..3 {
             out.extend_from_slice(&(0.1 * rng.normal()).to_le_bytes());
@@ -98,7 +98,7 @@ fn main() {
         .unwrap_or(32);
     let bytes = mb << 20;
     let n = ((bytes / 4) as f64).cbrt() as u64;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
     let sets = [
         ("field f32", field(n)),
         ("random f32", random(bytes / 4)),

@@ -505,6 +505,7 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&path)
         .unwrap();
     // Records of 3 u16, 5 records per chunk; S0 = 1 so segments 1, 2, 3 are allocated as it grows.
@@ -544,7 +545,9 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
 fn serde_reads_chunked_files() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("s.ra");
-    let points: Vec<[f64; 3]> = (0..500).map(|i| [i as f64, 0.5 * i as f64, -1.0]).collect();
+    let points: Vec<[f64; 3]> = (0..500)
+        .map(|i| [f64::from(i), 0.5 * f64::from(i), -1.0])
+        .collect();
     let a: RawArray<[f64; 3]> = RawArray::from_vec(points.clone());
     for opts in [
         WriteOptions::new().codec(Codec::Zstd).chunks(vec![3, 64]),
