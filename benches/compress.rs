@@ -157,6 +157,29 @@ fn main() {
         }
     }
 
+    // The filters alone against a memcpy of the same bytes.
+    println!("\n# filters, 8 MiB, one thread\n");
+    println!("| elbyte | memcpy GB/s | shuffle | unshuffle | bitshuffle | bitunshuffle |");
+    println!("|---|---|---|---|---|---|");
+    let src: Vec<u8> = sets[0].1 .1.iter().copied().cycle().take(8 << 20).collect();
+    for w in [2usize, 4, 8, 16, 76] {
+        let len = src.len() / w * w;
+        let (s, mut d) = (&src[..len], vec![0u8; len]);
+        let (tm, ()) = best(5, || d.copy_from_slice(s));
+        let (ts, ()) = best(5, || codec::shuffle::shuffle(s, w, &mut d));
+        let (tu, ()) = best(5, || codec::shuffle::unshuffle(s, w, &mut d));
+        let (tb, ()) = best(3, || codec::bitshuffle::bitshuffle(s, w, &mut d));
+        let (tbu, ()) = best(3, || codec::bitshuffle::bitunshuffle(s, w, &mut d));
+        println!(
+            "| {w} | {:.2} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            gbs(len, tm),
+            gbs(len, ts),
+            gbs(len, tu),
+            gbs(len, tb),
+            gbs(len, tbu)
+        );
+    }
+
     // Partial reads of the field, zstd 3 + byte shuffle, default chunks, files in the page cache.
     let (header, raw) = &sets[0].1;
     let dir = tempfile::tempdir().unwrap();
