@@ -38,7 +38,7 @@
 //! }
 //! let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
 //! assert_eq!(a.dims(), [4, 24]);
-//! assert_eq!(a.get(&[1, 9]), Some(&101));
+//! assert_eq!(a.get(&[1, 9]), Some(&105)); // chunk 1, its record 1, field 1
 //! ```
 
 use std::fs::File;
