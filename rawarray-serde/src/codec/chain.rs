@@ -258,12 +258,20 @@ impl Chain {
                 .decompress(stored, out)
                 .map_err(|e| corrupt(chunk, format!("block {b}: {e}")));
         }
-        let mut tmp = vec![0u8; out.len()];
-        self.block_codec()
-            .decompress(stored, &mut tmp)
-            .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))?;
-        self.filter().decode(&tmp, self.elbyte, out);
-        Ok(())
+        // The codec's output before the filter is undone: a buffer per thread, reused, since
+        // a whole read decodes thousands of blocks.
+        SCRATCH.with(|scratch| {
+            let mut tmp = scratch.borrow_mut();
+            if tmp.len() < out.len() {
+                tmp.resize(out.len(), 0);
+            }
+            let tmp = &mut tmp[..out.len()];
+            self.block_codec()
+                .decompress(stored, tmp)
+                .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))?;
+            self.filter().decode(tmp, self.elbyte, out);
+            Ok(())
+        })
     }
 
     /// Decodes all of chunk `chunk` (its stored bytes and entry flags) into `out` (exactly its
@@ -303,6 +311,11 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+thread_local! {
+    /// [`Chain::decode_block`]'s codec output, per thread.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {
