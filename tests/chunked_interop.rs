@@ -63,11 +63,14 @@ fn our_blocks_decode_with_theirs_and_theirs_with_ours() {
     }
 }
 
+/// eltype, elbyte, dims, chunk shape, filter, codec.
+type Case = (ElType, u64, &'static [u64], &'static [u64], Shuffle, Codec);
+
 #[test]
 #[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: interop skipped")]
 fn a_reader_written_from_the_spec_reads_our_files() {
     let dir = tempfile::tempdir().unwrap();
-    let cases: &[(ElType, u64, &[u64], &[u64], Shuffle, Codec)] = &[
+    let cases: &[Case] = &[
         (
             ElType::Float,
             4,

@@ -659,3 +659,53 @@ fn cut_bytes(whole: &DynArray, ranges: &[std::ops::Range<u64>]) -> Vec<u8> {
         }
     }
 }
+
+/// A chunked file (flag bit 2) read by the codec layer: the config and index validated, the
+/// whole section and three subsets decoded; every subset that decodes equals the block cut
+/// from the whole read. Inputs that are not chunked are made so: the input's bytes become the
+/// data section of a small chunked header (so the fuzzer mutates configs and indexes directly).
+pub fn chunked(data: &[u8]) {
+    use rawarray_serde::codec::{decode_all, SectionReader};
+    let (header, file) = match Header::decode_any(data) {
+        Ok(h) if h.flags.is_chunked() => (h, data.to_vec()),
+        _ => {
+            // dims [5, 4, 3] of u16, the section = the input.
+            let mut h = Header::new(ElType::Uint, 2, vec![5, 4, 3]).expect("a valid header");
+            h.flags = rawarray_serde::Flags::CHUNKED;
+            h.size = data.len() as u64;
+            let mut f = h.encode();
+            f.extend_from_slice(data);
+            (h, f)
+        }
+    };
+    // Whole reads allocate what the header says: keep them to what the fuzzer can afford.
+    let whole = if header.data_len() <= 64 << 20 { decode_all(&header, &file[..]).ok() } else { None };
+    let Ok(reader) = SectionReader::open(&header, &file[..]) else {
+        return;
+    };
+    let tail = &data[data.len().saturating_sub(12)..];
+    let mut pick = tail.iter().copied().cycle().chain(std::iter::repeat(0));
+    let mut next = || u64::from(pick.next().unwrap_or(0));
+    for _ in 0..3 {
+        let ranges: Vec<std::ops::Range<u64>> = header
+            .dims
+            .iter()
+            .map(|&d| {
+                let (a, b) = (next() % (d.min(250) + 1), next() % (d.min(250) + 1));
+                a.min(b)..a.max(b)
+            })
+            .collect();
+        let n: u64 = ranges.iter().map(|r| r.end - r.start).product::<u64>() * header.elbyte;
+        if n > 16 << 20 {
+            continue;
+        }
+        let mut out = vec![0u8; n as usize];
+        if reader.read_subset(&ranges, &mut out).is_ok() {
+            if let Some(w) = &whole {
+                let plan = rawarray_serde::SubsetPlan::new(&header.dims, header.elbyte, &ranges).expect("ranges checked");
+                let cut: Vec<u8> = plan.runs().flat_map(|r| w[r.start as usize..r.end as usize].iter().copied()).collect();
+                assert_eq!(out, cut, "subset {ranges:?} differs from the whole read");
+            }
+        }
+    }
+}

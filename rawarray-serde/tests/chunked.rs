@@ -498,6 +498,7 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&path)
         .unwrap();
     // Records of 3 u16, 5 records per chunk; S0 = 1 so segments 1, 2, 3 are allocated as it grows.
@@ -531,4 +532,33 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
     let a: RawArray<u16> = RawArray::read_file(&path).unwrap();
     assert_eq!(a.get(&[2, 34]), Some(&614));
     assert_eq!(a.get(&[0, 0]), Some(&0));
+}
+
+#[test]
+fn serde_reads_chunked_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.ra");
+    let points: Vec<[f64; 3]> = (0..500)
+        .map(|i| [f64::from(i), 0.5 * f64::from(i), -1.0])
+        .collect();
+    let a: RawArray<[f64; 3]> = RawArray::from_vec(points.clone());
+    for opts in [
+        WriteOptions::new().codec(Codec::Zstd).chunks(vec![3, 64]),
+        WriteOptions::new().codec(Codec::Lz4).big_endian(true),
+    ] {
+        a.write_file_with(&path, &opts).unwrap();
+        let bytes = std::fs::read(&path).unwrap();
+        assert_eq!(
+            rawarray_serde::from_file::<Vec<[f64; 3]>>(&path).unwrap(),
+            points
+        );
+        assert_eq!(
+            rawarray_serde::from_reader::<Vec<[f64; 3]>>(&bytes[..]).unwrap(),
+            points
+        );
+        assert_eq!(
+            rawarray_serde::from_slice::<Vec<[f64; 3]>>(&bytes).unwrap(),
+            points
+        );
+    }
 }

@@ -240,18 +240,38 @@ impl Chain {
                 format!("block {b}: crc32 {crc:#010x}, index says {:#010x}", r.crc),
             ));
         }
+        self.decode_checked_block(chunk, b, stored, out)
+    }
+
+    /// [`Chain::decode_block`] once the payload's bytes are known good (a whole chunk whose
+    /// entry CRC matched).
+    fn decode_checked_block(
+        &self,
+        chunk: u64,
+        b: u64,
+        stored: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
         if self.shuffle == Shuffle::None || out.len() <= self.elbyte {
             return self
                 .block_codec()
                 .decompress(stored, out)
                 .map_err(|e| corrupt(chunk, format!("block {b}: {e}")));
         }
-        let mut tmp = vec![0u8; out.len()];
-        self.block_codec()
-            .decompress(stored, &mut tmp)
-            .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))?;
-        self.filter().decode(&tmp, self.elbyte, out);
-        Ok(())
+        // The codec's output before the filter is undone: a buffer per thread, reused, since
+        // a whole read decodes thousands of blocks.
+        SCRATCH.with(|scratch| {
+            let mut tmp = scratch.borrow_mut();
+            if tmp.len() < out.len() {
+                tmp.resize(out.len(), 0);
+            }
+            let tmp = &mut tmp[..out.len()];
+            self.block_codec()
+                .decompress(stored, tmp)
+                .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))?;
+            self.filter().decode(tmp, self.elbyte, out);
+            Ok(())
+        })
     }
 
     /// Decodes all of chunk `chunk` (its stored bytes and entry flags) into `out` (exactly its
@@ -282,16 +302,20 @@ impl Chain {
         for (b, r) in blocks.iter().enumerate() {
             let range = self.block_range(raw_len, b as u64);
             let payload = &stored[r.start as usize..(r.start + r.len) as usize];
-            self.decode_block(
+            self.decode_checked_block(
                 chunk,
                 b as u64,
-                r,
                 payload,
                 &mut out[range.start as usize..range.end as usize],
             )?;
         }
         Ok(())
     }
+}
+
+thread_local! {
+    /// [`Chain::decode_block`]'s codec output, per thread.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {

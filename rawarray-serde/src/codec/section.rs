@@ -457,14 +457,19 @@ impl<S: ReadAt> SectionReader<S> {
                 let mut first = 0;
                 while first < grid.count() {
                     let last = (first + batch as u64).min(grid.count());
-                    let decoded: Vec<Vec<u8>> = (first..last)
+                    // Chunks never written stay as the zeros `out` starts with.
+                    let decoded: Vec<Option<Vec<u8>>> = (first..last)
                         .into_par_iter()
                         .map(|c| {
+                            if self.layout.index.entry(c).is_empty() {
+                                return Ok(None);
+                            }
                             let mut buf = vec![0u8; grid.raw_len(c) as usize];
-                            self.read_chunk_into(c, &mut buf, true).map(|()| buf)
+                            self.read_chunk_into(c, &mut buf, true).map(|()| Some(buf))
                         })
                         .collect::<Result<_>>()?;
                     for (c, buf) in (first..last).zip(decoded) {
+                        let Some(buf) = buf else { continue };
                         for (s, d, len) in self.layout.subset_runs(c, &all) {
                             out[d as usize..(d + len) as usize]
                                 .copy_from_slice(&buf[s as usize..(s + len) as usize]);

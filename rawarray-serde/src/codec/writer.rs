@@ -26,7 +26,7 @@
 //! use rawarray_serde::{ElType, Header, RawArray};
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("grow.ra");
-//! let file = std::fs::OpenOptions::new().read(true).write(true).create(true).open(&path).unwrap();
+//! let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
 //! // Records of 4 u32 (16 bytes), 8 records per chunk, none yet.
 //! let h = Header::new(ElType::Uint, 4, vec![4, 0]).unwrap();
 //! let mut w = ChunkWriter::create(&file, &h, &ChunkOptions::new().chunks(vec![4, 8]), 1).unwrap();
@@ -38,7 +38,7 @@
 //! }
 //! let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
 //! assert_eq!(a.dims(), [4, 24]);
-//! assert_eq!(a.get(&[1, 9]), Some(&101));
+//! assert_eq!(a.get(&[1, 9]), Some(&105)); // chunk 1, its record 1, field 1
 //! ```
 
 use std::fs::File;

@@ -209,11 +209,7 @@ impl<R: Read> StreamInput<R> {
                 stored.flags = stored.flags.with(crate::header::Flags::COMPRESSED, false);
                 plain(Cow::Owned(decoded), &stored)?.into_owned()
             } else {
-                let mut section = crate::data::read_bytes(&mut reader, header.size, available)?;
-                if header.flags.is_chunked() {
-                    section =
-                        crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all()?;
-                }
+                let section = crate::data::read_bytes(&mut reader, header.size, available)?;
                 plain(Cow::Owned(section), header)?.into_owned()
             };
             return Ok(StreamInput {
@@ -373,6 +369,8 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
 fn plain<'a>(section: Cow<'a, [u8]>, header: &Header) -> Result<Cow<'a, [u8]>> {
     let mut data = if header.is_compressed() {
         Cow::Owned(crate::data::decompress(&section, header)?)
+    } else if header.flags.is_chunked() {
+        Cow::Owned(crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all()?)
     } else {
         section
     };
