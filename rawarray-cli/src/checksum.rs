@@ -646,7 +646,9 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
     let mut bad = 0u64;
     let mut stored = Vec::new();
     let mut plain = Vec::new();
-    for n in 0..layout.grid().count() {
+    // Only the index's entries can hold anything: the grid may count 2^62 chunks of which the
+    // index (bounded by the file's length) lists a few.
+    for n in 0..layout.index().entries().len() as u64 {
         let Some(range) = layout.chunk_range(n) else {
             continue;
         };
