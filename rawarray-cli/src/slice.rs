@@ -230,16 +230,21 @@ enum Input {
 }
 
 impl Input {
-    fn open(path: &Path) -> Result<Input> {
-        let src = crate::source::RaSource::open(path)?;
+    /// The input of the file `src` opened: every read goes through its one descriptor (or a
+    /// clone of it, the same open file), so a file renamed over the path meanwhile cannot mix
+    /// its bytes with the header read. Nothing here takes a path to open.
+    fn of(src: &crate::source::RaSource) -> Result<Input> {
+        let path = src.path();
+        let file = src.file().try_clone().at(path)?;
         if !src.header.flags.is_chunked() {
-            return Ok(Input::Array(ArrayReader::open(path).at(path)?));
+            return Ok(Input::Array(
+                ArrayReader::from_open_file(file, path).at(path)?,
+            ));
         }
         let header = src.header.clone();
-        let file = File::open(path).at(path)?;
         let section = Box::new(SectionReader::open(&header, file).at(path)?);
         // A damaged trailer is not carried over (the slice keeps only what it can read).
-        let trailer = Trailer::read_file(path).ok().flatten();
+        let trailer = src.trailer_info().trailer;
         Ok(Input::Chunked {
             header,
             section,
@@ -320,8 +325,7 @@ pub fn run(
     }
     // A pipe or device named as a file is refused at once, not waited on (pipes and `-` were
     // copied to a file before this).
-    drop(crate::source::open_regular(input)?);
-    let reader = Input::open(input)?;
+    let reader = Input::of(&crate::source::RaSource::open(input)?)?;
     let dims = reader.header().dims.clone();
     if specs.len() != dims.len() {
         return Err(Failure::file(
@@ -500,6 +504,37 @@ fn pick(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A chunked file (with a trailer) renamed over the path after its header was read: the
+    /// input reads the section and the trailer of the file opened, not the new one's.
+    #[test]
+    fn the_input_reads_the_file_opened_not_what_the_path_names_later() {
+        use rawarray_serde::codec::{self, ChunkOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.ra");
+        let chunked = |data: Vec<u8>, params: &str| {
+            let plain = dir.path().join("plain.ra");
+            crate::source::tests::write_with_trailer(&plain, data.clone(), params);
+            let h = Header::new(rawarray_serde::ElType::Uint, 1, vec![data.len() as u64]).unwrap();
+            let (ch, section) = codec::encode(&h, &data, &ChunkOptions::new().chunks(vec![4]))
+                .unwrap();
+            let mut bytes = ch.encode();
+            bytes.extend_from_slice(&section);
+            let trailer = Trailer::read_file(&plain).unwrap().unwrap();
+            bytes.extend_from_slice(&trailer.encode_block(bytes.len() as u64));
+            let tmp = dir.path().join("tmp.ra");
+            std::fs::write(&tmp, bytes).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+        };
+        chunked((0..10).collect(), "old");
+        let src = crate::source::RaSource::open(&path).unwrap();
+        chunked(vec![200; 64], "new");
+        let input = Input::of(&src).unwrap();
+        drop(src);
+        assert_eq!(input.trailer().unwrap().params, "old");
+        let (_, bytes) = input.read_subset_bytes(&[0..10]).unwrap();
+        assert_eq!(bytes, (0..10).collect::<Vec<u8>>());
+    }
 
     fn axes(specs: &str, dims: &[u64]) -> Vec<Axis> {
         parse(specs)

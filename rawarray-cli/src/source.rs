@@ -500,13 +500,14 @@ impl RaSource {
     }
 
     /// What the bytes after the data section are, found from the end of the file without
-    /// reading them whole (the library's `Trailer::read_file`, O(1)).
+    /// reading them whole (the library's `Trailer::read_open_file`, O(1)), in the file this
+    /// source opened: never the path again, which may name another file by now.
     pub fn trailer_info(&self) -> TrailerInfo {
         let bytes = self.file_len - self.data_end();
         if bytes == 0 {
             return TrailerInfo::default();
         }
-        let (trailer, damaged) = match rawarray_serde::Trailer::read_file(&self.path) {
+        let (trailer, damaged) = match rawarray_serde::Trailer::read_open_file(&self.file) {
             Ok(t) => (t, None),
             // What is wrong, without the file's name: the caller shows it beside the file.
             Err(e) => (None, Some(e.kind().to_string())),
@@ -705,7 +706,7 @@ impl RaSource {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Found by running `ra cat` over the fuzz corpus: a user-defined element of 2^56 bytes in a
@@ -727,5 +728,27 @@ mod tests {
         .unwrap();
         assert_eq!(calls, 0);
         assert!(src.read_all().unwrap().is_empty());
+    }
+
+    /// A `.ra` file of bytes `data` with a trailer of params `params`, written by a rename
+    /// over `path` (as every rewrite does).
+    pub(crate) fn write_with_trailer(path: &Path, data: Vec<u8>, params: &str) {
+        let mut a = rawarray_serde::DynArray::from_typed(&rawarray_serde::RawArray::from_vec(data));
+        a.set_trailer(&rawarray_serde::Trailer::new(params).unwrap());
+        a.write_file(path).unwrap();
+    }
+
+    /// A file renamed over the path after the source opened it: the trailer is the one of the
+    /// file whose header was read, not the new file's.
+    #[test]
+    fn the_trailer_is_read_from_the_file_opened_not_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.ra");
+        write_with_trailer(&path, vec![1, 2, 3], "old");
+        let src = RaSource::open(&path).unwrap();
+        write_with_trailer(&path, vec![9; 40], "a newer, longer trailer");
+        let info = src.trailer_info();
+        assert_eq!(info.damaged, None);
+        assert_eq!(info.trailer.unwrap().params, "old");
     }
 }
