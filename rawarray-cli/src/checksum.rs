@@ -584,7 +584,7 @@ fn is_ra_file(path: &Path) -> bool {
     let mut magic = [0u8; 8];
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
         && File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
-        && magic == *b"rawarray"
+        && rawarray_serde::sniff::is_ra(&magic)
 }
 
 /// `ra verify FILE.ra`: checks what a `.ra` file can say of itself: its header, that it holds

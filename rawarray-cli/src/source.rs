@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rawarray_serde::codec::SectionReader;
+use rawarray_serde::sniff::{self, FileKind};
 use rawarray_serde::{Flags, Header};
 
 use crate::fail::{At, Failure, Result};
@@ -203,15 +204,15 @@ struct Peeked {
 
 static PEEKED: Mutex<Option<Peeked>> = Mutex::new(None);
 
+/// The input format `head` announces, by the library's one table of signatures.
 fn kind_of(head: &[u8]) -> Option<Kind> {
-    if head.starts_with(b"rawarray") {
-        Some(Kind::Ra)
-    } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some(Kind::Png)
-    } else if head.starts_with(b"\x93NUMPY") {
-        Some(Kind::Npy)
-    } else {
-        None
+    if sniff::is_ra(head) {
+        return Some(Kind::Ra);
+    }
+    match sniff::sniff(head)? {
+        FileKind::Png => Some(Kind::Png),
+        FileKind::Npy => Some(Kind::Npy),
+        _ => None,
     }
 }
 
@@ -245,9 +246,10 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
                 Ok(header) => Some(header),
                 // Not a .ra stream at all: say what it looks like, as `ra info` does for files.
                 Err(e) => {
-                    let what = match kind_of(&head) {
-                        Some(Kind::Png) => "a PNG image",
-                        Some(Kind::Npy) => "a numpy .npy file",
+                    // The library's error already says what other files look like; these
+                    // two `ra convert` reads.
+                    let what = match sniff::sniff(&head) {
+                        Some(k @ (FileKind::Png | FileKind::Npy)) => k.description(),
                         _ => return Err(Failure::file(name, e)),
                     };
                     return Err(Failure::file(
@@ -273,12 +275,12 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
                     Kind::Png => "not a PNG image: it does not start with the PNG signature",
                     _ => "not CSV text: it starts with binary bytes",
                 };
-                let seen = match found {
-                    Some(Kind::Ra) => " (it starts as a .ra file does)",
-                    Some(Kind::Npy) => " (it starts as a .npy file does)",
-                    Some(Kind::Png) => " (it starts as a PNG image does)",
-                    _ if head.is_empty() => " (it is empty)",
-                    _ => "",
+                let seen = match (found, sniff::sniff(&head)) {
+                    (Some(Kind::Ra), _) => " (it starts as a .ra file does)".to_string(),
+                    (_, Some(FileKind::Empty)) => " (it is empty)".to_string(),
+                    // Text is what CSV is; not worth naming after "not a .npy file".
+                    (_, Some(FileKind::Text)) | (_, None) => String::new(),
+                    (_, Some(k)) => format!(" (it looks like {})", k.description()),
                 };
                 return Err(Failure::file(name, format!("{what}{seen}")));
             }
