@@ -584,7 +584,7 @@ fn is_ra_file(path: &Path) -> bool {
     let mut magic = [0u8; 8];
     std::fs::metadata(path).is_ok_and(|m| m.is_file())
         && File::open(path).is_ok_and(|mut f| f.read_exact(&mut magic).is_ok())
-        && magic == *b"rawarray"
+        && rawarray_serde::sniff::is_ra(&magic)
 }
 
 /// `ra verify FILE.ra`: checks what a `.ra` file can say of itself: its header, that it holds
@@ -646,7 +646,9 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
     let mut bad = 0u64;
     let mut stored = Vec::new();
     let mut plain = Vec::new();
-    for n in 0..layout.grid().count() {
+    // Only the index's entries can hold anything: the grid may count 2^62 chunks of which the
+    // index (bounded by the file's length) lists a few.
+    for n in 0..layout.index().entries().len() as u64 {
         let Some(range) = layout.chunk_range(n) else {
             continue;
         };

@@ -6,7 +6,7 @@
 //! data end: `at` 0, as the spare copy of a record file).
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
 use rawarray_serde::atomic::AtomicFile;
@@ -185,7 +185,9 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
             let data = src.read_all()?;
             DynArray::new(h.eltype, h.elbyte, h.dims, data).at(input)?
         } else {
-            let file = File::open(input).at(input)?;
+            // The file the header was read from, from its start: never the path again.
+            let mut file = src.file();
+            file.rewind().at(input)?;
             let section = BufReader::new(file).take(src.data_end());
             DynArray::read_from(section).at(input)?
         };

@@ -3,17 +3,15 @@
 //! only the bytes the slice needs (the library's `ArrayReader`; for a chunked file the codec
 //! layer's section decoder, which decodes only the chunks a read touches), written atomically.
 
-use std::fs::File;
 use std::io::{BufWriter, IsTerminal, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use rawarray_serde::codec::SectionReader;
-use rawarray_serde::{ArrayReader, Header, Trailer};
+use rawarray_serde::ArrayReader;
 
 use crate::fail::{At, Failure, Result};
 use crate::output::OutFile;
-use crate::source::is_stdio;
+use crate::source::{is_stdio, RaSource};
 
 /// One comma-separated item of RANGES, as numpy writes it: `start:stop:step` with every part
 /// optional (`a:b`, `a:`, `:b`, `::s`, `:`), or a single index `i`; negatives count from the end.
@@ -217,89 +215,13 @@ fn plan(axes: &[Axis], elbyte: u64) -> ReadPlan {
     }
 }
 
-/// Where the slice's blocks come from: the library's reader, or, for a chunked file (which
-/// `ArrayReader` does not read yet), the codec layer's section decoder.
-enum Input {
-    Array(ArrayReader),
-    Chunked {
-        header: Header,
-        // Boxed: the section reader (layout, index, block cache) is large beside a plain reader.
-        section: Box<SectionReader<File>>,
-        trailer: Option<Trailer>,
-    },
-}
-
-impl Input {
-    fn open(path: &Path) -> Result<Input> {
-        let src = crate::source::RaSource::open(path)?;
-        if !src.header.flags.is_chunked() {
-            return Ok(Input::Array(ArrayReader::open(path).at(path)?));
-        }
-        let header = src.header.clone();
-        let file = File::open(path).at(path)?;
-        let section = Box::new(SectionReader::open(&header, file).at(path)?);
-        // A damaged trailer is not carried over (the slice keeps only what it can read).
-        let trailer = Trailer::read_file(path).ok().flatten();
-        Ok(Input::Chunked {
-            header,
-            section,
-            trailer,
-        })
-    }
-
-    fn header(&self) -> &Header {
-        match self {
-            Input::Array(r) => r.header(),
-            Input::Chunked { header, .. } => header,
-        }
-    }
-
-    fn trailer(&self) -> Option<&Trailer> {
-        match self {
-            Input::Array(r) => r.trailer(),
-            Input::Chunked { trailer, .. } => trailer.as_ref(),
-        }
-    }
-
-    /// The block `ranges` (in bounds) and its header, as `ArrayReader::read_subset_bytes`
-    /// gives them: little-endian where the element type says how, uncompressed.
-    fn read_subset_bytes(
-        &self,
-        ranges: &[Range<u64>],
-    ) -> rawarray_serde::Result<(Header, Vec<u8>)> {
-        let (header, section) = match self {
-            Input::Array(r) => return r.read_subset_bytes(ranges),
-            Input::Chunked {
-                header, section, ..
-            } => (header, section),
-        };
-        let dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
-        let mut block = Header {
-            dims,
-            ..header.clone()
-        };
-        block.flags = rawarray_serde::Flags::NONE;
-        let len = block.data_len();
-        let mut bytes = Vec::new();
-        let want = usize::try_from(len).unwrap_or(usize::MAX);
-        bytes
-            .try_reserve_exact(want)
-            .map_err(|_| rawarray_serde::ErrorKind::TooLarge { bytes: len })?;
-        bytes.resize(want, 0);
-        if len > 0 {
-            section.read_subset(ranges, &mut bytes)?;
-        }
-        if header.is_big_endian() {
-            match header.eltype.swap_width(header.elbyte) {
-                Some(w) if w > 1 => bytes.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse),
-                Some(_) => {}
-                // Elements whose scalars are unknown stay as stored, and say so.
-                None => block.flags = rawarray_serde::Flags::BIG_ENDIAN,
-            }
-        }
-        block.size = len;
-        Ok((block, bytes))
-    }
+/// The reader of the file `src` opened, chunked or not: every read goes through a clone of its
+/// one descriptor (the same open file), so a file renamed over the path meanwhile cannot mix its
+/// bytes with the header read. Nothing here takes a path to open.
+fn input_of(src: &RaSource) -> Result<ArrayReader> {
+    let path = src.path();
+    let file = src.file().try_clone().at(path)?;
+    ArrayReader::from_open_file(file, path).at(path)
 }
 
 /// Writes the slice `ranges` of `input` to `output` (`-`: standard output, as a `.ra` stream).
@@ -320,8 +242,7 @@ pub fn run(
     }
     // A pipe or device named as a file is refused at once, not waited on (pipes and `-` were
     // copied to a file before this).
-    drop(crate::source::open_regular(input)?);
-    let reader = Input::open(input)?;
+    let reader = input_of(&RaSource::open(input)?)?;
     let dims = reader.header().dims.clone();
     if specs.len() != dims.len() {
         return Err(Failure::file(
@@ -398,7 +319,7 @@ pub fn run(
 /// Writes the elements of the slice `axes` (none empty) in column-major order: each read is
 /// one block of the library's `read_subset_bytes` (see [`plan`]), its elements picked in order.
 fn write_slice(
-    reader: &Input,
+    reader: &ArrayReader,
     axes: &[Axis],
     w: &mut dyn Write,
     input: &Path,
@@ -500,6 +421,44 @@ fn pick(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A chunked file (with a trailer) renamed over the path after its header was read: the
+    /// input reads the section and the trailer of the file opened, not the new one's.
+    #[test]
+    fn the_input_reads_the_file_opened_not_what_the_path_names_later() {
+        use rawarray_serde::codec::{self, ChunkOptions};
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.ra");
+        let chunked = |data: Vec<u8>, params: &str| {
+            let plain = dir.path().join("plain.ra");
+            crate::source::tests::write_with_trailer(&plain, data.clone(), params);
+            let h = rawarray_serde::Header::new(
+                rawarray_serde::ElType::Uint,
+                1,
+                vec![data.len() as u64],
+            )
+            .unwrap();
+            let (ch, section) =
+                codec::encode(&h, &data, &ChunkOptions::new().chunks(vec![4])).unwrap();
+            let mut bytes = ch.encode();
+            bytes.extend_from_slice(&section);
+            let trailer = rawarray_serde::Trailer::read_file(&plain).unwrap().unwrap();
+            bytes.extend_from_slice(&trailer.encode_block(bytes.len() as u64));
+            let tmp = dir.path().join("tmp.ra");
+            std::fs::write(&tmp, bytes).unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+        };
+        chunked((0..10).collect(), "old");
+        let src = crate::source::RaSource::open(&path).unwrap();
+        chunked(vec![200; 64], "new");
+        let input = input_of(&src).unwrap();
+        drop(src);
+        assert_eq!(input.trailer().unwrap().params, "old");
+        let (_, bytes) = input
+            .read_subset_bytes(std::slice::from_ref(&(0..10)))
+            .unwrap();
+        assert_eq!(bytes, (0..10).collect::<Vec<u8>>());
+    }
 
     fn axes(specs: &str, dims: &[u64]) -> Vec<Axis> {
         parse(specs)

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use rawarray_serde::codec::SectionReader;
+use rawarray_serde::sniff::{self, FileKind};
 use rawarray_serde::{Flags, Header};
 
 use crate::fail::{At, Failure, Result};
@@ -203,15 +204,15 @@ struct Peeked {
 
 static PEEKED: Mutex<Option<Peeked>> = Mutex::new(None);
 
+/// The input format `head` announces, by the library's one table of signatures.
 fn kind_of(head: &[u8]) -> Option<Kind> {
-    if head.starts_with(b"rawarray") {
-        Some(Kind::Ra)
-    } else if head.starts_with(b"\x89PNG\r\n\x1a\n") {
-        Some(Kind::Png)
-    } else if head.starts_with(b"\x93NUMPY") {
-        Some(Kind::Npy)
-    } else {
-        None
+    if sniff::is_ra(head) {
+        return Some(Kind::Ra);
+    }
+    match sniff::sniff(head)? {
+        FileKind::Png => Some(Kind::Png),
+        FileKind::Npy => Some(Kind::Npy),
+        _ => None,
     }
 }
 
@@ -245,9 +246,10 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
                 Ok(header) => Some(header),
                 // Not a .ra stream at all: say what it looks like, as `ra info` does for files.
                 Err(e) => {
-                    let what = match kind_of(&head) {
-                        Some(Kind::Png) => "a PNG image",
-                        Some(Kind::Npy) => "a numpy .npy file",
+                    // The library's error already says what other files look like; these
+                    // two `ra convert` reads.
+                    let what = match sniff::sniff(&head) {
+                        Some(k @ (FileKind::Png | FileKind::Npy)) => k.description(),
                         _ => return Err(Failure::file(name, e)),
                     };
                     return Err(Failure::file(
@@ -273,12 +275,12 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
                     Kind::Png => "not a PNG image: it does not start with the PNG signature",
                     _ => "not CSV text: it starts with binary bytes",
                 };
-                let seen = match found {
-                    Some(Kind::Ra) => " (it starts as a .ra file does)",
-                    Some(Kind::Npy) => " (it starts as a .npy file does)",
-                    Some(Kind::Png) => " (it starts as a PNG image does)",
-                    _ if head.is_empty() => " (it is empty)",
-                    _ => "",
+                let seen = match (found, sniff::sniff(&head)) {
+                    (Some(Kind::Ra), _) => " (it starts as a .ra file does)".to_string(),
+                    (_, Some(FileKind::Empty)) => " (it is empty)".to_string(),
+                    // Text is what CSV is; not worth naming after "not a .npy file".
+                    (_, Some(FileKind::Text)) | (_, None) => String::new(),
+                    (_, Some(k)) => format!(" (it looks like {})", k.description()),
                 };
                 return Err(Failure::file(name, format!("{what}{seen}")));
             }
@@ -500,13 +502,14 @@ impl RaSource {
     }
 
     /// What the bytes after the data section are, found from the end of the file without
-    /// reading them whole (the library's `Trailer::read_file`, O(1)).
+    /// reading them whole (the library's `Trailer::read_open_file`, O(1)), in the file this
+    /// source opened: never the path again, which may name another file by now.
     pub fn trailer_info(&self) -> TrailerInfo {
         let bytes = self.file_len - self.data_end();
         if bytes == 0 {
             return TrailerInfo::default();
         }
-        let (trailer, damaged) = match rawarray_serde::Trailer::read_file(&self.path) {
+        let (trailer, damaged) = match rawarray_serde::Trailer::read_open_file(&self.file) {
             Ok(t) => (t, None),
             // What is wrong, without the file's name: the caller shows it beside the file.
             Err(e) => (None, Some(e.kind().to_string())),
@@ -705,7 +708,7 @@ impl RaSource {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Found by running `ra cat` over the fuzz corpus: a user-defined element of 2^56 bytes in a
@@ -727,5 +730,27 @@ mod tests {
         .unwrap();
         assert_eq!(calls, 0);
         assert!(src.read_all().unwrap().is_empty());
+    }
+
+    /// A `.ra` file of bytes `data` with a trailer of params `params`, written by a rename
+    /// over `path` (as every rewrite does).
+    pub(crate) fn write_with_trailer(path: &Path, data: Vec<u8>, params: &str) {
+        let mut a = rawarray_serde::DynArray::from_typed(&rawarray_serde::RawArray::from_vec(data));
+        a.set_trailer(&rawarray_serde::Trailer::new(params).unwrap());
+        a.write_file(path).unwrap();
+    }
+
+    /// A file renamed over the path after the source opened it: the trailer is the one of the
+    /// file whose header was read, not the new file's.
+    #[test]
+    fn the_trailer_is_read_from_the_file_opened_not_the_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.ra");
+        write_with_trailer(&path, vec![1, 2, 3], "old");
+        let src = RaSource::open(&path).unwrap();
+        write_with_trailer(&path, vec![9; 40], "a newer, longer trailer");
+        let info = src.trailer_info();
+        assert_eq!(info.damaged, None);
+        assert_eq!(info.trailer.unwrap().params, "old");
     }
 }

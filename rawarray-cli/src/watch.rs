@@ -43,8 +43,9 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
         ));
     };
     // The schema is read once: a writer never changes it (RecordWriter::open checks the type).
-    let schema_of = |h: &Header| {
-        rawarray_serde::Trailer::read_file(path)
+    // From the open file, never the path again (which may name another file by now).
+    let schema_of = |file: &File, h: &Header| {
+        rawarray_serde::Trailer::read_open_file(file)
             .ok()
             .flatten()
             .and_then(|t| t.schema)
@@ -53,16 +54,17 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
     };
     // A trailer there but not readable yet (being rewritten as it is read): read it again a
     // few polls before the first batch, so that it does not print as hex.
-    let mut schema = schema_of(&first);
-    let trailing = |h: &Header| {
-        std::fs::metadata(path).is_ok_and(|m| m.len() > h.encoded_len() as u64 + h.size)
+    let mut schema = schema_of(&file, &first);
+    let trailing = |file: &File, h: &Header| {
+        file.metadata()
+            .is_ok_and(|m| m.len() > h.encoded_len() as u64 + h.size)
     };
     for _ in 1..BAD_POLLS {
-        if schema.is_some() || first.eltype != ElType::User || !trailing(&first) {
+        if schema.is_some() || first.eltype != ElType::User || !trailing(&file, &first) {
             break;
         }
         std::thread::sleep(POLL);
-        schema = schema_of(&first);
+        schema = schema_of(&file, &first);
     }
     let mut printer = Printer {
         decoder: Decoder::new(first.eltype, first.elbyte),
@@ -109,7 +111,7 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
         // Records without a schema yet (a trailer being rewritten as it was first read): look
         // again, so that they print by field name as soon as it can be read.
         if printer.schema.is_none() && header.eltype == ElType::User {
-            printer.schema = schema_of(&header);
+            printer.schema = schema_of(&file, &header);
         }
         let now = header.dims.last().copied().unwrap_or(0);
         let same_shape = header.dims.len() == first.dims.len()

@@ -434,3 +434,50 @@ fn reshape_refuses_a_chunked_file_and_leaves_it_alone() {
     let a: RawArray<f32> = RawArray::read_file(&p).unwrap();
     assert_eq!((a.dims(), a.as_slice()), (&[120][..], &v[..]));
 }
+
+/// A sparse chunked file of 2^62 one-byte chunks, one written: `ra verify` checks the chunks
+/// its index lists (bounded by the file's length), not every chunk of the grid, so it answers
+/// at once, and still names a corrupt chunk.
+#[test]
+fn verify_of_a_sparse_file_with_2_62_chunks_is_bounded_by_its_index() {
+    use rawarray_serde::codec::{ChunkOptions, ChunkWriter};
+    use rawarray_serde::ElType;
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("sparse.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&p)
+        .unwrap();
+    let h = Header::new(ElType::Uint, 1, vec![1 << 62]).unwrap();
+    let opts = ChunkOptions::new().chunks(vec![1]);
+    let mut w = ChunkWriter::create(&file, &h, &opts, 4).unwrap();
+    w.write_chunk(&file, 2, &[7]).unwrap();
+    w.commit(&file, false).unwrap();
+    drop(file);
+    let verify = || {
+        ra().arg("verify")
+            .arg(&p)
+            .timeout(std::time::Duration::from_secs(20))
+            .output()
+            .unwrap()
+    };
+    let out = verify();
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stdout)),
+        (Some(0), format!("{}: OK\n", p.display()).into()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The one written chunk's stored bytes end the file: a flipped bit there is still found.
+    let mut bytes = std::fs::read(&p).unwrap();
+    let at = bytes.len() - 1;
+    bytes[at] ^= 0x01;
+    std::fs::write(&p, &bytes).unwrap();
+    let out = verify();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("FAILED (chunk 2: crc32"), "{text}");
+}

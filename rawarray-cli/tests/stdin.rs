@@ -566,3 +566,36 @@ fn bounded(child: std::process::Child) -> std::process::Output {
         }
     }
 }
+
+/// The wrong kind of stream for `--from` is named by the library's one table of signatures
+/// (`rawarray_serde::sniff`), as `ra info` names files: HDF5, gzip and .npy heads, hand-written.
+#[test]
+fn the_wrong_kind_of_stream_is_named_by_the_library_table() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("x.ra");
+    let out = out.to_str().unwrap();
+    let cases: [(&str, &[u8], &str); 3] = [
+        (
+            "npy",
+            b"\x89HDF\r\n\x1a\n\0\0\0\0\0\0\0\0",
+            "not a .npy file: it does not start with \\x93NUMPY (it looks like an HDF5 file)",
+        ),
+        (
+            "png",
+            b"\x1f\x8b\x08\0\0\0\0\0\0\x03",
+            "not a PNG image: it does not start with the PNG signature (it looks like \
+             gzip-compressed data)",
+        ),
+        (
+            "png",
+            b"\x93NUMPY\x01\0v\0{'descr': '<f4'",
+            "not a PNG image: it does not start with the PNG signature (it looks like a \
+             numpy .npy file)",
+        ),
+    ];
+    for (from, head, why) in cases {
+        let (code, _, err) = piped(tmp.path(), &["convert", "--from", from, "-", out], head);
+        assert_eq!(code, 1, "{err}");
+        assert_eq!(err, format!("ra: <stdin>: {why}\n"));
+    }
+}

@@ -44,13 +44,26 @@ impl FileKind {
     }
 }
 
+/// Whether `head` starts with the whole `.ra` magic: a `.ra` file (maybe a damaged one), the
+/// signature a caller choosing a reader by the first bytes looks for beside [`sniff`]'s.
+///
+/// ```
+/// use rawarray_serde::sniff::is_ra;
+/// assert!(is_ra(b"rawarray\0\0\0\0"));
+/// assert!(!is_ra(b"rawa")); // too short to tell
+/// assert!(!is_ra(b"\x93NUMPY\x01\0"));
+/// ```
+pub fn is_ra(head: &[u8]) -> bool {
+    head.starts_with(&crate::header::MAGIC.to_le_bytes())
+}
+
 /// What the file starting with `head` is, if it is recognisably not a `.ra` file. A head that
 /// starts with the `.ra` magic (or is a prefix of it) gives `None`: that is a `.ra` file, maybe
 /// a damaged one, which the error that made the caller ask describes.
 pub fn sniff(head: &[u8]) -> Option<FileKind> {
     let magic = crate::header::MAGIC.to_le_bytes();
     let is_ra = if head.len() >= magic.len() {
-        head.starts_with(&magic)
+        is_ra(head)
     } else {
         !head.is_empty() && magic.starts_with(head)
     };

@@ -265,12 +265,34 @@ impl Trailer {
     /// file's size.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Option<Trailer>> {
         crate::fileio::reading(path.as_ref(), |path| {
-            let file = File::open(path)?;
-            let header = crate::fileio::stable_header_any(&file)?;
-            let len = file.metadata()?.len();
-            header.check_input_len(len)?;
-            locate(&file, data_end(&header), len).into_result()
+            Trailer::read_open_file(&File::open(path)?)
         })
+    }
+
+    /// [`Trailer::read_file`] of a file already open: its header and trailer block are read
+    /// from that descriptor (its inode), whatever its path names by then, so that a caller
+    /// holding one descriptor never mixes one file's header with another's trailer.
+    ///
+    /// ```
+    /// use rawarray_serde::{DynArray, RawArray, Trailer};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// let with = |params: &str| {
+    ///     let mut a = DynArray::from_typed(&RawArray::from_vec(vec![1u8, 2]));
+    ///     a.set_trailer(&Trailer::new(params).unwrap());
+    ///     a
+    /// };
+    /// with("old").write_file(&path).unwrap();
+    /// let file = std::fs::File::open(&path).unwrap();
+    /// // A new file renamed over the path does not change what the open file holds.
+    /// with("new").write_file(&path).unwrap();
+    /// assert_eq!(Trailer::read_open_file(&file).unwrap().unwrap().params, "old");
+    /// ```
+    pub fn read_open_file(file: &File) -> Result<Option<Trailer>> {
+        let header = crate::fileio::stable_header_any(file)?;
+        let len = file.metadata()?.len();
+        header.check_input_len(len)?;
+        locate(file, data_end(&header), len).into_result()
     }
 }
 
