@@ -151,17 +151,25 @@ proptest! {
                 .map(|&n| layout.chunk_range(n).map_or(0, |r| r.end - r.start))
                 .sum();
             let before = r.io_stats();
+            let decoded_before = r.section_stats().unwrap().blocks_decoded;
             let (bh, got) = r.read_subset_bytes(&ranges).unwrap();
             prop_assert_eq!(&got, &cut(&raw, &dims, elbyte, &ranges));
             prop_assert_eq!(bh.dims, ranges.iter().map(|r| r.end - r.start).collect::<Vec<_>>());
             let after = r.io_stats();
             prop_assert_eq!(after.reads - before.reads, touched.len() as u64);
             prop_assert!(after.bytes - before.bytes <= stored);
-            // Again: decoded blocks come from the cache.
-            let decoded = r.section_stats().unwrap().blocks_decoded;
+            // Again: blocks cut from come from the cache (a chunk read whole is decoded straight
+            // into place, not cached), so a repeat decodes no more than the first read did.
+            let first = r.section_stats().unwrap().blocks_decoded;
             let (_, again) = r.read_subset_bytes(&ranges).unwrap();
             prop_assert_eq!(&again, &got);
-            prop_assert_eq!(r.section_stats().unwrap().blocks_decoded, decoded);
+            let second = r.section_stats().unwrap().blocks_decoded;
+            prop_assert!(
+                second - first <= first - decoded_before,
+                "a repeat decoded {} blocks, the first read {}",
+                second - first,
+                first - decoded_before
+            );
         }
     }
 }

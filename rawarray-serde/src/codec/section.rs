@@ -451,6 +451,10 @@ impl<S: ReadAt> SectionReader<S> {
                     .enumerate()
                     .try_for_each(|(i, dst)| self.read_chunk_into(i as u64, dst, zeroed))
             } else {
+                // Chunks never written are left alone below: a used buffer is zeroed first.
+                if !zeroed {
+                    out.fill(0);
+                }
                 let batch = rayon::current_num_threads().max(1) * 4;
                 let all: Vec<Range<u64>> =
                     (0..grid.dims().len()).map(|k| 0..grid.dims()[k]).collect();

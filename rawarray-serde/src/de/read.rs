@@ -101,13 +101,10 @@ impl<'de> SliceInput<'de> {
     /// `file`, whose `header` is decoded and checked against its length.
     pub(crate) fn new(file: &'de [u8], header: &Header) -> Result<SliceInput<'de>> {
         let start = header.encoded_len();
-        let data = if header.flags.is_chunked() {
-            // Decoded whole, once: the deserializer reads the plain bytes as for any file.
-            plain(Cow::Owned(crate::codec::decode_all(header, file)?), header)?
-        } else {
-            let section = &file[start..start + crate::data::to_usize(header.size)?];
-            plain(Cow::Borrowed(section), header)?
-        };
+        // A chunked or compressed section is decoded whole, once, by `plain`: the deserializer
+        // reads the plain bytes as for any file.
+        let section = &file[start..start + crate::data::to_usize(header.size)?];
+        let data = plain(Cow::Borrowed(section), header)?;
         Ok(SliceInput { file, data })
     }
 }
