@@ -56,7 +56,9 @@ impl Flags {
     pub const BIG_ENDIAN: Flags = Flags(1);
     /// Bit 1: the data section is one raw LZ4 block (as the C reference writes it).
     pub const COMPRESSED: Flags = Flags(2);
-    /// All bits this crate understands.
+    /// All bits this crate understands in an array's header. Bit 3 (8, a ragged array) is
+    /// read only by [`Ragged`](crate::Ragged) and its readers: every reader of plain arrays
+    /// refuses it, as a reader that does not know it must.
     pub const KNOWN: Flags = Flags(3);
 
     /// Flags from raw bits, rejecting bits this crate does not know.

@@ -115,6 +115,7 @@ mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub mod numpy;
+pub mod ragged;
 mod reader;
 mod records;
 mod ser;
@@ -134,6 +135,7 @@ pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header};
 pub use layout::{Field, Layout};
 pub use mapped::{ReadMode, RecordReader};
+pub use ragged::{Ragged, RaggedHeader, RaggedOptions, RaggedReader, RaggedWriter};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{
     recover, recover_with, Durability, DynRecordWriter, ElementSpec, RecordOptions, RecordWriter,
