@@ -465,15 +465,9 @@ impl<T: Element> Ragged<T> {
             self.rows() as u64,
             self.offsets.len() as u64,
         )?;
-        w.write_all(&h.encode())?;
-        let offsets: Vec<u8> = self.offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
-        w.write_all(&offsets)?;
+        write_head(w, &h, &self.offsets)?;
         data::write_values(&self.values, false, w)?;
-        let json = ragged_trailer::<T>(self.text).to_json();
-        let mut block = Vec::with_capacity(block_len(json.len()));
-        encode_block_into(&json, h.data_end(), &mut block);
-        w.write_all(&block)?;
-        Ok(())
+        write_tail(w, &h, &ragged_trailer::<T>(self.text))
     }
 
     /// Writes the file at `path`, atomically (a temporary file renamed over it).
@@ -490,6 +484,58 @@ impl<T: Element> Ragged<T> {
     pub fn from_bytes(bytes: &[u8]) -> Result<Ragged<T>> {
         let h = RaggedHeader::decode(bytes)?;
         h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        let parts = Parts::read(bytes)?;
+        let values = data::decode_values(parts.values, false)?;
+        Ok(Ragged {
+            offsets: parts.offsets,
+            values,
+            text: parts.text,
+        })
+    }
+
+    /// Reads the ragged file at `path` (see [`Ragged::from_bytes`]).
+    pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
+        Ragged::from_bytes(&std::fs::read(path)?)
+    }
+}
+
+/// Writes the header and the offsets of a file written whole (`slots = rows + 1`).
+pub(crate) fn write_head<W: Write + ?Sized>(
+    w: &mut W,
+    h: &RaggedHeader,
+    offsets: &[u64],
+) -> Result<()> {
+    w.write_all(&h.encode())?;
+    let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    w.write_all(&offsets)?;
+    Ok(())
+}
+
+/// Writes the trailer block after the values of a file written whole.
+pub(crate) fn write_tail<W: Write + ?Sized>(
+    w: &mut W,
+    h: &RaggedHeader,
+    trailer: &Trailer,
+) -> Result<()> {
+    let json = trailer.to_json();
+    let mut block = Vec::with_capacity(block_len(json.len()));
+    encode_block_into(&json, h.data_end(), &mut block);
+    w.write_all(&block)?;
+    Ok(())
+}
+
+/// A ragged file's parts, read from its bytes and checked (header, offsets, text).
+pub(crate) struct Parts<'a> {
+    pub header: RaggedHeader,
+    pub offsets: Vec<u64>,
+    pub values: &'a [u8],
+    pub text: bool,
+}
+
+impl<'a> Parts<'a> {
+    /// Reads and checks the parts of the ragged file in `bytes`.
+    pub fn read(bytes: &'a [u8]) -> Result<Parts<'a>> {
+        let h = RaggedHeader::decode(bytes)?;
         let have = (bytes.len() as u64).saturating_sub(h.encoded_len());
         if have < h.size {
             return Err(ErrorKind::Truncated {
@@ -507,21 +553,22 @@ impl<T: Element> Ragged<T> {
         let trailer = locate(bytes, h.data_end(), bytes.len() as u64).into_result()?;
         let text = is_text_trailer(trailer.as_ref());
         let start = h.values_at() as usize;
-        let values_bytes = &bytes[start..start + h.values_len() as usize];
+        let values = &bytes[start..start + h.values_len() as usize];
         if text {
-            check_text(&offsets, values_bytes, h.value_bytes())?;
+            check_text(&offsets, values, h.value_bytes())?;
         }
-        let values = data::decode_values(values_bytes, false)?;
-        Ok(Ragged {
+        Ok(Parts {
+            header: h,
             offsets,
             values,
             text,
         })
     }
 
-    /// Reads the ragged file at `path` (see [`Ragged::from_bytes`]).
-    pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
-        Ragged::from_bytes(&std::fs::read(path)?)
+    /// The packed bytes of row `k` (its offsets checked on read).
+    pub fn row(&self, k: usize) -> &'a [u8] {
+        let vb = self.header.value_bytes() as usize;
+        &self.values[self.offsets[k] as usize * vb..self.offsets[k + 1] as usize * vb]
     }
 }
 
@@ -540,8 +587,15 @@ fn check_text(offsets: &[u64], values: &[u8], value_bytes: u64) -> Result<()> {
 
 /// The trailer every ragged file of `T` gets: the element's schema, and the text marker.
 fn ragged_trailer<T: Element>(text: bool) -> Trailer {
-    let mut t = Trailer::for_element::<T>(serde_json::Value::Null)
-        .expect("a null params value always serializes");
+    text_marked(Some(T::layout()), text)
+}
+
+/// A trailer of `schema` (if known), marked as text if `text`.
+pub(crate) fn text_marked(schema: Option<Layout>, text: bool) -> Trailer {
+    let mut t = Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
+    if let Some(schema) = schema {
+        t = t.with_schema(schema);
+    }
     if text {
         t.extra.insert(LOGICAL_KEY.into(), "text".into());
     }

@@ -204,11 +204,9 @@ fn text_is_marked_and_checked_as_utf8() {
     assert_eq!(back.row(2).unwrap(), "日本語".as_bytes());
     let d = DynRagged::open(&path).unwrap();
     assert_eq!(d.row_str(4).unwrap(), "😀 emoji");
-    // Bytes that are no UTF-8 in row 1 of a file marked as text.
+    // A byte that is no UTF-8 in row 3 of a file marked as text.
     let mut bytes = fs::read(&path).unwrap();
     let h = RaggedHeader::decode(&bytes).unwrap();
-    let at = h.values_at() as usize + "Grüße".len();
-    let _ = at;
     let row3 = h.values_at() as usize + "Grüße".len() + "日本語".len();
     bytes[row3] = 0xff;
     let err = Ragged::<u8>::from_bytes(&bytes).unwrap_err();
@@ -418,4 +416,61 @@ fn killed_writers_lose_no_committed_row() {
     assert_eq!(kills, 40);
     // The offsets region (512 slots at first) was regrown under the kills.
     assert!(most > 2048, "only {most} rows");
+}
+
+#[derive(serde::Serialize, serde::Deserialize, Clone, Debug, PartialEq)]
+struct Particle {
+    x: f32,
+    id: u16,
+}
+
+#[test]
+fn serde_writes_ragged_sequences_as_ragged_files_and_reads_them_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows = vec![vec![1.5f32, 2.5], vec![], vec![3.5, 4.5, 5.5]];
+    let bytes = rawarray_serde::to_vec(&rows).unwrap();
+    // The same file as the typed Ragged writes.
+    assert_eq!(bytes, Ragged::from_rows(&rows).to_bytes().unwrap());
+    assert_eq!(rawarray_serde::from_slice::<Vec<Vec<f32>>>(&bytes).unwrap(), rows);
+    assert_eq!(rawarray_serde::from_reader::<_, Vec<Vec<f32>>>(&bytes[..]).unwrap(), rows);
+    let path = dir.path().join("v.ra");
+    rawarray_serde::to_file(&path, &rows).unwrap();
+    assert_eq!(fs::read(&path).unwrap(), bytes);
+    assert_eq!(rawarray_serde::from_file::<_, Vec<Vec<f32>>>(&path).unwrap(), rows);
+
+    // Rectangular input stays a rectangular array.
+    let square = rawarray_serde::to_vec(&vec![vec![1u16, 2], vec![3, 4]]).unwrap();
+    assert_eq!(rawarray_serde::Header::decode(&square).unwrap().dims, [2, 2]);
+}
+
+#[test]
+fn serde_strings_are_text_and_blobs_are_bytes() {
+    let strs = vec!["Grüße".to_string(), String::new(), "日本語のテキスト".into(), "a".into()];
+    let bytes = rawarray_serde::to_vec(&strs).unwrap();
+    assert_eq!(bytes, Ragged::from_strs(&strs).to_bytes().unwrap());
+    assert!(Ragged::<u8>::from_bytes(&bytes).unwrap().is_text());
+    assert_eq!(rawarray_serde::from_slice::<Vec<String>>(&bytes).unwrap(), strs);
+
+    let blobs: Vec<Vec<u8>> = vec![vec![0xff, 0x00, 0xfe], vec![], vec![0x80]];
+    let bytes = rawarray_serde::to_vec(&blobs).unwrap();
+    let r = Ragged::<u8>::from_bytes(&bytes).unwrap();
+    assert!(!r.is_text());
+    assert_eq!(r.iter().collect::<Vec<_>>(), [&[0xffu8, 0, 0xfe][..], &[], &[0x80]]);
+    assert_eq!(rawarray_serde::from_slice::<Vec<Vec<u8>>>(&bytes).unwrap(), blobs);
+}
+
+#[test]
+fn serde_rows_of_records_round_trip() {
+    let p = |i: u16| Particle {
+        x: f32::from(i) / 2.0,
+        id: i,
+    };
+    let rows = vec![vec![p(1), p(2)], vec![p(3)], vec![], vec![p(4), p(5), p(6)]];
+    let bytes = rawarray_serde::to_vec(&rows).unwrap();
+    let h = RaggedHeader::decode(&bytes).unwrap();
+    assert_eq!((h.elbyte, h.values, h.rows), (6, 6, 4));
+    assert_eq!(rawarray_serde::from_slice::<Vec<Vec<Particle>>>(&bytes).unwrap(), rows);
+    // Rows that are themselves ragged stay an error (one level of raggedness only).
+    let err = rawarray_serde::to_vec(&vec![vec![vec![1u8], vec![2, 3]], vec![]]).unwrap_err();
+    assert!(err.to_string().contains("not rectangular"), "{err}");
 }
