@@ -1179,6 +1179,55 @@ impl DynRagged {
         text_of(self.row_bytes(k)?, k as usize)
     }
 
+    /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
+    /// file's element and trailer (`ra slice`).
+    pub fn write_rows<W: Write + ?Sized>(&self, rows: std::ops::Range<u64>, w: &mut W) -> Result<()> {
+        let h = &self.header;
+        if rows.start > rows.end || rows.end > h.rows {
+            return Err(ErrorKind::OutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len: h.rows,
+            }
+            .into());
+        }
+        let map = self.map.as_deref().expect("a ragged section holds offsets[0]");
+        let offsets: Vec<u64> = map[8 * rows.start as usize..8 * (rows.end as usize + 1)]
+            .chunks_exact(8)
+            .map(le_u64)
+            .collect();
+        let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
+        if first > last || last > h.values {
+            return Err(bad(format!(
+                "rows {}..{} span values {first}..{last} of {} (offsets[{}], offsets[{}])",
+                rows.start, rows.end, h.values, rows.start, rows.end
+            )));
+        }
+        let shifted: Vec<u64> = offsets.iter().map(|o| o.wrapping_sub(first)).collect();
+        let values = last - first;
+        // Rows named by their place in this file, not in the slice.
+        check_offsets(&shifted, values).map_err(|e| {
+            bad(format!("in rows {}..{} (row 0 is row {}): {e}", rows.start, rows.end, rows.start))
+        })?;
+        let out = RaggedHeader::new(
+            h.eltype,
+            h.elbyte,
+            h.value_dims.clone(),
+            values,
+            rows.end - rows.start,
+            rows.end - rows.start + 1,
+        )?;
+        write_head(w, &out, &shifted)?;
+        let vb = h.value_bytes() as usize;
+        let base = 8 * h.slots() as usize;
+        w.write_all(&map[base + first as usize * vb..base + last as usize * vb])?;
+        let trailer = match &self.trailer {
+            Some(t) => t.clone(),
+            None => text_marked(self.layout(), false),
+        };
+        write_tail(w, &out, &trailer)
+    }
+
     /// The length of the longest row, in values, checking every row's offsets.
     pub fn longest_row(&self) -> Result<u64> {
         let map = self.map.as_deref().expect("a ragged section holds offsets[0]");
