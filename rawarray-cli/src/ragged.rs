@@ -120,7 +120,7 @@ impl RowText {
             }
             match &self.schema {
                 Some(layout) if layout.size() == vb as u64 => {
-                    layout_text(layout, value, false, json, line)
+                    layout_text(layout, value, false, json, line);
                 }
                 _ => {
                     for (j, e) in value.chunks_exact(elbyte).enumerate() {
@@ -218,7 +218,11 @@ pub fn refuse_npy(input: &Path) -> Failure {
 /// row is one field, quoted as CSV quotes.
 pub fn to_csv(input: &Path, output: &Path) -> Result<()> {
     let t = RowText::open(input)?;
-    if !t.r.is_text() && t.schema.as_ref().is_some_and(|l| !matches!(l, Layout::Scalar { .. })) {
+    if !t.r.is_text()
+        && t.schema
+            .as_ref()
+            .is_some_and(|l| !matches!(l, Layout::Scalar { .. }))
+    {
         return Err(Failure::file(input, "rows of records have no CSV form"));
     }
     let mut inner = None;

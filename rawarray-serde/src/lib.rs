@@ -200,7 +200,9 @@ pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
 /// different lengths (`Vec<Vec<T>>`, `Vec<String>`), a ragged file (doc/format.md, section 10).
 fn append_or_ragged<T: serde::Serialize + ?Sized>(vec: &mut Vec<u8>, value: &T) -> Result<()> {
     let err = match ser::append_in_place(vec, value) {
-        Err(e) if matches!(e.kind(), ErrorKind::NotRectangular { index, field: None, .. } if index.len() == 1) => e,
+        Err(e) if matches!(e.kind(), ErrorKind::NotRectangular { index, field: None, .. } if index.len() == 1) => {
+            e
+        }
         done => return done,
     };
     let bytes = ragged_serde::to_ragged_vec(value).ok_or(err)?;
@@ -220,7 +222,8 @@ fn append_or_ragged<T: serde::Serialize + ?Sized>(vec: &mut Vec<u8>, value: &T) 
 /// ```
 pub fn to_file<P: AsRef<Path>, T: serde::Serialize + ?Sized>(path: P, value: &T) -> Result<()> {
     match atomic::write_atomic(path.as_ref(), |w| to_writer(w, value)) {
-        Err(e) if matches!(e.kind(), ErrorKind::NotRectangular { index, field: None, .. } if index.len() == 1) => {
+        Err(e) if matches!(e.kind(), ErrorKind::NotRectangular { index, field: None, .. } if index.len() == 1) =>
+        {
             let bytes = ragged_serde::to_ragged_vec(value).ok_or(e)?;
             atomic::write_atomic(path.as_ref(), |w| w.write_all(&bytes).map_err(Error::from))
         }

@@ -89,7 +89,11 @@ impl RaggedHeader {
         h.size = slots
             .checked_mul(8)
             .and_then(|o| o.checked_add(values_len))
-            .ok_or_else(|| bad(format!("{slots} offsets and {values_len} value bytes overflow a u64")))?;
+            .ok_or_else(|| {
+                bad(format!(
+                    "{slots} offsets and {values_len} value bytes overflow a u64"
+                ))
+            })?;
         h.validate()?;
         Ok(h)
     }
@@ -133,7 +137,7 @@ impl RaggedHeader {
                 "size = {}: the offsets region holds {} offsets, fewer than rows + 1 = {}",
                 self.size,
                 region / 8,
-                self.rows as u128 + 1
+                u128::from(self.rows) + 1
             )));
         }
         Ok(())
@@ -184,7 +188,11 @@ impl RaggedHeader {
             self.size,
             self.value_dims.len() as u64 + 2,
         ];
-        let dims = self.value_dims.iter().copied().chain([self.values, self.rows]);
+        let dims = self
+            .value_dims
+            .iter()
+            .copied()
+            .chain([self.values, self.rows]);
         words
             .into_iter()
             .chain(dims)
@@ -304,10 +312,14 @@ fn bad(why: String) -> Error {
 /// ```
 pub fn check_offsets(offsets: &[u64], values: u64) -> Result<()> {
     let Some(&first) = offsets.first() else {
-        return Err(bad("no offsets: even a file of no rows has offsets[0] = 0".into()));
+        return Err(bad(
+            "no offsets: even a file of no rows has offsets[0] = 0".into()
+        ));
     };
     if first != 0 {
-        return Err(bad(format!("row 0 starts at value {first}, not 0 (offsets[0])")));
+        return Err(bad(format!(
+            "row 0 starts at value {first}, not 0 (offsets[0])"
+        )));
     }
     for (row, pair) in offsets.windows(2).enumerate() {
         let (start, end) = (pair[0], pair[1]);
@@ -592,7 +604,8 @@ fn ragged_trailer<T: Element>(text: bool) -> Trailer {
 
 /// A trailer of `schema` (if known), marked as text if `text`.
 pub(crate) fn text_marked(schema: Option<Layout>, text: bool) -> Trailer {
-    let mut t = Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
+    let mut t =
+        Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
     if let Some(schema) = schema {
         t = t.with_schema(schema);
     }
@@ -733,8 +746,16 @@ impl<T: Element> RaggedWriter<T> {
         let json = ragged_trailer::<T>(opts.text).to_json();
         let sync = opts.durability == Durability::Fsync;
         let path = path.as_ref();
-        let file = create_atomic(path, sync, |f| write_fresh(f, &header, &0u64.to_le_bytes(), &[], &json))?;
-        Ok(RaggedWriter::with_file(path, file, header, json, opts.durability))
+        let file = create_atomic(path, sync, |f| {
+            write_fresh(f, &header, &0u64.to_le_bytes(), &[], &json)
+        })?;
+        Ok(RaggedWriter::with_file(
+            path,
+            file,
+            header,
+            json,
+            opts.durability,
+        ))
     }
 
     /// Opens the ragged file at `path` to append rows, after leaving it as
@@ -763,7 +784,13 @@ impl<T: Element> RaggedWriter<T> {
         let json = ragged_trailer::<T>(is_text_trailer(trailer.as_ref())).to_json();
         let spare = probe_backward(&file, end, len).valid().map(|b| b.start);
         settle(&file, end, &json, len, spare, false)?;
-        Ok(RaggedWriter::with_file(path, file, header, json, Durability::NoFsync))
+        Ok(RaggedWriter::with_file(
+            path,
+            file,
+            header,
+            json,
+            Durability::NoFsync,
+        ))
     }
 
     fn with_file(
@@ -834,7 +861,14 @@ impl<T: Element> RaggedWriter<T> {
         write_all_at(file, &offsets, h.offsets_at() + 8 * (h.rows + 1))?;
         let at = h.data_end();
         let new_end = at + self.pending_values.len() as u64;
-        reserve_spare(file, &self.json, h.encoded_len(), &mut self.spare_at, new_end, sync)?;
+        reserve_spare(
+            file,
+            &self.json,
+            h.encoded_len(),
+            &mut self.spare_at,
+            new_end,
+            sync,
+        )?;
         let buffered = self.pending_values.len();
         encode_block_into(&self.json, new_end, &mut self.pending_values);
         let written = write_all_at(file, &self.pending_values, at);
@@ -1156,7 +1190,7 @@ impl DynRagged {
             .as_ref()
             .and_then(|t| t.schema.clone())
             .or_else(|| {
-                (self.header.eltype != ElType::User).then(|| Layout::Scalar {
+                (self.header.eltype != ElType::User).then_some(Layout::Scalar {
                     eltype: self.header.eltype,
                     elbyte: self.header.elbyte,
                 })
@@ -1181,7 +1215,11 @@ impl DynRagged {
 
     /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
     /// file's element and trailer (`ra slice`).
-    pub fn write_rows<W: Write + ?Sized>(&self, rows: std::ops::Range<u64>, w: &mut W) -> Result<()> {
+    pub fn write_rows<W: Write + ?Sized>(
+        &self,
+        rows: std::ops::Range<u64>,
+        w: &mut W,
+    ) -> Result<()> {
         let h = &self.header;
         if rows.start > rows.end || rows.end > h.rows {
             return Err(ErrorKind::OutOfBounds {
@@ -1191,7 +1229,10 @@ impl DynRagged {
             }
             .into());
         }
-        let map = self.map.as_deref().expect("a ragged section holds offsets[0]");
+        let map = self
+            .map
+            .as_deref()
+            .expect("a ragged section holds offsets[0]");
         let offsets: Vec<u64> = map[8 * rows.start as usize..8 * (rows.end as usize + 1)]
             .chunks_exact(8)
             .map(le_u64)
@@ -1207,7 +1248,10 @@ impl DynRagged {
         let values = last - first;
         // Rows named by their place in this file, not in the slice.
         check_offsets(&shifted, values).map_err(|e| {
-            bad(format!("in rows {}..{} (row 0 is row {}): {e}", rows.start, rows.end, rows.start))
+            bad(format!(
+                "in rows {}..{} (row 0 is row {}): {e}",
+                rows.start, rows.end, rows.start
+            ))
         })?;
         let out = RaggedHeader::new(
             h.eltype,
@@ -1230,7 +1274,10 @@ impl DynRagged {
 
     /// The length of the longest row, in values, checking every row's offsets.
     pub fn longest_row(&self) -> Result<u64> {
-        let map = self.map.as_deref().expect("a ragged section holds offsets[0]");
+        let map = self
+            .map
+            .as_deref()
+            .expect("a ragged section holds offsets[0]");
         let offsets: Vec<u64> = map[..8 * (self.header.rows as usize + 1)]
             .chunks_exact(8)
             .map(le_u64)

@@ -49,8 +49,11 @@ fn encode(rows: Vec<Row>) -> Result<Vec<u8>> {
                     match &element {
                         None => element = Some((h.clone(), schema)),
                         Some((first, _))
-                            if (first.eltype, first.elbyte, &first.dims[..first.dims.len() - 1])
-                                != (h.eltype, h.elbyte, &h.dims[..h.dims.len() - 1]) =>
+                            if (
+                                first.eltype,
+                                first.elbyte,
+                                &first.dims[..first.dims.len() - 1],
+                            ) != (h.eltype, h.elbyte, &h.dims[..h.dims.len() - 1]) =>
                         {
                             return Err(ErrorKind::MixedElements {
                                 index: vec![k as u64],
@@ -68,13 +71,18 @@ fn encode(rows: Vec<Row>) -> Result<Vec<u8>> {
             }
         };
         if !text && matches!(row, Row::Text(_)) {
-            return Err(Error::msg(format!("row {k} is a string among rows of values")));
+            return Err(Error::msg(format!(
+                "row {k} is a string among rows of values"
+            )));
         }
         values.extend_from_slice(bytes);
         offsets.push(offsets[offsets.len() - 1] + len);
     }
     let (header, schema) = match (text, element) {
-        (true, _) => (Header::new(crate::ElType::Uint, 1, vec![0])?, Some(u8_layout())),
+        (true, _) => (
+            Header::new(crate::ElType::Uint, 1, vec![0])?,
+            Some(u8_layout()),
+        ),
         (false, Some((h, schema))) => {
             // Records written by serde carry no schema: their elements stay opaque bytes.
             let scalar = (h.eltype != crate::ElType::User).then_some(Layout::Scalar {
@@ -190,10 +198,22 @@ impl ser::Serializer for Top {
     type SerializeStructVariant = Impossible<Vec<Row>, Error>;
 
     refuse!(
-        serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
-        serialize_i64(i64), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32),
-        serialize_u64(u64), serialize_f32(f32), serialize_f64(f64), serialize_char(char),
-        serialize_str(&str), serialize_bytes(&[u8]), serialize_none(), serialize_unit(),
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_str(&str),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
         serialize_unit_struct(&'static str),
         serialize_unit_variant(&'static str, u32, &'static str),
     );
@@ -314,10 +334,21 @@ impl ser::Serializer for TextProbe {
     type SerializeStructVariant = Impossible<Vec<u8>, Error>;
 
     refuse!(
-        serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
-        serialize_i64(i64), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32),
-        serialize_u64(u64), serialize_f32(f32), serialize_f64(f64), serialize_char(char),
-        serialize_bytes(&[u8]), serialize_none(), serialize_unit(),
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_char(char),
+        serialize_bytes(&[u8]),
+        serialize_none(),
+        serialize_unit(),
         serialize_unit_struct(&'static str),
         serialize_unit_variant(&'static str, u32, &'static str),
     );

@@ -907,7 +907,14 @@ impl Writer {
     fn reserve(&mut self, end: u64) -> Result<()> {
         let sync = self.durability == Durability::Fsync;
         let header_len = self.header.encoded_len() as u64;
-        reserve_spare(&self.file, &self.json, header_len, &mut self.spare_at, end, sync)
+        reserve_spare(
+            &self.file,
+            &self.json,
+            header_len,
+            &mut self.spare_at,
+            end,
+            sync,
+        )
     }
 
     /// Commits the records appended so far: writes the buffer and the trailer block after them

@@ -137,12 +137,18 @@ fn the_layout_is_offsets_then_values_as_built_by_hand() {
 fn plain_readers_refuse_a_ragged_file_and_the_ragged_reader_a_plain_one() {
     let bytes = Ragged::from_rows([vec![1.0f32]]).to_bytes().unwrap();
     let err = DynArray::from_bytes(&bytes).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::UnknownFlags { bits: 8 }), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::UnknownFlags { bits: 8 }),
+        "{err}"
+    );
     let plain = RawArray::from_vec(vec![1.0f32]).to_bytes();
     let err = Ragged::<f32>::from_bytes(&plain).unwrap_err();
     assert!(err.to_string().contains("bit 3 (ragged) is clear"), "{err}");
     let err = Ragged::<f64>::from_bytes(&bytes).unwrap_err();
-    assert!(matches!(err.kind(), ErrorKind::TypeMismatch { .. }), "{err}");
+    assert!(
+        matches!(err.kind(), ErrorKind::TypeMismatch { .. }),
+        "{err}"
+    );
 }
 
 fn refused(bytes: &[u8], words_in_message: &[&str]) {
@@ -166,12 +172,27 @@ fn hostile_offsets_are_errors_naming_the_row() {
         let mut data = words(offsets);
         data.extend_from_slice(values);
         let size = data.len() as u64;
-        ragged_bytes(2, 1, size, &[values.len() as u64, offsets.len() as u64 - 1], &data)
+        ragged_bytes(
+            2,
+            1,
+            size,
+            &[values.len() as u64, offsets.len() as u64 - 1],
+            &data,
+        )
     };
     refused(&file(&[1, 2, 3], b"abc"), &["row 0 starts at value 1"]);
-    refused(&file(&[0, 3, 2, 3], b"abc"), &["row 1 ends at value 2", "before"]);
-    refused(&file(&[0, 1, 9, 3], b"abc"), &["row 1 ends at value 9", "past the 3 values"]);
-    refused(&file(&[0, 1, 2], b"abc"), &["row 1 ends at value 2", "holds 3 values"]);
+    refused(
+        &file(&[0, 3, 2, 3], b"abc"),
+        &["row 1 ends at value 2", "before"],
+    );
+    refused(
+        &file(&[0, 1, 9, 3], b"abc"),
+        &["row 1 ends at value 9", "past the 3 values"],
+    );
+    refused(
+        &file(&[0, 1, 2], b"abc"),
+        &["row 1 ends at value 2", "holds 3 values"],
+    );
     refused(
         &file(&[0, u64::MAX, 3], b"abc"),
         &["row 0 ends at value 18446744073709551615"],
@@ -213,7 +234,9 @@ fn text_is_marked_and_checked_as_utf8() {
     assert!(err.to_string().contains("row 3 is not UTF-8"), "{err}");
     // Unmarked bytes are bytes.
     let blobs = Ragged::from_rows([vec![0xffu8, 0], vec![]]);
-    assert!(!Ragged::<u8>::from_bytes(&blobs.to_bytes().unwrap()).unwrap().is_text());
+    assert!(!Ragged::<u8>::from_bytes(&blobs.to_bytes().unwrap())
+        .unwrap()
+        .is_text());
 }
 
 #[test]
@@ -274,7 +297,11 @@ fn a_reader_during_appends_sees_a_consistent_prefix() {
             let mut seen = 0;
             while !done.load(std::sync::atomic::Ordering::SeqCst) {
                 let r = RaggedReader::<u32>::open(&path).unwrap();
-                assert!(r.rows() >= seen, "rows went back from {seen} to {}", r.rows());
+                assert!(
+                    r.rows() >= seen,
+                    "rows went back from {seen} to {}",
+                    r.rows()
+                );
                 seen = r.rows();
                 for k in 0..r.rows() {
                     assert_eq!(&*r.row(k).unwrap(), &row(k as u32)[..], "row {k}");
@@ -382,7 +409,10 @@ fn killed_writers_lose_no_committed_row() {
         let started = std::time::Instant::now();
         while round % 5 != 4 && read_side() == before {
             if let Some(status) = child.try_wait().unwrap() {
-                panic!("child exited ({status}):\n{}", fs::read_to_string(&err_path).unwrap());
+                panic!(
+                    "child exited ({status}):\n{}",
+                    fs::read_to_string(&err_path).unwrap()
+                );
             }
             assert!(started.elapsed() < Duration::from_secs(30), "no progress");
             std::thread::sleep(Duration::from_micros(200));
@@ -431,32 +461,58 @@ fn serde_writes_ragged_sequences_as_ragged_files_and_reads_them_back() {
     let bytes = rawarray_serde::to_vec(&rows).unwrap();
     // The same file as the typed Ragged writes.
     assert_eq!(bytes, Ragged::from_rows(&rows).to_bytes().unwrap());
-    assert_eq!(rawarray_serde::from_slice::<Vec<Vec<f32>>>(&bytes).unwrap(), rows);
-    assert_eq!(rawarray_serde::from_reader::<_, Vec<Vec<f32>>>(&bytes[..]).unwrap(), rows);
+    assert_eq!(
+        rawarray_serde::from_slice::<Vec<Vec<f32>>>(&bytes).unwrap(),
+        rows
+    );
+    assert_eq!(
+        rawarray_serde::from_reader::<_, Vec<Vec<f32>>>(&bytes[..]).unwrap(),
+        rows
+    );
     let path = dir.path().join("v.ra");
     rawarray_serde::to_file(&path, &rows).unwrap();
     assert_eq!(fs::read(&path).unwrap(), bytes);
-    assert_eq!(rawarray_serde::from_file::<_, Vec<Vec<f32>>>(&path).unwrap(), rows);
+    assert_eq!(
+        rawarray_serde::from_file::<_, Vec<Vec<f32>>>(&path).unwrap(),
+        rows
+    );
 
     // Rectangular input stays a rectangular array.
     let square = rawarray_serde::to_vec(&vec![vec![1u16, 2], vec![3, 4]]).unwrap();
-    assert_eq!(rawarray_serde::Header::decode(&square).unwrap().dims, [2, 2]);
+    assert_eq!(
+        rawarray_serde::Header::decode(&square).unwrap().dims,
+        [2, 2]
+    );
 }
 
 #[test]
 fn serde_strings_are_text_and_blobs_are_bytes() {
-    let strs = vec!["Grüße".to_string(), String::new(), "日本語のテキスト".into(), "a".into()];
+    let strs = vec![
+        "Grüße".to_string(),
+        String::new(),
+        "日本語のテキスト".into(),
+        "a".into(),
+    ];
     let bytes = rawarray_serde::to_vec(&strs).unwrap();
     assert_eq!(bytes, Ragged::from_strs(&strs).to_bytes().unwrap());
     assert!(Ragged::<u8>::from_bytes(&bytes).unwrap().is_text());
-    assert_eq!(rawarray_serde::from_slice::<Vec<String>>(&bytes).unwrap(), strs);
+    assert_eq!(
+        rawarray_serde::from_slice::<Vec<String>>(&bytes).unwrap(),
+        strs
+    );
 
     let blobs: Vec<Vec<u8>> = vec![vec![0xff, 0x00, 0xfe], vec![], vec![0x80]];
     let bytes = rawarray_serde::to_vec(&blobs).unwrap();
     let r = Ragged::<u8>::from_bytes(&bytes).unwrap();
     assert!(!r.is_text());
-    assert_eq!(r.iter().collect::<Vec<_>>(), [&[0xffu8, 0, 0xfe][..], &[], &[0x80]]);
-    assert_eq!(rawarray_serde::from_slice::<Vec<Vec<u8>>>(&bytes).unwrap(), blobs);
+    assert_eq!(
+        r.iter().collect::<Vec<_>>(),
+        [&[0xffu8, 0, 0xfe][..], &[], &[0x80]]
+    );
+    assert_eq!(
+        rawarray_serde::from_slice::<Vec<Vec<u8>>>(&bytes).unwrap(),
+        blobs
+    );
 }
 
 #[test]
@@ -469,7 +525,10 @@ fn serde_rows_of_records_round_trip() {
     let bytes = rawarray_serde::to_vec(&rows).unwrap();
     let h = RaggedHeader::decode(&bytes).unwrap();
     assert_eq!((h.elbyte, h.values, h.rows), (6, 6, 4));
-    assert_eq!(rawarray_serde::from_slice::<Vec<Vec<Particle>>>(&bytes).unwrap(), rows);
+    assert_eq!(
+        rawarray_serde::from_slice::<Vec<Vec<Particle>>>(&bytes).unwrap(),
+        rows
+    );
     // Rows that are themselves ragged stay an error (one level of raggedness only).
     let err = rawarray_serde::to_vec(&vec![vec![vec![1u8], vec![2, 3]], vec![]]).unwrap_err();
     assert!(err.to_string().contains("not rectangular"), "{err}");
