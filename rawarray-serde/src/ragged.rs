@@ -263,15 +263,21 @@ impl RaggedHeader {
         Ok(h)
     }
 
-    /// Whether the file's header says ragged (flag bit 3), whatever else it holds: how tools
-    /// pick the reader.
+    /// Whether the file's header says ragged (flag bit 3) and sets no flag bit this version
+    /// does not know: how tools pick the reader. A flag word with unknown bits goes to the
+    /// plain reader, which names them all, so every reader reports them alike.
     ///
     /// ```
-    /// use rawarray_serde::{RaggedHeader, RawArray};
+    /// use rawarray_serde::{Ragged, RaggedHeader, RawArray};
     /// assert!(!RaggedHeader::is_ragged(&RawArray::from_vec(vec![1u8]).to_bytes()));
+    /// assert!(RaggedHeader::is_ragged(&Ragged::from_rows([[1u8]]).to_bytes().unwrap()));
     /// ```
     pub fn is_ragged(bytes: &[u8]) -> bool {
-        bytes.len() >= 16 && le_u64(&bytes[..8]) == MAGIC && le_u64(&bytes[8..16]) & RAGGED != 0
+        let flags = || le_u64(&bytes[8..16]);
+        bytes.len() >= 16
+            && le_u64(&bytes[..8]) == MAGIC
+            && flags() & RAGGED != 0
+            && flags() & !(RAGGED | Flags::KNOWN.bits()) == 0
     }
 
     /// Checks that this header is one of values of `spec` (the element a typed reader asks for).
