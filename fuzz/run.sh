@@ -9,7 +9,7 @@ export RUSTC_BOOTSTRAP=1 CARGO_BUILD_JOBS="${CARGO_BUILD_JOBS:-2}"
 secs="${1:-600}"
 shift || true
 if [ "$#" -eq 0 ]; then
-    set -- header dynamic from_slice trailer typed lz4 records recover subset chunked
+    set -- header dynamic from_slice trailer typed lz4 records recover subset chunked ragged
 fi
 cargo run --quiet --bin seeds
 cargo fuzz build

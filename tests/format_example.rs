@@ -155,3 +155,24 @@ fn the_record_file() {
     );
     assert_eq!(r.trailer().unwrap().params, json!({"dt": 0.5}));
 }
+
+#[test]
+fn the_ragged_text_file() {
+    use rawarray_serde::{Ragged, RaggedHeader};
+    let spec = example("ragged-text");
+    assert_eq!(
+        Ragged::from_strs(["hé", "", "abc"]).to_bytes().unwrap(),
+        spec
+    );
+    let read = Ragged::<u8>::from_bytes(&spec).unwrap();
+    assert!(read.is_text());
+    assert_eq!(read.to_strings().unwrap(), ["hé", "", "abc"]);
+    assert_eq!(read.offsets(), [0, 3, 3, 6]);
+    let h = RaggedHeader::decode(&spec).unwrap();
+    assert_eq!(
+        (h.values, h.rows, h.slots(), h.values_at()),
+        (6, 3, 4, 0x60)
+    );
+    // Readers of plain arrays refuse it at the flag word.
+    assert!(DynArray::from_bytes(&spec).is_err());
+}

@@ -184,8 +184,9 @@ fn failed_path_writes_keep_the_old_file() {
         );
         unchanged(&format!("to_file failing at {fail_at}"));
     }
-    let mut ragged = vec![vec![1.0f64, 2.0]; 40_000];
-    ragged.push(vec![3.0]);
+    // Ragged below the top level (top-level rows of different lengths are a ragged file).
+    let mut ragged = vec![vec![vec![1.0f64, 2.0]]; 40_000];
+    ragged.push(vec![vec![3.0]]);
     let e = to_file(&path, &ragged).unwrap_err();
     assert!(
         matches!(e.kind(), rawarray_serde::ErrorKind::NotRectangular { .. }),

@@ -709,3 +709,50 @@ pub fn chunked(data: &[u8]) {
         }
     }
 }
+
+/// Rows looked at one by one, at most.
+const MAX_ROWS: u64 = 4096;
+
+/// Ragged files (flag bit 3): the typed reader, the mapped readers and serde agree, row by row,
+/// and whatever reads back writes out and reads back the same; hostile offsets are errors.
+pub fn ragged(data: &[u8]) {
+    use rawarray_serde::ragged::DynRagged;
+    use rawarray_serde::{Ragged, RaggedReader};
+    fn typed<T: Element + Clone + PartialEq + Debug>(data: &[u8], path: &Path) {
+        let whole = Ragged::<T>::from_bytes(data);
+        let mapped = RaggedReader::<T>::open(path);
+        if let Ok(r) = &whole {
+            let again = Ragged::<T>::from_bytes(&r.to_bytes().expect("a read ragged array writes"));
+            assert_eq!(again.as_ref().ok(), Some(r));
+            let m = mapped.expect("the mapped reader opens what the whole reader read");
+            assert_eq!(m.rows(), r.rows());
+            for k in 0..r.rows().min(MAX_ROWS as usize) {
+                assert_eq!(&*m.row(k).expect("a checked row"), r.row(k).unwrap());
+            }
+        }
+    }
+    let path = write_scratch("ragged.ra", data);
+    typed::<u8>(data, &path);
+    typed::<f32>(data, &path);
+    typed::<Particle>(data, &path);
+    if let Ok(d) = DynRagged::open(&path) {
+        let longest = d.longest_row();
+        let rows = d.rows().min(MAX_ROWS);
+        let each: Vec<_> = (0..rows).map(|k| d.row_bytes(k).map(<[u8]>::len)).collect();
+        if longest.is_ok() {
+            assert!(
+                each.iter().all(Result::is_ok),
+                "every row reads once all offsets check"
+            );
+        }
+        let mut out = Vec::new();
+        if d.write_rows(0..rows, &mut out).is_ok() {
+            let back =
+                DynRagged::open(&write_scratch("ragged_slice.ra", &out)).expect("a slice reads");
+            assert_eq!(back.rows(), rows);
+        }
+    }
+    let _ = from_slice::<Vec<Vec<f32>>>(data);
+    let _ = from_slice::<Vec<String>>(data);
+    let _ = from_reader::<Vec<Vec<u8>>>(Trickle::new(data));
+}

@@ -128,7 +128,14 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         output.to_path_buf()
     };
     let (input_path, output_path) = (source.as_path(), target.as_path());
+    let ragged = from == Format::Ra && crate::ragged::is_ragged(input_path);
     let converted = match (from, to) {
+        (Format::Ra, Format::Npy) if ragged => Err(crate::ragged::refuse_npy(input)),
+        (Format::Ra, Format::Csv) if ragged => crate::ragged::to_csv(input_path, output_path),
+        (Format::Ra, _) if ragged => Err(Failure::file(
+            input,
+            format!("a ragged array has no .{} form: convert it to .csv", to.ext()),
+        )),
         (Format::Ra, Format::Npy) => npy::ra_to_npy(input_path, output_path),
         (Format::Npy, Format::Ra) => npy::npy_to_ra(input_path, output_path),
         (Format::Ra, Format::Png) => image::ra_to_png(input_path, output_path),

@@ -66,7 +66,15 @@ struct InfoJson<'a> {
 pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for (i, path) in files.iter().enumerate() {
-        match crate::source::input(path).and_then(|p| describe(&p)) {
+        let ragged = crate::source::input(path).map(|p| (crate::ragged::is_ragged(&p), p));
+        if let Ok((true, p)) = &ragged {
+            if let Err(e) = crate::ragged::info(p, json, i == 0, out) {
+                eprintln!("ra: {e}");
+                failed += 1;
+            }
+            continue;
+        }
+        match ragged.and_then(|(_, p)| describe(&p)) {
             Ok(d) => {
                 let text = if json {
                     json_line(path, &d)

@@ -18,6 +18,7 @@ mod manual;
 mod npy;
 mod output;
 mod progress;
+mod ragged;
 mod recover;
 mod report;
 mod reshape;
@@ -414,7 +415,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
         Command::Info { files, json } => info::run(&files, json, &mut out),
-        Command::Cat { file, head, json } => cat::run(&source::input(&file)?, head, json, &mut out),
+        Command::Cat { file, head, json } => {
+            let file = source::input(&file)?;
+            if ragged::is_ragged(&file) {
+                return ragged::cat(&file, head, json, &mut out);
+            }
+            cat::run(&file, head, json, &mut out)
+        }
         Command::Convert {
             input,
             output,
@@ -465,7 +472,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             output,
             ranges,
             squeeze,
-        } => slice::run(&source::input(&input)?, &output, &ranges, squeeze, &mut out),
+        } => {
+            let input = source::input(&input)?;
+            if ragged::is_ragged(&input) {
+                return ragged::slice(&input, &output, &ranges, &mut out);
+            }
+            slice::run(&input, &output, &ranges, squeeze, &mut out)
+        }
         Command::Diff {
             a,
             b,

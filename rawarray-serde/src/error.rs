@@ -444,6 +444,13 @@ pub enum ErrorKind {
         /// The ids known, in words.
         known: &'static str,
     },
+    /// A ragged file's header or offsets break the format's rules (doc/format.md, ragged
+    /// arrays): offsets not starting at 0, decreasing, past the value count, a region too small.
+    #[error("ragged array: {why}")]
+    BadRagged {
+        /// What is wrong, naming the field or the row.
+        why: String,
+    },
 }
 
 /// `block [0..4, 1..2) was`, `blocks [..), [..) were`.

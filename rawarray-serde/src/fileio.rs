@@ -97,17 +97,18 @@ const HEADER_TRIES: usize = 100;
 /// At most `48 + 8 x MAX_NDIMS` bytes are read, and a header cut short by the end of the file is
 /// decoded from what is there, so the errors are those of [`Header::decode`] on the same bytes.
 pub(crate) fn stable_header(file: &File) -> crate::Result<Header> {
-    Header::decode(&stable_bytes(file)?)
+    Header::decode(&stable_header_bytes(file)?)
 }
 
 /// [`stable_header`] that also accepts a chunked data section (flag bit 2), for readers that
 /// go through [`crate::codec`].
 pub(crate) fn stable_header_any(file: &File) -> crate::Result<Header> {
-    Header::decode_any(&stable_bytes(file)?)
+    Header::decode_any(&stable_header_bytes(file)?)
 }
 
-/// The header's bytes, read until two reads agree.
-fn stable_bytes(file: &File) -> io::Result<Vec<u8>> {
+/// The header's bytes, read until two reads agree (see [`stable_header`]), not decoded: for
+/// readers of headers that [`Header::decode`] refuses (ragged files).
+pub(crate) fn stable_header_bytes(file: &File) -> io::Result<Vec<u8>> {
     let mut bytes = header_bytes(file)?;
     for _ in 0..HEADER_TRIES {
         let again = header_bytes(file)?;

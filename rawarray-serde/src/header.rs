@@ -60,7 +60,9 @@ impl Flags {
     /// go through the codec layer accept it: [`Header::decode`] and [`Header::read_from`]
     /// refuse it, [`Header::decode_any`] and [`Header::read_from_any`] accept it.
     pub const CHUNKED: Flags = Flags(4);
-    /// All bits this crate understands.
+    /// All bits this crate understands in an array's header. Bit 3 (8, a ragged array) is
+    /// read only by [`Ragged`](crate::Ragged) and its readers: every reader of plain arrays
+    /// refuses it, as a reader that does not know it must.
     pub const KNOWN: Flags = Flags(7);
 
     /// Flags from raw bits, rejecting bits this crate does not know.

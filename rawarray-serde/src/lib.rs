@@ -117,6 +117,8 @@ mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub mod numpy;
+pub mod ragged;
+mod ragged_serde;
 mod reader;
 mod records;
 mod ser;
@@ -138,6 +140,7 @@ pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header};
 pub use layout::{Field, Layout, Logical, SchemaCheck};
 pub use mapped::{ReadMode, RecordReadOptions, RecordReader};
+pub use ragged::{Ragged, RaggedHeader, RaggedOptions, RaggedReader, RaggedWriter};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{
     recover, recover_with, Durability, DynRecordWriter, ElementSpec, RecordOptions, RecordWriter,
@@ -179,7 +182,7 @@ use std::path::Path;
 // alone; the writer is `impl Write`.
 pub fn to_writer<T: serde::Serialize + ?Sized>(mut writer: impl Write, value: &T) -> Result<()> {
     if let Some(vec) = bulk::vec_writer(&mut writer) {
-        return ser::append_in_place(vec, value);
+        return append_or_ragged(vec, value);
     }
     let mut ser = Serializer::new(writer);
     value.serialize(&mut ser)?;
@@ -195,8 +198,22 @@ pub fn to_writer<T: serde::Serialize + ?Sized>(mut writer: impl Write, value: &T
 /// ```
 pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    ser::append_in_place(&mut out, value)?;
+    append_or_ragged(&mut out, value)?;
     Ok(out)
+}
+
+/// Appends `value`'s file to `vec`: a rectangular array, or, for a sequence of rows of
+/// different lengths (`Vec<Vec<T>>`, `Vec<String>`), a ragged file (doc/format.md, section 10).
+fn append_or_ragged<T: serde::Serialize + ?Sized>(vec: &mut Vec<u8>, value: &T) -> Result<()> {
+    let err = match ser::append_in_place(vec, value) {
+        Err(e) if matches!(e.kind(), ErrorKind::NotRectangular { index, field: None, .. } if index.len() == 1) => {
+            e
+        }
+        done => return done,
+    };
+    let bytes = ragged_serde::to_ragged_vec(value).ok_or(err)?;
+    vec.extend_from_slice(&bytes);
+    Ok(())
 }
 
 /// Serializes `value` into a file, atomically: on any error (a ragged sequence found half-way,
@@ -210,7 +227,14 @@ pub fn to_vec<T: serde::Serialize + ?Sized>(value: &T) -> Result<Vec<u8>> {
 /// assert_eq!(v, [1, 2, 3]);
 /// ```
 pub fn to_file<T: serde::Serialize + ?Sized>(path: impl AsRef<Path>, value: &T) -> Result<()> {
-    atomic::write_atomic(path.as_ref(), |w| to_writer(w, value))
+    match atomic::write_atomic(path.as_ref(), |w| to_writer(w, value)) {
+        Err(e) if matches!(e.kind(), ErrorKind::NotRectangular { index, field: None, .. } if index.len() == 1) =>
+        {
+            let bytes = ragged_serde::to_ragged_vec(value).ok_or(e)?;
+            atomic::write_atomic(path.as_ref(), |w| w.write_all(&bytes).map_err(Error::from))
+        }
+        done => done,
+    }
 }
 
 /// Deserializes a value from the bytes of a `.ra` file; `&str` and `&[u8]` borrow from them.
@@ -221,6 +245,9 @@ pub fn to_file<T: serde::Serialize + ?Sized>(path: impl AsRef<Path>, value: &T) 
 /// assert_eq!(s, "hello");
 /// ```
 pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T> {
+    if RaggedHeader::is_ragged(bytes) {
+        return ragged_serde::from_ragged_slice(bytes);
+    }
     let mut de = Deserializer::from_slice(bytes)?;
     let value = T::deserialize(&mut de)?;
     de.end()?;
@@ -236,8 +263,16 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T
 /// let v: Vec<Vec<u16>> = rawarray_serde::from_reader(&bytes[..]).unwrap();
 /// assert_eq!(v, [[1, 2], [3, 4]]);
 /// ```
-pub fn from_reader<T: serde::de::DeserializeOwned>(reader: impl Read) -> Result<T> {
-    let mut de = Deserializer::from_reader(reader)?;
+pub fn from_reader<T: serde::de::DeserializeOwned>(mut reader: impl Read) -> Result<T> {
+    let mut head = [0u8; 16];
+    let got = header::read_full(&mut reader, &mut head)?;
+    if RaggedHeader::is_ragged(&head[..got]) {
+        // A ragged file is read whole: its bytes cost no more than the stream holds.
+        let mut bytes = head[..got].to_vec();
+        reader.read_to_end(&mut bytes)?;
+        return ragged_serde::from_ragged_slice(&bytes);
+    }
+    let mut de = Deserializer::from_reader((&head[..got]).chain(reader))?;
     let value = T::deserialize(&mut de)?;
     de.end()?;
     Ok(value)
@@ -260,9 +295,17 @@ pub fn from_reader<T: serde::de::DeserializeOwned>(reader: impl Read) -> Result<
 /// so `from_file::<T>(path)` names it alone.
 pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Result<T> {
     fileio::reading(path.as_ref(), |path| {
-        let file = std::fs::File::open(path)?;
+        let mut file = std::fs::File::open(path)?;
         // A pipe or a device has no length to trust: read as a stream of unknown length.
         let meta = file.metadata()?;
+        if meta.is_file() {
+            let mut head = [0u8; 16];
+            let got = header::read_full(&mut file, &mut head)?;
+            if RaggedHeader::is_ragged(&head[..got]) {
+                return from_reader(std::io::Cursor::new(head[..got].to_vec()).chain(file));
+            }
+            std::io::Seek::rewind(&mut file)?;
+        }
         let len = meta.is_file().then_some(meta.len());
         let mut de = Deserializer::from_stream(file, len)?;
         let value = T::deserialize(&mut de)?;

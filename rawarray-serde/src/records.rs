@@ -894,18 +894,16 @@ impl Writer {
     /// if they would reach it, a new spare copy is written (and synced) further out, leaving
     /// free space of 1/8 of the data, at least 64 KiB.
     fn reserve(&mut self, end: u64) -> Result<()> {
-        let block = block_len(self.json.len()) as u64;
-        if end + block <= self.spare_at {
-            return Ok(());
-        }
-        let data_len = end - self.header.encoded_len() as u64;
-        let spare = (end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
-        let mut bytes = Vec::with_capacity(block as usize);
-        encode_block_into(&self.json, 0, &mut bytes);
-        write_all_at(&self.file, &bytes, spare)?;
-        self.sync_if_durable()?;
-        self.spare_at = spare;
-        Ok(())
+        let sync = self.durability == Durability::Fsync;
+        let header_len = self.header.encoded_len() as u64;
+        reserve_spare(
+            &self.file,
+            &self.json,
+            header_len,
+            &mut self.spare_at,
+            end,
+            sync,
+        )
     }
 
     /// Commits the records appended so far: writes the buffer and the trailer block after them
@@ -1001,11 +999,39 @@ impl Drop for Writer {
     }
 }
 
+/// Keeps the bytes up to `end`, and a trailer block after them, clear of the spare copy at
+/// `spare_at`: if they would reach it, a new spare copy of `json` is written (and synced, if
+/// `sync`) further out, leaving free space of 1/8 of the data after a header of `header_len`
+/// bytes, at least 64 KiB. Shared by every appending writer (records, ragged rows).
+pub(crate) fn reserve_spare(
+    file: &File,
+    json: &[u8],
+    header_len: u64,
+    spare_at: &mut u64,
+    end: u64,
+    sync: bool,
+) -> Result<()> {
+    let block = block_len(json.len()) as u64;
+    if end + block <= *spare_at {
+        return Ok(());
+    }
+    let data_len = end - header_len;
+    let spare = (end + block + (data_len / 8).max(MIN_SLACK)).next_multiple_of(4096);
+    let mut bytes = Vec::with_capacity(block as usize);
+    encode_block_into(json, 0, &mut bytes);
+    write_all_at(file, &bytes, spare)?;
+    if sync {
+        file.sync_data()?;
+    }
+    *spare_at = spare;
+    Ok(())
+}
+
 /// Leaves a file as `header | data | block` with the block (for the data end) last, keeping a
 /// valid trailer copy at every instant: a spare copy is written beyond the block first if
 /// there is no valid one, then the block at the data end, then the rest is cut off.
 /// `spare` is the start of a valid block at the end of the file, if there is one.
-fn settle(
+pub(crate) fn settle(
     file: &File,
     end: u64,
     json: &[u8],

@@ -54,6 +54,7 @@ fn main() {
     write(&corpus.join("trailer"), &trailers);
     write(&corpus.join("lz4"), &lz4);
     write(&corpus.join("chunked"), &chunked_files());
+    write(&corpus.join("ragged"), &ragged_files());
 }
 
 /// Chunked files (flag bit 2) of each filter and codec, with edge chunks and small blocks.
@@ -68,6 +69,23 @@ fn chunked_files() -> Seeds {
         out.push((format!("chunked_{}_{}", s.name(), c.name()), bytes));
     }
     out
+}
+
+/// Ragged files of each element the `ragged` target reads, text among them.
+fn ragged_files() -> Seeds {
+    use rawarray_serde::Ragged;
+    let f32s = Ragged::from_rows([vec![1.5f32, 2.5], vec![], vec![3.0]]);
+    let bytes = Ragged::from_rows([vec![0xffu8], vec![], vec![1, 2, 3]]);
+    let text = Ragged::from_strs(["Grüße", "", "abc"]);
+    vec![
+        ("ragged-f32".into(), f32s.to_bytes().expect("writes")),
+        ("ragged-u8".into(), bytes.to_bytes().expect("writes")),
+        ("ragged-text".into(), text.to_bytes().expect("writes")),
+        (
+            "ragged-none".into(),
+            Ragged::<f32>::new().to_bytes().expect("writes"),
+        ),
+    ]
 }
 
 fn write(dir: &Path, seeds: &Seeds) {

@@ -1,0 +1,250 @@
+//! Ragged files (flag bit 3) in `ra info`, `ra cat`, `ra slice` and `ra convert`: rows of
+//! different lengths, read through the library's `DynRagged`.
+
+use std::io::{Read, Write};
+use std::path::Path;
+
+use rawarray_serde::ragged::DynRagged;
+use rawarray_serde::{Layout, RaggedHeader};
+use serde::Serialize;
+
+use crate::fail::{At, Failure, Result};
+use crate::value::{layout_text, Decoder};
+
+/// Whether the file at `path` is a ragged file (its flag word has bit 3).
+pub fn is_ragged(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| f.read_exact(&mut head))
+        .is_ok()
+        && RaggedHeader::is_ragged(&head)
+}
+
+/// The `ra info --json` object of a ragged file.
+#[derive(Serialize)]
+struct InfoJson<'a> {
+    file: String,
+    ragged: bool,
+    eltype: u64,
+    elbyte: u64,
+    r#type: String,
+    value_dims: &'a [u64],
+    rows: u64,
+    values: u64,
+    longest_row: u64,
+    text: bool,
+    offsets_slots: u64,
+    trailer: Option<&'a rawarray_serde::Trailer>,
+}
+
+/// `ra info` of one ragged file: rows, values, the longest row.
+pub fn info(path: &Path, json: bool, first: bool, out: &mut dyn Write) -> Result<()> {
+    let r = DynRagged::open(path).at(path)?;
+    let h = r.header();
+    let longest = r.longest_row().at(path)?;
+    let label = rawarray_serde::eltype::type_label(h.eltype, h.elbyte);
+    let text = if json {
+        let j = InfoJson {
+            file: crate::source::shown(path).into_owned(),
+            ragged: true,
+            eltype: h.eltype.code(),
+            elbyte: h.elbyte,
+            r#type: label,
+            value_dims: &h.value_dims,
+            rows: h.rows,
+            values: h.values,
+            longest_row: longest,
+            text: r.is_text(),
+            offsets_slots: h.slots(),
+            trailer: r.trailer(),
+        };
+        format!("{}\n", serde_json::to_string(&j).expect("plain JSON"))
+    } else {
+        let what = if r.is_text() {
+            "text (UTF-8)".to_string()
+        } else {
+            label
+        };
+        format!(
+            "{}{}\n  ragged array of {what}{}\n  rows: {}\n  values: {}\n  longest row: {longest}\n",
+            if first { "" } else { "\n" },
+            crate::source::shown(path),
+            if h.value_dims.is_empty() {
+                String::new()
+            } else {
+                format!(", each value of dims {:?}", h.value_dims)
+            },
+            h.rows,
+            h.values,
+        )
+    };
+    out.write_all(text.as_bytes()).map_err(Failure::stdout)
+}
+
+/// How one row's values are written as text.
+struct RowText {
+    r: DynRagged,
+    schema: Option<Layout>,
+    decoder: Decoder,
+}
+
+impl RowText {
+    fn open(path: &Path) -> Result<RowText> {
+        let r = DynRagged::open(path).at(path)?;
+        let h = r.header();
+        let decoder = Decoder::new(h.eltype, h.elbyte);
+        let schema = r.trailer().and_then(|t| t.schema.clone());
+        Ok(RowText { r, schema, decoder })
+    }
+
+    /// Row `k`'s values, separated by `sep`, or its text; `json` writes JSON values.
+    fn push(&self, k: u64, sep: &str, json: bool, line: &mut String) -> rawarray_serde::Result<()> {
+        if self.r.is_text() {
+            let s = self.r.row_str(k)?;
+            if json {
+                line.push_str(&serde_json::to_string(s).expect("a string"));
+            } else {
+                line.push_str(s);
+            }
+            return Ok(());
+        }
+        let bytes = self.r.row_bytes(k)?;
+        let vb = self.r.header().value_bytes() as usize;
+        let elbyte = self.r.header().elbyte as usize;
+        if json {
+            line.push('[');
+        }
+        for (i, value) in bytes.chunks_exact(vb.max(1)).enumerate() {
+            if i > 0 {
+                line.push_str(sep);
+            }
+            match &self.schema {
+                Some(layout) if layout.size() == vb as u64 => {
+                    layout_text(layout, value, false, json, line);
+                }
+                _ => {
+                    for (j, e) in value.chunks_exact(elbyte).enumerate() {
+                        if j > 0 {
+                            line.push_str(sep);
+                        }
+                        if json {
+                            self.decoder.decode(e).json(line);
+                        } else {
+                            self.decoder.decode(e).text(line);
+                        }
+                    }
+                }
+            }
+        }
+        if json {
+            line.push(']');
+        }
+        Ok(())
+    }
+}
+
+/// `ra cat` of a ragged file: `[k]<TAB>values` lines (the text of a text row), or with `json`
+/// `{"row":k,"value":[...]}`; at most `head` rows.
+pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> Result<()> {
+    let t = RowText::open(path)?;
+    let rows = head.map_or(t.r.rows(), |h| h.min(t.r.rows()));
+    let mut line = String::new();
+    for k in 0..rows {
+        line.clear();
+        if json {
+            line.push_str(&format!("{{\"row\":{k},\"value\":"));
+        } else {
+            line.push_str(&format!("[{k}]\t"));
+        }
+        t.push(k, if json { "," } else { ", " }, json, &mut line)
+            .at(path)?;
+        line.push_str(if json { "}\n" } else { "\n" });
+        out.write_all(line.as_bytes()).map_err(Failure::stdout)?;
+    }
+    out.flush().map_err(Failure::stdout)
+}
+
+/// `ra slice` of a ragged file: one range of rows, `start:stop` (numpy's, step 1).
+pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) -> Result<()> {
+    let r = DynRagged::open(input).at(input)?;
+    let n = r.rows() as i64;
+    let specs = crate::slice::parse(ranges).map_err(|m| Failure::usage("slice", m))?;
+    let clip = |i: Option<i64>, default: i64| -> i64 {
+        let i = i.unwrap_or(default);
+        (if i < 0 { i + n } else { i }).clamp(0, n)
+    };
+    let rows = match specs[..] {
+        [crate::slice::Spec::Slice {
+            start,
+            stop,
+            step: None | Some(1),
+        }] => {
+            let (a, b) = (clip(start, 0), clip(stop, n));
+            a as u64..b.max(a) as u64
+        }
+        [crate::slice::Spec::Index(i)] if (-n..n).contains(&i) => {
+            let i = clip(Some(i), 0) as u64;
+            i..i + 1
+        }
+        _ => {
+            return Err(Failure::usage(
+                "slice",
+                format!(
+                    "'{ranges}': a ragged file of {n} rows takes one range of rows, start:stop \
+                     (step 1), or one row index"
+                ),
+            ))
+        }
+    };
+    let mut bytes = Vec::new();
+    r.write_rows(rows, &mut bytes).at(input)?;
+    if crate::source::is_stdio(output) {
+        stdout.write_all(&bytes).map_err(Failure::stdout)?;
+        return stdout.flush().map_err(Failure::stdout);
+    }
+    rawarray_serde::atomic::write_atomic(output, |w| w.write_all(&bytes)).at(output)
+}
+
+/// `ra convert` of a ragged file to `.npy`: refused, naming what to do instead.
+pub fn refuse_npy(input: &Path) -> Failure {
+    Failure::file(
+        input,
+        "a ragged array (rows of different lengths) has no .npy form: numpy has no ragged type. \
+         Convert it to .csv (one row per line), or keep rows as .ra with `ra slice`",
+    )
+}
+
+/// `ra convert` of a ragged file to CSV: one row per line, values separated by commas; a text
+/// row is one field, quoted as CSV quotes.
+pub fn to_csv(input: &Path, output: &Path) -> Result<()> {
+    let t = RowText::open(input)?;
+    if !t.r.is_text()
+        && t.schema
+            .as_ref()
+            .is_some_and(|l| !matches!(l, Layout::Scalar { .. }))
+    {
+        return Err(Failure::file(input, "rows of records have no CSV form"));
+    }
+    let mut inner = None;
+    let written = rawarray_serde::atomic::write_atomic(output, |w| {
+        let mut w = std::io::BufWriter::new(w);
+        let mut line = String::new();
+        for k in 0..t.r.rows() {
+            line.clear();
+            if let Err(e) = t.push(k, ",", false, &mut line) {
+                inner = Some(Failure::file(input, e));
+                return Err(std::io::Error::other("row"));
+            }
+            if t.r.is_text() && line.contains(['"', ',', '\n', '\r']) {
+                line = format!("\"{}\"", line.replace('"', "\"\""));
+            }
+            line.push('\n');
+            w.write_all(line.as_bytes())?;
+        }
+        w.flush()
+    });
+    match (written, inner) {
+        (_, Some(f)) => Err(f),
+        (r, None) => r.at(output),
+    }
+}

@@ -1,0 +1,127 @@
+//! Ragged files in the CLI: `ra info` (rows, values, longest row), `ra cat` (rows, text as
+//! text), `ra slice` (a range of rows), `ra convert` (.npy refused naming the fix, CSV one row
+//! per line), and hostile offsets reported as one line naming the row.
+
+mod common;
+
+use rawarray_serde::Ragged;
+use serde_json::Value;
+
+use common::*;
+
+#[test]
+fn info_shows_rows_values_and_the_longest_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ra");
+    Ragged::from_rows([vec![1.5f32, 2.5], vec![], vec![3.0, 4.0, 5.0]])
+        .write_file(&path)
+        .unwrap();
+    let out = stdout_of(ra().arg("info").arg(&path));
+    assert!(out.contains("ragged array of float32"), "{out}");
+    assert!(out.contains("rows: 3\n"), "{out}");
+    assert!(out.contains("values: 5\n"), "{out}");
+    assert!(out.contains("longest row: 3\n"), "{out}");
+    let json: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    assert_eq!(
+        (
+            &json["rows"],
+            &json["values"],
+            &json["longest_row"],
+            &json["text"]
+        ),
+        (&3.into(), &5.into(), &3.into(), &false.into())
+    );
+}
+
+#[test]
+fn cat_prints_rows_and_text_as_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let nums = dir.path().join("n.ra");
+    Ragged::from_rows([vec![1u16, 2], vec![], vec![3]])
+        .write_file(&nums)
+        .unwrap();
+    assert_eq!(
+        stdout_of(ra().arg("cat").arg(&nums)),
+        "[0]\t1, 2\n[1]\t\n[2]\t3\n"
+    );
+    let text = dir.path().join("t.ra");
+    Ragged::from_strs(["Grüße", "", "日本"])
+        .write_file(&text)
+        .unwrap();
+    assert_eq!(
+        stdout_of(ra().arg("cat").arg(&text)),
+        "[0]\tGrüße\n[1]\t\n[2]\t日本\n"
+    );
+    let json = stdout_of(ra().args(["cat", "--json", "--head", "1"]).arg(&text));
+    assert_eq!(json, "{\"row\":0,\"value\":\"Grüße\"}\n");
+}
+
+#[test]
+fn slice_takes_a_row_range() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, out) = (dir.path().join("r.ra"), dir.path().join("s.ra"));
+    let rows = vec![vec![1i32], vec![2, 3], vec![], vec![4, 5, 6]];
+    Ragged::from_rows(&rows).write_file(&path).unwrap();
+    stdout_of(ra().arg("slice").arg(&path).arg(&out).arg("2:2"));
+    assert_eq!(Ragged::<i32>::read_file(&out).unwrap().rows(), 0);
+    stdout_of(ra().arg("slice").arg(&path).arg(&out).arg("1:4"));
+    let s = Ragged::<i32>::read_file(&out).unwrap();
+    assert_eq!(s, Ragged::from_rows(&rows[1..]));
+    stdout_of(ra().arg("slice").arg(&path).arg(&out).arg("-1"));
+    assert_eq!(
+        Ragged::<i32>::read_file(&out).unwrap(),
+        Ragged::from_rows(&rows[3..])
+    );
+    // A step is a usage error (exit 2).
+    let done = ra()
+        .arg("slice")
+        .arg(&path)
+        .arg(&out)
+        .arg("0:4:2")
+        .assert()
+        .code(2);
+    let err = String::from_utf8(done.get_output().stderr.clone()).unwrap();
+    assert!(err.contains("one range of rows"), "{err}");
+}
+
+#[test]
+fn convert_refuses_npy_naming_the_fix_and_writes_csv_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ra");
+    Ragged::from_rows([vec![1.5f64, 2.0], vec![], vec![3.0]])
+        .write_file(&path)
+        .unwrap();
+    let err = fails_with_one_line(ra().arg("convert").arg(&path).arg(dir.path().join("r.npy")));
+    assert!(
+        err.contains("numpy has no ragged type") && err.contains(".csv"),
+        "{err}"
+    );
+    assert!(!dir.path().join("r.npy").exists());
+    let csv = dir.path().join("r.csv");
+    stdout_of(ra().arg("convert").arg(&path).arg(&csv));
+    assert_eq!(std::fs::read_to_string(&csv).unwrap(), "1.5,2.0\n\n3.0\n");
+    let text = dir.path().join("t.ra");
+    Ragged::from_strs(["a,b", "plain"])
+        .write_file(&text)
+        .unwrap();
+    let tcsv = dir.path().join("t.csv");
+    stdout_of(ra().arg("convert").arg(&text).arg(&tcsv));
+    assert_eq!(std::fs::read_to_string(&tcsv).unwrap(), "\"a,b\"\nplain\n");
+}
+
+#[test]
+fn hostile_offsets_are_one_line_naming_the_row() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.ra");
+    let mut bytes = Ragged::from_rows([vec![1u8, 2], vec![3]])
+        .to_bytes()
+        .unwrap();
+    // offsets [0, 2, 3] -> [0, 9, 3]: row 0 ends past the 3 values.
+    bytes[72..80].copy_from_slice(&9u64.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    let err = fails_with_one_line(ra().arg("cat").arg(&path));
+    assert!(err.contains("row 0"), "{err}");
+    let err = fails_with_one_line(ra().arg("info").arg(&path));
+    assert!(err.contains("row 0"), "{err}");
+}

@@ -1,0 +1,1299 @@
+//! Ragged arrays: a list of rows of different lengths, each a 1-d run of fixed-size values,
+//! found through an offsets array of `u64`s (flag bit 3; doc/format.md, section 10).
+//!
+//! ```text
+//! header: flags = 8, dims = [value dims..., values m, rows n], size = 8 x slots + m x value bytes
+//! data:   offsets (slots u64s: offsets[0..=n] used, the rest free) | values (m values)
+//! ```
+//!
+//! Row `k` is `values[offsets[k]..offsets[k + 1]]`: O(1), touching no other row. The offsets
+//! region may hold more slots than `n + 1` ([`RaggedWriter`] reserves them so that rows can be
+//! appended without moving the values); readers never look past `offsets[n]`.
+
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use memmap2::{Mmap, MmapOptions};
+
+use crate::atomic::{create_atomic, write_atomic};
+use crate::data;
+use crate::element::Element;
+use crate::eltype::ElType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::{read_exact_at, stable_header_bytes, write_all_at};
+use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
+use crate::layout::Layout;
+use crate::lock::{lock_exclusive, open_locked};
+use crate::records::{reserve_spare, settle, Durability, ElementSpec};
+use crate::trailer::{block_len, encode_block_into, locate, probe_backward, Probe, Trailer};
+
+/// Flag bit 3: the file is a ragged array. Plain-array readers refuse it (it is not in
+/// [`Flags::KNOWN`]).
+pub const RAGGED: u64 = 8;
+
+/// The trailer key marking a ragged file of `u8` values as UTF-8 text, one string a row.
+pub const LOGICAL_KEY: &str = "logical";
+
+/// Offsets slots a new [`RaggedWriter`] reserves (4 KiB); the region doubles when full.
+const FIRST_SLOTS: u64 = 512;
+
+/// The most bytes a header may take to be rewritten in one untearable write (as for records).
+const MAX_HEADER_LEN: usize = 512;
+
+/// A ragged file's header, decoded and validated.
+///
+/// ```
+/// use rawarray_serde::{ElType, RaggedHeader};
+/// let h = RaggedHeader::new(ElType::Float, 4, vec![], 5, 2, 3).unwrap();
+/// assert_eq!(h.size, 3 * 8 + 5 * 4);
+/// assert_eq!(RaggedHeader::decode(&h.encode()).unwrap(), h);
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RaggedHeader {
+    /// The values' element type.
+    pub eltype: ElType,
+    /// Bytes per element.
+    pub elbyte: u64,
+    /// The dims of one value (`[3]` for `[f32; 3]`), empty for scalars and records.
+    pub value_dims: Vec<u64>,
+    /// Number of values in all rows (dims[ndims - 2]).
+    pub values: u64,
+    /// Number of rows (the last dim).
+    pub rows: u64,
+    /// Bytes of the data section: the offsets region, then the values.
+    pub size: u64,
+}
+
+impl RaggedHeader {
+    /// A header for `values` values in `rows` rows, with an offsets region of `slots` `u64`s.
+    pub fn new(
+        eltype: ElType,
+        elbyte: u64,
+        value_dims: Vec<u64>,
+        values: u64,
+        rows: u64,
+        slots: u64,
+    ) -> Result<RaggedHeader> {
+        let mut h = RaggedHeader {
+            eltype,
+            elbyte,
+            value_dims,
+            values,
+            rows,
+            size: 0,
+        };
+        let values_len = h.values_header()?.size;
+        h.size = slots
+            .checked_mul(8)
+            .and_then(|o| o.checked_add(values_len))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{slots} offsets and {values_len} value bytes overflow a u64"
+                ))
+            })?;
+        h.validate()?;
+        Ok(h)
+    }
+
+    /// The values as a plain array's header (dims `[value dims..., values]`): the element
+    /// checks (eltype, elbyte, overflow) are that header's.
+    pub fn values_header(&self) -> Result<Header> {
+        let mut dims = self.value_dims.clone();
+        dims.push(self.values);
+        Header::new(self.eltype, self.elbyte, dims)
+    }
+
+    /// Checks the rules of the format: at least 2 dims and at most [`MAX_NDIMS`], a valid
+    /// element, and an offsets region (`size` minus the values' bytes) of whole `u64`s, at
+    /// least `rows + 1` of them.
+    pub fn validate(&self) -> Result<()> {
+        let ndims = self.value_dims.len() as u64 + 2;
+        if ndims > MAX_NDIMS {
+            return Err(ErrorKind::TooManyDims {
+                ndims,
+                max: MAX_NDIMS,
+            }
+            .into());
+        }
+        let values_len = self.values_header()?.size;
+        let region = self.size.checked_sub(values_len).ok_or_else(|| {
+            bad(format!(
+                "size = {} is less than the {} bytes of the {} values",
+                self.size, values_len, self.values
+            ))
+        })?;
+        if region % 8 != 0 {
+            return Err(bad(format!(
+                "size = {}: the offsets region (size minus {values_len} value bytes) is {region} \
+                 bytes, not a whole number of u64s",
+                self.size
+            )));
+        }
+        if self.rows >= region / 8 {
+            return Err(bad(format!(
+                "size = {}: the offsets region holds {} offsets, fewer than rows + 1 = {}",
+                self.size,
+                region / 8,
+                u128::from(self.rows) + 1
+            )));
+        }
+        Ok(())
+    }
+
+    /// Slots of the offsets region (at least `rows + 1`).
+    pub fn slots(&self) -> u64 {
+        (self.size - self.values_len()) / 8
+    }
+
+    /// Bytes of one value.
+    pub fn value_bytes(&self) -> u64 {
+        self.value_dims.iter().product::<u64>() * self.elbyte
+    }
+
+    /// Bytes of all values.
+    pub fn values_len(&self) -> u64 {
+        self.value_bytes() * self.values
+    }
+
+    /// Bytes of the header: 48 + 8 x ndims.
+    pub fn encoded_len(&self) -> u64 {
+        (FIXED_HEADER_LEN + 8 * (self.value_dims.len() + 2)) as u64
+    }
+
+    /// File offset of `offsets[0]`.
+    pub fn offsets_at(&self) -> u64 {
+        self.encoded_len()
+    }
+
+    /// File offset of the first value.
+    pub fn values_at(&self) -> u64 {
+        self.encoded_len() + 8 * self.slots()
+    }
+
+    /// File offset after the data section (where the trailer block starts).
+    pub fn data_end(&self) -> u64 {
+        self.encoded_len() + self.size
+    }
+
+    /// The header's bytes.
+    pub fn encode(&self) -> Vec<u8> {
+        let words = [
+            MAGIC,
+            RAGGED,
+            self.eltype.code(),
+            self.elbyte,
+            self.size,
+            self.value_dims.len() as u64 + 2,
+        ];
+        let dims = self
+            .value_dims
+            .iter()
+            .copied()
+            .chain([self.values, self.rows]);
+        words
+            .into_iter()
+            .chain(dims)
+            .flat_map(u64::to_le_bytes)
+            .collect()
+    }
+
+    /// Decodes and validates the header at the start of `bytes`. A plain array (bit 3 clear)
+    /// and a ragged file with other flags (big-endian, compressed) are refused.
+    pub fn decode(bytes: &[u8]) -> Result<RaggedHeader> {
+        let fixed = bytes
+            .get(..FIXED_HEADER_LEN)
+            .ok_or(ErrorKind::HeaderTruncated {
+                needed: FIXED_HEADER_LEN as u64,
+                found: bytes.len() as u64,
+            })?;
+        let w = |i: usize| le_u64(&fixed[i * 8..i * 8 + 8]);
+        if w(0) != MAGIC {
+            return Err(ErrorKind::BadMagic {
+                found: w(0),
+                looks_like: crate::sniff::sniff(bytes),
+            }
+            .into());
+        }
+        let flags = w(1);
+        if flags & RAGGED == 0 {
+            return Err(bad(format!(
+                "flags = {flags}: bit 3 (ragged) is clear; the file is a plain array (read it \
+                 with RawArray or DynArray)"
+            )));
+        }
+        Flags::from_bits(flags & !RAGGED)?;
+        if flags != RAGGED {
+            return Err(Error::unsupported(format!(
+                "flags = {flags}: a big-endian or LZ4-compressed ragged file is not supported \
+                 by this version (flags = 8 only)"
+            )));
+        }
+        let eltype = ElType::from_code(w(2))?;
+        let ndims = w(5);
+        if ndims > MAX_NDIMS {
+            return Err(ErrorKind::TooManyDims {
+                ndims,
+                max: MAX_NDIMS,
+            }
+            .into());
+        }
+        if ndims < 2 {
+            return Err(bad(format!(
+                "ndims = {ndims}: a ragged file has at least 2 dims (values, rows)"
+            )));
+        }
+        let end = FIXED_HEADER_LEN + 8 * ndims as usize;
+        let dims: Vec<u64> = bytes
+            .get(FIXED_HEADER_LEN..end)
+            .ok_or(ErrorKind::HeaderTruncated {
+                needed: end as u64,
+                found: bytes.len() as u64,
+            })?
+            .chunks_exact(8)
+            .map(le_u64)
+            .collect();
+        let h = RaggedHeader {
+            eltype,
+            elbyte: w(3),
+            value_dims: dims[..dims.len() - 2].to_vec(),
+            values: dims[dims.len() - 2],
+            rows: dims[dims.len() - 1],
+            size: w(4),
+        };
+        h.validate()?;
+        Ok(h)
+    }
+
+    /// Whether the file's header says ragged (flag bit 3) and sets no flag bit this version
+    /// does not know: how tools pick the reader. A flag word with unknown bits goes to the
+    /// plain reader, which names them all, so every reader reports them alike.
+    ///
+    /// ```
+    /// use rawarray_serde::{Ragged, RaggedHeader, RawArray};
+    /// assert!(!RaggedHeader::is_ragged(&RawArray::from_vec(vec![1u8]).to_bytes()));
+    /// assert!(RaggedHeader::is_ragged(&Ragged::from_rows([[1u8]]).to_bytes().unwrap()));
+    /// ```
+    pub fn is_ragged(bytes: &[u8]) -> bool {
+        let flags = || le_u64(&bytes[8..16]);
+        bytes.len() >= 16
+            && le_u64(&bytes[..8]) == MAGIC
+            && flags() & RAGGED != 0
+            && flags() & !(RAGGED | Flags::KNOWN.bits()) == 0
+    }
+
+    /// Checks that this header is one of values of `spec` (the element a typed reader asks for).
+    fn check_element(&self, spec: &ElementSpec, requested: &str) -> Result<()> {
+        if spec.eltype() != self.eltype || spec.elbyte() != self.elbyte {
+            return Err(ErrorKind::TypeMismatch {
+                file_eltype: self.eltype,
+                file_elbyte: self.elbyte,
+                requested: requested.to_string(),
+                requested_eltype: spec.eltype(),
+                requested_elbyte: spec.elbyte(),
+            }
+            .into());
+        }
+        if spec.inner_dims() != self.value_dims.as_slice() {
+            return Err(ErrorKind::DimsMismatch {
+                expected: format!("value dims {:?} of {requested}", spec.inner_dims()),
+                found: self.value_dims.clone(),
+            }
+            .into());
+        }
+        Ok(())
+    }
+}
+
+fn bad(why: String) -> Error {
+    ErrorKind::BadRagged { why }.into()
+}
+
+/// Checks offsets read from a file: `offsets[0]` is 0, none decreases, none passes `values`,
+/// and the last is `values`. Each failure names the row.
+///
+/// ```
+/// use rawarray_serde::ragged::check_offsets;
+/// assert!(check_offsets(&[0, 2, 2, 5], 5).is_ok());
+/// let err = check_offsets(&[0, 3, 2], 3).unwrap_err();
+/// assert!(err.to_string().contains("row 1"), "{err}");
+/// ```
+pub fn check_offsets(offsets: &[u64], values: u64) -> Result<()> {
+    let Some(&first) = offsets.first() else {
+        return Err(bad(
+            "no offsets: even a file of no rows has offsets[0] = 0".into()
+        ));
+    };
+    if first != 0 {
+        return Err(bad(format!(
+            "row 0 starts at value {first}, not 0 (offsets[0])"
+        )));
+    }
+    for (row, pair) in offsets.windows(2).enumerate() {
+        let (start, end) = (pair[0], pair[1]);
+        if end < start {
+            return Err(bad(format!(
+                "row {row} ends at value {end}, before it starts at {start} (offsets[{}] < \
+                 offsets[{row}])",
+                row + 1
+            )));
+        }
+        if end > values {
+            return Err(bad(format!(
+                "row {row} ends at value {end}, past the {values} values of the file \
+                 (offsets[{}])",
+                row + 1
+            )));
+        }
+    }
+    let last = offsets[offsets.len() - 1];
+    if last != values {
+        return Err(bad(format!(
+            "row {} ends at value {last}, but the file holds {values} values (the last offset \
+             must be the value count)",
+            offsets.len() - 2
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `trailer` marks the values as UTF-8 text.
+fn is_text_trailer(trailer: Option<&Trailer>) -> bool {
+    trailer
+        .and_then(|t| t.extra.get(LOGICAL_KEY))
+        .is_some_and(|v| v == "text")
+}
+
+/// The row as text, or an error naming the row.
+fn text_of(row: &[u8], k: usize) -> Result<&str> {
+    std::str::from_utf8(row).map_err(|e| bad(format!("row {k} is not UTF-8 text: {e}")))
+}
+
+/// A ragged array in memory: rows of different lengths, stored as one run of values and
+/// `rows + 1` offsets into it.
+///
+/// ```
+/// use rawarray_serde::Ragged;
+/// let r = Ragged::from_rows([vec![1.0f32, 2.0], vec![], vec![3.0]]);
+/// assert_eq!(r.rows(), 3);
+/// assert_eq!(r.row(0), Some(&[1.0f32, 2.0][..]));
+/// assert_eq!(r.offsets(), [0, 2, 2, 3]);
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("r.ra");
+/// r.write_file(&path).unwrap();
+/// assert_eq!(Ragged::<f32>::read_file(&path).unwrap(), r);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ragged<T> {
+    offsets: Vec<u64>,
+    values: Vec<T>,
+    text: bool,
+}
+
+impl<T: Element> Default for Ragged<T> {
+    fn default() -> Self {
+        Ragged::new()
+    }
+}
+
+impl<T: Element> Ragged<T> {
+    /// No rows.
+    pub fn new() -> Ragged<T> {
+        Ragged {
+            offsets: vec![0],
+            values: Vec::new(),
+            text: false,
+        }
+    }
+
+    /// The rows given, in order.
+    pub fn from_rows<R: AsRef<[T]>>(rows: impl IntoIterator<Item = R>) -> Ragged<T>
+    where
+        T: Clone,
+    {
+        let mut r = Ragged::new();
+        for row in rows {
+            r.push_row(row.as_ref());
+        }
+        r
+    }
+
+    /// From offsets and values, checked as a file's are ([`check_offsets`]).
+    pub fn from_parts(offsets: Vec<u64>, values: Vec<T>) -> Result<Ragged<T>> {
+        check_offsets(&offsets, values.len() as u64)?;
+        Ok(Ragged {
+            offsets,
+            values,
+            text: false,
+        })
+    }
+
+    /// Appends one row.
+    pub fn push_row(&mut self, row: &[T])
+    where
+        T: Clone,
+    {
+        self.values.extend_from_slice(row);
+        self.offsets.push(self.values.len() as u64);
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Row `k`, or `None` past the last row.
+    pub fn row(&self, k: usize) -> Option<&[T]> {
+        let start = *self.offsets.get(k)? as usize;
+        let end = *self.offsets.get(k + 1)? as usize;
+        Some(&self.values[start..end])
+    }
+
+    /// The rows in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[T]> + '_ {
+        self.offsets
+            .windows(2)
+            .map(|w| &self.values[w[0] as usize..w[1] as usize])
+    }
+
+    /// The offsets: `rows + 1` of them, from 0 to the value count.
+    pub fn offsets(&self) -> &[u64] {
+        &self.offsets
+    }
+
+    /// Every value, row after row.
+    pub fn values(&self) -> &[T] {
+        &self.values
+    }
+
+    /// The file's bytes: header, offsets, values, trailer (the element's schema, and the text
+    /// marker of [`Ragged::from_strs`]).
+    pub fn to_bytes(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to(&mut out)?;
+        Ok(out)
+    }
+
+    /// Writes the file's bytes (see [`Ragged::to_bytes`]) to `w`.
+    pub fn write_to<W: Write + ?Sized>(&self, w: &mut W) -> Result<()> {
+        let spec = ElementSpec::of::<T>();
+        let h = RaggedHeader::new(
+            spec.eltype(),
+            spec.elbyte(),
+            spec.inner_dims().to_vec(),
+            self.values.len() as u64,
+            self.rows() as u64,
+            self.offsets.len() as u64,
+        )?;
+        write_head(w, &h, &self.offsets)?;
+        data::write_values(&self.values, false, w)?;
+        write_tail(w, &h, &ragged_trailer::<T>(self.text))
+    }
+
+    /// Writes the file at `path`, atomically (a temporary file renamed over it).
+    pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
+        write_atomic(path, |f| {
+            let mut w = std::io::BufWriter::new(f);
+            self.write_to(&mut w)?;
+            w.flush().map_err(Error::from)
+        })
+    }
+
+    /// Reads a ragged file's bytes. The header, the offsets and (for text) every row's UTF-8
+    /// are checked before the values are decoded; each failure names the field or the row.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Ragged<T>> {
+        let h = RaggedHeader::decode(bytes)?;
+        h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        let parts = Parts::read(bytes)?;
+        let values = data::decode_values(parts.values, false)?;
+        Ok(Ragged {
+            offsets: parts.offsets,
+            values,
+            text: parts.text,
+        })
+    }
+
+    /// Reads the ragged file at `path` (see [`Ragged::from_bytes`]).
+    pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
+        Ragged::from_bytes(&std::fs::read(path)?)
+    }
+}
+
+/// Writes the header and the offsets of a file written whole (`slots = rows + 1`).
+pub(crate) fn write_head<W: Write + ?Sized>(
+    w: &mut W,
+    h: &RaggedHeader,
+    offsets: &[u64],
+) -> Result<()> {
+    w.write_all(&h.encode())?;
+    let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+    w.write_all(&offsets)?;
+    Ok(())
+}
+
+/// Writes the trailer block after the values of a file written whole.
+pub(crate) fn write_tail<W: Write + ?Sized>(
+    w: &mut W,
+    h: &RaggedHeader,
+    trailer: &Trailer,
+) -> Result<()> {
+    let json = trailer.to_json();
+    let mut block = Vec::with_capacity(block_len(json.len()));
+    encode_block_into(&json, h.data_end(), &mut block);
+    w.write_all(&block)?;
+    Ok(())
+}
+
+/// A ragged file's parts, read from its bytes and checked (header, offsets, text).
+pub(crate) struct Parts<'a> {
+    pub header: RaggedHeader,
+    pub offsets: Vec<u64>,
+    pub values: &'a [u8],
+    pub text: bool,
+}
+
+impl<'a> Parts<'a> {
+    /// Reads and checks the parts of the ragged file in `bytes`.
+    pub fn read(bytes: &'a [u8]) -> Result<Parts<'a>> {
+        let h = RaggedHeader::decode(bytes)?;
+        let have = (bytes.len() as u64).saturating_sub(h.encoded_len());
+        if have < h.size {
+            return Err(ErrorKind::Truncated {
+                expected: h.size,
+                found: have,
+            }
+            .into());
+        }
+        let at = h.offsets_at() as usize;
+        let offsets: Vec<u64> = bytes[at..at + 8 * (h.rows as usize + 1)]
+            .chunks_exact(8)
+            .map(le_u64)
+            .collect();
+        check_offsets(&offsets, h.values)?;
+        let trailer = locate(bytes, h.data_end(), bytes.len() as u64).into_result()?;
+        let text = is_text_trailer(trailer.as_ref());
+        let start = h.values_at() as usize;
+        let values = &bytes[start..start + h.values_len() as usize];
+        if text {
+            check_text(&offsets, values, h.value_bytes())?;
+        }
+        Ok(Parts {
+            header: h,
+            offsets,
+            values,
+            text,
+        })
+    }
+
+    /// The packed bytes of row `k` (its offsets checked on read).
+    pub fn row(&self, k: usize) -> &'a [u8] {
+        let vb = self.header.value_bytes() as usize;
+        &self.values[self.offsets[k] as usize * vb..self.offsets[k + 1] as usize * vb]
+    }
+}
+
+/// Checks that every row of `u8` values is UTF-8.
+fn check_text(offsets: &[u64], values: &[u8], value_bytes: u64) -> Result<()> {
+    if value_bytes != 1 {
+        return Err(bad(format!(
+            "the trailer marks the values as text, but they are {value_bytes}-byte values, not bytes"
+        )));
+    }
+    for (k, w) in offsets.windows(2).enumerate() {
+        text_of(&values[w[0] as usize..w[1] as usize], k)?;
+    }
+    Ok(())
+}
+
+/// The trailer every ragged file of `T` gets: the element's schema, and the text marker.
+fn ragged_trailer<T: Element>(text: bool) -> Trailer {
+    text_marked(Some(T::layout()), text)
+}
+
+/// A trailer of `schema` (if known), marked as text if `text`.
+pub(crate) fn text_marked(schema: Option<Layout>, text: bool) -> Trailer {
+    let mut t =
+        Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
+    if let Some(schema) = schema {
+        t = t.with_schema(schema);
+    }
+    if text {
+        t.extra.insert(LOGICAL_KEY.into(), "text".into());
+    }
+    t
+}
+
+impl Ragged<u8> {
+    /// Text: one UTF-8 string a row, marked as text in the trailer (`"logical":"text"`), so
+    /// that readers give strings back.
+    ///
+    /// ```
+    /// use rawarray_serde::Ragged;
+    /// let r = Ragged::from_strs(["héllo", "", "wörld"]);
+    /// let back = Ragged::<u8>::from_bytes(&r.to_bytes().unwrap()).unwrap();
+    /// assert!(back.is_text());
+    /// assert_eq!(back.to_strings().unwrap(), ["héllo", "", "wörld"]);
+    /// ```
+    pub fn from_strs<S: AsRef<str>>(strs: impl IntoIterator<Item = S>) -> Ragged<u8> {
+        let mut r = Ragged::from_rows(strs.into_iter().map(|s| s.as_ref().as_bytes().to_vec()));
+        r.text = true;
+        r
+    }
+
+    /// Whether the rows are text.
+    pub fn is_text(&self) -> bool {
+        self.text
+    }
+
+    /// Row `k` as text (an error naming the row if it is not UTF-8).
+    pub fn str_row(&self, k: usize) -> Result<&str> {
+        let row = self.row(k).ok_or(ErrorKind::OutOfBounds {
+            start: k as u64,
+            end: k as u64 + 1,
+            len: self.rows() as u64,
+        })?;
+        text_of(row, k)
+    }
+
+    /// Every row as a `String`.
+    pub fn to_strings(&self) -> Result<Vec<String>> {
+        (0..self.rows())
+            .map(|k| self.str_row(k).map(str::to_owned))
+            .collect()
+    }
+}
+
+/// Options for a [`RaggedWriter`].
+#[derive(Clone, Debug, Default)]
+pub struct RaggedOptions {
+    durability: Durability,
+    text: bool,
+}
+
+impl RaggedOptions {
+    /// Defaults: no `fsync` at flushes ([`Durability::NoFsync`]), not text.
+    pub fn new() -> RaggedOptions {
+        RaggedOptions::default()
+    }
+
+    /// Whether each flush syncs, as for records.
+    pub fn durability(mut self, durability: Durability) -> RaggedOptions {
+        self.durability = durability;
+        self
+    }
+
+    /// Marks the rows as UTF-8 text (a writer of `u8` only).
+    pub fn text(mut self, on: bool) -> RaggedOptions {
+        self.text = on;
+        self
+    }
+}
+
+/// Appends rows to a ragged file, committed by one header write per flush, as
+/// [`RecordWriter`](crate::RecordWriter) commits records: readers see the rows of the last
+/// flush, a crash loses only rows not flushed, and the file's exclusive lock keeps other
+/// writers out.
+///
+/// Each flush writes the new offsets into free slots of the offsets region (past the
+/// `rows + 1` a reader uses), the new values and a trailer block after the data end, then the
+/// header. When the region is full the file is rewritten with twice the slots and renamed over
+/// the path (readers that have it open keep the old file).
+///
+/// ```
+/// use rawarray_serde::{Ragged, RaggedWriter};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("steps.ra");
+/// let mut w = RaggedWriter::<u32>::create(&path).unwrap();
+/// w.append_row(&[1, 2, 3]).unwrap();
+/// w.append_row(&[]).unwrap();
+/// w.flush().unwrap();
+/// w.append_row(&[4]).unwrap();
+/// w.finish().unwrap();
+/// let r = Ragged::<u32>::read_file(&path).unwrap();
+/// assert_eq!(r.iter().collect::<Vec<_>>(), [&[1, 2, 3][..], &[], &[4]]);
+/// ```
+#[derive(Debug)]
+pub struct RaggedWriter<T: Element> {
+    path: std::path::PathBuf,
+    file: File,
+    header: RaggedHeader,
+    json: Vec<u8>,
+    spare_at: u64,
+    /// Offsets of the rows not yet committed.
+    pending_offsets: Vec<u64>,
+    /// Their packed values.
+    pending_values: Vec<u8>,
+    durability: Durability,
+    closed: bool,
+    _element: PhantomData<fn(T)>,
+}
+
+impl<T: Element> RaggedWriter<T> {
+    /// Creates (or replaces, atomically) the file at `path` with no rows.
+    pub fn create(path: impl AsRef<Path>) -> Result<RaggedWriter<T>> {
+        RaggedWriter::create_with(path, &RaggedOptions::new())
+    }
+
+    /// [`RaggedWriter::create`] with options.
+    pub fn create_with(path: impl AsRef<Path>, opts: &RaggedOptions) -> Result<RaggedWriter<T>> {
+        let spec = ElementSpec::of::<T>();
+        if opts.text && spec.layout() != &u8::layout() {
+            return Err(Error::unsupported(
+                "only a RaggedWriter<u8> writes text (one UTF-8 string a row)",
+            ));
+        }
+        let header = RaggedHeader::new(
+            spec.eltype(),
+            spec.elbyte(),
+            spec.inner_dims().to_vec(),
+            0,
+            0,
+            FIRST_SLOTS,
+        )?;
+        check_header_len(&header)?;
+        let json = ragged_trailer::<T>(opts.text).to_json();
+        let sync = opts.durability == Durability::Fsync;
+        let path = path.as_ref();
+        let file = create_atomic(path, sync, |f| {
+            write_fresh(f, &header, &0u64.to_le_bytes(), &[], &json)
+        })?;
+        Ok(RaggedWriter::with_file(
+            path,
+            file,
+            header,
+            json,
+            opts.durability,
+        ))
+    }
+
+    /// Opens the ragged file at `path` to append rows, after leaving it as
+    /// [`RaggedWriter::finish`] would (rows a crash left uncommitted are dropped).
+    pub fn open(path: impl AsRef<Path>) -> Result<RaggedWriter<T>> {
+        let path = path.as_ref();
+        let file = open_locked(path)?;
+        let header = RaggedHeader::decode(&stable_header_bytes(&file)?)?;
+        let spec = ElementSpec::of::<T>();
+        header.check_element(&spec, std::any::type_name::<T>())?;
+        check_header_len(&header)?;
+        let len = file.metadata()?.len();
+        let end = header.data_end();
+        if len < end {
+            return Err(ErrorKind::Truncated {
+                expected: header.size,
+                found: len.saturating_sub(header.encoded_len()),
+            }
+            .into());
+        }
+        let trailer = match locate(&file, end, len) {
+            Probe::Valid(b) => Some(b.trailer),
+            Probe::Absent => None,
+            Probe::Damaged(why) => return Err(ErrorKind::Trailer(why).into()),
+        };
+        let json = ragged_trailer::<T>(is_text_trailer(trailer.as_ref())).to_json();
+        let spare = probe_backward(&file, end, len).valid().map(|b| b.start);
+        settle(&file, end, &json, len, spare, false)?;
+        Ok(RaggedWriter::with_file(
+            path,
+            file,
+            header,
+            json,
+            Durability::NoFsync,
+        ))
+    }
+
+    fn with_file(
+        path: &Path,
+        file: File,
+        header: RaggedHeader,
+        json: Vec<u8>,
+        durability: Durability,
+    ) -> RaggedWriter<T> {
+        RaggedWriter {
+            path: path.to_path_buf(),
+            file,
+            spare_at: header.data_end(),
+            header,
+            json,
+            pending_offsets: Vec::new(),
+            pending_values: Vec::new(),
+            durability,
+            closed: false,
+            _element: PhantomData,
+        }
+    }
+
+    /// Appends one row (buffered until [`RaggedWriter::flush`]).
+    pub fn append_row(&mut self, row: &[T]) -> Result<()> {
+        let start = self.pending_values.len();
+        self.pending_values
+            .resize(start + row.len() * T::PACKED_SIZE, 0);
+        data::pack_into(row, false, &mut self.pending_values[start..]);
+        let last = self
+            .pending_offsets
+            .last()
+            .copied()
+            .unwrap_or(self.header.values);
+        self.pending_offsets.push(last + row.len() as u64);
+        Ok(())
+    }
+
+    /// Rows appended, flushed or not.
+    pub fn rows(&self) -> u64 {
+        self.header.rows + self.pending_offsets.len() as u64
+    }
+
+    /// Rows the header on disk covers.
+    pub fn flushed_rows(&self) -> u64 {
+        self.header.rows
+    }
+
+    /// Commits the rows appended so far: offsets into free slots, values and a trailer block
+    /// after the data end (one `pwrite`), then the header (one `pwrite`), each synced with
+    /// [`Durability::Fsync`]. On an error the file holds the rows of the last flush.
+    pub fn flush(&mut self) -> Result<()> {
+        if self.pending_offsets.is_empty() {
+            return Ok(());
+        }
+        let rows = self.header.rows + self.pending_offsets.len() as u64;
+        if rows + 1 > self.header.slots() {
+            return self.grow(rows + 1);
+        }
+        let file = &self.file;
+        let sync = self.durability == Durability::Fsync;
+        let h = &self.header;
+        let offsets: Vec<u8> = self
+            .pending_offsets
+            .iter()
+            .flat_map(|o| o.to_le_bytes())
+            .collect();
+        write_all_at(file, &offsets, h.offsets_at() + 8 * (h.rows + 1))?;
+        let at = h.data_end();
+        let new_end = at + self.pending_values.len() as u64;
+        reserve_spare(
+            file,
+            &self.json,
+            h.encoded_len(),
+            &mut self.spare_at,
+            new_end,
+            sync,
+        )?;
+        let buffered = self.pending_values.len();
+        encode_block_into(&self.json, new_end, &mut self.pending_values);
+        let written = write_all_at(file, &self.pending_values, at);
+        self.pending_values.truncate(buffered);
+        written?;
+        if sync {
+            file.sync_data()?;
+        }
+        let values = *self.pending_offsets.last().expect("not empty");
+        let mut next = self.header.clone();
+        next.size += buffered as u64;
+        next.values = values;
+        next.rows = rows;
+        next.validate()?;
+        write_all_at(file, &next.encode(), 0)?;
+        if sync {
+            file.sync_data()?;
+        }
+        self.header = next;
+        self.pending_offsets.clear();
+        self.pending_values.clear();
+        Ok(())
+    }
+
+    /// Rewrites the file with an offsets region of at least `need` slots (twice as many as
+    /// now), every row appended included, and renames it over the path.
+    fn grow(&mut self, need: u64) -> Result<()> {
+        let slots = need.max(self.header.slots().saturating_mul(2));
+        let values = *self.pending_offsets.last().expect("not empty");
+        let rows = self.header.rows + self.pending_offsets.len() as u64;
+        let mut next = self.header.clone();
+        next.values = values;
+        next.rows = rows;
+        next.size = 0;
+        let next = RaggedHeader::new(
+            next.eltype,
+            next.elbyte,
+            next.value_dims,
+            values,
+            rows,
+            slots,
+        )?;
+        let old = &self.file;
+        let h = &self.header;
+        let mut offsets = vec![0u8; 8 * (h.rows as usize + 1)];
+        read_exact_at(old, &mut offsets, h.offsets_at())?;
+        offsets.extend(self.pending_offsets.iter().flat_map(|o| o.to_le_bytes()));
+        let mut values_bytes = vec![0u8; h.values_len() as usize];
+        read_exact_at(old, &mut values_bytes, h.values_at())?;
+        values_bytes.extend_from_slice(&self.pending_values);
+        let sync = self.durability == Durability::Fsync;
+        // The replacement takes the path's lock, which our own handle holds: let it go first.
+        // Another writer taking it in between makes this flush fail with `Locked`; the file
+        // then still holds the rows of the last flush.
+        old.unlock()?;
+        let created = create_atomic(&self.path, sync, |f| {
+            write_fresh(f, &next, &offsets, &values_bytes, &self.json)
+        });
+        self.file = match created {
+            Ok(file) => file,
+            Err(e) => {
+                // Still ours unless another writer took it; either way the error is this one.
+                let _ = lock_exclusive(&self.file, &self.path);
+                return Err(e);
+            }
+        };
+        self.spare_at = next.data_end();
+        self.header = next;
+        self.pending_offsets.clear();
+        self.pending_values.clear();
+        Ok(())
+    }
+
+    /// Commits as [`Durability::Fsync`] would, whatever the writer's durability.
+    pub fn sync(&mut self) -> Result<()> {
+        let durability = std::mem::replace(&mut self.durability, Durability::Fsync);
+        let flushed = self.flush();
+        self.durability = durability;
+        flushed?;
+        self.file.sync_data()?;
+        Ok(())
+    }
+
+    /// Flushes, cuts the file after the trailer block and closes it.
+    pub fn finish(mut self) -> Result<RaggedHeader> {
+        self.close()?;
+        Ok(self.header.clone())
+    }
+
+    fn close(&mut self) -> Result<()> {
+        self.flush()?;
+        let end = self.header.data_end();
+        let file = &self.file;
+        if self.spare_at != end {
+            file.set_len(end + block_len(self.json.len()) as u64)?;
+            self.spare_at = end;
+        }
+        self.closed = true;
+        Ok(())
+    }
+}
+
+impl<T: Element> Drop for RaggedWriter<T> {
+    fn drop(&mut self) {
+        if !self.closed {
+            // Errors cannot be reported here; the file is valid whatever happens.
+            let _ = self.close();
+        }
+    }
+}
+
+fn check_header_len(h: &RaggedHeader) -> Result<()> {
+    if h.encoded_len() as usize > MAX_HEADER_LEN {
+        return Err(Error::unsupported(format!(
+            "a ragged header of {} bytes cannot be updated in one untearable write (at most \
+             {MAX_HEADER_LEN})",
+            h.encoded_len()
+        )));
+    }
+    Ok(())
+}
+
+/// Writes a whole ragged file: header, `offsets` (packed; the rest of the region a hole),
+/// `values` (packed) and the trailer block.
+fn write_fresh(
+    f: &File,
+    h: &RaggedHeader,
+    offsets: &[u8],
+    values: &[u8],
+    json: &[u8],
+) -> Result<()> {
+    write_all_at(f, &h.encode(), 0)?;
+    write_all_at(f, offsets, h.offsets_at())?;
+    write_all_at(f, values, h.values_at())?;
+    let mut block = Vec::new();
+    encode_block_into(json, h.data_end(), &mut block);
+    write_all_at(f, &block, h.data_end())?;
+    Ok(())
+}
+
+/// A ragged file through a memory map: open is O(1), row `k` reads two offsets and the row's
+/// bytes, borrowed from the map for plain-old-data elements whose bytes are aligned.
+///
+/// The reader sees the rows of the header it read at open: a [`RaggedWriter`] appending at the
+/// same time writes only into offsets slots past those rows and after the data end, so what
+/// the reader sees never changes.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use rawarray_serde::{Ragged, RaggedReader};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("r.ra");
+/// Ragged::from_rows([vec![1u32, 2], vec![3]]).write_file(&path).unwrap();
+/// let r = RaggedReader::<u32>::open(&path).unwrap();
+/// assert_eq!(r.rows(), 2);
+/// let row = r.row(0).unwrap();
+/// assert_eq!(*row, [1, 2]);
+/// assert!(matches!(row, Cow::Borrowed(_)));
+/// ```
+#[derive(Debug)]
+pub struct RaggedReader<T> {
+    map: Option<Mmap>,
+    header: RaggedHeader,
+    trailer: Option<Trailer>,
+    _element: PhantomData<fn() -> T>,
+}
+
+impl<T: Element + Clone> RaggedReader<T> {
+    /// Opens and maps the file; checks the header, the element type and the first and last
+    /// offsets (each row's offsets are checked when the row is read).
+    pub fn open(path: impl AsRef<Path>) -> Result<RaggedReader<T>> {
+        let (header, trailer, map) = open_map(path.as_ref())?;
+        header.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        Ok(RaggedReader {
+            map,
+            header,
+            trailer,
+            _element: PhantomData,
+        })
+    }
+
+    /// Number of rows (as the header said at open).
+    pub fn rows(&self) -> usize {
+        self.header.rows as usize
+    }
+
+    /// The header read at open.
+    pub fn header(&self) -> &RaggedHeader {
+        &self.header
+    }
+
+    /// The trailer read at open, if any.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// Row `k`: borrowed from the map where `T`'s bytes can be (plain-old-data, aligned), a
+    /// decoded copy otherwise. A row whose offsets break the rules is an error naming it.
+    pub fn row(&self, k: usize) -> Result<Cow<'_, [T]>> {
+        let bytes = row_bytes(self.map.as_deref(), &self.header, k)?;
+        if let Some(values) = T::cast_pod_slice(bytes) {
+            return Ok(Cow::Borrowed(values));
+        }
+        data::decode_values(bytes, false).map(Cow::Owned)
+    }
+}
+
+/// Opens a ragged file and maps its data section: the header, the trailer, the map (`None`
+/// for an empty section).
+fn open_map(path: &Path) -> Result<(RaggedHeader, Option<Trailer>, Option<Mmap>)> {
+    let file = File::open(path)?;
+    let header = RaggedHeader::decode(&stable_header_bytes(&file)?)?;
+    let len = file.metadata()?.len();
+    if len < header.data_end() {
+        return Err(ErrorKind::Truncated {
+            expected: header.size,
+            found: len.saturating_sub(header.encoded_len()),
+        }
+        .into());
+    }
+    let trailer = locate(&file, header.data_end(), len).into_result()?;
+    let size = data::to_usize(header.size)?;
+    // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away while
+    // mapped. The map covers the data section of the header read above. A `RaggedWriter` never
+    // changes the bytes this reader uses: it writes offsets only into slots past `rows + 1` of
+    // any header it committed, values and trailers only after the data end, cuts the file only
+    // after the data end, and grows by renaming a new file over the path (this one is left
+    // alone); writers hold the file's lock. Other programs editing the file in place break
+    // this, as for any map (see `ReadMode`).
+    let map = unsafe {
+        MmapOptions::new()
+            .offset(header.encoded_len())
+            .len(size)
+            .map(&file)?
+    };
+    let first = le_u64(&map[..8]);
+    let last = le_u64(&map[8 * header.rows as usize..8 * header.rows as usize + 8]);
+    if first != 0 || last != header.values {
+        let ends = [first, last];
+        check_offsets(&ends, header.values)?;
+    }
+    Ok((header, trailer, Some(map)))
+}
+
+/// The bytes of row `k` in a data section (`None`: not mapped), its offsets checked.
+fn row_bytes<'m>(map: Option<&'m [u8]>, h: &RaggedHeader, k: usize) -> Result<&'m [u8]> {
+    if k as u64 >= h.rows {
+        return Err(ErrorKind::OutOfBounds {
+            start: k as u64,
+            end: k as u64 + 1,
+            len: h.rows,
+        }
+        .into());
+    }
+    let map = map.expect("a ragged section holds at least offsets[0]");
+    let start = le_u64(&map[8 * k..8 * k + 8]);
+    let end = le_u64(&map[8 * k + 8..8 * k + 16]);
+    if start > end || end > h.values || (k == 0 && start != 0) {
+        return Err(bad(format!(
+            "row {k} spans values {start}..{end} of {} (offsets[{k}], offsets[{}])",
+            h.values,
+            k + 1
+        )));
+    }
+    let vb = h.value_bytes() as usize;
+    let base = 8 * h.slots() as usize;
+    Ok(&map[base + start as usize * vb..base + end as usize * vb])
+}
+
+/// A ragged file of any element type, for tools (`ra info`, `ra cat`): rows as packed
+/// little-endian bytes, the element described by the header and the trailer's schema.
+///
+/// ```
+/// use rawarray_serde::{Ragged, ragged::DynRagged};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.ra");
+/// Ragged::from_strs(["a", "bcd"]).write_file(&path).unwrap();
+/// let d = DynRagged::open(&path).unwrap();
+/// assert_eq!((d.rows(), d.header().values, d.longest_row().unwrap()), (2, 4, 3));
+/// assert!(d.is_text());
+/// assert_eq!(d.row_bytes(1).unwrap(), b"bcd");
+/// ```
+#[derive(Debug)]
+pub struct DynRagged {
+    map: Option<Mmap>,
+    header: RaggedHeader,
+    trailer: Option<Trailer>,
+}
+
+impl DynRagged {
+    /// Opens and maps a ragged file of any element type.
+    pub fn open(path: impl AsRef<Path>) -> Result<DynRagged> {
+        let (header, trailer, map) = open_map(path.as_ref())?;
+        Ok(DynRagged {
+            map,
+            header,
+            trailer,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> u64 {
+        self.header.rows
+    }
+
+    /// The header.
+    pub fn header(&self) -> &RaggedHeader {
+        &self.header
+    }
+
+    /// The trailer, if any.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.trailer.as_ref()
+    }
+
+    /// The element's layout: the trailer's schema, else the header's scalar.
+    pub fn layout(&self) -> Option<Layout> {
+        self.trailer
+            .as_ref()
+            .and_then(|t| t.schema.clone())
+            .or_else(|| {
+                (self.header.eltype != ElType::User).then_some(Layout::Scalar {
+                    eltype: self.header.eltype,
+                    elbyte: self.header.elbyte,
+                    logical: None,
+                })
+            })
+    }
+
+    /// Whether the rows are text.
+    pub fn is_text(&self) -> bool {
+        is_text_trailer(self.trailer.as_ref())
+    }
+
+    /// Row `k`'s packed little-endian bytes.
+    pub fn row_bytes(&self, k: u64) -> Result<&[u8]> {
+        let k = usize::try_from(k).unwrap_or(usize::MAX);
+        row_bytes(self.map.as_deref(), &self.header, k)
+    }
+
+    /// Row `k` as text (an error naming the row if it is not UTF-8).
+    pub fn row_str(&self, k: u64) -> Result<&str> {
+        text_of(self.row_bytes(k)?, k as usize)
+    }
+
+    /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
+    /// file's element and trailer (`ra slice`).
+    pub fn write_rows<W: Write + ?Sized>(
+        &self,
+        rows: std::ops::Range<u64>,
+        w: &mut W,
+    ) -> Result<()> {
+        let h = &self.header;
+        if rows.start > rows.end || rows.end > h.rows {
+            return Err(ErrorKind::OutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len: h.rows,
+            }
+            .into());
+        }
+        let map = self
+            .map
+            .as_deref()
+            .expect("a ragged section holds offsets[0]");
+        let offsets: Vec<u64> = map[8 * rows.start as usize..8 * (rows.end as usize + 1)]
+            .chunks_exact(8)
+            .map(le_u64)
+            .collect();
+        let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
+        if first > last || last > h.values {
+            return Err(bad(format!(
+                "rows {}..{} span values {first}..{last} of {} (offsets[{}], offsets[{}])",
+                rows.start, rows.end, h.values, rows.start, rows.end
+            )));
+        }
+        let shifted: Vec<u64> = offsets.iter().map(|o| o.wrapping_sub(first)).collect();
+        let values = last - first;
+        // Rows named by their place in this file, not in the slice.
+        check_offsets(&shifted, values).map_err(|e| {
+            bad(format!(
+                "in rows {}..{} (row 0 is row {}): {e}",
+                rows.start, rows.end, rows.start
+            ))
+        })?;
+        let out = RaggedHeader::new(
+            h.eltype,
+            h.elbyte,
+            h.value_dims.clone(),
+            values,
+            rows.end - rows.start,
+            rows.end - rows.start + 1,
+        )?;
+        write_head(w, &out, &shifted)?;
+        let vb = h.value_bytes() as usize;
+        let base = 8 * h.slots() as usize;
+        w.write_all(&map[base + first as usize * vb..base + last as usize * vb])?;
+        let trailer = match &self.trailer {
+            Some(t) => t.clone(),
+            None => text_marked(self.layout(), false),
+        };
+        write_tail(w, &out, &trailer)
+    }
+
+    /// The length of the longest row, in values, checking every row's offsets.
+    pub fn longest_row(&self) -> Result<u64> {
+        let map = self
+            .map
+            .as_deref()
+            .expect("a ragged section holds offsets[0]");
+        let offsets: Vec<u64> = map[..8 * (self.header.rows as usize + 1)]
+            .chunks_exact(8)
+            .map(le_u64)
+            .collect();
+        check_offsets(&offsets, self.header.values)?;
+        Ok(offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0))
+    }
+}
