@@ -532,3 +532,58 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
     assert_eq!(a.get(&[2, 34]), Some(&614));
     assert_eq!(a.get(&[0, 0]), Some(&0));
 }
+
+/// A chunked file built by hand: `dims` of `elbyte`-byte uints, a config of chunk shape
+/// `chunk` and `block_bytes`, index segment 0 holding `entries`, then `tail` (chunk bytes).
+fn hand_file(
+    elbyte: u64,
+    dims: Vec<u64>,
+    chunk: Vec<u64>,
+    block_bytes: u64,
+    entries: &[Entry],
+    tail: &[u8],
+) -> (Header, Vec<u8>) {
+    let n = dims.len();
+    let mut h = Header::new(ElType::Uint, elbyte, dims).unwrap();
+    let config = Config {
+        shuffle: Shuffle::None,
+        codec: Codec::Lz4,
+        level: 0,
+        block_bytes,
+        chunk,
+        s0: entries.len() as u64,
+        segments: Config::first_segment(n),
+    };
+    let mut section = config.encode();
+    for e in entries {
+        section.extend_from_slice(&e.encode());
+    }
+    section.extend_from_slice(tail);
+    h.flags = Flags::CHUNKED;
+    h.size = section.len() as u64;
+    (h.clone(), file_of(&h, &section))
+}
+
+#[test]
+fn a_block_table_whose_length_overflows_is_an_error_naming_the_chunk() {
+    // One chunk of 2^62 one-byte blocks: its table (2^62 x 12 bytes) wraps to 0 in u64.
+    let payload = [0u8; 10];
+    let at = (Config::encoded_len(1) as u64) + ENTRY_LEN;
+    let e = Entry {
+        offset: at,
+        len: 10,
+        crc: crc32fast::hash(&payload),
+        flags: 0,
+    };
+    let (h, file) = hand_file(1, vec![1 << 62], vec![1 << 62], 1, &[e], &payload);
+    assert!(file.len() < 700);
+    let err = SectionReader::open(&h, &file[..]).unwrap_err();
+    assert!(
+        err.to_string().contains("index entry of chunk 0")
+            && err.to_string().contains("block table"),
+        "{err}"
+    );
+    let mut one = [0u8; 1];
+    let err = codec::decode_subset(&h, &file[..], &[5..6], &mut one).unwrap_err();
+    assert!(err.to_string().contains("chunk 0"), "{err}");
+}

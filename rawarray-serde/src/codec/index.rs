@@ -198,15 +198,21 @@ impl Index {
                         e.len,
                     ));
                 }
-            } else if e.len <= block_table_len(raw, block_bytes) {
-                return Err(bad(
-                    &field(),
-                    format!(
-                        "more than {} stored bytes (its block table)",
-                        block_table_len(raw, block_bytes)
-                    ),
-                    e.len,
-                ));
+            } else {
+                let Some(table) = block_table_len(raw, block_bytes) else {
+                    return Err(bad(
+                        &field(),
+                        format!("a block table that fits in u64 bytes ({raw} raw bytes in blocks of {block_bytes})"),
+                        format!("{} blocks", raw.div_ceil(block_bytes)),
+                    ));
+                };
+                if e.len <= table {
+                    return Err(bad(
+                        &field(),
+                        format!("more than {table} stored bytes (its block table)"),
+                        e.len,
+                    ));
+                }
             }
             regions.push((e.offset, e.offset + e.len, format!("chunk {n}")));
         }

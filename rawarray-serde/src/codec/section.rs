@@ -483,7 +483,8 @@ impl<S: ReadAt> SectionReader<S> {
             return Ok(Arc::clone(t));
         }
         let raw_len = self.layout.grid.raw_len(n);
-        let tlen = super::block_table_len(raw_len, self.layout.chain.block_bytes()).min(e.len);
+        let tlen = super::block_table_len(raw_len, self.layout.chain.block_bytes())
+            .map_or(e.len, |t| t.min(e.len));
         let bytes = self.read_at(tlen, e.offset)?;
         let t = Arc::new(self.layout.chain.block_table(n, &bytes, raw_len, e.len)?);
         let mut cache = self.cache.lock().expect("cache lock");
