@@ -587,3 +587,27 @@ fn a_block_table_whose_length_overflows_is_an_error_naming_the_chunk() {
     let err = codec::decode_subset(&h, &file[..], &[5..6], &mut one).unwrap_err();
     assert!(err.to_string().contains("chunk 0"), "{err}");
 }
+
+#[test]
+fn a_chunk_shape_far_past_the_dims_reads_whole() {
+    // dims [2, 4] of u32 in one chunk of shape [2, 2^62]: the unclipped stride, 2 x 2^62 x 4
+    // bytes, wraps to 0.
+    let raw: Vec<u8> = (0..32u8).collect();
+    let e = Entry {
+        offset: (Config::encoded_len(2) as u64) + ENTRY_LEN,
+        len: 32,
+        crc: crc32fast::hash(&raw),
+        flags: 1,
+    };
+    let (h, file) = hand_file(4, vec![2, 4], vec![2, 1 << 62], 4, &[e], &raw);
+    assert_eq!(codec::decode_all(&h, &file[..]).unwrap(), raw);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.ra");
+    std::fs::write(&path, &file).unwrap();
+    let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
+    let want: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(a.into_vec(), want);
+}

@@ -438,15 +438,10 @@ impl<S: ReadAt> SectionReader<S> {
         let grid = &self.layout.grid;
         in_pool(self.threads, || {
             if grid.is_contiguous() {
-                // Chunk n is bytes n x stride .. of the section: decode in place.
-                let n = grid.dims().len();
-                let stride = if n == 0 {
-                    total
-                } else {
-                    (grid.chunk()[n - 1]
-                        * grid.dims()[..n - 1].iter().product::<u64>()
-                        * grid.elbyte()) as usize
-                };
+                // Chunk n is bytes n x stride .. of the section: decode in place. The stride
+                // is chunk 0's raw length, clipped to the array (the config's chunk shape may
+                // exceed the dims by any amount), so it is at most `total` and never 0 here.
+                let stride = grid.raw_len(0) as usize;
                 out.par_chunks_mut(stride)
                     .enumerate()
                     .try_for_each(|(i, dst)| self.read_chunk_into(i as u64, dst, zeroed))
