@@ -611,3 +611,36 @@ fn a_chunk_shape_far_past_the_dims_reads_whole() {
         .collect();
     assert_eq!(a.into_vec(), want);
 }
+
+#[test]
+fn a_committed_chunk_is_never_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("once.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open(&path)
+        .unwrap();
+    let h = Header::new(ElType::Uint, 1, vec![4, 0]).unwrap();
+    let opts = ChunkOptions::new().chunks(vec![4, 2]).codec(Codec::None);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 4).unwrap();
+    w.set_dims(vec![4, 4]).unwrap();
+    w.write_chunk(&file, 0, &[1; 8]).unwrap();
+    // Not committed yet: it may be written again.
+    w.write_chunk(&file, 0, &[2; 8]).unwrap();
+    w.commit(&file, false).unwrap();
+    let err = w.write_chunk(&file, 0, &[3; 8]).unwrap_err();
+    assert!(err.to_string().contains("chunk 0"), "{err}");
+    // Chunk 1 still goes in; after its commit chunk 0 holds what was committed.
+    w.write_chunk(&file, 1, &[4; 8]).unwrap();
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [[2; 8], [0; 8]].concat());
+    w.commit(&file, false).unwrap();
+    // A writer reopened on the file refuses it too.
+    drop(w);
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    assert!(w.write_chunk(&file, 1, &[5; 8]).is_err());
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [[2; 8], [4; 8]].concat());
+}

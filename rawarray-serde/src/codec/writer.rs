@@ -13,10 +13,11 @@
 //! `size` are ignored, so the new chunks read as never written and the old ones as before.
 //! Whatever lies past `size` when a writer opens the file is reclaimed (overwritten).
 //!
-//! A chunk written twice gets its entry replaced in place at step 2: a crash between 2 and 4
-//! then leaves it pointing past the committed size, and the chunk reads as never written.
-//! Writers that must keep every committed byte write each chunk once (chunk-aligned blocks;
-//! for records, whole chunks along the last dim).
+//! A committed chunk is never written again: [`ChunkWriter::write_chunk`] refuses a chunk
+//! whose entry is committed. Replacing its entry in place at step 2 would make readers (and,
+//! after a crash between 2 and 4, every later reader) see it past the committed size, as never
+//! written. Writers write each chunk once (chunk-aligned blocks; for records, whole chunks
+//! along the last dim); a chunk written but not yet committed may be written again.
 //!
 //! Many writers (threads or processes) take turns under a lock: each opens the writer under
 //! the lock ([`ChunkWriter::open`] re-reads the committed state), writes and commits.
@@ -49,7 +50,7 @@ use super::index::{segment_span, Entry, ENTRY_LEN};
 use super::section::SectionReader;
 use super::{Chain, ChunkOptions};
 use crate::error::Result;
-use crate::fileio::{stable_header_any, write_all_at};
+use crate::fileio::{read_exact_at, stable_header_any, write_all_at};
 use crate::header::{Flags, Header};
 
 /// Appends chunks to a chunked file and commits them (see the module docs).
@@ -64,6 +65,8 @@ pub struct ChunkWriter {
     base: u64,
     /// The first free byte of the section: the committed size, plus what was appended since.
     end: u64,
+    /// The committed size: entries ending within it are committed and never replaced.
+    committed: u64,
 }
 
 impl ChunkWriter {
@@ -100,6 +103,7 @@ impl ChunkWriter {
         let chain = Chain::from_config(&config, h.elbyte)?;
         Ok(ChunkWriter {
             end: h.size,
+            committed: h.size,
             header: h,
             config,
             grid,
@@ -131,6 +135,7 @@ impl ChunkWriter {
             chain: *layout.chain(),
             base: h.encoded_len() as u64,
             end: h.size,
+            committed: h.size,
             header: h,
             config,
         })
@@ -204,7 +209,8 @@ impl ChunkWriter {
 
     /// Encodes chunk `n` (its raw bytes, in the file's byte order, as many as the grid of the
     /// current dims says), appends it and writes its entry. Readers see it after
-    /// [`ChunkWriter::commit`].
+    /// [`ChunkWriter::commit`]. A chunk already committed is an error naming it: its entry is
+    /// never replaced (see the module docs).
     pub fn write_chunk(&mut self, file: &File, n: u64, raw: &[u8]) -> Result<Entry> {
         if n >= self.grid.count() {
             return Err(bad(
@@ -221,8 +227,23 @@ impl ChunkWriter {
         if raw.len() as u64 != want {
             return Err(bad(&format!("raw bytes of chunk {n}"), want, raw.len()));
         }
-        let (stored, flags) = self.chain.encode_chunk(raw)?;
         let slot = self.entry_offset(file, n)?;
+        let mut old = [0u8; ENTRY_LEN as usize];
+        read_exact_at(file, &mut old, self.base + slot)?;
+        let old = Entry::decode(&old);
+        if !old.is_empty()
+            && old
+                .offset
+                .checked_add(old.len)
+                .is_some_and(|end| end <= self.committed)
+        {
+            return Err(bad(
+                &format!("chunk {n}"),
+                "a chunk not committed yet (a committed chunk is written once)",
+                format!("committed at {}..{}", old.offset, old.offset + old.len),
+            ));
+        }
+        let (stored, flags) = self.chain.encode_chunk(raw)?;
         let e = Entry {
             offset: self.end,
             len: stored.len() as u64,
@@ -241,6 +262,7 @@ impl ChunkWriter {
         file.sync_data()?;
         self.header.size = self.end;
         write_all_at(file, &self.header.encode(), 0)?;
+        self.committed = self.end;
         if sync {
             file.sync_data()?;
         }
