@@ -644,3 +644,82 @@ fn a_committed_chunk_is_never_rewritten() {
     let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
     assert_eq!(a.into_vec(), [[2; 8], [4; 8]].concat());
 }
+
+#[test]
+fn a_writer_resumed_after_a_crash_clears_what_the_dead_writer_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open(&path)
+        .unwrap();
+    // Bytes no codec shrinks: the top byte of an LCG's state.
+    let noise = |seed: u64| -> Vec<u8> {
+        let mut x = seed;
+        (0..128)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect()
+    };
+    // Entries: segment 0 holds all 4 chunks; stored raw, every chunk is 8 bytes.
+    let h = Header::new(ElType::Uint, 1, vec![4, 0]).unwrap();
+    let opts = ChunkOptions::new().chunks(vec![4, 2]).codec(Codec::None);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 4).unwrap();
+    w.set_dims(vec![4, 2]).unwrap();
+    w.write_chunk(&file, 0, &[1; 8]).unwrap();
+    w.commit(&file, false).unwrap();
+    // A writer dies after writing chunk 1's bytes and entry, before its commit.
+    w.set_dims(vec![4, 4]).unwrap();
+    w.write_chunk(&file, 1, &[9; 8]).unwrap();
+    drop(w);
+    // The next writer appends chunk 2 where chunk 1 was and commits: chunk 1's stale entry
+    // now ends inside the size, over chunk 2's bytes.
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![4, 6]).unwrap();
+    w.write_chunk(&file, 2, &[7; 8]).unwrap();
+    w.commit(&file, false).unwrap();
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [[1; 8], [0; 8], [7; 8]].concat());
+
+    // Segment slots: S0 = 1, so chunk 2 lives in segment 2. A dead writer allocates segments
+    // 1 and 2 after a small (compressed) chunk 1; the next writer's chunk 1 is larger and its
+    // commit covers the stale segment 2, which lies over its bytes.
+    let path = dir.path().join("slots.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .open(&path)
+        .unwrap();
+    let opts = ChunkOptions::new()
+        .chunks(vec![4, 32])
+        .codec(Codec::Zstd)
+        .shuffle(Shuffle::None);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 1).unwrap();
+    w.set_dims(vec![4, 32]).unwrap();
+    w.write_chunk(&file, 0, &[1; 128]).unwrap();
+    w.commit(&file, false).unwrap();
+    w.set_dims(vec![4, 96]).unwrap();
+    w.write_chunk(&file, 1, &[2; 128]).unwrap();
+    w.write_chunk(&file, 2, &[3; 128]).unwrap();
+    drop(w);
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![4, 64]).unwrap();
+    let chunk1 = noise(5);
+    assert!(w.write_chunk(&file, 1, &chunk1).unwrap().is_raw());
+    w.commit(&file, false).unwrap();
+    drop(w);
+    // Growing to chunk 2: a reader and a writer see segment 2 as not allocated.
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![4, 96]).unwrap();
+    w.write_chunk(&file, 2, &[4; 128]).unwrap();
+    w.commit(&file, false).unwrap();
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [vec![1; 128], chunk1, vec![4; 128]].concat());
+}

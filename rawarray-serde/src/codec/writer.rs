@@ -114,26 +114,82 @@ impl ChunkWriter {
 
     /// Resumes writing the chunked file `file`: its committed header and config are read and
     /// checked (as a reader would); anything past the committed size is reclaimed.
+    ///
+    /// What a writer that died before its commit left behind is cleared on disk (and made
+    /// durable) before anything is appended: segment slots and index entries pointing past the
+    /// committed size. Left there, a later commit whose size covers them would make them count
+    /// again, over bytes that now hold other chunks.
     pub fn open(file: &File) -> Result<ChunkWriter> {
         let h = stable_header_any(file)?;
         let reader = SectionReader::open(&h, file)?;
         let layout = reader.layout();
         let mut config = layout.config().clone();
+        let base = h.encoded_len() as u64;
+        let ndims = h.dims.len();
+        let mut cleared = false;
         // Segments past the committed size are not allocated, whatever their slot says.
+        let mut allocated = SEGMENTS;
         for g in 1..SEGMENTS {
             let ok = segment_span(config.s0, g)
                 .and_then(|(_, cap)| cap.checked_mul(ENTRY_LEN))
                 .and_then(|b| b.checked_add(config.segments[g]))
                 .is_some_and(|end| config.segments[g] != 0 && end <= h.size);
             if !ok {
-                config.segments[g..].fill(0);
+                allocated = g;
                 break;
             }
+        }
+        for g in allocated..SEGMENTS {
+            if config.segments[g] != 0 {
+                write_all_at(
+                    file,
+                    &0u64.to_le_bytes(),
+                    base + Config::segment_slot_offset(ndims, g),
+                )?;
+                config.segments[g] = 0;
+                cleared = true;
+            }
+        }
+        // Entries of the allocated segments that end past the committed size, a bounded read
+        // at a time (segments lie inside the committed size, so this reads at most the file).
+        for g in 0..allocated {
+            let Some((_, cap)) = segment_span(config.s0, g) else {
+                break;
+            };
+            let start = config.segments[g];
+            if cap
+                .checked_mul(ENTRY_LEN)
+                .and_then(|b| b.checked_add(start))
+                .is_none_or(|end| end > h.size)
+            {
+                // Not inside the committed size (segment 0 of a hostile config): readers
+                // ignore it whole, and nothing here is read through it.
+                break;
+            }
+            let mut buf = vec![0u8; (cap.min(4096) * ENTRY_LEN) as usize];
+            let mut done = 0u64;
+            while done < cap {
+                let take = (cap - done).min(4096);
+                let bytes = &mut buf[..(take * ENTRY_LEN) as usize];
+                let at = base + start + done * ENTRY_LEN;
+                read_exact_at(file, bytes, at)?;
+                for (i, e) in bytes.chunks_exact(ENTRY_LEN as usize).enumerate() {
+                    let e = Entry::decode(e.try_into().expect("24 bytes"));
+                    if !e.is_empty() && e.offset.checked_add(e.len).is_none_or(|end| end > h.size) {
+                        write_all_at(file, &[0u8; ENTRY_LEN as usize], at + i as u64 * ENTRY_LEN)?;
+                        cleared = true;
+                    }
+                }
+                done += take;
+            }
+        }
+        if cleared {
+            file.sync_data()?;
         }
         Ok(ChunkWriter {
             grid: layout.grid().clone(),
             chain: *layout.chain(),
-            base: h.encoded_len() as u64,
+            base,
             end: h.size,
             committed: h.size,
             header: h,
