@@ -498,6 +498,7 @@ fn chunk_writer_grows_along_the_last_dim_and_commits() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&path)
         .unwrap();
     // Records of 3 u16, 5 records per chunk; S0 = 1 so segments 1, 2, 3 are allocated as it grows.
@@ -584,7 +585,8 @@ fn a_block_table_whose_length_overflows_is_an_error_naming_the_chunk() {
         "{err}"
     );
     let mut one = [0u8; 1];
-    let err = codec::decode_subset(&h, &file[..], &[5..6], &mut one).unwrap_err();
+    let err =
+        codec::decode_subset(&h, &file[..], std::slice::from_ref(&(5..6)), &mut one).unwrap_err();
     assert!(err.to_string().contains("chunk 0"), "{err}");
 }
 
@@ -620,6 +622,7 @@ fn a_committed_chunk_is_never_rewritten() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&path)
         .unwrap();
     let h = Header::new(ElType::Uint, 1, vec![4, 0]).unwrap();
@@ -653,6 +656,7 @@ fn a_writer_resumed_after_a_crash_clears_what_the_dead_writer_left() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&path)
         .unwrap();
     // Bytes no codec shrinks: the top byte of an LCG's state.
@@ -695,6 +699,7 @@ fn a_writer_resumed_after_a_crash_clears_what_the_dead_writer_left() {
         .read(true)
         .write(true)
         .create(true)
+        .truncate(true)
         .open(&path)
         .unwrap();
     let opts = ChunkOptions::new()
