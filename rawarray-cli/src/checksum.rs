@@ -687,6 +687,17 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
             }
         }
     }
+    // Read as never written, so they pass the loop above: a corrupt entry (entries have no
+    // crc) or a write not committed yet, as for the trailer's uncommitted bytes.
+    for &n in layout.index().uncommitted() {
+        bad += 1;
+        if problems.len() < MAX_CHUNK_PROBLEMS {
+            problems.push(format!(
+                "chunk {n}: index entry points past the committed size (corrupt, or a writer \
+                 is writing or was killed); it reads as zeros"
+            ));
+        }
+    }
     if bad > problems.len() as u64 {
         problems.push(format!("{bad} bad chunks in all"));
     }

@@ -253,6 +253,36 @@ fn verify_names_the_chunk_with_a_flipped_bit() {
     assert!(err.contains("chunk 3"), "{err}");
 }
 
+/// A flipped bit in a chunk's index entry offset sends it past the committed size: readers
+/// see that chunk as never written, and `ra verify` fails naming it instead of saying OK.
+#[test]
+fn verify_names_a_chunk_whose_entry_points_past_the_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ra");
+    smooth_field(&p, [16, 16, 4]);
+    let z = dir.path().join("z.ra");
+    compress(&p, &z, &["--chunks", "16,16,1"]);
+    let mut bytes = std::fs::read(&z).unwrap();
+    let h = Header::decode_any(&bytes).unwrap();
+    // Chunk 1's entry: after the config (56 + 8 n + 512 bytes) and chunk 0's 24 bytes.
+    let at = h.encoded_len() + 56 + 8 * 3 + 512 + 24;
+    bytes[at + 5] ^= 0x10;
+    std::fs::write(&z, &bytes).unwrap();
+    let out = ra()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("FAILED (chunk 1: index entry points past the committed size"),
+        "{out}"
+    );
+}
+
 /// CRC-32 (IEEE), bitwise: the config's checksum computed independently of the codec layer.
 fn crc32(bytes: &[u8]) -> u32 {
     let mut c = !0u32;

@@ -562,3 +562,214 @@ fn serde_reads_chunked_files() {
         );
     }
 }
+
+/// A chunked file built by hand: `dims` of `elbyte`-byte uints, a config of chunk shape
+/// `chunk` and `block_bytes`, index segment 0 holding `entries`, then `tail` (chunk bytes).
+fn hand_file(
+    elbyte: u64,
+    dims: Vec<u64>,
+    chunk: Vec<u64>,
+    block_bytes: u64,
+    entries: &[Entry],
+    tail: &[u8],
+) -> (Header, Vec<u8>) {
+    let n = dims.len();
+    let mut h = Header::new(ElType::Uint, elbyte, dims).unwrap();
+    let config = Config {
+        shuffle: Shuffle::None,
+        codec: Codec::Lz4,
+        level: 0,
+        block_bytes,
+        chunk,
+        s0: entries.len() as u64,
+        segments: Config::first_segment(n),
+    };
+    let mut section = config.encode();
+    for e in entries {
+        section.extend_from_slice(&e.encode());
+    }
+    section.extend_from_slice(tail);
+    h.flags = Flags::CHUNKED;
+    h.size = section.len() as u64;
+    (h.clone(), file_of(&h, &section))
+}
+
+#[test]
+fn a_block_table_whose_length_overflows_is_an_error_naming_the_chunk() {
+    // One chunk of 2^62 one-byte blocks: its table (2^62 x 12 bytes) wraps to 0 in u64.
+    let payload = [0u8; 10];
+    let at = (Config::encoded_len(1) as u64) + ENTRY_LEN;
+    let e = Entry {
+        offset: at,
+        len: 10,
+        crc: crc32fast::hash(&payload),
+        flags: 0,
+    };
+    let (h, file) = hand_file(1, vec![1 << 62], vec![1 << 62], 1, &[e], &payload);
+    assert!(file.len() < 700);
+    let err = SectionReader::open(&h, &file[..]).unwrap_err();
+    assert!(
+        err.to_string().contains("index entry of chunk 0")
+            && err.to_string().contains("block table"),
+        "{err}"
+    );
+    let mut one = [0u8; 1];
+    let err =
+        codec::decode_subset(&h, &file[..], std::slice::from_ref(&(5..6)), &mut one).unwrap_err();
+    assert!(err.to_string().contains("chunk 0"), "{err}");
+}
+
+#[test]
+fn a_chunk_shape_far_past_the_dims_reads_whole() {
+    // dims [2, 4] of u32 in one chunk of shape [2, 2^62]: the unclipped stride, 2 x 2^62 x 4
+    // bytes, wraps to 0.
+    let raw: Vec<u8> = (0..32u8).collect();
+    let e = Entry {
+        offset: (Config::encoded_len(2) as u64) + ENTRY_LEN,
+        len: 32,
+        crc: crc32fast::hash(&raw),
+        flags: 1,
+    };
+    let (h, file) = hand_file(4, vec![2, 4], vec![2, 1 << 62], 4, &[e], &raw);
+    assert_eq!(codec::decode_all(&h, &file[..]).unwrap(), raw);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.ra");
+    std::fs::write(&path, &file).unwrap();
+    let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
+    let want: Vec<u32> = raw
+        .chunks_exact(4)
+        .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(a.into_vec(), want);
+}
+
+#[test]
+fn a_committed_chunk_is_never_rewritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("once.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let h = Header::new(ElType::Uint, 1, vec![4, 0]).unwrap();
+    let opts = ChunkOptions::new().chunks(vec![4, 2]).codec(Codec::None);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 4).unwrap();
+    w.set_dims(vec![4, 4]).unwrap();
+    w.write_chunk(&file, 0, &[1; 8]).unwrap();
+    // Not committed yet: it may be written again.
+    w.write_chunk(&file, 0, &[2; 8]).unwrap();
+    w.commit(&file, false).unwrap();
+    let err = w.write_chunk(&file, 0, &[3; 8]).unwrap_err();
+    assert!(err.to_string().contains("chunk 0"), "{err}");
+    // Chunk 1 still goes in; after its commit chunk 0 holds what was committed.
+    w.write_chunk(&file, 1, &[4; 8]).unwrap();
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [[2; 8], [0; 8]].concat());
+    w.commit(&file, false).unwrap();
+    // A writer reopened on the file refuses it too.
+    drop(w);
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    assert!(w.write_chunk(&file, 1, &[5; 8]).is_err());
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [[2; 8], [4; 8]].concat());
+}
+
+#[test]
+fn a_writer_resumed_after_a_crash_clears_what_the_dead_writer_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("crash.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    // Bytes no codec shrinks: the top byte of an LCG's state.
+    let noise = |seed: u64| -> Vec<u8> {
+        let mut x = seed;
+        (0..128)
+            .map(|_| {
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (x >> 56) as u8
+            })
+            .collect()
+    };
+    // Entries: segment 0 holds all 4 chunks; stored raw, every chunk is 8 bytes.
+    let h = Header::new(ElType::Uint, 1, vec![4, 0]).unwrap();
+    let opts = ChunkOptions::new().chunks(vec![4, 2]).codec(Codec::None);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 4).unwrap();
+    w.set_dims(vec![4, 2]).unwrap();
+    w.write_chunk(&file, 0, &[1; 8]).unwrap();
+    w.commit(&file, false).unwrap();
+    // A writer dies after writing chunk 1's bytes and entry, before its commit.
+    w.set_dims(vec![4, 4]).unwrap();
+    w.write_chunk(&file, 1, &[9; 8]).unwrap();
+    drop(w);
+    // The next writer appends chunk 2 where chunk 1 was and commits: chunk 1's stale entry
+    // now ends inside the size, over chunk 2's bytes.
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![4, 6]).unwrap();
+    w.write_chunk(&file, 2, &[7; 8]).unwrap();
+    w.commit(&file, false).unwrap();
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [[1; 8], [0; 8], [7; 8]].concat());
+
+    // Segment slots: S0 = 1, so chunk 2 lives in segment 2. A dead writer allocates segments
+    // 1 and 2 after a small (compressed) chunk 1; the next writer's chunk 1 is larger and its
+    // commit covers the stale segment 2, which lies over its bytes.
+    let path = dir.path().join("slots.ra");
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .unwrap();
+    let opts = ChunkOptions::new()
+        .chunks(vec![4, 32])
+        .codec(Codec::Zstd)
+        .shuffle(Shuffle::None);
+    let mut w = codec::ChunkWriter::create(&file, &h, &opts, 1).unwrap();
+    w.set_dims(vec![4, 32]).unwrap();
+    w.write_chunk(&file, 0, &[1; 128]).unwrap();
+    w.commit(&file, false).unwrap();
+    w.set_dims(vec![4, 96]).unwrap();
+    w.write_chunk(&file, 1, &[2; 128]).unwrap();
+    w.write_chunk(&file, 2, &[3; 128]).unwrap();
+    drop(w);
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![4, 64]).unwrap();
+    let chunk1 = noise(5);
+    assert!(w.write_chunk(&file, 1, &chunk1).unwrap().is_raw());
+    w.commit(&file, false).unwrap();
+    drop(w);
+    // Growing to chunk 2: a reader and a writer see segment 2 as not allocated.
+    let mut w = codec::ChunkWriter::open(&file).unwrap();
+    w.set_dims(vec![4, 96]).unwrap();
+    w.write_chunk(&file, 2, &[4; 128]).unwrap();
+    w.commit(&file, false).unwrap();
+    let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    assert_eq!(a.into_vec(), [vec![1; 128], chunk1, vec![4; 128]].concat());
+}
+
+#[test]
+fn entries_pointing_past_the_committed_size_are_reported() {
+    let (h, file, raw) = sample(Codec::Lz4);
+    let reader = SectionReader::open(&h, &file[..]).unwrap();
+    assert!(reader.layout().index().uncommitted().is_empty());
+    // One flipped bit in chunk 2's offset: the chunk reads as never written, so the index
+    // names it for checkers.
+    let mut bad = file.clone();
+    bad[entry_at(&h, 2) + 5] ^= 0x10;
+    let got = codec::decode_all(&h, &bad[..]).unwrap();
+    assert_eq!(got[..8000], raw[..8000]);
+    assert!(got[8000..12000].iter().all(|&b| b == 0));
+    let reader = SectionReader::open(&h, &bad[..]).unwrap();
+    assert_eq!(reader.layout().index().uncommitted(), [2]);
+}

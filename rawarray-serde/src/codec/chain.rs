@@ -168,7 +168,8 @@ impl Chain {
         stored_len: u64,
     ) -> Result<Vec<BlockRef>> {
         let nb = self.block_count(raw_len);
-        let tlen = nb * BLOCK_ENTRY_LEN;
+        let tlen = nb.saturating_mul(BLOCK_ENTRY_LEN);
+        // The table must be in hand before `nb` sizes anything: a hostile count is refused here.
         if (table.len() as u64) < tlen || stored_len < tlen {
             return Err(corrupt(
                 chunk,

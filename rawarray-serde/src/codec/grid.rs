@@ -215,44 +215,119 @@ pub struct Place<'a> {
 /// The runs `(src byte, dst byte, bytes)` that copy a box of `extent` elements from one
 /// column-major buffer to another, in increasing order of both offsets. Leading dims the box
 /// covers whole in both buffers join into one run.
-pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> Vec<(u64, u64, u64)> {
+///
+/// The runs are yielded one at a time ([`Runs`]): a box thin along its leading dims has a run
+/// per element, so a collected list would cost more memory than the bytes it moves.
+pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> Runs {
     let n = extent.len();
-    if extent.contains(&0) {
-        return Vec::new();
-    }
     let strides = |dims: &[u64]| {
         let mut s = Vec::with_capacity(n);
         let mut acc = elbyte;
         for &d in dims {
             s.push(acc);
-            acc *= d;
+            acc = acc.saturating_mul(d);
         }
         s
     };
-    let (ss, ds) = (strides(src.dims), strides(dst.dims));
     // Dims [0, m) are whole in both: a run spans them and `extent[m]` steps of dim m.
     let mut m = 0;
     while m < n && extent[m] == src.dims[m] && extent[m] == dst.dims[m] {
         m += 1;
     }
-    let run = extent[..n.min(m + 1)].iter().product::<u64>() * elbyte;
-    let offset = |at: &[u64], idx: &[u64], strides: &[u64]| -> u64 {
-        (0..n).map(|k| (at[k] + idx[k]) * strides[k]).sum()
+    let total = if extent.contains(&0) {
+        0
+    } else {
+        extent[(m + 1).min(n)..].iter().product()
     };
-    let mut idx = vec![0u64; n];
-    let outer: u64 = extent[(m + 1).min(n)..].iter().product();
-    let mut out = Vec::with_capacity(outer as usize);
-    for _ in 0..outer {
-        out.push((offset(src.at, &idx, &ss), offset(dst.at, &idx, &ds), run));
-        for k in m + 1..n {
-            idx[k] += 1;
-            if idx[k] < extent[k] {
+    Runs {
+        run: extent[..n.min(m + 1)].iter().product::<u64>() * elbyte,
+        first: m + 1,
+        src_strides: strides(src.dims),
+        dst_strides: strides(dst.dims),
+        src_at: src.at.to_vec(),
+        dst_at: dst.at.to_vec(),
+        extent: extent.to_vec(),
+        idx: vec![0; n],
+        total,
+        left: total,
+    }
+}
+
+/// The runs of [`runs`], in order.
+#[derive(Clone, Debug)]
+pub struct Runs {
+    run: u64,
+    /// The first dim the runs step along (dims before it are inside one run).
+    first: usize,
+    src_strides: Vec<u64>,
+    dst_strides: Vec<u64>,
+    src_at: Vec<u64>,
+    dst_at: Vec<u64>,
+    extent: Vec<u64>,
+    idx: Vec<u64>,
+    total: u64,
+    left: u64,
+}
+
+impl Runs {
+    fn offset(at: &[u64], idx: &[u64], strides: &[u64]) -> u64 {
+        at.iter()
+            .zip(idx)
+            .zip(strides)
+            .map(|((a, i), s)| (a + i) * s)
+            .sum()
+    }
+
+    /// The source bytes from the first run's start to the last run's end (all of them,
+    /// whatever was already yielded), or `None` for an empty box.
+    pub fn src_span(&self) -> Option<Range<u64>> {
+        if self.total == 0 {
+            return None;
+        }
+        let zero = vec![0; self.extent.len()];
+        let last: Vec<u64> = (0..self.extent.len())
+            .map(|k| {
+                if k < self.first {
+                    0
+                } else {
+                    self.extent[k] - 1
+                }
+            })
+            .collect();
+        Some(
+            Runs::offset(&self.src_at, &zero, &self.src_strides)
+                ..Runs::offset(&self.src_at, &last, &self.src_strides) + self.run,
+        )
+    }
+}
+
+impl Iterator for Runs {
+    type Item = (u64, u64, u64);
+
+    fn next(&mut self) -> Option<(u64, u64, u64)> {
+        if self.left == 0 {
+            return None;
+        }
+        self.left -= 1;
+        let item = (
+            Runs::offset(&self.src_at, &self.idx, &self.src_strides),
+            Runs::offset(&self.dst_at, &self.idx, &self.dst_strides),
+            self.run,
+        );
+        for k in self.first..self.extent.len() {
+            self.idx[k] += 1;
+            if self.idx[k] < self.extent[k] {
                 break;
             }
-            idx[k] = 0;
+            self.idx[k] = 0;
         }
+        Some(item)
     }
-    out
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = usize::try_from(self.left).ok();
+        (left.unwrap_or(usize::MAX), left)
+    }
 }
 
 #[cfg(test)]
@@ -288,7 +363,8 @@ mod tests {
                 at: &[0, 0],
             },
         );
-        assert_eq!(r, [(5, 0, 2), (9, 2, 2)]);
+        assert_eq!(r.src_span(), Some(5..11));
+        assert_eq!(r.collect::<Vec<_>>(), [(5, 0, 2), (9, 2, 2)]);
         // Whole leading dims join.
         let r = runs(
             &[4, 2],
@@ -302,7 +378,7 @@ mod tests {
                 at: &[0, 0],
             },
         );
-        assert_eq!(r, [(4, 0, 8)]);
+        assert_eq!(r.collect::<Vec<_>>(), [(4, 0, 8)]);
         // A scalar is one run of one element.
         assert_eq!(
             runs(
@@ -310,8 +386,32 @@ mod tests {
                 8,
                 Place { dims: &[], at: &[] },
                 Place { dims: &[], at: &[] }
-            ),
+            )
+            .collect::<Vec<_>>(),
             [(0, 0, 8)]
         );
+    }
+
+    #[test]
+    fn runs_of_a_thin_box_are_yielded_not_collected() {
+        // A chunk one element thick along dim 0 of [2, 2^62]: 2^62 one-byte runs, which a
+        // collected list (24 bytes a run) could not even reserve.
+        let mut got = Vec::new();
+        let dims = [1, 1u64 << 62];
+        let src = Place {
+            dims: &dims,
+            at: &[0, 0],
+        };
+        let dst = Place {
+            dims: &[2, 1 << 62],
+            at: &[1, 0],
+        };
+        for r in runs(&dims, 1, src, dst) {
+            got.push(r);
+            if got.len() == 3 {
+                break;
+            }
+        }
+        assert_eq!(got, [(0, 1, 1), (1, 3, 1), (2, 5, 1)]);
     }
 }

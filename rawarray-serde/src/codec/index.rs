@@ -139,6 +139,8 @@ pub fn segment_reads(config: &Config, grid: &Grid, size: u64) -> Vec<SegmentRead
 pub struct Index {
     /// Entries of chunks `0 .. entries.len()`; later chunks were never written.
     entries: Vec<Entry>,
+    /// Chunks whose entry ends past the committed size, read as never written.
+    uncommitted: Vec<u64>,
 }
 
 impl Index {
@@ -175,6 +177,7 @@ impl Index {
             );
         }
         let block_bytes = config.block_bytes;
+        let mut uncommitted = Vec::new();
         for (n, e) in entries.iter_mut().enumerate() {
             let n = n as u64;
             if e.is_empty() {
@@ -183,6 +186,7 @@ impl Index {
             // Not committed: written past `size` by a writer that has not committed it yet.
             if e.end().is_none_or(|end| end > size) {
                 *e = Entry::default();
+                uncommitted.push(n);
                 continue;
             }
             let field = || format!("index entry of chunk {n}");
@@ -198,15 +202,21 @@ impl Index {
                         e.len,
                     ));
                 }
-            } else if e.len <= block_table_len(raw, block_bytes) {
-                return Err(bad(
-                    &field(),
-                    format!(
-                        "more than {} stored bytes (its block table)",
-                        block_table_len(raw, block_bytes)
-                    ),
-                    e.len,
-                ));
+            } else {
+                let Some(table) = block_table_len(raw, block_bytes) else {
+                    return Err(bad(
+                        &field(),
+                        format!("a block table that fits in u64 bytes ({raw} raw bytes in blocks of {block_bytes})"),
+                        format!("{} blocks", raw.div_ceil(block_bytes)),
+                    ));
+                };
+                if e.len <= table {
+                    return Err(bad(
+                        &field(),
+                        format!("more than {table} stored bytes (its block table)"),
+                        e.len,
+                    ));
+                }
             }
             regions.push((e.offset, e.offset + e.len, format!("chunk {n}")));
         }
@@ -220,12 +230,41 @@ impl Index {
                 ));
             }
         }
-        Ok(Index { entries })
+        Ok(Index {
+            entries,
+            uncommitted,
+        })
     }
 
     /// An index of the given entries (chunks `0 ..`), as an encoder builds it.
     pub fn from_entries(entries: Vec<Entry>) -> Index {
-        Index { entries }
+        Index {
+            entries,
+            uncommitted: Vec::new(),
+        }
+    }
+
+    /// The chunks whose entry ends past the committed size, in order: they read as never
+    /// written. A writer's work not committed yet (or left by a writer that died before its
+    /// commit), or a corrupt entry (entries have no CRC: a flipped bit in an offset lands
+    /// here), so checkers report them.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{self, ChunkOptions, Codec, SectionReader};
+    /// use rawarray_serde::{ElType, Header};
+    /// let header = Header::new(ElType::Uint, 1, vec![4, 4]).unwrap();
+    /// let opts = ChunkOptions::new().codec(Codec::None).chunks(vec![4, 2]);
+    /// let (h, section) = codec::encode(&header, &[7u8; 16], &opts).unwrap();
+    /// let mut file = h.encode();
+    /// file.extend_from_slice(&section);
+    /// // Chunk 1's entry (the second after the config) pointed far away.
+    /// let at = h.encoded_len() + codec::Config::encoded_len(2) + 24;
+    /// file[at + 7] = 0x40;
+    /// let reader = SectionReader::open(&h, &file[..]).unwrap();
+    /// assert_eq!(reader.layout().index().uncommitted(), [1]);
+    /// ```
+    pub fn uncommitted(&self) -> &[u64] {
+        &self.uncommitted
     }
 
     /// Chunk `n`'s entry (empty if never written).

@@ -80,9 +80,18 @@ pub const ENTRY_RAW: u32 = 1;
 /// Bytes of one block table entry: `end u64, crc32 u32`.
 pub const BLOCK_ENTRY_LEN: u64 = 12;
 
-/// Bytes of the block table of a chunk of `raw_len` bytes in blocks of `block_bytes`.
-pub fn block_table_len(raw_len: u64, block_bytes: u64) -> u64 {
-    raw_len.div_ceil(block_bytes.max(1)) * BLOCK_ENTRY_LEN
+/// Bytes of the block table of a chunk of `raw_len` bytes in blocks of `block_bytes`, or
+/// `None` past `u64` (a hostile config: huge chunks in tiny blocks).
+///
+/// ```
+/// use rawarray_serde::codec::block_table_len;
+/// assert_eq!(block_table_len(100, 64), Some(24));
+/// assert_eq!(block_table_len(1 << 62, 1), None);
+/// ```
+pub fn block_table_len(raw_len: u64, block_bytes: u64) -> Option<u64> {
+    raw_len
+        .div_ceil(block_bytes.max(1))
+        .checked_mul(BLOCK_ENTRY_LEN)
 }
 
 /// A filter: bytes to bytes of the same length, by element width.

@@ -34,7 +34,7 @@ use rayon::prelude::*;
 
 use super::chain::{corrupt, BlockRef, Chain};
 use super::config::{bad, Config};
-use super::grid::{runs, Grid, Place};
+use super::grid::{runs, Grid, Place, Runs};
 use super::index::{segment_reads, Entry, Index, SegmentRead};
 use crate::error::{ErrorKind, Result};
 use crate::header::Header;
@@ -203,7 +203,7 @@ impl Layout {
 
     /// The runs `(chunk raw byte, out byte, bytes)` that place chunk `n`'s part of the subset
     /// `ranges` in a buffer of the subset's shape.
-    pub fn subset_runs(&self, n: u64, ranges: &[Range<u64>]) -> Vec<(u64, u64, u64)> {
+    pub fn subset_runs(&self, n: u64, ranges: &[Range<u64>]) -> Runs {
         let (o, s) = (self.grid.origin(n), self.grid.shape(n));
         let lo: Vec<u64> = ranges
             .iter()
@@ -438,15 +438,10 @@ impl<S: ReadAt> SectionReader<S> {
         let grid = &self.layout.grid;
         in_pool(self.threads, || {
             if grid.is_contiguous() {
-                // Chunk n is bytes n x stride .. of the section: decode in place.
-                let n = grid.dims().len();
-                let stride = if n == 0 {
-                    total
-                } else {
-                    (grid.chunk()[n - 1]
-                        * grid.dims()[..n - 1].iter().product::<u64>()
-                        * grid.elbyte()) as usize
-                };
+                // Chunk n is bytes n x stride .. of the section: decode in place. The stride
+                // is chunk 0's raw length, clipped to the array (the config's chunk shape may
+                // exceed the dims by any amount), so it is at most `total` and never 0 here.
+                let stride = grid.raw_len(0) as usize;
                 out.par_chunks_mut(stride)
                     .enumerate()
                     .try_for_each(|(i, dst)| self.read_chunk_into(i as u64, dst, zeroed))
@@ -492,7 +487,8 @@ impl<S: ReadAt> SectionReader<S> {
             return Ok(Arc::clone(t));
         }
         let raw_len = self.layout.grid.raw_len(n);
-        let tlen = super::block_table_len(raw_len, self.layout.chain.block_bytes()).min(e.len);
+        let tlen = super::block_table_len(raw_len, self.layout.chain.block_bytes())
+            .map_or(e.len, |t| t.min(e.len));
         let bytes = self.read_at(tlen, e.offset)?;
         let t = Arc::new(self.layout.chain.block_table(n, &bytes, raw_len, e.len)?);
         let mut cache = self.cache.lock().expect("cache lock");
@@ -543,19 +539,18 @@ impl<S: ReadAt> SectionReader<S> {
             let rows = self.layout.subset_runs(n, ranges);
             let e = self.layout.index.entry(n);
             if e.is_empty() {
-                for &(_, d, len) in &rows {
+                for (_, d, len) in rows {
                     out[d as usize..(d + len) as usize].fill(0);
                 }
                 continue;
             }
             self.chunks_read.fetch_add(1, Ordering::Relaxed);
             if e.is_raw() {
-                let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+                let Some(span) = rows.src_span() else {
                     continue;
                 };
-                let span = first.0..last.0 + last.2;
                 let bytes = self.read_at(span.end - span.start, e.offset + span.start)?;
-                for &(s, d, len) in &rows {
+                for (s, d, len) in rows {
                     let s = (s - span.start) as usize;
                     out[d as usize..(d + len) as usize]
                         .copy_from_slice(&bytes[s..s + len as usize]);
@@ -565,7 +560,7 @@ impl<S: ReadAt> SectionReader<S> {
             let table = self.table(n, &e)?;
             let bb = self.layout.chain.block_bytes();
             let mut current: Option<(u64, Arc<Vec<u8>>)> = None;
-            for &(s, d, len) in &rows {
+            for (s, d, len) in rows {
                 let mut done = 0;
                 while done < len {
                     let at = s + done;

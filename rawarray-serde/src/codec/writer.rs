@@ -13,10 +13,11 @@
 //! `size` are ignored, so the new chunks read as never written and the old ones as before.
 //! Whatever lies past `size` when a writer opens the file is reclaimed (overwritten).
 //!
-//! A chunk written twice gets its entry replaced in place at step 2: a crash between 2 and 4
-//! then leaves it pointing past the committed size, and the chunk reads as never written.
-//! Writers that must keep every committed byte write each chunk once (chunk-aligned blocks;
-//! for records, whole chunks along the last dim).
+//! A committed chunk is never written again: [`ChunkWriter::write_chunk`] refuses a chunk
+//! whose entry is committed. Replacing its entry in place at step 2 would make readers (and,
+//! after a crash between 2 and 4, every later reader) see it past the committed size, as never
+//! written. Writers write each chunk once (chunk-aligned blocks; for records, whole chunks
+//! along the last dim); a chunk written but not yet committed may be written again.
 //!
 //! Many writers (threads or processes) take turns under a lock: each opens the writer under
 //! the lock ([`ChunkWriter::open`] re-reads the committed state), writes and commits.
@@ -49,7 +50,7 @@ use super::index::{segment_span, Entry, ENTRY_LEN};
 use super::section::SectionReader;
 use super::{Chain, ChunkOptions};
 use crate::error::Result;
-use crate::fileio::{stable_header_any, write_all_at};
+use crate::fileio::{read_exact_at, stable_header_any, write_all_at};
 use crate::header::{Flags, Header};
 
 /// Appends chunks to a chunked file and commits them (see the module docs).
@@ -64,6 +65,8 @@ pub struct ChunkWriter {
     base: u64,
     /// The first free byte of the section: the committed size, plus what was appended since.
     end: u64,
+    /// The committed size: entries ending within it are committed and never replaced.
+    committed: u64,
 }
 
 impl ChunkWriter {
@@ -100,6 +103,7 @@ impl ChunkWriter {
         let chain = Chain::from_config(&config, h.elbyte)?;
         Ok(ChunkWriter {
             end: h.size,
+            committed: h.size,
             header: h,
             config,
             grid,
@@ -110,27 +114,84 @@ impl ChunkWriter {
 
     /// Resumes writing the chunked file `file`: its committed header and config are read and
     /// checked (as a reader would); anything past the committed size is reclaimed.
+    ///
+    /// What a writer that died before its commit left behind is cleared on disk (and made
+    /// durable) before anything is appended: segment slots and index entries pointing past the
+    /// committed size. Left there, a later commit whose size covers them would make them count
+    /// again, over bytes that now hold other chunks.
     pub fn open(file: &File) -> Result<ChunkWriter> {
         let h = stable_header_any(file)?;
         let reader = SectionReader::open(&h, file)?;
         let layout = reader.layout();
         let mut config = layout.config().clone();
+        let base = h.encoded_len() as u64;
+        let ndims = h.dims.len();
+        let mut cleared = false;
         // Segments past the committed size are not allocated, whatever their slot says.
+        let mut allocated = SEGMENTS;
         for g in 1..SEGMENTS {
             let ok = segment_span(config.s0, g)
                 .and_then(|(_, cap)| cap.checked_mul(ENTRY_LEN))
                 .and_then(|b| b.checked_add(config.segments[g]))
                 .is_some_and(|end| config.segments[g] != 0 && end <= h.size);
             if !ok {
-                config.segments[g..].fill(0);
+                allocated = g;
                 break;
             }
+        }
+        for g in allocated..SEGMENTS {
+            if config.segments[g] != 0 {
+                write_all_at(
+                    file,
+                    &0u64.to_le_bytes(),
+                    base + Config::segment_slot_offset(ndims, g),
+                )?;
+                config.segments[g] = 0;
+                cleared = true;
+            }
+        }
+        // Entries of the allocated segments that end past the committed size, a bounded read
+        // at a time (segments lie inside the committed size, so this reads at most the file).
+        for g in 0..allocated {
+            let Some((_, cap)) = segment_span(config.s0, g) else {
+                break;
+            };
+            let start = config.segments[g];
+            if cap
+                .checked_mul(ENTRY_LEN)
+                .and_then(|b| b.checked_add(start))
+                .is_none_or(|end| end > h.size)
+            {
+                // Not inside the committed size (segment 0 of a hostile config): readers
+                // ignore it whole, and nothing here is read through it.
+                break;
+            }
+            let mut buf = vec![0u8; (cap.min(4096) * ENTRY_LEN) as usize];
+            let mut done = 0u64;
+            while done < cap {
+                let take = (cap - done).min(4096);
+                let bytes = &mut buf[..(take * ENTRY_LEN) as usize];
+                let at = base + start + done * ENTRY_LEN;
+                read_exact_at(file, bytes, at)?;
+                for (i, e) in bytes.chunks_exact(ENTRY_LEN as usize).enumerate() {
+                    let e = Entry::decode(e.try_into().expect("24 bytes"));
+                    if !e.is_empty() && e.offset.checked_add(e.len).is_none_or(|end| end > h.size) {
+                        write_all_at(file, &[0u8; ENTRY_LEN as usize], at + i as u64 * ENTRY_LEN)?;
+                        cleared = true;
+                    }
+                }
+                done += take;
+            }
+        }
+        if cleared {
+            file.sync_data()?;
         }
         Ok(ChunkWriter {
             grid: layout.grid().clone(),
             chain: *layout.chain(),
-            base: h.encoded_len() as u64,
+            base,
             end: h.size,
+            committed: h.size,
             header: h,
             config,
         })
@@ -204,7 +265,8 @@ impl ChunkWriter {
 
     /// Encodes chunk `n` (its raw bytes, in the file's byte order, as many as the grid of the
     /// current dims says), appends it and writes its entry. Readers see it after
-    /// [`ChunkWriter::commit`].
+    /// [`ChunkWriter::commit`]. A chunk already committed is an error naming it: its entry is
+    /// never replaced (see the module docs).
     pub fn write_chunk(&mut self, file: &File, n: u64, raw: &[u8]) -> Result<Entry> {
         if n >= self.grid.count() {
             return Err(bad(
@@ -221,8 +283,23 @@ impl ChunkWriter {
         if raw.len() as u64 != want {
             return Err(bad(&format!("raw bytes of chunk {n}"), want, raw.len()));
         }
-        let (stored, flags) = self.chain.encode_chunk(raw)?;
         let slot = self.entry_offset(file, n)?;
+        let mut old = [0u8; ENTRY_LEN as usize];
+        read_exact_at(file, &mut old, self.base + slot)?;
+        let old = Entry::decode(&old);
+        if !old.is_empty()
+            && old
+                .offset
+                .checked_add(old.len)
+                .is_some_and(|end| end <= self.committed)
+        {
+            return Err(bad(
+                &format!("chunk {n}"),
+                "a chunk not committed yet (a committed chunk is written once)",
+                format!("committed at {}..{}", old.offset, old.offset + old.len),
+            ));
+        }
+        let (stored, flags) = self.chain.encode_chunk(raw)?;
         let e = Entry {
             offset: self.end,
             len: stored.len() as u64,
@@ -241,6 +318,7 @@ impl ChunkWriter {
         file.sync_data()?;
         self.header.size = self.end;
         write_all_at(file, &self.header.encode(), 0)?;
+        self.committed = self.end;
         if sync {
             file.sync_data()?;
         }
