@@ -704,6 +704,12 @@ impl DynArray {
         if !header.is_compressed() {
             return data::read_bytes(r, header.size, available);
         }
+        if !available.is_some_and(|a| a >= header.size) {
+            // A stream of unknown length: the block is read first (memory grows only as its
+            // bytes arrive), so a header claiming a huge array costs nothing until they do.
+            let packed = data::read_bytes(r, header.size, available)?;
+            return data::decompress(&packed, header);
+        }
         let mut plain = data::try_zeroed_bytes(header.data_len())?;
         crate::lz4_block::decode_stream(r, header.size, &mut plain)?;
         Ok(plain)

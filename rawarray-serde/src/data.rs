@@ -178,8 +178,14 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
 ) -> Result<Vec<T>> {
     let big_endian = header.is_big_endian();
     if header.is_compressed() {
-        // Decoded as it is read (crate::lz4_block): the block and the values are never held
-        // at once.
+        if !available.is_some_and(|a| a >= header.size) {
+            // A stream of unknown length: the block is read first (memory grows only as its
+            // bytes arrive), so a header claiming a huge array costs nothing until they do.
+            let packed = read_bytes(r, header.size, available)?;
+            return decompress_values(&packed, header, n);
+        }
+        // The input is known to hold the block: decoded as it is read (crate::lz4_block), so
+        // the block and the values are never held at once.
         if let Some(mut v) = zeroed_pod::<T>(n)? {
             let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
             crate::lz4_block::decode_stream(r, header.size, dst)?;

@@ -199,7 +199,9 @@ impl<R: Read> StreamInput<R> {
             // is decoded as it is read, so the block and its decoded bytes are never both held;
             // a chunked section is read whole first (as its bytes arrive, bounded by the
             // header's size), then decoded from memory.
-            let data = if header.is_compressed() {
+            // (A stream of unknown length reads the block first: memory grows only as its
+            // bytes arrive.)
+            let data = if header.is_compressed() && known {
                 let mut decoded = crate::data::try_zeroed_bytes(header.data_len())?;
                 crate::lz4_block::decode_stream(&mut reader, header.size, &mut decoded)?;
                 let mut stored = header.clone();
