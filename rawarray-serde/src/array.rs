@@ -704,7 +704,7 @@ impl DynArray {
         if !header.is_compressed() {
             return data::read_bytes(r, header.size, available);
         }
-        if !available.is_some_and(|a| a >= header.size) {
+        if available.is_none_or(|a| a < header.size) {
             // A stream of unknown length: the block is read first (memory grows only as its
             // bytes arrive), so a header claiming a huge array costs nothing until they do.
             let packed = data::read_bytes(r, header.size, available)?;

@@ -178,7 +178,7 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
 ) -> Result<Vec<T>> {
     let big_endian = header.is_big_endian();
     if header.is_compressed() {
-        if !available.is_some_and(|a| a >= header.size) {
+        if available.is_none_or(|a| a < header.size) {
             // A stream of unknown length: the block is read first (memory grows only as its
             // bytes arrive), so a header claiming a huge array costs nothing until they do.
             let packed = read_bytes(r, header.size, available)?;
