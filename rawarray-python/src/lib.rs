@@ -272,7 +272,10 @@ impl RawFile {
         let h = self.header();
         // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
         if let Ok(Some(s @ Layout::Scalar { .. })) = self.record_layout() {
-            return ("dtype".into(), s.numpy_descr_json().as_str().unwrap_or("").into());
+            return (
+                "dtype".into(),
+                s.numpy_descr_json().as_str().unwrap_or("").into(),
+            );
         }
         if let Some(dt) = h.numpy_dtype() {
             return ("dtype".into(), dt.into());
