@@ -150,7 +150,7 @@ pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     Ok(p)
 }
 
-/// The stream a [`sniff`] of `source` opened, or else `source` opened now: `None` for standard
+/// The stream a [`sniff()`] of `source` opened, or else `source` opened now: `None` for standard
 /// input (which is always open), the pipe's file otherwise.
 fn open_stream(source: &Path) -> Result<Option<File>> {
     let peeked = PEEKED
@@ -194,7 +194,7 @@ pub fn sniff(source: &Path) -> Result<Option<Kind>> {
     Ok(kind_of(peeked.as_ref().map_or(&[][..], |p| &p.head)))
 }
 
-/// The first bytes of a stream that [`sniff`] read, which its copy starts with, and the pipe
+/// The first bytes of a stream that [`sniff()`] read, which its copy starts with, and the pipe
 /// they came from (still open: a pipe closed and opened again would lose them).
 struct Peeked {
     source: PathBuf,
@@ -216,7 +216,7 @@ fn kind_of(head: &[u8]) -> Option<Kind> {
     }
 }
 
-/// Copies the stream `source` names, read from `stdin` (after any bytes [`sniff`] read), to an
+/// Copies the stream `source` names, read from `stdin` (after any bytes [`sniff()`] read), to an
 /// anonymous temporary file, checking its start first; returns the file and the name to open
 /// it by.
 fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {

@@ -25,7 +25,7 @@
 //!   [`decode_all`], [`decode_subset`]), and its sans-IO core ([`Layout`]) for readers that do
 //!   their own I/O (object storage: fetch [`Layout::config_range`], then
 //!   [`index::segment_reads`], then [`Layout::chunk_range`] of the touched chunks);
-//! - [`encode`]: the encoder ([`encode()`], [`ChunkOptions`]); [`writer`]: the appending
+//! - [`encode`](mod@encode): the encoder ([`encode()`], [`ChunkOptions`]); [`writer`]: the appending
 //!   writer's primitives and the commit order ([`ChunkWriter`]).
 //!
 //! The header keeps the logical eltype, elbyte and dims; `size` is the byte length of the
