@@ -229,7 +229,9 @@ pub(crate) fn uncommitted(
         // A chunked file's block is committed by one header write, all its chunks at once: a
         // block whose chunks all count in the index was committed, whether or not its writer
         // lived to enter its `end` (or lost a race to write them to another writer).
-        let section = crate::codec::SectionReader::open(header, file)?;
+        // The header as it is now: a writer's own copy has the size it opened the file at.
+        let now = crate::fileio::stable_header_any(file)?;
+        let section = crate::codec::SectionReader::open(&now, file)?;
         let layout = section.layout();
         let grid = layout.grid();
         blocks.retain(|b| grid.touched(b).any(|n| layout.index().entry(n).is_empty()));

@@ -601,10 +601,10 @@ impl ArrayWriter {
             ));
         }
         let chunks: Vec<u64> = grid.touched(ranges).collect();
-        // Refused before anything is begun or compressed: a chunk already committed. (Under
-        // the lock it is checked again: another writer may commit it meanwhile.)
-        // Read only: reclaiming what lies past the committed size is for the writer whose
-        // turn it is (another may be appending there now).
+        // A block holding a committed chunk is refused before it is begun or compressed, by
+        // reading the index (not `ChunkWriter::open`, which reclaims what lies past the
+        // committed size: another writer may be appending there now). It is checked again in
+        // this writer's turn: another may commit the chunk meanwhile.
         let header = stable_header_any(&self.file)?;
         let section = SectionReader::open(&header, &self.file)?;
         let index = section.layout().index();

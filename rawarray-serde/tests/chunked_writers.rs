@@ -437,3 +437,56 @@ fn a_sigkilled_writers_block_is_reported_and_the_others_survive() {
     let a: RawArray<f32> = RawArray::read_file(&path).unwrap();
     assert_eq!(a.as_slice(), whole(x, y, z));
 }
+
+/// A journal entry `begin` of `ranges`, as doc/format.md section 8a lays it out.
+fn begin_entry(id: u64, ranges: &[Range<u64>]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&[0; 4]);
+    b.extend_from_slice(&id.to_le_bytes());
+    for r in ranges {
+        b.extend_from_slice(&r.start.to_le_bytes());
+        b.extend_from_slice(&r.end.to_le_bytes());
+    }
+    let mut h = crc32fast::Hasher::new();
+    h.update(&b[..4]);
+    h.update(&b[8..]);
+    let crc = h.finalize();
+    b[4..8].copy_from_slice(&crc.to_le_bytes());
+    b
+}
+
+/// The journal of a chunked file stays the file's own as commits grow its size; a begun block
+/// whose chunks are all committed (its writer died between its commit and its `end`) is not
+/// reported, even by a writer that opened the file before that commit; one not committed is.
+#[test]
+fn a_begun_block_whose_chunks_are_all_committed_is_not_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.ra");
+    let opts = options(Codec::Lz4, Shuffle::Byte);
+    let first = ArrayWriter::create_chunked::<f32>(&path, &[X, Y, Z], &opts).unwrap();
+    let second = ArrayWriter::open(&path).unwrap();
+    let b = [0..X, 0..Y, 2..4];
+    second
+        .write_subset(&b, &block_values(X, Y, &(2..4)))
+        .unwrap();
+    second.finish().unwrap();
+    let journal = dir.path().join("j.ra.journal");
+    let mut j = fs::OpenOptions::new().append(true).open(&journal).unwrap();
+    std::io::Write::write_all(&mut j, &begin_entry(0xdead, &b)).unwrap();
+    assert!(ArrayWriter::uncommitted_blocks(&path).unwrap().is_empty());
+    // The first writer, opened when the size was smaller, finishes last: clean.
+    first.finish().unwrap();
+    assert!(!journal.exists());
+
+    let w = ArrayWriter::open(&path).unwrap();
+    let mut j = fs::OpenOptions::new().append(true).open(&journal).unwrap();
+    let c = [0..X, 0..Y, 4..6];
+    std::io::Write::write_all(&mut j, &begin_entry(0xbeef, &c)).unwrap();
+    assert_eq!(
+        ArrayWriter::uncommitted_blocks(&path).unwrap(),
+        [c.to_vec()]
+    );
+    let e = w.finish().unwrap_err();
+    assert!(matches!(e.kind(), ErrorKind::Uncommitted { .. }), "{e}");
+}
