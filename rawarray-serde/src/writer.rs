@@ -477,34 +477,7 @@ impl ArrayWriter {
     /// ```
     pub fn recover(path: impl AsRef<Path>) -> Result<crate::Recovery> {
         let path = path.as_ref();
-        let file = crate::lock::open_locked(path)?;
-        let header = stable_header_any(&file)?;
-        if let Some(blocks) = crate::journal::uncommitted(path, &file, &header)? {
-            if !blocks.is_empty() {
-                return Err(ErrorKind::Uncommitted {
-                    path: path.to_path_buf(),
-                    blocks,
-                }
-                .into());
-            }
-        }
-        header.check_input_len(file.metadata()?.len())?;
-        if header.flags.is_chunked() {
-            // Validates config and index; zeroes (and syncs) what lies past the committed size.
-            ChunkWriter::open(&file)?;
-        }
-        let end = crate::trailer::data_end(&header);
-        let trailer = matches!(
-            crate::trailer::locate(&file, end, file.metadata()?.len()),
-            crate::trailer::Probe::Valid(_)
-        );
-        let n = header.dims.last().copied().unwrap_or(1);
-        Ok(crate::Recovery {
-            records_before: n,
-            records_after: n,
-            trailer,
-            bytes_removed: 0,
-        })
+        recover_locked(path, &crate::lock::open_locked(path)?)
     }
 
     /// The file's header.
@@ -786,6 +759,38 @@ fn unreachable_existing(path: &Path) -> Error {
         path: path.to_path_buf(),
     }
     .into()
+}
+
+/// [`ArrayWriter::recover`] of the file at `path`, open in `file` with its exclusive lock
+/// held: for `recover`, which finds a chunked file (flag bit 2) after taking the lock.
+pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery> {
+    let header = stable_header_any(file)?;
+    if let Some(blocks) = crate::journal::uncommitted(path, file, &header)? {
+        if !blocks.is_empty() {
+            return Err(ErrorKind::Uncommitted {
+                path: path.to_path_buf(),
+                blocks,
+            }
+            .into());
+        }
+    }
+    header.check_input_len(file.metadata()?.len())?;
+    if header.flags.is_chunked() {
+        // Validates config and index; zeroes (and syncs) what lies past the committed size.
+        ChunkWriter::open(file)?;
+    }
+    let end = crate::trailer::data_end(&header);
+    let trailer = matches!(
+        crate::trailer::locate(file, end, file.metadata()?.len()),
+        crate::trailer::Probe::Valid(_)
+    );
+    let n = header.dims.last().copied().unwrap_or(1);
+    Ok(crate::Recovery {
+        records_before: n,
+        records_after: n,
+        trailer,
+        bytes_removed: 0,
+    })
 }
 
 /// An error naming the block `ranges` and the chunk if one of its `chunks` (of `grid`) is
