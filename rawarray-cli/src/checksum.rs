@@ -8,8 +8,9 @@
 //! algorithm (md5 by default, as the reference files' `CHECKSUMS.md5`), or with `--tag` BSD
 //! lines `MD5 (NAME) = HEX`; names holding a backslash, newline or carriage return are escaped
 //! as coreutils escapes them (`\\`, `\n`, `\r`, and a `\` before the line). `--data` adds,
-//! per file, the digest of the data section alone (the stored bytes after the header,
-//! compressed ones if compressed; trailing bytes excluded) as `MD5-DATA (NAME) = HEX`: a tag
+//! per file, the digest of the data section alone (the stored bytes after the header, an LZ4
+//! block's compressed ones; a chunked section's decoded data, so that it agrees with a plain
+//! file of the same array; trailing bytes excluded) as `MD5-DATA (NAME) = HEX`: a tag
 //! coreutils does not know (it skips such lines with a warning), which only `ra verify` reads.
 //! `ra verify` reads all of these, in either algorithm.
 
@@ -286,19 +287,17 @@ fn checksum_one(name: &Path, style: Style) -> Result<Vec<u8>> {
         let path = source.as_path();
         // The header is only needed (and the file only has to be a .ra file) for the data
         // section: without --data any file can be summed, as md5sum sums it.
-        let (data, len) = if style.data {
-            let src = RaSource::open(path)?;
+        if style.data {
             jobs.push(Job {
                 algo: style.algo,
                 scope: Scope::Data,
             });
-            let range = src.data_offset()..src.data_offset() + src.header.size;
-            (Some(range), src.file_len)
+            digest_ra(path, &jobs, "checksum")?
         } else {
             let file = crate::source::open_regular(path)?;
-            (None, file.metadata().at(path)?.len())
-        };
-        digest_file(path, &jobs, data, &Progress::bytes(len, "checksum"))?
+            let len = file.metadata().at(path)?.len();
+            digest_file(path, &jobs, None, &Progress::bytes(len, "checksum"))?
+        }
     };
     // The name's own bytes, as md5sum writes them (not a lossy UTF-8 rendering).
     let (name, escaped) = escape_name(&name_bytes(name));
@@ -728,14 +727,51 @@ fn digests_for(path: &Path, jobs: &[Job]) -> std::result::Result<Vec<String>, St
         Failure::File { message, .. } => message,
         other => other.to_string(),
     };
-    let data = if jobs.iter().any(|j| j.scope == Scope::Data) {
-        let src = RaSource::open(path).map_err(brief)?;
-        Some(src.data_offset()..src.data_offset() + src.header.size)
-    } else {
-        None
-    };
+    if jobs.iter().any(|j| j.scope == Scope::Data) {
+        return digest_ra(path, jobs, "verify").map_err(brief);
+    }
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
-    digest_file(path, jobs, data, &Progress::bytes(len, "verify")).map_err(brief)
+    digest_file(path, jobs, None, &Progress::bytes(len, "verify")).map_err(brief)
+}
+
+/// The digests of `jobs` over the `.ra` file at `path`, its data section's included.
+///
+/// A chunked section's data digest is of its decoded data, in the file's byte order: the bytes
+/// a plain file of the same array stores, so the two agree. Its stored bytes would not do:
+/// they depend on the codec, and on the order the chunks were written in (the writers of an
+/// `ArrayWriter` file append them as they come). Other sections, plain or one LZ4 block, are
+/// hashed as stored.
+fn digest_ra(path: &Path, jobs: &[Job], what: &'static str) -> Result<Vec<String>> {
+    let mut src = RaSource::open(path)?;
+    let progress = Progress::bytes(src.file_len, what);
+    if !src.header.flags.is_chunked() {
+        let range = src.data_offset()..src.data_offset() + src.header.size;
+        return digest_file(path, jobs, Some(range), &progress);
+    }
+    let whole: Vec<Job> = jobs
+        .iter()
+        .filter(|j| j.scope == Scope::File)
+        .copied()
+        .collect();
+    let mut of_file = digest_file(path, &whole, None, &progress)?.into_iter();
+    let mut hashers: Vec<Hasher> = jobs
+        .iter()
+        .filter(|j| j.scope == Scope::Data)
+        .map(|j| Hasher::new(j.algo))
+        .collect();
+    src.for_each_stored_chunk(&Progress::hidden(), |b| {
+        hashers.iter_mut().for_each(|h| h.update(b));
+        Ok(())
+    })?;
+    let mut of_data = hashers.into_iter().map(Hasher::hex);
+    Ok(jobs
+        .iter()
+        .map(|j| match j.scope {
+            Scope::File => of_file.next(),
+            Scope::Data => of_data.next(),
+        })
+        .map(|d| d.expect("one digest per job"))
+        .collect())
 }
 
 #[cfg(test)]

@@ -176,8 +176,8 @@ impl Journal {
                 blocks,
                 error: None,
             },
-            // The library's journal reader refuses a chunked file (flag bit 2) until
-            // `ArrayWriter` writes them: such a file has no journal yet.
+            // A header the library's block writers do not write (a ragged file, flag bit 3)
+            // has no journal.
             Err(e) if matches!(e.kind(), rawarray_serde::ErrorKind::UnknownFlags { .. }) => {
                 Journal::default()
             }

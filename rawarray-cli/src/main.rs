@@ -344,9 +344,11 @@ Examples:
 
 Lines are HEX  NAME, as md5sum and sha256sum write them and md5sum -c / sha256sum -c check
 them; a name holding a backslash or newline is escaped as they escape it (the line starts
-with a backslash). The data section is the stored bytes after the header (compressed ones if
-compressed), trailing bytes excluded: it stays the same when a trailer changes. md5sum -c
-skips the -DATA lines with a warning. Each file is read once.")]
+with a backslash). The data section is the stored bytes after the header (an LZ4 block's
+compressed ones), trailing bytes excluded: it stays the same when a trailer changes. A
+chunked section's is its decoded data, so it agrees with the plain file of the same array
+(its stored bytes depend on the codec and on the order chunks were written in). md5sum -c
+skips the -DATA lines with a warning. A file is read once (a chunked one twice).")]
     Checksum {
         /// Files (any file; .ra files with --data); - reads standard input.
         #[arg(required = true)]

@@ -3,13 +3,21 @@
 use std::io::Write;
 use std::path::Path;
 
-use rawarray_serde::{recover_with, RecoverOptions};
+use rawarray_serde::{recover_with, ArrayWriter, RecoverOptions};
 
 use crate::fail::{At, Failure, Result};
 
 /// Repairs `path` and says what changed; `force` extends a file without a record trailer.
 pub fn run(path: &Path, force: bool, out: &mut dyn Write) -> Result<()> {
-    let r = recover_with(path, &RecoverOptions::new().force(force)).at(path)?;
+    // A chunked file (flag bit 2) has no records to extend: the block writers' repair
+    // validates its index and reclaims what a killed writer left past its committed size.
+    let chunked =
+        crate::source::RaSource::open(path).is_ok_and(|src| src.header.flags.is_chunked());
+    let r = if chunked {
+        ArrayWriter::recover(path).at(path)?
+    } else {
+        recover_with(path, &RecoverOptions::new().force(force)).at(path)?
+    };
     let records = |n: u64| format!("{n} record{}", if n == 1 { "" } else { "s" });
     let change = if r.records_after == r.records_before {
         format!("{} (unchanged)", records(r.records_after))

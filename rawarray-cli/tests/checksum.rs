@@ -325,3 +325,86 @@ fn verify_refuses_a_listed_fifo_and_reads_sums_from_a_pipe() {
     assert_eq!(out, format!("{}: OK\n", plain.display()));
     writer.join().unwrap();
 }
+
+/// `ra checksum --data` of a chunked file digests its decoded data: the md5 of the plain
+/// file's data bytes (computed here), whatever the codec and whatever order the chunks were
+/// written in (an `ArrayWriter` appends them as its blocks come). `ra verify` checks such a
+/// line, and fails on the file once one of its chunks is corrupt.
+#[test]
+fn checksum_data_of_a_chunked_file_is_the_plain_files() {
+    use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    use rawarray_serde::ArrayWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let dims = [6u64, 5, 8];
+    let values: Vec<f32> = (0..240).map(|i| (i as f32 * 0.3).cos()).collect();
+    let plain = dir.path().join("plain.ra");
+    let w = ArrayWriter::create::<f32>(&plain, &dims).unwrap();
+    w.write_subset(&[0..6, 0..5, 0..8], &values).unwrap();
+    w.finish().unwrap();
+    let zstd = dir.path().join("zstd.ra");
+    ra().arg("compress")
+        .arg(&plain)
+        .arg("-o")
+        .arg(&zstd)
+        .assert()
+        .success();
+    // The same array, its chunks appended last slab first.
+    let lz4 = dir.path().join("lz4.ra");
+    let opts = ChunkOptions::new()
+        .codec(Codec::Lz4)
+        .shuffle(Shuffle::Bit)
+        .chunks(vec![6, 5, 2]);
+    let w = ArrayWriter::create_chunked::<f32>(&lz4, &dims, &opts).unwrap();
+    for z in (0..4u64).rev() {
+        let block = &values[(z * 60) as usize..(z * 60 + 60) as usize];
+        w.write_subset(&[0..6, 0..5, 2 * z..2 * z + 2], block)
+            .unwrap();
+    }
+    w.finish().unwrap();
+
+    let plain_bytes = std::fs::read(&plain).unwrap();
+    let want: String = md5::Md5::digest(&plain_bytes[72..])
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    for (path, name) in [(&plain, "plain.ra"), (&zstd, "zstd.ra"), (&lz4, "lz4.ra")] {
+        let out = stdout_of(ra().args(["checksum", "--data"]).arg(path));
+        assert!(
+            out.ends_with(&format!("MD5-DATA ({}) = {want}\n", path.display())),
+            "{name}: {out}"
+        );
+    }
+    assert_ne!(
+        std::fs::read(&zstd).unwrap()[72..],
+        std::fs::read(&lz4).unwrap()[72..],
+        "two different sections"
+    );
+
+    let sums = ra()
+        .current_dir(dir.path())
+        .args(["checksum", "--data", "plain.ra", "zstd.ra", "lz4.ra"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    std::fs::write(dir.path().join("SUMS"), &sums).unwrap();
+    let out = stdout_of(ra().arg("verify").arg(dir.path().join("SUMS")));
+    assert_eq!(out.matches(": OK").count(), 6, "{out}");
+    // The last stored byte is chunk 0's (appended last): flipped, lz4.ra's data fails.
+    let mut bytes = std::fs::read(&lz4).unwrap();
+    *bytes.last_mut().unwrap() ^= 0x10;
+    std::fs::write(&lz4, &bytes).unwrap();
+    let out = ra()
+        .arg("verify")
+        .arg(dir.path().join("SUMS"))
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("lz4.ra (data): FAILED") && stdout.contains("zstd.ra (data): OK"),
+        "{stdout}"
+    );
+}

@@ -186,3 +186,99 @@ fn a_finished_file_is_clean_and_a_damaged_journal_is_reported() {
     let said = String::from_utf8(out.stdout).unwrap();
     assert!(said.contains("FAILED (truncated"), "{said}");
 }
+
+/// Set in the child process: the path of a chunked `[256, 256, 16]` f32 array whose whole
+/// block it writes at zstd level 22 (seconds of compressing: the time to be killed in).
+const CHUNKED_CHILD: &str = "RAWARRAY_CLI_CHUNKED_CHILD";
+
+/// The child role of the chunked file; does nothing unless the parent set `CHUNKED_CHILD`.
+#[test]
+fn slow_chunked_child() {
+    let Ok(path) = std::env::var(CHUNKED_CHILD) else {
+        return;
+    };
+    let w = ArrayWriter::open_with_threads(&path, 1).unwrap();
+    let mut s = 0x9e37_79b9_7f4a_7c15u64;
+    let noise: Vec<f32> = (0..256 * 256 * 16)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            f32::from_bits(((s >> 41) as u32) | 0x3f80_0000)
+        })
+        .collect();
+    w.write_subset(&[0..256, 0..256, 0..16], &noise).unwrap();
+    w.finish().unwrap();
+}
+
+/// A chunked file (flag bit 2) whose writer was SIGKILLed while it compressed its block: the
+/// block was begun and never committed, and `ra verify`, `ra info` and `ra recover` report it
+/// (the file reads as zeros there); written again, the file is clean everywhere.
+#[cfg(unix)]
+#[test]
+fn a_chunked_block_of_a_killed_writer_is_reported_by_verify_info_and_recover() {
+    use rawarray_serde::codec::{ChunkOptions, Codec};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chunked.ra");
+    let opts = ChunkOptions::new()
+        .codec(Codec::Zstd)
+        .level(22)
+        .chunks(vec![256, 256, 4]);
+    ArrayWriter::create_chunked::<f32>(&path, &[256, 256, 16], &opts)
+        .unwrap()
+        .finish()
+        .unwrap();
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .args([
+            "slow_chunked_child",
+            "--exact",
+            "--test-threads=1",
+            "--quiet",
+        ])
+        .env(CHUNKED_CHILD, &path)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let block = vec![vec![0..256, 0..256, 0..16]];
+    let start = Instant::now();
+    while ArrayWriter::uncommitted_blocks(&path).unwrap() != block {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the child never began"
+        );
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().unwrap();
+    assert!(!child.wait().unwrap().success());
+    let said = "block [0..256, 0..256, 0..16) was never committed";
+
+    let out = ra()
+        .arg("verify")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains(said), "{text}");
+    let j = info_json(&path, 1);
+    assert_eq!(
+        j["uncommitted_blocks"],
+        serde_json::json!([[[0, 256], [0, 256], [0, 16]]])
+    );
+    let err = fails_with_one_line(ra().arg("recover").arg(&path));
+    assert!(err.contains(said), "{err}");
+
+    let w = ArrayWriter::open(&path).unwrap();
+    w.write_subset(&[0..256, 0..256, 0..16], &vec![1.5f32; 256 * 256 * 16])
+        .unwrap();
+    w.finish().unwrap();
+    let said = stdout_of(ra().arg("verify").arg(&path));
+    assert_eq!(said, format!("{}: OK\n", path.display()));
+    assert_eq!(
+        info_json(&path, 0)["uncommitted_blocks"],
+        serde_json::json!([])
+    );
+    let out = stdout_of(ra().arg("recover").arg(&path));
+    assert!(out.contains("16 records (unchanged)"), "{out}");
+}

@@ -19,7 +19,7 @@
 //! |---|---|---|
 //! | 8 | magic | `rajournl` |
 //! | 4 | version | 1 |
-//! | 4 | header_crc | CRC-32 of the array file's encoded header (48 + 8 x ndims bytes) |
+//! | 4 | header_crc | CRC-32 of the array file's encoded header (48 + 8 x ndims bytes); a chunked file's with its `size` 0 |
 //! | 8 | ino | the array file's inode number |
 //! | 8 | ndims | the array's ndims (as its header) |
 //!
@@ -47,6 +47,10 @@
 //! block; one with an uncommitted block stays (and that `finish` returns
 //! [`ErrorKind::Uncommitted`]), and is reported by `ra info`, `ra verify`,
 //! `recover` and [`ArrayWriter::uncommitted_blocks`](crate::ArrayWriter::uncommitted_blocks).
+//!
+//! A chunked file's block is committed by one header write, all its chunks at once; so a begun
+//! block without an `end` whose chunks all count in the file's index was committed (its writer
+//! died between the commit and the `end`), and is not reported.
 //!
 //! The journal records what a killed process left; it is synced with the data by
 //! [`ArrayWriter::sync`](crate::ArrayWriter::sync) and `finish`, not block by block, so after a
@@ -96,9 +100,15 @@ struct Identity {
 
 impl Identity {
     fn of(file: &File, header: &Header) -> io::Result<Identity> {
+        // A chunked file's size grows with every block committed: its journal is tied to the
+        // header as it was created, size 0, which each commit leaves as it was.
+        let mut fixed = header.clone();
+        if header.flags.is_chunked() {
+            fixed.size = 0;
+        }
         Ok(Identity {
             ino: inode(&file.metadata()?),
-            header_crc: crc32fast::hash(&header.encode()),
+            header_crc: crc32fast::hash(&fixed.encode()),
             ndims: header.dims.len() as u64,
         })
     }
@@ -212,7 +222,21 @@ pub(crate) fn uncommitted(
         return Ok(None);
     };
     let own = Identity::of(file, header)?;
-    scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)
+    let Some(mut blocks) = scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)? else {
+        return Ok(None);
+    };
+    if header.flags.is_chunked() && !blocks.is_empty() {
+        // A chunked file's block is committed by one header write, all its chunks at once: a
+        // block whose chunks all count in the index was committed, whether or not its writer
+        // lived to enter its `end` (or lost a race to write them to another writer).
+        // The header as it is now: a writer's own copy has the size it opened the file at.
+        let now = crate::fileio::stable_header_any(file)?;
+        let section = crate::codec::SectionReader::open(&now, file)?;
+        let layout = section.layout();
+        let grid = layout.grid();
+        blocks.retain(|b| grid.touched(b).any(|n| layout.index().entry(n).is_empty()));
+    }
+    Ok(Some(blocks))
 }
 
 /// Opens the journal at `jpath` (for appending if `append`); `None` if there is none. Anything
@@ -469,6 +493,19 @@ impl Journal {
         Ok(())
     }
 
+    /// Takes the journal's exclusive lock, until the guard is dropped: the writers of a
+    /// chunked file, each in its own process, commit in turn under it (threads sharing one
+    /// writer take turns before they ask for it: the lock is its open file's, which they share).
+    pub(crate) fn lock_commits(&self) -> Result<CommitTurn<'_>> {
+        self.file.lock().map_err(|e| {
+            crate::Error::from(io::Error::new(
+                e.kind(),
+                format!("{}: {e}", self.path.display()),
+            ))
+        })?;
+        Ok(CommitTurn { file: &self.file })
+    }
+
     /// Syncs the journal's entries to disk.
     pub(crate) fn sync(&self) -> Result<()> {
         self.file
@@ -490,6 +527,19 @@ impl Journal {
             std::fs::remove_file(&self.path)?;
         }
         Ok(left)
+    }
+}
+
+/// A writer's turn to commit ([`Journal::lock_commits`]): the lock goes with it.
+#[derive(Debug)]
+pub(crate) struct CommitTurn<'a> {
+    file: &'a File,
+}
+
+impl Drop for CommitTurn<'_> {
+    fn drop(&mut self) {
+        // Closing the journal would release it as well; an error leaves it to that.
+        let _ = self.file.unlock();
     }
 }
 

@@ -4,14 +4,19 @@ use std::borrow::Cow;
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rayon::prelude::*;
 
 use crate::atomic::AtomicFile;
+use crate::codec::grid::{runs, Place};
+use crate::codec::{Chain, ChunkOptions, ChunkWriter, Grid, SectionReader};
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::{stable_header, write_all_at};
+use crate::fileio::{stable_header_any, write_all_at};
 use crate::header::Header;
-use crate::journal::Journal;
+use crate::journal::{block_text, Journal};
 use crate::lock::open_locked_shared;
 use crate::reader::{check_out_len, typed_plan};
 use crate::subset::SubsetPlan;
@@ -36,8 +41,10 @@ use crate::subset::SubsetPlan;
 /// ranges themselves. Blocks that share a filesystem page are safe on local and parallel
 /// filesystems; on NFS, aligning blocks to pages avoids relying on the client's write-back.
 ///
-/// Only little-endian uncompressed files can be written in place: a big-endian or LZ4 file is
-/// refused with an error saying so.
+/// Only little-endian uncompressed or chunked files can be written in place: a big-endian or
+/// LZ4 file is refused with an error saying so. A chunked file
+/// ([`create_chunked`](ArrayWriter::create_chunked)) is written in chunk-aligned blocks, each
+/// compressed by its writer and committed whole.
 ///
 /// Of several processes calling [`create`](ArrayWriter::create) on one path at once, exactly
 /// one creates the file; the others are told [`ErrorKind::Locked`](crate::ErrorKind::Locked).
@@ -84,6 +91,64 @@ pub struct ArrayWriter {
     path: PathBuf,
     journal: Journal,
     created: bool,
+    /// How blocks of a chunked file are coded and committed; `None` for a plain file.
+    chunked: Option<Chunked>,
+}
+
+/// What an [`ArrayWriter`] of a chunked file (flag bit 2) keeps: the file's chain and grid
+/// (dims are fixed), the pool its blocks' chunks are compressed on, and the turn its threads
+/// take to commit.
+struct Chunked {
+    chain: Chain,
+    grid: Grid,
+    /// `None`: rayon's global pool (all cores).
+    pool: Option<rayon::ThreadPool>,
+    /// Threads sharing this writer commit in turn here, then across processes under the
+    /// journal's lock (a `flock` is its open file's, which those threads share).
+    turn: Mutex<()>,
+}
+
+impl std::fmt::Debug for Chunked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chunked")
+            .field("chain", &self.chain)
+            .field("grid", &self.grid)
+            .field(
+                "threads",
+                &self
+                    .pool
+                    .as_ref()
+                    .map(rayon::ThreadPool::current_num_threads),
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+impl Chunked {
+    /// The chunked state of `file` (header `header`), its config and index validated as a
+    /// reader would; compressing on `threads` threads (0: all cores).
+    fn open(file: &File, header: &Header, threads: usize) -> Result<Chunked> {
+        let section = SectionReader::open(header, file)?;
+        let layout = section.layout();
+        Ok(Chunked {
+            chain: *layout.chain(),
+            grid: layout.grid().clone(),
+            pool: pool(threads)?,
+            turn: Mutex::new(()),
+        })
+    }
+}
+
+/// A pool of `threads` threads; `None` (rayon's global pool) for 0.
+fn pool(threads: usize) -> Result<Option<rayon::ThreadPool>> {
+    if threads == 0 {
+        return Ok(None);
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map(Some)
+        .map_err(|e| Error::msg(format!("thread pool of {threads}: {e}")))
 }
 
 impl ArrayWriter {
@@ -100,7 +165,58 @@ impl ArrayWriter {
     /// Creates the file at `path` for the array a little-endian uncompressed `header` describes
     /// (any element type: see [`create`](ArrayWriter::create)).
     pub fn create_with_header(path: impl AsRef<Path>, header: Header) -> Result<ArrayWriter> {
-        ArrayWriter::create_inner(path.as_ref(), header, false)?
+        ArrayWriter::create_inner(path.as_ref(), header, false, None)?
+            .ok_or_else(|| unreachable_existing(path.as_ref()))
+    }
+
+    /// [`create`](ArrayWriter::create) in the chunked layout (flag bit 2, doc/chunked.md):
+    /// chunk shape, filter, codec, level and thread count from `opts`. The file is made with
+    /// its dims fixed and its whole index in place, every chunk never written (zeros to a
+    /// reader); blocks written with [`write_subset`](ArrayWriter::write_subset) must then be
+    /// aligned to the chunk grid, and each chunk is written once.
+    ///
+    /// A block's chunks are compressed by its writer, on `opts`' threads, outside any lock;
+    /// then appended, entered in the index and committed (one header write) under a short
+    /// lock the writers of all processes take in turn. The file is valid at every moment: a
+    /// reader sees the blocks committed so far and zeros elsewhere; a writer killed before
+    /// its commit leaves bytes past the committed size, which readers ignore and the next
+    /// writer reclaims, and a begun block its journal reports.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    /// use rawarray_serde::{ArrayWriter, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("field.ra");
+    /// let opts = ChunkOptions::new().codec(Codec::Zstd).shuffle(Shuffle::Byte).chunks(vec![8, 4]);
+    /// let w = ArrayWriter::create_chunked::<f32>(&path, &[8, 8], &opts).unwrap();
+    /// std::thread::scope(|s| {
+    ///     for half in 0..2u64 {
+    ///         let w = &w;
+    ///         s.spawn(move || w.write_subset(&[0..8, half * 4..half * 4 + 4], &[half as f32; 32]).unwrap());
+    ///     }
+    /// });
+    /// // Not on the grid of chunks [8, 4]: refused, naming the block and the grid.
+    /// assert!(w.write_subset(&[0..8, 2..6], &[9.0f32; 32]).is_err());
+    /// w.finish().unwrap();
+    /// let a: RawArray<f32> = RawArray::read_file(&path).unwrap();
+    /// assert_eq!((a.as_slice()[0], a.as_slice()[63]), (0.0, 1.0));
+    /// ```
+    pub fn create_chunked<T: Element>(
+        path: impl AsRef<Path>,
+        dims: &[u64],
+        opts: &ChunkOptions,
+    ) -> Result<ArrayWriter> {
+        ArrayWriter::create_chunked_with_header(path, header_for::<T>(dims)?, opts)
+    }
+
+    /// [`create_chunked`](ArrayWriter::create_chunked) for the array a little-endian `header`
+    /// describes (any element type; its chunk shape, in `opts`, is in the header's dims).
+    pub fn create_chunked_with_header(
+        path: impl AsRef<Path>,
+        header: Header,
+        opts: &ChunkOptions,
+    ) -> Result<ArrayWriter> {
+        ArrayWriter::create_inner(path.as_ref(), header, false, Some(opts))?
             .ok_or_else(|| unreachable_existing(path.as_ref()))
     }
 
@@ -129,13 +245,47 @@ impl ArrayWriter {
         path: impl AsRef<Path>,
         header: Header,
     ) -> Result<ArrayWriter> {
-        let path = path.as_ref();
+        ArrayWriter::open_or_create_inner(path.as_ref(), header, None)
+    }
+
+    /// [`open_or_create`](ArrayWriter::open_or_create) of a chunked file
+    /// ([`create_chunked`](ArrayWriter::create_chunked)): an existing file must be chunked,
+    /// with the chunk shape, filter and codec `opts` give (else an error saying what it has).
+    /// An opened file is compressed for on `opts`' threads too.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{ChunkOptions, Codec};
+    /// use rawarray_serde::ArrayWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let opts = ChunkOptions::new().codec(Codec::Lz4).chunks(vec![2]);
+    /// let first = ArrayWriter::open_or_create_chunked::<u32>(&path, &[4], &opts).unwrap();
+    /// let second = ArrayWriter::open_or_create_chunked::<u32>(&path, &[4], &opts).unwrap();
+    /// assert!(first.created() && !second.created());
+    /// second.write_subset(&[2..4], &[7u32, 8]).unwrap();
+    /// let other = ChunkOptions::new().codec(Codec::Lz4).chunks(vec![4]);
+    /// assert!(ArrayWriter::open_or_create_chunked::<u32>(&path, &[4], &other).is_err());
+    /// ```
+    pub fn open_or_create_chunked<T: Element>(
+        path: impl AsRef<Path>,
+        dims: &[u64],
+        opts: &ChunkOptions,
+    ) -> Result<ArrayWriter> {
+        ArrayWriter::open_or_create_inner(path.as_ref(), header_for::<T>(dims)?, Some(opts))
+    }
+
+    fn open_or_create_inner(
+        path: &Path,
+        header: Header,
+        chunks: Option<&ChunkOptions>,
+    ) -> Result<ArrayWriter> {
         // Each turn either opens a file or finds the path free and tries to create one; losing
         // that race means a file is there now, opened on the next turn.
         for _ in 0..RACE_TRIES {
-            match ArrayWriter::open(path) {
+            match ArrayWriter::open_with_threads(path, chunks.map_or(0, ChunkOptions::get_threads))
+            {
                 Ok(w) => {
-                    w.check_holds(&header)?;
+                    w.check_holds(&header, chunks)?;
                     return Ok(w);
                 }
                 Err(e) if is_not_found(&e) => {}
@@ -144,7 +294,7 @@ impl ArrayWriter {
                 Err(e) if matches!(e.kind(), ErrorKind::Locked { .. }) => continue,
                 Err(e) => return Err(e),
             }
-            match ArrayWriter::create_inner(path, header.clone(), true) {
+            match ArrayWriter::create_inner(path, header.clone(), true, chunks) {
                 Ok(Some(w)) => return Ok(w),
                 Ok(None) => {}
                 Err(e) if matches!(e.kind(), ErrorKind::Locked { .. }) => {}
@@ -158,19 +308,47 @@ impl ArrayWriter {
     }
 
     /// Creates the file; `None` if `new_only` and a file is at `path` (left alone).
-    fn create_inner(path: &Path, header: Header, new_only: bool) -> Result<Option<ArrayWriter>> {
+    fn create_inner(
+        path: &Path,
+        mut header: Header,
+        new_only: bool,
+        chunks: Option<&ChunkOptions>,
+    ) -> Result<Option<ArrayWriter>> {
         header.validate()?;
         check_writable(&header)?;
+        if header.flags.is_chunked() && chunks.is_none() {
+            return Err(Error::unsupported(
+                "a chunked header (flag bit 2) needs its chunk options: ArrayWriter::create_chunked",
+            ));
+        }
         // The path's rules for replacing a file: a file another writer holds (block writers
         // included) is not replaced, nor a special file; a new file gets ordinary permissions.
         let mut atomic = AtomicFile::create(path)?;
         if new_only && atomic.replaces_existing() {
             return Ok(None);
         }
-        write_all_at(atomic.file(), &header.encode(), 0)?;
-        atomic
-            .file()
-            .set_len(header.encoded_len() as u64 + header.size)?;
+        let chunked = match chunks {
+            None => {
+                write_all_at(atomic.file(), &header.encode(), 0)?;
+                atomic
+                    .file()
+                    .set_len(header.encoded_len() as u64 + header.size)?;
+                None
+            }
+            Some(opts) => {
+                // The whole index in segment 0: the dims never change, so no segment is ever
+                // allocated (or moved) while blocks are written.
+                let count = Grid::new(
+                    &header.dims,
+                    &opts.config(&header.dims, header.elbyte, 1)?.chunk,
+                    header.elbyte,
+                )?
+                .count();
+                let w = ChunkWriter::create(atomic.file(), &header, opts, count.max(1))?;
+                header = w.header().clone();
+                Some(Chunked::open(atomic.file(), &header, opts.get_threads())?)
+            }
+        };
         // Not synced: a power cut can lose only this new, still empty array (`finish` syncs).
         // The file comes out exclusively locked: no other writer can use it before its journal
         // is in place (the journal of a file it replaced, or of a removed one, goes).
@@ -187,18 +365,45 @@ impl ArrayWriter {
             path: path.to_path_buf(),
             journal,
             created: true,
+            chunked,
         }))
     }
 
     /// Opens a file made by [`ArrayWriter::create`] (or any little-endian uncompressed `.ra`
     /// file) to write blocks into it, from another thread or process. The file must hold its
-    /// whole data section.
+    /// whole data section. A chunked file (made by
+    /// [`create_chunked`](ArrayWriter::create_chunked)) is written in chunk-aligned blocks,
+    /// compressed on all cores ([`open_with_threads`](ArrayWriter::open_with_threads) says
+    /// how many).
     pub fn open(path: impl AsRef<Path>) -> Result<ArrayWriter> {
+        ArrayWriter::open_with_threads(path, 0)
+    }
+
+    /// [`open`](ArrayWriter::open), compressing a chunked file's blocks on `threads` threads
+    /// (0: all cores; a plain file ignores it).
+    ///
+    /// ```
+    /// use rawarray_serde::codec::ChunkOptions;
+    /// use rawarray_serde::{ArrayWriter, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("t.ra");
+    /// ArrayWriter::create_chunked::<u16>(&path, &[3, 4], &ChunkOptions::new().chunks(vec![3, 2])).unwrap().finish().unwrap();
+    /// let w = ArrayWriter::open_with_threads(&path, 2).unwrap();
+    /// w.write_subset(&[0..3, 2..4], &[5u16; 6]).unwrap();
+    /// w.finish().unwrap();
+    /// assert_eq!(RawArray::<u16>::read_file(&path).unwrap().as_slice(), [0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 5, 5]);
+    /// ```
+    pub fn open_with_threads(path: impl AsRef<Path>, threads: usize) -> Result<ArrayWriter> {
         let path = path.as_ref();
         let file = open_locked_shared(path)?;
-        let header = stable_header(&file)?;
+        let header = stable_header_any(&file)?;
         check_writable(&header)?;
         header.check_input_len(file.metadata()?.len())?;
+        let chunked = if header.flags.is_chunked() {
+            Some(Chunked::open(&file, &header, threads)?)
+        } else {
+            None
+        };
         let journal = Journal::attach(path, &file, &header, false)?;
         Ok(ArrayWriter {
             file,
@@ -206,6 +411,7 @@ impl ArrayWriter {
             path: path.to_path_buf(),
             journal,
             created: false,
+            chunked,
         })
     }
 
@@ -237,8 +443,41 @@ impl ArrayWriter {
                 format!("{}: {e}", path.display()),
             ))
         })?;
-        let header = stable_header(&file)?;
+        let header = stable_header_any(&file)?;
         Ok(crate::journal::uncommitted(path, &file, &header)?.unwrap_or_default())
+    }
+
+    /// Repairs what a killed writer left in the file at `path`: [`recover`](crate::recover)
+    /// for a file written in blocks, plain or chunked.
+    ///
+    /// A block the file's journal says was begun and never committed is reported
+    /// ([`ErrorKind::Uncommitted`](crate::ErrorKind::Uncommitted), naming the blocks) and
+    /// nothing is changed, as `recover` does for a plain file: only writing the block again
+    /// repairs it. A chunked file's block is committed by one header write, all its chunks at
+    /// once: a killed writer's block is whole or absent, so it is reported only while absent.
+    ///
+    /// A chunked file's index needs no rebuilding: an entry is written before the commit that
+    /// makes it count, so the committed header and index always agree. Its config and index
+    /// are validated as a reader would (an error names the field or chunk), and what a killed
+    /// writer left past the committed size (entries, index segment slots, chunk bytes) is
+    /// reclaimed: the entries and slots zeroed, as the next writer would. It holds the file's
+    /// exclusive lock, so a file block writers have open is
+    /// [`ErrorKind::Locked`](crate::ErrorKind::Locked).
+    ///
+    /// ```
+    /// use rawarray_serde::codec::ChunkOptions;
+    /// use rawarray_serde::ArrayWriter;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("c.ra");
+    /// let w = ArrayWriter::create_chunked::<u8>(&path, &[4, 4], &ChunkOptions::new().chunks(vec![4, 2])).unwrap();
+    /// w.write_subset(&[0..4, 0..2], &[1u8; 8]).unwrap();
+    /// w.finish().unwrap();
+    /// let r = ArrayWriter::recover(&path).unwrap();
+    /// assert_eq!((r.records_before, r.records_after, r.bytes_removed), (4, 4, 0));
+    /// ```
+    pub fn recover(path: impl AsRef<Path>) -> Result<crate::Recovery> {
+        let path = path.as_ref();
+        recover_locked(path, &crate::lock::open_locked(path)?)
     }
 
     /// The file's header.
@@ -302,12 +541,98 @@ impl ArrayWriter {
             .map(|&d| 0..d)
             .chain(plan.ranges().iter().cloned())
             .collect();
+        if let Some(c) = &self.chunked {
+            return self.write_chunks(c, &ranges, bytes);
+        }
         let id = self.journal.begin(&ranges)?;
         let base = self.header.encoded_len() as u64;
         for (r, chunk) in plan.runs().zip(bytes.chunks_exact(run)) {
             write_all_at(&self.file, chunk, base + r.start)?;
         }
         self.journal.end(id, &ranges)
+    }
+
+    /// Writes the chunk-aligned block `ranges` (one per dim of the file) of a chunked file
+    /// from its `bytes`: begun in the journal, its chunks compressed in parallel, then
+    /// appended, entered and committed in this writer's turn (module docs of
+    /// [`crate::codec::writer`]), then ended in the journal.
+    fn write_chunks(&self, c: &Chunked, ranges: &[Range<u64>], bytes: &[u8]) -> Result<()> {
+        let grid = &c.grid;
+        let on_grid = ranges
+            .iter()
+            .zip(grid.chunk().iter().zip(grid.dims()))
+            .all(|(r, (&ch, &d))| r.start % ch == 0 && (r.end % ch == 0 || r.end == d));
+        if !on_grid {
+            return Err(crate::codec::config::bad(
+                &format!("block {}", block_text(ranges)),
+                format!(
+                    "a block aligned to the chunk grid (chunks {:?} over dims {:?}: each range starts at a multiple of its chunk and ends at one or at the dim)",
+                    grid.chunk(),
+                    grid.dims()
+                ),
+                "a misaligned block",
+            ));
+        }
+        let chunks: Vec<u64> = grid.touched(ranges).collect();
+        // A block holding a committed chunk is refused before it is begun or compressed, by
+        // reading the index (not `ChunkWriter::open`, which reclaims what lies past the
+        // committed size: another writer may be appending there now). It is checked again in
+        // this writer's turn: another may commit the chunk meanwhile.
+        let header = stable_header_any(&self.file)?;
+        let section = SectionReader::open(&header, &self.file)?;
+        let index = section.layout().index();
+        check_unwritten(ranges, grid, &chunks, |n| Ok(!index.entry(n).is_empty()))?;
+        // Begun before the slow part, so a writer killed while it compresses is reported.
+        let id = self.journal.begin(ranges)?;
+        let extent: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        let start: Vec<u64> = ranges.iter().map(|r| r.start).collect();
+        let elbyte = self.header.elbyte;
+        let encode = |&n: &u64| -> Result<(u64, Vec<u8>, u32)> {
+            let shape = grid.shape(n);
+            let at: Vec<u64> = grid
+                .origin(n)
+                .iter()
+                .zip(&start)
+                .map(|(o, s)| o - s)
+                .collect();
+            let zero = vec![0; shape.len()];
+            let mut raw = vec![0u8; data::to_usize(grid.raw_len(n))?];
+            let src = Place {
+                dims: &extent,
+                at: &at,
+            };
+            let dst = Place {
+                dims: &shape,
+                at: &zero,
+            };
+            for (s, d, len) in runs(&shape, elbyte, src, dst) {
+                let (s, d, len) = (s as usize, d as usize, len as usize);
+                raw[d..d + len].copy_from_slice(&bytes[s..s + len]);
+            }
+            let (stored, flags) = c.chain.encode_chunk(&raw)?;
+            Ok((n, stored, flags))
+        };
+        let compress = || chunks.par_iter().map(encode).collect::<Result<Vec<_>>>();
+        let encoded = match &c.pool {
+            Some(p) => p.install(compress),
+            None => compress(),
+        }?;
+        {
+            // A poisoned turn only means another thread panicked between commits: the file
+            // is re-read under the lock, so nothing it held is trusted.
+            let _turn = c
+                .turn
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _lock = self.journal.lock_commits()?;
+            let mut w = ChunkWriter::open(&self.file)?;
+            check_unwritten(ranges, grid, &chunks, |n| w.is_committed(&self.file, n))?;
+            for (n, stored, flags) in &encoded {
+                w.write_stored(&self.file, *n, stored, *flags)?;
+            }
+            w.commit(&self.file, false)?;
+        }
+        self.journal.end(id, ranges)
     }
 
     /// Syncs what this writer wrote (and the file's size) to disk, keeping the writer open;
@@ -348,9 +673,43 @@ impl ArrayWriter {
         }
     }
 
-    /// An error unless the file holds the array `want` describes.
-    fn check_holds(&self, want: &Header) -> Result<()> {
+    /// An error unless the file holds the array `want` describes, chunked as `chunks` say
+    /// (or plain, for `None`).
+    fn check_holds(&self, want: &Header, chunks: Option<&ChunkOptions>) -> Result<()> {
         let h = &self.header;
+        match (&self.chunked, chunks) {
+            (None, None) => {}
+            (Some(c), Some(opts)) => {
+                let cfg = opts.config(&h.dims, h.elbyte, 1)?;
+                let have = (c.grid.chunk(), c.chain.shuffle(), c.chain.codec());
+                let asked = (&cfg.chunk[..], opts.get_shuffle(), opts.get_codec());
+                if have != asked {
+                    return Err(crate::codec::config::bad(
+                        "chunking of the array to open or create",
+                        format!(
+                            "chunks {:?}, filter {}, codec {}",
+                            asked.0,
+                            asked.1.name(),
+                            asked.2.name()
+                        ),
+                        format!(
+                            "chunks {:?}, filter {}, codec {}",
+                            have.0,
+                            have.1.name(),
+                            have.2.name()
+                        ),
+                    ));
+                }
+            }
+            (have, _) => {
+                let what = |c: bool| if c { "chunked" } else { "plain (not chunked)" };
+                return Err(crate::codec::config::bad(
+                    "layout of the array to open or create",
+                    what(chunks.is_some()),
+                    what(have.is_some()),
+                ));
+            }
+        }
         if (h.eltype, h.elbyte) != (want.eltype, want.elbyte) {
             return Err(ErrorKind::TypeMismatch {
                 file_eltype: h.eltype,
@@ -400,6 +759,62 @@ fn unreachable_existing(path: &Path) -> Error {
         path: path.to_path_buf(),
     }
     .into()
+}
+
+/// [`ArrayWriter::recover`] of the file at `path`, open in `file` with its exclusive lock
+/// held: for `recover`, which finds a chunked file (flag bit 2) after taking the lock.
+pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery> {
+    let header = stable_header_any(file)?;
+    if let Some(blocks) = crate::journal::uncommitted(path, file, &header)? {
+        if !blocks.is_empty() {
+            return Err(ErrorKind::Uncommitted {
+                path: path.to_path_buf(),
+                blocks,
+            }
+            .into());
+        }
+    }
+    header.check_input_len(file.metadata()?.len())?;
+    if header.flags.is_chunked() {
+        // Validates config and index; zeroes (and syncs) what lies past the committed size.
+        ChunkWriter::open(file)?;
+    }
+    let end = crate::trailer::data_end(&header);
+    let trailer = matches!(
+        crate::trailer::locate(file, end, file.metadata()?.len()),
+        crate::trailer::Probe::Valid(_)
+    );
+    let n = header.dims.last().copied().unwrap_or(1);
+    Ok(crate::Recovery {
+        records_before: n,
+        records_after: n,
+        trailer,
+        bytes_removed: 0,
+    })
+}
+
+/// An error naming the block `ranges` and the chunk if one of its `chunks` (of `grid`) is
+/// committed.
+fn check_unwritten(
+    ranges: &[Range<u64>],
+    grid: &Grid,
+    chunks: &[u64],
+    committed: impl Fn(u64) -> Result<bool>,
+) -> Result<()> {
+    for &n in chunks {
+        if committed(n)? {
+            return Err(crate::codec::config::bad(
+                &format!("block {}", block_text(ranges)),
+                "chunks not written yet (a chunk of a chunked file is written once)",
+                format!(
+                    "chunk {n} (grid coordinates {:?} of chunks {:?}) already committed",
+                    grid.coords(n),
+                    grid.chunk()
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// An error unless blocks of a file with `header` can be written in place.

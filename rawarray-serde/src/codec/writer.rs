@@ -268,6 +268,91 @@ impl ChunkWriter {
     /// [`ChunkWriter::commit`]. A chunk already committed is an error naming it: its entry is
     /// never replaced (see the module docs).
     pub fn write_chunk(&mut self, file: &File, n: u64, raw: &[u8]) -> Result<Entry> {
+        self.check_number(n)?;
+        let want = self.grid.raw_len(n);
+        if raw.len() as u64 != want {
+            return Err(bad(&format!("raw bytes of chunk {n}"), want, raw.len()));
+        }
+        self.check_uncommitted(file, n)?;
+        let (stored, flags) = self.chain.encode_chunk(raw)?;
+        self.write_stored(file, n, &stored, flags)
+    }
+
+    /// Appends chunk `n` already encoded by this file's [`Chain`] (`stored` and the entry
+    /// `flags` of [`Chain::encode_chunk`]) and writes its entry: for writers that compress
+    /// outside the lock they commit under. The same refusals as [`ChunkWriter::write_chunk`].
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{Chain, ChunkOptions, ChunkWriter, Codec};
+    /// use rawarray_serde::{ElType, Header, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pre.ra");
+    /// let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
+    /// let h = Header::new(ElType::Uint, 1, vec![8, 2]).unwrap();
+    /// let opts = ChunkOptions::new().codec(Codec::Lz4).chunks(vec![8, 1]);
+    /// let mut w = ChunkWriter::create(&file, &h, &opts, 2).unwrap();
+    /// let chain = Chain::from_config(w.config(), 1).unwrap();
+    /// let (stored, flags) = chain.encode_chunk(&[5u8; 8]).unwrap();
+    /// w.write_stored(&file, 1, &stored, flags).unwrap();
+    /// w.commit(&file, true).unwrap();
+    /// assert!(w.is_committed(&file, 1).unwrap() && !w.is_committed(&file, 0).unwrap());
+    /// let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
+    /// assert_eq!(a.as_slice(), [[0u8; 8], [5; 8]].concat());
+    /// ```
+    pub fn write_stored(
+        &mut self,
+        file: &File,
+        n: u64,
+        stored: &[u8],
+        flags: u32,
+    ) -> Result<Entry> {
+        self.check_number(n)?;
+        let slot = self.check_uncommitted(file, n)?;
+        let e = Entry {
+            offset: self.end,
+            len: stored.len() as u64,
+            crc: crc32fast::hash(stored),
+            flags,
+        };
+        write_all_at(file, stored, self.base + e.offset)?;
+        self.end += e.len;
+        write_all_at(file, &e.encode(), self.base + slot)?;
+        Ok(e)
+    }
+
+    /// Whether chunk `n` is committed (its entry is written and lies within the committed
+    /// size): such a chunk is never written again.
+    pub fn is_committed(&self, file: &File, n: u64) -> Result<bool> {
+        self.check_number(n)?;
+        let s0 = self.config.s0;
+        for g in 0..SEGMENTS {
+            let Some((first, cap)) = segment_span(s0, g) else {
+                break;
+            };
+            if n >= first.saturating_add(cap) {
+                continue;
+            }
+            let start = self.config.segments[g];
+            if start == 0 {
+                return Ok(false);
+            }
+            let mut e = [0u8; ENTRY_LEN as usize];
+            read_exact_at(file, &mut e, self.base + start + (n - first) * ENTRY_LEN)?;
+            return Ok(self.counts(&Entry::decode(&e)));
+        }
+        Ok(false)
+    }
+
+    /// Whether the entry `e` is committed: written, and ending within the committed size.
+    fn counts(&self, e: &Entry) -> bool {
+        !e.is_empty()
+            && e.offset
+                .checked_add(e.len)
+                .is_some_and(|end| end <= self.committed)
+    }
+
+    /// An error unless `n` is a chunk of the current grid.
+    fn check_number(&self, n: u64) -> Result<()> {
         if n >= self.grid.count() {
             return Err(bad(
                 "chunk number",
@@ -279,37 +364,24 @@ impl ChunkWriter {
                 n,
             ));
         }
-        let want = self.grid.raw_len(n);
-        if raw.len() as u64 != want {
-            return Err(bad(&format!("raw bytes of chunk {n}"), want, raw.len()));
-        }
+        Ok(())
+    }
+
+    /// The section offset of chunk `n`'s entry (allocating its segment), or an error naming
+    /// the chunk if it is committed.
+    fn check_uncommitted(&mut self, file: &File, n: u64) -> Result<u64> {
         let slot = self.entry_offset(file, n)?;
         let mut old = [0u8; ENTRY_LEN as usize];
         read_exact_at(file, &mut old, self.base + slot)?;
         let old = Entry::decode(&old);
-        if !old.is_empty()
-            && old
-                .offset
-                .checked_add(old.len)
-                .is_some_and(|end| end <= self.committed)
-        {
+        if self.counts(&old) {
             return Err(bad(
                 &format!("chunk {n}"),
                 "a chunk not committed yet (a committed chunk is written once)",
                 format!("committed at {}..{}", old.offset, old.offset + old.len),
             ));
         }
-        let (stored, flags) = self.chain.encode_chunk(raw)?;
-        let e = Entry {
-            offset: self.end,
-            len: stored.len() as u64,
-            crc: crc32fast::hash(&stored),
-            flags,
-        };
-        write_all_at(file, &stored, self.base + e.offset)?;
-        self.end += e.len;
-        write_all_at(file, &e.encode(), self.base + slot)?;
-        Ok(e)
+        Ok(slot)
     }
 
     /// Commits: makes everything written durable, then writes the header (dims and size)
