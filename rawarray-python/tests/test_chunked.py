@@ -415,6 +415,18 @@ def test_a_flipped_bit_in_a_chunk_is_an_error_naming_it(tmp):
             f[4:6]
 
 
+def test_an_unknown_codec_id_is_refused_naming_it(tmp):
+    raw = bytearray(encode_by_hand(sample("<f4", (4, 4)), [4, 2], "zstd", "byte"))
+    config = 48 + 8 * 2
+    struct.pack_into("<I", raw, config + 12, 7)
+    struct.pack_into("<I", raw, config + 48 + 8 * 2, zlib.crc32(bytes(raw[config:config + 48 + 8 * 2])))
+    (tmp / "u.ra").write_bytes(raw)
+    with pytest.raises(rawarray.RaError, match="unknown codec id 7"):
+        rawarray.open(tmp / "u.ra")
+    with pytest.raises(rawarray.RaError, match="unknown codec id 7"):
+        rawarray.read(tmp / "u.ra")
+
+
 # -- subsets: numpy's slicing, and only the chunks they touch ----------------------------------
 
 def touched_chunk_count(shape, chunks, key):
