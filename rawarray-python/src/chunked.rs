@@ -14,10 +14,11 @@ use rawarray_serde::{Codec, Header, Shuffle, Trailer, WriteOptions};
 
 use crate::{ra_err, read_exact_at, to_py, RawFile};
 
-/// The codecs by the names the library gives them (`Codec::name`), and the whole-section LZ4
-/// block of flag bit 1 by the name `ra info` and `ra compress --codec` give it.
+/// The codecs, known by the names the library gives them (`Codec::name`).
 const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
+/// The whole-section LZ4 block of flag bit 1, by the name `ra info` and `ra compress` give it.
 const LZ4_WHOLE: &str = "lz4-whole";
+/// The filters, known by the names the library gives them (`Shuffle::name`).
 const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
 
 /// `write`'s keywords as write options, and the chunked layout's if they select it. As in the
@@ -42,7 +43,7 @@ pub(crate) fn write_options(
                 .ok_or_else(|| {
                     ra_err(format!(
                         "codec: expected one of {}, {LZ4_WHOLE}, found {name:?}",
-                        names(CODECS.map(Codec::name))
+                        CODECS.map(Codec::name).join(", ")
                     ))
                 })?;
             opts = opts.codec(c);
@@ -56,7 +57,7 @@ pub(crate) fn write_options(
             .ok_or_else(|| {
                 ra_err(format!(
                     "shuffle: expected one of {}, found {name:?}",
-                    names(SHUFFLES.map(Shuffle::name))
+                    SHUFFLES.map(Shuffle::name).join(", ")
                 ))
             })?;
         opts = opts.shuffle(s);
@@ -70,10 +71,6 @@ pub(crate) fn write_options(
     // The library's own checks, before anything is written: both layouts at once, too many dims.
     let chunked = opts.chunked().map_err(to_py)?;
     Ok((opts, chunked))
-}
-
-fn names<const N: usize>(names: [&str; N]) -> String {
-    names.join(", ")
 }
 
 /// Writes the chunked file atomically: `header` (plain), its data encoded by the library's
