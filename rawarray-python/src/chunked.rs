@@ -36,31 +36,11 @@ pub(crate) fn write_options(
     let mut opts = WriteOptions::new().compress(compress).threads(threads);
     match codec {
         Some(LZ4_WHOLE) => opts = opts.compress(true),
-        Some(name) => {
-            let c = CODECS
-                .into_iter()
-                .find(|c| c.name() == name)
-                .ok_or_else(|| {
-                    ra_err(format!(
-                        "codec: expected one of {}, {LZ4_WHOLE}, found {name:?}",
-                        CODECS.map(Codec::name).join(", ")
-                    ))
-                })?;
-            opts = opts.codec(c);
-        }
+        Some(name) => opts = opts.codec(codec_named(name)?),
         None => {}
     }
     if let Some(name) = shuffle {
-        let s = SHUFFLES
-            .into_iter()
-            .find(|s| s.name() == name)
-            .ok_or_else(|| {
-                ra_err(format!(
-                    "shuffle: expected one of {}, found {name:?}",
-                    SHUFFLES.map(Shuffle::name).join(", ")
-                ))
-            })?;
-        opts = opts.shuffle(s);
+        opts = opts.shuffle(shuffle_named(name)?);
     }
     if let Some(l) = level {
         opts = opts.level(l);
@@ -71,6 +51,32 @@ pub(crate) fn write_options(
     // The library's own checks, before anything is written: both layouts at once, too many dims.
     let chunked = opts.chunked().map_err(to_py)?;
     Ok((opts, chunked))
+}
+
+/// The codec of a name (`Codec::name`), or an error listing the names.
+pub(crate) fn codec_named(name: &str) -> PyResult<Codec> {
+    CODECS
+        .into_iter()
+        .find(|c| c.name() == name)
+        .ok_or_else(|| {
+            ra_err(format!(
+                "codec: expected one of {}, {LZ4_WHOLE}, found {name:?}",
+                CODECS.map(Codec::name).join(", ")
+            ))
+        })
+}
+
+/// The filter of a name (`Shuffle::name`), or an error listing the names.
+pub(crate) fn shuffle_named(name: &str) -> PyResult<Shuffle> {
+    SHUFFLES
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| {
+            ra_err(format!(
+                "shuffle: expected one of {}, found {name:?}",
+                SHUFFLES.map(Shuffle::name).join(", ")
+            ))
+        })
 }
 
 /// Writes the chunked file atomically: `header` (plain), its data encoded by the library's
