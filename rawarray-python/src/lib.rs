@@ -5,6 +5,8 @@
 //! view keeps the map alive for as long as the view lives.
 #![deny(missing_docs)]
 
+mod chunked;
+
 use std::ffi::{c_int, c_void};
 use std::fs::File;
 use std::io::Write;
@@ -22,7 +24,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{
     ArrayReader, ArrayWriter as LibArrayWriter, Category, DynArray, DynRecordWriter, ElType,
-    ElementSpec, Error, ErrorKind, Header, Layout, RecordOptions, Trailer, WriteOptions,
+    ElementSpec, Error, ErrorKind, Header, Layout, RecordOptions, Trailer,
 };
 
 create_exception!(
@@ -421,6 +423,11 @@ impl RawFile {
                 "an LZ4 file is read whole (decode), not by byte range",
             ));
         }
+        if header.flags.is_chunked() {
+            return Err(ra_err(
+                "a chunked file is read whole (decode) or by block (read_block), not by byte range",
+            ));
+        }
         if start.checked_add(len).is_none_or(|e| e > header.size) {
             return Err(ra_err(format!(
                 "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
@@ -530,8 +537,13 @@ fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layout>)> {
 /// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
 /// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
 /// there are parameters or a record schema.
+///
+/// `codec` (`"zstd"`, `"lz4"`, `"none"`), `chunks` (the file's dim order), `level` and `shuffle`
+/// (`"byte"`, `"bit"`, `"none"`) select the chunked layout, encoded on `threads` threads (0: all
+/// cores); `compress` (or `codec="lz4-whole"`) the whole-section LZ4 block.
 #[pyfunction]
-#[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None))]
+#[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None,
+                    codec=None, chunks=None, level=None, shuffle=None, threads=0))]
 #[allow(clippy::too_many_arguments)]
 fn write(
     py: Python<'_>,
@@ -542,7 +554,14 @@ fn write(
     params_json: Option<&str>,
     compress: bool,
     extra_json: Option<&str>,
+    codec: Option<&str>,
+    chunks: Option<Vec<u64>>,
+    level: Option<i32>,
+    shuffle: Option<&str>,
+    threads: usize,
 ) -> PyResult<()> {
+    let (opts, chunk_opts) =
+        chunked::write_options(compress, codec, chunks, level, shuffle, threads)?;
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
     if !data.is_c_contiguous() {
@@ -604,12 +623,15 @@ fn write(
         unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
     };
     let result = py.detach(|| -> rawarray_serde::Result<()> {
-        if compress {
+        if let Some(co) = &chunk_opts {
+            return chunked::write_chunked(&path, &header, bytes, co, trailer.as_ref());
+        }
+        if opts.is_compressed() {
             let mut array = DynArray::new(eltype, elbyte, header.dims.clone(), bytes.to_vec())?;
             if let Some(t) = &trailer {
                 array.set_trailer(t);
             }
-            return array.write_file_with(&path, &WriteOptions::new().compress(true));
+            return array.write_file_with(&path, &opts);
         }
         let end = header.encoded_len() as u64 + header.data_len();
         rawarray_serde::atomic::write_atomic(
@@ -947,5 +969,6 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RecordWriter>()?;
     m.add_class::<ArrayWriter>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
+    chunked::register(m)?;
     Ok(())
 }

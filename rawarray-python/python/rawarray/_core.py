@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import json
+import operator
 import os
 import tempfile
 import types
@@ -15,6 +16,8 @@ import numpy as np
 
 from ._rawarray import ArrayWriter as _ArrayWriter
 from ._rawarray import Buffer, RaError, RawFile
+from ._rawarray import chunk_config as _chunk_config
+from ._rawarray import read_chunked_into as _read_chunked_into
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
 from ._indexing import read_key
@@ -121,7 +124,8 @@ class File:
     copied; the view keeps the map alive after the file is closed). Indexing ``f[key]`` takes
     numpy's indexing in every axis and reads only the blocks the key touches (see
     :meth:`__getitem__`). ``array()`` of an LZ4-compressed or big-endian file decodes it into
-    memory instead.
+    memory instead, and of a chunked file (:attr:`chunks`, :attr:`compression`) decodes it into
+    a new, writable array.
     A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
 
     A ``File`` reads the file it opened: it holds one descriptor from open to close, and the
@@ -140,12 +144,46 @@ class File:
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self._bools_checked = False
+        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file.
+        self._chunking = _chunk_config(self._raw)
         self.closed = False
 
-    #: The file's chunk shape (numpy's order) for dask's ``from_array`` and xarray's
-    #: ``preferred_chunks``: None, as files are not stored in chunks yet (whole-array LZ4 is
-    #: one block); the chunked codec will set it for the files it writes.
-    chunks: tuple[int, ...] | None = None
+    @property
+    def chunks(self) -> tuple[int, ...] | None:
+        """The chunk shape of a chunked file, in numpy's axis order (the file's chunk dims
+        reversed, as :attr:`shape` is), or None for a file that is not chunked. Dask's
+        ``from_array`` and xarray's ``preferred_chunks`` take it."""
+        if self._chunking is None:
+            return None
+        return tuple(reversed(self._chunking[3]))
+
+    @property
+    def compression(self) -> dict[str, Any] | None:
+        """How the data is stored, or None for plain data: ``{"codec", "level", "shuffle",
+        "chunks", "ratio"}``, with ``codec`` ``"zstd"``, ``"lz4"`` or ``"none"`` for a chunked
+        file (``chunks`` in numpy's order) and ``"lz4-whole"`` for the whole-section LZ4 block
+        (``level``, ``shuffle`` and ``chunks`` None), as ``ra info`` names them; ``ratio`` is
+        the plain data bytes over the bytes stored."""
+        r = self._raw
+        plain = r.num_elements * r.elbyte
+        ratio = plain / r.size if r.size else None
+        if self._chunking is not None:
+            codec, level, shuffle, _, _ = self._chunking
+            return {"codec": codec, "level": level, "shuffle": shuffle, "chunks": self.chunks,
+                    "ratio": ratio}
+        if r.flags & 2:
+            return {"codec": "lz4-whole", "level": None, "shuffle": None, "chunks": None,
+                    "ratio": ratio}
+        return None
+
+    def to_dask(self, chunks: Any = None) -> Any:
+        """This file's array as a lazy ``dask.array.Array`` (see :func:`to_dask`): ``chunks``
+        default to the file's own (:attr:`chunks`), else dask's ``"auto"``."""
+        import dask.array as da  # noqa: PLC0415 (optional dependency)
+
+        if chunks is None:
+            chunks = self.chunks or "auto"
+        return da.from_array(self, chunks=chunks)
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # Two Files of the same unchanged file are the same data to dask.
@@ -163,7 +201,9 @@ class File:
     @property
     def header(self) -> dict[str, Any]:
         """The header's fields: eltype, elbyte, dims (file order), flags, size (the data
-        section's bytes as stored: compressed for LZ4), header_len."""
+        section's bytes as stored: compressed for LZ4 and chunked files), header_len;
+        ``compressed`` is true for any compressed section (LZ4 whole or chunked, as in
+        ``ra info --json``; :attr:`compression` says which)."""
         r = self._raw
         return {
             "eltype": r.eltype,
@@ -173,7 +213,7 @@ class File:
             "size": r.size,
             "header_len": r.header_len,
             "big_endian": bool(r.flags & 1),
-            "compressed": bool(r.flags & 2),
+            "compressed": bool(r.flags & 6),
         }
 
     @property
@@ -256,8 +296,13 @@ class File:
     # -- data ------------------------------------------------------------------------------
     @property
     def _plain(self) -> bool:
-        """Whether numpy can view the file's bytes as they are on disk."""
-        return not (self._raw.flags & 3)
+        """Whether numpy can view the file's bytes as they are on disk (not big-endian, not
+        LZ4, not chunked: a chunked section is never mapped as plain bytes)."""
+        return not (self._raw.flags & 7)
+
+    @property
+    def _chunked(self) -> bool:
+        return self._chunking is not None
 
     def _mapped(self) -> Buffer:
         if self.closed:
@@ -274,7 +319,15 @@ class File:
     def array(self, order: str = "C", *, mmap: bool = True) -> np.ndarray:
         """The whole array: a read-only view over a memory map for plain little-endian files
         (``mmap=False``: a new, writable array read into memory with positioned reads), decoded
-        into memory (read-only) for LZ4 or big-endian ones. ``order`` as in :func:`read`."""
+        into memory (read-only) for LZ4 or big-endian ones, and decoded into a new, writable
+        array for chunked ones (chunks decoded in parallel, the GIL released). ``order`` as in
+        :func:`read`."""
+        if self._chunked:
+            arr = self._read_into_memory(order)
+            if not self._bools_checked:
+                _checked_bools(arr, self.path)
+                self._bools_checked = True
+            return arr
         self._check_bools_once()
         if not mmap and self._plain:
             return self._read_into_memory(order)
@@ -287,7 +340,8 @@ class File:
         if self._bools_checked:
             return
         if _bool_views(np.empty(0, dtype=self._dtype)):
-            whole = self._read_into_memory("C") if (self._plain and not self._mmap) else self._mapped_array("C")
+            in_memory = self._chunked or (self._plain and not self._mmap)
+            whole = self._read_into_memory("C") if in_memory else self._mapped_array("C")
             _checked_bools(whole, self.path)
         self._bools_checked = True
 
@@ -307,17 +361,21 @@ class File:
 
     def _read_into_memory(self, order: str) -> np.ndarray:
         """A new array that owns its memory (numpy allocates it, so large arrays get numpy's
-        huge pages), filled by the library with positioned reads."""
+        huge pages), filled by the library with positioned reads (a chunked file: decoded into
+        it)."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         dims = list(self._raw.dims)
         if order not in ("C", "F"):
             raise ValueError(f"order must be 'C' or 'F', not {order!r}")
         shape = tuple(reversed(dims)) if order == "C" else tuple(dims)
-        out = np.empty(shape, dtype=self._dtype, order=order)
+        out = np.empty(shape, dtype=self._decoded_dtype(), order=order)
         if out.size:
             flat = (out if order == "C" else out.T).reshape(-1)
-            self._raw.read_into(0, flat.view(np.uint8))
+            if self._chunked:
+                _read_chunked_into(self._raw, flat.view(np.uint8))
+            else:
+                self._raw.read_into(0, flat.view(np.uint8))
         return out
 
     def _read_block(self, ranges: list[tuple[int, int]]) -> Buffer:
@@ -337,19 +395,23 @@ class File:
         files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
         touched on the leading axes, and on the last axis the range from the first index to the
         last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
-        from. Keys out of bounds raise ``IndexError`` naming the axis, as numpy's do."""
+        from. A chunked file reads and decodes only the chunks the key touches, each once (the
+        runs of an axis that no untouched chunk separates are read as one block). Keys out of
+        bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         self._check_bools_once()
         if not self.shape or (self._plain and self._mmap):
             return self._mapped_array("C")[key]
-        return read_key(key, self.shape, self._decoded_dtype(), self._read_block)
+        return read_key(key, self.shape, self._decoded_dtype(), self._read_block, self.chunks)
 
     @property
     def io_stats(self) -> dict[str, int]:
-        """The library's count of data reads made by indexing (``mmap=False``, big-endian and
-        LZ4 files): ``{"reads": ..., "bytes": ...}``. Reads through the memory map are the
-        kernel's and are not counted."""
+        """The library's count of data reads made by indexing (``mmap=False``, big-endian,
+        LZ4 and chunked files): ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
+        counts the chunks read (once per chunk per block read) and ``bytes`` their stored,
+        compressed bytes read. Reads through the memory map are the kernel's and are not
+        counted, nor are whole reads (:meth:`array`)."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         reads, nbytes = self._raw.io_stats()
@@ -406,8 +468,9 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -
     C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
     files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
     writable array instead (positioned reads, the GIL released: for files others may truncate,
-    and network filesystems). Compressed or big-endian files are decoded into memory, read-only
-    (``np.array(a)`` makes a writable copy). Raises
+    and network filesystems). A chunked file is decoded into a new, writable array that owns its
+    memory. LZ4-compressed (whole-section) or big-endian files are decoded into memory,
+    read-only (``np.array(a)`` makes a writable copy). Raises
     :class:`RaError` for an invalid file and ``OSError`` for I/O errors."""
     return File(path).array(order, mmap=mmap)
 
@@ -501,6 +564,11 @@ def write(
     order: str = "C",
     dim_names: Sequence[str] | None = None,
     coords: dict[str, Any] | None = None,
+    chunks: Sequence[int] | None = None,
+    codec: str | None = None,
+    level: int | None = None,
+    shuffle: str | None = None,
+    threads: int | None = None,
 ) -> None:
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
     over ``path``: a failed write leaves the old file as it was).
@@ -520,6 +588,16 @@ def write(
     coordinates for named dims (``{name: values}``, numbers or strings, one per index): both go
     in the trailer (keys ``dim_names`` and ``coords``, doc/format.md section 6.5), and
     :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
+
+    Compression (doc/chunked.md): any of ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``),
+    ``chunks``, ``level`` and ``shuffle`` (``"byte"``, ``"bit"``, ``"none"``) writes the chunked
+    layout, by default zstd level 3 after a byte shuffle in chunks of about 1 MiB. ``chunks``
+    is in numpy's axis order, like every shape this package shows (each at least 1; it may
+    exceed its axis). The chunks are compressed on ``threads`` threads (default: all cores),
+    the GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole
+    data section as one LZ4 block, the format the C reference reads; both at once is an error.
+
+    >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), codec="zstd", level=3, shuffle="byte")   # doctest: +SKIP
     """
     arr = np.asarray(array)
     _check_storable(arr.dtype)
@@ -537,7 +615,19 @@ def write(
     params_json = None if params is None else json.dumps(params)
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
     _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
-           json.dumps(extra) if extra else None)
+           json.dumps(extra) if extra else None, codec, _file_chunks(chunks, order),
+           level, shuffle, 0 if threads is None else int(threads))
+
+
+def _file_chunks(chunks: Sequence[int] | None, order: str) -> list[int] | None:
+    """A chunk shape given in numpy's axis order, in the file's dim order (as the dims are
+    stored for ``order``); the library checks its length and sizes."""
+    if chunks is None:
+        return None
+    sizes = [operator.index(c) for c in chunks]
+    if any(c < 0 for c in sizes):
+        raise RaError(f"chunks: expected sizes of at least 1, one per axis, found {tuple(sizes)}")
+    return list(reversed(sizes)) if order == "C" else sizes
 
 
 def _dims_and_coords(
@@ -662,18 +752,17 @@ class RecordWriter:
         self.close()
 
 
-def to_dask(path: str | os.PathLike[str], chunks: Any = "auto", *, mmap: bool = True) -> Any:
+def to_dask(path: str | os.PathLike[str], chunks: Any = None, *, mmap: bool = True) -> Any:
     """The array in a ``.ra`` file as a lazy ``dask.array.Array``: each task opens the file
     where it runs (a :class:`File` pickles as its path and identity, and refuses a file that
-    changed) and reads only its chunk. ``chunks`` as dask's ``from_array`` takes them (the
-    file's own chunks, when it has them, guide ``"auto"``).
+    changed) and reads only its chunk. ``chunks`` as dask's ``from_array`` takes them; by
+    default the file's own chunks (:attr:`File.chunks`) for a chunked file, so that each task
+    decodes whole chunks once, and dask's ``"auto"`` for other files.
 
     >>> x = rawarray.to_dask("field.ra", chunks=(16, 256, 256))   # doctest: +SKIP
     >>> x.mean(axis=0).compute()                                  # doctest: +SKIP
     """
-    import dask.array as da  # noqa: PLC0415 (optional dependency)
-
-    return da.from_array(File(path, mmap=mmap), chunks=chunks)
+    return File(path, mmap=mmap).to_dask(chunks)
 
 
 class ArrayWriter:

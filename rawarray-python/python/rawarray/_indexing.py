@@ -132,6 +132,19 @@ def _merge(groups: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
     return out
 
 
+def _within_chunks(groups: list[tuple[int, int]], chunk: int) -> list[tuple[int, int]]:
+    """``groups`` merged while no whole chunk of ``chunk`` indices lies untouched between them:
+    a chunked file then decodes each chunk it touches once, in one block read, and reads no
+    chunk that the key does not touch (the indices read beyond the key's are in its chunks)."""
+    out: list[tuple[int, int]] = []
+    for a, b in groups:
+        if out and a // chunk <= (out[-1][1] - 1) // chunk + 1:
+            out[-1] = (out[-1][0], b)
+        else:
+            out.append((a, b))
+    return out
+
+
 def _moved_slice(k: slice, n: int, coords: np.ndarray) -> slice:
     """Slice ``k`` of an axis of length ``n`` in the coordinates of the assembled array, whose
     axis holds the file's indices ``coords`` (sorted): the indices it touches are evenly
@@ -151,12 +164,14 @@ def read_key(
     shape: tuple[int, ...],
     dtype: np.dtype,
     read_block: Callable[[list[tuple[int, int]]], Any],
+    chunks: Sequence[int] | None = None,
 ) -> Any:
     """``array[key]`` of the array of ``shape`` and ``dtype`` that ``read_block`` reads blocks
     of (one ``(start, end)`` per numpy axis; it returns the block's bytes, C order), reading
     only the blocks the key touches: each touched run of indices on the leading axes, and on
     the last axis (contiguous in the file) the range from the first index touched to the
-    last."""
+    last. For a file stored in ``chunks`` (numpy's order), the runs of each axis are merged
+    instead while no untouched chunk separates them (see ``_within_chunks``)."""
     if 0 in shape:
         # No byte to read: numpy indexes an empty array of the shape (and judges the key).
         empty = np.zeros(shape, dtype=dtype)
@@ -166,7 +181,12 @@ def read_key(
     axes = [k for k in comps if not (k is None or isinstance(k, (bool, np.bool_)))]
     touched = [_touched(k, n) for k, n in zip(axes, shape)]
     groups = [_groups(t) for t in touched]
-    if groups:
+    if chunks is not None:
+        # A slice's runs merge all or none (see below); when not all can, its step is at
+        # least the chunk, and each run is in a chunk of its own already.
+        groups = [m if len(m) == 1 or not isinstance(k, slice) else g
+                  for k, g, m in ((k, g, _within_chunks(g, c)) for k, g, c in zip(axes, groups, chunks))]
+    elif groups:
         # The last axis is read whole from its first index to its last: its gaps are in the
         # same runs of the file, and cost less read than a read per index.
         t = touched[-1]
@@ -176,6 +196,11 @@ def read_key(
         others = np.prod([max(len(g), 1) for a, g in enumerate(groups) if a != worst],
                          dtype=np.float64)
         groups[worst] = _merge(groups[worst], int(max(MAX_BLOCKS // others, 1)))
+    for a, k in enumerate(axes):
+        # A slice's indices must stay evenly spaced in the assembled block for _moved_slice:
+        # its runs are all merged into one, or none is (a partial merge spaces them unevenly).
+        if isinstance(k, slice) and 1 < len(groups[a]) < len(_groups(touched[a])):
+            groups[a] = [(groups[a][0][0], groups[a][-1][1])]
     coords = [np.concatenate([np.arange(a, b, dtype=np.intp) for a, b in g]) if g
               else np.zeros(0, np.intp) for g in groups]
     block_shape = tuple(len(c) for c in coords)

@@ -62,7 +62,18 @@ def write(
     params_json: str | None = None,
     compress: bool = False,
     extra_json: str | None = None,
+    codec: str | None = None,
+    chunks: list[int] | None = None,
+    level: int | None = None,
+    shuffle: str | None = None,
+    threads: int = 0,
 ) -> None: ...
+
+def chunk_config(raw: RawFile) -> tuple[str, int, str, list[int], int] | None:
+    """(codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file."""
+
+def read_chunked_into(raw: RawFile, out: memoryview) -> None:
+    """Decodes a chunked file's whole array into a writable buffer, the GIL released."""
 
 class ArrayWriter:
     """The library's ArrayWriter: blocks written in place from many threads and processes."""

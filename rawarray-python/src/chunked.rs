@@ -1,0 +1,190 @@
+//! The chunked layout (flag bit 2, doc/chunked.md) for Python: `write`'s codec keywords as the
+//! library's [`WriteOptions`], a file's chunk settings (`File.chunks`, `File.compression`), and
+//! the whole decoded array read into memory numpy allocated. Every rule of the layout (names,
+//! ids, levels, the chunk grid, the index) is the library's `codec` module's; decoding and
+//! encoding run on its thread pool with the GIL released.
+
+use std::io::Write;
+use std::path::Path;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use rawarray_serde::codec::{ChunkOptions, Config, Layout, SectionReader};
+use rawarray_serde::{Codec, Header, Shuffle, Trailer, WriteOptions};
+
+use crate::{ra_err, read_exact_at, to_py, RawFile};
+
+/// The codecs, known by the names the library gives them (`Codec::name`).
+const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
+/// The whole-section LZ4 block of flag bit 1, by the name `ra info` and `ra compress` give it.
+const LZ4_WHOLE: &str = "lz4-whole";
+/// The filters, known by the names the library gives them (`Shuffle::name`).
+const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
+
+/// `write`'s keywords as write options, and the chunked layout's if they select it. As in the
+/// library, any of `codec`, `chunks` (file order), `level` and `shuffle` selects the chunked
+/// layout, `compress` (or the codec `"lz4-whole"`) the whole-section LZ4 block, and both at
+/// once is an error ([`WriteOptions::chunked`] says so).
+pub(crate) fn write_options(
+    compress: bool,
+    codec: Option<&str>,
+    chunks: Option<Vec<u64>>,
+    level: Option<i32>,
+    shuffle: Option<&str>,
+    threads: usize,
+) -> PyResult<(WriteOptions, Option<ChunkOptions>)> {
+    let mut opts = WriteOptions::new().compress(compress).threads(threads);
+    match codec {
+        Some(LZ4_WHOLE) => opts = opts.compress(true),
+        Some(name) => opts = opts.codec(codec_named(name)?),
+        None => {}
+    }
+    if let Some(name) = shuffle {
+        opts = opts.shuffle(shuffle_named(name)?);
+    }
+    if let Some(l) = level {
+        opts = opts.level(l);
+    }
+    if let Some(c) = chunks {
+        opts = opts.chunks(c);
+    }
+    // The library's own checks, before anything is written: both layouts at once, too many dims.
+    let chunked = opts.chunked().map_err(to_py)?;
+    Ok((opts, chunked))
+}
+
+/// The codec of a name (`Codec::name`), or an error listing the names.
+pub(crate) fn codec_named(name: &str) -> PyResult<Codec> {
+    CODECS
+        .into_iter()
+        .find(|c| c.name() == name)
+        .ok_or_else(|| {
+            ra_err(format!(
+                "codec: expected one of {}, {LZ4_WHOLE}, found {name:?}",
+                CODECS.map(Codec::name).join(", ")
+            ))
+        })
+}
+
+/// The filter of a name (`Shuffle::name`), or an error listing the names.
+pub(crate) fn shuffle_named(name: &str) -> PyResult<Shuffle> {
+    SHUFFLES
+        .into_iter()
+        .find(|s| s.name() == name)
+        .ok_or_else(|| {
+            ra_err(format!(
+                "shuffle: expected one of {}, found {name:?}",
+                SHUFFLES.map(Shuffle::name).join(", ")
+            ))
+        })
+}
+
+/// Writes the chunked file atomically: `header` (plain), its data encoded by the library's
+/// encoder (chunks compressed in parallel), and the trailer block placed after the section.
+pub(crate) fn write_chunked(
+    path: &Path,
+    header: &Header,
+    raw: &[u8],
+    opts: &ChunkOptions,
+    trailer: Option<&Trailer>,
+) -> rawarray_serde::Result<()> {
+    let (header, section) = rawarray_serde::codec::encode(header, raw, opts)?;
+    let end = header.encoded_len() as u64 + header.size;
+    rawarray_serde::atomic::write_atomic(path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+        w.write_all(&header.encode())?;
+        w.write_all(&section)?;
+        if let Some(t) = trailer {
+            w.write_all(&t.encode_block(end))?;
+        }
+        Ok(())
+    })
+}
+
+/// A chunked file's settings: `(codec, level, shuffle, chunk shape in the file's dim order,
+/// raw bytes per block)`.
+type ChunkSettings = (String, i32, String, Vec<u64>, u64);
+
+/// The chunk settings of a chunked file, as stored in its config; `None` for any other file.
+/// One read of the config, which the library validated when the file was opened.
+#[pyfunction]
+pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<ChunkSettings>> {
+    let header = raw.header();
+    if !header.flags.is_chunked() {
+        return Ok(None);
+    }
+    py.detach(|| -> rawarray_serde::Result<_> {
+        let range = Layout::config_range(header);
+        // The config is a few hundred bytes (64 segment slots and the chunk shape).
+        let mut bytes = vec![0u8; (range.end - range.start) as usize];
+        read_exact_at(
+            &raw.file,
+            &mut bytes,
+            header.encoded_len() as u64 + range.start,
+        )?;
+        let c = Config::decode(header, &bytes)?;
+        Ok(Some((
+            c.codec.name().to_string(),
+            c.level,
+            c.shuffle.name().to_string(),
+            c.chunk,
+            c.block_bytes,
+        )))
+    })
+    .map_err(to_py)
+}
+
+/// Decodes the whole array of a chunked file into `out` (a writable, C-contiguous buffer of
+/// exactly its plain bytes that numpy allocated, so the result is an ordinary array that owns
+/// its memory): chunks decoded in parallel on the library's pool, the GIL released. Primitive
+/// scalars come out little-endian, as `decode` gives them.
+#[pyfunction]
+pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>) -> PyResult<()> {
+    let header = raw.header();
+    if !header.flags.is_chunked() {
+        return Err(ra_err("read_chunked_into reads chunked files (flag bit 2)"));
+    }
+    if out.readonly() || !out.is_c_contiguous() {
+        return Err(ra_err(
+            "read_chunked_into needs a writable, C-contiguous buffer",
+        ));
+    }
+    if out.len_bytes() as u64 != header.data_len() {
+        return Err(ra_err(format!(
+            "read_chunked_into: expected a buffer of {} bytes, found {}",
+            header.data_len(),
+            out.len_bytes()
+        )));
+    }
+    if out.len_bytes() == 0 {
+        return Ok(()); // an empty buffer may export a null pointer: nothing to decode
+    }
+    // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
+    // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
+    // thread could touch the array while the GIL is released below, as with numpy's own
+    // `readinto`; it would see partly decoded bytes, never memory outside the buffer.
+    let bytes: &mut [u8] =
+        unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
+    py.detach(|| -> rawarray_serde::Result<()> {
+        // The descriptor the file was opened by: the bytes of the file opened, whatever the
+        // path names now.
+        SectionReader::open(header, &raw.file)?.read_all_into(bytes)?;
+        if header.is_big_endian() {
+            // The library's table of scalar widths (complex halves apart); user-defined
+            // elements keep their bytes, as `decode` leaves them.
+            if let Some(w) = header.eltype.swap_width(header.elbyte) {
+                if w > 1 {
+                    bytes.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse);
+                }
+            }
+        }
+        Ok(())
+    })
+    .map_err(to_py)
+}
+
+/// Adds this module's functions to the extension module.
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(chunk_config, m)?)?;
+    m.add_function(wrap_pyfunction!(read_chunked_into, m)?)?;
+    Ok(())
+}
