@@ -13,7 +13,7 @@ use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use rawarray_serde::atomic::AtomicFile;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::reader::{RaTable, DEFAULT_BATCH_ROWS};
 use crate::write::RecordFileWriter;
 
@@ -168,7 +168,7 @@ pub fn parquet_to_ra(
     opts: &ConvertOptions,
     progress: impl FnMut(u64, u64),
 ) -> Result<()> {
-    let file = File::open(input)?;
+    let file = open(input)?;
     let builder = ParquetRecordBatchReaderBuilder::try_new(file)?.with_batch_size(opts.batch_rows);
     let total = u64::try_from(builder.metadata().file_metadata().num_rows()).ok();
     // The builder's schema: the built reader's has lost the file's key-value metadata.
@@ -187,9 +187,17 @@ pub fn ipc_to_ra(
     _opts: &ConvertOptions,
     progress: impl FnMut(u64, u64),
 ) -> Result<()> {
-    let reader = FileReader::try_new(File::open(input)?, None)?;
+    let reader = FileReader::try_new(open(input)?, None)?;
     let mut w = RecordFileWriter::create(output, &reader.schema(), None)?;
     w.write_all(reader, None, progress)?;
     w.finish()?;
     Ok(())
+}
+
+/// Opens an input; the error names it.
+fn open(input: &Path) -> Result<File> {
+    File::open(input).map_err(|e| Error::InFile {
+        path: input.to_path_buf(),
+        source: e.into(),
+    })
 }
