@@ -119,13 +119,17 @@ pub fn ra_to_parquet(
     let mut out = AtomicFile::create(output)?;
     {
         let mut writer = ArrowWriter::try_new(out.file(), table.schema(), Some(props))?;
-        let total = table.rows() * table.row_bytes();
-        let mut done = 0;
+        let (total, rows) = (table.header().data_len(), table.rows().max(1));
+        let mut done_rows = 0u64;
         for batch in table.batches(opts.batch_rows) {
             let batch = batch?;
             writer.write(&batch)?;
-            done += batch.num_rows() as u64 * table.row_bytes();
-            progress(done, total);
+            done_rows += batch.num_rows() as u64;
+            // In u128: bytes times rows can pass 2^64.
+            progress(
+                (u128::from(total) * u128::from(done_rows) / u128::from(rows)) as u64,
+                total,
+            );
         }
         writer.close()?;
     }
@@ -145,13 +149,17 @@ pub fn ra_to_ipc(
     let mut out = AtomicFile::create(output)?;
     {
         let mut writer = FileWriter::try_new(out.file(), &table.schema())?;
-        let total = table.rows() * table.row_bytes();
-        let mut done = 0;
+        let (total, rows) = (table.header().data_len(), table.rows().max(1));
+        let mut done_rows = 0u64;
         for batch in table.batches(opts.batch_rows) {
             let batch = batch?;
             writer.write(&batch)?;
-            done += batch.num_rows() as u64 * table.row_bytes();
-            progress(done, total);
+            done_rows += batch.num_rows() as u64;
+            // In u128: bytes times rows can pass 2^64.
+            progress(
+                (u128::from(total) * u128::from(done_rows) / u128::from(rows)) as u64,
+                total,
+            );
         }
         writer.finish()?;
     }

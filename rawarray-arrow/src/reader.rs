@@ -13,7 +13,8 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_buffer::Buffer;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use memmap2::{Mmap, MmapOptions};
-use rawarray_serde::{ArrayReader, ElType, Header, Layout, Trailer};
+use rawarray_serde::ragged::DynRagged;
+use rawarray_serde::{ArrayReader, ElType, Header, Layout, RaggedHeader, Trailer};
 
 use crate::columns::{column, gather};
 use crate::error::{Error, Result};
@@ -28,9 +29,11 @@ enum Source {
     /// for a little-endian plain array), and the map lives as long as any of them.
     Mapped(Arc<Mmap>),
     /// A compressed or chunked data section, decoded block by block along the last dim.
-    Decoded(ArrayReader),
+    Decoded(Box<ArrayReader>),
     /// No data at all.
     Empty,
+    /// A ragged file (flag bit 3): one `LargeList` (or, for text, `LargeUtf8`) row per row.
+    Ragged(Box<DynRagged>),
 }
 
 struct Inner {
@@ -90,6 +93,12 @@ impl RaTable {
             }
         };
         let file = File::open(path).map_err(|e| named(e.into()))?;
+        let mut head = [0u8; 16];
+        if std::io::Read::read_exact(&mut &file, &mut head).is_ok()
+            && RaggedHeader::is_ragged(&head)
+        {
+            return RaTable::open_ragged(path);
+        }
         let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
         let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
         header.check_input_len(file_len).map_err(named)?;
@@ -135,7 +144,7 @@ impl RaTable {
         let source = if rows == 0 {
             Source::Empty
         } else if header.is_compressed() || header.flags.is_chunked() {
-            Source::Decoded(ArrayReader::from_open_file(file, path)?)
+            Source::Decoded(Box::new(ArrayReader::from_open_file(file, path)?))
         } else {
             let len = usize::try_from(header.size).map_err(|_| {
                 Error::NoTable(format!(
@@ -181,6 +190,67 @@ impl RaTable {
             source,
             rows,
             rows_per_step,
+        })))
+    }
+
+    /// A ragged file: one row per row, one column [`crate::VALUES_COLUMN`] of `LargeList` of
+    /// its values (text rows: `LargeUtf8`).
+    fn open_ragged(path: &Path) -> Result<RaTable> {
+        let ragged = DynRagged::open(path)?;
+        let h = ragged.header().clone();
+        let mut layout = ragged.layout().ok_or_else(|| {
+            Error::NoTable(format!(
+                "{}: ragged rows of user-defined values without a schema: nothing says what \
+                 their fields are",
+                path.display()
+            ))
+        })?;
+        // Without a schema, a value of dims [3] is its scalars: an array of them.
+        if layout.size() != h.value_bytes() {
+            for &d in &h.value_dims {
+                layout = Layout::Array {
+                    len: d,
+                    item: Box::new(layout),
+                };
+            }
+        }
+        if layout.size() != h.value_bytes() {
+            return Err(Error::NoTable(format!(
+                "{}: the schema's {} bytes are not the header's {}-byte values",
+                path.display(),
+                layout.size(),
+                h.value_bytes()
+            )));
+        }
+        let item = crate::schema::arrow_field("item", &layout)?;
+        let data_type = if ragged.is_text() {
+            arrow_schema::DataType::LargeUtf8
+        } else {
+            arrow_schema::DataType::LargeList(Arc::new(item))
+        };
+        let mut metadata = HashMap::from([(
+            SCHEMA_KEY.to_string(),
+            serde_json::to_string(&layout).map_err(|e| Error::NoTable(e.to_string()))?,
+        )]);
+        if let Some(params) = ragged.trailer().map(|t| &t.params).filter(|p| !p.is_null()) {
+            metadata.insert(PARAMS_KEY.to_string(), params.to_string());
+        }
+        let schema = Schema::new(vec![arrow_schema::Field::new(
+            crate::schema::VALUES_COLUMN,
+            data_type,
+            false,
+        )])
+        .with_metadata(metadata);
+        let header = Header::new(h.eltype, h.elbyte, vec![h.size / h.elbyte.max(1)])?;
+        Ok(RaTable(Arc::new(Inner {
+            path: path.to_path_buf(),
+            header,
+            trailer: ragged.trailer().cloned(),
+            layout,
+            schema: Arc::new(schema),
+            rows: h.rows,
+            rows_per_step: 1,
+            source: Source::Ragged(Box::new(ragged)),
         })))
     }
 
@@ -246,6 +316,7 @@ impl RaTable {
             .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
         let row_bytes = inner.layout.size() as usize;
         let bytes: Buffer = match &inner.source {
+            Source::Ragged(ragged) => return self.read_ragged(ragged, range),
             Source::Empty => Buffer::from_vec(Vec::<u8>::new()),
             Source::Mapped(map) => {
                 let start = range.start as usize * row_bytes;
@@ -301,6 +372,42 @@ impl RaTable {
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?)
+    }
+
+    /// Rows `range` of a ragged file: their values gathered into one buffer, the rows' offsets.
+    fn read_ragged(&self, ragged: &DynRagged, range: Range<u64>) -> Result<RecordBatch> {
+        let inner = &*self.0;
+        let mut values = Vec::new();
+        let mut offsets = vec![0i64];
+        for k in range {
+            let row = ragged.row_bytes(k)?;
+            values.extend_from_slice(row);
+            let end = i64::try_from(values.len())
+                .map_err(|_| Error::NoTable("a batch of more than 2^63 bytes".into()))?;
+            offsets.push(end);
+        }
+        let array: ArrayRef = match inner.schema.field(0).data_type() {
+            arrow_schema::DataType::LargeUtf8 => Arc::new(arrow_array::LargeStringArray::try_new(
+                arrow_buffer::OffsetBuffer::new(offsets.into()),
+                Buffer::from_vec(values),
+                None,
+            )?),
+            arrow_schema::DataType::LargeList(item) => {
+                let size = inner.layout.size() as i64;
+                let count = usize::try_from(*offsets.last().unwrap_or(&0) / size.max(1))
+                    .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
+                let offsets: Vec<i64> = offsets.iter().map(|o| o / size.max(1)).collect();
+                let child = column(item.name(), &inner.layout, count, &Buffer::from_vec(values))?;
+                Arc::new(arrow_array::LargeListArray::try_new(
+                    item.clone(),
+                    arrow_buffer::OffsetBuffer::new(offsets.into()),
+                    child,
+                    None,
+                )?)
+            }
+            other => unreachable!("open_ragged makes {other} a list or text"),
+        };
+        Ok(RecordBatch::try_new(inner.schema.clone(), vec![array])?)
     }
 
     /// The path the table was opened by.

@@ -43,7 +43,7 @@ fn conversions_use_memory_bounded_by_the_batch() {
             vel: [1.0, 2.0, x],
             energy: x * x,
             mass: 1.0,
-            ok: i % 2 == 0,
+            ok: i.is_multiple_of(2),
             pad: [0; 3],
         })
         .unwrap();

@@ -71,7 +71,7 @@ fn everything(i: usize) -> Everything {
         a_c32: Complex::new(f16::from_f32(i as f32), f16::from_f32(-0.5)),
         a_c64: Complex::new(i as f32, -(i as f32)),
         a_c128: Complex::new(0.5 * k as f64, 2.0),
-        ok: i % 3 == 0,
+        ok: i.is_multiple_of(3),
         pos: [i as f32, 0.5, -(i as f32)],
         grid: [[1, i as i16], [2, -(i as i16)], [3, 4]],
         name,
@@ -518,4 +518,67 @@ fn a_bad_input_is_an_error_naming_the_file() {
         err.to_string().starts_with(&path.display().to_string()),
         "{err}"
     );
+}
+
+#[test]
+fn ragged_rows_become_large_lists_and_text_large_strings() {
+    use arrow_array::Array;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ra");
+    let rows: Vec<Vec<f64>> = vec![vec![1.0, 2.0], vec![], vec![3.5], vec![4.0, 5.0, 6.0]];
+    rawarray_serde::Ragged::from_rows(rows.iter())
+        .write_file(&path)
+        .unwrap();
+    let table = RaTable::open(&path).unwrap();
+    assert_eq!(table.rows(), 4);
+    let mut got: Vec<Vec<f64>> = Vec::new();
+    for batch in table.batches(3) {
+        let batch = batch.unwrap();
+        let list = batch.column(0).as_list::<i64>();
+        for r in 0..list.len() {
+            got.push(
+                list.value(r)
+                    .as_primitive::<Float64Type>()
+                    .values()
+                    .to_vec(),
+            );
+        }
+    }
+    assert_eq!(got, rows);
+    // Through Parquet, as every Parquet reader sees it: a list column.
+    let pq = dir.path().join("r.parquet");
+    rawarray_arrow::ra_to_parquet(&path, &pq, &ConvertOptions::new(), |_, _| {}).unwrap();
+    let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(
+        std::fs::File::open(&pq).unwrap(),
+    )
+    .unwrap()
+    .build()
+    .unwrap();
+    let back: Vec<RecordBatch> = reader.collect::<Result<_, _>>().unwrap();
+    let list = back[0].column(0).as_list::<i64>();
+    assert_eq!(
+        list.value(3).as_primitive::<Float64Type>().values(),
+        &[4.0, 5.0, 6.0]
+    );
+    // And back to .ra: a list has no fixed width, refused by name.
+    let err = rawarray_arrow::parquet_to_ra(
+        &pq,
+        &dir.path().join("x.ra"),
+        &ConvertOptions::new(),
+        |_, _| {},
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("column 'values': type LargeList("),
+        "{err}"
+    );
+
+    let text = dir.path().join("t.ra");
+    rawarray_serde::Ragged::from_strs(["alpha", "", "γ"])
+        .write_file(&text)
+        .unwrap();
+    let batch = RaTable::open(&text).unwrap().read_all().unwrap();
+    let s = batch.column(0).as_string::<i64>();
+    assert_eq!((s.value(0), s.value(1), s.value(2)), ("alpha", "", "γ"));
 }

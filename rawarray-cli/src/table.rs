@@ -56,15 +56,6 @@ pub fn maybe_run(req: &Request, to: Format, from: Option<Format>) -> Result<Opti
         *shown = done;
     };
     let converted = match (from, to) {
-        (Format::Ra, _) if crate::ragged::is_ragged(input) => {
-            return Err(Failure::file(
-                input,
-                format!(
-                    "a ragged array has no .{} form yet: convert it to .csv",
-                    ext(to)
-                ),
-            ))
-        }
         (Format::Ra, Format::Parquet) => {
             rawarray_arrow::ra_to_parquet(input, output, &opts, progress)
         }
@@ -93,14 +84,6 @@ pub fn maybe_run(req: &Request, to: Format, from: Option<Format>) -> Result<Opti
     Ok(Some(()))
 }
 
-fn ext(f: Format) -> &'static str {
-    match f {
-        Format::Parquet => "parquet",
-        Format::Arrow => "arrow",
-        _ => "ra",
-    }
-}
-
 /// The error as one line naming the file it is about: the one the library named, else the
 /// input (a column refused, a malformed file), except for failures to write.
 fn failure(e: rawarray_arrow::Error, input: &Path, output: &Path) -> Failure {
@@ -108,7 +91,7 @@ fn failure(e: rawarray_arrow::Error, input: &Path, output: &Path) -> Failure {
     match e {
         Error::InFile { path, source } => Failure::file(&path, source),
         Error::Ra(e) => match e.path() {
-            Some(p) => Failure::file(&p.to_path_buf(), e.kind()),
+            Some(p) => Failure::file(p, e.kind()),
             None => Failure::file(input, e),
         },
         Error::Io(e) => Failure::file(output, e),

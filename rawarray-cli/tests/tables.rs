@@ -67,7 +67,7 @@ fn row(i: usize) -> Row {
         a_c32: Complex::new(half::f16::from_f32(i as f32), half::f16::from_f32(-0.5)),
         a_c64: Complex::new(i as f32, -(i as f32)),
         a_c128: Complex::new(0.5 * k as f64, 2.0),
-        ok: i % 3 == 0,
+        ok: i.is_multiple_of(3),
         pos: [i as f32, 0.5, -(i as f32)],
         grid: [[1, i as i16], [2, -(i as i16)], [3, 4]],
         name,
