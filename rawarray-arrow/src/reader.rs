@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::BufReader;
+use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -94,11 +94,12 @@ impl RaTable {
         };
         let file = File::open(path).map_err(|e| named(e.into()))?;
         let mut head = [0u8; 16];
-        if std::io::Read::read_exact(&mut &file, &mut head).is_ok()
-            && RaggedHeader::is_ragged(&head)
-        {
+        if (&file).read_exact(&mut head).is_ok() && RaggedHeader::is_ragged(&head) {
             return RaTable::open_ragged(path);
         }
+        (&file)
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| named(e.into()))?;
         let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
         let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
         header.check_input_len(file_len).map_err(named)?;
