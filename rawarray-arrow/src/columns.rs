@@ -27,13 +27,15 @@ pub(crate) fn gather(
     starts: &[usize],
 ) -> Result<ArrayRef> {
     let rows = starts.len();
-    let copy = |w: usize| -> Buffer {
-        let mut out = Vec::with_capacity(rows * w);
-        for &s in starts {
-            out.extend_from_slice(&data[s..s + w]);
+    let copy = |w: usize| -> Buffer { Buffer::from_vec(copy_values(data, starts, w)) };
+    // A field whose Arrow form is its own bytes (numbers, fixed-size binary, fixed arrays of
+    // them): one copy of the field's bytes per row, handed to Arrow as they are.
+    if is_contiguous(layout) {
+        let bytes = copy(layout.size() as usize);
+        if let Some(a) = contiguous(field, layout, rows, &bytes)? {
+            return Ok(a);
         }
-        Buffer::from_vec(out)
-    };
+    }
     match layout {
         Layout::Scalar {
             eltype,
@@ -109,6 +111,50 @@ pub(crate) fn gather(
                 None,
             )?))
         }
+    }
+}
+
+/// The `w` bytes at each of `starts`, one after the other. Widths of the scalars are copied as
+/// fixed-size arrays: a per-value `memcpy` call of a run-time length would cost more than the
+/// copy.
+fn copy_values(data: &[u8], starts: &[usize], w: usize) -> Vec<u8> {
+    fn fixed<const W: usize>(data: &[u8], starts: &[usize]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(starts.len() * W);
+        for &s in starts {
+            let v: &[u8; W] = data[s..s + W].try_into().expect("a slice of W bytes");
+            out.extend_from_slice(v);
+        }
+        out
+    }
+    match w {
+        1 => fixed::<1>(data, starts),
+        2 => fixed::<2>(data, starts),
+        4 => fixed::<4>(data, starts),
+        8 => fixed::<8>(data, starts),
+        16 => fixed::<16>(data, starts),
+        _ => {
+            let mut out = Vec::with_capacity(starts.len() * w);
+            for &s in starts {
+                out.extend_from_slice(&data[s..s + w]);
+            }
+            out
+        }
+    }
+}
+
+/// Whether [`contiguous`] takes values of this layout as they are.
+fn is_contiguous(layout: &Layout) -> bool {
+    match layout {
+        Layout::Scalar {
+            eltype,
+            elbyte,
+            logical,
+        } => matches!(
+            Scalar::of(*eltype, *elbyte, *logical),
+            Some(Scalar::Primitive(_) | Scalar::Binary(_))
+        ),
+        Layout::Array { item, .. } => byte_array_len(layout).is_some() || is_contiguous(item),
+        Layout::Record { .. } => false,
     }
 }
 

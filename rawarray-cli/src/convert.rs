@@ -86,8 +86,10 @@ pub struct Request<'a> {
     /// .png -> .ra: the most bytes the image may decode to.
     pub max_image_bytes: u64,
     /// .ra <-> .parquet/.arrow: rows per batch (and Parquet row group).
+    #[cfg(feature = "arrow")]
     pub batch_rows: usize,
     /// .ra -> .parquet: zstd instead of snappy.
+    #[cfg(feature = "arrow")]
     pub zstd: bool,
 }
 
