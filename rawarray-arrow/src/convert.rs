@@ -10,7 +10,7 @@ use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::ArrowWriter;
 use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use rawarray_serde::atomic::AtomicFile;
 
 use crate::error::{Error, Result};
@@ -115,6 +115,9 @@ pub fn ra_to_parquet(
         .set_compression(compression)
         .set_key_value_metadata(Some(kv))
         .set_max_row_group_row_count(Some(opts.batch_rows))
+        // Statistics per column chunk, as pyarrow writes by default; a page index (page-level
+        // statistics) costs a pass over every page that few readers use.
+        .set_statistics_enabled(EnabledStatistics::Chunk)
         .build();
     let mut out = AtomicFile::create(output)?;
     {
