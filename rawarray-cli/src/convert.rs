@@ -8,6 +8,20 @@ use crate::fail::{At, Failure, Result};
 use crate::source::{self, is_stdio};
 use crate::{image, npy};
 
+/// The table formats in the usage errors, when built in.
+#[cfg(feature = "arrow")]
+const TABLES: &str = "|parquet|arrow";
+#[cfg(not(feature = "arrow"))]
+const TABLES: &str = "";
+#[cfg(feature = "arrow")]
+const TABLE_EXTS: &str = ", .parquet, .arrow, .feather";
+#[cfg(not(feature = "arrow"))]
+const TABLE_EXTS: &str = "";
+#[cfg(feature = "arrow")]
+const TABLE_EXTS_PAIRS: &str = ", .ra <-> .parquet, .ra <-> .arrow/.feather";
+#[cfg(not(feature = "arrow"))]
+const TABLE_EXTS_PAIRS: &str = "";
+
 /// A format `convert` knows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
@@ -19,6 +33,12 @@ pub enum Format {
     Png,
     /// Comma-separated values.
     Csv,
+    /// Apache Parquet (.parquet): records as a table, one column per field.
+    #[cfg(feature = "arrow")]
+    Parquet,
+    /// Arrow IPC file (.arrow, .feather): records as a table, one column per field.
+    #[cfg(feature = "arrow")]
+    Arrow,
 }
 
 impl Format {
@@ -28,6 +48,10 @@ impl Format {
             Format::Npy => "npy",
             Format::Png => "png",
             Format::Csv => "csv",
+            #[cfg(feature = "arrow")]
+            Format::Parquet => "parquet",
+            #[cfg(feature = "arrow")]
+            Format::Arrow => "arrow",
         }
     }
 }
@@ -39,6 +63,10 @@ fn format_of(path: &Path) -> Option<Format> {
         "npy" => Format::Npy,
         "png" => Format::Png,
         "csv" => Format::Csv,
+        #[cfg(feature = "arrow")]
+        "parquet" => Format::Parquet,
+        #[cfg(feature = "arrow")]
+        "arrow" | "feather" => Format::Arrow,
         _ => return None,
     })
 }
@@ -57,6 +85,12 @@ pub struct Request<'a> {
     pub rgb: bool,
     /// .png -> .ra: the most bytes the image may decode to.
     pub max_image_bytes: u64,
+    /// .ra <-> .parquet/.arrow: rows per batch (and Parquet row group).
+    #[cfg(feature = "arrow")]
+    pub batch_rows: usize,
+    /// .ra -> .parquet: zstd instead of snappy.
+    #[cfg(feature = "arrow")]
+    pub zstd: bool,
 }
 
 /// Converts `input` to `output` (either may be `-`); the formats are `--from`/`--to` or the
@@ -77,12 +111,20 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
             Failure::usage(
                 "convert",
                 format!(
-                    "{name}: give {flag} ra|npy|png|csv (or name the file .ra, .npy, .png, .csv)"
+                    "{name}: give {flag} ra|npy|png|csv{TABLES} (or name the file .ra, .npy, .png, .csv{TABLE_EXTS})"
                 ),
             )
         })
     };
     let to = which(req.to, output, "standard output", "--to")?;
+    #[cfg(feature = "arrow")]
+    if let Some(done) = crate::table::maybe_run(
+        req,
+        to,
+        which(req.from, input, "standard input", "--from").ok(),
+    )? {
+        return Ok(done);
+    }
     // Binary bytes on a terminal are noise that can upset it; CSV is text (as zstd and gzip
     // refuse to write compressed data to a terminal).
     if is_stdio(output) && to != Format::Csv && std::io::stdout().is_terminal() {
@@ -111,6 +153,8 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         Format::Npy => source::Kind::Npy,
         Format::Png => source::Kind::Png,
         Format::Csv => source::Kind::Csv,
+        #[cfg(feature = "arrow")]
+        Format::Parquet | Format::Arrow => unreachable!("table::maybe_run converts them"),
     };
     if req.rgb && (from, to) != (Format::Png, Format::Ra) {
         return Err(Failure::usage(
@@ -147,7 +191,7 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         _ => Err(Failure::usage(
             "convert",
             format!(
-                "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv"
+                "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv{TABLE_EXTS_PAIRS}"
             ),
         )),
     };

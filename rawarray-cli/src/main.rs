@@ -25,6 +25,8 @@ mod reshape;
 mod slice;
 mod sniff;
 mod source;
+#[cfg(feature = "arrow")]
+mod table;
 mod trailer;
 mod value;
 mod watch;
@@ -107,7 +109,7 @@ the strings \"NaN\", \"inf\", \"-inf\".")]
         #[arg(long)]
         json: bool,
     },
-    /// Convert between .ra and .npy, .png or .csv, by file extension.
+    /// Convert between .ra and .npy, .png, .csv, .parquet or .arrow/.feather, by file extension.
     #[command(after_help = "\
 Examples:
   ra convert a.ra a.npy           np.load('a.npy') is the array numpy reads from a.ra
@@ -116,6 +118,8 @@ Examples:
   ra convert --rgb img.png img.ra gray repeated as R, G, B, as the C reference's png2ra
   ra convert m.ra m.csv           1-D: one value per line; 2-D [d0, d1]: d1 lines of d0
   ra convert m.csv m.ra           int64, float64 or complex128 (a+bj), whichever fits
+  ra convert run.ra run.parquet   records as a table: a column per field (--zstd, --batch-rows)
+  ra convert run.parquet run.ra   fixed-width columns back into records (.arrow, .feather too)
   curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
 
 - is standard input (as IN) or standard output (as OUT); --from and --to give their formats
@@ -128,6 +132,9 @@ trailer are a structured dtype, and a structured .npy becomes records with that 
 A PNG of width w and height h becomes dims [w, h] (gray) or [c, w, h], its bytes the PNG's
 interleaved rows. A PNG that decodes to more than --max-image-bytes (default 64 MiB; after
 --rgb's expansion) is refused before it is decoded.
+Parquet and Arrow IPC (.arrow, .feather): one row per record, one column per field (the
+mapping of types is in doc/arrow.md); the trailer's parameters, schema and dims go into the
+file's key-value metadata, and come back from it. Read and written by name, in batches.
 The output is written to a temporary file and renamed: a failed conversion leaves nothing.")]
     Convert {
         /// Input file (.ra, .npy, .png or .csv), or - for standard input (with --from).
@@ -147,6 +154,15 @@ The output is written to a temporary file and renamed: a failed conversion leave
         /// claim gigabytes of pixels.
         #[arg(long, value_name = "BYTES", default_value_t = image::DEFAULT_MAX_IMAGE_BYTES)]
         max_image_bytes: u64,
+        /// .ra <-> .parquet/.arrow: rows per batch, and per Parquet row group; memory is
+        /// bounded by one batch.
+        #[cfg(feature = "arrow")]
+        #[arg(long, value_name = "ROWS", default_value_t = rawarray_arrow::DEFAULT_BATCH_ROWS)]
+        batch_rows: usize,
+        /// .ra -> .parquet: compress with zstd (level 3) instead of snappy.
+        #[cfg(feature = "arrow")]
+        #[arg(long)]
+        zstd: bool,
     },
     /// Compress the data section: chunked (zstd 3 and byte shuffle by default), or as one raw
     /// LZ4 block (flag bit 1) for the C reference and Julia.
@@ -431,6 +447,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             to,
             rgb,
             max_image_bytes,
+            #[cfg(feature = "arrow")]
+            batch_rows,
+            #[cfg(feature = "arrow")]
+            zstd,
         } => convert::run(
             &convert::Request {
                 input: &input,
@@ -439,6 +459,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 to,
                 rgb,
                 max_image_bytes,
+                #[cfg(feature = "arrow")]
+                batch_rows,
+                #[cfg(feature = "arrow")]
+                zstd,
             },
             &mut out,
         ),

@@ -290,31 +290,7 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
 /// for [`layout_text`], the layout must have been validated for the element's size; parts of
 /// one that would reach past `b` are left alone.
 pub fn swap_by_layout(layout: &Layout, b: &mut [u8]) {
-    let Some(b) = usize::try_from(layout.size())
-        .ok()
-        .and_then(|n| b.get_mut(..n))
-    else {
-        return;
-    };
-    match layout {
-        Layout::Scalar { eltype, elbyte, .. } => {
-            if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
-                b.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse);
-            }
-        }
-        Layout::Array { len, item } => {
-            let size = item.size() as usize;
-            for i in 0..*len as usize {
-                swap_by_layout(item, b.get_mut(i * size..).unwrap_or_default());
-            }
-        }
-        Layout::Record { fields, .. } => {
-            for f in fields {
-                let at = usize::try_from(f.offset).unwrap_or(usize::MAX);
-                swap_by_layout(&f.layout, b.get_mut(at..).unwrap_or_default());
-            }
-        }
-    }
+    layout.swap_byte_order(b);
 }
 
 #[cfg(test)]

@@ -327,6 +327,52 @@ impl Layout {
         }
     }
 
+    /// Reverses the byte order of every scalar of one element laid out as `self`, in place:
+    /// a big-endian file's records to little-endian and back (complex numbers part by part).
+    /// The layout must have been validated for the element's size; parts of one that would
+    /// reach past `element` are left alone.
+    ///
+    /// ```
+    /// use rawarray_serde::{Element, Layout};
+    /// let mut e = [1, 2, 3, 4];
+    /// <[u16; 2] as Element>::layout().swap_byte_order(&mut e);
+    /// assert_eq!(e, [2, 1, 4, 3]);
+    /// <[u8; 4] as Element>::layout().swap_byte_order(&mut e);
+    /// assert_eq!(e, [2, 1, 4, 3]); // bytes have no order
+    /// ```
+    pub fn swap_byte_order(&self, element: &mut [u8]) {
+        let Some(b) = usize::try_from(self.size())
+            .ok()
+            .and_then(|n| element.get_mut(..n))
+        else {
+            return;
+        };
+        match self {
+            Layout::Scalar { eltype, elbyte, .. } => {
+                if let Some(w) = eltype.swap_width(*elbyte).filter(|&w| w > 1) {
+                    b.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse);
+                }
+            }
+            Layout::Array { len, item } => {
+                let size = usize::try_from(item.size()).unwrap_or(usize::MAX);
+                for i in 0..usize::try_from(*len).unwrap_or(usize::MAX) {
+                    let Some(part) = i.checked_mul(size).and_then(|at| b.get_mut(at..)) else {
+                        break;
+                    };
+                    item.swap_byte_order(part);
+                }
+            }
+            Layout::Record { fields, .. } => {
+                for f in fields {
+                    let at = usize::try_from(f.offset).unwrap_or(usize::MAX);
+                    if let Some(part) = b.get_mut(at..) {
+                        f.layout.swap_byte_order(part);
+                    }
+                }
+            }
+        }
+    }
+
     /// Packed size in bytes.
     pub fn size(&self) -> u64 {
         match self {

@@ -1,0 +1,454 @@
+//! A `.ra` file as a table: [`RaTable`] reads its header, trailer and schema once, and hands
+//! out its rows as Arrow record batches, streamed ([`RaTable::batches`]) or whole.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
+use arrow_buffer::Buffer;
+use arrow_schema::{ArrowError, Schema, SchemaRef};
+use memmap2::{Mmap, MmapOptions};
+use rawarray_serde::ragged::DynRagged;
+use rawarray_serde::{ArrayReader, ElType, Header, Layout, RaggedHeader, Trailer};
+
+use crate::columns::{column, gather};
+use crate::error::{Error, Result};
+use crate::schema::{arrow_schema, DIMS_KEY, PARAMS_KEY, SCHEMA_KEY};
+
+/// How many rows a batch holds unless told otherwise.
+pub const DEFAULT_BATCH_ROWS: usize = 1 << 16;
+
+/// Where the rows' bytes come from.
+enum Source {
+    /// The data section of a file stored plain, mapped: batches are slices of the map (no copy
+    /// for a little-endian plain array), and the map lives as long as any of them.
+    Mapped(Arc<Mmap>),
+    /// A compressed or chunked data section, decoded block by block along the last dim.
+    Decoded(Box<ArrayReader>),
+    /// No data at all.
+    Empty,
+    /// A ragged file (flag bit 3): one `LargeList` (or, for text, `LargeUtf8`) row per row.
+    Ragged(Box<DynRagged>),
+}
+
+struct Inner {
+    path: PathBuf,
+    header: Header,
+    layout: Layout,
+    schema: SchemaRef,
+    trailer: Option<Trailer>,
+    source: Source,
+    rows: u64,
+    /// Rows per index of the last dim: a decoded batch is whole steps of it.
+    rows_per_step: u64,
+}
+
+/// A `.ra` file opened as a table: one row per element of its schema (per record of a record
+/// file, whatever its record dims), one column per field; a file without a schema is one
+/// column of its scalars ([`crate::VALUES_COLUMN`]). The type mapping is [`crate::schema`]'s.
+///
+/// A file stored plain is mapped: like every map, it assumes that nobody rewrites the mapped
+/// bytes in place while it is open (appending record writers write after them). Big-endian
+/// files are swapped into little-endian batches.
+///
+/// ```
+/// use rawarray_serde::{RaRecord, RecordWriter};
+/// #[derive(RaRecord, Clone)]
+/// struct Body { step: u32, energy: f64, pos: [f32; 3] }
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("run.ra");
+/// let mut w = RecordWriter::<Body>::create(&path, serde_json::json!({"dt": 0.5})).unwrap();
+/// for step in 0..10 { w.append(&Body { step, energy: step as f64, pos: [0.0; 3] }).unwrap(); }
+/// w.finish().unwrap();
+///
+/// let table = rawarray_arrow::RaTable::open(&path).unwrap();
+/// assert_eq!(table.rows(), 10);
+/// let names: Vec<_> = table.schema().fields().iter().map(|f| f.name().clone()).collect();
+/// assert_eq!(names, ["step", "energy", "pos"]);
+/// let batches: Vec<_> = table.batches(4).collect::<Result<_, _>>().unwrap();
+/// assert_eq!(batches.iter().map(|b| b.num_rows()).collect::<Vec<_>>(), [4, 4, 2]);
+/// assert_eq!(table.schema().metadata()["rawarray.params"], r#"{"dt":0.5}"#);
+/// ```
+#[derive(Clone)]
+pub struct RaTable(Arc<Inner>);
+
+impl RaTable {
+    /// Opens a `.ra` file: reads and checks its header and trailer, and maps or opens its
+    /// data section. A file of user-defined elements without a valid schema is refused: nothing
+    /// says what its columns are.
+    pub fn open(path: impl AsRef<Path>) -> Result<RaTable> {
+        let path = path.as_ref();
+        let named = |e: rawarray_serde::Error| -> Error {
+            match e.path() {
+                Some(_) => Error::Ra(e),
+                None => Error::InFile {
+                    path: path.to_path_buf(),
+                    source: e,
+                },
+            }
+        };
+        let file = File::open(path).map_err(|e| named(e.into()))?;
+        let mut head = [0u8; 16];
+        if (&file).read_exact(&mut head).is_ok() && RaggedHeader::is_ragged(&head) {
+            return RaTable::open_ragged(path);
+        }
+        (&file)
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| named(e.into()))?;
+        let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
+        let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
+        header.check_input_len(file_len).map_err(named)?;
+        let trailer = match Trailer::read_open_file(&file) {
+            Ok(t) => t,
+            Err(e) if header.eltype == ElType::User => return Err(named(e)),
+            // Numbers are numbers without their trailer: convert them, without parameters.
+            Err(_) => None,
+        };
+        let schema = trailer.as_ref().and_then(|t| t.schema.as_ref());
+        let layout = match schema {
+            Some(s) if s.check_header(&header).is_ok() => s.clone(),
+            _ if header.eltype != ElType::User => Layout::scalar(header.eltype, header.elbyte),
+            _ => {
+                return Err(Error::NoTable(format!(
+                    "{}: {} elements without a valid record schema in the trailer: nothing says \
+                     what their columns are",
+                    path.display(),
+                    header.type_label()
+                )))
+            }
+        };
+        let row_bytes = layout.size();
+        let data_len = header.data_len();
+        if row_bytes == 0 || !data_len.is_multiple_of(row_bytes) {
+            return Err(Error::NoTable(format!(
+                "{}: {data_len} data bytes are not whole elements of the schema's {row_bytes} bytes",
+                path.display()
+            )));
+        }
+        let rows = data_len / row_bytes;
+        let step_bytes = match header.dims.split_last() {
+            Some((_, lead)) => lead.iter().product::<u64>() * header.elbyte,
+            None => data_len,
+        };
+        // A decoded batch is whole steps of the last dim; where a row does not divide a step
+        // (a schema spanning every dim), the one batch is the whole array.
+        let rows_per_step = if step_bytes >= row_bytes && step_bytes.is_multiple_of(row_bytes) {
+            step_bytes / row_bytes
+        } else {
+            rows.max(1)
+        };
+        let source = if rows == 0 {
+            Source::Empty
+        } else if header.is_compressed() || header.flags.is_chunked() {
+            Source::Decoded(Box::new(ArrayReader::from_open_file(file, path)?))
+        } else {
+            let len = usize::try_from(header.size).map_err(|_| {
+                Error::NoTable(format!(
+                    "{}: the data does not fit in the address space",
+                    path.display()
+                ))
+            })?;
+            // SAFETY: memmap2 requires that the mapped bytes are neither modified nor truncated
+            // away while mapped. The map covers the data section of the header just read,
+            // which check_input_len found the file to hold; writers of this crate append after
+            // it or rename a new file over the path, and RaTable's documentation says that a
+            // file rewritten in place by another program must not be opened this way (as every
+            // map of this workspace does).
+            let map = unsafe {
+                MmapOptions::new()
+                    .offset(header.encoded_len() as u64)
+                    .len(len)
+                    .map(&file)
+            }
+            .map_err(|e| named(e.into()))?;
+            Source::Mapped(Arc::new(map))
+        };
+        let mut metadata = HashMap::from([
+            (
+                SCHEMA_KEY.to_string(),
+                serde_json::to_string(&layout).map_err(|e| Error::NoTable(e.to_string()))?,
+            ),
+            (
+                DIMS_KEY.to_string(),
+                serde_json::to_string(&header.dims).map_err(|e| Error::NoTable(e.to_string()))?,
+            ),
+        ]);
+        if let Some(params) = trailer.as_ref().map(|t| &t.params).filter(|p| !p.is_null()) {
+            metadata.insert(PARAMS_KEY.to_string(), params.to_string());
+        }
+        let schema = Arc::new(arrow_schema(&layout)?.with_metadata(metadata));
+        Ok(RaTable(Arc::new(Inner {
+            path: path.to_path_buf(),
+            header,
+            layout,
+            schema,
+            trailer,
+            source,
+            rows,
+            rows_per_step,
+        })))
+    }
+
+    /// A ragged file: one row per row, one column [`crate::VALUES_COLUMN`] of `LargeList` of
+    /// its values (text rows: `LargeUtf8`).
+    fn open_ragged(path: &Path) -> Result<RaTable> {
+        let ragged = DynRagged::open(path)?;
+        let h = ragged.header().clone();
+        let mut layout = ragged.layout().ok_or_else(|| {
+            Error::NoTable(format!(
+                "{}: ragged rows of user-defined values without a schema: nothing says what \
+                 their fields are",
+                path.display()
+            ))
+        })?;
+        // Without a schema, a value of dims [3] is its scalars: an array of them.
+        if layout.size() != h.value_bytes() {
+            for &d in &h.value_dims {
+                layout = Layout::Array {
+                    len: d,
+                    item: Box::new(layout),
+                };
+            }
+        }
+        if layout.size() != h.value_bytes() {
+            return Err(Error::NoTable(format!(
+                "{}: the schema's {} bytes are not the header's {}-byte values",
+                path.display(),
+                layout.size(),
+                h.value_bytes()
+            )));
+        }
+        let item = crate::schema::arrow_field("item", &layout)?;
+        let data_type = if ragged.is_text() {
+            arrow_schema::DataType::LargeUtf8
+        } else {
+            arrow_schema::DataType::LargeList(Arc::new(item))
+        };
+        let mut metadata = HashMap::from([(
+            SCHEMA_KEY.to_string(),
+            serde_json::to_string(&layout).map_err(|e| Error::NoTable(e.to_string()))?,
+        )]);
+        if let Some(params) = ragged.trailer().map(|t| &t.params).filter(|p| !p.is_null()) {
+            metadata.insert(PARAMS_KEY.to_string(), params.to_string());
+        }
+        let schema = Schema::new(vec![arrow_schema::Field::new(
+            crate::schema::VALUES_COLUMN,
+            data_type,
+            false,
+        )])
+        .with_metadata(metadata);
+        let header = Header::new(h.eltype, h.elbyte, vec![h.size / h.elbyte.max(1)])?;
+        Ok(RaTable(Arc::new(Inner {
+            path: path.to_path_buf(),
+            header,
+            trailer: ragged.trailer().cloned(),
+            layout,
+            schema: Arc::new(schema),
+            rows: h.rows,
+            rows_per_step: 1,
+            source: Source::Ragged(Box::new(ragged)),
+        })))
+    }
+
+    /// The table's Arrow schema, with the file's layout, dims and parameters as metadata.
+    pub fn schema(&self) -> SchemaRef {
+        self.0.schema.clone()
+    }
+
+    /// The number of rows (elements of the schema).
+    pub fn rows(&self) -> u64 {
+        self.0.rows
+    }
+
+    /// The layout of one row.
+    pub fn layout(&self) -> &Layout {
+        &self.0.layout
+    }
+
+    /// The file's header, as stored.
+    pub fn header(&self) -> &Header {
+        &self.0.header
+    }
+
+    /// The file's trailer, if it has a valid one.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.0.trailer.as_ref()
+    }
+
+    /// Bytes of one row in the file.
+    pub fn row_bytes(&self) -> u64 {
+        self.0.layout.size()
+    }
+
+    /// The rows in batches of `batch_rows` (the last may be shorter), read one at a time: the
+    /// memory in use is one batch's, whatever the file's size. A compressed or chunked file is
+    /// read in whole steps of its last dim (so a batch holds at least one step); an LZ4 file's
+    /// data section is decompressed whole on the first batch, as every reader of it does.
+    pub fn batches(&self, batch_rows: usize) -> RaBatchReader {
+        let batch_rows = batch_rows.max(1) as u64;
+        let batch_rows = match self.0.source {
+            Source::Decoded(_) => {
+                batch_rows.div_ceil(self.0.rows_per_step).max(1) * self.0.rows_per_step
+            }
+            _ => batch_rows,
+        };
+        RaBatchReader {
+            table: self.clone(),
+            next: 0,
+            batch_rows,
+        }
+    }
+
+    /// All the rows as one batch.
+    pub fn read_all(&self) -> Result<RecordBatch> {
+        self.read_rows(0..self.0.rows)
+    }
+
+    /// The rows `range` as one batch (for a decoded file, `range` must be whole steps of the
+    /// last dim, as [`RaTable::batches`] makes them).
+    fn read_rows(&self, range: Range<u64>) -> Result<RecordBatch> {
+        let inner = &*self.0;
+        let rows = usize::try_from(range.end - range.start)
+            .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
+        let row_bytes = inner.layout.size() as usize;
+        let bytes: Buffer = match &inner.source {
+            Source::Ragged(ragged) => return self.read_ragged(ragged, range),
+            Source::Empty => Buffer::from_vec(Vec::<u8>::new()),
+            Source::Mapped(map) => {
+                let start = range.start as usize * row_bytes;
+                let len = rows * row_bytes;
+                if inner.header.is_big_endian() {
+                    let mut v = map[start..start + len].to_vec();
+                    v.chunks_exact_mut(row_bytes)
+                        .for_each(|row| inner.layout.swap_byte_order(row));
+                    Buffer::from_vec(v)
+                } else {
+                    let ptr = NonNull::from(&map[start..start + len]).cast::<u8>();
+                    // SAFETY: `ptr` points at `len` bytes inside the map, which the buffer's
+                    // owner (a clone of the Arc holding the map) keeps mapped for as long as
+                    // the buffer or any slice of it lives; the map is read-only.
+                    unsafe { Buffer::from_custom_allocation(ptr, len, map.clone()) }
+                }
+            }
+            Source::Decoded(reader) => {
+                let dims = &inner.header.dims;
+                let mut ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
+                if let Some(last) = ranges
+                    .last_mut()
+                    .filter(|_| inner.rows_per_step < inner.rows)
+                {
+                    *last =
+                        range.start / inner.rows_per_step..range.end.div_ceil(inner.rows_per_step);
+                }
+                let (_, mut v) = reader.read_subset_bytes(&ranges)?;
+                // The reader swaps scalars; records of a big-endian file keep their bytes.
+                if inner.header.is_big_endian() && inner.header.eltype == ElType::User {
+                    v.chunks_exact_mut(row_bytes)
+                        .for_each(|row| inner.layout.swap_byte_order(row));
+                }
+                v.truncate(rows * row_bytes);
+                Buffer::from_vec(v)
+            }
+        };
+        let columns: Vec<ArrayRef> = match &inner.layout {
+            Layout::Record { fields, .. } => fields
+                .iter()
+                .zip(inner.schema.fields())
+                .map(|(f, af)| {
+                    let starts: Vec<usize> = (0..rows)
+                        .map(|r| r * row_bytes + f.offset as usize)
+                        .collect();
+                    gather(af, &f.layout, bytes.as_slice(), &starts)
+                })
+                .collect::<Result<_>>()?,
+            other => vec![column(inner.schema.field(0).name(), other, rows, &bytes)?],
+        };
+        Ok(RecordBatch::try_new_with_options(
+            inner.schema.clone(),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?)
+    }
+
+    /// Rows `range` of a ragged file: their values gathered into one buffer, the rows' offsets.
+    fn read_ragged(&self, ragged: &DynRagged, range: Range<u64>) -> Result<RecordBatch> {
+        let inner = &*self.0;
+        let mut values = Vec::new();
+        let mut offsets = vec![0i64];
+        for k in range {
+            let row = ragged.row_bytes(k)?;
+            values.extend_from_slice(row);
+            let end = i64::try_from(values.len())
+                .map_err(|_| Error::NoTable("a batch of more than 2^63 bytes".into()))?;
+            offsets.push(end);
+        }
+        let array: ArrayRef = match inner.schema.field(0).data_type() {
+            arrow_schema::DataType::LargeUtf8 => Arc::new(arrow_array::LargeStringArray::try_new(
+                arrow_buffer::OffsetBuffer::new(offsets.into()),
+                Buffer::from_vec(values),
+                None,
+            )?),
+            arrow_schema::DataType::LargeList(item) => {
+                let size = inner.layout.size() as i64;
+                let count = usize::try_from(*offsets.last().unwrap_or(&0) / size.max(1))
+                    .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
+                let offsets: Vec<i64> = offsets.iter().map(|o| o / size.max(1)).collect();
+                let child = column(item.name(), &inner.layout, count, &Buffer::from_vec(values))?;
+                Arc::new(arrow_array::LargeListArray::try_new(
+                    item.clone(),
+                    arrow_buffer::OffsetBuffer::new(offsets.into()),
+                    child,
+                    None,
+                )?)
+            }
+            other => unreachable!("open_ragged makes {other} a list or text"),
+        };
+        Ok(RecordBatch::try_new(inner.schema.clone(), vec![array])?)
+    }
+
+    /// The path the table was opened by.
+    pub fn path(&self) -> &Path {
+        &self.0.path
+    }
+}
+
+/// The batches of a [`RaTable`], in file order: an Arrow [`RecordBatchReader`].
+pub struct RaBatchReader {
+    table: RaTable,
+    next: u64,
+    batch_rows: u64,
+}
+
+impl Iterator for RaBatchReader {
+    type Item = std::result::Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let rows = self.table.0.rows;
+        if self.next >= rows {
+            return None;
+        }
+        let end = (self.next + self.batch_rows).min(rows);
+        let batch = self.table.read_rows(self.next..end);
+        self.next = end;
+        Some(batch.map_err(|e| match e {
+            Error::Arrow(e) => e,
+            e => ArrowError::ExternalError(Box::new(e)),
+        }))
+    }
+}
+
+impl RecordBatchReader for RaBatchReader {
+    fn schema(&self) -> SchemaRef {
+        self.table.schema()
+    }
+}
+
+/// The schema [`RaTable`] gives a file, without reading its data.
+pub fn schema_of(path: impl AsRef<Path>) -> Result<Schema> {
+    Ok(RaTable::open(path)?.schema().as_ref().clone())
+}

@@ -1,0 +1,209 @@
+//! Arrow tables to `.ra` record files: each row a record, one field per column.
+
+use std::path::Path;
+
+use arrow_array::RecordBatch;
+use arrow_schema::{ArrowError, Schema};
+use rawarray_serde::{DynRecordWriter, ElementSpec, Layout, RecordOptions};
+
+use crate::columns::scatter;
+use crate::error::{Error, Result};
+use crate::schema::{layout_of_schema, DIMS_KEY, PARAMS_KEY};
+
+/// Writes Arrow batches of one schema to a `.ra` record file, as records laid out by
+/// [`layout_of_schema`]: the schema's own columns, or the layout recorded in its metadata.
+/// The file is written under a temporary name and renamed over `path` by
+/// [`RecordFileWriter::finish`]: a failed or interrupted conversion leaves what was at
+/// `path` alone.
+///
+/// ```
+/// use std::sync::Arc;
+/// use arrow_array::{Float64Array, RecordBatch, UInt32Array};
+/// use arrow_schema::{DataType, Field, Schema};
+/// let schema = Arc::new(Schema::new(vec![
+///     Field::new("step", DataType::UInt32, false),
+///     Field::new("energy", DataType::Float64, false),
+/// ]));
+/// let batch = RecordBatch::try_new(schema.clone(), vec![
+///     Arc::new(UInt32Array::from(vec![0, 1])),
+///     Arc::new(Float64Array::from(vec![1.5, 2.5])),
+/// ]).unwrap();
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.ra");
+/// let mut w = rawarray_arrow::RecordFileWriter::create(&path, &schema, None).unwrap();
+/// w.write(&batch).unwrap();
+/// assert_eq!(w.finish().unwrap(), 2);
+/// let numbers = rawarray_serde::DynArray::read_file(&path).unwrap();
+/// assert_eq!(numbers.header().elbyte, 12);
+/// assert_eq!(&numbers.data()[..12], &[0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f]);
+/// ```
+pub struct RecordFileWriter {
+    layout: Layout,
+    writer: DynRecordWriter,
+    temp: tempfile::TempPath,
+    path: std::path::PathBuf,
+    rows: u64,
+    /// Bytes of one record of the writer: the rows of one step of the record dims.
+    record_bytes: usize,
+    /// Rows scattered but not yet a whole record of the writer (with record dims).
+    pending: Vec<u8>,
+    buf: Vec<u8>,
+}
+
+impl RecordFileWriter {
+    /// Starts a record file for tables of `schema`. Parameters ([`crate::schema::PARAMS_KEY`])
+    /// and record dims (from [`crate::schema::DIMS_KEY`]) in its metadata are kept: the record
+    /// dims only when `total_rows` is known and they divide it. Columns that cannot be record
+    /// fields are refused by name, before anything is written.
+    pub fn create(
+        path: impl AsRef<Path>,
+        schema: &Schema,
+        total_rows: Option<u64>,
+    ) -> Result<RecordFileWriter> {
+        let path = path.as_ref();
+        let layout = layout_of_schema(schema)?;
+        let spec = ElementSpec::from_layout(layout.clone())?;
+        let mut opts = RecordOptions::new();
+        if let Some(params) = schema.metadata().get(PARAMS_KEY) {
+            let params: serde_json::Value = serde_json::from_str(params).map_err(|e| {
+                Error::NoTable(format!(
+                    "the table's metadata {PARAMS_KEY} is not JSON: {e}"
+                ))
+            })?;
+            opts = opts.params(params);
+        }
+        let mut record_bytes = layout.size() as usize;
+        if let Some(record_dims) = record_dims(schema, &spec, total_rows) {
+            record_bytes *= record_dims.iter().product::<u64>() as usize;
+            opts = opts.record_dims(record_dims);
+        }
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        let name = path
+            .file_name()
+            .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let temp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".ra-tmp")
+            .tempfile_in(dir)?
+            .into_temp_path();
+        let writer = opts.create_dyn(&temp, &spec)?;
+        Ok(RecordFileWriter {
+            layout,
+            writer,
+            temp,
+            path: path.to_path_buf(),
+            rows: 0,
+            record_bytes,
+            pending: Vec::new(),
+            buf: Vec::new(),
+        })
+    }
+
+    /// Appends the rows of `batch` as records.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        let rows = batch.num_rows();
+        let row_bytes = self.layout.size() as usize;
+        self.buf.clear();
+        self.buf.resize(rows * row_bytes, 0);
+        let index: Vec<usize> = (0..rows).collect();
+        match &self.layout {
+            Layout::Record { fields, .. } => {
+                if batch.num_columns() != fields.len() {
+                    return Err(Error::NoTable(format!(
+                        "a batch of {} columns in a table of {}",
+                        batch.num_columns(),
+                        fields.len()
+                    )));
+                }
+                for ((f, array), af) in fields
+                    .iter()
+                    .zip(batch.columns())
+                    .zip(batch.schema().fields())
+                {
+                    let starts: Vec<usize> = (0..rows)
+                        .map(|r| r * row_bytes + f.offset as usize)
+                        .collect();
+                    scatter(
+                        af.name(),
+                        &f.layout,
+                        array.as_ref(),
+                        &index,
+                        &mut self.buf,
+                        &starts,
+                    )?;
+                }
+            }
+            other => {
+                let starts: Vec<usize> = (0..rows).map(|r| r * row_bytes).collect();
+                let name = batch.schema().field(0).name().clone();
+                scatter(
+                    &name,
+                    other,
+                    batch.column(0).as_ref(),
+                    &index,
+                    &mut self.buf,
+                    &starts,
+                )?;
+            }
+        }
+        if self.pending.is_empty() && self.buf.len().is_multiple_of(self.record_bytes) {
+            self.writer.append_bytes(&self.buf)?;
+        } else {
+            self.pending.extend_from_slice(&self.buf);
+            let whole = self.pending.len() / self.record_bytes * self.record_bytes;
+            self.writer.append_bytes(&self.pending[..whole])?;
+            self.pending.drain(..whole);
+        }
+        self.rows += rows as u64;
+        Ok(())
+    }
+
+    /// Writes every batch of a reader; after each, calls `progress` with the data bytes
+    /// written so far and in all (0 when `total_rows` is not known).
+    pub fn write_all(
+        &mut self,
+        batches: impl IntoIterator<Item = std::result::Result<RecordBatch, ArrowError>>,
+        total_rows: Option<u64>,
+        mut progress: impl FnMut(u64, u64),
+    ) -> Result<()> {
+        let row_bytes = self.layout.size();
+        let total = total_rows.unwrap_or(0) * row_bytes;
+        for batch in batches {
+            let batch = batch?;
+            self.write(&batch)?;
+            progress(self.rows * row_bytes, total);
+        }
+        Ok(())
+    }
+
+    /// Finishes the file and renames it over the destination; returns the rows written.
+    pub fn finish(self) -> Result<u64> {
+        if !self.pending.is_empty() {
+            return Err(Error::NoTable(format!(
+                "{} rows are not whole records of the table's record dims",
+                self.rows
+            )));
+        }
+        self.writer.finish()?;
+        self.temp.persist(&self.path).map_err(|e| e.error)?;
+        Ok(self.rows)
+    }
+}
+
+/// The record dims of the `.ra` file a table came from, if its metadata has its dims and they
+/// fit this table: the dims between the element's own and the last.
+fn record_dims(schema: &Schema, spec: &ElementSpec, total_rows: Option<u64>) -> Option<Vec<u64>> {
+    let dims: Vec<u64> = serde_json::from_str(schema.metadata().get(DIMS_KEY)?).ok()?;
+    let inner = spec.inner_dims().len();
+    if dims.len() < inner + 2 || dims[..inner] != *spec.inner_dims() {
+        return None;
+    }
+    let record_dims = dims[inner..dims.len() - 1].to_vec();
+    let per: u64 = record_dims
+        .iter()
+        .try_fold(1u64, |a, &d| a.checked_mul(d))?;
+    (per > 0 && total_rows?.is_multiple_of(per)).then_some(record_dims)
+}
