@@ -14,7 +14,7 @@ use std::sync::Arc;
 use object_store::aws::AmazonS3Builder;
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
-use object_store::{ObjectStore, ObjectStoreScheme};
+use object_store::{ClientOptions, ObjectStore, ObjectStoreScheme};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{Header, StoreArrayReader};
@@ -59,6 +59,8 @@ fn store_for(url: &str) -> PyResult<(Arc<dyn ObjectStore>, object_store::path::P
         ObjectStoreScheme::Http => Arc::new(
             HttpBuilder::new()
                 .with_url(&parsed[..url::Position::BeforePath])
+                // An http:// URL asks for plain HTTP (object_store refuses it by default).
+                .with_client_options(ClientOptions::new().with_allow_http(parsed.scheme() == "http"))
                 .build()
                 .map_err(built)?,
         ),

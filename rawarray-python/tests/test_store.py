@@ -49,7 +49,10 @@ def s3():
             except OSError:
                 assert time.monotonic() < deadline, "moto did not start in 60 s"
                 time.sleep(0.1)
-        put(endpoint, f"/{BUCKET}", b"")  # moto takes unsigned requests
+        # The bucket, by an unsigned request (moto takes them for new buckets and objects).
+        req = urllib.request.Request(f"{endpoint}/{BUCKET}", data=b"", method="PUT")
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200, r.status
         os.environ.update(AWS_ENDPOINT=endpoint, AWS_ALLOW_HTTP="true", AWS_REGION="us-east-1",
                           AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test")
         yield endpoint
@@ -60,16 +63,21 @@ def s3():
         server.wait()
 
 
-def put(endpoint: str, path: str, body: bytes) -> None:
-    req = urllib.request.Request(endpoint + path, data=body, method="PUT")
-    with urllib.request.urlopen(req) as r:
-        assert r.status == 200, r.status
+def put(endpoint: str, path: str, body: bytes, **kw) -> None:
+    """PUT ``/bucket/key`` by boto3 (moto's own dependency), an S3 client independent of ours;
+    moto refuses unsigned overwrites."""
+    import boto3  # noqa: PLC0415
+
+    bucket, key = path.lstrip("/").split("/", 1)
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="test", aws_secret_access_key="test")
+    s3.put_object(Bucket=bucket, Key=key, Body=body, **kw)
 
 
-def upload(s3: str, key: str, tmp: Path, array: np.ndarray, **kw) -> str:
-    """``rawarray.write`` of ``array`` put at ``key``; the object's URL."""
+def upload(s3: str, key: str, tmp: Path, array: np.ndarray, acl=None, **kw) -> str:
+    """``rawarray.write`` of ``array`` put at ``key`` (with S3's ``acl``); the object's URL."""
     rawarray.write(tmp / "upload.ra", array, **kw)
-    put(s3, f"/{BUCKET}/{key}", (tmp / "upload.ra").read_bytes())
+    put(s3, f"/{BUCKET}/{key}", (tmp / "upload.ra").read_bytes(), **({"ACL": acl} if acl else {}))
     return f"s3://{BUCKET}/{key}"
 
 
@@ -99,7 +107,7 @@ def test_an_object_reads_as_numpy_reads_its_bytes(tmp, s3):
         assert f.header["compressed"]
         for key in KEYS:
             np.testing.assert_array_equal(f[key], a[key], err_msg=str(key))
-    big = np.arange(7 * 5, dtype=">i4").reshape(7, 5) * -3
+    big = (np.arange(7 * 5).reshape(7, 5) * -3).astype(">i4")
     put(s3, f"/{BUCKET}/big.ra", make_ra(1, 4, [5, 7], big.tobytes(), flags=1))
     with rawarray.open(f"s3://{BUCKET}/big.ra") as f:
         assert f.header["big_endian"]
@@ -162,8 +170,8 @@ def test_to_dask_on_a_cluster_reads_the_object(tmp, s3):
 
 def test_other_urls(tmp, s3):
     a = field((3, 4, 5))
-    upload(s3, "runs/http.ra", tmp, a)
-    # The same object by plain HTTP (moto serves it without a signature), and a local file.
+    upload(s3, "runs/http.ra", tmp, a, acl="public-read")
+    # The same object by plain HTTP (no signature: it is public), and a local file.
     for url in (f"{s3}/{BUCKET}/runs/http.ra", (tmp / "upload.ra").resolve().as_uri()):
         with rawarray.open(url) as f:
             np.testing.assert_array_equal(f[1:, 2], a[1:, 2], err_msg=url)
