@@ -43,9 +43,11 @@ pub fn rank_and_size() -> Result<(u64, u64), String> {
             return Ok((r, s));
         }
     }
-    Err("no rank in the environment: launch this with mpirun, mpiexec or srun \
+    Err(
+        "no rank in the environment: launch this with mpirun, mpiexec or srun \
          (OMPI_COMM_WORLD_RANK, PMI_RANK or SLURM_PROCID)"
-        .into())
+            .into(),
+    )
 }
 
 /// Writes this rank's slab of the field of numpy shape `(nt, ny, nx)` into `path`; returns

@@ -23,7 +23,10 @@ const RANK_ARGS: &str = "RA_MPI_RANK_ARGS";
 const TEST: &str = "four_ranks_write_one_file_equal_to_the_array_written_whole";
 
 #[test]
-#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: mpirun comes with the Python env")]
+#[cfg_attr(
+    skip_python,
+    ignore = "RAWARRAY_SKIP_PYTHON=1: mpirun comes with the Python env"
+)]
 fn four_ranks_write_one_file_equal_to_the_array_written_whole() {
     if let Ok(args) = std::env::var(RANK_ARGS) {
         // A rank: the example's work, nothing else.
@@ -31,7 +34,10 @@ fn four_ranks_write_one_file_equal_to_the_array_written_whole() {
         example::main_with(&args).unwrap();
         return;
     }
-    let bin = common::python::interpreter().parent().unwrap().to_path_buf();
+    let bin = common::python::interpreter()
+        .parent()
+        .unwrap()
+        .to_path_buf();
     let mpirun = bin.join("mpirun");
     assert!(
         mpirun.is_file(),
@@ -42,9 +48,9 @@ fn four_ranks_write_one_file_equal_to_the_array_written_whole() {
     let path = dir.path().join("mpi.ra");
     // 13 planes over 4 ranks: slabs of 3 and 4.
     let (nt, ny, nx) = (13u64, 20u64, 9u64);
-    let path_env = std::env::join_paths(std::iter::once(bin.clone()).chain(
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
-    ))
+    let path_env = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
     .unwrap();
     let out = Command::new(&mpirun)
         // 4 ranks on fewer cores; as root, OpenMPI refuses to start without the second flag
@@ -64,7 +70,10 @@ fn four_ranks_write_one_file_equal_to_the_array_written_whole() {
     assert!(out.status.success(), "mpirun failed:\n{log}");
     // Every rank reported (after the test harness's own words, on the same line), and exactly
     // one created the file.
-    let reports: Vec<&str> = log.lines().filter(|l| l.contains(" of 4: planes ")).collect();
+    let reports: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" of 4: planes "))
+        .collect();
     assert_eq!(reports.len(), 4, "{log}");
     for rank in 0..4 {
         let me = format!("rank {rank} of 4: planes ");
@@ -104,6 +113,7 @@ fn a_process_without_a_launcher_is_told_how_to_start() {
         .output()
         .unwrap();
     assert!(!err.status.success());
-    let log = String::from_utf8_lossy(&err.stdout).into_owned() + &String::from_utf8_lossy(&err.stderr);
+    let log =
+        String::from_utf8_lossy(&err.stdout).into_owned() + &String::from_utf8_lossy(&err.stderr);
     assert!(log.contains("no rank in the environment"), "{log}");
 }

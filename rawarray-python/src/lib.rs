@@ -407,7 +407,11 @@ impl RawFile {
 
 /// How numpy should see one element of a file of header `h` (see `RawFile.element_kind`),
 /// by its trailer, or why its trailer could not be read: one reading for every kind of file.
-fn element_kind(h: &Header, trailer: Option<&Trailer>, trailer_error: Option<&str>) -> (String, String) {
+fn element_kind(
+    h: &Header,
+    trailer: Option<&Trailer>,
+    trailer_error: Option<&str>,
+) -> (String, String) {
     // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
     if let Ok(Some(s @ Layout::Scalar { .. })) = record_layout(h, trailer) {
         return (

@@ -39,8 +39,8 @@ pub(crate) struct StoreFile {
 /// The store and the object's path in it that `url` names, the store configured from the
 /// environment as object_store's builders read it.
 fn store_for(url: &str) -> PyResult<(Arc<dyn ObjectStore>, object_store::path::Path)> {
-    let parsed =
-        url::Url::parse(url).map_err(|e| ra_err(format!("{url}: not an object-store URL ({e})")))?;
+    let parsed = url::Url::parse(url)
+        .map_err(|e| ra_err(format!("{url}: not an object-store URL ({e})")))?;
     let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| {
         ra_err(format!(
             "{url}: not an object-store URL that rawarray reads (s3://, s3a://, http(s)://, \
@@ -60,24 +60,25 @@ fn store_for(url: &str) -> PyResult<(Arc<dyn ObjectStore>, object_store::path::P
             HttpBuilder::new()
                 .with_url(&parsed[..url::Position::BeforePath])
                 // An http:// URL asks for plain HTTP (object_store refuses it by default).
-                .with_client_options(ClientOptions::new().with_allow_http(parsed.scheme() == "http"))
+                .with_client_options(
+                    ClientOptions::new().with_allow_http(parsed.scheme() == "http"),
+                )
                 .build()
                 .map_err(built)?,
         ),
         ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
         // A memory:// store is empty in every process that builds one: nothing to open. GCS
         // and Azure need object_store's `gcp` and `azure` backends, not built in.
-        other => {
-            return Err(ra_err(format!(
-                "{url}: rawarray reads s3://, s3a://, http(s):// and file:// URLs, not {other:?} ones"
-            )))
-        }
+        other => return Err(ra_err(format!(
+            "{url}: rawarray reads s3://, s3a://, http(s):// and file:// URLs, not {other:?} ones"
+        ))),
     };
     Ok((store, path))
 }
 
-/// The library's error as `to_py` maps it (I/O as `OSError`, the rest as `RaError`), its message starting with the URL (the library
-/// names the object by its path in the store, which does not say which store).
+/// The library's error as `to_py` maps it (I/O as `OSError`, the rest as `RaError`), its
+/// message starting with the URL (the library names the object by its path in the store,
+/// which does not say which store).
 fn url_error(url: &str, e: Error) -> PyErr {
     if e.category() == Category::Io {
         let io: std::io::Error = e.into();
@@ -210,7 +211,13 @@ impl StoreFile {
     fn identity<'py>(
         &self,
         py: Python<'py>,
-    ) -> (String, Option<String>, Option<String>, u64, Bound<'py, PyBytes>) {
+    ) -> (
+        String,
+        Option<String>,
+        Option<String>,
+        u64,
+        Bound<'py, PyBytes>,
+    ) {
         let meta = self.reader.object_meta();
         (
             self.url.clone(),
