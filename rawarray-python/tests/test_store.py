@@ -101,6 +101,11 @@ def test_an_object_reads_as_numpy_reads_its_bytes(tmp, s3):
             np.testing.assert_array_equal(f[key], a[key], err_msg=str(key))
         with pytest.raises(IndexError, match="out of bounds for axis 1"):
             f[0, 10]
+    # xarray's backend takes the URL too: a lazily indexed variable named after the object.
+    xr = pytest.importorskip("xarray", reason="xarray is not installed")
+    with xr.open_dataset(url, engine="rawarray") as ds:
+        assert ds["field"].dims == ("t", "y", "x") and ds.attrs == {"dt": 0.25}
+        np.testing.assert_array_equal(ds["field"].isel(t=2, x=slice(3, 9)).values, a[2, :, 3:9])
     # LZ4 (fetched whole once, then cut from) and big-endian objects (bytes built by hand).
     url = upload(s3, "runs/lz4.ra", tmp, a, compress=True)
     with rawarray.open(url) as f:
