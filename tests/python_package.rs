@@ -25,7 +25,8 @@ struct Foo {
 }
 
 /// Builds and installs the package into the tests' Python (maturin through pip; cargo makes the
-/// rebuild a no-op when nothing changed). Its build directory is its own, under target/.
+/// rebuild a no-op when nothing changed), with its Cargo feature `cloud`. Its build directory is
+/// its own, under target/.
 fn install_package() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-build");
@@ -49,6 +50,9 @@ fn install_package() {
         .args(["--no-build-isolation", "--no-deps", "--force-reinstall"])
         .arg(root.join("rawarray-python"))
         .env("CARGO_TARGET_DIR", &target)
+        // The object-store reader (`rawarray.open("s3://...")`, tests/test_store.py), which
+        // the default wheel leaves out.
+        .env("MATURIN_PEP517_ARGS", "--features cloud")
         .env("PATH", path)
         .output()
         .expect("pip runs");

@@ -16,6 +16,9 @@ use std::sync::{Mutex, MutexGuard};
 #[cfg(unix)]
 use std::os::unix::fs::FileExt;
 
+#[cfg(feature = "cloud")]
+mod store;
+
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBufferError, PyValueError};
@@ -271,40 +274,11 @@ impl RawFile {
     /// record with a valid schema, `("bfloat16", "<u2")`, `("complex32", "<f2")` or
     /// `("void", reason)` for bytes with no numpy type (the reason says why).
     fn element_kind(&self) -> (String, String) {
-        let h = self.header();
-        // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
-        if let Ok(Some(s @ Layout::Scalar { .. })) = self.record_layout() {
-            return (
-                "dtype".into(),
-                s.numpy_descr_json().as_str().unwrap_or("").into(),
-            );
-        }
-        if let Some(dt) = h.numpy_dtype() {
-            return ("dtype".into(), dt.into());
-        }
-        match (h.eltype, h.elbyte) {
-            (ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
-            (ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
-            (ElType::User, _) if self.reader.trailer_error().is_some() => (
-                "void".into(),
-                format!(
-                    "the trailer is damaged ({})",
-                    self.reader.trailer_error().unwrap_or_default()
-                ),
-            ),
-            (ElType::User, elbyte) => match self.record_layout() {
-                Ok(Some(layout)) => ("record".into(), layout.numpy_descr_json().to_string()),
-                Ok(None) => (
-                    "void".into(),
-                    format!("user-defined elements of {elbyte} bytes and no record schema"),
-                ),
-                Err(why) => ("void".into(), why),
-            },
-            _ => (
-                "void".into(),
-                format!("{} has no numpy type", h.type_label()),
-            ),
-        }
+        element_kind(
+            self.header(),
+            self.reader.trailer(),
+            self.reader.trailer_error(),
+        )
     }
 
     /// The whole file as a read-only memory map of the descriptor opened (O(1); pages are read
@@ -436,19 +410,61 @@ impl RawFile {
         }
         Ok(header.encoded_len() as u64 + start)
     }
+}
 
-    /// The layout of one element by the trailer's schema, checked against the header by the
-    /// library (`Layout::check_header`, as every client checks it): `Ok(None)` without one,
-    /// `Err(why)` when it does not describe these elements.
-    fn record_layout(&self) -> Result<Option<Layout>, String> {
-        let Some(schema) = self.reader.trailer().and_then(|t| t.schema.as_ref()) else {
-            return Ok(None);
-        };
-        let layout = schema
-            .check_header(self.header())
-            .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
-        Ok(Some(layout.clone()))
+/// How numpy should see one element of a file of header `h` (see `RawFile.element_kind`),
+/// by its trailer, or why its trailer could not be read: one reading for every kind of file.
+fn element_kind(
+    h: &Header,
+    trailer: Option<&Trailer>,
+    trailer_error: Option<&str>,
+) -> (String, String) {
+    // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
+    if let Ok(Some(s @ Layout::Scalar { .. })) = record_layout(h, trailer) {
+        return (
+            "dtype".into(),
+            s.numpy_descr_json().as_str().unwrap_or("").into(),
+        );
     }
+    if let Some(dt) = h.numpy_dtype() {
+        return ("dtype".into(), dt.into());
+    }
+    match (h.eltype, h.elbyte) {
+        (ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
+        (ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
+        (ElType::User, _) if trailer_error.is_some() => (
+            "void".into(),
+            format!(
+                "the trailer is damaged ({})",
+                trailer_error.unwrap_or_default()
+            ),
+        ),
+        (ElType::User, elbyte) => match record_layout(h, trailer) {
+            Ok(Some(layout)) => ("record".into(), layout.numpy_descr_json().to_string()),
+            Ok(None) => (
+                "void".into(),
+                format!("user-defined elements of {elbyte} bytes and no record schema"),
+            ),
+            Err(why) => ("void".into(), why),
+        },
+        _ => (
+            "void".into(),
+            format!("{} has no numpy type", h.type_label()),
+        ),
+    }
+}
+
+/// The layout of one element by the trailer's schema, checked against the header by the
+/// library (`Layout::check_header`, as every client checks it): `Ok(None)` without one,
+/// `Err(why)` when it does not describe these elements.
+fn record_layout(h: &Header, trailer: Option<&Trailer>) -> Result<Option<Layout>, String> {
+    let Some(schema) = trailer.and_then(|t| t.schema.as_ref()) else {
+        return Ok(None);
+    };
+    let layout = schema
+        .check_header(h)
+        .map_err(|e| format!("the trailer's record schema is damaged: {e}"))?;
+    Ok(Some(layout.clone()))
 }
 
 fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
@@ -968,6 +984,8 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Buffer>()?;
     m.add_class::<RecordWriter>()?;
     m.add_class::<ArrayWriter>()?;
+    #[cfg(feature = "cloud")]
+    m.add_class::<store::StoreFile>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     chunked::register(m)?;
     Ok(())

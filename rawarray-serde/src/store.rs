@@ -252,6 +252,29 @@ impl StoreArrayReader {
         self.object.pinned.size
     }
 
+    /// What the store said the object was at open (its size, ETag, version and time): the
+    /// object every later request of this reader is pinned to, and what another process can
+    /// compare with to tell whether it opened the same object.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use object_store::{memory::InMemory, ObjectStore, PutPayload};
+    /// use rawarray_serde::{RawArray, StoreArrayReader};
+    ///
+    /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    /// let a = RawArray::from_shape_vec(vec![3], vec![1u8, 2, 3]).unwrap();
+    /// store.put(&"a.ra".into(), PutPayload::from(a.to_bytes())).await.unwrap();
+    /// let r = StoreArrayReader::open(store, "a.ra").await.unwrap();
+    /// assert_eq!(r.object_meta().size, r.object_len());
+    /// assert!(r.object_meta().e_tag.is_some());
+    /// # }
+    /// ```
+    pub fn object_meta(&self) -> &ObjectMeta {
+        &self.object.pinned
+    }
+
     /// The requests made so far (open included) and the bytes they brought (the gaps between
     /// runs that share a request included). For a chunked object, the bytes are the stored
     /// (compressed) bytes of the chunks fetched.

@@ -7,6 +7,7 @@ import builtins
 import json
 import operator
 import os
+import re
 import tempfile
 import types
 import warnings
@@ -21,6 +22,37 @@ from ._rawarray import read_chunked_into as _read_chunked_into
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
 from ._indexing import read_key
+
+try:
+    from ._rawarray import StoreFile as _StoreFile
+except ImportError:  # built without the Cargo feature `cloud`
+    _StoreFile = None
+
+# `scheme://`: an object-store URL (a Windows path `C:\...` has no `//` after its colon).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_url(path: Any) -> bool:
+    return isinstance(path, str) and _URL.match(path) is not None
+
+
+def _open_raw(path: str) -> Any:
+    """The Rust side of a :class:`File`: a local file, or an object (``s3://``, ``http(s)://``,
+    ``file://``) read by the library's ``StoreArrayReader``."""
+    if not _is_url(path):
+        return RawFile(path)
+    if _StoreFile is None:
+        raise RaError(
+            f"{path}: this build of rawarray reads no object-store URLs; build it with the Cargo "
+            'feature `cloud` (MATURIN_PEP517_ARGS="--features cloud" pip install ./rawarray-python)'
+        )
+    return _StoreFile(path)
+
+
+def _where(path: str) -> str:
+    """``path`` as another process finds it: absolute (it may run in another folder), or the
+    URL."""
+    return path if _is_url(path) else os.path.abspath(path)
 
 
 
@@ -138,14 +170,15 @@ class File:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
-        self.path = os.fspath(path)
+        self.path = path if _is_url(path) else os.fspath(path)
         self._mmap = mmap
-        self._raw = RawFile(self.path)
+        self._raw = _open_raw(self.path)
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self._bools_checked = False
-        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file.
-        self._chunking = _chunk_config(self._raw)
+        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file. An
+        # object in a store is decoded by the library's StoreArrayReader, chunked or not.
+        self._chunking = None if _is_url(self.path) else _chunk_config(self._raw)
         self.closed = False
 
     @property
@@ -189,13 +222,13 @@ class File:
         # Two Files of the same unchanged file are the same data to dask.
         if self.closed:
             raise ValueError("cannot hand a closed rawarray.File to dask")
-        return ("rawarray.File", os.path.abspath(self.path), self._raw.identity())
+        return ("rawarray.File", _where(self.path), self._raw.identity())
 
     def __reduce__(self) -> tuple[Any, ...]:
         if self.closed:
             raise ValueError("cannot pickle a closed rawarray.File")
         # Absolute: the process that unpickles it may run in another folder.
-        return (_reopen, (os.path.abspath(self.path), self._raw.identity(), self._mmap))
+        return (_reopen, (_where(self.path), self._raw.identity(), self._mmap))
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -296,13 +329,12 @@ class File:
     # -- data ------------------------------------------------------------------------------
     @property
     def _plain(self) -> bool:
-        """Whether numpy can view the file's bytes as they are on disk (not big-endian, not
-        LZ4, not chunked: a chunked section is never mapped as plain bytes)."""
-        return not (self._raw.flags & 7)
-
-    @property
-    def _chunked(self) -> bool:
-        return self._chunking is not None
+        """The library's count of data reads made by indexing (``mmap=False``, big-endian,
+        LZ4 and chunked files): ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
+        counts the chunks read (once per chunk per block read) and ``bytes`` their stored,
+        compressed bytes read. Reads through the memory map are the kernel's and are not
+        counted, nor are whole reads (:meth:`array`). For an object-store URL: every request,
+        open included, and the bytes it brought."""
 
     def _mapped(self) -> Buffer:
         if self.closed:
@@ -411,7 +443,8 @@ class File:
         LZ4 and chunked files): ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
         counts the chunks read (once per chunk per block read) and ``bytes`` their stored,
         compressed bytes read. Reads through the memory map are the kernel's and are not
-        counted, nor are whole reads (:meth:`array`)."""
+        counted, nor are whole reads (:meth:`array`). For an object-store URL: every request,
+        open included, and the bytes it brought."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         reads, nbytes = self._raw.io_stats()
@@ -433,16 +466,19 @@ class File:
         self.close()
 
 
-def _reopen(path: str, identity: tuple[int, int, int, bytes], mmap: bool = True) -> File:
+def _reopen(path: str, identity: tuple[Any, ...], mmap: bool = True) -> File:
     """A pickled :class:`File` opened again: the same path, and the file it named then."""
     f = File(path, mmap=mmap)
     now = f._raw.identity()
     if now != identity:
-        dev, ino, length, header = identity
-        if (now[0], now[1]) != (dev, ino):
-            why = "another file was put at its path"
-        elif now[2] != length:
-            why = f"its length changed from {length} to {now[2]} bytes"
+        # A file's identity is (device, inode, length, header); an object's (URL, ETag,
+        # version, length, header).
+        *who, length, _header = identity
+        if list(now[:-2]) != who:
+            why = "another file was put at its path" if len(who) == 2 else \
+                "the object was written again (its ETag or version changed)"
+        elif now[-2] != length:
+            why = f"its length changed from {length} to {now[-2]} bytes"
         else:
             why = "its header changed"
         f.close()
@@ -454,6 +490,17 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A
     """Opens a ``.ra`` file lazily; see :class:`File`. ``mmap=False`` indexes a plain file
     with positioned reads (counted by ``File.io_stats``) instead of views of a memory map:
     for files others may truncate, and network filesystems.
+
+    ``path`` may be an object-store URL, ``s3://bucket/key`` (also ``s3a://``, ``http(s)://``
+    and ``file://``; the package built with its Cargo feature ``cloud``, as its tests build it):
+    the library's ``StoreArrayReader`` opens the object with at most two ranged requests and
+    pins every later one to it (its ETag), so an object written again meanwhile is an error,
+    never other bytes. ``f[key]`` then fetches only the byte runs the key touches (runs less
+    than 1 MiB apart share a request) and ``io_stats`` counts every request, open included. The
+    store is configured from the environment as object_store's builders read it:
+    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT``,
+    ``AWS_ALLOW_HTTP`` and the other ``AWS_*`` variables, so Dask workers on other machines
+    (``rawarray.to_dask("s3://...")``) open it with their own.
 
     >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
     ...     f.shape, f.dtype, f.params["dt"]

@@ -1,0 +1,188 @@
+"""``rawarray.open("s3://bucket/key")``: objects read through the library's StoreArrayReader,
+against moto's S3 server on loopback (moto is pinned in tests/python/requirements.txt; the
+package is built with its Cargo feature ``cloud`` by tests/python_package.rs). The store is
+configured only by the environment (``AWS_*``), as object_store's builders read it; values are
+checked against numpy's view of the same bytes, and the bytes fetched against the library's
+count of them."""
+
+import os
+import pickle
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import rawarray
+from conftest import make_ra
+
+BUCKET = "rawarray"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def s3():
+    """moto's server on a loopback port, a bucket in it, and the environment that points
+    object_store's S3 builder at it (restored afterwards). Yields the endpoint."""
+    exe = Path(sys.executable).parent / "moto_server"
+    assert exe.exists(), f"{exe}: moto[server] is pinned in tests/python/requirements.txt"
+    port = _free_port()
+    server = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = dict(os.environ)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "moto did not start in 60 s"
+                time.sleep(0.1)
+        # The bucket, by an unsigned request (moto takes them for new buckets and objects).
+        req = urllib.request.Request(f"{endpoint}/{BUCKET}", data=b"", method="PUT")
+        with urllib.request.urlopen(req) as r:
+            assert r.status == 200, r.status
+        os.environ.update(AWS_ENDPOINT=endpoint, AWS_ALLOW_HTTP="true", AWS_REGION="us-east-1",
+                          AWS_ACCESS_KEY_ID="test", AWS_SECRET_ACCESS_KEY="test")
+        yield endpoint
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        server.kill()
+        server.wait()
+
+
+def put(endpoint: str, path: str, body: bytes, **kw) -> None:
+    """PUT ``/bucket/key`` by boto3 (moto's own dependency), an S3 client independent of ours;
+    moto refuses unsigned overwrites."""
+    import boto3  # noqa: PLC0415
+
+    bucket, key = path.lstrip("/").split("/", 1)
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                      aws_access_key_id="test", aws_secret_access_key="test")
+    s3.put_object(Bucket=bucket, Key=key, Body=body, **kw)
+
+
+def upload(s3: str, key: str, tmp: Path, array: np.ndarray, acl=None, **kw) -> str:
+    """``rawarray.write`` of ``array`` put at ``key`` (with S3's ``acl``); the object's URL."""
+    rawarray.write(tmp / "upload.ra", array, **kw)
+    put(s3, f"/{BUCKET}/{key}", (tmp / "upload.ra").read_bytes(), **({"ACL": acl} if acl else {}))
+    return f"s3://{BUCKET}/{key}"
+
+
+def field(shape):
+    return (np.arange(np.prod(shape)) * 0.37 % 11 - 5).reshape(shape).astype("<f4")
+
+
+KEYS = [(), 3, -1, (slice(None), 2), (Ellipsis, 7), (1, slice(None, None, -3), slice(2, 9, 2)),
+        (np.newaxis, slice(-2, None), Ellipsis, 0), (slice(5, 1, -1), -4, slice(None))]
+
+
+def test_an_object_reads_as_numpy_reads_its_bytes(tmp, s3):
+    a = field((6, 10, 12))
+    url = upload(s3, "runs/field.ra", tmp, a, params={"dt": 0.25}, dim_names=["t", "y", "x"])
+    with rawarray.open(url) as f:
+        assert (f.path, f.shape, f.dtype, f.ndim, f.size, f.nbytes) == (url, a.shape, a.dtype, 3,
+                                                                         a.size, a.nbytes)
+        assert f.params == {"dt": 0.25} and f.dim_names == ("t", "y", "x")
+        np.testing.assert_array_equal(f.array(), a)
+        for key in KEYS:
+            np.testing.assert_array_equal(f[key], a[key], err_msg=str(key))
+        with pytest.raises(IndexError, match="out of bounds for axis 1"):
+            f[0, 10]
+    # xarray's backend takes the URL too: a lazily indexed variable named after the object.
+    xr = pytest.importorskip("xarray", reason="xarray is not installed")
+    with xr.open_dataset(url, engine="rawarray") as ds:
+        assert ds["field"].dims == ("t", "y", "x") and ds.attrs == {"dt": 0.25}
+        np.testing.assert_array_equal(ds["field"].isel(t=2, x=slice(3, 9)).values, a[2, :, 3:9])
+    # LZ4 (fetched whole once, then cut from) and big-endian objects (bytes built by hand).
+    url = upload(s3, "runs/lz4.ra", tmp, a, compress=True)
+    with rawarray.open(url) as f:
+        assert f.header["compressed"]
+        for key in KEYS:
+            np.testing.assert_array_equal(f[key], a[key], err_msg=str(key))
+    big = (np.arange(7 * 5).reshape(7, 5) * -3).astype(">i4")
+    put(s3, f"/{BUCKET}/big.ra", make_ra(1, 4, [5, 7], big.tobytes(), flags=1))
+    with rawarray.open(f"s3://{BUCKET}/big.ra") as f:
+        assert f.header["big_endian"]
+        np.testing.assert_array_equal(f[2:, ::2], big[2:, ::2])
+        np.testing.assert_array_equal(f.array(), big)
+
+
+def test_a_key_fetches_only_the_runs_it_touches(tmp, s3):
+    # Planes of 2 MiB: the runs of a column are farther apart than the 1 MiB the reader
+    # bridges, so each is a request of its own.
+    a = np.arange(4 * 512 * 1024, dtype="<f4").reshape(4, 512, 1024)
+    url = upload(s3, "runs/big.ra", tmp, a)
+    f = rawarray.open(url)
+    opened = f.io_stats
+    assert opened["reads"] <= 2 and opened["bytes"] <= 2 * 65536  # the header, and the tail
+
+    def fetched(key):
+        before = f.io_stats
+        got = f[key]
+        np.testing.assert_array_equal(got, a[key])
+        after = f.io_stats
+        return after["reads"] - before["reads"], after["bytes"] - before["bytes"]
+
+    assert fetched(2) == (1, 512 * 1024 * 4)          # a plane: one run
+    assert fetched((1, 300, 17)) == (1, 4)            # an element
+    assert fetched((slice(None), 300, 17)) == (4, 16)  # a column: four runs, one per plane
+    assert fetched((3, slice(10, 12))) == (1, 2 * 1024 * 4)
+
+
+def test_an_object_written_again_is_refused(tmp, s3):
+    a = field((3, 4, 5))
+    url = upload(s3, "runs/again.ra", tmp, a)
+    f = rawarray.open(url)
+    pickled = pickle.dumps(f)
+    g = pickle.loads(pickled)  # unchanged: opens again
+    np.testing.assert_array_equal(g[1], a[1])
+    upload(s3, "runs/again.ra", tmp, a + 1)  # the same size and header, other bytes
+    with pytest.raises(OSError, match=f"{url}: .*changed since it was opened"):
+        f[0]
+    with pytest.raises(rawarray.RaError, match="written again"):
+        pickle.loads(pickled)
+    with rawarray.open(url) as h:
+        np.testing.assert_array_equal(h[0], a[0] + 1)
+
+
+def test_to_dask_on_a_cluster_reads_the_object(tmp, s3):
+    da = pytest.importorskip("dask.array", reason="dask is not installed")
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    a = field((20, 16, 24)).astype("<f8")
+    url = upload(s3, "runs/dask.ra", tmp, a)
+    # The workers start after the fixture set AWS_*: they configure their stores from it.
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        x = rawarray.to_dask(url, chunks=(6, 16, 24))
+        np.testing.assert_allclose(x.mean(axis=0).compute(), a.mean(axis=0), rtol=1e-12)
+        np.testing.assert_array_equal(x[3:17:4, ::-2, 5].compute(), a[3:17:4, ::-2, 5])
+        assert len(set(client.run(os.getpid).values())) == 2
+
+
+def test_other_urls(tmp, s3):
+    a = field((3, 4, 5))
+    upload(s3, "runs/http.ra", tmp, a, acl="public-read")
+    # The same object by plain HTTP (no signature: it is public), and a local file.
+    for url in (f"{s3}/{BUCKET}/runs/http.ra", (tmp / "upload.ra").resolve().as_uri()):
+        with rawarray.open(url) as f:
+            np.testing.assert_array_equal(f[1:, 2], a[1:, 2], err_msg=url)
+    with pytest.raises(FileNotFoundError, match=f"s3://{BUCKET}/runs/missing.ra"):
+        rawarray.open(f"s3://{BUCKET}/runs/missing.ra")
+    with pytest.raises(rawarray.RaError, match="reads s3://, s3a://, http"):
+        rawarray.open("gs://bucket/field.ra")
+    with pytest.raises(rawarray.RaError, match="not an object-store URL"):
+        rawarray.open("ftp://host/field.ra")
