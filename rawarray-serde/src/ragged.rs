@@ -25,7 +25,7 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, stable_header_bytes, write_all_at};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
-use crate::layout::Layout;
+use crate::layout::{Layout, Logical};
 use crate::lock::{lock_exclusive, open_locked};
 use crate::records::{reserve_spare, settle, Durability, ElementSpec};
 use crate::trailer::{block_len, encode_block_into, locate, probe_backward, Probe, Trailer};
@@ -33,9 +33,6 @@ use crate::trailer::{block_len, encode_block_into, locate, probe_backward, Probe
 /// Flag bit 3: the file is a ragged array. Plain-array readers refuse it (it is not in
 /// [`Flags::KNOWN`]).
 pub const RAGGED: u64 = 8;
-
-/// The trailer key marking a ragged file of `u8` values as UTF-8 text, one string a row.
-pub const LOGICAL_KEY: &str = "logical";
 
 /// Offsets slots a new [`RaggedWriter`] reserves (4 KiB); the region doubles when full.
 const FIRST_SLOTS: u64 = 512;
@@ -359,11 +356,19 @@ pub fn check_offsets(offsets: &[u64], values: u64) -> Result<()> {
     Ok(())
 }
 
-/// Whether `trailer` marks the values as UTF-8 text.
+/// The layout of one value of a text file: a `u8` marked [`Logical::Text`].
+fn text_layout() -> Layout {
+    Layout::Scalar {
+        eltype: ElType::Uint,
+        elbyte: 1,
+        logical: Some(Logical::Text),
+    }
+}
+
+/// Whether `trailer`'s schema marks the values as UTF-8 text (its layout is
+/// [`Logical::Text`]'s `u8`; the trailer checked that the marker sits on a `u8`).
 fn is_text_trailer(trailer: Option<&Trailer>) -> bool {
-    trailer
-        .and_then(|t| t.extra.get(LOGICAL_KEY))
-        .is_some_and(|v| v == "text")
+    trailer.and_then(|t| t.schema.as_ref()) == Some(&text_layout())
 }
 
 /// The row as text, or an error naming the row.
@@ -612,22 +617,20 @@ fn ragged_trailer<T: Element>(text: bool) -> Trailer {
     text_marked(Some(T::layout()), text)
 }
 
-/// A trailer of `schema` (if known), marked as text if `text`.
+/// A trailer of `schema` (if known); if `text`, the schema is the text marker's `u8` instead
+/// (the marker lives in the layout, as `bool`'s does: one home for the fact).
 pub(crate) fn text_marked(schema: Option<Layout>, text: bool) -> Trailer {
-    let mut t =
-        Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
-    if let Some(schema) = schema {
-        t = t.with_schema(schema);
+    let t = Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
+    match (text, schema) {
+        (true, _) => t.with_schema(text_layout()),
+        (false, Some(schema)) => t.with_schema(schema),
+        (false, None) => t,
     }
-    if text {
-        t.extra.insert(LOGICAL_KEY.into(), "text".into());
-    }
-    t
 }
 
 impl Ragged<u8> {
-    /// Text: one UTF-8 string a row, marked as text in the trailer (`"logical":"text"`), so
-    /// that readers give strings back.
+    /// Text: one UTF-8 string a row, marked as text in the trailer's schema (a `u8` of
+    /// [`Logical::Text`], `"logical":"text"`), so that readers give strings back.
     ///
     /// ```
     /// use rawarray_serde::Ragged;

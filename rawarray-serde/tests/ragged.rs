@@ -239,6 +239,35 @@ fn text_is_marked_and_checked_as_utf8() {
         .is_text());
 }
 
+/// `["é", "z"]` hand-built with the trailer JSON given.
+fn text_file_with_trailer(json: &str) -> Vec<u8> {
+    let mut data = words(&[0, 2, 3]);
+    data.extend("éz".as_bytes());
+    let mut bytes = ragged_bytes(2, 1, 24 + 3, &[3, 2], &data);
+    let at = bytes.len() as u64;
+    let t = rawarray_serde::Trailer::from_json(json.as_bytes()).unwrap();
+    bytes.extend(t.encode_block(at));
+    bytes
+}
+
+#[test]
+fn the_text_marker_is_the_value_layouts_logical_text() {
+    let bytes = Ragged::from_strs(["é", "z"]).to_bytes().unwrap();
+    let marked = r#"{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"text"},"numpy_descr":"|u1"}"#;
+    assert_eq!(bytes, text_file_with_trailer(marked));
+    let back = Ragged::<u8>::from_bytes(&bytes).unwrap();
+    assert_eq!(back.to_strings().unwrap(), ["é", "z"]);
+    // The unreleased top-level key is not read: the rows are bytes.
+    let old = r#"{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"uint","elbyte":1},"numpy_descr":"|u1","logical":"text"}"#;
+    assert!(!Ragged::<u8>::from_bytes(&text_file_with_trailer(old))
+        .unwrap()
+        .is_text());
+    // The marker on anything but a one-byte uint is a bad schema, naming it.
+    let on_u16 = r#"{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"uint","elbyte":2,"logical":"text"}}"#;
+    let err = rawarray_serde::Trailer::from_json(on_u16.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("logical \"text\""), "{err}");
+}
+
 #[test]
 fn the_writer_grows_its_offsets_region_and_keeps_every_row() {
     let dir = tempfile::tempdir().unwrap();
