@@ -1,4 +1,5 @@
-//! `ra recover FILE`: the record writer's crash repair ([`rawarray_serde::recover`]), in place.
+//! `ra recover FILE`: the record and ragged writers' crash repair ([`rawarray_serde::recover`]),
+//! in place.
 
 use std::io::Write;
 use std::path::Path;
@@ -9,8 +10,14 @@ use crate::fail::{At, Failure, Result};
 
 /// Repairs `path` and says what changed; `force` extends a file without a record trailer.
 pub fn run(path: &Path, force: bool, out: &mut dyn Write) -> Result<()> {
+    // Read before the repair: a ragged file's records are its rows.
+    let unit = if crate::ragged::is_ragged(path) {
+        "row"
+    } else {
+        "record"
+    };
     let r = recover_with(path, &RecoverOptions::new().force(force)).at(path)?;
-    let records = |n: u64| format!("{n} record{}", if n == 1 { "" } else { "s" });
+    let records = |n: u64| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
     let change = if r.records_after == r.records_before {
         format!("{} (unchanged)", records(r.records_after))
     } else {

@@ -1,6 +1,7 @@
 //! Ragged files in the CLI: `ra info` (rows, values, longest row), `ra cat` (rows, text as
 //! text), `ra slice` (a range of rows), `ra convert` (.npy refused naming the fix, CSV one row
-//! per line), and hostile offsets reported as one line naming the row.
+//! per line), `ra recover` (the rows of a flush whose header write was lost), and hostile
+//! offsets reported as one line naming the row.
 
 mod common;
 
@@ -124,4 +125,29 @@ fn hostile_offsets_are_one_line_naming_the_row() {
     assert!(err.contains("row 0"), "{err}");
     let err = fails_with_one_line(ra().arg("info").arg(&path));
     assert!(err.contains("row 0"), "{err}");
+}
+
+#[test]
+fn recover_takes_back_the_rows_of_a_flush_whose_header_write_was_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writing) = (dir.path().join("r.ra"), dir.path().join("w.ra"));
+    // A writer that never finishes (killed; its lock stays with its leaked handle): the
+    // file it left is copied to `path`, its first flush's header put back.
+    let mut w = rawarray_serde::RaggedWriter::<u32>::create(&writing).unwrap();
+    w.append_row(&[1, 2]).unwrap();
+    w.flush().unwrap();
+    let committed = std::fs::read(&writing).unwrap()[..64].to_vec();
+    w.append_row(&[3]).unwrap();
+    w.append_row(&[]).unwrap();
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let mut bytes = std::fs::read(&writing).unwrap();
+    bytes[..64].copy_from_slice(&committed);
+    std::fs::write(&path, &bytes).unwrap();
+    let out = stdout_of(ra().arg("recover").arg(&path));
+    assert!(out.contains(": 1 row -> 3 rows; trailer kept;"), "{out}");
+    let back = Ragged::<u32>::read_file(&path).unwrap();
+    assert_eq!(back.iter().collect::<Vec<_>>(), [&[1u32, 2][..], &[3], &[]]);
+    let out = stdout_of(ra().arg("recover").arg(&path));
+    assert!(out.contains(": 3 rows (unchanged); trailer kept; 0 bytes removed"), "{out}");
 }

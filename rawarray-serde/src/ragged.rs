@@ -27,8 +27,10 @@ use crate::fileio::{read_exact_at, stable_header_bytes, write_all_at};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
 use crate::layout::{Layout, Logical};
 use crate::lock::{lock_exclusive, open_locked};
-use crate::records::{reserve_spare, settle, Durability, ElementSpec};
-use crate::trailer::{block_len, encode_block_into, locate, probe_backward, Probe, Trailer};
+use crate::records::{reserve_spare, settle, Durability, ElementSpec, Recovery};
+use crate::trailer::{
+    block_len, encode_block_into, locate, probe_backward, probe_forward, Block, Probe, Trailer,
+};
 
 /// Flag bit 3: the file is a ragged array. Plain-array readers refuse it (it is not in
 /// [`Flags::KNOWN`]).
@@ -797,6 +799,7 @@ impl<T: Element> RaggedWriter<T> {
         let json = ragged_trailer::<T>(is_text_trailer(trailer.as_ref())).to_json();
         let spare = probe_backward(&file, end, len).valid().map(|b| b.start);
         settle(&file, end, &json, len, spare, false)?;
+        clear_free_slots(&file, &header)?;
         Ok(RaggedWriter::with_file(
             path,
             file,
@@ -991,6 +994,161 @@ impl<T: Element> Drop for RaggedWriter<T> {
             let _ = self.close();
         }
     }
+}
+
+/// Zeroes the offsets slots past `offsets[rows]` (and syncs), so that what a dead writer's
+/// torn flush left there can never be taken by [`recover`](crate::recover) for rows of a
+/// later flush: it reads the rows of an uncommitted flush from those slots.
+fn clear_free_slots(file: &File, h: &RaggedHeader) -> Result<()> {
+    let free = h.slots() - h.rows - 1;
+    if free == 0 {
+        return Ok(());
+    }
+    let at = h.offsets_at() + 8 * (h.rows + 1);
+    let mut buf = vec![0u8; data::to_usize((8 * free).min(1 << 20))?];
+    let mut done = 0u64;
+    let mut dirty = false;
+    while done < 8 * free {
+        let n = (8 * free - done).min(buf.len() as u64) as usize;
+        read_exact_at(file, &mut buf[..n], at + done)?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            buf[..n].fill(0);
+            write_all_at(file, &buf[..n], at + done)?;
+            dirty = true;
+        }
+        done += n as u64;
+    }
+    if dirty {
+        file.sync_data()?;
+    }
+    Ok(())
+}
+
+/// [`recover`](crate::recover) of a ragged file whose exclusive lock `file` holds: extends
+/// the header over the rows of a flush whose header write was lost, found through the offsets
+/// it wrote into the free slots and the forward trailer block it wrote after their values,
+/// then leaves the file as [`RaggedWriter::finish`] would.
+///
+/// A flush writes its rows' offsets into the slots after `offsets[n]`, then their values and
+/// a forward block (whose `at` is its own offset) after the data end, then the header. So the
+/// rows `n .. n + k` are complete when slots `n + 1 ..= n + k` do not decrease from `m`, slot
+/// `n + k` is some `m + j > m`, and a valid forward block starts `j` values after the data
+/// end. The largest such `k` is taken, with the empty rows that end the flush (slots equal to
+/// slot `n + k`); [`RaggedWriter::open`] zeroes the free slots, so a stale slot equal to
+/// `m + j` cannot follow. A flush of empty rows only is not found (its block is where the
+/// committed one was): those rows are lost, as any uncommitted row may be.
+pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
+    let mut header = RaggedHeader::decode(&stable_header_bytes(file)?)?;
+    check_header_len(&header)?;
+    let file_len = file.metadata()?.len();
+    let end = header.data_end();
+    if file_len < end {
+        return Err(ErrorKind::Truncated {
+            expected: header.size,
+            found: file_len.saturating_sub(header.encoded_len()),
+        }
+        .into());
+    }
+    let before = header.rows;
+    let mut recovery = Recovery {
+        records_before: before,
+        records_after: before,
+        trailer: true,
+        bytes_removed: 0,
+    };
+    let spare = probe_backward(file, end, file_len).valid();
+    let limit = spare
+        .as_ref()
+        .filter(|b| b.start > end)
+        .map_or(file_len, |b| b.start);
+    if let Some((k, block)) = scan_free_slots(file, &header, limit)? {
+        let values = header.values + (block.start - end) / header.value_bytes();
+        header.size += block.start - end;
+        header.values = values;
+        header.rows += k;
+        header.validate()?;
+        write_all_at(file, &header.encode(), 0)?;
+        file.sync_data()?;
+        if file_len > block.end() {
+            file.set_len(block.end())?;
+            file.sync_data()?;
+        }
+        recovery.records_after = header.rows;
+        recovery.bytes_removed = file_len - block.end();
+        return Ok(recovery);
+    }
+    match locate(file, end, file_len) {
+        Probe::Valid(found) => {
+            // The last flush was torn: keep the trailer, drop what follows the data.
+            let json = found.trailer.to_json();
+            settle(file, end, &json, file_len, spare.map(|b| b.start), true)?;
+            recovery.bytes_removed = file_len.saturating_sub(end + block_len(json.len()) as u64);
+            Ok(recovery)
+        }
+        Probe::Damaged(why) => Err(ErrorKind::Trailer(format!(
+            "{why}; without a trailer copy, complete rows cannot be told from torn ones"
+        ))
+        .into()),
+        Probe::Absent if file_len == end => {
+            recovery.trailer = false;
+            Ok(recovery)
+        }
+        Probe::Absent => Err(Error::unsupported(format!(
+            "{} bytes follow the data but no trailer block: a RaggedWriter always leaves one, \
+             so rows cannot be told from other bytes",
+            file_len - end
+        ))),
+    }
+}
+
+/// The rows of an uncommitted flush (see [`recover_locked`]): how many, and the forward block
+/// after their values. Reads the free slots a window at a time and stops at the first slot
+/// that decreases or points past `limit`.
+fn scan_free_slots(file: &File, h: &RaggedHeader, limit: u64) -> Result<Option<(u64, Block)>> {
+    const WINDOW: u64 = 4096;
+    let vb = h.value_bytes();
+    if vb == 0 {
+        // Values of no bytes put every row's block at the data end, where the committed one is.
+        return Ok(None);
+    }
+    let end = h.data_end();
+    let free = h.slots() - h.rows - 1;
+    let first = h.offsets_at() + 8 * (h.rows + 1);
+    let mut prev = h.values;
+    let mut found: Option<(u64, Block)> = None;
+    let mut buf = Vec::new();
+    let mut k = 0u64;
+    'scan: while k < free {
+        let n = (free - k).min(WINDOW);
+        buf.resize(8 * n as usize, 0);
+        read_exact_at(file, &mut buf, first + 8 * k)?;
+        for slot in buf.chunks_exact(8).map(le_u64) {
+            let at = (slot - h.values.min(slot))
+                .checked_mul(vb)
+                .and_then(|b| b.checked_add(end));
+            match (slot < prev, at) {
+                (true, _) | (_, None) => break 'scan,
+                (_, Some(at)) if at > limit => break 'scan,
+                _ => {}
+            }
+            let at = at.expect("checked above");
+            k += 1;
+            match &found {
+                // The empty rows that end the flush.
+                Some((_, b)) if slot == prev && b.start == at => found = Some((k, b.clone())),
+                _ if slot > h.values && slot != prev => {
+                    if let Probe::Valid(b) = probe_forward(file, at, limit) {
+                        if b.is_forward() {
+                            found = Some((k, b));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            prev = slot;
+        }
+    }
+    Ok(found)
 }
 
 fn check_header_len(h: &RaggedHeader) -> Result<()> {

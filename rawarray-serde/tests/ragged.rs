@@ -400,6 +400,108 @@ fn crash_child() {
     }
 }
 
+/// A file whose last flush lost its header write: rows `[1, 2]`, `[3]` committed, then
+/// `[4, 5, 6]`, `[]`, `[7]`, `[]` flushed with the old header put back. Returns the file's
+/// bytes as the flush left them.
+fn lost_header_write(path: &Path) -> Vec<u8> {
+    // The writer writes beside `path` and is forgotten (a killed writer: no finish; its
+    // lock stays with its leaked handle), and `path` gets a copy of what it left.
+    let writing = path.with_extension("writing");
+    let mut w = RaggedWriter::<u16>::create(&writing).unwrap();
+    w.append_row(&[1, 2]).unwrap();
+    w.append_row(&[3]).unwrap();
+    w.flush().unwrap();
+    let committed = fs::read(&writing).unwrap()[..64].to_vec();
+    for row in [&[4u16, 5, 6][..], &[], &[7], &[]] {
+        w.append_row(row).unwrap();
+    }
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let mut bytes = fs::read(&writing).unwrap();
+    bytes[..64].copy_from_slice(&committed);
+    fs::write(path, &bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn recover_extends_the_header_over_a_flush_whose_header_write_was_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lost.ra");
+    let bytes = lost_header_write(&path);
+    // By hand: 512 slots; offsets 0, 2, 3 committed, then 6, 6, 7, 7 in the free slots; the
+    // values 1 2 3 then 4 5 6 7 (u16) from 64 + 8 x 512 = 4160; the forward block after them.
+    assert_eq!(&bytes[32..40], &(8 * 512 + 2 * 3u64).to_le_bytes()); // size, committed
+    assert_eq!(&bytes[48..64], &words(&[3, 2])[..]); // m = 3, n = 2
+    assert_eq!(&bytes[64..64 + 7 * 8], &words(&[0, 2, 3, 6, 6, 7, 7])[..]);
+    assert_eq!(&bytes[4160..4174], &words16(&[1, 2, 3, 4, 5, 6, 7])[..]);
+    assert_eq!(&bytes[4174..4182], b"RATRAILR");
+    assert_eq!(&bytes[4182 + 8..4182 + 16], &4174u64.to_le_bytes()); // at: a forward copy
+    assert_eq!(Ragged::<u16>::read_file(&path).unwrap().rows(), 2);
+
+    let r = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((r.records_before, r.records_after, r.trailer), (2, 6, true));
+    let after = fs::read(&path).unwrap();
+    assert_eq!(&after[32..40], &(8 * 512 + 2 * 7u64).to_le_bytes());
+    assert_eq!(&after[48..64], &words(&[7, 6])[..]);
+    assert_eq!(after.len() as u64, bytes.len() as u64 - r.bytes_removed);
+    assert!(after[64..4174] == bytes[64..4174], "offsets and values kept");
+    let back = Ragged::<u16>::read_file(&path).unwrap();
+    assert_eq!(
+        back.iter().collect::<Vec<_>>(),
+        [&[1u16, 2][..], &[3], &[4, 5, 6], &[], &[7], &[]]
+    );
+    // Recovering again changes nothing.
+    let again = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((again.records_after, again.bytes_removed), (6, 0));
+    assert_eq!(fs::read(&path).unwrap(), after);
+}
+
+#[test]
+fn recover_of_a_torn_ragged_flush_keeps_the_committed_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.ra");
+    let bytes = lost_header_write(&path);
+    // The forward block was never written (torn before it): only the committed rows remain.
+    let mut torn = bytes[..4174].to_vec();
+    torn.extend(b"garbage!");
+    fs::write(&path, &torn).unwrap();
+    let err = rawarray_serde::recover(&path).unwrap_err();
+    assert!(err.to_string().contains("no trailer block"), "{err}");
+    assert_eq!(fs::read(&path).unwrap(), torn);
+    // With the spare copy at the end (as a writer leaves it), the trailer is kept.
+    let writing = dir.path().join("spare.ra");
+    let mut w = RaggedWriter::<u16>::create(&writing).unwrap();
+    w.append_row(&[1, 2]).unwrap();
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let mut bytes = fs::read(&writing).unwrap();
+    let h = RaggedHeader::decode(&bytes).unwrap();
+    let end = h.data_end() as usize;
+    bytes[end..end + 8].copy_from_slice(b"torn....");
+    fs::write(&path, &bytes).unwrap();
+    let r = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((r.records_before, r.records_after, r.trailer), (1, 1, true));
+    assert_eq!(Ragged::<u16>::read_file(&path).unwrap().row(0), Some(&[1u16, 2][..]));
+}
+
+#[test]
+fn a_reopened_writer_zeroes_the_free_slots_a_dead_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stale.ra");
+    lost_header_write(&path);
+    RaggedWriter::<u16>::open(&path).unwrap().finish().unwrap();
+    let bytes = fs::read(&path).unwrap();
+    // offsets 0, 2, 3 kept; the four slots the lost flush wrote are zero again.
+    assert_eq!(&bytes[64..64 + 7 * 8], &words(&[0, 2, 3, 0, 0, 0, 0])[..]);
+    assert_eq!(Ragged::<u16>::read_file(&path).unwrap().rows(), 2);
+    let r = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((r.records_before, r.records_after), (2, 2));
+}
+
+fn words16(w: &[u16]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 #[cfg(unix)]
 #[test]
 fn killed_writers_lose_no_committed_row() {
@@ -461,6 +563,19 @@ fn killed_writers_lose_no_committed_row() {
         assert!(
             n == flushed || n == flushed + batch(flushed),
             "file holds {n} rows; the last flush reported {flushed}"
+        );
+        for k in 0..n {
+            assert_eq!(r.row(k as usize).unwrap(), &crash_row(k)[..], "row {k}");
+        }
+        // recover takes back a whole flush whose header write the kill lost, or changes
+        // nothing; never a row that was not written.
+        let rec = rawarray_serde::recover(&path).unwrap();
+        assert_eq!(rec.records_before, n);
+        let r = Ragged::<u64>::read_file(&path).unwrap();
+        let n = r.rows() as u64;
+        assert!(
+            rec.records_after == n && (n == rec.records_before || n == flushed + batch(flushed)),
+            "recover: {rec:?}, {n} rows; the last flush reported {flushed}"
         );
         for k in 0..n {
             assert_eq!(r.row(k as usize).unwrap(), &crash_row(k)[..], "row {k}");
