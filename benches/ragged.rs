@@ -3,7 +3,8 @@
 //!
 //! - write and read: 10 M rows (lengths drawn from 0 to 64, about 1.2 GiB of values) through
 //!   `Ragged::write_file` / `Ragged::read_file`, and appended by a `RaggedWriter` (a flush per
-//!   4096 rows), against `RawArray::write_file` / `read_file` of values and offsets. Target:
+//!   4096 rows; by default its offsets region doubles as it fills, each time rewriting the
+//!   file; with `reserve_rows(n)` never), against `RawArray::write_file` / `read_file` of values and offsets. Target:
 //!   at most 1.1x the baseline's time.
 //! - row k: `RaggedReader::open` + `row(n / 2)` of a 1 GiB ragged file (sparse: real rows
 //!   around the middle, a trailer). Target: under 100 us, as for records.
@@ -17,7 +18,9 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use rawarray_serde::{ElType, Ragged, RaggedHeader, RaggedReader, RaggedWriter, RawArray};
+use rawarray_serde::{
+    ElType, Ragged, RaggedHeader, RaggedOptions, RaggedReader, RaggedWriter, RawArray,
+};
 
 const RUNS: usize = 3;
 
@@ -87,19 +90,19 @@ fn main() {
         &settle,
     );
     let t_ours_w = best(&mut || ragged.write_file(&w_ours).unwrap(), &settle);
-    let t_append = best(
-        &mut || {
-            let mut w = RaggedWriter::<f32>::create(&w_ours).unwrap();
-            for (k, row) in ragged.iter().enumerate() {
-                w.append_row(row).unwrap();
-                if k % BATCH == BATCH - 1 {
-                    w.flush().unwrap();
-                }
+    let append = |opts: &RaggedOptions| {
+        let mut w = RaggedWriter::<f32>::create_with(&w_ours, opts).unwrap();
+        for (k, row) in ragged.iter().enumerate() {
+            w.append_row(row).unwrap();
+            if k % BATCH == BATCH - 1 {
+                w.flush().unwrap();
             }
-            w.finish().unwrap();
-        },
-        &settle,
-    );
+        }
+        w.finish().unwrap();
+    };
+    let t_append = best(&mut || append(&RaggedOptions::new()), &settle);
+    let reserved = RaggedOptions::new().reserve_rows(n as u64);
+    let t_reserved = best(&mut || append(&reserved), &settle);
     let t_base_r = best(
         &mut || {
             black_box(RawArray::<f32>::read_file(&r_values).unwrap());
@@ -135,6 +138,13 @@ fn main() {
         "write",
         "`RaggedWriter`, a flush per 4096 rows",
         t_append,
+        base_w,
+        t_base_w,
+    );
+    row(
+        "write",
+        "`RaggedWriter`, `reserve_rows(n)`, a flush per 4096 rows",
+        t_reserved,
         base_w,
         t_base_w,
     );

@@ -738,8 +738,9 @@ pub fn ragged(data: &[u8]) {
     if let Ok(d) = DynRagged::open(&path) {
         let longest = d.longest_row();
         let rows = d.rows().min(MAX_ROWS);
-        let each: Vec<_> = (0..rows).map(|k| d.row_bytes(k).map(<[u8]>::len)).collect();
-        if longest.is_ok() {
+        let each: Vec<_> = (0..rows).map(|k| d.row_bytes(k).map(|b| b.len())).collect();
+        // Chunked values may still hold a damaged chunk once the offsets check.
+        if longest.is_ok() && !d.header().chunked {
             assert!(
                 each.iter().all(Result::is_ok),
                 "every row reads once all offsets check"

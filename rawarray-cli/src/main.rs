@@ -459,10 +459,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 chunks,
                 threads,
             };
+            if ragged::is_ragged(&file) {
+                return ragged::compress(&file, output.as_deref(), Some(&packing));
+            }
             compress::run(&file, output.as_deref(), Some(&packing))
         }
         Command::Decompress { file, output } => {
             let file = rewritable("decompress", &file, output.as_deref())?;
+            if ragged::is_ragged(&file) {
+                return ragged::compress(&file, output.as_deref(), None);
+            }
             compress::run(&file, output.as_deref(), None)
         }
         Command::Reshape { file, dims, output } => {

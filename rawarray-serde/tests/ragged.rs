@@ -159,6 +159,11 @@ fn refused(bytes: &[u8], words_in_message: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.ra");
     fs::write(&path, bytes).unwrap();
+    // The file reader (which reads the values straight into place) refuses it alike.
+    let err = Ragged::<u8>::read_file(&path).unwrap_err();
+    for w in words_in_message {
+        assert!(err.to_string().contains(w), "read_file: {err} lacks {w:?}");
+    }
     // The mapped readers check the offsets of every row they touch.
     if let Ok(d) = DynRagged::open(&path) {
         let all: Result<Vec<_>, _> = (0..d.rows()).map(|k| d.row_bytes(k)).collect();
@@ -237,6 +242,151 @@ fn text_is_marked_and_checked_as_utf8() {
     assert!(!Ragged::<u8>::from_bytes(&blobs.to_bytes().unwrap())
         .unwrap()
         .is_text());
+}
+
+#[test]
+fn chunked_values_follow_the_plain_offsets_as_built_by_hand() {
+    use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    let r = Ragged::from_rows([vec![7u16, 8], vec![], vec![9]]);
+    let opts = ChunkOptions::new()
+        .codec(Codec::None)
+        .shuffle(Shuffle::None)
+        .chunks(vec![2])
+        .block_bytes(4);
+    let bytes = r.to_bytes_with(&opts).unwrap();
+    // The values' chunked section (doc/chunked.md) for u16 dims [3], chunks of 2: the config
+    // (576 bytes), the index (2 entries), the chunks stored raw.
+    let mut section = b"RACHUNK1".to_vec();
+    section.extend([0u8; 16]); // filter 0, codec 0, level 0, reserved
+    section.extend(words(&[4, 2, 1, 2])); // block bytes, S0, ndims, chunk shape
+    section.extend(0x312f_5619u32.to_le_bytes()); // CRC-32 of the 56 bytes before
+    section.extend([0u8; 4]);
+    section.extend(words(&[576]));
+    section.extend([0u8; 63 * 8]);
+    section.extend(words(&[624, 4]));
+    section.extend(0x744a_6dadu32.to_le_bytes());
+    section.extend(1u32.to_le_bytes()); // stored raw
+    section.extend(words(&[628, 2]));
+    section.extend(0x901b_a9b6u32.to_le_bytes());
+    section.extend(1u32.to_le_bytes());
+    section.extend([7u8, 0, 8, 0, 9, 0]);
+    assert_eq!(section.len(), 630);
+    // Header (flags 12: ragged, chunked), the slot count word, 4 offsets, the section.
+    let mut data = words(&[4, 0, 2, 2, 3]);
+    data.extend(&section);
+    let mut expected = b"rawarray".to_vec();
+    expected.extend(words(&[12, 2, 2, 8 + 32 + 630, 2, 3, 3]));
+    expected.extend(&data);
+    assert!(bytes[..expected.len()] == expected[..], "the bytes differ");
+    let h = RaggedHeader::decode(&bytes).unwrap();
+    assert!(h.chunked);
+    assert_eq!((h.slots(), h.offsets_at(), h.values_at()), (4, 72, 104));
+    // The trailer follows, as for any file.
+    assert_eq!(&bytes[expected.len()..expected.len() + 8], b"RATRAILR");
+    assert_eq!(Ragged::<u16>::from_bytes(&bytes).unwrap(), r);
+}
+
+#[test]
+fn chunked_values_round_trip_through_every_reader() {
+    use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = shaped(|i| i as f64 * 0.5);
+    let r = Ragged::from_rows(&rows);
+    for (codec, shuffle) in [
+        (Codec::Zstd, Shuffle::Byte),
+        (Codec::Lz4, Shuffle::Bit),
+        (Codec::None, Shuffle::None),
+    ] {
+        // Chunks of 4 values: rows span chunks, and a row reads only the ones it touches.
+        let opts = ChunkOptions::new()
+            .codec(codec)
+            .shuffle(shuffle)
+            .chunks(vec![4]);
+        let path = dir.path().join(format!("{}.ra", codec.name()));
+        r.write_file_with(&path, &opts).unwrap();
+        assert_eq!(Ragged::<f64>::read_file(&path).unwrap(), r);
+        let reader = RaggedReader::<f64>::open(&path).unwrap();
+        let d = DynRagged::open(&path).unwrap();
+        for (k, row) in rows.iter().enumerate() {
+            assert_eq!(&*reader.row(k).unwrap(), &row[..], "{codec:?} row {k}");
+            let bytes: Vec<u8> = row.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(&*d.row_bytes(k as u64).unwrap(), &bytes[..]);
+        }
+        assert_eq!(d.longest_row().unwrap(), 17);
+        // A slice of a chunked file is plain.
+        let mut sliced = Vec::new();
+        d.write_rows(1..3, &mut sliced).unwrap();
+        assert!(!RaggedHeader::decode(&sliced).unwrap().chunked);
+        assert_eq!(
+            Ragged::<f64>::from_bytes(&sliced).unwrap(),
+            Ragged::from_rows(&rows[1..3])
+        );
+        let back: Vec<Vec<f64>> = rawarray_serde::from_file(&path).unwrap();
+        assert_eq!(back, rows);
+        // Appending to chunked values is refused, naming why; the file is unchanged.
+        let before = fs::read(&path).unwrap();
+        let err = RaggedWriter::<f64>::open(&path).unwrap_err();
+        assert!(err.to_string().contains("chunked"), "{err}");
+        assert!(rawarray_serde::recover(&path).is_err());
+        assert!(fs::read(&path).unwrap() == before);
+    }
+    // Text, records, fixed arrays, no rows, only empty rows.
+    let text = Ragged::from_strs(["Grüße", "", "日本語"]);
+    let bytes = text.to_bytes_with(&ChunkOptions::new()).unwrap();
+    let back = Ragged::<u8>::from_bytes(&bytes).unwrap();
+    assert_eq!(back.to_strings().unwrap(), ["Grüße", "", "日本語"]);
+    let hits = Ragged::from_rows(shaped(|i| Hit {
+        t: i as f64,
+        id: i as u16,
+    }));
+    let bytes = hits.to_bytes_with(&ChunkOptions::new()).unwrap();
+    assert_eq!(Ragged::<Hit>::from_bytes(&bytes).unwrap(), hits);
+    let xyz = Ragged::from_rows(shaped(|i| [i as f32, 1.0, -1.0]));
+    let bytes = xyz.to_bytes_with(&ChunkOptions::new()).unwrap();
+    assert_eq!(Ragged::<[f32; 3]>::from_bytes(&bytes).unwrap(), xyz);
+    let path = dir.path().join("xyz.ra");
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        &*RaggedReader::<[f32; 3]>::open(&path)
+            .unwrap()
+            .row(2)
+            .unwrap(),
+        xyz.row(2).unwrap()
+    );
+    for empty in [Ragged::<u32>::new(), Ragged::from_rows([[0u32; 0]; 3])] {
+        let bytes = empty.to_bytes_with(&ChunkOptions::new()).unwrap();
+        assert_eq!(Ragged::<u32>::from_bytes(&bytes).unwrap(), empty);
+    }
+}
+
+#[test]
+fn a_hostile_slot_count_word_is_refused_naming_it() {
+    use rawarray_serde::codec::ChunkOptions;
+    let r = Ragged::from_rows([vec![1u32, 2], vec![3]]);
+    let good = r.to_bytes_with(&ChunkOptions::new()).unwrap();
+    let at_word = 64;
+    for (word, says) in [
+        (2u64, "fewer offsets than rows + 1"),
+        (u64::MAX, "pass size"),
+        (1 << 40, "pass size"),
+    ] {
+        let mut bytes = good.clone();
+        bytes[at_word..at_word + 8].copy_from_slice(&word.to_le_bytes());
+        let err = Ragged::<u32>::from_bytes(&bytes).unwrap_err();
+        assert!(err.to_string().contains(says), "{word}: {err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.ra");
+        fs::write(&path, &bytes).unwrap();
+        assert!(RaggedReader::<u32>::open(&path).is_err());
+    }
+    // A header cut before its slot count word.
+    let err = RaggedHeader::decode(&good[..64]).unwrap_err();
+    assert!(err.to_string().contains("72"), "{err}");
+    // A chunked section claiming more values than the file holds reads as an error or as
+    // zeros, never past the file: here the index entry of chunk 0 is cut off.
+    let mut cut = good.clone();
+    cut.truncate(good.len() - 200);
+    assert!(Ragged::<u32>::from_bytes(&cut).is_err());
 }
 
 /// `["é", "z"]` hand-built with the trailer JSON given.
@@ -444,7 +594,10 @@ fn recover_extends_the_header_over_a_flush_whose_header_write_was_lost() {
     assert_eq!(&after[32..40], &(8 * 512 + 2 * 7u64).to_le_bytes());
     assert_eq!(&after[48..64], &words(&[7, 6])[..]);
     assert_eq!(after.len() as u64, bytes.len() as u64 - r.bytes_removed);
-    assert!(after[64..4174] == bytes[64..4174], "offsets and values kept");
+    assert!(
+        after[64..4174] == bytes[64..4174],
+        "offsets and values kept"
+    );
     let back = Ragged::<u16>::read_file(&path).unwrap();
     assert_eq!(
         back.iter().collect::<Vec<_>>(),
@@ -481,7 +634,10 @@ fn recover_of_a_torn_ragged_flush_keeps_the_committed_rows() {
     fs::write(&path, &bytes).unwrap();
     let r = rawarray_serde::recover(&path).unwrap();
     assert_eq!((r.records_before, r.records_after, r.trailer), (1, 1, true));
-    assert_eq!(Ragged::<u16>::read_file(&path).unwrap().row(0), Some(&[1u16, 2][..]));
+    assert_eq!(
+        Ragged::<u16>::read_file(&path).unwrap().row(0),
+        Some(&[1u16, 2][..])
+    );
 }
 
 #[test]
