@@ -9,6 +9,11 @@
 //! Row `k` is `values[offsets[k]..offsets[k + 1]]`: O(1), touching no other row. The offsets
 //! region may hold more slots than `n + 1` ([`RaggedWriter`] reserves them so that rows can be
 //! appended without moving the values); readers never look past `offsets[n]`.
+//!
+//! With flag bit 2 as well (flags = 12, section 10.2) the values are compressed: the data
+//! section is `slots (u64) | offsets | the values as a chunked section` of the codec layer
+//! ([`crate::codec`]), so a row still finds its values in O(1) and decodes only their chunks
+//! ([`Ragged::write_file_with`]).
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -730,11 +735,16 @@ impl<T: Element> Ragged<T> {
             }
             .into());
         }
-        // At most `size` bytes, which the file holds.
-        let mut words = vec![0u8; 8 * (h.rows as usize + 1)];
-        read_exact_at(&file, &mut words, h.offsets_at())?;
-        let offsets: Vec<u64> = words.chunks_exact(8).map(le_u64).collect();
-        drop(words);
+        // The offsets as a plain u64 array read into place: at most `size` bytes, which the
+        // file holds.
+        let n = h.rows + 1;
+        file.seek(SeekFrom::Start(h.offsets_at()))?;
+        let offsets: Vec<u64> = data::read_values(
+            &mut file,
+            &Header::new(ElType::Uint, 8, vec![n])?,
+            data::to_usize(n)?,
+            Some(8 * n),
+        )?;
         check_offsets(&offsets, h.values)?;
         let text = is_text_trailer(locate(&file, h.data_end(), len).into_result()?.as_ref());
         file.seek(SeekFrom::Start(h.values_at()))?;
