@@ -1226,16 +1226,18 @@ impl<T: Element> RaggedWriter<T> {
         let mut offsets = vec![0u8; 8 * (h.rows as usize + 1)];
         read_exact_at(old, &mut offsets, h.offsets_at())?;
         offsets.extend(self.pending_offsets.iter().flat_map(|o| o.to_le_bytes()));
-        let mut values_bytes = vec![0u8; h.values_len() as usize];
-        read_exact_at(old, &mut values_bytes, h.values_at())?;
-        values_bytes.extend_from_slice(&self.pending_values);
         let sync = self.durability == Durability::Fsync;
         // The replacement takes the path's lock, which our own handle holds: let it go first.
         // Another writer taking it in between makes this flush fail with `Locked`; the file
         // then still holds the rows of the last flush.
         old.unlock()?;
         let created = create_atomic(&self.path, sync, |f| {
-            write_fresh(f, &next, &offsets, &values_bytes, &self.json)
+            // The committed values move file to file (in the kernel where it can), never
+            // through a buffer of their size; the new rows follow them.
+            write_fresh(f, &next, &offsets, &[], &self.json)?;
+            copy_range(old, h.values_at(), h.values_len(), f, next.values_at())?;
+            write_all_at(f, &self.pending_values, next.values_at() + h.values_len())?;
+            Ok(())
         });
         self.file = match created {
             Ok(file) => file,
@@ -1463,6 +1465,24 @@ fn check_header_len(h: &RaggedHeader) -> Result<()> {
              {MAX_HEADER_LEN})",
             h.encoded_len()
         )));
+    }
+    Ok(())
+}
+
+/// Copies `len` bytes at `from` in `src` to `to` in `dst` (`std::io::copy`, which Linux does
+/// with `copy_file_range`); a source shorter than that is an error.
+fn copy_range(src: &File, from: u64, len: u64, dst: &File, to: u64) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (mut src, mut dst) = (src, dst);
+    src.seek(SeekFrom::Start(from))?;
+    dst.seek(SeekFrom::Start(to))?;
+    let copied = std::io::copy(&mut src.take(len), &mut dst)?;
+    if copied < len {
+        return Err(ErrorKind::Truncated {
+            expected: len,
+            found: copied,
+        }
+        .into());
     }
     Ok(())
 }
