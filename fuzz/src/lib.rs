@@ -732,6 +732,16 @@ pub fn ragged(data: &[u8]) {
         }
     }
     let path = write_scratch("ragged.ra", data);
+    // Chunks never written read as zeros, so a small chunked file may rightly hold more values
+    // than the fuzzer's memory: those are only opened and their offsets checked.
+    let huge = rawarray_serde::RaggedHeader::decode(data)
+        .is_ok_and(|h| h.chunked && h.values_len() > 64 << 20);
+    if huge {
+        if let Ok(d) = DynRagged::open(&path) {
+            let _ = d.longest_row();
+        }
+        return;
+    }
     typed::<u8>(data, &path);
     typed::<f32>(data, &path);
     typed::<Particle>(data, &path);
