@@ -200,3 +200,20 @@ fn compress_and_decompress_a_ragged_file() {
     let err = fails_with_one_line(ra().args(["compress", "--codec", "lz4-whole"]).arg(&path));
     assert!(err.contains("lz4-whole does not apply"), "{err}");
 }
+
+#[test]
+fn a_hostile_slot_count_word_is_one_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.ra");
+    let r = Ragged::from_rows([vec![1u32, 2], vec![3]]);
+    let mut bytes = r
+        .to_bytes_with(&rawarray_serde::codec::ChunkOptions::new())
+        .unwrap();
+    // The slot count word after the dims (64 bytes of header): fewer slots than rows + 1.
+    bytes[64..72].copy_from_slice(&2u64.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    for cmd in ["info", "cat"] {
+        let err = fails_with_one_line(ra().arg(cmd).arg(&path));
+        assert!(err.contains("slots = 2"), "{cmd}: {err}");
+    }
+}
