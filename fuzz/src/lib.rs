@@ -732,14 +732,25 @@ pub fn ragged(data: &[u8]) {
         }
     }
     let path = write_scratch("ragged.ra", data);
+    // Chunks never written read as zeros, so a small chunked file may rightly hold more values
+    // than the fuzzer's memory: those are only opened and their offsets checked.
+    let huge = rawarray_serde::RaggedHeader::decode(data)
+        .is_ok_and(|h| h.chunked && h.values_len() > 64 << 20);
+    if huge {
+        if let Ok(d) = DynRagged::open(&path) {
+            let _ = d.longest_row();
+        }
+        return;
+    }
     typed::<u8>(data, &path);
     typed::<f32>(data, &path);
     typed::<Particle>(data, &path);
     if let Ok(d) = DynRagged::open(&path) {
         let longest = d.longest_row();
         let rows = d.rows().min(MAX_ROWS);
-        let each: Vec<_> = (0..rows).map(|k| d.row_bytes(k).map(<[u8]>::len)).collect();
-        if longest.is_ok() {
+        let each: Vec<_> = (0..rows).map(|k| d.row_bytes(k).map(|b| b.len())).collect();
+        // Chunked values may still hold a damaged chunk once the offsets check.
+        if longest.is_ok() && !d.header().chunked {
             assert!(
                 each.iter().all(Result::is_ok),
                 "every row reads once all offsets check"

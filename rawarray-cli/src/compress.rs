@@ -63,7 +63,7 @@ pub struct Packing {
 
 impl Packing {
     /// The library's chunk options, `None` for the LZ4 whole block.
-    fn chunk_options(&self) -> Option<ChunkOptions> {
+    pub(crate) fn chunk_options(&self) -> Option<ChunkOptions> {
         let codec = match self.codec {
             Codec::Zstd => codec::Codec::Zstd,
             Codec::Lz4 => codec::Codec::Lz4,

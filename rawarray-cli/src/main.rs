@@ -331,8 +331,8 @@ error (exit 1).")]
         #[arg(long)]
         summary: bool,
     },
-    /// Repair a record file after a crash: extend the header over the complete records
-    /// written after it, drop torn ones, keep the trailer.
+    /// Repair a record or ragged file after a crash: extend the header over the complete
+    /// records (rows) written after it, drop torn ones, keep the trailer.
     #[command(after_help = "\
 Examples:
   ra recover run.ra               run.ra: 1200 records -> 1264 records; trailer kept; 65800 bytes removed
@@ -341,6 +341,8 @@ Works in place on an uncompressed file whose last dim counts records (as the lib
 RecordWriter writes them). Complete records are told from torn ones by the trailer block the
 writer places after each flush. A file without a trailer is left alone (its trailing bytes
 are named) unless --force, which extends its header over the whole records after its data.
+A ragged file (RaggedWriter) gets back the rows of a flush whose header write was lost, found
+through the offsets and the trailer block that flush wrote.
 A file a writer is still appending to is refused: its tail is not torn, only not flushed yet.")]
     Recover {
         /// A .ra record file.
@@ -483,10 +485,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 chunks,
                 threads,
             };
+            if ragged::is_ragged(&file) {
+                return ragged::compress(&file, output.as_deref(), Some(&packing));
+            }
             compress::run(&file, output.as_deref(), Some(&packing))
         }
         Command::Decompress { file, output } => {
             let file = rewritable("decompress", &file, output.as_deref())?;
+            if ragged::is_ragged(&file) {
+                return ragged::compress(&file, output.as_deref(), None);
+            }
             compress::run(&file, output.as_deref(), None)
         }
         Command::Reshape { file, dims, output } => {

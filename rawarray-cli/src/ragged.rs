@@ -1,14 +1,17 @@
-//! Ragged files (flag bit 3) in `ra info`, `ra cat`, `ra slice` and `ra convert`: rows of
-//! different lengths, read through the library's `DynRagged`.
+//! Ragged files (flag bit 3) in `ra info`, `ra cat`, `ra slice`, `ra convert` and
+//! `ra compress`: rows of different lengths, read through the library's `DynRagged`.
 
 use std::io::{Read, Write};
 use std::path::Path;
 
+use rawarray_serde::atomic::AtomicFile;
 use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{Layout, RaggedHeader};
 use serde::Serialize;
 
+use crate::compress::Packing;
 use crate::fail::{At, Failure, Result};
+use crate::report;
 use crate::value::{layout_text, Decoder};
 
 /// Whether the file at `path` is a ragged file (its flag word has bit 3).
@@ -34,6 +37,9 @@ struct InfoJson<'a> {
     longest_row: u64,
     text: bool,
     offsets_slots: u64,
+    /// Whether the values are a chunked (compressed) section, and its bytes.
+    chunked: bool,
+    values_stored_bytes: u64,
     trailer: Option<&'a rawarray_serde::Trailer>,
 }
 
@@ -43,6 +49,9 @@ pub fn info(path: &Path, json: bool, first: bool, out: &mut dyn Write) -> Result
     let h = r.header();
     let longest = r.longest_row().at(path)?;
     let label = rawarray_serde::eltype::type_label(h.eltype, h.elbyte);
+    let stored = h
+        .values_section_header()
+        .map_or(h.values_len(), |vh| vh.size);
     let text = if json {
         let j = InfoJson {
             file: crate::source::shown(path).into_owned(),
@@ -56,6 +65,8 @@ pub fn info(path: &Path, json: bool, first: bool, out: &mut dyn Write) -> Result
             longest_row: longest,
             text: r.is_text(),
             offsets_slots: h.slots(),
+            chunked: h.chunked,
+            values_stored_bytes: stored,
             trailer: r.trailer(),
         };
         format!("{}\n", serde_json::to_string(&j).expect("plain JSON"))
@@ -75,7 +86,11 @@ pub fn info(path: &Path, json: bool, first: bool, out: &mut dyn Write) -> Result
                 format!(", each value of dims {:?}", h.value_dims)
             },
             h.rows,
-            h.values,
+            if h.chunked {
+                format!("{} (compressed: a chunked section of {stored} bytes)", h.values)
+            } else {
+                h.values.to_string()
+            },
         )
     };
     out.write_all(text.as_bytes()).map_err(Failure::stdout)
@@ -100,7 +115,7 @@ impl RowText {
     /// Row `k`'s values, separated by `sep`, or its text; `json` writes JSON values.
     fn push(&self, k: u64, sep: &str, json: bool, line: &mut String) -> rawarray_serde::Result<()> {
         if self.r.is_text() {
-            let s = self.r.row_str(k)?;
+            let s = &*self.r.row_str(k)?;
             if json {
                 line.push_str(&serde_json::to_string(s).expect("a string"));
             } else {
@@ -203,6 +218,64 @@ pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) 
         return stdout.flush().map_err(Failure::stdout);
     }
     rawarray_serde::atomic::write_atomic(output, |w| w.write_all(&bytes)).at(output)
+}
+
+/// `ra compress` / `ra decompress` of a ragged file: its values through the codec layer (a
+/// chunked section after the plain offsets, doc/format.md section 10.2) or plain again, in
+/// place or to `output`, through a temporary file. The chunk shape (`--chunks`) is that of
+/// the values, `[value dims..., values]`.
+pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Result<()> {
+    let opts = match packing {
+        Some(p) => Some(p.chunk_options().ok_or_else(|| {
+            Failure::file(
+                input,
+                "a ragged file's values are compressed in chunks (the offsets stay plain for \
+                 O(1) rows): --codec lz4-whole does not apply; use zstd, lz4 or none",
+            )
+        })?),
+        None => None,
+    };
+    let output = output.unwrap_or(input);
+    // The destination is locked first: in place, a writer appending rows is refused before
+    // anything is read.
+    let mut out = AtomicFile::create(output).at(output)?;
+    let r = DynRagged::open(input).at(input)?;
+    if opts.is_none() && !r.header().chunked && output == input {
+        report::note(format_args!(
+            "{}: not compressed; left as it is",
+            input.display()
+        ));
+        return Ok(());
+    }
+    let before = std::fs::metadata(input).at(input)?.len();
+    let mut w = std::io::BufWriter::new(out.file());
+    r.write_rows_with(0..r.rows(), &mut w, opts.as_ref())
+        .at(input)?;
+    w.flush().at(output)?;
+    drop(w);
+    let after = out.file().metadata().at(output)?.len();
+    out.commit().at(output)?;
+    let target = if output == input {
+        String::new()
+    } else {
+        format!(" -> {}", output.display())
+    };
+    let how = match &opts {
+        Some(o) => format!(
+            "compressed ({}, level {}, {} shuffle)",
+            o.get_codec().name(),
+            o.get_level(),
+            o.get_shuffle().name()
+        ),
+        None => "decompressed".into(),
+    };
+    report::done(format_args!(
+        "{}{target}: {how}, {} -> {}",
+        input.display(),
+        report::bytes(before),
+        report::bytes(after)
+    ));
+    Ok(())
 }
 
 /// `ra convert` of a ragged file to `.npy`: refused, naming what to do instead.

@@ -1,4 +1,5 @@
-//! `ra recover FILE`: the record writer's crash repair ([`rawarray_serde::recover`]), in place.
+//! `ra recover FILE`: the record and ragged writers' crash repair ([`rawarray_serde::recover`]),
+//! in place.
 
 use std::io::Write;
 use std::path::Path;
@@ -9,16 +10,20 @@ use crate::fail::{At, Failure, Result};
 
 /// Repairs `path` and says what changed; `force` extends a file without a record trailer.
 pub fn run(path: &Path, force: bool, out: &mut dyn Write) -> Result<()> {
-    // A chunked file (flag bit 2) has no records to extend: the block writers' repair
-    // validates its index and reclaims what a killed writer left past its committed size.
-    let chunked =
-        crate::source::RaSource::open(path).is_ok_and(|src| src.header.flags.is_chunked());
+    // Read before the repair: a ragged file's records are its rows.
+    let ragged = crate::ragged::is_ragged(path);
+    let unit = if ragged { "row" } else { "record" };
+    // A chunked array (flag bit 2 without the ragged bit) has no records to extend: the block
+    // writers' repair validates its index and reclaims what a killed writer left past its
+    // committed size.
+    let chunked = !ragged
+        && crate::source::RaSource::open(path).is_ok_and(|src| src.header.flags.is_chunked());
     let r = if chunked {
         ArrayWriter::recover(path).at(path)?
     } else {
         recover_with(path, &RecoverOptions::new().force(force)).at(path)?
     };
-    let records = |n: u64| format!("{n} record{}", if n == 1 { "" } else { "s" });
+    let records = |n: u64| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
     let change = if r.records_after == r.records_before {
         format!("{} (unchanged)", records(r.records_after))
     } else {

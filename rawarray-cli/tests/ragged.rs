@@ -1,6 +1,8 @@
 //! Ragged files in the CLI: `ra info` (rows, values, longest row), `ra cat` (rows, text as
 //! text), `ra slice` (a range of rows), `ra convert` (.npy refused naming the fix, CSV one row
-//! per line), and hostile offsets reported as one line naming the row.
+//! per line), `ra recover` (the rows of a flush whose header write was lost), `ra compress` /
+//! `ra decompress` (the values through the codec layer), and hostile
+//! offsets reported as one line naming the row.
 
 mod common;
 
@@ -124,4 +126,94 @@ fn hostile_offsets_are_one_line_naming_the_row() {
     assert!(err.contains("row 0"), "{err}");
     let err = fails_with_one_line(ra().arg("info").arg(&path));
     assert!(err.contains("row 0"), "{err}");
+}
+
+#[test]
+fn recover_takes_back_the_rows_of_a_flush_whose_header_write_was_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, writing) = (dir.path().join("r.ra"), dir.path().join("w.ra"));
+    // A writer that never finishes (killed; its lock stays with its leaked handle): the
+    // file it left is copied to `path`, its first flush's header put back.
+    let mut w = rawarray_serde::RaggedWriter::<u32>::create(&writing).unwrap();
+    w.append_row(&[1, 2]).unwrap();
+    w.flush().unwrap();
+    let committed = std::fs::read(&writing).unwrap()[..64].to_vec();
+    w.append_row(&[3]).unwrap();
+    w.append_row(&[]).unwrap();
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let mut bytes = std::fs::read(&writing).unwrap();
+    bytes[..64].copy_from_slice(&committed);
+    std::fs::write(&path, &bytes).unwrap();
+    let out = stdout_of(ra().arg("recover").arg(&path));
+    assert!(out.contains(": 1 row -> 3 rows; trailer kept;"), "{out}");
+    let back = Ragged::<u32>::read_file(&path).unwrap();
+    assert_eq!(back.iter().collect::<Vec<_>>(), [&[1u32, 2][..], &[3], &[]]);
+    let out = stdout_of(ra().arg("recover").arg(&path));
+    assert!(
+        out.contains(": 3 rows (unchanged); trailer kept; 0 bytes removed"),
+        "{out}"
+    );
+}
+
+#[test]
+fn compress_and_decompress_a_ragged_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ra");
+    let rows: Vec<Vec<u32>> = (0..300u32).map(|k| vec![k; (k % 50) as usize]).collect();
+    let r = Ragged::from_rows(&rows);
+    r.write_file(&path).unwrap();
+    let plain = std::fs::read(&path).unwrap();
+    let done = ra()
+        .args(["compress", "--chunks", "256"])
+        .arg(&path)
+        .assert()
+        .success()
+        .get_output()
+        .stderr
+        .clone();
+    let out = String::from_utf8(done).unwrap();
+    assert!(out.contains("compressed (zstd"), "{out}");
+    let packed = std::fs::read(&path).unwrap();
+    assert_eq!(
+        &packed[8..16],
+        &12u64.to_le_bytes(),
+        "flags: ragged, chunked"
+    );
+    assert!(packed.len() < plain.len() / 4, "{} bytes", packed.len());
+    assert_eq!(Ragged::<u32>::read_file(&path).unwrap(), r);
+    let info = stdout_of(ra().arg("info").arg(&path));
+    assert!(info.contains("(compressed: a chunked section of"), "{info}");
+    let json: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    assert_eq!(json["chunked"], true);
+    // ra cat reads the rows through the codec layer.
+    let cat = stdout_of(ra().args(["cat", "--head", "3"]).arg(&path));
+    assert!(cat.contains("[2]\t2, 2\n"), "{cat}");
+    // Back to plain: the very bytes written before.
+    ra().arg("decompress").arg(&path).assert().success();
+    assert!(
+        std::fs::read(&path).unwrap() == plain,
+        "decompressed bytes differ"
+    );
+    // One LZ4 block does not apply to ragged values.
+    let err = fails_with_one_line(ra().args(["compress", "--codec", "lz4-whole"]).arg(&path));
+    assert!(err.contains("lz4-whole does not apply"), "{err}");
+}
+
+#[test]
+fn a_hostile_slot_count_word_is_one_line_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("h.ra");
+    let r = Ragged::from_rows([vec![1u32, 2], vec![3]]);
+    let mut bytes = r
+        .to_bytes_with(&rawarray_serde::codec::ChunkOptions::new())
+        .unwrap();
+    // The slot count word after the dims (64 bytes of header): fewer slots than rows + 1.
+    bytes[64..72].copy_from_slice(&2u64.to_le_bytes());
+    std::fs::write(&path, &bytes).unwrap();
+    for cmd in ["info", "cat"] {
+        let err = fails_with_one_line(ra().arg(cmd).arg(&path));
+        assert!(err.contains("slots = 2"), "{cmd}: {err}");
+    }
 }

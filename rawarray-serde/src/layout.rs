@@ -27,7 +27,8 @@ pub enum Layout {
         eltype: ElType,
         /// Its size in bytes.
         elbyte: u64,
-        /// What the stored number means beyond its type, if more: [`Logical::Bool`]. Omitted
+        /// What the stored number means beyond its type, if more: [`Logical::Bool`],
+        /// [`Logical::Text`]. Omitted
         /// from the JSON when `None`, so older readers, which ignore the key, see the number.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         logical: Option<Logical>,
@@ -68,6 +69,20 @@ pub enum Layout {
 pub enum Logical {
     /// A boolean: a `uint` of one byte holding 0 (false) or 1 (true); numpy's `?` (`|b1`).
     Bool,
+    /// UTF-8 text: a `uint` of one byte, one byte of a string. In a ragged file (flag bit 3)
+    /// each row is one string, validated on read; numpy has no such type (`|u1`), and elsewhere
+    /// (a plain array, a record field) the bytes read as `u8`.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Layout, Logical};
+    /// let t = Layout::Scalar { eltype: ElType::Uint, elbyte: 1, logical: Some(Logical::Text) };
+    /// assert_eq!(
+    ///     serde_json::to_string(&t).unwrap(),
+    ///     r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"text"}"#
+    /// );
+    /// assert_eq!(t.numpy_descr(), "'|u1'");
+    /// ```
+    Text,
 }
 
 /// One field of a [`Layout::Record`].
@@ -736,6 +751,7 @@ impl Logical {
     pub fn name(self) -> &'static str {
         match self {
             Logical::Bool => "bool",
+            Logical::Text => "text",
         }
     }
 }

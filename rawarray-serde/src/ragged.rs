@@ -9,6 +9,11 @@
 //! Row `k` is `values[offsets[k]..offsets[k + 1]]`: O(1), touching no other row. The offsets
 //! region may hold more slots than `n + 1` ([`RaggedWriter`] reserves them so that rows can be
 //! appended without moving the values); readers never look past `offsets[n]`.
+//!
+//! With flag bit 2 as well (flags = 12, section 10.2) the values are compressed: the data
+//! section is `slots (u64) | offsets | the values as a chunked section` of the codec layer
+//! ([`crate::codec`]), so a row still finds its values in O(1) and decodes only their chunks
+//! ([`Ragged::write_file_with`]).
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -19,23 +24,23 @@ use std::path::Path;
 use memmap2::{Mmap, MmapOptions};
 
 use crate::atomic::{create_atomic, write_atomic};
+use crate::codec::{self, ChunkOptions, ReadAt, SectionReader};
 use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, stable_header_bytes, write_all_at};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
-use crate::layout::Layout;
+use crate::layout::{Layout, Logical};
 use crate::lock::{lock_exclusive, open_locked};
-use crate::records::{reserve_spare, settle, Durability, ElementSpec};
-use crate::trailer::{block_len, encode_block_into, locate, probe_backward, Probe, Trailer};
+use crate::records::{reserve_spare, settle, Durability, ElementSpec, Recovery};
+use crate::trailer::{
+    block_len, encode_block_into, locate, probe_backward, probe_forward, Block, Probe, Trailer,
+};
 
 /// Flag bit 3: the file is a ragged array. Plain-array readers refuse it (it is not in
 /// [`Flags::KNOWN`]).
 pub const RAGGED: u64 = 8;
-
-/// The trailer key marking a ragged file of `u8` values as UTF-8 text, one string a row.
-pub const LOGICAL_KEY: &str = "logical";
 
 /// Offsets slots a new [`RaggedWriter`] reserves (4 KiB); the region doubles when full.
 const FIRST_SLOTS: u64 = 512;
@@ -43,7 +48,8 @@ const FIRST_SLOTS: u64 = 512;
 /// The most bytes a header may take to be rewritten in one untearable write (as for records).
 const MAX_HEADER_LEN: usize = 512;
 
-/// A ragged file's header, decoded and validated.
+/// A ragged file's header, decoded and validated; for a file whose values are chunked (flag
+/// bit 2 with bit 3), with the slot count word that follows the dims.
 ///
 /// ```
 /// use rawarray_serde::{ElType, RaggedHeader};
@@ -63,8 +69,14 @@ pub struct RaggedHeader {
     pub values: u64,
     /// Number of rows (the last dim).
     pub rows: u64,
-    /// Bytes of the data section: the offsets region, then the values.
+    /// Bytes of the data section: the offsets region, then the values (chunked: the slot
+    /// count word, the offsets region, then the values' chunked section).
     pub size: u64,
+    /// Whether the values are a chunked section (flag bit 2; doc/format.md, section 10.2).
+    pub chunked: bool,
+    /// A chunked file's slot count (the word after the dims); 0 for a plain one, whose slot
+    /// count follows from `size`.
+    chunked_slots: u64,
 }
 
 impl RaggedHeader {
@@ -84,6 +96,8 @@ impl RaggedHeader {
             values,
             rows,
             size: 0,
+            chunked: false,
+            chunked_slots: 0,
         };
         let values_len = h.values_header()?.size;
         h.size = slots
@@ -94,6 +108,47 @@ impl RaggedHeader {
                     "{slots} offsets and {values_len} value bytes overflow a u64"
                 ))
             })?;
+        h.validate()?;
+        Ok(h)
+    }
+
+    /// A header for a file whose values are a chunked section of `section` bytes, after the
+    /// slot count word and an offsets region of `slots` `u64`s.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, RaggedHeader};
+    /// let h = RaggedHeader::new_chunked(ElType::Float, 4, vec![], 5, 2, 3, 700).unwrap();
+    /// assert_eq!((h.size, h.slots(), h.offsets_at(), h.values_at()), (8 + 24 + 700, 3, 72, 96));
+    /// assert_eq!(RaggedHeader::decode(&h.encode()).unwrap(), h);
+    /// ```
+    pub fn new_chunked(
+        eltype: ElType,
+        elbyte: u64,
+        value_dims: Vec<u64>,
+        values: u64,
+        rows: u64,
+        slots: u64,
+        section: u64,
+    ) -> Result<RaggedHeader> {
+        let size = slots
+            .checked_add(1)
+            .and_then(|w| w.checked_mul(8))
+            .and_then(|o| o.checked_add(section))
+            .ok_or_else(|| {
+                bad(format!(
+                    "{slots} offsets and a values section of {section} bytes overflow a u64"
+                ))
+            })?;
+        let h = RaggedHeader {
+            eltype,
+            elbyte,
+            value_dims,
+            values,
+            rows,
+            size,
+            chunked: true,
+            chunked_slots: slots,
+        };
         h.validate()?;
         Ok(h)
     }
@@ -119,6 +174,9 @@ impl RaggedHeader {
             .into());
         }
         let values_len = self.values_header()?.size;
+        if self.chunked {
+            return self.validate_chunked();
+        }
         let region = self.size.checked_sub(values_len).ok_or_else(|| {
             bad(format!(
                 "size = {} is less than the {} bytes of the {} values",
@@ -143,9 +201,48 @@ impl RaggedHeader {
         Ok(())
     }
 
+    /// A chunked file's rules: at least `rows + 1` slots, and the slot count word and the
+    /// slots within `size`.
+    fn validate_chunked(&self) -> Result<()> {
+        if self.chunked_slots <= self.rows {
+            return Err(bad(format!(
+                "slots = {}: the offsets region holds fewer offsets than rows + 1 = {}",
+                self.chunked_slots,
+                u128::from(self.rows) + 1
+            )));
+        }
+        let offsets = self
+            .chunked_slots
+            .checked_add(1)
+            .and_then(|w| w.checked_mul(8))
+            .filter(|&b| b <= self.size);
+        if offsets.is_none() {
+            return Err(bad(format!(
+                "slots = {}: the slot count word and {} offsets pass size = {}",
+                self.chunked_slots, self.chunked_slots, self.size
+            )));
+        }
+        Ok(())
+    }
+
     /// Slots of the offsets region (at least `rows + 1`).
     pub fn slots(&self) -> u64 {
+        if self.chunked {
+            return self.chunked_slots;
+        }
         (self.size - self.values_len()) / 8
+    }
+
+    /// The values' chunked section as a chunked plain array's header (dims `[value dims...,
+    /// values]`, `size` the section's bytes), for the codec layer; `None` for plain values.
+    pub fn values_section_header(&self) -> Option<Header> {
+        if !self.chunked {
+            return None;
+        }
+        let mut h = self.values_header().ok()?;
+        h.flags = Flags::CHUNKED;
+        h.size = self.size - 8 * (self.chunked_slots + 1);
+        Some(h)
     }
 
     /// Bytes of one value.
@@ -153,24 +250,25 @@ impl RaggedHeader {
         self.value_dims.iter().product::<u64>() * self.elbyte
     }
 
-    /// Bytes of all values.
+    /// Bytes of all values, decoded.
     pub fn values_len(&self) -> u64 {
         self.value_bytes() * self.values
     }
 
-    /// Bytes of the header: 48 + 8 x ndims.
+    /// Bytes of the header: 48 + 8 x ndims (the slot count word of a chunked file is the data
+    /// section's first word).
     pub fn encoded_len(&self) -> u64 {
         (FIXED_HEADER_LEN + 8 * (self.value_dims.len() + 2)) as u64
     }
 
-    /// File offset of `offsets[0]`.
+    /// File offset of `offsets[0]` (after the slot count word in a chunked file).
     pub fn offsets_at(&self) -> u64 {
-        self.encoded_len()
+        self.encoded_len() + if self.chunked { 8 } else { 0 }
     }
 
-    /// File offset of the first value.
+    /// File offset of the first value (chunked: of the values' chunked section).
     pub fn values_at(&self) -> u64 {
-        self.encoded_len() + 8 * self.slots()
+        self.offsets_at() + 8 * self.slots()
     }
 
     /// File offset after the data section (where the trailer block starts).
@@ -178,11 +276,16 @@ impl RaggedHeader {
         self.encoded_len() + self.size
     }
 
-    /// The header's bytes.
+    /// The header's bytes (chunked: with the slot count word after the dims).
     pub fn encode(&self) -> Vec<u8> {
         let words = [
             MAGIC,
-            RAGGED,
+            RAGGED
+                | if self.chunked {
+                    Flags::CHUNKED.bits()
+                } else {
+                    0
+                },
             self.eltype.code(),
             self.elbyte,
             self.size,
@@ -193,15 +296,18 @@ impl RaggedHeader {
             .iter()
             .copied()
             .chain([self.values, self.rows]);
+        let slots = self.chunked.then_some(self.chunked_slots);
         words
             .into_iter()
             .chain(dims)
+            .chain(slots)
             .flat_map(u64::to_le_bytes)
             .collect()
     }
 
-    /// Decodes and validates the header at the start of `bytes`. A plain array (bit 3 clear)
-    /// and a ragged file with other flags (big-endian, compressed) are refused.
+    /// Decodes and validates the header at the start of `bytes` (and, flag bit 2 set, the slot
+    /// count word after it). A plain array (bit 3 clear) and a ragged file with other flags
+    /// (big-endian, one LZ4 block) are refused.
     pub fn decode(bytes: &[u8]) -> Result<RaggedHeader> {
         let fixed = bytes
             .get(..FIXED_HEADER_LEN)
@@ -225,10 +331,11 @@ impl RaggedHeader {
             )));
         }
         Flags::from_bits(flags & !RAGGED)?;
-        if flags != RAGGED {
+        let chunked = flags == RAGGED | Flags::CHUNKED.bits();
+        if flags != RAGGED && !chunked {
             return Err(Error::unsupported(format!(
-                "flags = {flags}: a big-endian or LZ4-compressed ragged file is not supported \
-                 by this version (flags = 8 only)"
+                "flags = {flags}: a big-endian ragged file, or one whose values are one LZ4 \
+                 block, is not supported by this version (flags = 8, or 12 for chunked values)"
             )));
         }
         let eltype = ElType::from_code(w(2))?;
@@ -245,7 +352,7 @@ impl RaggedHeader {
                 "ndims = {ndims}: a ragged file has at least 2 dims (values, rows)"
             )));
         }
-        let end = FIXED_HEADER_LEN + 8 * ndims as usize;
+        let end = FIXED_HEADER_LEN + 8 * (ndims as usize + usize::from(chunked));
         let dims: Vec<u64> = bytes
             .get(FIXED_HEADER_LEN..end)
             .ok_or(ErrorKind::HeaderTruncated {
@@ -255,6 +362,10 @@ impl RaggedHeader {
             .chunks_exact(8)
             .map(le_u64)
             .collect();
+        let (dims, chunked_slots) = match chunked {
+            true => (&dims[..dims.len() - 1], dims[dims.len() - 1]),
+            false => (&dims[..], 0),
+        };
         let h = RaggedHeader {
             eltype,
             elbyte: w(3),
@@ -262,6 +373,8 @@ impl RaggedHeader {
             values: dims[dims.len() - 2],
             rows: dims[dims.len() - 1],
             size: w(4),
+            chunked,
+            chunked_slots,
         };
         h.validate()?;
         Ok(h)
@@ -309,6 +422,26 @@ impl RaggedHeader {
 
 fn bad(why: String) -> Error {
     ErrorKind::BadRagged { why }.into()
+}
+
+/// Reads and decodes a ragged file's header (two reads that agree, as for records), with the
+/// slot count word after the dims when flag bit 2 says the values are chunked.
+fn read_header(file: &File) -> Result<RaggedHeader> {
+    let mut bytes = stable_header_bytes(file)?;
+    if bytes.len() >= 16 && le_u64(&bytes[8..16]) & Flags::CHUNKED.bits() != 0 {
+        let mut word = [0u8; 8];
+        // A file that ends before the word is refused by `decode`, naming the bytes it needs.
+        if read_exact_at(file, &mut word, bytes.len() as u64).is_ok() {
+            bytes.extend_from_slice(&word);
+        }
+    }
+    RaggedHeader::decode(&bytes)
+}
+
+/// The values of a chunked ragged file, decoded through the codec layer: `values_len()` bytes.
+fn decode_values_section<S: ReadAt>(h: &RaggedHeader, source: S) -> Result<Vec<u8>> {
+    let vh = h.values_section_header().expect("called on chunked files");
+    SectionReader::open_at(&vh, source, h.values_at())?.read_all()
 }
 
 /// Checks offsets read from a file: `offsets[0]` is 0, none decreases, none passes `values`,
@@ -359,11 +492,19 @@ pub fn check_offsets(offsets: &[u64], values: u64) -> Result<()> {
     Ok(())
 }
 
-/// Whether `trailer` marks the values as UTF-8 text.
+/// The layout of one value of a text file: a `u8` marked [`Logical::Text`].
+fn text_layout() -> Layout {
+    Layout::Scalar {
+        eltype: ElType::Uint,
+        elbyte: 1,
+        logical: Some(Logical::Text),
+    }
+}
+
+/// Whether `trailer`'s schema marks the values as UTF-8 text (its layout is
+/// [`Logical::Text`]'s `u8`; the trailer checked that the marker sits on a `u8`).
 fn is_text_trailer(trailer: Option<&Trailer>) -> bool {
-    trailer
-        .and_then(|t| t.extra.get(LOGICAL_KEY))
-        .is_some_and(|v| v == "text")
+    trailer.and_then(|t| t.schema.as_ref()) == Some(&text_layout())
 }
 
 /// The row as text, or an error naming the row.
@@ -501,13 +642,70 @@ impl<T: Element> Ragged<T> {
         })
     }
 
+    /// The file's bytes with the values compressed: a chunked section (flag bit 2, the
+    /// filters and codecs of `opts`; doc/format.md, section 10.2) after the offsets, which stay
+    /// plain so that a row is found in O(1) and decodes only the chunks it touches.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    /// use rawarray_serde::{Ragged, RaggedReader};
+    /// let rows: Vec<Vec<f32>> = (0..100).map(|k| vec![k as f32; k % 7]).collect();
+    /// let r = Ragged::from_rows(&rows);
+    /// let opts = ChunkOptions::new().codec(Codec::Zstd).shuffle(Shuffle::Byte);
+    /// let packed = r.to_bytes_with(&opts).unwrap();
+    /// assert!(packed.len() < r.to_bytes().unwrap().len());
+    /// assert_eq!(Ragged::<f32>::from_bytes(&packed).unwrap(), r);
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// r.write_file_with(&path, &opts).unwrap();
+    /// assert_eq!(*RaggedReader::<f32>::open(&path).unwrap().row(13).unwrap(), [13.0; 6]);
+    /// ```
+    pub fn to_bytes_with(&self, opts: &ChunkOptions) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        self.write_to_with(&mut out, opts)?;
+        Ok(out)
+    }
+
+    /// Writes the file's bytes with compressed values (see [`Ragged::to_bytes_with`]) to `w`.
+    pub fn write_to_with<W: Write + ?Sized>(&self, w: &mut W, opts: &ChunkOptions) -> Result<()> {
+        let spec = ElementSpec::of::<T>();
+        let plain = RaggedHeader::new(
+            spec.eltype(),
+            spec.elbyte(),
+            spec.inner_dims().to_vec(),
+            self.values.len() as u64,
+            self.rows() as u64,
+            self.offsets.len() as u64,
+        )?;
+        let mut raw = Vec::new();
+        data::write_values(&self.values, false, &mut raw)?;
+        write_chunked(
+            w,
+            &plain,
+            &self.offsets,
+            &raw,
+            opts,
+            &ragged_trailer::<T>(self.text),
+        )
+    }
+
+    /// Writes the file at `path` with compressed values (see [`Ragged::to_bytes_with`]),
+    /// atomically.
+    pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &ChunkOptions) -> Result<()> {
+        write_atomic(path, |f| {
+            let mut w = std::io::BufWriter::new(f);
+            self.write_to_with(&mut w, opts)?;
+            w.flush().map_err(Error::from)
+        })
+    }
+
     /// Reads a ragged file's bytes. The header, the offsets and (for text) every row's UTF-8
     /// are checked before the values are decoded; each failure names the field or the row.
     pub fn from_bytes(bytes: &[u8]) -> Result<Ragged<T>> {
         let h = RaggedHeader::decode(bytes)?;
         h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
         let parts = Parts::read(bytes)?;
-        let values = data::decode_values(parts.values, false)?;
+        let values = data::decode_values(&parts.values, false)?;
         Ok(Ragged {
             offsets: parts.offsets,
             values,
@@ -515,9 +713,60 @@ impl<T: Element> Ragged<T> {
         })
     }
 
-    /// Reads the ragged file at `path` (see [`Ragged::from_bytes`]).
+    /// Reads the ragged file at `path`, checked as [`Ragged::from_bytes`] checks. Plain values
+    /// are read with one read into the final buffer (after the offsets, checked first);
+    /// chunked values are decoded through the codec layer. Every read goes through the one
+    /// descriptor the header was read from.
     pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
-        Ragged::from_bytes(&std::fs::read(path)?)
+        use std::io::{Seek, SeekFrom};
+        let mut file = File::open(path)?;
+        let h = read_header(&file)?;
+        h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        let len = file.metadata()?.len();
+        if h.chunked {
+            let mut all = data::try_zeroed_bytes(len)?;
+            read_exact_at(&file, &mut all, 0)?;
+            return Ragged::from_bytes(&all);
+        }
+        if len < h.data_end() {
+            return Err(ErrorKind::Truncated {
+                expected: h.size,
+                found: len.saturating_sub(h.encoded_len()),
+            }
+            .into());
+        }
+        // The offsets as a plain u64 array read into place: at most `size` bytes, which the
+        // file holds.
+        let n = h.rows + 1;
+        file.seek(SeekFrom::Start(h.offsets_at()))?;
+        let offsets: Vec<u64> = data::read_values(
+            &mut file,
+            &Header::new(ElType::Uint, 8, vec![n])?,
+            data::to_usize(n)?,
+            Some(8 * n),
+        )?;
+        check_offsets(&offsets, h.values)?;
+        let text = is_text_trailer(locate(&file, h.data_end(), len).into_result()?.as_ref());
+        file.seek(SeekFrom::Start(h.values_at()))?;
+        let vh = h.values_header()?;
+        let values: Vec<T> = data::read_values(
+            &mut file,
+            &vh,
+            data::to_usize(h.values)?,
+            Some(h.values_len()),
+        )?;
+        if text {
+            check_text(
+                &offsets,
+                &data::encode_values(&values, false),
+                h.value_bytes(),
+            )?;
+        }
+        Ok(Ragged {
+            offsets,
+            values,
+            text,
+        })
     }
 }
 
@@ -531,6 +780,32 @@ pub(crate) fn write_head<W: Write + ?Sized>(
     let offsets: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
     w.write_all(&offsets)?;
     Ok(())
+}
+
+/// Writes a whole file whose values (`raw`, packed, as `plain` describes them) go through the
+/// codec layer: the header with the slot count word, `offsets`, the values' chunked section,
+/// the trailer block.
+fn write_chunked<W: Write + ?Sized>(
+    w: &mut W,
+    plain: &RaggedHeader,
+    offsets: &[u64],
+    raw: &[u8],
+    opts: &ChunkOptions,
+    trailer: &Trailer,
+) -> Result<()> {
+    let (_, section) = codec::encode(&plain.values_header()?, raw, opts)?;
+    let h = RaggedHeader::new_chunked(
+        plain.eltype,
+        plain.elbyte,
+        plain.value_dims.clone(),
+        plain.values,
+        plain.rows,
+        offsets.len() as u64,
+        section.len() as u64,
+    )?;
+    write_head(w, &h, offsets)?;
+    w.write_all(&section)?;
+    write_tail(w, &h, trailer)
 }
 
 /// Writes the trailer block after the values of a file written whole.
@@ -550,7 +825,8 @@ pub(crate) fn write_tail<W: Write + ?Sized>(
 pub(crate) struct Parts<'a> {
     pub header: RaggedHeader,
     pub offsets: Vec<u64>,
-    pub values: &'a [u8],
+    /// The values' packed bytes: borrowed, or decoded from a chunked section.
+    pub values: Cow<'a, [u8]>,
     pub text: bool,
 }
 
@@ -574,10 +850,14 @@ impl<'a> Parts<'a> {
         check_offsets(&offsets, h.values)?;
         let trailer = locate(bytes, h.data_end(), bytes.len() as u64).into_result()?;
         let text = is_text_trailer(trailer.as_ref());
-        let start = h.values_at() as usize;
-        let values = &bytes[start..start + h.values_len() as usize];
+        let values = if h.chunked {
+            Cow::Owned(decode_values_section(&h, bytes)?)
+        } else {
+            let start = h.values_at() as usize;
+            Cow::Borrowed(&bytes[start..start + h.values_len() as usize])
+        };
         if text {
-            check_text(&offsets, values, h.value_bytes())?;
+            check_text(&offsets, &values, h.value_bytes())?;
         }
         Ok(Parts {
             header: h,
@@ -588,7 +868,7 @@ impl<'a> Parts<'a> {
     }
 
     /// The packed bytes of row `k` (its offsets checked on read).
-    pub fn row(&self, k: usize) -> &'a [u8] {
+    pub fn row(&self, k: usize) -> &[u8] {
         let vb = self.header.value_bytes() as usize;
         &self.values[self.offsets[k] as usize * vb..self.offsets[k + 1] as usize * vb]
     }
@@ -612,22 +892,20 @@ fn ragged_trailer<T: Element>(text: bool) -> Trailer {
     text_marked(Some(T::layout()), text)
 }
 
-/// A trailer of `schema` (if known), marked as text if `text`.
+/// A trailer of `schema` (if known); if `text`, the schema is the text marker's `u8` instead
+/// (the marker lives in the layout, as `bool`'s does: one home for the fact).
 pub(crate) fn text_marked(schema: Option<Layout>, text: bool) -> Trailer {
-    let mut t =
-        Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
-    if let Some(schema) = schema {
-        t = t.with_schema(schema);
+    let t = Trailer::new(serde_json::Value::Null).expect("a null params value always serializes");
+    match (text, schema) {
+        (true, _) => t.with_schema(text_layout()),
+        (false, Some(schema)) => t.with_schema(schema),
+        (false, None) => t,
     }
-    if text {
-        t.extra.insert(LOGICAL_KEY.into(), "text".into());
-    }
-    t
 }
 
 impl Ragged<u8> {
-    /// Text: one UTF-8 string a row, marked as text in the trailer (`"logical":"text"`), so
-    /// that readers give strings back.
+    /// Text: one UTF-8 string a row, marked as text in the trailer's schema (a `u8` of
+    /// [`Logical::Text`], `"logical":"text"`), so that readers give strings back.
     ///
     /// ```
     /// use rawarray_serde::Ragged;
@@ -670,6 +948,7 @@ impl Ragged<u8> {
 pub struct RaggedOptions {
     durability: Durability,
     text: bool,
+    reserve_rows: u64,
 }
 
 impl RaggedOptions {
@@ -687,6 +966,23 @@ impl RaggedOptions {
     /// Marks the rows as UTF-8 text (a writer of `u8` only).
     pub fn text(mut self, on: bool) -> RaggedOptions {
         self.text = on;
+        self
+    }
+
+    /// Reserves offsets slots for `rows` rows in the new file (a hole on disk until written),
+    /// so that appending that many rows never rewrites the file to grow its offsets region
+    /// (by default 511 rows, then doubling: each growth copies the values written so far).
+    ///
+    /// ```
+    /// use rawarray_serde::{RaggedOptions, RaggedWriter};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// let opts = RaggedOptions::new().reserve_rows(1_000_000);
+    /// let w = RaggedWriter::<f32>::create_with(&path, &opts).unwrap();
+    /// assert_eq!(w.finish().unwrap().slots(), 1_000_001);
+    /// ```
+    pub fn reserve_rows(mut self, rows: u64) -> RaggedOptions {
+        self.reserve_rows = rows;
         self
     }
 }
@@ -750,7 +1046,7 @@ impl<T: Element> RaggedWriter<T> {
             spec.inner_dims().to_vec(),
             0,
             0,
-            FIRST_SLOTS,
+            FIRST_SLOTS.max(opts.reserve_rows.saturating_add(1)),
         )?;
         check_header_len(&header)?;
         let json = ragged_trailer::<T>(opts.text).to_json();
@@ -773,7 +1069,10 @@ impl<T: Element> RaggedWriter<T> {
     pub fn open(path: impl AsRef<Path>) -> Result<RaggedWriter<T>> {
         let path = path.as_ref();
         let file = open_locked(path)?;
-        let header = RaggedHeader::decode(&stable_header_bytes(&file)?)?;
+        let header = read_header(&file)?;
+        if header.chunked {
+            return Err(chunked_append());
+        }
         let spec = ElementSpec::of::<T>();
         header.check_element(&spec, std::any::type_name::<T>())?;
         check_header_len(&header)?;
@@ -794,6 +1093,7 @@ impl<T: Element> RaggedWriter<T> {
         let json = ragged_trailer::<T>(is_text_trailer(trailer.as_ref())).to_json();
         let spare = probe_backward(&file, end, len).valid().map(|b| b.start);
         settle(&file, end, &json, len, spare, false)?;
+        clear_free_slots(&file, &header)?;
         Ok(RaggedWriter::with_file(
             path,
             file,
@@ -926,16 +1226,18 @@ impl<T: Element> RaggedWriter<T> {
         let mut offsets = vec![0u8; 8 * (h.rows as usize + 1)];
         read_exact_at(old, &mut offsets, h.offsets_at())?;
         offsets.extend(self.pending_offsets.iter().flat_map(|o| o.to_le_bytes()));
-        let mut values_bytes = vec![0u8; h.values_len() as usize];
-        read_exact_at(old, &mut values_bytes, h.values_at())?;
-        values_bytes.extend_from_slice(&self.pending_values);
         let sync = self.durability == Durability::Fsync;
         // The replacement takes the path's lock, which our own handle holds: let it go first.
         // Another writer taking it in between makes this flush fail with `Locked`; the file
         // then still holds the rows of the last flush.
         old.unlock()?;
         let created = create_atomic(&self.path, sync, |f| {
-            write_fresh(f, &next, &offsets, &values_bytes, &self.json)
+            // The committed values move file to file (in the kernel where it can), never
+            // through a buffer of their size; the new rows follow them.
+            write_fresh(f, &next, &offsets, &[], &self.json)?;
+            copy_range(old, h.values_at(), h.values_len(), f, next.values_at())?;
+            write_all_at(f, &self.pending_values, next.values_at() + h.values_len())?;
+            Ok(())
         });
         self.file = match created {
             Ok(file) => file,
@@ -990,6 +1292,172 @@ impl<T: Element> Drop for RaggedWriter<T> {
     }
 }
 
+/// Zeroes the offsets slots past `offsets[rows]` (and syncs), so that what a dead writer's
+/// torn flush left there can never be taken by [`recover`](crate::recover) for rows of a
+/// later flush: it reads the rows of an uncommitted flush from those slots.
+fn clear_free_slots(file: &File, h: &RaggedHeader) -> Result<()> {
+    let free = h.slots() - h.rows - 1;
+    if free == 0 {
+        return Ok(());
+    }
+    let at = h.offsets_at() + 8 * (h.rows + 1);
+    let mut buf = vec![0u8; data::to_usize((8 * free).min(1 << 20))?];
+    let mut done = 0u64;
+    let mut dirty = false;
+    while done < 8 * free {
+        let n = (8 * free - done).min(buf.len() as u64) as usize;
+        read_exact_at(file, &mut buf[..n], at + done)?;
+        if buf[..n].iter().any(|&b| b != 0) {
+            buf[..n].fill(0);
+            write_all_at(file, &buf[..n], at + done)?;
+            dirty = true;
+        }
+        done += n as u64;
+    }
+    if dirty {
+        file.sync_data()?;
+    }
+    Ok(())
+}
+
+/// [`recover`](crate::recover) of a ragged file whose exclusive lock `file` holds: extends
+/// the header over the rows of a flush whose header write was lost, found through the offsets
+/// it wrote into the free slots and the forward trailer block it wrote after their values,
+/// then leaves the file as [`RaggedWriter::finish`] would.
+///
+/// A flush writes its rows' offsets into the slots after `offsets[n]`, then their values and
+/// a forward block (whose `at` is its own offset) after the data end, then the header. So the
+/// rows `n .. n + k` are complete when slots `n + 1 ..= n + k` do not decrease from `m`, slot
+/// `n + k` is some `m + j > m`, and a valid forward block starts `j` values after the data
+/// end. The largest such `k` is taken, with the empty rows that end the flush (slots equal to
+/// slot `n + k`); [`RaggedWriter::open`] zeroes the free slots, so a stale slot equal to
+/// `m + j` cannot follow. A flush of empty rows only is not found (its block is where the
+/// committed one was): those rows are lost, as any uncommitted row may be.
+pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
+    let mut header = read_header(file)?;
+    if header.chunked {
+        return Err(chunked_append());
+    }
+    check_header_len(&header)?;
+    let file_len = file.metadata()?.len();
+    let end = header.data_end();
+    if file_len < end {
+        return Err(ErrorKind::Truncated {
+            expected: header.size,
+            found: file_len.saturating_sub(header.encoded_len()),
+        }
+        .into());
+    }
+    let before = header.rows;
+    let mut recovery = Recovery {
+        records_before: before,
+        records_after: before,
+        trailer: true,
+        bytes_removed: 0,
+    };
+    let spare = probe_backward(file, end, file_len).valid();
+    let limit = spare
+        .as_ref()
+        .filter(|b| b.start > end)
+        .map_or(file_len, |b| b.start);
+    if let Some((k, block)) = scan_free_slots(file, &header, limit)? {
+        let values = header.values + (block.start - end) / header.value_bytes();
+        header.size += block.start - end;
+        header.values = values;
+        header.rows += k;
+        header.validate()?;
+        write_all_at(file, &header.encode(), 0)?;
+        file.sync_data()?;
+        if file_len > block.end() {
+            file.set_len(block.end())?;
+            file.sync_data()?;
+        }
+        recovery.records_after = header.rows;
+        recovery.bytes_removed = file_len - block.end();
+        return Ok(recovery);
+    }
+    match locate(file, end, file_len) {
+        Probe::Valid(found) => {
+            // The last flush was torn: keep the trailer, drop what follows the data.
+            let json = found.trailer.to_json();
+            settle(file, end, &json, file_len, spare.map(|b| b.start), true)?;
+            recovery.bytes_removed = file_len.saturating_sub(end + block_len(json.len()) as u64);
+            Ok(recovery)
+        }
+        Probe::Damaged(why) => Err(ErrorKind::Trailer(format!(
+            "{why}; without a trailer copy, complete rows cannot be told from torn ones"
+        ))
+        .into()),
+        Probe::Absent if file_len == end => {
+            recovery.trailer = false;
+            Ok(recovery)
+        }
+        Probe::Absent => Err(Error::unsupported(format!(
+            "{} bytes follow the data but no trailer block: a RaggedWriter always leaves one, \
+             so rows cannot be told from other bytes",
+            file_len - end
+        ))),
+    }
+}
+
+/// The rows of an uncommitted flush (see [`recover_locked`]): how many, and the forward block
+/// after their values. Reads the free slots a window at a time and stops at the first slot
+/// that decreases or points past `limit`.
+fn scan_free_slots(file: &File, h: &RaggedHeader, limit: u64) -> Result<Option<(u64, Block)>> {
+    const WINDOW: u64 = 4096;
+    let vb = h.value_bytes();
+    if vb == 0 {
+        // Values of no bytes put every row's block at the data end, where the committed one is.
+        return Ok(None);
+    }
+    let end = h.data_end();
+    let free = h.slots() - h.rows - 1;
+    let first = h.offsets_at() + 8 * (h.rows + 1);
+    let mut prev = h.values;
+    let mut found: Option<(u64, Block)> = None;
+    let mut buf = Vec::new();
+    let mut k = 0u64;
+    'scan: while k < free {
+        let n = (free - k).min(WINDOW);
+        buf.resize(8 * n as usize, 0);
+        read_exact_at(file, &mut buf, first + 8 * k)?;
+        for slot in buf.chunks_exact(8).map(le_u64) {
+            let at = (slot - h.values.min(slot))
+                .checked_mul(vb)
+                .and_then(|b| b.checked_add(end));
+            match (slot < prev, at) {
+                (true, _) | (_, None) => break 'scan,
+                (_, Some(at)) if at > limit => break 'scan,
+                _ => {}
+            }
+            let at = at.expect("checked above");
+            k += 1;
+            match &found {
+                // The empty rows that end the flush.
+                Some((_, b)) if slot == prev && b.start == at => found = Some((k, b.clone())),
+                _ if slot > h.values && slot != prev => {
+                    if let Probe::Valid(b) = probe_forward(file, at, limit) {
+                        if b.is_forward() {
+                            found = Some((k, b));
+                        }
+                    }
+                }
+                _ => {}
+            }
+            prev = slot;
+        }
+    }
+    Ok(found)
+}
+
+/// The error for appending to (or recovering) a file whose values are chunked.
+fn chunked_append() -> Error {
+    Error::unsupported(
+        "the values are chunked (compressed, flag bit 2): this version appends rows only to \
+         plain values, so such a file was never appended to (ra decompress gives plain values)",
+    )
+}
+
 fn check_header_len(h: &RaggedHeader) -> Result<()> {
     if h.encoded_len() as usize > MAX_HEADER_LEN {
         return Err(Error::unsupported(format!(
@@ -997,6 +1465,24 @@ fn check_header_len(h: &RaggedHeader) -> Result<()> {
              {MAX_HEADER_LEN})",
             h.encoded_len()
         )));
+    }
+    Ok(())
+}
+
+/// Copies `len` bytes at `from` in `src` to `to` in `dst` (`std::io::copy`, which Linux does
+/// with `copy_file_range`); a source shorter than that is an error.
+fn copy_range(src: &File, from: u64, len: u64, dst: &File, to: u64) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let (mut src, mut dst) = (src, dst);
+    src.seek(SeekFrom::Start(from))?;
+    dst.seek(SeekFrom::Start(to))?;
+    let copied = std::io::copy(&mut src.take(len), &mut dst)?;
+    if copied < len {
+        return Err(ErrorKind::Truncated {
+            expected: len,
+            found: copied,
+        }
+        .into());
     }
     Ok(())
 }
@@ -1020,7 +1506,8 @@ fn write_fresh(
 }
 
 /// A ragged file through a memory map: open is O(1), row `k` reads two offsets and the row's
-/// bytes, borrowed from the map for plain-old-data elements whose bytes are aligned.
+/// bytes, borrowed from the map for plain-old-data elements whose bytes are aligned. Chunked
+/// values (section 10.2) are decoded from the chunks the row touches (a decoded copy).
 ///
 /// The reader sees the rows of the header it read at open: a [`RaggedWriter`] appending at the
 /// same time writes only into offsets slots past those rows and after the data end, so what
@@ -1040,9 +1527,7 @@ fn write_fresh(
 /// ```
 #[derive(Debug)]
 pub struct RaggedReader<T> {
-    map: Option<Mmap>,
-    header: RaggedHeader,
-    trailer: Option<Trailer>,
+    mapped: Mapped,
     _element: PhantomData<fn() -> T>,
 }
 
@@ -1050,102 +1535,157 @@ impl<T: Element + Clone> RaggedReader<T> {
     /// Opens and maps the file; checks the header, the element type and the first and last
     /// offsets (each row's offsets are checked when the row is read).
     pub fn open(path: impl AsRef<Path>) -> Result<RaggedReader<T>> {
-        let (header, trailer, map) = open_map(path.as_ref())?;
-        header.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        let mapped = Mapped::open(path.as_ref())?;
+        mapped
+            .header
+            .check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
         Ok(RaggedReader {
-            map,
-            header,
-            trailer,
+            mapped,
             _element: PhantomData,
         })
     }
 
     /// Number of rows (as the header said at open).
     pub fn rows(&self) -> usize {
-        self.header.rows as usize
+        self.mapped.header.rows as usize
     }
 
     /// The header read at open.
     pub fn header(&self) -> &RaggedHeader {
-        &self.header
+        &self.mapped.header
     }
 
     /// The trailer read at open, if any.
     pub fn trailer(&self) -> Option<&Trailer> {
-        self.trailer.as_ref()
+        self.mapped.trailer.as_ref()
     }
 
-    /// Row `k`: borrowed from the map where `T`'s bytes can be (plain-old-data, aligned), a
-    /// decoded copy otherwise. A row whose offsets break the rules is an error naming it.
+    /// Row `k`: borrowed from the map where `T`'s bytes can be (plain-old-data, aligned, values
+    /// not chunked), a decoded copy otherwise. A row whose offsets break the rules is an error
+    /// naming it.
     pub fn row(&self, k: usize) -> Result<Cow<'_, [T]>> {
-        let bytes = row_bytes(self.map.as_deref(), &self.header, k)?;
-        if let Some(values) = T::cast_pod_slice(bytes) {
-            return Ok(Cow::Borrowed(values));
+        let bytes = self.mapped.row_bytes(k)?;
+        if let Cow::Borrowed(bytes) = bytes {
+            if let Some(values) = T::cast_pod_slice(bytes) {
+                return Ok(Cow::Borrowed(values));
+            }
         }
-        data::decode_values(bytes, false).map(Cow::Owned)
+        data::decode_values(&bytes, false).map(Cow::Owned)
     }
 }
 
-/// Opens a ragged file and maps its data section: the header, the trailer, the map (`None`
-/// for an empty section).
-fn open_map(path: &Path) -> Result<(RaggedHeader, Option<Trailer>, Option<Mmap>)> {
-    let file = File::open(path)?;
-    let header = RaggedHeader::decode(&stable_header_bytes(&file)?)?;
-    let len = file.metadata()?.len();
-    if len < header.data_end() {
-        return Err(ErrorKind::Truncated {
-            expected: header.size,
-            found: len.saturating_sub(header.encoded_len()),
-        }
-        .into());
-    }
-    let trailer = locate(&file, header.data_end(), len).into_result()?;
-    let size = data::to_usize(header.size)?;
-    // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away while
-    // mapped. The map covers the data section of the header read above. A `RaggedWriter` never
-    // changes the bytes this reader uses: it writes offsets only into slots past `rows + 1` of
-    // any header it committed, values and trailers only after the data end, cuts the file only
-    // after the data end, and grows by renaming a new file over the path (this one is left
-    // alone); writers hold the file's lock. Other programs editing the file in place break
-    // this, as for any map (see `ReadMode`).
-    let map = unsafe {
-        MmapOptions::new()
-            .offset(header.encoded_len())
-            .len(size)
-            .map(&file)?
-    };
-    let first = le_u64(&map[..8]);
-    let last = le_u64(&map[8 * header.rows as usize..8 * header.rows as usize + 8]);
-    if first != 0 || last != header.values {
-        let ends = [first, last];
-        check_offsets(&ends, header.values)?;
-    }
-    Ok((header, trailer, Some(map)))
+/// A ragged file opened for reading: its header, its trailer, its data section mapped, and
+/// for chunked values the section reader that decodes them (through the same open file).
+#[derive(Debug)]
+struct Mapped {
+    header: RaggedHeader,
+    trailer: Option<Trailer>,
+    map: Mmap,
+    values: Option<SectionReader<File>>,
 }
 
-/// The bytes of row `k` in a data section (`None`: not mapped), its offsets checked.
-fn row_bytes<'m>(map: Option<&'m [u8]>, h: &RaggedHeader, k: usize) -> Result<&'m [u8]> {
-    if k as u64 >= h.rows {
-        return Err(ErrorKind::OutOfBounds {
-            start: k as u64,
-            end: k as u64 + 1,
-            len: h.rows,
+impl Mapped {
+    /// Opens a ragged file and maps its data section; checks the first and last offsets.
+    fn open(path: &Path) -> Result<Mapped> {
+        let file = File::open(path)?;
+        let header = read_header(&file)?;
+        let len = file.metadata()?.len();
+        if len < header.data_end() {
+            return Err(ErrorKind::Truncated {
+                expected: header.size,
+                found: len.saturating_sub(header.encoded_len()),
+            }
+            .into());
         }
-        .into());
+        let trailer = locate(&file, header.data_end(), len).into_result()?;
+        let size = data::to_usize(header.size)?;
+        // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
+        // while mapped. The map covers the data section of the header read above. A
+        // `RaggedWriter` never changes the bytes this reader uses: it writes offsets only into
+        // slots past `rows + 1` of any header it committed, values and trailers only after the
+        // data end, cuts the file only after the data end, and grows by renaming a new file
+        // over the path (this one is left alone); writers hold the file's lock. Other programs
+        // editing the file in place break this, as for any map (see `ReadMode`).
+        let map = unsafe {
+            MmapOptions::new()
+                .offset(header.encoded_len())
+                .len(size)
+                .map(&file)?
+        };
+        let values = match header.values_section_header() {
+            Some(vh) => Some(SectionReader::open_at(&vh, file, header.values_at())?),
+            None => None,
+        };
+        let m = Mapped {
+            header,
+            trailer,
+            map,
+            values,
+        };
+        let (first, last) = (m.offset(0), m.offset(m.header.rows as usize));
+        if first != 0 || last != m.header.values {
+            check_offsets(&[first, last], m.header.values)?;
+        }
+        Ok(m)
     }
-    let map = map.expect("a ragged section holds at least offsets[0]");
-    let start = le_u64(&map[8 * k..8 * k + 8]);
-    let end = le_u64(&map[8 * k + 8..8 * k + 16]);
-    if start > end || end > h.values || (k == 0 && start != 0) {
-        return Err(bad(format!(
-            "row {k} spans values {start}..{end} of {} (offsets[{k}], offsets[{}])",
-            h.values,
-            k + 1
-        )));
+
+    /// `offsets[k]`, for `k <= rows` (the header guarantees the slots are in the map).
+    fn offset(&self, k: usize) -> u64 {
+        let at = (self.header.offsets_at() - self.header.encoded_len()) as usize + 8 * k;
+        le_u64(&self.map[at..at + 8])
     }
-    let vb = h.value_bytes() as usize;
-    let base = 8 * h.slots() as usize;
-    Ok(&map[base + start as usize * vb..base + end as usize * vb])
+
+    /// The packed bytes of values `start..end` (offsets already checked against the count).
+    fn values_bytes(&self, start: u64, end: u64) -> Result<Cow<'_, [u8]>> {
+        let h = &self.header;
+        let vb = h.value_bytes();
+        match &self.values {
+            None => {
+                let base = (h.values_at() - h.encoded_len()) as usize;
+                let (s, e) = ((start * vb) as usize, (end * vb) as usize);
+                Ok(Cow::Borrowed(&self.map[base + s..base + e]))
+            }
+            Some(section) => {
+                let mut out = vec![0u8; data::to_usize((end - start) * vb)?];
+                if start < end {
+                    let mut ranges: Vec<std::ops::Range<u64>> =
+                        h.value_dims.iter().map(|&d| 0..d).collect();
+                    ranges.push(start..end);
+                    section.read_subset(&ranges, &mut out)?;
+                }
+                Ok(Cow::Owned(out))
+            }
+        }
+    }
+
+    /// The bytes of row `k`, its offsets checked.
+    fn row_bytes(&self, k: usize) -> Result<Cow<'_, [u8]>> {
+        let h = &self.header;
+        if k as u64 >= h.rows {
+            return Err(ErrorKind::OutOfBounds {
+                start: k as u64,
+                end: k as u64 + 1,
+                len: h.rows,
+            }
+            .into());
+        }
+        let (start, end) = (self.offset(k), self.offset(k + 1));
+        if start > end || end > h.values || (k == 0 && start != 0) {
+            return Err(bad(format!(
+                "row {k} spans values {start}..{end} of {} (offsets[{k}], offsets[{}])",
+                h.values,
+                k + 1
+            )));
+        }
+        self.values_bytes(start, end)
+    }
+
+    /// `offsets[rows.start..=rows.end]`.
+    fn offsets(&self, rows: std::ops::Range<u64>) -> Vec<u64> {
+        (rows.start as usize..=rows.end as usize)
+            .map(|k| self.offset(k))
+            .collect()
+    }
 }
 
 /// A ragged file of any element type, for tools (`ra info`, `ra cat`): rows as packed
@@ -1159,50 +1699,47 @@ fn row_bytes<'m>(map: Option<&'m [u8]>, h: &RaggedHeader, k: usize) -> Result<&'
 /// let d = DynRagged::open(&path).unwrap();
 /// assert_eq!((d.rows(), d.header().values, d.longest_row().unwrap()), (2, 4, 3));
 /// assert!(d.is_text());
-/// assert_eq!(d.row_bytes(1).unwrap(), b"bcd");
+/// assert_eq!(&*d.row_bytes(1).unwrap(), b"bcd");
 /// ```
 #[derive(Debug)]
 pub struct DynRagged {
-    map: Option<Mmap>,
-    header: RaggedHeader,
-    trailer: Option<Trailer>,
+    mapped: Mapped,
 }
 
 impl DynRagged {
     /// Opens and maps a ragged file of any element type.
     pub fn open(path: impl AsRef<Path>) -> Result<DynRagged> {
-        let (header, trailer, map) = open_map(path.as_ref())?;
         Ok(DynRagged {
-            map,
-            header,
-            trailer,
+            mapped: Mapped::open(path.as_ref())?,
         })
     }
 
     /// Number of rows.
     pub fn rows(&self) -> u64 {
-        self.header.rows
+        self.mapped.header.rows
     }
 
     /// The header.
     pub fn header(&self) -> &RaggedHeader {
-        &self.header
+        &self.mapped.header
     }
 
     /// The trailer, if any.
     pub fn trailer(&self) -> Option<&Trailer> {
-        self.trailer.as_ref()
+        self.mapped.trailer.as_ref()
     }
 
     /// The element's layout: the trailer's schema, else the header's scalar.
     pub fn layout(&self) -> Option<Layout> {
-        self.trailer
+        let h = &self.mapped.header;
+        self.mapped
+            .trailer
             .as_ref()
             .and_then(|t| t.schema.clone())
             .or_else(|| {
-                (self.header.eltype != ElType::User).then_some(Layout::Scalar {
-                    eltype: self.header.eltype,
-                    elbyte: self.header.elbyte,
+                (h.eltype != ElType::User).then_some(Layout::Scalar {
+                    eltype: h.eltype,
+                    elbyte: h.elbyte,
                     logical: None,
                 })
             })
@@ -1210,28 +1747,43 @@ impl DynRagged {
 
     /// Whether the rows are text.
     pub fn is_text(&self) -> bool {
-        is_text_trailer(self.trailer.as_ref())
+        is_text_trailer(self.mapped.trailer.as_ref())
     }
 
-    /// Row `k`'s packed little-endian bytes.
-    pub fn row_bytes(&self, k: u64) -> Result<&[u8]> {
+    /// Row `k`'s packed little-endian bytes: borrowed from the map, or decoded from the
+    /// chunks it touches when the values are chunked.
+    pub fn row_bytes(&self, k: u64) -> Result<Cow<'_, [u8]>> {
         let k = usize::try_from(k).unwrap_or(usize::MAX);
-        row_bytes(self.map.as_deref(), &self.header, k)
+        self.mapped.row_bytes(k)
     }
 
     /// Row `k` as text (an error naming the row if it is not UTF-8).
-    pub fn row_str(&self, k: u64) -> Result<&str> {
-        text_of(self.row_bytes(k)?, k as usize)
+    pub fn row_str(&self, k: u64) -> Result<Cow<'_, str>> {
+        match self.row_bytes(k)? {
+            Cow::Borrowed(b) => text_of(b, k as usize).map(Cow::Borrowed),
+            Cow::Owned(b) => text_of(&b, k as usize).map(|s| Cow::Owned(s.to_owned())),
+        }
     }
 
     /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
-    /// file's element and trailer (`ra slice`).
+    /// file's element and trailer (`ra slice`), its values plain.
     pub fn write_rows<W: Write + ?Sized>(
         &self,
         rows: std::ops::Range<u64>,
         w: &mut W,
     ) -> Result<()> {
-        let h = &self.header;
+        self.write_rows_with(rows, w, None)
+    }
+
+    /// [`DynRagged::write_rows`], the values compressed as `opts` say (`None`: plain), as
+    /// `ra compress` and `ra decompress` write a ragged file.
+    pub fn write_rows_with<W: Write + ?Sized>(
+        &self,
+        rows: std::ops::Range<u64>,
+        w: &mut W,
+        opts: Option<&ChunkOptions>,
+    ) -> Result<()> {
+        let h = &self.mapped.header;
         if rows.start > rows.end || rows.end > h.rows {
             return Err(ErrorKind::OutOfBounds {
                 start: rows.start,
@@ -1240,14 +1792,7 @@ impl DynRagged {
             }
             .into());
         }
-        let map = self
-            .map
-            .as_deref()
-            .expect("a ragged section holds offsets[0]");
-        let offsets: Vec<u64> = map[8 * rows.start as usize..8 * (rows.end as usize + 1)]
-            .chunks_exact(8)
-            .map(le_u64)
-            .collect();
+        let offsets = self.mapped.offsets(rows.clone());
         let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
         if first > last || last > h.values {
             return Err(bad(format!(
@@ -1272,28 +1817,25 @@ impl DynRagged {
             rows.end - rows.start,
             rows.end - rows.start + 1,
         )?;
-        write_head(w, &out, &shifted)?;
-        let vb = h.value_bytes() as usize;
-        let base = 8 * h.slots() as usize;
-        w.write_all(&map[base + first as usize * vb..base + last as usize * vb])?;
-        let trailer = match &self.trailer {
+        let trailer = match &self.mapped.trailer {
             Some(t) => t.clone(),
             None => text_marked(self.layout(), false),
         };
-        write_tail(w, &out, &trailer)
+        let bytes = self.mapped.values_bytes(first, last)?;
+        match opts {
+            Some(opts) => write_chunked(w, &out, &shifted, &bytes, opts, &trailer),
+            None => {
+                write_head(w, &out, &shifted)?;
+                w.write_all(&bytes)?;
+                write_tail(w, &out, &trailer)
+            }
+        }
     }
 
     /// The length of the longest row, in values, checking every row's offsets.
     pub fn longest_row(&self) -> Result<u64> {
-        let map = self
-            .map
-            .as_deref()
-            .expect("a ragged section holds offsets[0]");
-        let offsets: Vec<u64> = map[..8 * (self.header.rows as usize + 1)]
-            .chunks_exact(8)
-            .map(le_u64)
-            .collect();
-        check_offsets(&offsets, self.header.values)?;
+        let offsets = self.mapped.offsets(0..self.mapped.header.rows);
+        check_offsets(&offsets, self.mapped.header.values)?;
         Ok(offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0))
     }
 }

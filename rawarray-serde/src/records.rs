@@ -1142,7 +1142,9 @@ pub struct Recovery {
 /// refused with [`ErrorKind::Uncommitted`], naming the blocks, and left as it is; only writing
 /// those blocks again repairs it.
 ///
-/// Works on any uncompressed `.ra` file whose last dim counts records.
+/// Works on any uncompressed `.ra` file whose last dim counts records, and on ragged files
+/// (flag bit 3), whose rows count as its records: the rows of a flush whose header write was
+/// lost are found through the offsets that flush wrote ([`RaggedWriter`](crate::RaggedWriter)).
 ///
 /// ```
 /// use rawarray_serde::{recover, RawArray, RecordWriter};
@@ -1205,6 +1207,9 @@ impl RecoverOptions {
 pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Recovery> {
     let path = path.as_ref();
     let file = open_locked(path)?;
+    if crate::ragged::RaggedHeader::is_ragged(&crate::fileio::stable_header_bytes(&file)?) {
+        return crate::ragged::recover_locked(&file);
+    }
     let mut header = Header::read_from(&mut &file)?;
     // A file written in blocks (`ArrayWriter`) has no records to extend: a block its journal
     // says was never committed is reported, and nothing is changed.

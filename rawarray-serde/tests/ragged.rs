@@ -159,6 +159,11 @@ fn refused(bytes: &[u8], words_in_message: &[&str]) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("h.ra");
     fs::write(&path, bytes).unwrap();
+    // The file reader (which reads the values straight into place) refuses it alike.
+    let err = Ragged::<u8>::read_file(&path).unwrap_err();
+    for w in words_in_message {
+        assert!(err.to_string().contains(w), "read_file: {err} lacks {w:?}");
+    }
     // The mapped readers check the offsets of every row they touch.
     if let Ok(d) = DynRagged::open(&path) {
         let all: Result<Vec<_>, _> = (0..d.rows()).map(|k| d.row_bytes(k)).collect();
@@ -237,6 +242,180 @@ fn text_is_marked_and_checked_as_utf8() {
     assert!(!Ragged::<u8>::from_bytes(&blobs.to_bytes().unwrap())
         .unwrap()
         .is_text());
+}
+
+#[test]
+fn chunked_values_follow_the_plain_offsets_as_built_by_hand() {
+    use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    let r = Ragged::from_rows([vec![7u16, 8], vec![], vec![9]]);
+    let opts = ChunkOptions::new()
+        .codec(Codec::None)
+        .shuffle(Shuffle::None)
+        .chunks(vec![2])
+        .block_bytes(4);
+    let bytes = r.to_bytes_with(&opts).unwrap();
+    // The values' chunked section (doc/chunked.md) for u16 dims [3], chunks of 2: the config
+    // (576 bytes), the index (2 entries), the chunks stored raw.
+    let mut section = b"RACHUNK1".to_vec();
+    section.extend([0u8; 16]); // filter 0, codec 0, level 0, reserved
+    section.extend(words(&[4, 2, 1, 2])); // block bytes, S0, ndims, chunk shape
+    section.extend(0x312f_5619u32.to_le_bytes()); // CRC-32 of the 56 bytes before
+    section.extend([0u8; 4]);
+    section.extend(words(&[576]));
+    section.extend([0u8; 63 * 8]);
+    section.extend(words(&[624, 4]));
+    section.extend(0x744a_6dadu32.to_le_bytes());
+    section.extend(1u32.to_le_bytes()); // stored raw
+    section.extend(words(&[628, 2]));
+    section.extend(0x901b_a9b6u32.to_le_bytes());
+    section.extend(1u32.to_le_bytes());
+    section.extend([7u8, 0, 8, 0, 9, 0]);
+    assert_eq!(section.len(), 630);
+    // Header (flags 12: ragged, chunked), the slot count word, 4 offsets, the section.
+    let mut data = words(&[4, 0, 2, 2, 3]);
+    data.extend(&section);
+    let mut expected = b"rawarray".to_vec();
+    expected.extend(words(&[12, 2, 2, 8 + 32 + 630, 2, 3, 3]));
+    expected.extend(&data);
+    assert!(bytes[..expected.len()] == expected[..], "the bytes differ");
+    let h = RaggedHeader::decode(&bytes).unwrap();
+    assert!(h.chunked);
+    assert_eq!((h.slots(), h.offsets_at(), h.values_at()), (4, 72, 104));
+    // The trailer follows, as for any file.
+    assert_eq!(&bytes[expected.len()..expected.len() + 8], b"RATRAILR");
+    assert_eq!(Ragged::<u16>::from_bytes(&bytes).unwrap(), r);
+}
+
+#[test]
+fn chunked_values_round_trip_through_every_reader() {
+    use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = shaped(|i| i as f64 * 0.5);
+    let r = Ragged::from_rows(&rows);
+    for (codec, shuffle) in [
+        (Codec::Zstd, Shuffle::Byte),
+        (Codec::Lz4, Shuffle::Bit),
+        (Codec::None, Shuffle::None),
+    ] {
+        // Chunks of 4 values: rows span chunks, and a row reads only the ones it touches.
+        let opts = ChunkOptions::new()
+            .codec(codec)
+            .shuffle(shuffle)
+            .chunks(vec![4]);
+        let path = dir.path().join(format!("{}.ra", codec.name()));
+        r.write_file_with(&path, &opts).unwrap();
+        assert_eq!(Ragged::<f64>::read_file(&path).unwrap(), r);
+        let reader = RaggedReader::<f64>::open(&path).unwrap();
+        let d = DynRagged::open(&path).unwrap();
+        for (k, row) in rows.iter().enumerate() {
+            assert_eq!(&*reader.row(k).unwrap(), &row[..], "{codec:?} row {k}");
+            let bytes: Vec<u8> = row.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(&*d.row_bytes(k as u64).unwrap(), &bytes[..]);
+        }
+        assert_eq!(d.longest_row().unwrap(), 17);
+        // A slice of a chunked file is plain.
+        let mut sliced = Vec::new();
+        d.write_rows(1..3, &mut sliced).unwrap();
+        assert!(!RaggedHeader::decode(&sliced).unwrap().chunked);
+        assert_eq!(
+            Ragged::<f64>::from_bytes(&sliced).unwrap(),
+            Ragged::from_rows(&rows[1..3])
+        );
+        let back: Vec<Vec<f64>> = rawarray_serde::from_file(&path).unwrap();
+        assert_eq!(back, rows);
+        // Appending to chunked values is refused, naming why; the file is unchanged.
+        let before = fs::read(&path).unwrap();
+        let err = RaggedWriter::<f64>::open(&path).unwrap_err();
+        assert!(err.to_string().contains("chunked"), "{err}");
+        assert!(rawarray_serde::recover(&path).is_err());
+        assert!(fs::read(&path).unwrap() == before);
+    }
+    // Text, records, fixed arrays, no rows, only empty rows.
+    let text = Ragged::from_strs(["Grüße", "", "日本語"]);
+    let bytes = text.to_bytes_with(&ChunkOptions::new()).unwrap();
+    let back = Ragged::<u8>::from_bytes(&bytes).unwrap();
+    assert_eq!(back.to_strings().unwrap(), ["Grüße", "", "日本語"]);
+    let hits = Ragged::from_rows(shaped(|i| Hit {
+        t: i as f64,
+        id: i as u16,
+    }));
+    let bytes = hits.to_bytes_with(&ChunkOptions::new()).unwrap();
+    assert_eq!(Ragged::<Hit>::from_bytes(&bytes).unwrap(), hits);
+    let xyz = Ragged::from_rows(shaped(|i| [i as f32, 1.0, -1.0]));
+    let bytes = xyz.to_bytes_with(&ChunkOptions::new()).unwrap();
+    assert_eq!(Ragged::<[f32; 3]>::from_bytes(&bytes).unwrap(), xyz);
+    let path = dir.path().join("xyz.ra");
+    fs::write(&path, &bytes).unwrap();
+    assert_eq!(
+        &*RaggedReader::<[f32; 3]>::open(&path)
+            .unwrap()
+            .row(2)
+            .unwrap(),
+        xyz.row(2).unwrap()
+    );
+    for empty in [Ragged::<u32>::new(), Ragged::from_rows([[0u32; 0]; 3])] {
+        let bytes = empty.to_bytes_with(&ChunkOptions::new()).unwrap();
+        assert_eq!(Ragged::<u32>::from_bytes(&bytes).unwrap(), empty);
+    }
+}
+
+#[test]
+fn a_hostile_slot_count_word_is_refused_naming_it() {
+    use rawarray_serde::codec::ChunkOptions;
+    let r = Ragged::from_rows([vec![1u32, 2], vec![3]]);
+    let good = r.to_bytes_with(&ChunkOptions::new()).unwrap();
+    let at_word = 64;
+    for (word, says) in [
+        (2u64, "fewer offsets than rows + 1"),
+        (u64::MAX, "pass size"),
+        (1 << 40, "pass size"),
+    ] {
+        let mut bytes = good.clone();
+        bytes[at_word..at_word + 8].copy_from_slice(&word.to_le_bytes());
+        let err = Ragged::<u32>::from_bytes(&bytes).unwrap_err();
+        assert!(err.to_string().contains(says), "{word}: {err}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("h.ra");
+        fs::write(&path, &bytes).unwrap();
+        assert!(RaggedReader::<u32>::open(&path).is_err());
+    }
+    // A header cut before its slot count word.
+    let err = RaggedHeader::decode(&good[..64]).unwrap_err();
+    assert!(err.to_string().contains("72"), "{err}");
+    // A chunked section claiming more values than the file holds reads as an error or as
+    // zeros, never past the file: here the index entry of chunk 0 is cut off.
+    let mut cut = good.clone();
+    cut.truncate(good.len() - 200);
+    assert!(Ragged::<u32>::from_bytes(&cut).is_err());
+}
+
+/// `["é", "z"]` hand-built with the trailer JSON given.
+fn text_file_with_trailer(json: &str) -> Vec<u8> {
+    let mut data = words(&[0, 2, 3]);
+    data.extend("éz".as_bytes());
+    let mut bytes = ragged_bytes(2, 1, 24 + 3, &[3, 2], &data);
+    let at = bytes.len() as u64;
+    let t = rawarray_serde::Trailer::from_json(json.as_bytes()).unwrap();
+    bytes.extend(t.encode_block(at));
+    bytes
+}
+
+#[test]
+fn the_text_marker_is_the_value_layouts_logical_text() {
+    let bytes = Ragged::from_strs(["é", "z"]).to_bytes().unwrap();
+    let marked = r#"{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"text"},"numpy_descr":"|u1"}"#;
+    assert_eq!(bytes, text_file_with_trailer(marked));
+    let back = Ragged::<u8>::from_bytes(&bytes).unwrap();
+    assert_eq!(back.to_strings().unwrap(), ["é", "z"]);
+    // The unreleased top-level key is not read: the rows are bytes.
+    let old = r#"{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"uint","elbyte":1},"numpy_descr":"|u1","logical":"text"}"#;
+    assert!(!Ragged::<u8>::from_bytes(&text_file_with_trailer(old))
+        .unwrap()
+        .is_text());
+    // The marker on anything but a one-byte uint is a bad schema, naming it.
+    let on_u16 = r#"{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"uint","elbyte":2,"logical":"text"}}"#;
+    let err = rawarray_serde::Trailer::from_json(on_u16.as_bytes()).unwrap_err();
+    assert!(err.to_string().contains("logical \"text\""), "{err}");
 }
 
 #[test]
@@ -371,6 +550,114 @@ fn crash_child() {
     }
 }
 
+/// A file whose last flush lost its header write: rows `[1, 2]`, `[3]` committed, then
+/// `[4, 5, 6]`, `[]`, `[7]`, `[]` flushed with the old header put back. Returns the file's
+/// bytes as the flush left them.
+fn lost_header_write(path: &Path) -> Vec<u8> {
+    // The writer writes beside `path` and is forgotten (a killed writer: no finish; its
+    // lock stays with its leaked handle), and `path` gets a copy of what it left.
+    let writing = path.with_extension("writing");
+    let mut w = RaggedWriter::<u16>::create(&writing).unwrap();
+    w.append_row(&[1, 2]).unwrap();
+    w.append_row(&[3]).unwrap();
+    w.flush().unwrap();
+    let committed = fs::read(&writing).unwrap()[..64].to_vec();
+    for row in [&[4u16, 5, 6][..], &[], &[7], &[]] {
+        w.append_row(row).unwrap();
+    }
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let mut bytes = fs::read(&writing).unwrap();
+    bytes[..64].copy_from_slice(&committed);
+    fs::write(path, &bytes).unwrap();
+    bytes
+}
+
+#[test]
+fn recover_extends_the_header_over_a_flush_whose_header_write_was_lost() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("lost.ra");
+    let bytes = lost_header_write(&path);
+    // By hand: 512 slots; offsets 0, 2, 3 committed, then 6, 6, 7, 7 in the free slots; the
+    // values 1 2 3 then 4 5 6 7 (u16) from 64 + 8 x 512 = 4160; the forward block after them.
+    assert_eq!(&bytes[32..40], &(8 * 512 + 2 * 3u64).to_le_bytes()); // size, committed
+    assert_eq!(&bytes[48..64], &words(&[3, 2])[..]); // m = 3, n = 2
+    assert_eq!(&bytes[64..64 + 7 * 8], &words(&[0, 2, 3, 6, 6, 7, 7])[..]);
+    assert_eq!(&bytes[4160..4174], &words16(&[1, 2, 3, 4, 5, 6, 7])[..]);
+    assert_eq!(&bytes[4174..4182], b"RATRAILR");
+    assert_eq!(&bytes[4182 + 8..4182 + 16], &4174u64.to_le_bytes()); // at: a forward copy
+    assert_eq!(Ragged::<u16>::read_file(&path).unwrap().rows(), 2);
+
+    let r = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((r.records_before, r.records_after, r.trailer), (2, 6, true));
+    let after = fs::read(&path).unwrap();
+    assert_eq!(&after[32..40], &(8 * 512 + 2 * 7u64).to_le_bytes());
+    assert_eq!(&after[48..64], &words(&[7, 6])[..]);
+    assert_eq!(after.len() as u64, bytes.len() as u64 - r.bytes_removed);
+    assert!(
+        after[64..4174] == bytes[64..4174],
+        "offsets and values kept"
+    );
+    let back = Ragged::<u16>::read_file(&path).unwrap();
+    assert_eq!(
+        back.iter().collect::<Vec<_>>(),
+        [&[1u16, 2][..], &[3], &[4, 5, 6], &[], &[7], &[]]
+    );
+    // Recovering again changes nothing.
+    let again = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((again.records_after, again.bytes_removed), (6, 0));
+    assert_eq!(fs::read(&path).unwrap(), after);
+}
+
+#[test]
+fn recover_of_a_torn_ragged_flush_keeps_the_committed_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.ra");
+    let bytes = lost_header_write(&path);
+    // The forward block was never written (torn before it): only the committed rows remain.
+    let mut torn = bytes[..4174].to_vec();
+    torn.extend(b"garbage!");
+    fs::write(&path, &torn).unwrap();
+    let err = rawarray_serde::recover(&path).unwrap_err();
+    assert!(err.to_string().contains("no trailer block"), "{err}");
+    assert_eq!(fs::read(&path).unwrap(), torn);
+    // With the spare copy at the end (as a writer leaves it), the trailer is kept.
+    let writing = dir.path().join("spare.ra");
+    let mut w = RaggedWriter::<u16>::create(&writing).unwrap();
+    w.append_row(&[1, 2]).unwrap();
+    w.flush().unwrap();
+    std::mem::forget(w);
+    let mut bytes = fs::read(&writing).unwrap();
+    let h = RaggedHeader::decode(&bytes).unwrap();
+    let end = h.data_end() as usize;
+    bytes[end..end + 8].copy_from_slice(b"torn....");
+    fs::write(&path, &bytes).unwrap();
+    let r = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((r.records_before, r.records_after, r.trailer), (1, 1, true));
+    assert_eq!(
+        Ragged::<u16>::read_file(&path).unwrap().row(0),
+        Some(&[1u16, 2][..])
+    );
+}
+
+#[test]
+fn a_reopened_writer_zeroes_the_free_slots_a_dead_one_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("stale.ra");
+    lost_header_write(&path);
+    RaggedWriter::<u16>::open(&path).unwrap().finish().unwrap();
+    let bytes = fs::read(&path).unwrap();
+    // offsets 0, 2, 3 kept; the four slots the lost flush wrote are zero again.
+    assert_eq!(&bytes[64..64 + 7 * 8], &words(&[0, 2, 3, 0, 0, 0, 0])[..]);
+    assert_eq!(Ragged::<u16>::read_file(&path).unwrap().rows(), 2);
+    let r = rawarray_serde::recover(&path).unwrap();
+    assert_eq!((r.records_before, r.records_after), (2, 2));
+}
+
+fn words16(w: &[u16]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
 #[cfg(unix)]
 #[test]
 fn killed_writers_lose_no_committed_row() {
@@ -432,6 +719,19 @@ fn killed_writers_lose_no_committed_row() {
         assert!(
             n == flushed || n == flushed + batch(flushed),
             "file holds {n} rows; the last flush reported {flushed}"
+        );
+        for k in 0..n {
+            assert_eq!(r.row(k as usize).unwrap(), &crash_row(k)[..], "row {k}");
+        }
+        // recover takes back a whole flush whose header write the kill lost, or changes
+        // nothing; never a row that was not written.
+        let rec = rawarray_serde::recover(&path).unwrap();
+        assert_eq!(rec.records_before, n);
+        let r = Ragged::<u64>::read_file(&path).unwrap();
+        let n = r.rows() as u64;
+        assert!(
+            rec.records_after == n && (n == rec.records_before || n == flushed + batch(flushed)),
+            "recover: {rec:?}, {n} rows; the last flush reported {flushed}"
         );
         for k in 0..n {
             assert_eq!(r.row(k as usize).unwrap(), &crash_row(k)[..], "row {k}");

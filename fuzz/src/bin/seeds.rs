@@ -85,6 +85,11 @@ fn ragged_files() -> Seeds {
             "ragged-none".into(),
             Ragged::<f32>::new().to_bytes().expect("writes"),
         ),
+        (
+            "ragged-f32-zstd".into(),
+            f32s.to_bytes_with(&rawarray_serde::codec::ChunkOptions::new())
+                .expect("writes"),
+        ),
     ]
 }
 
