@@ -2,14 +2,17 @@
 //! buffer, and the chunked layout with each filter and codec on one thread and on all cores,
 //! on a smooth 3-D f32 field with noise, random normal f32 and 76-byte N-body records; then
 //! the time to read one element and one plane of a compressed field file against the same
-//! file uncompressed. Prints markdown tables (best of a few runs).
+//! file uncompressed; and a `RecordWriter` appending the N-body records with and without
+//! compression. Prints markdown tables (best of a few runs).
 //!
 //! Run: `cargo bench --bench compress` (RA_BENCH_MB=256 for 256 MiB per array; default 32).
 
 use std::time::{Duration, Instant};
 
 use rawarray_serde::codec::{self, ChunkOptions, Codec, SectionReader, Shuffle};
-use rawarray_serde::{ArrayReader, ElType, Header, RawArray, WriteOptions};
+use rawarray_serde::{
+    ArrayReader, DynArray, ElType, ElementSpec, Header, Layout, RawArray, RecordOptions, WriteOptions,
+};
 
 fn best<R>(runs: usize, mut f: impl FnMut() -> R) -> (Duration, R) {
     let mut best = Duration::MAX;
@@ -231,6 +234,49 @@ fn main() {
             tu.as_secs_f64() * 1e3,
             tc.as_secs_f64() * 1e3,
             open_only.as_secs_f64() * 1e3
+        );
+    }
+
+    // A record file written as a simulation writes it: N-body records appended 4096 at a time,
+    // a flush after each batch, uncompressed and compressed (whole-record shuffle).
+    let (_, raw) = &sets[2].1;
+    let descr = serde_json::json!([
+        ["pos", "<f8", [3]], ["vel", "<f8", [3]], ["mass", "<f8"], ["id", "<u8"], ["acc", "<f4", [3]]
+    ]);
+    let spec = ElementSpec::from_layout(Layout::from_numpy_descr_json(&descr).unwrap()).unwrap();
+    let batch = 4096 * 76;
+    println!("\n# RecordWriter, {} N-body records of 76 B, a flush every 4096\n", raw.len() / 76);
+    println!("| layout | threads | ratio | append + flush GB/s | read back GB/s |");
+    println!("|---|---|---|---|---|");
+    let settings: [(&str, Option<(Codec, Shuffle)>, usize); 5] = [
+        ("uncompressed", None, 1),
+        ("chunked byte + lz4", Some((Codec::Lz4, Shuffle::Byte)), 1),
+        ("chunked byte + zstd 3", Some((Codec::Zstd, Shuffle::Byte)), 1),
+        ("chunked byte + lz4", Some((Codec::Lz4, Shuffle::Byte)), cores),
+        ("chunked byte + zstd 3", Some((Codec::Zstd, Shuffle::Byte)), cores),
+    ];
+    for (what, chunked, threads) in settings {
+        let path = dir.path().join("records.ra");
+        let opts = match chunked {
+            Some((c, s)) => RecordOptions::new().codec(c).shuffle(s).threads(threads),
+            None => RecordOptions::new(),
+        };
+        let (tw, ()) = best(2, || {
+            let mut w = opts.create_dyn(&path, &spec).unwrap();
+            for part in raw.chunks(batch) {
+                w.append_bytes(part).unwrap();
+                w.flush().unwrap();
+            }
+            w.finish().unwrap();
+        });
+        let (tr, back) = best(2, || DynArray::read_file(&path).unwrap());
+        assert!(back.data() == &raw[..]);
+        let len = std::fs::metadata(&path).unwrap().len();
+        println!(
+            "| {what} | {threads} | {:.3} | {:.2} | {:.2} |",
+            raw.len() as f64 / len as f64,
+            gbs(raw.len(), tw),
+            gbs(raw.len(), tr)
         );
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! Split by concept: [`options`] (how a file is created or reopened: [`RecordOptions`],
 //! [`Durability`]), [`spec`] (what one record is: [`ElementSpec`]), [`writer`] (the appending
-//! writers and their flush), [`commit`] (the trailer copies and the one-`pwrite` header, shared
+//! writers and their flush), `chunked` (compressed record files), [`commit`] (the trailer copies and the one-`pwrite` header, shared
 //! with the ragged writer) and [`recover`](mod@recover) (repairing a file after a crash).
 
+mod chunked;
 mod commit;
 mod options;
 mod recover;

@@ -5,11 +5,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::chunked::Chunked;
 use super::commit::{check_header_len, settle};
 use super::recover::foreign_trailing;
 use super::spec::{ElementSpec, RecordShape};
 use super::writer::{DynRecordWriter, RecordWriter, Writer};
 use crate::atomic::create_atomic;
+use crate::codec::{ChunkOptions, Codec, Shuffle};
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::write_all_at;
@@ -84,6 +86,10 @@ pub struct RecordOptions {
     pub(super) durability: Durability,
     pub(super) buffer_bytes: usize,
     pub(super) drop_foreign: bool,
+    /// The chunked layout's settings, when compression is asked for.
+    pub(super) chunked: Option<ChunkOptions>,
+    /// Threads asked for before any other compression setting.
+    threads_alone: usize,
 }
 
 impl Default for RecordOptions {
@@ -102,6 +108,8 @@ impl RecordOptions {
             durability: Durability::NoFsync,
             buffer_bytes: DEFAULT_BUFFER,
             drop_foreign: false,
+            chunked: None,
+            threads_alone: 0,
         }
     }
 
@@ -216,6 +224,91 @@ impl RecordOptions {
         })
     }
 
+    fn chunk_settings(mut self, f: impl FnOnce(ChunkOptions) -> ChunkOptions) -> RecordOptions {
+        self.chunked = Some(f(self.chunked.take().unwrap_or_default()));
+        self
+    }
+
+    /// Compress the records (a new file only; [`RecordOptions::open`] keeps a file's layout):
+    /// the chunked layout (flag bit 2), records compressed a chunk at a time along the last
+    /// dim, each flush committing every record appended so far, as for an uncompressed file.
+    /// Defaults: zstd level 3, byte shuffle (a record is shuffled whole), chunks of about
+    /// 1 MiB of records. Every reader reads the file at every moment; see
+    /// doc/chunked.md ("A record file's last chunk") for how a flush commits a partial chunk.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, RawArray, RecordOptions, RecordReader, RecordWriter};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let mut w: RecordWriter<[f32; 4]> =
+    ///     RecordOptions::new().codec(Codec::Zstd).chunk_records(1000).create(&path).unwrap();
+    /// for i in 0..2500u16 {
+    ///     w.append(&[f32::from(i), 0.0, 1.0, 2.0]).unwrap();
+    ///     if i % 700 == 0 {
+    ///         w.flush().unwrap(); // readers see every record so far
+    ///     }
+    /// }
+    /// w.finish().unwrap();
+    /// assert!(std::fs::metadata(&path).unwrap().len() < 2500 * 16 / 2);
+    /// let r = RecordReader::<[f32; 4]>::open(&path).unwrap();
+    /// assert_eq!((r.len(), r.get(2100).unwrap().unwrap()[0]), (2500, 2100.0));
+    /// assert_eq!(RawArray::<f32>::read_file(&path).unwrap().dims(), [4, 2500]);
+    /// ```
+    #[must_use]
+    pub fn codec(self, codec: Codec) -> RecordOptions {
+        self.chunk_settings(|o| o.codec(codec))
+    }
+
+    /// The codec's level (selects compression; zstd's default is 3).
+    #[must_use]
+    pub fn level(self, level: i32) -> RecordOptions {
+        self.chunk_settings(|o| o.level(level))
+    }
+
+    /// The filter before the codec (selects compression; default byte shuffle).
+    #[must_use]
+    pub fn shuffle(self, shuffle: Shuffle) -> RecordOptions {
+        self.chunk_settings(|o| o.shuffle(shuffle))
+    }
+
+    /// Records per chunk along the last dim (selects compression; default about 1 MiB of
+    /// records). A flush rewrites the partial last chunk at the end of the file (the old
+    /// version stays as dead bytes): flushing much more often than once a chunk costs space.
+    #[must_use]
+    pub fn chunk_records(self, records: u64) -> RecordOptions {
+        // One entry: the leading ones are the file's dims, set when it is created.
+        self.chunk_settings(|o| o.chunks(vec![records]))
+    }
+
+    /// Threads compressing chunks (0, the default: all cores). Alone, it selects nothing.
+    #[must_use]
+    pub fn threads(mut self, threads: usize) -> RecordOptions {
+        if let Some(o) = self.chunked.take() {
+            self.chunked = Some(o.threads(threads));
+        } else {
+            self.threads_alone = threads;
+        }
+        self
+    }
+
+    /// The chunked layout's settings in full ([`ChunkOptions`]; its chunk shape, if given, has
+    /// the file's number of dims and covers the leading dims whole).
+    #[must_use]
+    pub fn compression(mut self, opts: ChunkOptions) -> RecordOptions {
+        self.chunked = Some(opts);
+        self
+    }
+
+    fn chunk_options(&self) -> Option<ChunkOptions> {
+        self.chunked.clone().map(|o| {
+            if o.get_threads() == 0 {
+                o.threads(self.threads_alone)
+            } else {
+                o
+            }
+        })
+    }
+
     fn create_core(&self, path: &Path, spec: &ElementSpec) -> Result<Writer> {
         let mut dims = spec.inner_dims.clone();
         dims.extend_from_slice(&self.record_dims);
@@ -226,14 +319,43 @@ impl RecordOptions {
         let params = self.params_json()?.unwrap_or_default();
         let trailer = Trailer::new(params)?.with_schema(spec.layout.clone());
         let json = trailer.to_json();
-        let end = data_end(&header);
         let sync = self.durability == Durability::Fsync;
+        let Some(copts) = self.chunk_options() else {
+            let end = data_end(&header);
+            let file = create_atomic(path, sync, |f| {
+                let mut bytes = header.encode();
+                encode_block_into(&json, end, &mut bytes);
+                Ok(write_all_at(f, &bytes, 0)?)
+            })?;
+            return Ok(Writer::new(file, header, shape, trailer, json, self, None));
+        };
+        let copts = match copts.get_chunks() {
+            // `chunk_records` gave the last dim alone: the leading ones are the file's.
+            Some([per]) if header.dims.len() > 1 => {
+                let mut c = header.dims.clone();
+                *c.last_mut().expect("a last dim") = *per;
+                copts.chunks(c)
+            }
+            _ => copts,
+        };
         let file = create_atomic(path, sync, |f| {
-            let mut bytes = header.encode();
-            encode_block_into(&json, end, &mut bytes);
-            Ok(write_all_at(f, &bytes, 0)?)
+            let h = Chunked::create(f, &header, shape.bytes, &copts)?;
+            let mut block = Vec::new();
+            encode_block_into(&json, data_end(&h), &mut block);
+            write_all_at(f, &block, data_end(&h))?;
+            Ok(())
         })?;
-        Ok(Writer::new(file, header, shape, trailer, json, self))
+        let header = Header::read_from_any(&mut &file)?;
+        let chunked = Chunked::open(&file, &header, shape.bytes, copts.get_threads(), sync)?;
+        Ok(Writer::new(
+            file,
+            header,
+            shape,
+            trailer,
+            json,
+            self,
+            Some(chunked),
+        ))
     }
 
     /// Opens a record file to append to it. Its element type and leading dims must be `T`'s
@@ -263,7 +385,12 @@ impl RecordOptions {
 
     fn open_core(&self, path: &Path, spec: &ElementSpec, big_endian_ok: bool) -> Result<Writer> {
         let file = open_locked(path)?;
-        let header = Header::read_from(&mut &file)?;
+        let header = Header::read_from_any(&mut &file)?;
+        if self.chunked.is_some() && !header.flags.is_chunked() {
+            return Err(Error::unsupported(
+                "compression options given to open a file that is not compressed: a file keeps                  its layout (rewrite it compressed first, as `ra compress` does)",
+            ));
+        }
         // Refused before anything is written (the file is settled further down).
         if header.is_big_endian() && !big_endian_ok {
             return Err(Error::unsupported(
@@ -312,7 +439,15 @@ impl RecordOptions {
             .valid()
             .map(|b| b.start);
         let sync = self.durability == Durability::Fsync;
+        // The chunked state first: it clears what a writer killed before its commit left in
+        // the index, before `settle` cuts the bytes those entries pointed at.
+        let chunked = if header.flags.is_chunked() {
+            let threads = self.chunk_options().map_or(self.threads_alone, |o| o.get_threads());
+            Some(Chunked::open(&file, &header, shape.bytes, threads, sync)?)
+        } else {
+            None
+        };
         settle(&file, end, &json, file_len, spare, sync)?;
-        Ok(Writer::new(file, header, shape, trailer, json, self))
+        Ok(Writer::new(file, header, shape, trailer, json, self, chunked))
     }
 }

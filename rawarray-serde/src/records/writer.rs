@@ -6,6 +6,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::chunked::Chunked;
 use super::commit::reserve_spare;
 use super::options::{Durability, RecordOptions};
 use super::spec::RecordShape;
@@ -149,6 +150,19 @@ macro_rules! writer_methods {
 /// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
 /// if needed, the forward copy written, then the rest cut off. Records a lost header update
 /// left after the data are dropped then; call [`recover`] first to keep them.
+///
+/// # Compressed record files
+///
+/// With a codec ([`RecordOptions::codec`]) the file is in the chunked layout (flag bit 2):
+/// records are compressed a chunk at a time along the last dim, each chunk as soon as it
+/// fills, and a flush also stores the partial last chunk (padded to a whole chunk, readers
+/// take its prefix). The trailer copies and the header's one `pwrite` work as above; a flush
+/// that adds records to a last chunk already committed commits its new version in two header
+/// writes (the new size with the old dims, the entry moved, then the new dims), so that every
+/// moment is a file whose records are values appended. Old versions of the last chunk stay in
+/// the file as dead bytes: flush about once a chunk ([`RecordOptions::chunk_records`]) or less
+/// often where file size matters. The protocol is in doc/chunked.md ("A record file's last
+/// chunk").
 ///
 /// # One writer at a time
 ///
@@ -332,6 +346,9 @@ pub(super) struct Writer {
     durability: Durability,
     buffer_bytes: usize,
     closed: bool,
+    /// The chunked layout's state, for a compressed record file: record bytes go to it instead
+    /// of after the data end.
+    chunked: Option<Box<Chunked>>,
 }
 
 impl Writer {
@@ -342,6 +359,7 @@ impl Writer {
         trailer: Trailer,
         json: Vec<u8>,
         opts: &RecordOptions,
+        chunked: Option<Chunked>,
     ) -> Writer {
         Writer {
             file,
@@ -357,6 +375,7 @@ impl Writer {
             durability: opts.durability,
             buffer_bytes: opts.buffer_bytes,
             closed: false,
+            chunked: chunked.map(Box::new),
         }
     }
 
@@ -376,6 +395,9 @@ impl Writer {
     /// Writes record bytes after those already written ahead, uncommitted (they replace the
     /// forward trailer copy; the spare copy stays valid beyond them).
     fn write_ahead(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.chunked.is_some() {
+            return self.with_chunked(|c, file, reserve, _| c.feed(file, bytes, reserve));
+        }
         let at = self.data_end() + self.ahead;
         self.reserve(at + bytes.len() as u64)?;
         write_all_at(&self.file, bytes, at)?;
@@ -406,6 +428,17 @@ impl Writer {
     /// can be retried.
     fn flush(&mut self) -> Result<()> {
         if self.pending_records == 0 {
+            return Ok(());
+        }
+        if self.chunked.is_some() {
+            self.write_pending()?;
+            let records = self.len();
+            let sync = self.durability == Durability::Fsync;
+            let header = self.with_chunked(|c, file, reserve, write_block| {
+                c.flush(file, records, sync, reserve, write_block)
+            })?;
+            self.header = header;
+            self.pending_records = 0;
             return Ok(());
         }
         let at = self.data_end() + self.ahead;
@@ -455,6 +488,45 @@ impl Writer {
         }
         self.closed = true;
         Ok(())
+    }
+
+    /// Runs `f` on the chunked state with the file, a `reserve(end)` that keeps the bytes up
+    /// to `end` (and a trailer block) clear of the spare copy, and a `write_block(end)` that
+    /// writes the forward trailer block at a new data end `end`.
+    #[allow(clippy::type_complexity)]
+    fn with_chunked<R>(
+        &mut self,
+        f: impl FnOnce(
+            &mut Chunked,
+            &File,
+            &mut dyn FnMut(u64) -> Result<()>,
+            &mut dyn FnMut(u64) -> Result<()>,
+        ) -> Result<R>,
+    ) -> Result<R> {
+        let sync = self.durability == Durability::Fsync;
+        let header_len = self.header.encoded_len() as u64;
+        let Writer {
+            file,
+            json,
+            spare_at,
+            chunked,
+            ..
+        } = self;
+        let chunked = chunked.as_mut().expect("called for chunked files");
+        let spare_at = std::cell::RefCell::new(spare_at);
+        let mut reserve =
+            |end: u64| reserve_spare(file, json, header_len, &mut spare_at.borrow_mut(), end, sync);
+        let mut write_block = |end: u64| -> Result<()> {
+            reserve_spare(file, json, header_len, &mut spare_at.borrow_mut(), end, sync)?;
+            let mut block = Vec::with_capacity(block_len(json.len()));
+            encode_block_into(json, end, &mut block);
+            write_all_at(file, &block, end)?;
+            if sync {
+                file.sync_data()?;
+            }
+            Ok(())
+        };
+        f(chunked, file, &mut reserve, &mut write_block)
     }
 
     fn sync_if_durable(&self) -> Result<()> {
