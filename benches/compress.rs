@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use rawarray_serde::codec::{self, ChunkOptions, Codec, SectionReader, Shuffle};
 use rawarray_serde::{
-    ArrayReader, DynArray, ElType, ElementSpec, Header, Layout, RawArray, RecordOptions, WriteOptions,
+    ArrayReader, DynArray, ElType, ElementSpec, Header, Layout, RawArray, RecordOptions,
+    WriteOptions,
 };
 
 fn best<R>(runs: usize, mut f: impl FnMut() -> R) -> (Duration, R) {
@@ -241,25 +242,46 @@ fn main() {
     // a flush after each batch, uncompressed and compressed (whole-record shuffle).
     let (_, raw) = &sets[2].1;
     let descr = serde_json::json!([
-        ["pos", "<f8", [3]], ["vel", "<f8", [3]], ["mass", "<f8"], ["id", "<u8"], ["acc", "<f4", [3]]
+        ["pos", "<f8", [3]],
+        ["vel", "<f8", [3]],
+        ["mass", "<f8"],
+        ["id", "<u8"],
+        ["acc", "<f4", [3]]
     ]);
     let spec = ElementSpec::from_layout(Layout::from_numpy_descr_json(&descr).unwrap()).unwrap();
     let batch = 4096 * 76;
-    println!("\n# RecordWriter, {} N-body records of 76 B, a flush every 4096\n", raw.len() / 76);
-    println!("| layout | threads | ratio | append + flush GB/s | read back GB/s |");
-    println!("|---|---|---|---|---|");
-    let settings: [(&str, Option<(Codec, Shuffle)>, usize); 5] = [
-        ("uncompressed", None, 1),
-        ("chunked byte + lz4", Some((Codec::Lz4, Shuffle::Byte)), 1),
-        ("chunked byte + zstd 3", Some((Codec::Zstd, Shuffle::Byte)), 1),
-        ("chunked byte + lz4", Some((Codec::Lz4, Shuffle::Byte)), cores),
-        ("chunked byte + zstd 3", Some((Codec::Zstd, Shuffle::Byte)), cores),
+    println!(
+        "\n# RecordWriter, {} N-body records of 76 B, a flush every 4096\n",
+        raw.len() / 76
+    );
+    // Records per chunk: the default (about 1 MiB), or one flush's worth. A flush inside a
+    // chunk writes a new version of it (the old one stays as dead bytes), so the ratio and the
+    // append rate depend on how chunks and flushes line up.
+    println!("| layout | chunk records | threads | ratio | append + flush GB/s | read back GB/s |");
+    println!("|---|---|---|---|---|---|");
+    let z = Some((Codec::Zstd, Shuffle::Byte));
+    let l = Some((Codec::Lz4, Shuffle::Byte));
+    // (layout, codec and filter, records per chunk, threads)
+    type Setting = (&'static str, Option<(Codec, Shuffle)>, Option<u64>, usize);
+    let settings: [Setting; 7] = [
+        ("uncompressed", None, None, 1),
+        ("chunked byte + lz4", l, None, 1),
+        ("chunked byte + zstd 3", z, None, 1),
+        ("chunked byte + lz4", l, None, cores),
+        ("chunked byte + zstd 3", z, None, cores),
+        ("chunked byte + lz4", l, Some(4096), cores),
+        ("chunked byte + zstd 3", z, Some(4096), cores),
     ];
-    for (what, chunked, threads) in settings {
+    for (what, chunked, per, threads) in settings {
         let path = dir.path().join("records.ra");
-        let opts = match chunked {
-            Some((c, s)) => RecordOptions::new().codec(c).shuffle(s).threads(threads),
-            None => RecordOptions::new(),
+        let opts = match (chunked, per) {
+            (Some((c, s)), None) => RecordOptions::new().codec(c).shuffle(s).threads(threads),
+            (Some((c, s)), Some(p)) => RecordOptions::new()
+                .codec(c)
+                .shuffle(s)
+                .threads(threads)
+                .chunk_records(p),
+            (None, _) => RecordOptions::new(),
         };
         let (tw, ()) = best(2, || {
             let mut w = opts.create_dyn(&path, &spec).unwrap();
@@ -272,8 +294,9 @@ fn main() {
         let (tr, back) = best(2, || DynArray::read_file(&path).unwrap());
         assert!(back.data() == &raw[..]);
         let len = std::fs::metadata(&path).unwrap().len();
+        let per = per.map_or_else(|| "default".to_string(), |p| p.to_string());
         println!(
-            "| {what} | {threads} | {:.3} | {:.2} | {:.2} |",
+            "| {what} | {per} | {threads} | {:.3} | {:.2} | {:.2} |",
             raw.len() as f64 / len as f64,
             gbs(raw.len(), tw),
             gbs(raw.len(), tr)

@@ -44,7 +44,11 @@ fn check_all_readers(path: &Path, n: u64) {
     assert_eq!(a.as_slice(), &want[..], "RawArray::read_file");
     let s: Vec<[u32; 3]> = rawarray_serde::from_file(path).unwrap();
     assert_eq!(s.len() as u64, n);
-    assert_eq!(s.iter().flatten().copied().collect::<Vec<_>>(), want, "from_file");
+    assert_eq!(
+        s.iter().flatten().copied().collect::<Vec<_>>(),
+        want,
+        "from_file"
+    );
     if n > 2 {
         let ar = ArrayReader::open(path).unwrap();
         let sub: RawArray<u32> = ar.read_subset(&[1..3, 1..n - 1]).unwrap();
@@ -94,7 +98,8 @@ fn write_then_read_through_every_reader_for_each_codec() {
         // Reopened, it continues the partial last chunk.
         let mut w: RecordWriter<[u32; 3]> = RecordWriter::open(&path).unwrap();
         assert_eq!(w.len(), n);
-        w.append_slice(&(n..n + 60).map(rec).collect::<Vec<_>>()).unwrap();
+        w.append_slice(&(n..n + 60).map(rec).collect::<Vec<_>>())
+            .unwrap();
         n += 60;
         w.finish().unwrap();
         check_all_readers(&path, n);
@@ -116,7 +121,8 @@ fn a_large_append_is_compressed_in_whole_chunks() {
         .unwrap();
     // More than one default chunk (about 1 MiB of records) in one slice, straight through.
     let n = 200_000u64;
-    w.append_slice(&(0..n).map(rec).collect::<Vec<_>>()).unwrap();
+    w.append_slice(&(0..n).map(rec).collect::<Vec<_>>())
+        .unwrap();
     w.finish().unwrap();
     check_all_readers(&path, n);
 }
@@ -150,12 +156,14 @@ fn every_moment_of_a_growing_last_chunk_reads_its_records() {
         .chunk_records(64)
         .create(&path)
         .unwrap();
-    w.append_slice(&(0..10).map(rec).collect::<Vec<_>>()).unwrap();
+    w.append_slice(&(0..10).map(rec).collect::<Vec<_>>())
+        .unwrap();
     w.flush().unwrap();
     let before = fs::read(&path).unwrap();
     // A reader opened now keeps reading its 10 records while the chunk grows.
     let early = RecordReader::<[u32; 3]>::open(&path).unwrap();
-    w.append_slice(&(10..30).map(rec).collect::<Vec<_>>()).unwrap();
+    w.append_slice(&(10..30).map(rec).collect::<Vec<_>>())
+        .unwrap();
     w.flush().unwrap();
     let after = fs::read(&path).unwrap();
     let (h0, h2) = (header_of(&before), header_of(&after));
@@ -165,7 +173,11 @@ fn every_moment_of_a_growing_last_chunk_reads_its_records() {
     // Chunk 0's entry: the first of index segment 0, right after the config (2 dims).
     let entry = hlen + rawarray_serde::codec::Config::encoded_len(2)..;
     let entry = entry.start..entry.start + 24;
-    assert_ne!(before[entry.clone()], after[entry.clone()], "the entry moved");
+    assert_ne!(
+        before[entry.clone()],
+        after[entry.clone()],
+        "the entry moved"
+    );
     let mut h1 = h0.clone();
     h1.size = h2.size;
     let read = |bytes: &[u8], name: &str| -> Vec<u32> {
@@ -195,7 +207,10 @@ fn every_moment_of_a_growing_last_chunk_reads_its_records() {
     // The reader opened before the growth still reads its records (old versions stay).
     assert_eq!(early.len(), 10);
     assert_eq!(early.get(9).unwrap(), Some(rec(9)));
-    assert_eq!(RawArray::<u32>::read_file(&path).unwrap().as_slice(), &truth(30)[..]);
+    assert_eq!(
+        RawArray::<u32>::read_file(&path).unwrap().as_slice(),
+        &truth(30)[..]
+    );
     w.finish().unwrap();
 }
 
@@ -313,7 +328,10 @@ fn killed_compressed_writers_lose_nothing_flushed() {
                 match RawArray::<u32>::read_file(&path) {
                     Ok(a) => assert_eq!(a.as_slice(), &truth(a.dims()[1])[..]),
                     // Replaced by a new file between the open and the read: gone, not wrong.
-                    Err(e) => assert!(!path.exists() || e.to_string().contains("No such file"), "{e}"),
+                    Err(e) => assert!(
+                        !path.exists() || e.to_string().contains("No such file"),
+                        "{e}"
+                    ),
                 }
             }
         })
@@ -404,7 +422,10 @@ fn the_full_extent_flag_is_validated() {
     let mut bad = file.clone();
     bad[flags_at] |= ENTRY_FULL as u8;
     let err = read(&bad).unwrap_err().to_string();
-    assert!(err.contains("chunk 1") && err.contains("16 stored bytes"), "{err}");
+    assert!(
+        err.contains("chunk 1") && err.contains("16 stored bytes"),
+        "{err}"
+    );
     // An unknown bit.
     let mut bad = file.clone();
     bad[flags_at] |= 4;
@@ -430,7 +451,10 @@ fn the_full_extent_flag_is_validated() {
     f6.extend_from_slice(&section8);
     let at = c6.encoded_len() + Config::encoded_len(2) + 24 + 20;
     let err = read_as(&c6, &f6).unwrap_err().to_string();
-    assert!(err.contains("chunk 1"), "without the flag the chunk is too long: {err}");
+    assert!(
+        err.contains("chunk 1"),
+        "without the flag the chunk is too long: {err}"
+    );
     f6[at] |= ENTRY_FULL as u8;
     assert_eq!(read_as(&c6, &f6).unwrap(), raw[..24]);
     let mut one = [0u8; 1];

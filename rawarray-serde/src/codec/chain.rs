@@ -335,7 +335,8 @@ impl Chain {
                 // head kept.
                 let mut whole = vec![0u8; (range.end - range.start) as usize];
                 self.decode_checked_block(chunk, b as u64, payload, &mut whole)?;
-                out[range.start as usize..].copy_from_slice(&whole[..(want - range.start) as usize]);
+                out[range.start as usize..]
+                    .copy_from_slice(&whole[..(want - range.start) as usize]);
             }
         }
         Ok(())

@@ -72,7 +72,6 @@ pub use section::{
 };
 pub use writer::ChunkWriter;
 
-
 use crate::error::{ErrorKind, Result};
 
 /// Entry flag bit 0: the chunk is stored raw (its raw bytes, no block table).

@@ -51,7 +51,11 @@ pub(super) struct Chunked {
 /// The chunk shape of a record file of `dims` (the last counts records of `record_bytes`):
 /// every leading dim whole, and `opts`' records per chunk along the last dim, or about
 /// [`DEFAULT_CHUNK_BYTES`] of records.
-pub(super) fn chunk_shape(dims: &[u64], record_bytes: u64, opts: &ChunkOptions) -> Result<Vec<u64>> {
+pub(super) fn chunk_shape(
+    dims: &[u64],
+    record_bytes: u64,
+    opts: &ChunkOptions,
+) -> Result<Vec<u64>> {
     let n = dims.len();
     // A leading dim of 0 (records of no values) still needs a chunk dim of at least 1.
     let mut shape: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
@@ -110,7 +114,9 @@ impl Chunked {
         let chunk_bytes = per
             .checked_mul(record_bytes)
             .and_then(|b| usize::try_from(b).ok())
-            .ok_or_else(|| Error::unsupported(format!("chunks of {per} records of {record_bytes} bytes")))?;
+            .ok_or_else(|| {
+                Error::unsupported(format!("chunks of {per} records of {record_bytes} bytes"))
+            })?;
         let records = header.dims[n - 1];
         let tail_chunk = records / per;
         let held = records % per;

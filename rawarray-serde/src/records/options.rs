@@ -272,8 +272,11 @@ impl RecordOptions {
     }
 
     /// Records per chunk along the last dim (selects compression; default about 1 MiB of
-    /// records). A flush rewrites the partial last chunk at the end of the file (the old
-    /// version stays as dead bytes): flushing much more often than once a chunk costs space.
+    /// records). A flush inside a chunk writes a new version of that chunk at the end of the
+    /// file, and the old one stays as dead bytes: flushing every `F` records into chunks of
+    /// `C` records stores each chunk's compressed bytes about `C / 2F` extra times. A flush on
+    /// a chunk boundary writes no dead bytes, so records per flush equal to (or a multiple
+    /// of) `C` keep the file as small as the codec makes it.
     #[must_use]
     pub fn chunk_records(self, records: u64) -> RecordOptions {
         // One entry: the leading ones are the file's dims, set when it is created.
@@ -442,12 +445,16 @@ impl RecordOptions {
         // The chunked state first: it clears what a writer killed before its commit left in
         // the index, before `settle` cuts the bytes those entries pointed at.
         let chunked = if header.flags.is_chunked() {
-            let threads = self.chunk_options().map_or(self.threads_alone, |o| o.get_threads());
+            let threads = self
+                .chunk_options()
+                .map_or(self.threads_alone, |o| o.get_threads());
             Some(Chunked::open(&file, &header, shape.bytes, threads, sync)?)
         } else {
             None
         };
         settle(&file, end, &json, file_len, spare, sync)?;
-        Ok(Writer::new(file, header, shape, trailer, json, self, chunked))
+        Ok(Writer::new(
+            file, header, shape, trailer, json, self, chunked,
+        ))
     }
 }

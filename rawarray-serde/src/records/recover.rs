@@ -61,11 +61,11 @@ pub struct Recovery {
 }
 
 /// Repairs a record file after a crash: extends the header over the complete records that
-/// follow it and leaves the file as [`RecordWriter::finish`] would.
+/// follow it and leaves the file as [`RecordWriter::finish`](crate::RecordWriter::finish) would.
 ///
 /// It looks for the forward trailer block of a flush whose header update was lost (see
-/// [`RecordWriter`] for the layout): at the data end and at each record boundary after it, a
-/// valid block whose `at` field is its own offset ([`Trailer`] describes the block). Finding one
+/// [`RecordWriter`](crate::RecordWriter) for the layout): at the data end and at each record boundary after it, a
+/// valid block whose `at` field is its own offset ([`Trailer`](crate::Trailer) describes the block). Finding one
 /// `k` records on, it extends the header over those `k` records, which were written (and synced)
 /// before the block. The spare copy has `at = 0`, so a spare that happens to sit on a record
 /// boundary behind a torn flush is never taken for the end of complete records. Without a
@@ -74,7 +74,7 @@ pub struct Recovery {
 /// The scan can only be fooled by record data that itself holds a valid forward trailer block
 /// on a record boundary.
 ///
-/// A file with bytes after its data but no trailer block (not written by [`RecordWriter`]:
+/// A file with bytes after its data but no trailer block (not written by [`RecordWriter`](crate::RecordWriter):
 /// another program's metadata, a hole) is not changed: the error,
 /// [`ErrorKind::ForeignTrailing`], says how many bytes there are and what they look like.
 /// [`recover_with`] and [`RecoverOptions::force`] extend its header over as many whole

@@ -80,9 +80,9 @@ impl RecordShape {
     }
 }
 
-/// What one value of a record file is, known at run time: the facts [`RecordWriter<T>`] takes
+/// What one value of a record file is, known at run time: the facts [`RecordWriter<T>`](crate::RecordWriter) takes
 /// from `T: Element` (element type, size, own dims, layout), for writers whose type is chosen
-/// when the program runs ([`DynRecordWriter`]: the Python package, tools).
+/// when the program runs ([`DynRecordWriter`](crate::DynRecordWriter): the Python package, tools).
 ///
 /// ```
 /// use rawarray_serde::{ElType, Element, ElementSpec};

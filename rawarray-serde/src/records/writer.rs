@@ -149,7 +149,7 @@ macro_rules! writer_methods {
 /// [`RecordWriter::finish`] truncates the file after the forward copy (one `ftruncate`, atomic).
 /// [`RecordWriter::open`] leaves a file the same way before appending: a valid spare is made
 /// if needed, the forward copy written, then the rest cut off. Records a lost header update
-/// left after the data are dropped then; call [`recover`] first to keep them.
+/// left after the data are dropped then; call [`recover`](crate::recover) first to keep them.
 ///
 /// # Compressed record files
 ///
@@ -169,7 +169,7 @@ macro_rules! writer_methods {
 /// A writer holds the file's exclusive advisory lock (`flock`) from create or open until it is
 /// finished or dropped. A second writer, in this process or another, fails within a fifth of a second (a
 /// just-closed handle's lock can outlive it for a moment in a forked child) with
-/// [`ErrorKind::Locked`]; so do [`recover`], [`RecordOptions::create`] over the file, and every
+/// [`ErrorKind::Locked`]; so do [`recover`](crate::recover), [`RecordOptions::create`] over the file, and every
 /// replacement through [`AtomicFile`](crate::atomic::AtomicFile) (`write_file`, `to_file`, `ra`'s
 /// rewrites). Readers take no lock and are never blocked. Since no other writer can interleave,
 /// nothing cuts the file below a data end a reader may have mapped: [`RecordWriter::finish`]
@@ -279,7 +279,7 @@ impl<T: Element> RecordWriter<T> {
 }
 
 /// Appends records given as packed little-endian bytes, for an element described at run time
-/// ([`ElementSpec`]): the same file, lock and crash safety as [`RecordWriter<T>`], whose docs
+/// ([`ElementSpec`](crate::ElementSpec)): the same file, lock and crash safety as [`RecordWriter<T>`], whose docs
 /// describe them. Made by [`RecordOptions::create_dyn`] and [`RecordOptions::open_dyn`].
 #[derive(Debug)]
 pub struct DynRecordWriter {
@@ -493,15 +493,9 @@ impl Writer {
     /// Runs `f` on the chunked state with the file, a `reserve(end)` that keeps the bytes up
     /// to `end` (and a trailer block) clear of the spare copy, and a `write_block(end)` that
     /// writes the forward trailer block at a new data end `end`.
-    #[allow(clippy::type_complexity)]
     fn with_chunked<R>(
         &mut self,
-        f: impl FnOnce(
-            &mut Chunked,
-            &File,
-            &mut dyn FnMut(u64) -> Result<()>,
-            &mut dyn FnMut(u64) -> Result<()>,
-        ) -> Result<R>,
+        f: impl FnOnce(&mut Chunked, &File, AtEnd<'_>, AtEnd<'_>) -> Result<R>,
     ) -> Result<R> {
         let sync = self.durability == Durability::Fsync;
         let header_len = self.header.encoded_len() as u64;
@@ -514,10 +508,25 @@ impl Writer {
         } = self;
         let chunked = chunked.as_mut().expect("called for chunked files");
         let spare_at = std::cell::RefCell::new(spare_at);
-        let mut reserve =
-            |end: u64| reserve_spare(file, json, header_len, &mut spare_at.borrow_mut(), end, sync);
+        let mut reserve = |end: u64| {
+            reserve_spare(
+                file,
+                json,
+                header_len,
+                &mut spare_at.borrow_mut(),
+                end,
+                sync,
+            )
+        };
         let mut write_block = |end: u64| -> Result<()> {
-            reserve_spare(file, json, header_len, &mut spare_at.borrow_mut(), end, sync)?;
+            reserve_spare(
+                file,
+                json,
+                header_len,
+                &mut spare_at.borrow_mut(),
+                end,
+                sync,
+            )?;
             let mut block = Vec::with_capacity(block_len(json.len()));
             encode_block_into(json, end, &mut block);
             write_all_at(file, &block, end)?;
@@ -554,6 +563,10 @@ impl Writer {
             .expect("record files have a last dim")
     }
 }
+
+/// A step of a chunked flush given a file offset: reserving room up to it, or writing the
+/// trailer block there.
+type AtEnd<'a> = &'a mut dyn FnMut(u64) -> Result<()>;
 
 impl Drop for Writer {
     fn drop(&mut self) {
