@@ -254,9 +254,10 @@ fn main() {
         "\n# RecordWriter, {} N-body records of 76 B, a flush every 4096\n",
         raw.len() / 76
     );
-    // Records per chunk: the default (about 1 MiB), or one flush's worth. A flush inside a
-    // chunk writes a new version of it (the old one stays as dead bytes), so the ratio and the
-    // append rate depend on how chunks and flushes line up.
+    // Records per chunk: the default (the first flush's records, here one flush's worth), or
+    // about 1 MiB of them. A flush inside a chunk writes a new version of it (the old one
+    // stays as dead bytes), so the ratio and the append rate depend on how chunks and flushes
+    // line up.
     println!("| layout | chunk records | threads | ratio | append + flush GB/s | read back GB/s |");
     println!("|---|---|---|---|---|---|");
     let z = Some((Codec::Zstd, Shuffle::Byte));
@@ -269,8 +270,8 @@ fn main() {
         ("chunked byte + zstd 3", z, None, 1),
         ("chunked byte + lz4", l, None, cores),
         ("chunked byte + zstd 3", z, None, cores),
-        ("chunked byte + lz4", l, Some(4096), cores),
-        ("chunked byte + zstd 3", z, Some(4096), cores),
+        ("chunked byte + lz4", l, Some((1 << 20) / 76), cores),
+        ("chunked byte + zstd 3", z, Some((1 << 20) / 76), cores),
     ];
     for (what, chunked, per, threads) in settings {
         let path = dir.path().join("records.ra");

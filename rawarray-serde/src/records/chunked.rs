@@ -18,6 +18,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use crate::codec::encode::DEFAULT_CHUNK_BYTES;
+use crate::codec::index::ENTRY_LEN;
 use crate::codec::section::in_pool;
 use crate::codec::{ChunkOptions, ChunkWriter, Entry, SectionReader, ENTRY_FULL};
 use crate::error::{Error, Result};
@@ -48,9 +49,19 @@ pub(super) struct Chunked {
     threads: usize,
 }
 
+/// Records of `record_bytes` in about [`DEFAULT_CHUNK_BYTES`].
+pub(super) fn default_records(record_bytes: u64) -> u64 {
+    (DEFAULT_CHUNK_BYTES / record_bytes.max(1)).max(1)
+}
+
+/// The length of the section [`Chunked::create`] starts for `header`: config and segment 0.
+pub(super) fn new_section_len(header: &Header) -> u64 {
+    crate::codec::Config::encoded_len(header.dims.len()) as u64 + FIRST_SEGMENT * ENTRY_LEN
+}
+
 /// The chunk shape of a record file of `dims` (the last counts records of `record_bytes`):
-/// every leading dim whole, and `opts`' records per chunk along the last dim, or about
-/// [`DEFAULT_CHUNK_BYTES`] of records.
+/// every leading dim whole, and `opts`' records per chunk along the last dim (its chunk shape
+/// in full, or one entry: the records per chunk), or about [`DEFAULT_CHUNK_BYTES`] of records.
 pub(super) fn chunk_shape(
     dims: &[u64],
     record_bytes: u64,
@@ -60,6 +71,7 @@ pub(super) fn chunk_shape(
     // A leading dim of 0 (records of no values) still needs a chunk dim of at least 1.
     let mut shape: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
     let per = match opts.get_chunks() {
+        Some(&[per]) => per,
         Some(c) => {
             if c.len() != n || c[..n - 1].iter().zip(dims).any(|(c, d)| c < d) {
                 return Err(Error::unsupported(format!(
@@ -70,7 +82,7 @@ pub(super) fn chunk_shape(
             }
             c[n - 1]
         }
-        None => (DEFAULT_CHUNK_BYTES / record_bytes.max(1)).max(1),
+        None => default_records(record_bytes),
     };
     shape[n - 1] = per;
     Ok(shape)

@@ -232,8 +232,11 @@ impl RecordOptions {
     /// Compress the records (a new file only; [`RecordOptions::open`] keeps a file's layout):
     /// the chunked layout (flag bit 2), records compressed a chunk at a time along the last
     /// dim, each flush committing every record appended so far, as for an uncompressed file.
-    /// Defaults: zstd level 3, byte shuffle (a record is shuffled whole), chunks of about
-    /// 1 MiB of records. Every reader reads the file at every moment; see
+    /// Defaults: zstd level 3, byte shuffle (a record is shuffled whole), and chunks of the
+    /// records first written out (by the first flush, or when the buffer fills), at most about
+    /// 1 MiB of them: a writer that flushes at a steady pace then fills one chunk per flush,
+    /// and a flush inside a chunk (which costs space, see [`RecordOptions::chunk_records`]) is
+    /// rare. Until records are first written out the file is a plain empty record file. Every reader reads the file at every moment; see
     /// doc/chunked.md ("A record file's last chunk") for how a flush commits a partial chunk.
     ///
     /// ```
@@ -271,8 +274,8 @@ impl RecordOptions {
         self.chunk_settings(|o| o.shuffle(shuffle))
     }
 
-    /// Records per chunk along the last dim (selects compression; default about 1 MiB of
-    /// records). A flush inside a chunk writes a new version of that chunk at the end of the
+    /// Records per chunk along the last dim (selects compression; default: the records first
+    /// written out, at most about 1 MiB, see [`RecordOptions::codec`]). A flush inside a chunk writes a new version of that chunk at the end of the
     /// file, and the old one stays as dead bytes: flushing every `F` records into chunks of
     /// `C` records stores each chunk's compressed bytes about `C / 2F` extra times. A flush on
     /// a chunk boundary writes no dead bytes, so records per flush equal to (or a multiple
@@ -323,23 +326,19 @@ impl RecordOptions {
         let trailer = Trailer::new(params)?.with_schema(spec.layout.clone());
         let json = trailer.to_json();
         let sync = self.durability == Durability::Fsync;
-        let Some(copts) = self.chunk_options() else {
+        let copts = self.chunk_options();
+        let Some(copts) = copts.filter(|o| o.get_chunks().is_some()) else {
+            // Plain, or compressed with the chunk shape chosen when records are first written
+            // out: until then the file is a plain empty record file.
             let end = data_end(&header);
             let file = create_atomic(path, sync, |f| {
                 let mut bytes = header.encode();
                 encode_block_into(&json, end, &mut bytes);
                 Ok(write_all_at(f, &bytes, 0)?)
             })?;
-            return Ok(Writer::new(file, header, shape, trailer, json, self, None));
-        };
-        let copts = match copts.get_chunks() {
-            // `chunk_records` gave the last dim alone: the leading ones are the file's.
-            Some([per]) if header.dims.len() > 1 => {
-                let mut c = header.dims.clone();
-                *c.last_mut().expect("a last dim") = *per;
-                copts.chunks(c)
-            }
-            _ => copts,
+            let mut w = Writer::new(file, header, shape, trailer, json, self, None);
+            w.deferred = self.chunk_options();
+            return Ok(w);
         };
         let file = create_atomic(path, sync, |f| {
             let h = Chunked::create(f, &header, shape.bytes, &copts)?;
@@ -389,7 +388,11 @@ impl RecordOptions {
     fn open_core(&self, path: &Path, spec: &ElementSpec, big_endian_ok: bool) -> Result<Writer> {
         let file = open_locked(path)?;
         let header = Header::read_from_any(&mut &file)?;
-        if self.chunked.is_some() && !header.flags.is_chunked() {
+        let records = header.dims.last().copied().unwrap_or(0);
+        // An empty plain file takes compression options (as a new one would); one that holds
+        // records keeps its layout.
+        let defer = self.chunked.is_some() && !header.flags.is_chunked() && records == 0;
+        if self.chunked.is_some() && !header.flags.is_chunked() && !defer {
             return Err(Error::unsupported(
                 "compression options given to open a file that is not compressed: a file keeps                  its layout (rewrite it compressed first, as `ra compress` does)",
             ));
@@ -453,8 +456,10 @@ impl RecordOptions {
             None
         };
         settle(&file, end, &json, file_len, spare, sync)?;
-        Ok(Writer::new(
-            file, header, shape, trailer, json, self, chunked,
-        ))
+        let mut w = Writer::new(file, header, shape, trailer, json, self, chunked);
+        if defer {
+            w.deferred = self.chunk_options();
+        }
+        Ok(w)
     }
 }

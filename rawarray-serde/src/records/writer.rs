@@ -349,6 +349,10 @@ pub(super) struct Writer {
     /// The chunked layout's state, for a compressed record file: record bytes go to it instead
     /// of after the data end.
     chunked: Option<Box<Chunked>>,
+    /// Compression asked for, the chunk shape not chosen yet: the file is a plain empty record
+    /// file until records are first written out, then it becomes chunked with chunks of the
+    /// records written then (see [`RecordOptions::codec`]).
+    pub(super) deferred: Option<crate::codec::ChunkOptions>,
 }
 
 impl Writer {
@@ -376,6 +380,7 @@ impl Writer {
             buffer_bytes: opts.buffer_bytes,
             closed: false,
             chunked: chunked.map(Box::new),
+            deferred: None,
         }
     }
 
@@ -395,6 +400,9 @@ impl Writer {
     /// Writes record bytes after those already written ahead, uncommitted (they replace the
     /// forward trailer copy; the spare copy stays valid beyond them).
     fn write_ahead(&mut self, bytes: &[u8]) -> Result<()> {
+        if self.deferred.is_some() {
+            self.start_chunked(bytes.len())?;
+        }
         if self.chunked.is_some() {
             return self.with_chunked(|c, file, reserve, _| c.feed(file, bytes, reserve));
         }
@@ -430,7 +438,8 @@ impl Writer {
         if self.pending_records == 0 {
             return Ok(());
         }
-        if self.chunked.is_some() {
+        if self.chunked.is_some() || self.deferred.is_some() {
+            // A deferred file becomes chunked here (its records are all pending).
             self.write_pending()?;
             let records = self.len();
             let sync = self.durability == Durability::Fsync;
@@ -487,6 +496,42 @@ impl Writer {
             self.spare_at = end;
         }
         self.closed = true;
+        Ok(())
+    }
+
+    /// Turns the plain empty file of a deferred compressed writer into a chunked one, whose
+    /// chunks hold the records written out now (the buffer and `more` bytes), at most about
+    /// 1 MiB of them. The trailer stays valid throughout: a spare copy is made beyond the new
+    /// section before the section overwrites the forward copy, and the header, flagged
+    /// chunked, is written last.
+    fn start_chunked(&mut self, more: usize) -> Result<()> {
+        let Some(opts) = self.deferred.take() else {
+            return Ok(());
+        };
+        let records = ((self.pending.len() + more) as u64 / self.shape.bytes.max(1)).max(1);
+        let per = records.min(super::chunked::default_records(self.shape.bytes));
+        let opts = opts.chunks(vec![per]);
+        let sync = self.durability == Durability::Fsync;
+        let base = self.header.encoded_len() as u64;
+        let section = super::chunked::new_section_len(&self.header);
+        reserve_spare(
+            &self.file,
+            &self.json,
+            base,
+            &mut self.spare_at,
+            base + section,
+            sync,
+        )?;
+        let header = Chunked::create(&self.file, &self.header, self.shape.bytes, &opts)?;
+        let chunked = Chunked::open(
+            &self.file,
+            &header,
+            self.shape.bytes,
+            opts.get_threads(),
+            sync,
+        )?;
+        self.header = header;
+        self.chunked = Some(Box::new(chunked));
         Ok(())
     }
 
