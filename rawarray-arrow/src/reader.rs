@@ -382,7 +382,7 @@ impl RaTable {
         let mut offsets = vec![0i64];
         for k in range {
             let row = ragged.row_bytes(k)?;
-            values.extend_from_slice(row);
+            values.extend_from_slice(&row);
             let end = i64::try_from(values.len())
                 .map_err(|_| Error::NoTable("a batch of more than 2^63 bytes".into()))?;
             offsets.push(end);

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use rawarray_serde::{recover_with, ArrayWriter, RecoverOptions};
+use rawarray_serde::{recover_with, RecoverOptions};
 
 use crate::fail::{At, Failure, Result};
 
@@ -13,16 +13,8 @@ pub fn run(path: &Path, force: bool, out: &mut dyn Write) -> Result<()> {
     // Read before the repair: a ragged file's records are its rows.
     let ragged = crate::ragged::is_ragged(path);
     let unit = if ragged { "row" } else { "record" };
-    // A chunked array (flag bit 2 without the ragged bit) has no records to extend: the block
-    // writers' repair validates its index and reclaims what a killed writer left past its
-    // committed size.
-    let chunked = !ragged
-        && crate::source::RaSource::open(path).is_ok_and(|src| src.header.flags.is_chunked());
-    let r = if chunked {
-        ArrayWriter::recover(path).at(path)?
-    } else {
-        recover_with(path, &RecoverOptions::new().force(force)).at(path)?
-    };
+    // Chunked arrays written in blocks and ragged files are repaired by the one `recover_with`.
+    let r = recover_with(path, &RecoverOptions::new().force(force)).at(path)?;
     let records = |n: u64| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
     let change = if r.records_after == r.records_before {
         format!("{} (unchanged)", records(r.records_after))

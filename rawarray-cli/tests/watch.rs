@@ -318,3 +318,37 @@ fn follows_a_chunked_record_file() {
     let lines = watch.next_within(6, Duration::from_secs(10));
     assert_eq!(lines, cat_lines(&plain, 24, 30));
 }
+
+/// A compressed record file growing under a `RecordWriter` (records compressed a chunk at a
+/// time, the partial last chunk replaced at each flush): each flushed record prints within a
+/// second, nothing unflushed prints, and the lines are `ra cat`'s of the finished file.
+#[test]
+fn follows_a_compressed_record_writer() {
+    use rawarray_serde::codec::Codec;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("z.ra");
+    let mut w: RecordWriter<Rec> = rawarray_serde::RecordOptions::new()
+        .codec(Codec::Zstd)
+        .chunk_records(4)
+        .create(&path)
+        .unwrap();
+    let all = recs(14);
+    w.append_slice(&all[..5]).unwrap();
+    w.flush().unwrap();
+    let watch = Watch::start(&[&"-n", &"2", &path]);
+    let mut seen = watch.next_within(2, Duration::from_secs(10));
+    // Appended but not flushed: not committed, not printed.
+    w.append(&all[5]).unwrap();
+    watch.quiet_for(Duration::from_millis(400));
+    w.flush().unwrap();
+    seen.extend(watch.next(1));
+    // Within the last chunk, then across two chunk boundaries.
+    for (from, to) in [(6, 7), (7, 13), (13, 14)] {
+        w.append_slice(&all[from..to]).unwrap();
+        w.flush().unwrap();
+        seen.extend(watch.next(to - from));
+    }
+    watch.quiet_for(Duration::from_millis(300));
+    w.finish().unwrap();
+    assert_eq!(seen, cat_lines(&path, 3, 14));
+}

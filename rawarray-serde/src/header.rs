@@ -269,44 +269,6 @@ impl Header {
         self.dims.last().copied()
     }
 
-    /// The header of `file`, which a [`RecordWriter`](crate::RecordWriter) may be appending
-    /// to: its bytes are read (in one positioned read) until two reads agree, then decoded, so
-    /// an old `size` is never joined to new dims. Tools that follow a growing file (`ra
-    /// watch`) poll with this.
-    ///
-    /// ```
-    /// use rawarray_serde::{Header, RawArray};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("a.ra");
-    /// RawArray::from_vec(vec![1u8, 2, 3]).write_file(&path).unwrap();
-    /// let h = Header::read_stable(&std::fs::File::open(&path).unwrap()).unwrap();
-    /// assert_eq!(h.dims, [3]);
-    /// ```
-    pub fn read_stable(file: &std::fs::File) -> Result<Header> {
-        crate::fileio::stable_header(file)
-    }
-
-    /// [`Header::read_stable`] that also accepts a chunked data section (flag bit 2), for
-    /// callers that read it through [`crate::codec`].
-    ///
-    /// ```
-    /// use rawarray_serde::codec::{self, ChunkOptions};
-    /// use rawarray_serde::{ElType, Header};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("z.ra");
-    /// let plain = Header::new(ElType::Uint, 1, vec![64]).unwrap();
-    /// let (h, section) = codec::encode(&plain, &[7u8; 64], &ChunkOptions::new()).unwrap();
-    /// let mut file = h.encode();
-    /// file.extend_from_slice(&section);
-    /// std::fs::write(&path, file).unwrap();
-    /// let f = std::fs::File::open(&path).unwrap();
-    /// assert!(Header::read_stable_any(&f).unwrap().flags.is_chunked());
-    /// assert!(Header::read_stable(&f).is_err());
-    /// ```
-    pub fn read_stable_any(file: &std::fs::File) -> Result<Header> {
-        crate::fileio::stable_header_any(file)
-    }
-
     /// Whether the data section is big-endian.
     pub fn is_big_endian(&self) -> bool {
         self.flags.is_big_endian()

@@ -284,31 +284,60 @@ impl Chain {
         flags: u32,
         out: &mut [u8],
     ) -> Result<()> {
+        self.decode_chunk_prefix(chunk, stored, flags, out.len() as u64, out)
+    }
+
+    /// Decodes the first `out.len()` raw bytes of chunk `chunk`, whose stored bytes decode to
+    /// `raw_len` (more, for a chunk stored at its full extent, [`ENTRY_FULL`](super::ENTRY_FULL)):
+    /// only the blocks that hold them are decoded, and nothing of `raw_len` is allocated. The
+    /// caller has checked the entry's CRC.
+    pub fn decode_chunk_prefix(
+        &self,
+        chunk: u64,
+        stored: &[u8],
+        flags: u32,
+        raw_len: u64,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let want = out.len() as u64;
+        if want > raw_len {
+            return Err(corrupt(
+                chunk,
+                format!("{want} raw bytes asked of a chunk of {raw_len}"),
+            ));
+        }
         if flags & ENTRY_RAW != 0 {
-            if stored.len() != out.len() {
+            if stored.len() as u64 != raw_len {
                 return Err(corrupt(
                     chunk,
-                    format!(
-                        "raw chunk of {} bytes, expected {}",
-                        stored.len(),
-                        out.len()
-                    ),
+                    format!("raw chunk of {} bytes, expected {raw_len}", stored.len()),
                 ));
             }
-            out.copy_from_slice(stored);
+            out.copy_from_slice(&stored[..out.len()]);
             return Ok(());
         }
-        let raw_len = out.len() as u64;
         let blocks = self.block_table(chunk, stored, raw_len, stored.len() as u64)?;
         for (b, r) in blocks.iter().enumerate() {
             let range = self.block_range(raw_len, b as u64);
+            if range.start >= want {
+                break;
+            }
             let payload = &stored[r.start as usize..(r.start + r.len) as usize];
-            self.decode_checked_block(
-                chunk,
-                b as u64,
-                payload,
-                &mut out[range.start as usize..range.end as usize],
-            )?;
+            if range.end <= want {
+                self.decode_checked_block(
+                    chunk,
+                    b as u64,
+                    payload,
+                    &mut out[range.start as usize..range.end as usize],
+                )?;
+            } else {
+                // The block the prefix ends in: decoded whole (a block decodes alone), its
+                // head kept.
+                let mut whole = vec![0u8; (range.end - range.start) as usize];
+                self.decode_checked_block(chunk, b as u64, payload, &mut whole)?;
+                out[range.start as usize..]
+                    .copy_from_slice(&whole[..(want - range.start) as usize]);
+            }
         }
         Ok(())
     }

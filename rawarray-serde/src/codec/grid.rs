@@ -124,6 +124,27 @@ impl Grid {
         self.shape(n).iter().product::<u64>() * self.elbyte
     }
 
+    /// Raw bytes of chunk `n` stored at its full extent along the last dim (an entry with
+    /// [`ENTRY_FULL`](super::ENTRY_FULL)): its in-bounds shape, but the chunk's whole extent
+    /// along the last dim. Its first [`Grid::raw_len`] bytes are the chunk's in-bounds
+    /// elements (the last dim is outermost). `None` past `u64` (a hostile chunk shape).
+    ///
+    /// ```
+    /// use rawarray_serde::codec::Grid;
+    /// let g = Grid::new(&[3, 10], &[3, 4], 8).unwrap();
+    /// assert_eq!((g.raw_len(2), g.full_raw_len(2)), (3 * 2 * 8, Some(3 * 4 * 8)));
+    /// assert_eq!(g.full_raw_len(0), Some(g.raw_len(0)));
+    /// ```
+    pub fn full_raw_len(&self, n: u64) -> Option<u64> {
+        let mut shape = self.shape(n);
+        if let (Some(s), Some(&c)) = (shape.last_mut(), self.chunk.last()) {
+            *s = c;
+        }
+        shape
+            .iter()
+            .try_fold(self.elbyte, |acc, &d| acc.checked_mul(d))
+    }
+
     /// Whether chunk `n`'s raw bytes are one contiguous run of the array's section: the chunk
     /// covers every dim but the last whole (the default shape, and every record file's).
     pub fn is_contiguous(&self) -> bool {

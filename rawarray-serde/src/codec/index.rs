@@ -3,7 +3,8 @@
 //! Entry `n` (chunk `n`) is `offset u64, stored length u64, crc32 u32, flags u32`, offsets
 //! relative to the data section. All zeros: the chunk was never written and reads as zeros.
 //! Flag bit 0 ([`ENTRY_RAW`]): the stored bytes are the chunk's raw bytes (no block table, no
-//! filter, no codec). Segment 0 holds entries `0 .. S0`, segment `g >= 1` entries
+//! filter, no codec). Flag bit 1 ([`ENTRY_FULL`]): the chunk is stored at its full extent
+//! along the last dim ([`Grid::full_raw_len`]); readers use its prefix. Segment 0 holds entries `0 .. S0`, segment `g >= 1` entries
 //! `S0 2^(g-1) .. S0 2^g`.
 //!
 //! Validation happens once, before any chunk is read, from the segments' bytes alone: a
@@ -22,12 +23,30 @@ use std::ops::Range;
 
 use super::config::{bad, Config, SEGMENTS};
 use super::grid::Grid;
-use super::{block_table_len, ENTRY_RAW};
+use super::{block_table_len, ENTRY_FULL, ENTRY_RAW};
 use crate::error::Result;
 use crate::header::le_u64;
 
 /// Bytes of one index entry.
 pub const ENTRY_LEN: u64 = 24;
+
+/// Raw bytes chunk `n`'s stored bytes decode to, by its entry's flags: [`Grid::raw_len`], or
+/// [`Grid::full_raw_len`] with [`ENTRY_FULL`] (`None` past `u64`).
+///
+/// ```
+/// use rawarray_serde::codec::{index::stored_raw_len, Entry, Grid, ENTRY_FULL};
+/// let g = Grid::new(&[4, 5], &[4, 8], 1).unwrap();
+/// let e = Entry { offset: 600, len: 40, crc: 7, flags: ENTRY_FULL };
+/// assert_eq!(stored_raw_len(&g, 0, &e), Some(32));
+/// assert_eq!(stored_raw_len(&g, 0, &Entry { flags: 0, ..e }), Some(20));
+/// ```
+pub fn stored_raw_len(grid: &Grid, n: u64, e: &Entry) -> Option<u64> {
+    if e.flags & ENTRY_FULL != 0 {
+        grid.full_raw_len(n)
+    } else {
+        Some(grid.raw_len(n))
+    }
+}
 
 /// One chunk's index entry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -190,10 +209,20 @@ impl Index {
                 continue;
             }
             let field = || format!("index entry of chunk {n}");
-            if e.flags & !ENTRY_RAW != 0 {
-                return Err(bad(&field(), "flags 0 or 1 (raw)", e.flags));
+            if e.flags & !(ENTRY_RAW | ENTRY_FULL) != 0 {
+                return Err(bad(
+                    &field(),
+                    "flags within 3 (bit 0 raw, bit 1 full extent)",
+                    e.flags,
+                ));
             }
-            let raw = grid.raw_len(n);
+            let Some(raw) = stored_raw_len(grid, n, e) else {
+                return Err(bad(
+                    &field(),
+                    "a full extent whose raw bytes fit in u64",
+                    format!("chunk shape {:?}", grid.chunk()),
+                ));
+            };
             if e.is_raw() {
                 if e.len != raw {
                     return Err(bad(

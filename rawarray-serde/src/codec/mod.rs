@@ -77,6 +77,12 @@ use crate::error::{ErrorKind, Result};
 /// Entry flag bit 0: the chunk is stored raw (its raw bytes, no block table).
 pub const ENTRY_RAW: u32 = 1;
 
+/// Entry flag bit 1: the chunk is stored at its full extent along the last dim
+/// ([`Grid::full_raw_len`]), even where the dims clip it; readers use the prefix the dims give
+/// it. A record file's last chunk is stored so while it fills: the records a flush adds to it
+/// go into a new version of it, which readers of the old dims read a prefix of.
+pub const ENTRY_FULL: u32 = 2;
+
 /// Bytes of one block table entry: `end u64, crc32 u32`.
 pub const BLOCK_ENTRY_LEN: u64 = 12;
 

@@ -198,7 +198,16 @@ impl Layout {
                 ),
             ));
         }
-        self.chain.decode_chunk(n, stored, e.flags, out)
+        let raw_len = self.stored_raw_len(n);
+        self.chain
+            .decode_chunk_prefix(n, stored, e.flags, raw_len, out)
+    }
+
+    /// Raw bytes chunk `n`'s stored bytes decode to: [`Grid::raw_len`], or more for a chunk
+    /// stored at its full extent ([`super::ENTRY_FULL`]; its entry was validated with it).
+    pub fn stored_raw_len(&self, n: u64) -> u64 {
+        super::index::stored_raw_len(&self.grid, n, &self.index.entry(n))
+            .unwrap_or_else(|| self.grid.raw_len(n))
     }
 
     /// The runs `(chunk raw byte, out byte, bytes)` that place chunk `n`'s part of the subset
@@ -289,6 +298,47 @@ impl BlockCache {
     }
 }
 
+/// Times [`SectionReader::open_at`] takes a later size for entries past its header's.
+const LATER_SIZE_TRIES: usize = 8;
+
+/// The config and index of the section at `base` in `source`, as `header` describes it.
+fn read_layout<S: ReadAt>(header: &Header, source: &S, base: u64) -> Result<Layout> {
+    let cr = Layout::config_range(header);
+    let mut config = vec![0u8; (cr.end - cr.start) as usize];
+    source.read_exact_at(&mut config, base + cr.start)?;
+    let pending = Layout::start(header, &config)?;
+    // One read for the segments in the common case (segment 0 only).
+    let mut bufs = Vec::with_capacity(pending.segment_reads().len());
+    for r in pending.segment_reads() {
+        let mut b = vec![0u8; (r.bytes.end - r.bytes.start) as usize];
+        source.read_exact_at(&mut b, base + r.bytes.start)?;
+        bufs.push(b);
+    }
+    let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+    pending.finish(&refs)
+}
+
+/// The size of the header now in `source` before `base`, if it is `header`'s file grown since:
+/// the same type and number of dims, leading dims equal, a last dim and a size no smaller, and
+/// a larger size. `None` when there is no header there (a section alone) or it is anything else.
+fn later_size<S: ReadAt>(header: &Header, source: &S, base: u64) -> Option<u64> {
+    let hlen = header.encoded_len() as u64;
+    let at = base.checked_sub(hlen)?;
+    let mut bytes = vec![0u8; hlen as usize];
+    source.read_exact_at(&mut bytes, at).ok()?;
+    let now = Header::decode_any(&bytes).ok()?;
+    let n = header.dims.len();
+    let grown = now.flags == header.flags
+        && now.eltype == header.eltype
+        && now.elbyte == header.elbyte
+        && now.dims.len() == n
+        && n > 0
+        && now.dims[..n - 1] == header.dims[..n - 1]
+        && now.dims[n - 1] >= header.dims[n - 1]
+        && now.size > header.size;
+    grown.then_some(now.size)
+}
+
 /// A chunked data section read through a [`ReadAt`] source (see the module docs).
 pub struct SectionReader<S> {
     layout: Layout,
@@ -319,19 +369,22 @@ impl<S: ReadAt> SectionReader<S> {
             }
             .into());
         }
-        let cr = Layout::config_range(header);
-        let mut config = vec![0u8; (cr.end - cr.start) as usize];
-        source.read_exact_at(&mut config, base + cr.start)?;
-        let pending = Layout::start(header, &config)?;
-        // One read for the segments in the common case (segment 0 only).
-        let mut bufs = Vec::with_capacity(pending.segment_reads().len());
-        for r in pending.segment_reads() {
-            let mut b = vec![0u8; (r.bytes.end - r.bytes.start) as usize];
-            source.read_exact_at(&mut b, base + r.bytes.start)?;
-            bufs.push(b);
+        let mut layout = read_layout(header, &source, base)?;
+        // An entry past `size` may be a chunk a writer moved after this header was read: a
+        // record writer's last chunk, whose new version it commits with a larger size (old
+        // dims) before it points the entry there. A later header's size read with this
+        // header's dims is a state of the file too (see doc/chunked.md), so it is taken.
+        let mut h = header.clone();
+        for _ in 0..LATER_SIZE_TRIES {
+            if layout.index().uncommitted().is_empty() {
+                break;
+            }
+            let Some(size) = later_size(&h, &source, base) else {
+                break;
+            };
+            h.size = size;
+            layout = read_layout(&h, &source, base)?;
         }
-        let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
-        let layout = pending.finish(&refs)?;
         Ok(SectionReader {
             layout,
             source,
@@ -389,7 +442,7 @@ impl<S: ReadAt> SectionReader<S> {
             if e.is_raw() {
                 0
             } else {
-                self.layout.chain.block_count(out.len() as u64)
+                self.layout.chain.block_count(self.layout.stored_raw_len(n))
             },
             Ordering::Relaxed,
         );
@@ -486,7 +539,7 @@ impl<S: ReadAt> SectionReader<S> {
         if let Some(t) = self.cache.lock().expect("cache lock").tables.get(&n) {
             return Ok(Arc::clone(t));
         }
-        let raw_len = self.layout.grid.raw_len(n);
+        let raw_len = self.layout.stored_raw_len(n);
         let tlen = super::block_table_len(raw_len, self.layout.chain.block_bytes())
             .map_or(e.len, |t| t.min(e.len));
         let bytes = self.read_at(tlen, e.offset)?;
@@ -509,7 +562,7 @@ impl<S: ReadAt> SectionReader<S> {
         let range = self
             .layout
             .chain
-            .block_range(self.layout.grid.raw_len(n), b);
+            .block_range(self.layout.stored_raw_len(n), b);
         let mut out = vec![0u8; (range.end - range.start) as usize];
         self.layout.chain.decode_block(n, b, r, &stored, &mut out)?;
         self.blocks_decoded.fetch_add(1, Ordering::Relaxed);

@@ -16,8 +16,11 @@
 //! A committed chunk is never written again: [`ChunkWriter::write_chunk`] refuses a chunk
 //! whose entry is committed. Replacing its entry in place at step 2 would make readers (and,
 //! after a crash between 2 and 4, every later reader) see it past the committed size, as never
-//! written. Writers write each chunk once (chunk-aligned blocks; for records, whole chunks
-//! along the last dim); a chunk written but not yet committed may be written again.
+//! written. Writers write each chunk once (chunk-aligned blocks); a chunk written but not yet
+//! committed may be written again. The one exception, a record file's partial last chunk, is
+//! replaced through [`ChunkWriter::append`] and [`ChunkWriter::put_entry`] by the protocol of
+//! doc/chunked.md ("A record file's last chunk"), which commits the new version's bytes (old
+//! dims) before its entry points at them.
 //!
 //! Many writers (threads or processes) take turns under a lock: each opens the writer under
 //! the lock ([`ChunkWriter::open`] re-reads the committed state), writes and commits.
@@ -67,6 +70,8 @@ pub struct ChunkWriter {
     end: u64,
     /// The committed size: entries ending within it are committed and never replaced.
     committed: u64,
+    /// Whether [`ChunkWriter::commit`] makes the appended bytes durable before the header.
+    durable: bool,
 }
 
 impl ChunkWriter {
@@ -109,6 +114,7 @@ impl ChunkWriter {
             grid,
             chain,
             base,
+            durable: true,
         })
     }
 
@@ -194,7 +200,39 @@ impl ChunkWriter {
             committed: h.size,
             header: h,
             config,
+            durable: true,
         })
+    }
+
+    /// Whether [`ChunkWriter::commit`] syncs the appended bytes before writing the header (the
+    /// default). Without it a killed process still loses nothing committed (the kernel keeps
+    /// the writes in order) but a power cut may: for writers that sync at moments they choose
+    /// ([`RecordWriter`](crate::RecordWriter) with [`Durability::NoFsync`](crate::Durability)).
+    pub fn set_durable(&mut self, on: bool) {
+        self.durable = on;
+    }
+
+    /// The section's first free byte: the committed size plus what was appended since.
+    pub fn end(&self) -> u64 {
+        self.end
+    }
+
+    /// The section bytes appending chunk `n` would add besides its stored bytes: the index
+    /// segments it needs that are not allocated yet.
+    pub fn segment_bytes_for(&self, n: u64) -> u64 {
+        let mut bytes = 0u64;
+        for g in 0..SEGMENTS {
+            let Some((first, cap)) = segment_span(self.config.s0, g) else {
+                break;
+            };
+            if first > n {
+                break;
+            }
+            if self.config.segments[g] == 0 {
+                bytes = bytes.saturating_add(cap.saturating_mul(ENTRY_LEN));
+            }
+        }
+        bytes
     }
 
     /// The header the next commit writes.
@@ -307,16 +345,9 @@ impl ChunkWriter {
         flags: u32,
     ) -> Result<Entry> {
         self.check_number(n)?;
-        let slot = self.check_uncommitted(file, n)?;
-        let e = Entry {
-            offset: self.end,
-            len: stored.len() as u64,
-            crc: crc32fast::hash(stored),
-            flags,
-        };
-        write_all_at(file, stored, self.base + e.offset)?;
-        self.end += e.len;
-        write_all_at(file, &e.encode(), self.base + slot)?;
+        self.check_uncommitted(file, n)?;
+        let (e, slot) = self.append(file, n, stored, flags)?;
+        self.put_entry(file, slot, &e)?;
         Ok(e)
     }
 
@@ -384,10 +415,49 @@ impl ChunkWriter {
         Ok(slot)
     }
 
-    /// Commits: makes everything written durable, then writes the header (dims and size)
-    /// with one `pwrite`; with `sync`, makes that durable too.
+    /// Appends stored bytes for chunk `n` (encoded by [`ChunkWriter::chain`], entry `flags`)
+    /// after the section's end, allocating its index segment if needed, and returns its entry
+    /// and where that entry goes, without writing it: [`ChunkWriter::put_entry`] does. For
+    /// writers that replace a committed chunk by the protocol of doc/chunked.md ("A record
+    /// file's last chunk"), which commits the new bytes before the entry points at them.
+    pub fn append(
+        &mut self,
+        file: &File,
+        n: u64,
+        stored: &[u8],
+        flags: u32,
+    ) -> Result<(Entry, u64)> {
+        let slot = self.entry_offset(file, n)?;
+        let e = Entry {
+            offset: self.end,
+            len: stored.len() as u64,
+            crc: crc32fast::hash(stored),
+            flags,
+        };
+        write_all_at(file, stored, self.base + e.offset)?;
+        self.end += e.len;
+        Ok((e, slot))
+    }
+
+    /// Writes entry `e` at `slot` (a section offset from [`ChunkWriter::append`]) with one
+    /// `pwrite`.
+    pub fn put_entry(&self, file: &File, slot: u64, e: &Entry) -> Result<()> {
+        write_all_at(file, &e.encode(), self.base + slot)?;
+        Ok(())
+    }
+
+    /// The filter and codec chunks are encoded with.
+    pub fn chain(&self) -> &Chain {
+        &self.chain
+    }
+
+    /// Commits: makes everything written durable (unless [`ChunkWriter::set_durable`] said
+    /// not to), then writes the header (dims and size) with one `pwrite`; with `sync`, makes
+    /// that durable too.
     pub fn commit(&mut self, file: &File, sync: bool) -> Result<()> {
-        file.sync_data()?;
+        if self.durable {
+            file.sync_data()?;
+        }
         self.header.size = self.end;
         write_all_at(file, &self.header.encode(), 0)?;
         self.committed = self.end;

@@ -1,0 +1,254 @@
+//! Record files in the chunked layout (flag bit 2): records compressed a chunk at a time along
+//! the last dim, committed at every flush without rewriting anything committed.
+//!
+//! A chunk holds whole records (`per_chunk` of them: the chunk shape covers every leading dim
+//! whole), so chunk `k` holds records `k per_chunk ..`. Records appended go to the *tail*, the
+//! raw bytes of the chunk being filled; each chunk that fills is encoded and appended at once
+//! (uncommitted until the flush). A flush stores the tail padded with zeros to a whole chunk,
+//! flagged [`ENTRY_FULL`]: readers use the prefix the header's dims give it. When a version of
+//! the tail is already committed, its new version is committed by the protocol of
+//! doc/chunked.md ("A record file's last chunk"): the new bytes past `size`, a header with the
+//! larger `size` and the old dims, the entry pointed at the new version, a header with the new
+//! dims. Old versions stay where they are (dead bytes): a reader that read the old entry still
+//! finds them.
+
+use std::fs::File;
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use crate::codec::encode::DEFAULT_CHUNK_BYTES;
+use crate::codec::index::ENTRY_LEN;
+use crate::codec::section::in_pool;
+use crate::codec::{ChunkOptions, ChunkWriter, Entry, SectionReader, ENTRY_FULL};
+use crate::error::{Error, Result};
+use crate::header::Header;
+
+/// Index entries in segment 0 of a new record file; later segments double, so a file of `c`
+/// chunks has at most `log2(c / 64) + 2` segments.
+const FIRST_SEGMENT: u64 = 64;
+
+/// Full chunks encoded together (in parallel) per batch of appended bytes.
+const BATCH_CHUNKS: usize = 8;
+
+/// The chunked side of a record writer (see the module docs).
+#[derive(Debug)]
+pub(super) struct Chunked {
+    cw: ChunkWriter,
+    /// Raw bytes of one chunk: `per_chunk` records.
+    chunk_bytes: usize,
+    /// The raw bytes of the chunk being filled, its committed records and those appended since.
+    tail: Vec<u8>,
+    /// That chunk's number (its index along the last dim).
+    tail_chunk: u64,
+    /// Whether a version of the tail chunk is committed: its next version replaces it.
+    tail_committed: bool,
+    /// A new version of a committed chunk, appended, and where its entry goes: pointed at it
+    /// by the next flush, between its two header commits.
+    replacement: Option<(Entry, u64)>,
+    threads: usize,
+}
+
+/// Records of `record_bytes` in about [`DEFAULT_CHUNK_BYTES`].
+pub(super) fn default_records(record_bytes: u64) -> u64 {
+    (DEFAULT_CHUNK_BYTES / record_bytes.max(1)).max(1)
+}
+
+/// The length of the section [`Chunked::create`] starts for `header`: config and segment 0.
+pub(super) fn new_section_len(header: &Header) -> u64 {
+    crate::codec::Config::encoded_len(header.dims.len()) as u64 + FIRST_SEGMENT * ENTRY_LEN
+}
+
+/// The chunk shape of a record file of `dims` (the last counts records of `record_bytes`):
+/// every leading dim whole, and `opts`' records per chunk along the last dim (its chunk shape
+/// in full, or one entry: the records per chunk), or about [`DEFAULT_CHUNK_BYTES`] of records.
+pub(super) fn chunk_shape(
+    dims: &[u64],
+    record_bytes: u64,
+    opts: &ChunkOptions,
+) -> Result<Vec<u64>> {
+    let n = dims.len();
+    // A leading dim of 0 (records of no values) still needs a chunk dim of at least 1.
+    let mut shape: Vec<u64> = dims.iter().map(|&d| d.max(1)).collect();
+    let per = match opts.get_chunks() {
+        Some(&[per]) => per,
+        Some(c) => {
+            if c.len() != n || c[..n - 1].iter().zip(dims).any(|(c, d)| c < d) {
+                return Err(Error::unsupported(format!(
+                    "a record file's chunks hold whole records: a chunk shape of {n} dims whose \
+                     leading dims cover {:?}, found {c:?}",
+                    &dims[..n - 1]
+                )));
+            }
+            c[n - 1]
+        }
+        None => default_records(record_bytes),
+    };
+    shape[n - 1] = per;
+    Ok(shape)
+}
+
+impl Chunked {
+    /// Starts a chunked record file in `file` (no records) with `opts`; returns its header.
+    pub(super) fn create(
+        file: &File,
+        header: &Header,
+        record_bytes: u64,
+        opts: &ChunkOptions,
+    ) -> Result<Header> {
+        let shape = chunk_shape(&header.dims, record_bytes, opts)?;
+        let w = ChunkWriter::create(file, header, &opts.clone().chunks(shape), FIRST_SEGMENT)?;
+        Ok(w.header().clone())
+    }
+
+    /// Resumes the chunked record file `file`, whose committed header is `header`: what lies
+    /// past its `size` is reclaimed ([`ChunkWriter::open`]) and the committed records of its
+    /// last chunk, if it is partial, are decoded to continue it.
+    pub(super) fn open(
+        file: &File,
+        header: &Header,
+        record_bytes: u64,
+        threads: usize,
+        durable: bool,
+    ) -> Result<Chunked> {
+        let mut cw = ChunkWriter::open(file)?;
+        cw.set_durable(durable);
+        let chunk = &cw.config().chunk;
+        let n = header.dims.len();
+        if chunk[..n - 1].iter().zip(&header.dims).any(|(c, d)| c < d) {
+            return Err(Error::unsupported(format!(
+                "appending to a chunked file whose chunks ({chunk:?}) split its records \
+                 (dims {:?}): a record file's chunks hold whole records",
+                header.dims
+            )));
+        }
+        let per = chunk[n - 1];
+        let chunk_bytes = per
+            .checked_mul(record_bytes)
+            .and_then(|b| usize::try_from(b).ok())
+            .ok_or_else(|| {
+                Error::unsupported(format!("chunks of {per} records of {record_bytes} bytes"))
+            })?;
+        let records = header.dims[n - 1];
+        let tail_chunk = records / per;
+        let held = records % per;
+        // Sized by the records its header claims, allocated fallibly (a file's dims, so
+        // untrusted), never by the chunk shape.
+        let mut tail = Vec::new();
+        if held > 0 {
+            let reader = SectionReader::open(header, file)?;
+            let ranges: Vec<Range<u64>> = header.dims[..n - 1]
+                .iter()
+                .map(|&d| 0..d)
+                .chain(std::iter::once(tail_chunk * per..records))
+                .collect();
+            tail = crate::data::try_zeroed_bytes(held.saturating_mul(record_bytes))?;
+            reader.read_subset(&ranges, &mut tail)?;
+        }
+        Ok(Chunked {
+            cw,
+            chunk_bytes,
+            tail,
+            tail_chunk,
+            tail_committed: held > 0,
+            replacement: None,
+            threads,
+        })
+    }
+
+    /// Takes appended record bytes (in the file's byte order): each chunk they fill is encoded
+    /// (a batch in parallel) and appended, uncommitted. `reserve(end)` keeps the file's bytes
+    /// up to `end` clear of the spare trailer copy.
+    pub(super) fn feed(
+        &mut self,
+        file: &File,
+        mut bytes: &[u8],
+        reserve: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        while !bytes.is_empty() {
+            let room = self.chunk_bytes * BATCH_CHUNKS - self.tail.len() % self.chunk_bytes;
+            let take = bytes.len().min(room);
+            self.tail.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            let full = self.tail.len() / self.chunk_bytes * self.chunk_bytes;
+            if full == 0 {
+                continue;
+            }
+            let chain = *self.cw.chain();
+            let cb = self.chunk_bytes;
+            let tail = &self.tail[..full];
+            let stored = in_pool(self.threads, || {
+                tail.par_chunks(cb)
+                    .map(|raw| chain.encode_chunk(raw))
+                    .collect::<Result<Vec<_>>>()
+            })??;
+            for (s, flags) in stored {
+                self.put(file, &s, flags, reserve)?;
+                self.tail_chunk += 1;
+                self.tail_committed = false;
+            }
+            self.tail.drain(..full);
+        }
+        Ok(())
+    }
+
+    /// Appends a version of the tail chunk: its entry written at once if no version of it is
+    /// committed, kept for the flush's protocol otherwise.
+    fn put(
+        &mut self,
+        file: &File,
+        stored: &[u8],
+        flags: u32,
+        reserve: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<()> {
+        let n = self.tail_chunk;
+        let base = self.cw.header().encoded_len() as u64;
+        reserve(base + self.cw.end() + self.cw.segment_bytes_for(n) + stored.len() as u64)?;
+        if self.tail_committed {
+            // Readers of the old dims take a prefix of it once its entry points there.
+            let (e, slot) = self.cw.append(file, n, stored, flags | ENTRY_FULL)?;
+            self.replacement = Some((e, slot));
+        } else {
+            let (e, slot) = self.cw.append(file, n, stored, flags)?;
+            self.cw.put_entry(file, slot, &e)?;
+        }
+        Ok(())
+    }
+
+    /// Commits `records` records: the tail (padded to a whole chunk, [`ENTRY_FULL`]), then
+    /// `write_block(end)` (the trailer block at the new data end), then the headers (two when
+    /// a committed chunk is replaced). Returns the header committed.
+    pub(super) fn flush(
+        &mut self,
+        file: &File,
+        records: u64,
+        sync: bool,
+        reserve: &mut dyn FnMut(u64) -> Result<()>,
+        write_block: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<Header> {
+        self.cw.set_durable(sync);
+        if !self.tail.is_empty() {
+            let mut padded = crate::data::try_zeroed_bytes(self.chunk_bytes as u64)?;
+            padded[..self.tail.len()].copy_from_slice(&self.tail);
+            let (s, flags) = self.cw.chain().encode_chunk(&padded)?;
+            self.put(file, &s, flags | ENTRY_FULL, reserve)?;
+        }
+        let base = self.cw.header().encoded_len() as u64;
+        write_block(base + self.cw.end())?;
+        if let Some((e, slot)) = self.replacement.take() {
+            // The new version inside the committed size first (old dims: readers still use
+            // the old entry), then the entry, then the dims.
+            if let Err(err) = self.cw.commit(file, sync) {
+                self.replacement = Some((e, slot));
+                return Err(err);
+            }
+            self.cw.put_entry(file, slot, &e)?;
+        }
+        let mut dims = self.cw.header().dims.clone();
+        *dims.last_mut().expect("record files have a last dim") = records;
+        self.cw.set_dims(dims)?;
+        self.cw.commit(file, sync)?;
+        self.tail_committed = !self.tail.is_empty();
+        Ok(self.cw.header().clone())
+    }
+}
