@@ -329,12 +329,14 @@ class File:
     # -- data ------------------------------------------------------------------------------
     @property
     def _plain(self) -> bool:
-        """The library's count of data reads made by indexing (``mmap=False``, big-endian,
-        LZ4 and chunked files): ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
-        counts the chunks read (once per chunk per block read) and ``bytes`` their stored,
-        compressed bytes read. Reads through the memory map are the kernel's and are not
-        counted, nor are whole reads (:meth:`array`). For an object-store URL: every request,
-        open included, and the bytes it brought."""
+        """Whether numpy can view the file's bytes as they are on disk (not big-endian, not
+        LZ4, not chunked: a chunked section is never mapped as plain bytes; not an object in a
+        store, which is read by ranged requests)."""
+        return not (self._raw.flags & 7) and not _is_url(self.path)
+
+    @property
+    def _chunked(self) -> bool:
+        return self._chunking is not None
 
     def _mapped(self) -> Buffer:
         if self.closed:
