@@ -5,6 +5,8 @@
 //! view keeps the map alive for as long as the view lives.
 #![deny(missing_docs)]
 
+mod ragged;
+
 use std::ffi::{c_int, c_void};
 use std::fs::File;
 use std::io::Write;
@@ -77,6 +79,8 @@ enum Bytes {
     Map(memmap2::Mmap),
     /// Bytes decoded or read into memory.
     Owned(Vec<u8>),
+    /// Bytes of a ragged file's map (offsets, values or one row).
+    Ragged(ragged::Region),
 }
 
 /// Read-only bytes exported through Python's buffer protocol: numpy's `frombuffer` and
@@ -91,6 +95,7 @@ impl Buffer {
         match &self.bytes {
             Bytes::Map(m) => m,
             Bytes::Owned(v) => v,
+            Bytes::Ragged(r) => r.as_slice(),
         }
     }
 }
@@ -104,7 +109,7 @@ impl Buffer {
     /// Whether the bytes are a memory map of the file (rather than a copy in memory).
     #[getter]
     fn is_mapped(&self) -> bool {
-        matches!(self.bytes, Bytes::Map(_))
+        matches!(self.bytes, Bytes::Map(_) | Bytes::Ragged(_))
     }
 
     /// # Safety
@@ -947,5 +952,9 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RecordWriter>()?;
     m.add_class::<ArrayWriter>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
+    m.add_class::<ragged::RaggedFile>()?;
+    m.add_class::<ragged::RaggedWriter>()?;
+    m.add_function(wrap_pyfunction!(ragged::is_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(ragged::write_ragged, m)?)?;
     Ok(())
 }

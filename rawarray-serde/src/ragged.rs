@@ -1224,6 +1224,43 @@ impl DynRagged {
         text_of(self.row_bytes(k)?, k as usize)
     }
 
+    /// `offsets[0..=rows]` as little-endian `u64` bytes borrowed from the map, every one
+    /// checked first ([`check_offsets`], each failure naming the row): for readers that hand
+    /// the whole offsets array out (the Python package's `Ragged.offsets`, a numpy view).
+    ///
+    /// ```
+    /// use rawarray_serde::{Ragged, ragged::DynRagged};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// Ragged::from_rows([vec![7u16, 8], vec![9]]).write_file(&path).unwrap();
+    /// let d = DynRagged::open(&path).unwrap();
+    /// let words: Vec<u64> = d.offsets_bytes().unwrap().chunks(8)
+    ///     .map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+    /// assert_eq!(words, [0, 2, 3]);
+    /// assert_eq!(d.values_bytes(), [7, 0, 8, 0, 9, 0]);
+    /// ```
+    pub fn offsets_bytes(&self) -> Result<&[u8]> {
+        let map = self
+            .map
+            .as_deref()
+            .expect("a ragged section holds offsets[0]");
+        let bytes = &map[..8 * (self.header.rows as usize + 1)];
+        let offsets: Vec<u64> = bytes.chunks_exact(8).map(le_u64).collect();
+        check_offsets(&offsets, self.header.values)?;
+        Ok(bytes)
+    }
+
+    /// Every value, row after row, as packed little-endian bytes borrowed from the map
+    /// (`values x value bytes`; row `k` is the bytes of values `offsets[k]..offsets[k + 1]`).
+    pub fn values_bytes(&self) -> &[u8] {
+        let map = self
+            .map
+            .as_deref()
+            .expect("a ragged section holds offsets[0]");
+        let base = 8 * self.header.slots() as usize;
+        &map[base..base + self.header.values_len() as usize]
+    }
+
     /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
     /// file's element and trailer (`ra slice`).
     pub fn write_rows<W: Write + ?Sized>(

@@ -397,7 +397,13 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A
     ...     f.shape, f.dtype, f.params["dt"]
     ...     energy = f.array()["energy"]                          # a view, no copy
     ...     last_step = f[-1]                                     # reads one record's bytes
+
+    A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row).
     """
+    from ._ragged import RaggedFile, is_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+    if is_ragged(path):
+        return RaggedFile(path)
     return File(path, mmap=mmap)
 
 
@@ -408,7 +414,12 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -
     writable array instead (positioned reads, the GIL released: for files others may truncate,
     and network filesystems). Compressed or big-endian files are decoded into memory, read-only
     (``np.array(a)`` makes a writable copy). Raises
-    :class:`RaError` for an invalid file and ``OSError`` for I/O errors."""
+    :class:`RaError` for an invalid file and ``OSError`` for I/O errors. A ragged file
+    (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map."""
+    from ._ragged import RaggedFile, is_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+    if is_ragged(path):
+        return RaggedFile(path).ragged()
     return File(path).array(order, mmap=mmap)
 
 
@@ -447,7 +458,8 @@ def _check_storable(dtype: np.dtype, field: str = "") -> None:
     if dtype.kind == "U":
         raise RaError(
             f"{where}numpy dtype {dtype} holds text (kind 'U'), which has no .ra element type: "
-            "strings of varying length come with ragged arrays (rawarray.Ragged)"
+            "strings are ragged arrays of text, written from a list or 1-d array of str "
+            "(rawarray.Ragged)"
         )
     if dtype.kind == "S":
         raise RaError(
@@ -520,7 +532,25 @@ def write(
     coordinates for named dims (``{name: values}``, numbers or strings, one per index): both go
     in the trailer (keys ``dim_names`` and ``coords``, doc/format.md section 6.5), and
     :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
+
+    A :class:`Ragged`, a list of arrays of unequal lengths, or a list (or 1-d array) of ``str``
+    or of ``bytes`` is written as a ragged file (doc/format.md, section 10; text as UTF-8,
+    marked as text); its trailer holds the values' schema only, so ``params``, ``dim_names``,
+    ``coords``, ``compress`` and ``order="F"`` are refused for it.
     """
+    from ._ragged import _as_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+    if isinstance(array, np.ndarray) and array.dtype.kind == "U" and array.ndim == 1:
+        array = array.tolist()
+    ragged = _as_ragged(array)
+    if ragged is not None:
+        given = [k for k, v in (("params", params), ("dim_names", dim_names), ("coords", coords),
+                                ("compress", compress or None)) if v is not None]
+        if given or order != "C":
+            raise RaError(f"a ragged file keeps no {', '.join(given) or 'order'}: write its rows "
+                          "alone (ragged values are one run, in row order)")
+        ragged._write(path)
+        return
     arr = np.asarray(array)
     _check_storable(arr.dtype)
     extra = _dims_and_coords(arr.shape, dim_names, coords)
