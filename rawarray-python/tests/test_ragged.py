@@ -241,6 +241,14 @@ def test_ragged_files_keep_no_params_and_mixed_rows_are_refused(tmp):
     assert not (tmp / "r.ra").exists()
 
 
+def test_an_nd_reader_of_a_ragged_file_points_at_the_ragged_ones(tmp):
+    rawarray.write(tmp / "r.ra", [[1.0], [2.0, 3.0]])
+    with pytest.raises(rawarray.RaError, match="rawarray.open gives a rawarray.RaggedFile"):
+        rawarray.File(tmp / "r.ra")
+    with pytest.raises(rawarray.RaError, match="ragged array"):
+        rawarray.to_dask(tmp / "r.ra")
+
+
 def test_ragged_rows_index_like_a_list():
     r = rawarray.Ragged(["a", "bc"])
     assert r[-1] == "bc" and len(r) == 2 and list(r) == ["a", "bc"]

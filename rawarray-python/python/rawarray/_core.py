@@ -136,7 +136,16 @@ class File:
     def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
         self._mmap = mmap
-        self._raw = RawFile(self.path)
+        try:
+            self._raw = RawFile(self.path)
+        except RaError:
+            from ._ragged import is_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+            if is_ragged(self.path):
+                raise RaError(f"{self.path}: a ragged array (flag bit 3), not an n-d array: "
+                              "rawarray.open gives a rawarray.RaggedFile, rawarray.read a "
+                              "rawarray.Ragged") from None
+            raise
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self._bools_checked = False
