@@ -4,6 +4,7 @@
 //! are numpy views without a copy. Every rule (the header, the offsets, the text marker) is the
 //! library's.
 
+use std::borrow::Cow;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,12 +29,18 @@ pub(crate) struct Region {
 }
 
 impl Region {
-    fn new(owner: &Arc<DynRagged>, bytes: &[u8]) -> Region {
-        Region {
-            owner: Arc::clone(owner),
-            ptr: bytes.as_ptr() as usize,
-            len: bytes.len(),
-        }
+    /// A buffer of `bytes` from `owner`: a view of its map when they are borrowed from it,
+    /// else (bytes the library decoded) the bytes themselves.
+    fn buffer(owner: &Arc<DynRagged>, bytes: Cow<'_, [u8]>) -> Buffer {
+        let bytes = match bytes {
+            Cow::Borrowed(b) => Bytes::Ragged(Region {
+                owner: Arc::clone(owner),
+                ptr: b.as_ptr() as usize,
+                len: b.len(),
+            }),
+            Cow::Owned(v) => Bytes::Owned(v),
+        };
+        Buffer { bytes }
     }
 
     pub(crate) fn as_slice(&self) -> &[u8] {
@@ -163,9 +170,11 @@ impl RaggedFile {
             None => None,
         };
         match base {
-            Some(s @ Layout::Scalar {
-                logical: Some(_), ..
-            }) => (
+            Some(
+                s @ Layout::Scalar {
+                    logical: Some(_), ..
+                },
+            ) => (
                 "dtype".into(),
                 s.numpy_descr_json().as_str().unwrap_or("|u1").into(),
             ),
@@ -185,36 +194,31 @@ impl RaggedFile {
     /// `offsets[0..=rows]` (little-endian `u64`s) as a view of the map, every one checked
     /// first (an error naming the first bad row).
     fn offsets(&self, py: Python<'_>) -> PyResult<Buffer> {
-        let region = py
-            .detach(|| {
-                self.inner
-                    .offsets_bytes()
-                    .map(|b| Region::new(&self.inner, b))
-            })
-            .map_err(to_py)?;
-        Ok(Buffer {
-            bytes: Bytes::Ragged(region),
+        py.detach(|| {
+            let bytes = self.inner.offsets_bytes()?;
+            Ok(Region::buffer(&self.inner, bytes))
         })
+        .map_err(to_py)
     }
 
     /// Every value, row after row, as a view of the map.
-    fn values(&self) -> Buffer {
-        Buffer {
-            bytes: Bytes::Ragged(Region::new(&self.inner, self.inner.values_bytes())),
-        }
+    fn values(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| {
+            let bytes = self.inner.values_bytes()?;
+            Ok(Region::buffer(&self.inner, bytes))
+        })
+        .map_err(to_py)
     }
 
     /// Row `k`'s values as a view of the map; only its two offsets are read and checked.
     fn row(&self, k: u64) -> PyResult<Buffer> {
-        let bytes = self.inner.row_bytes(k).map_err(to_py)?;
-        Ok(Buffer {
-            bytes: Bytes::Ragged(Region::new(&self.inner, bytes)),
-        })
+        let bytes: Cow<'_, [u8]> = self.inner.row_bytes(k).map_err(to_py)?.into();
+        Ok(Region::buffer(&self.inner, bytes))
     }
 
     /// Row `k` as a string (an error naming the row if it is not UTF-8).
     fn row_str(&self, k: u64) -> PyResult<String> {
-        self.inner.row_str(k).map(str::to_owned).map_err(to_py)
+        self.inner.row_str(k).map(|s| s.to_string()).map_err(to_py)
     }
 
     /// Checks every row's offsets, and for text every row's UTF-8, each failure naming the
@@ -245,7 +249,9 @@ pub(crate) fn is_ragged(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
     py.detach(|| -> std::io::Result<bool> {
         use std::io::Read;
         let mut head = Vec::with_capacity(16);
-        std::fs::File::open(&path)?.take(16).read_to_end(&mut head)?;
+        std::fs::File::open(&path)?
+            .take(16)
+            .read_to_end(&mut head)?;
         Ok(RaggedHeader::is_ragged(&head))
     })
     .map_err(|e| {
@@ -274,12 +280,10 @@ fn buffer_bytes<'a>(data: &'a PyBuffer<u8>, what: &str) -> PyResult<&'a [u8]> {
 /// The layout of one value: the element's, inside one array per value dim (innermost first,
 /// the first dim varying fastest), as the library's `[T; N]` elements are.
 fn value_layout(element: Layout, value_dims: &[u64]) -> Layout {
-    value_dims
-        .iter()
-        .fold(element, |item, &len| Layout::Array {
-            len,
-            item: Box::new(item),
-        })
+    value_dims.iter().fold(element, |item, &len| Layout::Array {
+        len,
+        item: Box::new(item),
+    })
 }
 
 /// Writes a ragged file atomically (a temporary file renamed over `path`): `offsets`
@@ -300,7 +304,7 @@ pub(crate) fn write_ragged(
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let offset_bytes = buffer_bytes(&offsets, "offsets")?;
     let value_bytes = buffer_bytes(&values, "values")?;
-    if offset_bytes.len() % 8 != 0 || offset_bytes.is_empty() {
+    if !offset_bytes.len().is_multiple_of(8) || offset_bytes.is_empty() {
         return Err(ra_err(format!(
             "offsets: expected rows + 1 little-endian u64s, found {} bytes",
             offset_bytes.len()
@@ -312,8 +316,8 @@ pub(crate) fn write_ragged(
         .collect();
     let rows = offs.len() as u64 - 1;
     let m = offs[offs.len() - 1];
-    let header = RaggedHeader::new(eltype, elbyte, value_dims.clone(), m, rows, rows + 1)
-        .map_err(to_py)?;
+    let header =
+        RaggedHeader::new(eltype, elbyte, value_dims.clone(), m, rows, rows + 1).map_err(to_py)?;
     if value_bytes.len() as u64 != header.values_len() {
         return Err(ra_err(format!(
             "values: expected {} bytes for {m} values of {} bytes, found {}",
@@ -371,7 +375,7 @@ fn append_as<T: Element + Clone>(
         return w.append_row(values);
     }
     let size = T::PACKED_SIZE;
-    if size == 0 || bytes.len() % size != 0 {
+    if size == 0 || !bytes.len().is_multiple_of(size) {
         return Err(rawarray_serde::ErrorKind::Message(format!(
             "a row of {} bytes is not a whole number of {size}-byte values",
             bytes.len()

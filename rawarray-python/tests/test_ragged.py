@@ -217,6 +217,50 @@ def test_hostile_headers_are_errors_before_any_allocation(tmp):
         rawarray.read(path)
 
 
+HOSTILE_CHILD = """
+import sys, rawarray
+try:
+    with rawarray.open(sys.argv[1]) as f:
+        for k in range(min(len(f), 4)):
+            f[k]
+    rawarray.read(sys.argv[1]).to_list()
+    print("READ")
+except rawarray.RaError as e:
+    print("RaError", e)
+"""
+
+
+def hostile_ragged_files():
+    head = lambda eltype, elbyte, size, dims: (struct.pack("<6Q", MAGIC, 8, eltype, elbyte, size, len(dims))
+                                               + struct.pack(f"<{len(dims)}Q", *dims))
+    yield "decreasing", ragged_by_hand(2, 1, [], [0, 3, 2, 4], bytes(4)), "row 1"
+    yield "past the end", ragged_by_hand(2, 1, [], [0, 2, 9, 4], bytes(4)), "row 1"
+    yield "huge offset", ragged_by_hand(2, 1, [], [0, 2**64 - 1, 4], bytes(4)), "row 0"
+    yield "first not 0", ragged_by_hand(2, 1, [], [5, 5], bytes(5)), "row 0"
+    yield "last not m", head(2, 1, 8 * 3 + 3, [3, 2]) + struct.pack("<3Q", 0, 1, 2) + bytes(3), \
+        "the last offset must be the value count"
+    yield "lying rows", head(2, 1, 16, [0, 2**40]) + bytes(16), "offsets"
+    yield "lying values", head(3, 8, 16, [2**61, 1]) + bytes(16), "overflow"
+    yield "value dims overflow", head(3, 8, 16, [2**40, 2**40, 1, 1]) + bytes(16), ""
+    yield "one dim", head(2, 1, 8, [0]) + bytes(8), "ndims = 1"
+    yield "too many dims", struct.pack("<6Q", MAGIC, 8, 2, 1, 8, 2**40), ""
+    yield "truncated", ragged_by_hand(2, 1, [], [0, 2], bytes(2))[:-1], "truncated"
+    yield "big-endian ragged", struct.pack("<Q", MAGIC) + struct.pack("<Q", 9) + \
+        ragged_by_hand(2, 1, [], [0, 1], b"x")[16:], "flags = 9"
+
+
+@pytest.mark.parametrize("name,raw,why", list(hostile_ragged_files()),
+                         ids=[n for n, _, _ in hostile_ragged_files()])
+def test_hostile_ragged_files_are_errors_not_crashes(tmp, name, raw, why):
+    path = tmp / "h.ra"
+    path.write_bytes(raw)
+    out = subprocess.run([sys.executable, "-c", HOSTILE_CHILD, str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, (name, out.returncode, out.stderr[-2000:])
+    line = out.stdout.strip()
+    assert line.startswith("RaError") and why in line, (name, line, out.stderr[-2000:])
+
+
 def test_text_that_is_not_utf8_is_refused_naming_the_row(tmp):
     rawarray.write(tmp / "t.ra", ["ok", "zz", "fine"])
     raw = bytearray((tmp / "t.ra").read_bytes())

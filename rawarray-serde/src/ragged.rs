@@ -1224,9 +1224,10 @@ impl DynRagged {
         text_of(self.row_bytes(k)?, k as usize)
     }
 
-    /// `offsets[0..=rows]` as little-endian `u64` bytes borrowed from the map, every one
-    /// checked first ([`check_offsets`], each failure naming the row): for readers that hand
-    /// the whole offsets array out (the Python package's `Ragged.offsets`, a numpy view).
+    /// `offsets[0..=rows]` as little-endian `u64` bytes, every one checked first
+    /// ([`check_offsets`], each failure naming the row): for readers that hand the whole
+    /// offsets array out (the Python package's `Ragged.offsets`, a numpy view). Borrowed from
+    /// the map; a `Cow` so that a layout whose offsets are not stored plain can decode them.
     ///
     /// ```
     /// use rawarray_serde::{Ragged, ragged::DynRagged};
@@ -1237,9 +1238,9 @@ impl DynRagged {
     /// let words: Vec<u64> = d.offsets_bytes().unwrap().chunks(8)
     ///     .map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
     /// assert_eq!(words, [0, 2, 3]);
-    /// assert_eq!(d.values_bytes(), [7, 0, 8, 0, 9, 0]);
+    /// assert_eq!(*d.values_bytes().unwrap(), [7, 0, 8, 0, 9, 0]);
     /// ```
-    pub fn offsets_bytes(&self) -> Result<&[u8]> {
+    pub fn offsets_bytes(&self) -> Result<Cow<'_, [u8]>> {
         let map = self
             .map
             .as_deref()
@@ -1247,18 +1248,21 @@ impl DynRagged {
         let bytes = &map[..8 * (self.header.rows as usize + 1)];
         let offsets: Vec<u64> = bytes.chunks_exact(8).map(le_u64).collect();
         check_offsets(&offsets, self.header.values)?;
-        Ok(bytes)
+        Ok(Cow::Borrowed(bytes))
     }
 
-    /// Every value, row after row, as packed little-endian bytes borrowed from the map
-    /// (`values x value bytes`; row `k` is the bytes of values `offsets[k]..offsets[k + 1]`).
-    pub fn values_bytes(&self) -> &[u8] {
+    /// Every value, row after row, as packed little-endian bytes (`values x value bytes`; row
+    /// `k` is the bytes of values `offsets[k]..offsets[k + 1]`): borrowed from the map; a `Cow`
+    /// so that values stored compressed can be decoded.
+    pub fn values_bytes(&self) -> Result<Cow<'_, [u8]>> {
         let map = self
             .map
             .as_deref()
             .expect("a ragged section holds offsets[0]");
         let base = 8 * self.header.slots() as usize;
-        &map[base..base + self.header.values_len() as usize]
+        Ok(Cow::Borrowed(
+            &map[base..base + self.header.values_len() as usize],
+        ))
     }
 
     /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
