@@ -175,6 +175,9 @@ def test_read_gives_views_of_the_map(tmp):
     with rawarray.open(tmp / "r.ra") as f:
         row = f[0]
     assert base_chain(row)[-1].is_mapped and row.tolist() == [0, 1, 2, 3, 4]  # outlives the close
+    assert len(f) == 2 and f.header["values"] == 8
+    with pytest.raises(ValueError, match="closed"):
+        f[0]
 
 
 def hostile(tmp, offsets, values_count, slots=None, values=None):
@@ -273,6 +276,20 @@ def test_text_that_is_not_utf8_is_refused_naming_the_row(tmp):
         assert f[0] == "ok" and f[2] == "fine"
         with pytest.raises(rawarray.RaError, match="row 1 is not UTF-8"):
             f[1]
+
+
+def test_a_bool_byte_other_than_0_or_1_is_refused(tmp):
+    rawarray.write(tmp / "b.ra", [np.array([True, False]), np.array([True])])
+    raw = bytearray((tmp / "b.ra").read_bytes())
+    assert raw[64 + 24:64 + 27] == b"\x01\x00\x01"  # 3 offsets, then the values
+    raw[64 + 25] = 2
+    (tmp / "b.ra").write_bytes(bytes(raw))
+    with pytest.raises(rawarray.RaError, match="holds the byte 2"):
+        rawarray.read(tmp / "b.ra")
+    with rawarray.open(tmp / "b.ra") as f:
+        assert f[1].tolist() == [True]
+        with pytest.raises(rawarray.RaError, match="holds the byte 2"):
+            f[0]
 
 
 def test_ragged_files_keep_no_params_and_mixed_rows_are_refused(tmp):

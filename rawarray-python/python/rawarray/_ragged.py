@@ -217,21 +217,19 @@ class RaggedFile:
         self._raw = _RaggedFile(self.path)
         self.dtype = _element_dtype(self._raw) if not self._raw.is_text else np.dtype(np.uint8)
         self.value_shape = tuple(reversed(self._raw.value_dims))
+        #: Whether the rows are UTF-8 text (``f[k]`` is a ``str``).
+        self.is_text = self._raw.is_text
+        r = self._raw
+        self._header = {"eltype": r.eltype, "elbyte": r.elbyte, "rows": r.rows,
+                        "values": r.values_count, "value_dims": list(r.value_dims),
+                        "slots": r.slots, "size": r.size, "header_len": r.header_len}
         self.closed = False
-
-    @property
-    def is_text(self) -> bool:
-        """Whether the rows are UTF-8 text (``f[k]`` is a ``str``)."""
-        return self._raw.is_text
 
     @property
     def header(self) -> dict[str, Any]:
         """The header's fields: eltype, elbyte, rows, values, value dims (file order), the
         offsets region's slots, size, header_len."""
-        r = self._raw
-        return {"eltype": r.eltype, "elbyte": r.elbyte, "rows": r.rows,
-                "values": r.values_count, "value_dims": list(r.value_dims), "slots": r.slots,
-                "size": r.size, "header_len": r.header_len}
+        return dict(self._header)
 
     def longest_row(self) -> int:
         """The length of the longest row, in values (every row's offsets checked)."""
@@ -239,7 +237,7 @@ class RaggedFile:
         return self._raw.longest_row()
 
     def __len__(self) -> int:
-        return self._raw.rows
+        return self._header["rows"]
 
     def _check_open(self) -> None:
         if self.closed:
@@ -254,7 +252,7 @@ class RaggedFile:
         for text; only that row's offsets and values are read."""
         self._check_open()
         i = _row_index(k, len(self))
-        if self._raw.is_text:
+        if self.is_text:
             return self._raw.row_str(i)
         return self._view(self._raw.row(i))
 
@@ -267,10 +265,12 @@ class RaggedFile:
         self._check_open()
         self._raw.check()
         offsets = np.frombuffer(self._raw.offsets(), dtype="<u8")
-        return Ragged._of(offsets, self._view(self._raw.values()), self._raw.is_text)
+        return Ragged._of(offsets, self._view(self._raw.values()), self.is_text)
 
     def close(self) -> None:
-        """Drops this object's reference to the map; views already made keep it alive."""
+        """Drops this object's reference to the map (and with the last one, the file); views
+        already made keep it alive. ``len``, ``header`` and ``dtype`` stay."""
+        self._raw = None
         self.closed = True
 
     def __enter__(self) -> "RaggedFile":
