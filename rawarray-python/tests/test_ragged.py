@@ -180,6 +180,25 @@ def test_read_gives_views_of_the_map(tmp):
         f[0]
 
 
+def test_a_row_of_a_large_file_costs_its_own_bytes(tmp):
+    # 1 GiB of values, a hole on disk: opening, f[k] and even read() touch only the offsets
+    # and the rows asked for (pages of the map), never the whole.
+    import resource
+    m = 2**30
+    path = tmp / "big.ra"
+    with path.open("wb") as out:
+        out.write(struct.pack("<8Q", MAGIC, 8, 2, 1, 32 + m, 2, m, 3))
+        out.write(struct.pack("<4Q", 0, 5, m - 3, m))
+        out.truncate(64 + 32 + m)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with rawarray.open(path) as f:
+        assert len(f) == 3 and f[0].tolist() == [0] * 5 and f[2].tolist() == [0] * 3
+    r = rawarray.read(path)
+    assert r.values.shape == (m,) and r[-1].tolist() == [0] * 3
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    assert grown_kib < 64 * 1024, grown_kib
+
+
 def hostile(tmp, offsets, values_count, slots=None, values=None):
     values = bytes(values_count) if values is None else values
     path = tmp / "h.ra"
