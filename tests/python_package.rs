@@ -12,7 +12,7 @@ mod simulation;
 use std::path::Path;
 use std::process::Command;
 
-use rawarray_serde::{Ragged, RaggedWriter, RaRecord, RecordReader};
+use rawarray_serde::{RaRecord, Ragged, RaggedWriter, RecordReader};
 use serde_json::json;
 
 /// numpy's `[('info', 'u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]`, as the Python
