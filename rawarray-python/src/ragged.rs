@@ -22,8 +22,8 @@ use crate::{element_of, ra_err, to_py, Buffer, Bytes};
 
 /// Bytes borrowed from a [`DynRagged`]'s memory map, kept alive by the reader they come from.
 pub(crate) struct Region {
-    /// The reader whose map holds the bytes; never dropped while this region exists.
-    owner: Arc<DynRagged>,
+    /// The reader whose map holds the bytes, held so that it outlives this region.
+    _owner: Arc<DynRagged>,
     ptr: usize,
     len: usize,
 }
@@ -34,7 +34,7 @@ impl Region {
     fn buffer(owner: &Arc<DynRagged>, bytes: Cow<'_, [u8]>) -> Buffer {
         let bytes = match bytes {
             Cow::Borrowed(b) => Bytes::Ragged(Region {
-                owner: Arc::clone(owner),
+                _owner: Arc::clone(owner),
                 ptr: b.as_ptr() as usize,
                 len: b.len(),
             }),
@@ -47,12 +47,11 @@ impl Region {
         if self.len == 0 {
             return &[];
         }
-        // SAFETY: `ptr..ptr + len` was a slice borrowed from `owner`'s memory map, which lives
-        // as long as `owner` does (this Arc keeps it), never moves (a map's address is fixed),
+        // SAFETY: `ptr..ptr + len` was a slice borrowed from `_owner`'s memory map, which lives
+        // as long as `_owner` does (this Arc keeps it), never moves (a map's address is fixed),
         // and is read-only; the library's writers never change the bytes a reader of a
         // committed header uses (doc/format.md, section 10). Another program changing the
         // file in place is seen as changed bytes, as with any map.
-        let _ = &self.owner;
         unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
     }
 }
