@@ -329,6 +329,12 @@ def test_an_nd_reader_of_a_ragged_file_points_at_the_ragged_ones(tmp):
         rawarray.to_dask(tmp / "r.ra")
 
 
+def test_a_missing_file_is_the_n_d_readers_oserror(tmp):
+    for reader in (rawarray.read, rawarray.open):
+        with pytest.raises(FileNotFoundError, match="nope.ra"):
+            reader(tmp / "nope.ra")
+
+
 def test_ragged_rows_index_like_a_list():
     r = rawarray.Ragged(["a", "bc"])
     assert r[-1] == "bc" and len(r) == 2 and list(r) == ["a", "bc"]

@@ -286,8 +286,12 @@ class RaggedFile:
 
 
 def is_ragged(path: str | os.PathLike[str]) -> bool:
-    """Whether the file at ``path`` is a ragged array (flag bit 3 of its header)."""
-    return _is_ragged(os.fspath(path))
+    """Whether the file at ``path`` is a ragged array (flag bit 3 of its header); False for
+    what cannot be opened as a local file (the n-d reader then says why, or opens a URL)."""
+    try:
+        return _is_ragged(os.fspath(path))
+    except OSError:
+        return False
 
 
 class RaggedWriter:
