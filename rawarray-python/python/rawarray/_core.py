@@ -532,8 +532,8 @@ def write(
     layout, structured dtypes are stored as records (eltype 0) with their schema in the trailer,
     and ``params`` (anything ``json.dumps`` accepts) go in the trailer. What could not be read
     back as written is refused with :class:`RaError` naming the dtype or field, before anything
-    is written: object, date, text (``U``: strings come with ragged arrays) and byte-string
-    (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
+    is written: object, date, text (``U``) other than a 1-d array (written as ragged text,
+    below) and byte-string (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
     hold (names with quotes, backslashes or control characters, ``(0,)``-shaped fields, nesting
     deeper than the library's limit).
 
