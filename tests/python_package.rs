@@ -12,7 +12,7 @@ mod simulation;
 use std::path::Path;
 use std::process::Command;
 
-use rawarray_serde::{RaRecord, RecordReader};
+use rawarray_serde::{RaRecord, Ragged, RaggedWriter, RecordReader};
 use serde_json::json;
 
 /// numpy's `[('info', 'u1', (12,)), ('index', '<u4'), ('v', '<f8', (8,))]`, as the Python
@@ -87,6 +87,7 @@ fn the_python_package_passes_its_tests_and_agrees_with_rust() {
     install_package();
     let shared = tempfile::tempdir().unwrap();
     simulation_files(shared.path());
+    ragged_files(shared.path());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let out = Command::new(common::python::interpreter())
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-rs"])
@@ -111,6 +112,32 @@ fn the_python_package_passes_its_tests_and_agrees_with_rust() {
     // at a time), into a derived struct.
     check_foos(&shared.path().join("from_python.ra"), "python");
     check_foos(&shared.path().join("from_python_writer.ra"), "RecordWriter");
+    // And the ragged files Python wrote (rawarray.write of unequal rows, RaggedWriter of text).
+    let rows = Ragged::<f64>::read_file(shared.path().join("from_python_ragged.ra")).unwrap();
+    let want: Vec<Vec<f64>> = (0..5).map(|k| (0..k).map(f64::from).collect()).collect();
+    assert_eq!(rows.iter().collect::<Vec<_>>(), want);
+    let text = Ragged::<u8>::read_file(shared.path().join("from_python_text.ra")).unwrap();
+    assert!(text.is_text());
+    assert_eq!(text.to_strings().unwrap(), ["", "ä", "ragged ✓"]);
+}
+
+/// Ragged files of the Rust library for the Python tests (rawarray-python/tests/test_ragged.py).
+fn ragged_files(dir: &Path) {
+    Ragged::from_strs(["hé", "", "abc"])
+        .write_file(dir.join("rust_text.ra"))
+        .unwrap();
+    Ragged::from_rows([vec![1.5f32, 2.5], vec![], vec![-3.0]])
+        .write_file(dir.join("rust_f32.ra"))
+        .unwrap();
+    Ragged::from_rows([vec![[1u16, 2, 3]], vec![], vec![[4, 5, 6], [7, 8, 9]]])
+        .write_file(dir.join("rust_u16x3.ra"))
+        .unwrap();
+    let mut w = RaggedWriter::<i64>::create(dir.join("rust_appended.ra")).unwrap();
+    for k in 0..10 {
+        w.append_row(&vec![k; k as usize]).unwrap();
+        w.flush().unwrap();
+    }
+    w.finish().unwrap();
 }
 
 fn check_foos(path: &Path, written_by: &str) {

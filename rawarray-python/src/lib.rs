@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 mod chunked;
+mod ragged;
 
 use std::ffi::{c_int, c_void};
 use std::fs::File;
@@ -82,6 +83,8 @@ enum Bytes {
     Map(memmap2::Mmap),
     /// Bytes decoded or read into memory.
     Owned(Vec<u8>),
+    /// Bytes of a ragged file's map (offsets, values or one row).
+    Ragged(ragged::Region),
 }
 
 /// Read-only bytes exported through Python's buffer protocol: numpy's `frombuffer` and
@@ -96,6 +99,7 @@ impl Buffer {
         match &self.bytes {
             Bytes::Map(m) => m,
             Bytes::Owned(v) => v,
+            Bytes::Ragged(r) => r.as_slice(),
         }
     }
 }
@@ -109,7 +113,7 @@ impl Buffer {
     /// Whether the bytes are a memory map of the file (rather than a copy in memory).
     #[getter]
     fn is_mapped(&self) -> bool {
-        matches!(self.bytes, Bytes::Map(_))
+        matches!(self.bytes, Bytes::Map(_) | Bytes::Ragged(_))
     }
 
     /// # Safety
@@ -988,5 +992,9 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<store::StoreFile>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     chunked::register(m)?;
+    m.add_class::<ragged::RaggedFile>()?;
+    m.add_class::<ragged::RaggedWriter>()?;
+    m.add_function(wrap_pyfunction!(ragged::is_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(ragged::write_ragged, m)?)?;
     Ok(())
 }

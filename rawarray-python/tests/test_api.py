@@ -1,5 +1,6 @@
-"""The package's namespace is its API; File's ndim, size and nbytes mean what numpy's do; text
-and byte strings are refused with a message saying where strings are going."""
+"""The package's namespace is its API; File's ndim, size and nbytes mean what numpy's do; a 1-d
+array of text is written as ragged text, other text and byte strings are refused with a message
+saying where strings go."""
 
 import numpy as np
 import pytest
@@ -36,10 +37,19 @@ def test_file_ndim_size_and_nbytes_are_numpys(tmp, arr, compress):
             assert f.header["size"] < arr.nbytes
 
 
-@pytest.mark.parametrize("dt", ["<U5", ">U1", [("name", "<U8"), ("x", "<f8")]])
-def test_text_is_refused_pointing_at_ragged_arrays(tmp, dt):
-    arr = np.zeros(2, dt)
-    with pytest.raises(rawarray.RaError, match="strings of varying length come with ragged arrays"):
+@pytest.mark.parametrize("dt", ["<U5", ">U1"])
+def test_a_1d_text_array_is_written_as_ragged_text(tmp, dt):
+    arr = np.array(["a", "é", ""], dt)
+    rawarray.write(tmp / "a.ra", arr)
+    back = rawarray.read(tmp / "a.ra")
+    assert isinstance(back, rawarray.Ragged) and back.is_text
+    assert back.to_list() == arr.tolist()
+
+
+@pytest.mark.parametrize("dt", ["<U5", [("name", "<U8"), ("x", "<f8")]])
+def test_other_text_is_refused_pointing_at_ragged_arrays(tmp, dt):
+    arr = np.zeros((2, 2), dt)  # text in 2-d, or in a record
+    with pytest.raises(rawarray.RaError, match="strings are ragged arrays of text"):
         rawarray.write(tmp / "a.ra", arr)
     with pytest.raises(rawarray.RaError, match="ragged arrays"):
         rawarray.RecordWriter(tmp / "b.ra", dt)

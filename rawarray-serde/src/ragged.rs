@@ -1765,6 +1765,38 @@ impl DynRagged {
         }
     }
 
+    /// `offsets[0..=rows]` as little-endian `u64` bytes, every one checked first
+    /// ([`check_offsets`], each failure naming the row): for readers that hand the whole
+    /// offsets array out (the Python package's `Ragged.offsets`, a numpy view). Borrowed from
+    /// the map; a `Cow` so that a layout whose offsets are not stored plain can decode them.
+    ///
+    /// ```
+    /// use rawarray_serde::{Ragged, ragged::DynRagged};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// Ragged::from_rows([vec![7u16, 8], vec![9]]).write_file(&path).unwrap();
+    /// let d = DynRagged::open(&path).unwrap();
+    /// let words: Vec<u64> = d.offsets_bytes().unwrap().chunks(8)
+    ///     .map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+    /// assert_eq!(words, [0, 2, 3]);
+    /// assert_eq!(*d.values_bytes().unwrap(), [7, 0, 8, 0, 9, 0]);
+    /// ```
+    pub fn offsets_bytes(&self) -> Result<Cow<'_, [u8]>> {
+        let m = &self.mapped;
+        let at = (m.header.offsets_at() - m.header.encoded_len()) as usize;
+        let bytes = &m.map[at..at + 8 * (m.header.rows as usize + 1)];
+        let offsets: Vec<u64> = bytes.chunks_exact(8).map(le_u64).collect();
+        check_offsets(&offsets, m.header.values)?;
+        Ok(Cow::Borrowed(bytes))
+    }
+
+    /// Every value, row after row, as packed little-endian bytes (`values x value bytes`; row
+    /// `k` is the bytes of values `offsets[k]..offsets[k + 1]`): borrowed from the map; a `Cow`
+    /// so that values stored compressed can be decoded.
+    pub fn values_bytes(&self) -> Result<Cow<'_, [u8]>> {
+        self.mapped.values_bytes(0, self.mapped.header.values)
+    }
+
     /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
     /// file's element and trailer (`ra slice`), its values plain.
     pub fn write_rows<W: Write + ?Sized>(

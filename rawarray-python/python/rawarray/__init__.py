@@ -32,12 +32,13 @@ from ._core import (
     to_dask,
     write,
 )
+from ._ragged import Ragged, RaggedFile, RaggedWriter
 
 __all__ = ["read", "open", "write", "File", "RecordWriter", "ArrayWriter", "RaError", "RaWarning",
-           "loads", "to_dask"]
+           "loads", "to_dask", "Ragged", "RaggedFile", "RaggedWriter"]
 
 # The classes are the package's: their reprs, and pickles, name `rawarray`, not the private
 # module they are defined in.
-for _cls in (File, RecordWriter, ArrayWriter, RaWarning):
+for _cls in (File, RecordWriter, ArrayWriter, RaWarning, Ragged, RaggedFile, RaggedWriter):
     _cls.__module__ = __name__
 del _cls

@@ -172,7 +172,16 @@ class File:
     def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = path if _is_url(path) else os.fspath(path)
         self._mmap = mmap
-        self._raw = _open_raw(self.path)
+        try:
+            self._raw = _open_raw(self.path)
+        except RaError:
+            from ._ragged import is_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+            if is_ragged(self.path):
+                raise RaError(f"{self.path}: a ragged array (flag bit 3), not an n-d array: "
+                              "rawarray.open gives a rawarray.RaggedFile, rawarray.read a "
+                              "rawarray.Ragged") from None
+            raise
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self._bools_checked = False
@@ -508,7 +517,13 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A
     ...     f.shape, f.dtype, f.params["dt"]
     ...     energy = f.array()["energy"]                          # a view, no copy
     ...     last_step = f[-1]                                     # reads one record's bytes
+
+    A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row).
     """
+    from ._ragged import RaggedFile, is_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+    if is_ragged(path):
+        return RaggedFile(path)
     return File(path, mmap=mmap)
 
 
@@ -520,7 +535,12 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -
     and network filesystems). A chunked file is decoded into a new, writable array that owns its
     memory. LZ4-compressed (whole-section) or big-endian files are decoded into memory,
     read-only (``np.array(a)`` makes a writable copy). Raises
-    :class:`RaError` for an invalid file and ``OSError`` for I/O errors."""
+    :class:`RaError` for an invalid file and ``OSError`` for I/O errors. A ragged file
+    (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map."""
+    from ._ragged import RaggedFile, is_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+    if is_ragged(path):
+        return RaggedFile(path).ragged()
     return File(path).array(order, mmap=mmap)
 
 
@@ -559,7 +579,8 @@ def _check_storable(dtype: np.dtype, field: str = "") -> None:
     if dtype.kind == "U":
         raise RaError(
             f"{where}numpy dtype {dtype} holds text (kind 'U'), which has no .ra element type: "
-            "strings of varying length come with ragged arrays (rawarray.Ragged)"
+            "strings are ragged arrays of text, written from a list or 1-d array of str "
+            "(rawarray.Ragged)"
         )
     if dtype.kind == "S":
         raise RaError(
@@ -628,8 +649,8 @@ def write(
     layout, structured dtypes are stored as records (eltype 0) with their schema in the trailer,
     and ``params`` (anything ``json.dumps`` accepts) go in the trailer. What could not be read
     back as written is refused with :class:`RaError` naming the dtype or field, before anything
-    is written: object, date, text (``U``: strings come with ragged arrays) and byte-string
-    (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
+    is written: object, date, text (``U``) other than a 1-d array (written as ragged text,
+    below) and byte-string (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
     hold (names with quotes, backslashes or control characters, ``(0,)``-shaped fields, nesting
     deeper than the library's limit).
 
@@ -647,7 +668,27 @@ def write(
     data section as one LZ4 block, the format the C reference reads; both at once is an error.
 
     >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), codec="zstd", level=3, shuffle="byte")   # doctest: +SKIP
+
+    A :class:`Ragged`, a list of arrays of unequal lengths, or a list (or 1-d array) of ``str``
+    or of ``bytes`` is written as a ragged file (doc/format.md, section 10; text as UTF-8,
+    marked as text); its trailer holds the values' schema only, so ``params``, ``dim_names``,
+    ``coords``, ``compress`` and ``order="F"`` are refused for it.
     """
+    from ._ragged import _as_ragged  # noqa: PLC0415 (_ragged imports this module)
+
+    if isinstance(array, np.ndarray) and array.dtype.kind == "U" and array.ndim == 1:
+        array = array.tolist()
+    ragged = _as_ragged(array)
+    if ragged is not None:
+        given = [k for k, v in (("params", params), ("dim_names", dim_names), ("coords", coords),
+                                ("compress", compress or None), ("codec", codec),
+                                ("chunks", chunks), ("level", level), ("shuffle", shuffle))
+                 if v is not None]
+        if given or order != "C":
+            raise RaError(f"a ragged file keeps no {', '.join(given) or 'order'}: write its rows "
+                          "alone (ragged values are one run, in row order)")
+        ragged._write(path)
+        return
     arr = np.asarray(array)
     _check_storable(arr.dtype)
     extra = _dims_and_coords(arr.shape, dim_names, coords)

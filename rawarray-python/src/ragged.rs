@@ -1,0 +1,580 @@
+//! Ragged arrays (doc/format.md, section 10) for the Python package: the library's
+//! [`DynRagged`] reader, its whole-file layout and its [`RaggedWriter`], handed to Python as
+//! buffers over the reader's memory map, so `rawarray.Ragged.offsets`, `.values` and each row
+//! are numpy views without a copy. Every rule (the header, the offsets, the text marker) is the
+//! library's.
+
+use std::borrow::Cow;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use rawarray_serde::ragged::{check_offsets, DynRagged};
+use rawarray_serde::{
+    bf16, f16, Complex, ElType, Element, Layout, Ragged, RaggedHeader, RaggedOptions,
+    RaggedWriter as LibRaggedWriter, Trailer,
+};
+
+use crate::{element_of, ra_err, to_py, Buffer, Bytes};
+
+/// Bytes borrowed from a [`DynRagged`]'s memory map, kept alive by the reader they come from.
+pub(crate) struct Region {
+    /// The reader whose map holds the bytes, held so that it outlives this region.
+    _owner: Arc<DynRagged>,
+    ptr: usize,
+    len: usize,
+}
+
+impl Region {
+    /// A buffer of `bytes` from `owner`: a view of its map when they are borrowed from it,
+    /// else (bytes the library decoded) the bytes themselves.
+    fn buffer(owner: &Arc<DynRagged>, bytes: Cow<'_, [u8]>) -> Buffer {
+        let bytes = match bytes {
+            Cow::Borrowed(b) => Bytes::Ragged(Region {
+                _owner: Arc::clone(owner),
+                ptr: b.as_ptr() as usize,
+                len: b.len(),
+            }),
+            Cow::Owned(v) => Bytes::Owned(v),
+        };
+        Buffer { bytes }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: `ptr..ptr + len` was a slice borrowed from `_owner`'s memory map, which lives
+        // as long as `_owner` does (this Arc keeps it), never moves (a map's address is fixed),
+        // and is read-only; the library's writers never change the bytes a reader of a
+        // committed header uses (doc/format.md, section 10). Another program changing the
+        // file in place is seen as changed bytes, as with any map.
+        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
+    }
+}
+
+/// An opened ragged file: the library's [`DynRagged`] (the header, the trailer and a map of
+/// the data section, checked at open), read row by row or whole.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+pub(crate) struct RaggedFile {
+    inner: Arc<DynRagged>,
+}
+
+#[pymethods]
+impl RaggedFile {
+    /// Opens and maps the ragged file at `path` (O(1): the header, the trailer, the first and
+    /// last offsets).
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<RaggedFile> {
+        let inner = py
+            .detach(|| {
+                DynRagged::open(&path).map_err(|e| {
+                    if e.category() == rawarray_serde::Category::Io {
+                        let io: std::io::Error = e.into();
+                        rawarray_serde::Error::from(std::io::Error::new(
+                            io.kind(),
+                            format!("{}: {io}", path.display()),
+                        ))
+                    } else {
+                        e
+                    }
+                })
+            })
+            .map_err(to_py)?;
+        Ok(RaggedFile {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Number of rows.
+    #[getter]
+    fn rows(&self) -> u64 {
+        self.inner.rows()
+    }
+
+    /// Number of values in all rows.
+    #[getter]
+    fn values_count(&self) -> u64 {
+        self.inner.header().values
+    }
+
+    /// The dims of one value, first fastest (empty for scalars and records).
+    #[getter]
+    fn value_dims(&self) -> Vec<u64> {
+        self.inner.header().value_dims.clone()
+    }
+
+    /// The element type code.
+    #[getter]
+    fn eltype(&self) -> u64 {
+        self.inner.header().eltype.code()
+    }
+
+    /// Bytes per element.
+    #[getter]
+    fn elbyte(&self) -> u64 {
+        self.inner.header().elbyte
+    }
+
+    /// Slots of the offsets region (at least `rows + 1`; a file appended to has more).
+    #[getter]
+    fn slots(&self) -> u64 {
+        self.inner.header().slots()
+    }
+
+    /// Bytes of the data section.
+    #[getter]
+    fn size(&self) -> u64 {
+        self.inner.header().size
+    }
+
+    /// Bytes of the header.
+    #[getter]
+    fn header_len(&self) -> u64 {
+        self.inner.header().encoded_len()
+    }
+
+    /// Whether the rows are UTF-8 text (the library's reading of the trailer's marker).
+    #[getter]
+    fn is_text(&self) -> bool {
+        self.inner.is_text()
+    }
+
+    /// The trailer's schema (the layout of one value) as JSON, if any.
+    #[getter]
+    fn schema_json(&self) -> Option<String> {
+        let schema = self.inner.trailer()?.schema.as_ref()?;
+        serde_json::to_string(schema).ok()
+    }
+
+    /// How numpy should see one element of a value, as `RawFile.element_kind` says it.
+    fn element_kind(&self) -> (String, String) {
+        let h = self.inner.header();
+        let Ok(values) = h.values_header() else {
+            return ("void".into(), "the header's element is invalid".into());
+        };
+        let base = match self.inner.layout() {
+            Some(layout) => match layout.check_header(&values) {
+                Ok(base) => Some(base.clone()),
+                Err(e) => {
+                    return (
+                        "void".into(),
+                        format!("the trailer's record schema is damaged: {e}"),
+                    )
+                }
+            },
+            None => None,
+        };
+        match base {
+            Some(
+                s @ Layout::Scalar {
+                    logical: Some(_), ..
+                },
+            ) => (
+                "dtype".into(),
+                s.numpy_descr_json().as_str().unwrap_or("|u1").into(),
+            ),
+            Some(r @ Layout::Record { .. }) => ("record".into(), r.numpy_descr_json().to_string()),
+            _ => match (values.numpy_dtype(), h.eltype, h.elbyte) {
+                (Some(dt), _, _) => ("dtype".into(), dt.into()),
+                (None, ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
+                (None, ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
+                (None, _, elbyte) => (
+                    "void".into(),
+                    format!("{} ({elbyte} bytes) has no numpy type", values.type_label()),
+                ),
+            },
+        }
+    }
+
+    /// `offsets[0..=rows]` (little-endian `u64`s) as a view of the map, every one checked
+    /// first (an error naming the first bad row).
+    fn offsets(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| {
+            let bytes = self.inner.offsets_bytes()?;
+            Ok(Region::buffer(&self.inner, bytes))
+        })
+        .map_err(to_py)
+    }
+
+    /// Every value, row after row, as a view of the map.
+    fn values(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| {
+            let bytes = self.inner.values_bytes()?;
+            Ok(Region::buffer(&self.inner, bytes))
+        })
+        .map_err(to_py)
+    }
+
+    /// Row `k`'s values as a view of the map; only its two offsets are read and checked.
+    fn row(&self, k: u64) -> PyResult<Buffer> {
+        let bytes: Cow<'_, [u8]> = self.inner.row_bytes(k).map_err(to_py)?.into();
+        Ok(Region::buffer(&self.inner, bytes))
+    }
+
+    /// Row `k` as a string (an error naming the row if it is not UTF-8).
+    fn row_str(&self, k: u64) -> PyResult<String> {
+        self.inner.row_str(k).map(|s| s.to_string()).map_err(to_py)
+    }
+
+    /// Checks every row's offsets, and for text every row's UTF-8, each failure naming the
+    /// row: what a whole read checks before it hands anything out.
+    fn check(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| -> rawarray_serde::Result<()> {
+            self.inner.offsets_bytes()?;
+            if self.inner.is_text() {
+                for k in 0..self.inner.rows() {
+                    self.inner.row_str(k)?;
+                }
+            }
+            Ok(())
+        })
+        .map_err(to_py)
+    }
+
+    /// The length of the longest row, in values (every row's offsets checked).
+    fn longest_row(&self, py: Python<'_>) -> PyResult<u64> {
+        py.detach(|| self.inner.longest_row()).map_err(to_py)
+    }
+}
+
+/// Whether the file at `path` is a ragged array (flag bit 3, by the library's test of its
+/// first 16 bytes); false for a file too short to tell, whose reader reports it.
+#[pyfunction]
+pub(crate) fn is_ragged(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
+    py.detach(|| -> std::io::Result<bool> {
+        use std::io::Read;
+        let mut head = Vec::with_capacity(16);
+        std::fs::File::open(&path)?
+            .take(16)
+            .read_to_end(&mut head)?;
+        Ok(RaggedHeader::is_ragged(&head))
+    })
+    .map_err(|e| {
+        PyErr::from(std::io::Error::new(
+            e.kind(),
+            format!("{}: {e}", path.display()),
+        ))
+    })
+}
+
+/// The bytes of a C-contiguous buffer, only read (an empty one may export a null pointer).
+fn buffer_bytes<'a>(data: &'a PyBuffer<u8>, what: &str) -> PyResult<&'a [u8]> {
+    if !data.is_c_contiguous() {
+        return Err(ra_err(format!("{what} must be C-contiguous bytes")));
+    }
+    if data.len_bytes() == 0 {
+        return Ok(&[]);
+    }
+    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid while borrowed
+    // from it) and was checked C-contiguous with len_bytes() bytes at buf_ptr(); it is only
+    // read. Python code in another thread could write to it while the GIL is released, as
+    // with numpy's own `tofile`: the file then holds some mix of old and new bytes.
+    Ok(unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) })
+}
+
+/// The layout of one value: the element's, inside one array per value dim (innermost first,
+/// the first dim varying fastest), as the library's `[T; N]` elements are.
+fn value_layout(element: Layout, value_dims: &[u64]) -> Layout {
+    value_dims.iter().fold(element, |item, &len| Layout::Array {
+        len,
+        item: Box::new(item),
+    })
+}
+
+/// Writes a ragged file atomically (a temporary file renamed over `path`): `offsets`
+/// (`rows + 1` little-endian `u64`s) into `values` (packed little-endian, values of
+/// `descr_json` elements inside `value_dims`). With `text` the rows are UTF-8 (`|u1` values)
+/// and the library's `Ragged::from_strs` writes them, marked as text.
+#[pyfunction]
+#[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false))]
+pub(crate) fn write_ragged(
+    py: Python<'_>,
+    path: PathBuf,
+    descr_json: &str,
+    value_dims: Vec<u64>,
+    offsets: PyBuffer<u8>,
+    values: PyBuffer<u8>,
+    text: bool,
+) -> PyResult<()> {
+    let (eltype, elbyte, layout) = element_of(descr_json)?;
+    let offset_bytes = buffer_bytes(&offsets, "offsets")?;
+    let value_bytes = buffer_bytes(&values, "values")?;
+    if !offset_bytes.len().is_multiple_of(8) || offset_bytes.is_empty() {
+        return Err(ra_err(format!(
+            "offsets: expected rows + 1 little-endian u64s, found {} bytes",
+            offset_bytes.len()
+        )));
+    }
+    let offs: Vec<u64> = offset_bytes
+        .chunks_exact(8)
+        .map(|w| u64::from_le_bytes(w.try_into().expect("8 bytes")))
+        .collect();
+    let rows = offs.len() as u64 - 1;
+    let m = offs[offs.len() - 1];
+    let header =
+        RaggedHeader::new(eltype, elbyte, value_dims.clone(), m, rows, rows + 1).map_err(to_py)?;
+    if value_bytes.len() as u64 != header.values_len() {
+        return Err(ra_err(format!(
+            "values: expected {} bytes for {m} values of {} bytes, found {}",
+            header.values_len(),
+            header.value_bytes(),
+            value_bytes.len()
+        )));
+    }
+    check_offsets(&offs, m).map_err(to_py)?;
+    if text {
+        if (eltype, elbyte, &layout, value_dims.is_empty()) != (ElType::Uint, 1, &None, true) {
+            return Err(ra_err(format!(
+                "text rows are bytes of UTF-8 (|u1 values), not {descr_json} values"
+            )));
+        }
+        let strs = offs
+            .windows(2)
+            .enumerate()
+            .map(|(k, w)| {
+                std::str::from_utf8(&value_bytes[w[0] as usize..w[1] as usize])
+                    .map_err(|e| ra_err(format!("row {k} is not UTF-8 text: {e}")))
+            })
+            .collect::<PyResult<Vec<&str>>>()?;
+        return py
+            .detach(|| Ragged::from_strs(strs).write_file(&path))
+            .map_err(to_py);
+    }
+    // The trailer every ragged file gets: the value's schema (doc/format.md, section 10).
+    let element = layout.unwrap_or(Layout::scalar(eltype, elbyte));
+    let trailer = Trailer::new(serde_json::Value::Null)
+        .map_err(to_py)?
+        .with_schema(value_layout(element, &value_dims));
+    py.detach(|| {
+        rawarray_serde::atomic::write_atomic(
+            &path,
+            |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+                w.write_all(&header.encode())?;
+                w.write_all(offset_bytes)?;
+                w.write_all(value_bytes)?;
+                w.write_all(&trailer.encode_block(header.data_end()))?;
+                Ok(())
+            },
+        )
+    })
+    .map_err(to_py)
+}
+
+/// `bytes` (packed little-endian values of `T`) as values, through the library's element
+/// codec: borrowed where they can be, checked where the type has rules (a bool is 0 or 1).
+fn append_as<T: Element + Clone>(
+    w: &mut LibRaggedWriter<T>,
+    bytes: &[u8],
+) -> rawarray_serde::Result<()> {
+    if let Some(values) = T::cast_pod_slice(bytes) {
+        return w.append_row(values);
+    }
+    let size = T::PACKED_SIZE;
+    if size == 0 || !bytes.len().is_multiple_of(size) {
+        return Err(rawarray_serde::ErrorKind::Message(format!(
+            "a row of {} bytes is not a whole number of {size}-byte values",
+            bytes.len()
+        ))
+        .into());
+    }
+    let values = bytes
+        .chunks_exact(size)
+        .map(T::read_le)
+        .collect::<rawarray_serde::Result<Vec<T>>>()?;
+    w.append_row(&values)
+}
+
+/// The library's typed [`LibRaggedWriter`], one variant per element type numpy has.
+macro_rules! writers {
+    ($($v:ident($t:ty)),* $(,)?) => {
+        enum Writer {
+            $($v(LibRaggedWriter<$t>),)*
+        }
+
+        impl Writer {
+            fn append(&mut self, bytes: &[u8]) -> rawarray_serde::Result<()> {
+                match self { $(Writer::$v(w) => append_as(w, bytes),)* }
+            }
+            fn flush(&mut self) -> rawarray_serde::Result<()> {
+                match self { $(Writer::$v(w) => w.flush(),)* }
+            }
+            fn sync(&mut self) -> rawarray_serde::Result<()> {
+                match self { $(Writer::$v(w) => w.sync(),)* }
+            }
+            fn finish(self) -> rawarray_serde::Result<()> {
+                match self { $(Writer::$v(w) => w.finish().map(|_| ()),)* }
+            }
+            fn rows(&self) -> u64 {
+                match self { $(Writer::$v(w) => w.rows(),)* }
+            }
+            fn flushed_rows(&self) -> u64 {
+                match self { $(Writer::$v(w) => w.flushed_rows(),)* }
+            }
+        }
+    };
+}
+
+writers!(
+    Bool(bool),
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F16(f16),
+    BF16(bf16),
+    F32(f32),
+    F64(f64),
+    C64(Complex<f32>),
+    C128(Complex<f64>),
+);
+
+/// Creates (`append` false) or opens a writer of `T`.
+fn open_writer<T: Element>(
+    path: &std::path::Path,
+    opts: &RaggedOptions,
+    append: bool,
+) -> rawarray_serde::Result<LibRaggedWriter<T>> {
+    if append {
+        LibRaggedWriter::open(path)
+    } else {
+        LibRaggedWriter::create_with(path, opts)
+    }
+}
+
+/// Appends rows to a ragged file: the library's `RaggedWriter` (its lock, its commit by one
+/// header write per flush, its crash safety), fed with each row's packed little-endian bytes.
+/// Threads may share one: a mutex serializes its calls, with the GIL released.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+pub(crate) struct RaggedWriter {
+    /// `None` once closed.
+    inner: Mutex<Option<Writer>>,
+}
+
+#[pymethods]
+impl RaggedWriter {
+    /// Creates the file (`append=False`, atomically replacing any old one) or opens it to
+    /// append, for values of `descr_json` (a numpy scalar dtype; `text` for UTF-8 rows of
+    /// `|u1`).
+    #[new]
+    #[pyo3(signature = (path, descr_json, text=false, append=false))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        descr_json: &str,
+        text: bool,
+        append: bool,
+    ) -> PyResult<RaggedWriter> {
+        let (eltype, elbyte, layout) = element_of(descr_json)?;
+        let opts = RaggedOptions::new().text(text);
+        let is_bool = layout.as_ref() == Some(&bool::layout());
+        if layout.is_some() && !is_bool {
+            return Err(ra_err(format!(
+                "RaggedWriter appends rows of numpy's scalar types, not {descr_json}: write rows \
+                 of records whole with rawarray.write(path, rawarray.Ragged(rows))"
+            )));
+        }
+        let p = path.as_path();
+        let writer = py.detach(|| -> rawarray_serde::Result<Option<Writer>> {
+            Ok(Some(match (is_bool, eltype, elbyte) {
+                (true, _, _) => Writer::Bool(open_writer(p, &opts, append)?),
+                (_, ElType::Uint, 1) => Writer::U8(open_writer(p, &opts, append)?),
+                (_, ElType::Int, 1) => Writer::I8(open_writer(p, &opts, append)?),
+                (_, ElType::Uint, 2) => Writer::U16(open_writer(p, &opts, append)?),
+                (_, ElType::Int, 2) => Writer::I16(open_writer(p, &opts, append)?),
+                (_, ElType::Uint, 4) => Writer::U32(open_writer(p, &opts, append)?),
+                (_, ElType::Int, 4) => Writer::I32(open_writer(p, &opts, append)?),
+                (_, ElType::Uint, 8) => Writer::U64(open_writer(p, &opts, append)?),
+                (_, ElType::Int, 8) => Writer::I64(open_writer(p, &opts, append)?),
+                (_, ElType::Float, 2) => Writer::F16(open_writer(p, &opts, append)?),
+                (_, ElType::BFloat16, 2) => Writer::BF16(open_writer(p, &opts, append)?),
+                (_, ElType::Float, 4) => Writer::F32(open_writer(p, &opts, append)?),
+                (_, ElType::Float, 8) => Writer::F64(open_writer(p, &opts, append)?),
+                (_, ElType::Complex, 8) => Writer::C64(open_writer(p, &opts, append)?),
+                (_, ElType::Complex, 16) => Writer::C128(open_writer(p, &opts, append)?),
+                _ => return Ok(None),
+            }))
+        });
+        match writer.map_err(to_py)? {
+            Some(w) => Ok(RaggedWriter {
+                inner: Mutex::new(Some(w)),
+            }),
+            None => Err(ra_err(format!(
+                "RaggedWriter appends rows of numpy's scalar types, not {descr_json}"
+            ))),
+        }
+    }
+
+    /// Appends one row, its values packed little-endian (C-contiguous bytes); not committed
+    /// until `flush`.
+    fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
+        let bytes = buffer_bytes(&data, "a row")?;
+        self.with_writer(py, |w| w.append(bytes))
+    }
+
+    /// Commits the rows appended so far: readers see them, a killed process keeps them.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_writer(py, Writer::flush)
+    }
+
+    /// Commits and syncs: the rows survive a power cut too.
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_writer(py, Writer::sync)
+    }
+
+    /// Commits, trims the file and releases its lock. Closing twice is allowed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| match lock(&self.inner).take() {
+            Some(w) => w.finish(),
+            None => Ok(()),
+        })
+        .map_err(to_py)
+    }
+
+    /// Rows appended, committed or not.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.rows() as usize))
+    }
+
+    /// Rows the file's header covers: those of the last flush.
+    #[getter]
+    fn flushed_len(&self, py: Python<'_>) -> u64 {
+        py.detach(|| lock(&self.inner).as_ref().map_or(0, Writer::flushed_rows))
+    }
+
+    /// Whether `close` has run.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.inner).is_none())
+    }
+}
+
+/// The writer's lock; a panic while it was held leaves the writer as the library left it.
+fn lock(m: &Mutex<Option<Writer>>) -> MutexGuard<'_, Option<Writer>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl RaggedWriter {
+    /// Runs `op` on the open writer, holding its lock, with the GIL released.
+    fn with_writer<T: Send>(
+        &self,
+        py: Python<'_>,
+        op: impl FnOnce(&mut Writer) -> rawarray_serde::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| match lock(&self.inner).as_mut() {
+            Some(w) => op(w).map_err(Some),
+            None => Err(None),
+        })
+        .map_err(|e| match e {
+            Some(e) => to_py(e),
+            None => PyValueError::new_err("I/O operation on a closed rawarray.RaggedWriter"),
+        })
+    }
+}
