@@ -5,6 +5,7 @@
 //! view keeps the map alive for as long as the view lives.
 #![deny(missing_docs)]
 
+mod arrow;
 mod chunked;
 
 use std::ffi::{c_int, c_void};
@@ -970,5 +971,6 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrayWriter>()?;
     m.add_function(wrap_pyfunction!(write, m)?)?;
     chunked::register(m)?;
+    arrow::register(m)?;
     Ok(())
 }

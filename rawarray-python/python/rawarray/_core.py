@@ -21,6 +21,7 @@ from ._rawarray import read_chunked_into as _read_chunked_into
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
 from ._indexing import read_key
+from . import _arrow
 
 
 
@@ -184,6 +185,40 @@ class File:
         if chunks is None:
             chunks = self.chunks or "auto"
         return da.from_array(self, chunks=chunks)
+
+    def to_arrow(self) -> Any:
+        """The file as a ``pyarrow.Table`` (doc/arrow.md): one row per record, one column per
+        field, in the schema's order and names (a file that is not of records: one column
+        ``values``). The batches come from Rust through the Arrow C stream interface."""
+        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_arrow)
+
+    def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
+        """The file as a ``pyarrow.RecordBatchReader`` of ``rows`` rows a batch, each read when
+        asked for: the memory in use is one batch's, whatever the file's size."""
+        return self._arrow(rows, _arrow.to_arrow_batches)
+
+    def to_pandas(self) -> Any:
+        """The file as a ``pandas.DataFrame``, through :meth:`to_arrow` (needs pyarrow, pandas)."""
+        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_pandas)
+
+    def to_polars(self) -> Any:
+        """The file as a ``polars.DataFrame``, through :meth:`to_arrow` (needs pyarrow, polars)."""
+        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_polars)
+
+    def _arrow(self, rows: int, convert: Any) -> Any:
+        # The Arrow reader opens the path itself: it must still be the file this File opened
+        # (checked before and after, so the reader cannot have opened another one between).
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        self._check_same_file()
+        out = convert(self.path, rows) if convert is _arrow.to_arrow_batches else convert(self.path)
+        self._check_same_file()
+        return out
+
+    def _check_same_file(self) -> None:
+        if RawFile(self.path).identity() != self._raw.identity():
+            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+                          "open it again to read it as Arrow")
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # Two Files of the same unchanged file are the same data to dask.
@@ -597,8 +632,24 @@ def write(
     the GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole
     data section as one LZ4 block, the format the C reference reads; both at once is an error.
 
+    A table (a ``pyarrow.Table`` or ``RecordBatchReader``, a pandas ``DataFrame`` without its
+    index, anything with ``__arrow_c_stream__`` such as a polars ``DataFrame``) is written as a
+    record file: one record per row, one field per column in the table's order (doc/arrow.md).
+    Only fixed-width columns can be fields (numbers, bool, fixed-size binary and lists, structs
+    of those); any other column, or a null, is refused with :class:`RaError` naming the column
+    and its type, before anything is written. Only ``params`` applies to a table.
+
     >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), codec="zstd", level=3, shuffle="byte")   # doctest: +SKIP
     """
+    if _arrow.is_table(array):
+        given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
+                 "codec": codec, "level": level, "shuffle": shuffle, "threads": threads}
+        unused = [k for k, v in given.items() if v not in (None, False)] + (
+            ["order"] if order != "C" else [])
+        if unused:
+            raise ValueError(f"a table is written as records: {', '.join(unused)} do not apply")
+        _arrow.write_table(path, array, params)
+        return
     arr = np.asarray(array)
     _check_storable(arr.dtype)
     extra = _dims_and_coords(arr.shape, dim_names, coords)
