@@ -280,6 +280,14 @@ def test_a_dataframe_text_column_is_refused_by_name(tmp):
     assert not (tmp / "df.ra").exists()
 
 
+def test_a_column_is_still_written_as_an_array(tmp):
+    pl = pytest.importorskip("polars")
+    for column in (pa.chunked_array([[1.5, 2.5], [3.5]]), pl.Series([1.5, 2.5, 3.5])):
+        rawarray.write(tmp / "c.ra", column)
+        got = rawarray.read(tmp / "c.ra")
+        assert got.dtype == np.float64 and got.tolist() == [1.5, 2.5, 3.5]
+
+
 def test_array_options_do_not_apply_to_tables(tmp):
     with pytest.raises(ValueError, match="chunks"):
         rawarray.write(tmp / "t.ra", pa.table({"x": [1]}), chunks=(4,))

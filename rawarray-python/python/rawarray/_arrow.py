@@ -63,12 +63,15 @@ def to_polars(path: str) -> Any:
 
 
 def is_table(obj: Any) -> bool:
-    """Whether ``rawarray.write`` takes ``obj`` as a table: a pandas DataFrame, or anything with
-    ``__arrow_c_stream__`` (a pyarrow Table or RecordBatchReader, a polars DataFrame)."""
+    """Whether ``rawarray.write`` takes ``obj`` as a table: a pandas DataFrame, or a table with
+    ``__arrow_c_stream__`` (a pyarrow Table, RecordBatch or RecordBatchReader, a polars
+    DataFrame). A column (a pyarrow ChunkedArray, a pandas or polars Series) has a stream too,
+    but no schema or columns: it stays an array, as numpy sees it."""
     pd = sys.modules.get("pandas")
     if pd is not None and isinstance(obj, pd.DataFrame):
         return True
-    return hasattr(obj, "__arrow_c_stream__") and not hasattr(obj, "__array_interface__")
+    return (hasattr(obj, "__arrow_c_stream__") and not hasattr(obj, "__array_interface__")
+            and (hasattr(obj, "schema") or hasattr(obj, "columns")))
 
 
 def write_table(path: str | os.PathLike[str], table: Any, params: Any = None) -> None:
