@@ -273,12 +273,15 @@ impl RawFile {
     /// `("void", reason)` for bytes with no numpy type (the reason says why).
     fn element_kind(&self) -> (String, String) {
         let h = self.header();
-        // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
+        // A plain array's logical marker: a bool file is a u8 file whose schema says bool. A
+        // scalar schema numpy has no type for (bfloat16, complex32; `rawarray-arrow` writes one
+        // for every plain array) is read by the header, below, not as void bytes.
         if let Ok(Some(s @ Layout::Scalar { .. })) = self.record_layout() {
-            return (
-                "dtype".into(),
-                s.numpy_descr_json().as_str().unwrap_or("").into(),
-            );
+            let descr = s.numpy_descr_json();
+            let descr = descr.as_str().unwrap_or("");
+            if !descr.contains('V') {
+                return ("dtype".into(), descr.into());
+            }
         }
         if let Some(dt) = h.numpy_dtype() {
             return ("dtype".into(), dt.into());
