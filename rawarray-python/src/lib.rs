@@ -5,6 +5,7 @@
 //! view keeps the map alive for as long as the view lives.
 #![deny(missing_docs)]
 
+mod arrow;
 mod chunked;
 mod ragged;
 
@@ -423,12 +424,15 @@ fn element_kind(
     trailer: Option<&Trailer>,
     trailer_error: Option<&str>,
 ) -> (String, String) {
-    // A plain array's logical marker: a bool file is a u8 file whose schema says bool.
+    // A plain array's logical marker: a bool file is a u8 file whose schema says bool. A
+    // scalar schema numpy has no type for (bfloat16, complex32; `rawarray-arrow` writes one
+    // for every plain array) is read by the header, below, not as void bytes.
     if let Ok(Some(s @ Layout::Scalar { .. })) = record_layout(h, trailer) {
-        return (
-            "dtype".into(),
-            s.numpy_descr_json().as_str().unwrap_or("").into(),
-        );
+        let descr = s.numpy_descr_json();
+        let descr = descr.as_str().unwrap_or("");
+        if !descr.contains('V') {
+            return ("dtype".into(), descr.into());
+        }
     }
     if let Some(dt) = h.numpy_dtype() {
         return ("dtype".into(), dt.into());
@@ -996,5 +1000,6 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ragged::RaggedWriter>()?;
     m.add_function(wrap_pyfunction!(ragged::is_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(ragged::write_ragged, m)?)?;
+    arrow::register(m)?;
     Ok(())
 }

@@ -211,7 +211,7 @@ impl RaggedFile {
 
     /// Row `k`'s values as a view of the map; only its two offsets are read and checked.
     fn row(&self, k: u64) -> PyResult<Buffer> {
-        let bytes: Cow<'_, [u8]> = self.inner.row_bytes(k).map_err(to_py)?.into();
+        let bytes: Cow<'_, [u8]> = self.inner.row_bytes(k).map_err(to_py)?;
         Ok(Region::buffer(&self.inner, bytes))
     }
 

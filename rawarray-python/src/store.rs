@@ -69,9 +69,11 @@ fn store_for(url: &str) -> PyResult<(Arc<dyn ObjectStore>, object_store::path::P
         ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
         // A memory:// store is empty in every process that builds one: nothing to open. GCS
         // and Azure need object_store's `gcp` and `azure` backends, not built in.
-        other => return Err(ra_err(format!(
+        other => {
+            return Err(ra_err(format!(
             "{url}: rawarray reads s3://, s3a://, http(s):// and file:// URLs, not {other:?} ones"
-        ))),
+        )))
+        }
     };
     Ok((store, path))
 }

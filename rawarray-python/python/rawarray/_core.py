@@ -22,6 +22,7 @@ from ._rawarray import read_chunked_into as _read_chunked_into
 from ._rawarray import RecordWriter as _RecordWriter
 from ._rawarray import write as _write
 from ._indexing import read_key
+from . import _arrow
 
 try:
     from ._rawarray import StoreFile as _StoreFile
@@ -226,6 +227,40 @@ class File:
         if chunks is None:
             chunks = self.chunks or "auto"
         return da.from_array(self, chunks=chunks)
+
+    def to_arrow(self) -> Any:
+        """The file as a ``pyarrow.Table`` (doc/arrow.md): one row per record, one column per
+        field, in the schema's order and names (a file that is not of records: one column
+        ``values``). The batches come from Rust through the Arrow C stream interface."""
+        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_arrow)
+
+    def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
+        """The file as a ``pyarrow.RecordBatchReader`` of ``rows`` rows a batch, each read when
+        asked for: the memory in use is one batch's, whatever the file's size."""
+        return self._arrow(rows, _arrow.to_arrow_batches)
+
+    def to_pandas(self) -> Any:
+        """The file as a ``pandas.DataFrame``, through :meth:`to_arrow` (needs pyarrow, pandas)."""
+        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_pandas)
+
+    def to_polars(self) -> Any:
+        """The file as a ``polars.DataFrame``, through :meth:`to_arrow` (needs pyarrow, polars)."""
+        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_polars)
+
+    def _arrow(self, rows: int, convert: Any) -> Any:
+        # The Arrow reader opens the path itself: it must still be the file this File opened
+        # (checked before and after, so the reader cannot have opened another one between).
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        self._check_same_file()
+        out = convert(self.path, rows) if convert is _arrow.to_arrow_batches else convert(self.path)
+        self._check_same_file()
+        return out
+
+    def _check_same_file(self) -> None:
+        if RawFile(self.path).identity() != self._raw.identity():
+            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+                          "open it again to read it as Arrow")
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         # Two Files of the same unchanged file are the same data to dask.
@@ -667,6 +702,13 @@ def write(
     the GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole
     data section as one LZ4 block, the format the C reference reads; both at once is an error.
 
+    A table (a ``pyarrow.Table`` or ``RecordBatchReader``, a pandas ``DataFrame`` without its
+    index, anything with ``__arrow_c_stream__`` such as a polars ``DataFrame``) is written as a
+    record file: one record per row, one field per column in the table's order (doc/arrow.md).
+    Only fixed-width columns can be fields (numbers, bool, fixed-size binary and lists, structs
+    of those); any other column, or a null, is refused with :class:`RaError` naming the column
+    and its type, before anything is written. Only ``params`` applies to a table.
+
     >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), codec="zstd", level=3, shuffle="byte")   # doctest: +SKIP
 
     A :class:`Ragged`, a list of arrays of unequal lengths, or a list (or 1-d array) of ``str``
@@ -674,6 +716,15 @@ def write(
     marked as text); its trailer holds the values' schema only, so ``params``, ``dim_names``,
     ``coords``, ``compress`` and ``order="F"`` are refused for it.
     """
+    if _arrow.is_table(array):
+        given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
+                 "codec": codec, "level": level, "shuffle": shuffle, "threads": threads}
+        unused = [k for k, v in given.items() if v not in (None, False)] + (
+            ["order"] if order != "C" else [])
+        if unused:
+            raise ValueError(f"a table is written as records: {', '.join(unused)} do not apply")
+        _arrow.write_table(path, array, params)
+        return
     from ._ragged import _as_ragged  # noqa: PLC0415 (_ragged imports this module)
 
     if isinstance(array, np.ndarray) and array.dtype.kind == "U" and array.ndim == 1:

@@ -1,0 +1,90 @@
+"""Record files as Arrow tables (doc/arrow.md): pyarrow, pandas, polars and DuckDB.
+
+The mapping from ``.ra`` to Arrow is the Rust crate ``rawarray-arrow``'s; its batches reach
+Python through the Arrow C stream interface (``__arrow_c_stream__``), so any library that speaks
+the Arrow PyCapsule protocol reads them without a copy through numpy. pyarrow, pandas and polars
+are optional: each is imported when first needed, and its absence is an ImportError naming it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+
+from ._rawarray import ArrowStream, write_arrow
+
+# Rows per batch of to_arrow_batches() by default, as the Rust crate's readers and `ra convert`.
+DEFAULT_BATCH_ROWS = 1 << 16
+
+
+def _require(module: str, what: str) -> Any:
+    """Imports an optional dependency, or raises ImportError saying which one and for what."""
+    try:
+        return __import__(module)
+    except ImportError as e:
+        raise ImportError(
+            f"{what} needs the optional package {module!r}: pip install {module}"
+        ) from e
+
+
+def stream(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> ArrowStream:
+    """The file at ``path`` as an object with ``__arrow_c_stream__`` (batches read on demand)."""
+    if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
+        raise ValueError(f"rows per batch must be a positive integer, not {batch_rows!r}")
+    return ArrowStream(path, int(batch_rows))
+
+
+def to_arrow_batches(path: str, rows: int = DEFAULT_BATCH_ROWS) -> Any:
+    """A ``pyarrow.RecordBatchReader`` over the file, ``rows`` rows a batch."""
+    pa = _require("pyarrow", "to_arrow_batches()")
+    return pa.RecordBatchReader.from_stream(stream(path, rows))
+
+
+def to_arrow(path: str) -> Any:
+    """The whole file as a ``pyarrow.Table``."""
+    pa = _require("pyarrow", "to_arrow()")
+    return pa.RecordBatchReader.from_stream(stream(path)).read_all()
+
+
+def to_pandas(path: str) -> Any:
+    """The file as a ``pandas.DataFrame`` (through pyarrow)."""
+    _require("pyarrow", "to_pandas()")
+    _require("pandas", "to_pandas()")
+    return to_arrow(path).to_pandas()
+
+
+def to_polars(path: str) -> Any:
+    """The file as a ``polars.DataFrame`` (through pyarrow)."""
+    pl = _require("polars", "to_polars()")
+    _require("pyarrow", "to_polars()")
+    return pl.from_arrow(to_arrow(path))
+
+
+def is_table(obj: Any) -> bool:
+    """Whether ``rawarray.write`` takes ``obj`` as a table: a pandas DataFrame, or a table with
+    ``__arrow_c_stream__`` (a pyarrow Table, RecordBatch or RecordBatchReader, a polars
+    DataFrame). A column (a pyarrow ChunkedArray, a pandas or polars Series) has a stream too,
+    but no schema or columns: it stays an array, as numpy sees it."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(obj, pd.DataFrame):
+        return True
+    return (hasattr(obj, "__arrow_c_stream__") and not hasattr(obj, "__array_interface__")
+            and (hasattr(obj, "schema") or hasattr(obj, "columns")))
+
+
+def write_table(path: str | os.PathLike[str], table: Any, params: Any = None) -> None:
+    """Writes a table's rows as records, one field per column (doc/arrow.md, "Back to .ra")."""
+    pd = sys.modules.get("pandas")
+    if pd is not None and isinstance(table, pd.DataFrame):
+        pa = _require("pyarrow", "rawarray.write(path, DataFrame)")
+        # The index is not a column: a user who wants it writes df.reset_index().
+        table = pa.Table.from_pandas(table, preserve_index=False)
+    rows = getattr(table, "num_rows", None)
+    write_arrow(
+        os.fspath(path),
+        table,
+        None if params is None else json.dumps(params),
+        rows if isinstance(rows, int) else None,
+    )
