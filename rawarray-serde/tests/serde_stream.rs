@@ -162,6 +162,31 @@ fn a_stream_that_ends_early_names_the_bytes_missing() {
     assert_eq!(cut::<String>(&s, hl + 99_999), (100_000, 99_999));
 }
 
+/// A record of 64 KiB and 4 bytes: longer than the window, and too long for the one comparison
+/// that begins shorter records.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+struct Wide {
+    a: [[[u8; 32]; 32]; 32],
+    b: [[[u8; 32]; 32]; 32],
+    tail: u32,
+}
+
+#[test]
+fn records_longer_than_the_window_read_the_same_from_every_input() {
+    let wide = |i: usize| Wide {
+        a: std::array::from_fn(|j| std::array::from_fn(|k| [(i + j + k) as u8; 32])),
+        b: std::array::from_fn(|j| std::array::from_fn(|k| [(i * 3 + j * k) as u8; 32])),
+        tail: i as u32,
+    };
+    // Unoptimised builds hold several 64 KiB copies of a record on the stack.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || every_input(&(0..3).map(wide).collect::<Vec<_>>()))
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
 /// A stream that hands out as much as each `read` asks for, and counts the calls.
 struct Counted<'a> {
     bytes: &'a [u8],
