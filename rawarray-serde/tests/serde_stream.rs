@@ -162,6 +162,65 @@ fn a_stream_that_ends_early_names_the_bytes_missing() {
     assert_eq!(cut::<String>(&s, hl + 99_999), (100_000, 99_999));
 }
 
+/// A record of 64 KiB and 4 bytes: longer than the window, and too long for the one comparison
+/// that begins shorter records.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+struct Wide {
+    a: [[[u8; 32]; 32]; 32],
+    b: [[[u8; 32]; 32]; 32],
+    tail: u32,
+}
+
+#[test]
+fn records_longer_than_the_window_read_the_same_from_every_input() {
+    let wide = |i: usize| Wide {
+        a: std::array::from_fn(|j| std::array::from_fn(|k| [(i + j + k) as u8; 32])),
+        b: std::array::from_fn(|j| std::array::from_fn(|k| [(i * 3 + j * k) as u8; 32])),
+        tail: i as u32,
+    };
+    // Unoptimised builds hold several 64 KiB copies of a record on the stack.
+    std::thread::Builder::new()
+        .stack_size(64 << 20)
+        .spawn(move || every_input(&(0..3).map(wide).collect::<Vec<_>>()))
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+/// A stream that hands out as much as each `read` asks for, and counts the calls.
+struct Counted<'a> {
+    bytes: &'a [u8],
+    calls: usize,
+}
+
+impl Read for Counted<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.calls += 1;
+        self.bytes.read(buf)
+    }
+}
+
+#[test]
+fn records_are_read_through_one_read_call_per_window() {
+    // 80-byte records, 64 KiB windows: each refill asks the stream for the whole window at
+    // once (an earlier `read_to_end` asked for 8, 16, 32 KiB, then the rest: four calls).
+    let foos: Vec<Foo> = (0..20_000).map(foo).collect();
+    let bytes = to_vec(&foos).unwrap();
+    let mut stream = Counted {
+        bytes: &bytes,
+        calls: 0,
+    };
+    let got: Vec<Foo> = from_reader(&mut stream).unwrap();
+    assert_eq!(got, foos);
+    let windows = (foos.len() * 80).div_ceil(64 << 10);
+    // The header takes a call or two, the end of the stream one more.
+    assert!(
+        stream.calls <= windows + 4,
+        "{} read calls for {windows} windows",
+        stream.calls
+    );
+}
+
 #[test]
 fn the_stream_is_left_just_after_the_data_section() {
     let mut bytes = to_vec(&(0..30_000).map(|i| i as u16).collect::<Vec<_>>()).unwrap();

@@ -91,6 +91,10 @@ pub struct Deserializer<'de, I = SliceInput<'de>> {
     here: u32,
     /// [`scalar_code`] of the file's element type.
     elem: u32,
+    /// `here` where a record may begin: `elem` in a file of user-defined elements (whose
+    /// `here` is `elem` only at element level, outside records and complex halves), else
+    /// [`NO_RECORDS`].
+    records: u32,
     /// Where reads must stop: the end of the data, or of the record being read.
     limit: usize,
     de: PhantomData<&'de ()>,
@@ -100,6 +104,8 @@ pub struct Deserializer<'de, I = SliceInput<'de>> {
 const ANY: u32 = u32::MAX;
 /// `here` where a scalar cannot be read.
 const NOT_HERE: u32 = u32::MAX - 1;
+/// `records` where no record begins on the fast path: a value `here` never takes.
+const NO_RECORDS: u32 = u32::MAX - 2;
 
 #[inline(always)]
 fn scalar_code(eltype: ElType, elbyte: u64) -> u32 {
@@ -161,6 +167,11 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         let dims: Vec<u64> = header.dims.iter().rev().copied().collect();
         let elem = scalar_code(header.eltype, header.elbyte);
         let here = if dims.is_empty() { elem } else { NOT_HERE };
+        let records = if header.eltype == ElType::User && elem != NOT_HERE {
+            elem
+        } else {
+            NO_RECORDS
+        };
         let len = input.data_len();
         Deserializer {
             input,
@@ -176,6 +187,7 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
             entered: false,
             here,
             elem,
+            records,
             limit: len,
             de: PhantomData,
         }
@@ -328,13 +340,23 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         })
     }
 
-    /// Starts reading an eltype-0 element field by field; `None` if already inside one.
-    /// Inlined (the record comes back in registers, not through memory); the refusals are
-    /// out of line.
+    /// Starts reading an eltype-0 element field by field; `false` if already inside one.
+    /// Inlined; the refusals are out of line.
     #[inline(always)]
-    fn begin_record(&mut self, name: &'static str) -> Result<Option<Record>> {
+    fn begin_record(&mut self, name: &'static str) -> Result<bool> {
+        // One comparison where a record may begin (the element level of a file of records,
+        // outside a record and a complex half); every other case is decided out of line.
+        if self.here != self.records {
+            return self.begin_record_slow(name);
+        }
+        self.start_record(name)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn begin_record_slow(&mut self, name: &'static str) -> Result<bool> {
         if self.record.is_some() {
-            return Ok(None);
+            return Ok(false);
         }
         if self.depth != self.dims.len()
             || self.header.eltype != ElType::User
@@ -342,26 +364,25 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         {
             return Err(self.record_refusal(name));
         }
+        // A record too long for `records` to name (an elbyte of 64 KiB or more).
+        self.start_record(name)
+    }
+
+    #[inline(always)]
+    fn start_record(&mut self, name: &'static str) -> Result<bool> {
         let r = Record {
             name,
             start: self.pos,
             end: self.pos + self.header.elbyte as usize,
         };
-        let mut at_hand = false;
-        if r.end <= self.len {
-            at_hand = self.input.get(r.start, r.end - r.start).is_some();
-            if !at_hand {
-                // A stream's window ends inside the record: move it on, so that the fields
-                // are read from it. A record longer than the window is read field by field,
-                // each fetched as it comes.
-                at_hand = self.prefetch(r)?;
-            }
-        }
+        // `get` finds nothing past the data's end, so a record it finds is inside the data.
+        // A stream's window may end inside the record: `prefetch` moves it on.
+        let at_hand = self.input.get(r.start, r.end - r.start).is_some() || self.prefetch(r)?;
         self.at_hand = at_hand;
         self.record = Some(r);
         self.here = ANY;
         self.limit = r.end;
-        Ok(Some(r))
+        Ok(true)
     }
 
     #[cold]
@@ -371,11 +392,15 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
     }
 
     /// Brings a record no longer than the window into a stream's window: whether it is at
-    /// hand now.
+    /// hand now. A record longer than the window is read field by field, each fetched as it
+    /// comes; one past the data's end is not at hand (its fields fail as they reach the end).
     #[cold]
     #[inline(never)]
     fn prefetch(&mut self, r: Record) -> Result<bool> {
         let n = r.end - r.start;
+        if r.end > self.len {
+            return Ok(false);
+        }
         if n <= read::WINDOW {
             self.input.fetch(r.start, n)?;
         }
@@ -397,25 +422,38 @@ impl<'de, I: Input<'de>> Deserializer<'de, I> {
         .into()
     }
 
+    /// Ends the record `begin_record` started (`started`), whose end is `limit`.
     #[inline(always)]
-    fn end_record(&mut self, started: Option<Record>) -> Result<()> {
-        if let Some(r) = started {
-            self.record = None;
-            self.at_hand = false;
-            self.here = self.elem;
-            self.limit = self.len;
-            if self.pos != r.end {
-                return Err(self.record_short(r));
+    fn end_record(&mut self, started: bool) -> Result<()> {
+        if started {
+            if self.pos != self.limit {
+                return Err(self.record_short());
             }
+            self.leave_record();
         }
         Ok(())
+    }
+
+    #[inline(always)]
+    fn leave_record(&mut self) {
+        self.record = None;
+        self.at_hand = false;
+        self.here = self.elem;
+        self.limit = self.len;
     }
 
     /// A record whose fields did not consume exactly elbyte bytes: the error, with the
     /// position moved to the record's end.
     #[cold]
     #[inline(never)]
-    fn record_short(&mut self, r: Record) -> Error {
+    fn record_short(&mut self) -> Error {
+        // Inside the record `begin_record` started, which `limit` ends.
+        let r = self.record.unwrap_or(Record {
+            name: "record",
+            start: self.pos,
+            end: self.limit,
+        });
+        self.leave_record();
         let consumed = self.pos - r.start;
         self.pos = r.end;
         self.record_error(r, consumed)

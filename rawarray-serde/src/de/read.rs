@@ -169,8 +169,13 @@ impl<'de> Input<'de> for SliceInput<'de> {
 /// deserializer moves forward, and straight into a `Vec` of plain scalars.
 pub struct StreamInput<R> {
     reader: R,
-    /// Bytes `start..start + window.len()` of the data section.
-    window: Vec<u8>,
+    /// The window: bytes `start..start + held` of the data section are `buf[..held]`. The rest
+    /// of `buf` is initialised memory the window reuses (it is as long as the window has
+    /// been), so a refill reads the stream straight into it, a `read` call per piece:
+    /// `read_to_end` into spare capacity would start at 8 KiB a call and double, four calls
+    /// where one does.
+    buf: Vec<u8>,
+    held: usize,
     start: usize,
     /// Bytes of the data section still in the stream (the window ends where they begin).
     unread: usize,
@@ -214,7 +219,8 @@ impl<R: Read> StreamInput<R> {
             return Ok(StreamInput {
                 reader,
                 len: data.len(),
-                window: data,
+                held: data.len(),
+                buf: data,
                 start: 0,
                 unread: 0,
                 size: header.size,
@@ -223,7 +229,8 @@ impl<R: Read> StreamInput<R> {
         }
         Ok(StreamInput {
             reader,
-            window: Vec::new(),
+            buf: Vec::new(),
+            held: 0,
             start: 0,
             unread: size_us,
             len: size_us,
@@ -239,23 +246,25 @@ impl<R: Read> StreamInput<R> {
     #[cold]
     #[inline(never)]
     fn refill(&mut self, pos: usize, n: usize) -> Result<()> {
-        let held_end = self.start + self.window.len();
+        let held_end = self.start + self.held;
         if pos >= held_end {
-            self.window.clear();
+            self.held = 0;
             let mut skip = pos - held_end;
             while skip > 0 {
                 let k = skip.min(WINDOW);
                 self.pull(k)?;
-                self.window.clear();
+                self.held = 0;
                 skip -= k;
             }
         } else {
-            self.window.drain(..pos - self.start);
+            let from = pos - self.start;
+            self.buf.copy_within(from..self.held, 0);
+            self.held -= from;
         }
         self.start = pos;
-        let target = n.max(WINDOW).min(self.window.len() + self.unread);
-        while self.window.len() < target {
-            let step = (target - self.window.len()).min(self.window.len().max(WINDOW));
+        let target = n.max(WINDOW).min(self.held + self.unread);
+        while self.held < target {
+            let step = (target - self.held).min(self.held.max(WINDOW));
             self.pull(step)?;
         }
         Ok(())
@@ -263,9 +272,15 @@ impl<R: Read> StreamInput<R> {
 
     /// Appends the next `k` bytes of the data section (at most `unread`) to the window.
     fn pull(&mut self, k: usize) -> Result<()> {
-        self.window.reserve_exact(k);
-        // `read_to_end` reads into the spare capacity without zeroing it first.
-        let got = Read::take(&mut self.reader, k as u64).read_to_end(&mut self.window)?;
+        let end = self.held + k;
+        if self.buf.len() < end {
+            // Exactly what the window needs (a doubling `resize` could take twice the bytes
+            // that justify it), zeroed once: later refills reuse it.
+            self.buf.reserve_exact(end - self.buf.len());
+            self.buf.resize(end, 0);
+        }
+        let got = read_full(&mut self.reader, &mut self.buf[self.held..end])?;
+        self.held += got;
         self.unread -= got;
         if got < k {
             return Err(self.truncated());
@@ -292,7 +307,12 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
     fn get(&self, pos: usize, n: usize) -> Option<&[u8]> {
         // `pos >= start`: the deserializer reads forward.
         let at = pos.wrapping_sub(self.start);
-        self.window.get(at..at.checked_add(n)?)
+        let end = at.checked_add(n)?;
+        if end > self.held {
+            return None;
+        }
+        // SAFETY: `at <= end` (the sum did not overflow) and `end <= held <= buf.len()`.
+        Some(unsafe { self.buf.get_unchecked(at..end) })
     }
 
     #[inline(always)]
@@ -300,7 +320,7 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
         let at = pos - self.start;
         // SAFETY: the caller found `pos..pos + n` inside a range `get` returned, so inside
         // the window, and asked for nothing outside it since: the window has not moved.
-        unsafe { self.window.get_unchecked(at..at + n) }
+        unsafe { self.buf.get_unchecked(at..at + n) }
     }
 
     fn fetch(&mut self, pos: usize, n: usize) -> Result<&[u8]> {
@@ -308,7 +328,7 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
             self.refill(pos, n)?;
         }
         let at = pos - self.start;
-        Ok(&self.window[at..at + n])
+        Ok(&self.buf[..self.held][at..at + n])
     }
 
     fn borrow(&self, _: usize, _: usize) -> Option<&'de [u8]> {
@@ -320,7 +340,7 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
     }
 
     fn read_into(&mut self, pos: usize, dst: &mut [u8]) -> Result<()> {
-        let held_end = self.start + self.window.len();
+        let held_end = self.start + self.held;
         if pos < self.start || pos > held_end {
             // Not contiguous with the window (a skip forward): through the window.
             let n = dst.len();
@@ -329,13 +349,13 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
         }
         let from_window = (held_end - pos).min(dst.len());
         let at = pos - self.start;
-        dst[..from_window].copy_from_slice(&self.window[at..at + from_window]);
+        dst[..from_window].copy_from_slice(&self.buf[at..at + from_window]);
         let rest = &mut dst[from_window..];
         if rest.is_empty() {
             return Ok(());
         }
         // The window is used up: the rest comes straight from the stream into `dst`.
-        self.window.clear();
+        self.held = 0;
         self.start = pos + from_window;
         let want = rest.len().min(self.unread);
         let got = read_full(&mut self.reader, &mut rest[..want])?;
@@ -358,7 +378,7 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
         if self.known {
             return self.len.saturating_sub(pos);
         }
-        (self.start + self.window.len()).saturating_sub(pos)
+        (self.start + self.held).saturating_sub(pos)
     }
 }
 
