@@ -10,7 +10,7 @@ use std::path::Path;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use rawarray_serde::codec::{ChunkOptions, Config, Layout, SectionReader};
-use rawarray_serde::{Codec, Header, Shuffle, Trailer, WriteOptions};
+use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
 
 use crate::{ra_err, read_exact_at, to_py, RawFile};
 
@@ -53,7 +53,7 @@ pub(crate) fn write_options(
     Ok((opts, chunked))
 }
 
-/// The codec of a name (`Codec::name`), or an error listing the names.
+/// The codec of a name (`Codec::name`), or an error listing the names `write` takes.
 pub(crate) fn codec_named(name: &str) -> PyResult<Codec> {
     CODECS
         .into_iter()
@@ -64,6 +64,47 @@ pub(crate) fn codec_named(name: &str) -> PyResult<Codec> {
                 CODECS.map(Codec::name).join(", ")
             ))
         })
+}
+
+/// `RecordWriter`'s keywords as the library's record options. Any of `codec`, `level`,
+/// `shuffle` and `chunk_records` selects compression, as in the library; `threads` alone
+/// selects nothing. The whole-section LZ4 block is refused by name: a record file grows by
+/// appended chunks, and one LZ4 block over the whole section cannot be appended to.
+pub(crate) fn record_options(
+    mut opts: RecordOptions,
+    codec: Option<&str>,
+    level: Option<i32>,
+    shuffle: Option<&str>,
+    chunk_records: Option<u64>,
+    threads: usize,
+) -> PyResult<RecordOptions> {
+    if let Some(name) = codec {
+        let codec = CODECS
+            .into_iter()
+            .find(|c| c.name() == name)
+            .ok_or_else(|| {
+                let names = CODECS.map(Codec::name).join(", ");
+                ra_err(if name == LZ4_WHOLE {
+                    format!(
+                        "codec: a RecordWriter cannot write {LZ4_WHOLE:?} (one LZ4 block over the \
+                         whole data section cannot be appended to): expected one of {names}"
+                    )
+                } else {
+                    format!("codec: expected one of {names}, found {name:?}")
+                })
+            })?;
+        opts = opts.codec(codec);
+    }
+    if let Some(name) = shuffle {
+        opts = opts.shuffle(shuffle_named(name)?);
+    }
+    if let Some(l) = level {
+        opts = opts.level(l);
+    }
+    if let Some(n) = chunk_records {
+        opts = opts.chunk_records(n);
+    }
+    Ok(opts.threads(threads))
 }
 
 /// The filter of a name (`Shuffle::name`), or an error listing the names.
@@ -102,7 +143,18 @@ pub(crate) fn write_chunked(
 
 /// A chunked file's settings: `(codec, level, shuffle, chunk shape in the file's dim order,
 /// raw bytes per block)`.
-type ChunkSettings = (String, i32, String, Vec<u64>, u64);
+pub(crate) type ChunkSettings = (String, i32, String, Vec<u64>, u64);
+
+/// A validated config's settings, as `File.chunks` and `File.compression` show them.
+pub(crate) fn settings_of(c: &Config) -> ChunkSettings {
+    (
+        c.codec.name().to_string(),
+        c.level,
+        c.shuffle.name().to_string(),
+        c.chunk.clone(),
+        c.block_bytes,
+    )
+}
 
 /// The chunk settings of a chunked file, as stored in its config; `None` for any other file.
 /// One read of the config, which the library validated when the file was opened.
@@ -121,14 +173,7 @@ pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<Chu
             &mut bytes,
             header.encoded_len() as u64 + range.start,
         )?;
-        let c = Config::decode(header, &bytes)?;
-        Ok(Some((
-            c.codec.name().to_string(),
-            c.level,
-            c.shuffle.name().to_string(),
-            c.chunk,
-            c.block_bytes,
-        )))
+        Ok(Some(settings_of(&Config::decode(header, &bytes)?)))
     })
     .map_err(to_py)
 }

@@ -688,9 +688,12 @@ struct RecordWriter {
 impl RecordWriter {
     /// Creates the file (`append=False`, atomically replacing any old one) or opens it to append,
     /// for elements described by `descr_json` (as for [`write`]) and records of `record_dims`
-    /// values each (the file's order, first fastest; empty for one value per record).
+    /// values each (the file's order, first fastest; empty for one value per record), with
+    /// the compression keywords of [`chunked::record_options`].
     #[new]
-    #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false))]
+    #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false,
+                        codec=None, level=None, shuffle=None, chunk_records=None, threads=0))]
+    #[allow(clippy::too_many_arguments)] // Python's keywords, one each
     fn new(
         py: Python<'_>,
         path: PathBuf,
@@ -698,11 +701,23 @@ impl RecordWriter {
         record_dims: Vec<u64>,
         params_json: Option<&str>,
         append: bool,
+        codec: Option<&str>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        chunk_records: Option<u64>,
+        threads: usize,
     ) -> PyResult<RecordWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
         let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
         let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
-        let mut opts = RecordOptions::new().record_dims(record_dims);
+        let mut opts = chunked::record_options(
+            RecordOptions::new().record_dims(record_dims),
+            codec,
+            level,
+            shuffle,
+            chunk_records,
+            threads,
+        )?;
         if let Some(p) = params_json {
             let params: serde_json::Value =
                 serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?;

@@ -19,6 +19,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{Header, StoreArrayReader};
 
+use crate::chunked::{settings_of, ChunkSettings};
 use crate::{element_kind, ra_err, Buffer, Bytes};
 use rawarray_serde::{Category, Error};
 
@@ -228,6 +229,12 @@ impl StoreFile {
             meta.size,
             PyBytes::new(py, &self.header().encode()),
         )
+    }
+
+    /// The chunk settings of a chunked object, as `chunk_config` gives a file's; `None` for any
+    /// other object. The library validated them at open: no request is made.
+    fn chunk_config(&self) -> Option<ChunkSettings> {
+        self.reader.chunk_config().map(settings_of)
     }
 
     /// How numpy should see one element, as `RawFile.element_kind`.

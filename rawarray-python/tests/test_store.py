@@ -142,6 +142,31 @@ def test_a_key_fetches_only_the_runs_it_touches(tmp, s3):
     assert fetched((3, slice(10, 12))) == (1, 2 * 1024 * 4)
 
 
+def test_a_chunked_object_reads_its_subsets_and_shows_its_chunks(tmp, s3):
+    a = field((6, 10, 12))
+    url = upload(s3, "runs/chunked.ra", tmp, a, codec="zstd", chunks=(2, 5, 6), shuffle="bit")
+    with rawarray.open(url) as f:
+        # The same settings as the local file's (read from its config by another path).
+        with rawarray.open(tmp / "upload.ra") as local:
+            assert local.chunks == (2, 5, 6)
+            assert f.compression == local.compression
+        assert f.chunks == (2, 5, 6)
+        c = f.compression
+        assert (c["codec"], c["level"], c["shuffle"], c["chunks"]) == ("zstd", 3, "bit", (2, 5, 6))
+        assert c["ratio"] == a.nbytes / f.header["size"]
+        for key in KEYS:
+            np.testing.assert_array_equal(f[key], a[key], err_msg=str(key))
+        before = f.io_stats
+        np.testing.assert_array_equal(f[3, 5:, :6], a[3, 5:, :6])  # inside one chunk
+        assert f.io_stats["reads"] - before["reads"] == 1
+        np.testing.assert_array_equal(f.array(), a)
+    # A plain object has no chunks; an LZ4 one names its whole block.
+    with rawarray.open(upload(s3, "runs/plain.ra", tmp, a)) as f:
+        assert (f.chunks, f.compression) == (None, None)
+    with rawarray.open(upload(s3, "runs/lz4w.ra", tmp, a, compress=True)) as f:
+        assert f.chunks is None and f.compression["codec"] == "lz4-whole"
+
+
 def test_an_object_written_again_is_refused(tmp, s3):
     a = field((3, 4, 5))
     url = upload(s3, "runs/again.ra", tmp, a)

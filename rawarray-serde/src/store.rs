@@ -13,7 +13,7 @@ use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
 use crate::array::{element_dims, RawArray};
-use crate::codec::Layout;
+use crate::codec::{Config, Layout};
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -245,6 +245,35 @@ impl StoreArrayReader {
     /// Why the bytes after the data look like a trailer block but cannot be read, if so.
     pub fn trailer_error(&self) -> Option<&str> {
         self.trailer_error.as_deref()
+    }
+
+    /// The chunked layout's settings (codec, level, filter, chunk shape in the file's dim
+    /// order), validated at open; `None` for an object that is not chunked.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use object_store::{memory::InMemory, ObjectStore, PutPayload};
+    /// use rawarray_serde::{codec::Codec, RawArray, StoreArrayReader, WriteOptions};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("z.ra");
+    /// let a = RawArray::from_shape_vec(vec![4, 6], (0..24).map(|i| i as f32).collect()).unwrap();
+    /// a.write_file_with(&file, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![4, 2]))
+    ///     .unwrap();
+    /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    /// store.put(&"z.ra".into(), PutPayload::from(std::fs::read(&file).unwrap())).await.unwrap();
+    /// store.put(&"a.ra".into(), PutPayload::from(a.to_bytes())).await.unwrap();
+    ///
+    /// let c = StoreArrayReader::open(store.clone(), "z.ra").await.unwrap();
+    /// let config = c.chunk_config().unwrap();
+    /// assert_eq!((config.codec, config.chunk.as_slice()), (Codec::Zstd, &[4, 2][..]));
+    /// assert!(StoreArrayReader::open(store, "a.ra").await.unwrap().chunk_config().is_none());
+    /// # }
+    /// ```
+    pub fn chunk_config(&self) -> Option<&Config> {
+        self.chunked.as_ref().map(Layout::config)
     }
 
     /// The object's length in bytes, as the store said at open.

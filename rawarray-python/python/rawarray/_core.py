@@ -187,8 +187,9 @@ class File:
         self._buffer: Buffer | None = None
         self._bools_checked = False
         # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file. An
-        # object in a store is decoded by the library's StoreArrayReader, chunked or not.
-        self._chunking = None if _is_url(self.path) else _chunk_config(self._raw)
+        # object in a store is decoded by the library's StoreArrayReader, chunked or not, which
+        # validated its config at open.
+        self._chunking = self._raw.chunk_config() if _is_url(self.path) else _chunk_config(self._raw)
         self.closed = False
 
     @property
@@ -380,7 +381,8 @@ class File:
 
     @property
     def _chunked(self) -> bool:
-        return self._chunking is not None
+        # A chunked file decoded here; a chunked object is decoded by the store's reader.
+        return self._chunking is not None and not _is_url(self.path)
 
     def _mapped(self) -> Buffer:
         if self.closed:
@@ -816,6 +818,15 @@ class RecordWriter:
     ``(count,) + shape``. ``params`` (anything ``json.dumps`` takes) go in the trailer.
     ``mode="a"`` opens an existing file to append (same dtype and shape).
 
+    ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``), ``level``, ``shuffle`` (``"byte"``,
+    ``"bit"``, ``"none"``) and ``chunks`` (records per chunk: an int, or ``(n,) + shape``)
+    compress the records a chunk at a time in the chunked layout (``File.compression``), on
+    ``threads`` threads (0: all cores); any of them selects it, zstd with byte shuffle by
+    default. ``flush`` still commits every record appended so far. The whole-section
+    ``"lz4-whole"`` block cannot be appended to and is refused. A compressed file opened with
+    ``mode="a"`` stays compressed as it was written (options given then are not applied to it);
+    a plain file that holds records cannot take compression options.
+
     >>> with rawarray.RecordWriter("run.ra", [("step", "<u8"), ("e", "<f8")], params={"dt": 0.1}) as w:   # doctest: +SKIP
     ...     for step in range(100):
     ...         w.append(np.array([(step, -1.0)], dtype=w.dtype))
@@ -830,6 +841,11 @@ class RecordWriter:
         shape: tuple[int, ...] = (),
         params: Any = None,
         mode: str = "w",
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        chunks: int | tuple[int, ...] | None = None,
+        threads: int = 0,
     ) -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
@@ -840,8 +856,22 @@ class RecordWriter:
         self.path = os.fspath(path)
         params_json = None if params is None else json.dumps(params)
         self._w = _RecordWriter(
-            self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json, mode == "a"
+            self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json, mode == "a",
+            codec=codec, level=level, shuffle=shuffle,
+            chunk_records=self._chunk_records(chunks), threads=threads,
         )
+
+    def _chunk_records(self, chunks: int | tuple[int, ...] | None) -> int | None:
+        # A chunk covers each record whole (doc/chunked.md): only the record count is free.
+        if chunks is None or isinstance(chunks, (int, np.integer)):
+            return None if chunks is None else int(chunks)
+        c = tuple(int(n) for n in chunks)
+        if len(c) != 1 + len(self.shape) or c[1:] != self.shape:
+            raise RaError(
+                f"chunks: expected records per chunk, as an int or (n,) + the record shape "
+                f"{self.shape}, found {tuple(chunks)}"
+            )
+        return c[0]
 
     def append(self, records: Any) -> None:
         """Appends records: an array of shape ``(n,) + shape`` (or ``shape`` for one record) of
