@@ -243,10 +243,10 @@ pub fn register_files(ctx: &SessionContext, sql: &str) -> Result<()> {
         if !is_ra_path(table) || ctx.table_exist(reference.clone())? {
             continue;
         }
-        let provider = RaTableProvider::open(table.as_ref()).map_err(|e| {
-            DataFusionError::Plan(format!("table '{table}': {}", e.strip_backtrace()))
-        })?;
-        ctx.register_table(reference.clone(), Arc::new(provider))?;
+        // rawarray-arrow's error names the file and what is wrong with it.
+        let table =
+            RaTable::open(table.as_ref()).map_err(|e| DataFusionError::Plan(e.to_string()))?;
+        ctx.register_table(reference.clone(), Arc::new(RaTableProvider::new(table)))?;
     }
     Ok(())
 }
