@@ -301,23 +301,68 @@ impl RaTable {
             table: self.clone(),
             next: 0,
             batch_rows,
+            columns: None,
         }
+    }
+
+    /// As [`RaTable::batches`], with only the columns `columns` (indices into
+    /// [`RaTable::schema`], in the order given, repeats allowed): the other fields are never
+    /// gathered out of the rows, which is what a query engine's projection pushdown asks of a
+    /// table. An empty list gives batches of no columns that still count their rows.
+    ///
+    /// ```
+    /// use rawarray_serde::{RaRecord, RecordWriter};
+    /// #[derive(RaRecord, Clone)]
+    /// struct Body { step: u32, energy: f64, pos: [f32; 3] }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let mut w = RecordWriter::<Body>::create(&path, ()).unwrap();
+    /// for step in 0..5 { w.append(&Body { step, energy: 0.5, pos: [0.0; 3] }).unwrap(); }
+    /// w.finish().unwrap();
+    ///
+    /// let table = rawarray_arrow::RaTable::open(&path).unwrap();
+    /// let batch = table.batches_of(&[1], 16).unwrap().next().unwrap().unwrap();
+    /// assert_eq!(batch.schema().field(0).name(), "energy");
+    /// assert_eq!((batch.num_columns(), batch.num_rows()), (1, 5));
+    /// assert!(table.batches_of(&[3], 16).is_err());
+    /// ```
+    pub fn batches_of(&self, columns: &[usize], batch_rows: usize) -> Result<RaBatchReader> {
+        let schema = self.0.schema.project(columns).map_err(|_| {
+            Error::NoTable(format!(
+                "columns {columns:?} of a table of {} columns",
+                self.0.schema.fields().len()
+            ))
+        })?;
+        let mut reader = self.batches(batch_rows);
+        reader.columns = Some((columns.to_vec(), Arc::new(schema)));
+        Ok(reader)
     }
 
     /// All the rows as one batch.
     pub fn read_all(&self) -> Result<RecordBatch> {
-        self.read_rows(0..self.0.rows)
+        self.read_rows(0..self.0.rows, None)
     }
 
     /// The rows `range` as one batch (for a decoded file, `range` must be whole steps of the
-    /// last dim, as [`RaTable::batches`] makes them).
-    fn read_rows(&self, range: Range<u64>) -> Result<RecordBatch> {
+    /// last dim, as [`RaTable::batches`] makes them), with only `columns` (indices, and the
+    /// schema they make) when given.
+    fn read_rows(
+        &self,
+        range: Range<u64>,
+        columns: Option<&(Vec<usize>, SchemaRef)>,
+    ) -> Result<RecordBatch> {
         let inner = &*self.0;
         let rows = usize::try_from(range.end - range.start)
             .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
         let row_bytes = inner.layout.size() as usize;
         let bytes: Buffer = match &inner.source {
-            Source::Ragged(ragged) => return self.read_ragged(ragged, range),
+            Source::Ragged(ragged) => {
+                let batch = self.read_ragged(ragged, range)?;
+                return match columns {
+                    Some((indices, _)) => Ok(batch.project(indices)?),
+                    None => Ok(batch),
+                };
+            }
             Source::Empty => Buffer::from_vec(Vec::<u8>::new()),
             Source::Mapped(map) => {
                 let start = range.start as usize * row_bytes;
@@ -355,21 +400,32 @@ impl RaTable {
                 Buffer::from_vec(v)
             }
         };
+        let all: Vec<usize>;
+        let (indices, schema) = match columns {
+            Some((indices, schema)) => (indices.as_slice(), schema),
+            None => {
+                all = (0..inner.schema.fields().len()).collect();
+                (all.as_slice(), &inner.schema)
+            }
+        };
         let columns: Vec<ArrayRef> = match &inner.layout {
-            Layout::Record { fields, .. } => fields
+            Layout::Record { fields, .. } => indices
                 .iter()
-                .zip(inner.schema.fields())
-                .map(|(f, af)| {
+                .map(|&i| {
+                    let f = &fields[i];
                     let starts: Vec<usize> = (0..rows)
                         .map(|r| r * row_bytes + f.offset as usize)
                         .collect();
-                    gather(af, &f.layout, bytes.as_slice(), &starts)
+                    gather(inner.schema.field(i), &f.layout, bytes.as_slice(), &starts)
                 })
                 .collect::<Result<_>>()?,
-            other => vec![column(inner.schema.field(0).name(), other, rows, &bytes)?],
+            other => indices
+                .iter()
+                .map(|_| column(inner.schema.field(0).name(), other, rows, &bytes))
+                .collect::<Result<_>>()?,
         };
         Ok(RecordBatch::try_new_with_options(
-            inner.schema.clone(),
+            schema.clone(),
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?)
@@ -422,6 +478,8 @@ pub struct RaBatchReader {
     table: RaTable,
     next: u64,
     batch_rows: u64,
+    /// The columns read ([`RaTable::batches_of`]) and their schema; all of them when `None`.
+    columns: Option<(Vec<usize>, SchemaRef)>,
 }
 
 impl Iterator for RaBatchReader {
@@ -433,7 +491,7 @@ impl Iterator for RaBatchReader {
             return None;
         }
         let end = (self.next + self.batch_rows).min(rows);
-        let batch = self.table.read_rows(self.next..end);
+        let batch = self.table.read_rows(self.next..end, self.columns.as_ref());
         self.next = end;
         Some(batch.map_err(|e| match e {
             Error::Arrow(e) => e,
@@ -444,7 +502,10 @@ impl Iterator for RaBatchReader {
 
 impl RecordBatchReader for RaBatchReader {
     fn schema(&self) -> SchemaRef {
-        self.table.schema()
+        match &self.columns {
+            Some((_, schema)) => schema.clone(),
+            None => self.table.schema(),
+        }
     }
 }
 

@@ -10,6 +10,7 @@ mod compress;
 mod convert;
 mod csv;
 mod diff;
+mod external;
 mod fail;
 mod image;
 mod info;
@@ -31,6 +32,7 @@ mod trailer;
 mod value;
 mod watch;
 
+use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -53,6 +55,9 @@ Examples:
   ra diff a.ra b.ra               values compared, whatever the byte order and compression
   ra watch run.ra                 records as a running program flushes them (tail -f)
   ra recover run.ra               after a crash of the program appending records
+  ra sql \"SELECT step, avg(energy) FROM 'run.ra' GROUP BY step\"
+                                  SQL over record files (the ra-sql command of rawarray-sql;
+                                  any ra NAME runs a program ra-NAME beside ra or on PATH)
 
 Exit status: 0 success, 1 a file could not be read or written (or a check failed), 2 usage error;
 ra diff: 0 equal, 1 different, 2 a file could not be read (or a usage error).")]
@@ -427,6 +432,9 @@ The pages are generated from the same definitions as --help.")]
         #[arg(long, value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+    /// Any other NAME runs the program ra-NAME (beside ra, or on PATH) with the arguments.
+    #[command(external_subcommand)]
+    External(Vec<OsString>),
 }
 
 fn run(cli: Cli) -> Result<(), Failure> {
@@ -581,6 +589,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             Ok(())
         }
         Command::Man { dir } => manual::run(Cli::command(), dir.as_deref(), &mut out),
+        Command::External(args) => unreachable!("main runs ra-{:?} itself", args.first()),
     }?;
     out.flush().map_err(Failure::stdout)
 }
@@ -618,6 +627,9 @@ fn not_stdout(command: &'static str, output: &Path) -> Result<(), Failure> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::External(args) = &cli.command {
+        return external::run(args);
+    }
     // `ra diff` exits as `diff` does: 1 means "different", so a file it cannot read is 2.
     let is_diff = matches!(cli.command, Command::Diff { .. });
     let error_code = if is_diff { 2 } else { 1 };

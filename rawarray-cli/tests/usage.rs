@@ -166,3 +166,46 @@ fn every_subcommand_has_help_with_an_example() {
         .success()
         .stdout(predicate::str::contains("Examples:"));
 }
+
+/// `ra NAME` for a NAME of no subcommand runs `ra-NAME` found beside `ra` (how `ra sql` runs
+/// rawarray-sql's `ra-sql`), passing the arguments and the exit status through.
+#[cfg(unix)]
+#[test]
+fn an_unknown_subcommand_runs_the_program_ra_name_beside_ra() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let ra_copy = dir.path().join("ra");
+    std::fs::copy(env!("CARGO_BIN_EXE_ra"), &ra_copy).unwrap();
+    let script = dir.path().join("ra-hello");
+    std::fs::write(&script, "#!/bin/sh\necho \"hello:$1:$2\"\nexit 3\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    // Another test thread's fork may briefly hold the just-written files open for writing,
+    // and exec then fails with ETXTBSY ("Text file busy"): try again, as cargo does.
+    let out = (0..100)
+        .find_map(|_| {
+            let out = std::process::Command::new(&ra_copy)
+                .args(["hello", "a b", "--flag"])
+                .env("PATH", "/nonexistent")
+                .output();
+            match out {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => None,
+                Ok(o) if String::from_utf8_lossy(&o.stderr).contains("Text file busy") => None,
+                other => Some(other.unwrap()),
+            }
+            .or_else(|| {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+                None
+            })
+        })
+        .expect("ra ran");
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hello:a b:--flag\n");
+    // No such program anywhere: a usage error naming the subcommand, as clap's own.
+    ra().args(["nosuchthing", "x"])
+        .env("PATH", "/nonexistent")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "unrecognized subcommand 'nosuchthing'",
+        ));
+}
