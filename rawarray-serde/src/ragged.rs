@@ -1646,7 +1646,13 @@ impl Mapped {
                 Ok(Cow::Borrowed(&self.map[base + s..base + e]))
             }
             Some(section) => {
-                let mut out = vec![0u8; data::to_usize((end - start) * vb)?];
+                // The value count is the file's word and compressed values never written read
+                // as zeros, so a small file may claim more than memory holds: an error, not an
+                // abort.
+                let len = (end - start).checked_mul(vb).ok_or_else(|| {
+                    Error::msg(format!("{} values of {vb} bytes: too large", end - start))
+                })?;
+                let mut out = data::try_zeroed_bytes(len)?;
                 if start < end {
                     let mut ranges: Vec<std::ops::Range<u64>> =
                         h.value_dims.iter().map(|&d| 0..d).collect();
