@@ -845,15 +845,33 @@ impl ArrayWriter {
     /// Opens the file at `path` to write blocks into (`descr_json` None), or, given the element
     /// (`descr_json` as for [`write`]) and `dims` (file order), opens it if a file holding that
     /// array is there, else creates it: ranks that race to start one array each get a writer
-    /// of the same file (the library's `open_or_create`).
+    /// of the same file (the library's `open_or_create`). Any of `codec`, `chunks` (file
+    /// order), `level` and `shuffle` makes it a chunked file, as for [`write`] (and an existing
+    /// file must then be chunked with those settings); a chunked file's blocks are compressed
+    /// on `threads` threads (0: all cores).
     #[new]
-    #[pyo3(signature = (path, descr_json=None, dims=None))]
+    #[pyo3(signature = (path, descr_json=None, dims=None, codec=None, chunks=None, level=None, shuffle=None, threads=0))]
+    #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
         path: PathBuf,
         descr_json: Option<&str>,
         dims: Option<Vec<u64>>,
+        codec: Option<&str>,
+        chunks: Option<Vec<u64>>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        threads: usize,
     ) -> PyResult<ArrayWriter> {
+        let (opts, chunked) =
+            chunked::write_options(false, codec, chunks, level, shuffle, threads)?;
+        if opts.is_compressed() {
+            return Err(ra_err(
+                "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \
+                 data section cannot be written block by block): expected \"zstd\", \"lz4\" or \
+                 \"none\", which write the chunked layout",
+            ));
+        }
         let header = match (descr_json, dims) {
             (Some(d), Some(dims)) => {
                 let (eltype, elbyte, layout) = element_of(d)?;
@@ -874,9 +892,13 @@ impl ArrayWriter {
             }
         };
         let writer = py
-            .detach(|| match header {
-                Some(h) => LibArrayWriter::open_or_create_with_header(&path, h),
-                None => LibArrayWriter::open(&path),
+            .detach(|| match (header, &chunked) {
+                (Some(h), Some(c)) => {
+                    LibArrayWriter::open_or_create_chunked_with_header(&path, h, c)
+                }
+                (Some(h), None) => LibArrayWriter::open_or_create_with_header(&path, h),
+                // An opened file keeps its own chunk settings; only the threads apply.
+                (None, _) => LibArrayWriter::open_with_threads(&path, threads),
             })
             .map_err(to_py)?;
         let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
@@ -895,10 +917,13 @@ impl ArrayWriter {
     }
 
     /// `(device, inode, header bytes)` of the file written: what a pickled writer checks on
-    /// reopening the path.
+    /// reopening the path. The header's `size` is left out (zero): a chunked file's grows
+    /// with every block committed, while its array stays the same.
     fn identity<'py>(&self, py: Python<'py>) -> PyResult<(u64, u64, Bound<'py, PyBytes>)> {
         let w = self.writer()?;
-        Ok((self.dev, self.ino, PyBytes::new(py, &w.header().encode())))
+        let mut h = w.header().clone();
+        h.size = 0;
+        Ok((self.dev, self.ino, PyBytes::new(py, &h.encode())))
     }
 
     /// Whether this writer created the file (rather than opened it).

@@ -585,3 +585,73 @@ def test_dask_and_xarray_take_the_files_chunks(tmp):
     np.testing.assert_array_equal(chunked["c"].values, a)
     ds.close()
     chunked.close()
+
+
+# -- rawarray.ArrayWriter into a chunked file ----------------------------------------------
+
+@pytest.mark.parametrize("codec, filt", [("zstd", "byte"), ("lz4", "bit"), ("none", "none")])
+def test_an_array_writer_writes_a_chunked_file_block_by_block(tmp, codec, filt):
+    a = sample("<f4", (10, 12, 5), seed=3)
+    path = tmp / "w.ra"
+    with rawarray.ArrayWriter(path, a.shape, a.dtype, chunks=(4, 6, 5), codec=codec,
+                              shuffle=filt, threads=2) as w:
+        assert w.created and w.chunks == (4, 6, 5)
+        assert (w.compression["codec"], w.compression["shuffle"]) == (codec, filt)
+        # Blocks of whole chunks, out of order; the last chunk of axis 0 is cut at 10.
+        w[8:10, 6:12] = a[8:10, 6:12]
+        w[0:8, :] = a[0:8]
+        w[8:10, 0:6] = a[8:10, 0:6]
+    raw, config, entries = decode_by_hand(path.read_bytes())
+    assert raw == a.tobytes()
+    assert config["chunk"] == [5, 6, 4] and config["codec"] == CODECS[codec]
+    assert config["filter"] == FILTERS[filt]
+    assert all(ln > 0 for _, ln in entries)          # every chunk written, each once
+    assert_same(rawarray.read(path), a)
+
+
+def test_an_array_writer_refuses_a_block_off_the_chunk_grid_naming_both(tmp):
+    path = tmp / "w.ra"
+    with rawarray.ArrayWriter(path, (10, 12), "<u2", chunks=(4, 6)) as w:
+        before = path.read_bytes()
+        for key in [(slice(0, 3), slice(None)), (slice(2, 6), slice(0, 6)), (1, slice(0, 6))]:
+            with pytest.raises(ValueError, match=r"axis 0 runs .*chunks \(4, 6\) \(shape \(10, 12\)\)"):
+                w[key] = 1
+        assert path.read_bytes() == before            # nothing written, no journal entry
+        w[0:4, 6:12] = 7
+        with pytest.raises(rawarray.RaError, match="written"):
+            w[0:4, 6:12] = 8                          # a chunk is written once
+    want = np.zeros((10, 12), "<u2")
+    want[0:4, 6:12] = 7
+    assert_same(rawarray.read(path), want)
+
+
+def test_an_array_writer_of_a_chunked_file_opens_pickles_and_checks_settings(tmp):
+    import pickle
+
+    path = tmp / "w.ra"
+    a = sample("<i8", (6, 4), seed=5)
+    w = rawarray.ArrayWriter(path, a.shape, a.dtype, chunks=(2, 4), codec="lz4")
+    blob = pickle.dumps(w)
+    w[0:2] = a[0:2]                                   # the header's size grows: same array
+    w2 = pickle.loads(blob)
+    assert not w2.created and w2.chunks == (2, 4)
+    w2[2:4] = a[2:4]
+    w2.close()
+    # Racing ranks give the same settings and share the file; other settings are refused.
+    w3 = rawarray.ArrayWriter(path, a.shape, a.dtype, chunks=(2, 4), codec="lz4")
+    assert not w3.created
+    w3[4:6] = a[4:6]
+    w3.close()
+    w.close()
+    assert_same(rawarray.read(path), a)
+    with pytest.raises(rawarray.RaError):
+        rawarray.ArrayWriter(path, a.shape, a.dtype, chunks=(3, 4), codec="lz4")
+    with pytest.raises(rawarray.RaError):
+        rawarray.ArrayWriter(path, a.shape, a.dtype, chunks=(2, 4), codec="zstd")
+    with pytest.raises(TypeError, match="chunks, codec apply only with a shape"):
+        rawarray.ArrayWriter(path, chunks=(2, 4), codec="lz4")
+    with pytest.raises(rawarray.RaError, match="lz4-whole"):
+        rawarray.ArrayWriter(tmp / "x.ra", (4,), "<f4", codec="lz4-whole")
+    assert not (tmp / "x.ra").exists()
+    with rawarray.ArrayWriter(path) as w4:             # opened as it was made
+        assert (w4.shape, w4.chunks, w4.compression["codec"]) == (a.shape, (2, 4), "lz4")

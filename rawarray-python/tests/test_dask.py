@@ -77,6 +77,26 @@ def test_store_from_the_cluster_writes_rawarray_writes_bytes(tmp, client):
     assert (tmp / "b.ra").read_bytes() == (tmp / "b_whole.ra").read_bytes()
 
 
+@pytest.mark.parametrize("codec", ["zstd", "lz4"])
+def test_store_from_the_cluster_into_a_chunked_file_gives_the_same_values(tmp, client, codec):
+    a = field((26, 18, 10))
+    path = tmp / "z.ra"
+    with rawarray.ArrayWriter(path, a.shape, a.dtype, chunks=(7, 9, 10), codec=codec,
+                              shuffle="byte") as w:
+        # Blocks off the file's chunks are refused in the workers, naming both.
+        with pytest.raises(ValueError, match=r"chunks \(7, 9, 10\)"):
+            da.store(da.from_array(a, chunks=(5, 18, 10)), w, lock=False)
+        da.store(da.from_array(a, chunks=(5, 18, 10)).rechunk(w.chunks), w, lock=False)
+    with rawarray.open(path) as f:
+        assert (f.chunks, f.compression["codec"], f.compression["shuffle"]) == ((7, 9, 10), codec, "byte")
+        np.testing.assert_array_equal(f[...], a)
+        assert f.compression["ratio"] > 1
+    # The same values as rawarray.write gives with the same settings (the chunks' order on
+    # disk is the order the workers committed them).
+    rawarray.write(tmp / "whole.ra", a, chunks=(7, 9, 10), codec=codec, shuffle="byte")
+    np.testing.assert_array_equal(rawarray.read(path), rawarray.read(tmp / "whole.ra"))
+
+
 def test_racing_writers_share_one_file(tmp):
     path = tmp / "r.ra"
     writers = [None] * 4

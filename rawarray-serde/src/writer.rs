@@ -274,6 +274,30 @@ impl ArrayWriter {
         ArrayWriter::open_or_create_inner(path.as_ref(), header_for::<T>(dims)?, Some(opts))
     }
 
+    /// [`open_or_create_chunked`](ArrayWriter::open_or_create_chunked) for the array a
+    /// little-endian `header` describes (any element type; the chunk shape, in `opts`, is in
+    /// the header's dims): what a binding that knows the element only at run time calls.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{ChunkOptions, Codec};
+    /// use rawarray_serde::{ArrayWriter, ElType, Header, RawArray};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let opts = ChunkOptions::new().codec(Codec::Zstd).chunks(vec![2, 3]);
+    /// let header = Header::new(ElType::Float, 8, vec![2, 6]).unwrap();
+    /// let w = ArrayWriter::open_or_create_chunked_with_header(&path, header, &opts).unwrap();
+    /// w.write_subset_bytes(&[0..2, 3..6], &[0u8; 48]).unwrap();
+    /// w.finish().unwrap();
+    /// assert_eq!(RawArray::<f64>::read_file(&path).unwrap().dims(), &[2, 6]);
+    /// ```
+    pub fn open_or_create_chunked_with_header(
+        path: impl AsRef<Path>,
+        header: Header,
+        opts: &ChunkOptions,
+    ) -> Result<ArrayWriter> {
+        ArrayWriter::open_or_create_inner(path.as_ref(), header, Some(opts))
+    }
+
     fn open_or_create_inner(
         path: &Path,
         header: Header,

@@ -944,7 +944,18 @@ class ArrayWriter:
     data section of zeros, renamed into place, so the path always holds a valid file), or
     opens it if a file holding that array is already there: ranks that race to start one array
     all get writers of the same file, and exactly one creates it (:attr:`created`).
-    ``ArrayWriter(path)`` opens an existing little-endian uncompressed file.
+    ``ArrayWriter(path)`` opens an existing little-endian file, plain or chunked.
+
+    Compression (doc/chunked.md): any of ``chunks`` (numpy's axis order), ``codec``
+    (``"zstd"``, ``"lz4"``, ``"none"``), ``level`` and ``shuffle`` (``"byte"``, ``"bit"``,
+    ``"none"``) creates a chunked file, with the defaults of :func:`write` (zstd level 3 after
+    a byte shuffle, chunks of about 1 MiB); an existing file at the path must have the same
+    settings. Its blocks are compressed on ``threads`` threads (default: all cores) with the GIL
+    released, and each block must cover whole chunks (:attr:`chunks`; the last chunk of an
+    axis may be cut by the axis' end): a block that does not is refused with a ``ValueError``
+    naming the block and the chunks, before anything is written, rather than merged under a
+    lock, and a chunk is written once. With dask, give the array the file's chunks:
+    ``da.store(x.rechunk(w.chunks), w, lock=False)``.
 
     ``w[key] = block`` writes a block: ``key`` is integers and slices of step 1 (numpy's
     order), ``block`` anything numpy converts and broadcasts to the block's shape. Writers of
@@ -955,6 +966,8 @@ class ArrayWriter:
     >>> with rawarray.ArrayWriter("out.ra", (4, 1000), "<f4") as w:   # doctest: +SKIP
     ...     w[2] = np.ones(1000)
     ...     w[0:2, :500] = 0.5
+    >>> w = rawarray.ArrayWriter("z.ra", (64, 512, 512), "<f4", chunks=(8, 512, 512),
+    ...                          codec="zstd", shuffle="byte")   # doctest: +SKIP
     """
 
     def __init__(
@@ -962,20 +975,38 @@ class ArrayWriter:
         path: str | os.PathLike[str],
         shape: tuple[int, ...] | None = None,
         dtype: Any = None,
+        *,
+        chunks: Sequence[int] | None = None,
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        threads: int | None = None,
     ) -> None:
         self.path = os.fspath(path)
         if (shape is None) != (dtype is None):
             raise TypeError("ArrayWriter takes the shape and the dtype together, or neither")
+        self._threads = 0 if threads is None else int(threads)
         if shape is None:
-            self._w = _ArrayWriter(self.path)
+            given = [k for k, v in (("chunks", chunks), ("codec", codec), ("level", level),
+                                    ("shuffle", shuffle)) if v is not None]
+            if given:
+                raise TypeError(f"ArrayWriter(path) opens a file as it was created: "
+                                f"{', '.join(given)} apply only with a shape and dtype")
+            self._w = _ArrayWriter(self.path, threads=self._threads)
         else:
             dt = _little_endian(np.dtype(dtype))
             _check_storable(dt)
             dims = list(reversed([int(n) for n in shape]))
-            self._w = _ArrayWriter(self.path, _descr_json(dt), dims)
-        # The dtype numpy sees, by the same reading of the header as rawarray.open's.
+            self._w = _ArrayWriter(self.path, _descr_json(dt), dims, codec,
+                                   _file_chunks(chunks, "C"), level, shuffle, self._threads)
+        # The dtype, chunks and compression numpy users see, by the same reading of the file
+        # as rawarray.open's.
         with File(self.path) as f:
             self.dtype = _little_endian(f.dtype)
+            self.chunks: tuple[int, ...] | None = f.chunks
+            comp = f.compression
+            self.compression: dict[str, Any] | None = (
+                None if comp is None else {k: v for k, v in comp.items() if k != "ratio"})
         self.shape = tuple(reversed(self._w.header()[2]))
 
     @property
@@ -1017,6 +1048,8 @@ class ArrayWriter:
                 raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
             ranges.append((i % n, i % n + 1))
         block_shape = tuple(b - a for a, b in ranges)
+        if self.chunks is not None and 0 not in block_shape:
+            self._check_on_grid(ranges)
         arr = np.asarray(value)
         if arr.dtype != self.dtype:
             arr = arr.astype(self.dtype)
@@ -1027,10 +1060,23 @@ class ArrayWriter:
             return
         self._w.write_block(list(reversed(ranges)), arr.reshape(-1).view(np.uint8))
 
+    def _check_on_grid(self, ranges: list[tuple[int, int]]) -> None:
+        """Refuses a block of a chunked file that does not cover whole chunks, naming the
+        block and the chunks in numpy's order (the library refuses it too, in file order)."""
+        for axis, ((a, b), c, n) in enumerate(zip(ranges, self.chunks, self.shape)):
+            if a % c or (b % c and b != n):
+                block = ", ".join(f"{lo}:{hi}" for lo, hi in ranges)
+                raise ValueError(
+                    f"block [{block}] of {self.path}: axis {axis} runs {a}:{b}, not whole chunks "
+                    f"of the file's chunks {self.chunks} (shape {self.shape}); each block of a "
+                    f"chunked file must start at a multiple of the chunk and end at one or at "
+                    f"the axis' end (with dask: x.rechunk(writer.chunks))"
+                )
+
     def __reduce__(self) -> tuple[Any, ...]:
         if self._w.closed:
             raise ValueError("cannot pickle a closed rawarray.ArrayWriter")
-        return (_reopen_writer, (os.path.abspath(self.path), self._w.identity()))
+        return (_reopen_writer, (os.path.abspath(self.path), self._w.identity(), self._threads))
 
     def sync(self) -> None:
         """Syncs what this writer wrote to disk."""
@@ -1057,9 +1103,9 @@ class ArrayWriter:
         self.close()
 
 
-def _reopen_writer(path: str, identity: tuple[int, int, bytes]) -> ArrayWriter:
+def _reopen_writer(path: str, identity: tuple[int, int, bytes], threads: int = 0) -> ArrayWriter:
     """A pickled :class:`ArrayWriter` opened again: the same file, unchanged in shape."""
-    w = ArrayWriter(path)
+    w = ArrayWriter(path, threads=threads)
     now = w._w.identity()
     if now != identity:
         why = "another file was put at its path" if now[:2] != identity[:2] else "its header changed"

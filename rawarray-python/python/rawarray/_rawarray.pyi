@@ -122,7 +122,15 @@ class ArrayWriter:
     """The library's ArrayWriter: blocks written in place from many threads and processes."""
 
     def __init__(
-        self, path: str | PathLike[str], descr_json: str | None = None, dims: list[int] | None = None
+        self,
+        path: str | PathLike[str],
+        descr_json: str | None = None,
+        dims: list[int] | None = None,
+        codec: str | None = None,
+        chunks: list[int] | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        threads: int = 0,
     ) -> None: ...
     def header(self) -> tuple[int, int, list[int]]: ...
     def identity(self) -> tuple[int, int, bytes]: ...
