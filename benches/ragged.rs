@@ -3,14 +3,15 @@
 //!
 //! - write and read: 10 M rows (lengths drawn from 0 to 64, about 1.2 GiB of values) through
 //!   `Ragged::write_file` / `Ragged::read_file`, and appended by a `RaggedWriter` (a flush per
-//!   4096 rows; by default its offsets region doubles as it fills, each time rewriting the
+//!   4096 rows; by default its offsets region grows as it fills, each time rewriting the
 //!   file; with `reserve_rows(n)` never), against `RawArray::write_file` / `read_file` of values and offsets. Target:
 //!   at most 1.1x the baseline's time.
 //! - row k: `RaggedReader::open` + `row(n / 2)` of a 1 GiB ragged file (sparse: real rows
 //!   around the middle, a trailer). Target: under 100 us, as for records.
 //!
 //! Best of 3 runs after a warm-up run, in the same run as the baseline. Run:
-//! `cargo bench --bench ragged` (`RA_BENCH_ROWS=100000` for a quick run).
+//! `cargo bench --bench ragged` (`RA_BENCH_ROWS=100000` for a quick run; files go to
+//! target/tmp, or to `RA_BENCH_DIR`, such as /dev/shm to leave the disk out).
 
 use std::fs::File;
 use std::hint::black_box;
@@ -66,7 +67,11 @@ fn main() {
     let (flat, offs) = (RawArray::from_vec(values), RawArray::from_vec(offsets));
     let mib = (4 * m + 8 * (n + 1)) as f64 / f64::from(1 << 20);
 
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    // RA_BENCH_DIR=/dev/shm takes the disk out of the times (fsync is then free).
+    let dir = tempfile::tempdir_in(
+        std::env::var_os("RA_BENCH_DIR").unwrap_or_else(|| env!("CARGO_TARGET_TMPDIR").into()),
+    )
+    .unwrap();
     let path = |name: &str| dir.path().join(name);
     let (r_ours, r_values, r_offsets) = (path("r.ra"), path("values.ra"), path("offsets.ra"));
     let (w_ours, w_values, w_offsets) = (path("w.ra"), path("w_values.ra"), path("w_offsets.ra"));
