@@ -51,6 +51,25 @@ fn transpose8(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
+/// Runs `f` on `len` bytes of this thread's scratch buffer (contents unspecified): the byte
+/// planes between the two stages. A fresh buffer per block would cost its page faults on
+/// every block (blocks are hundreds of KiB, which the allocator maps anew each time).
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < len {
+                buf.resize(len, 0);
+            }
+            f(&mut buf[..len])
+        }
+        // Re-entered (not done by this module, but cheap to allow): a buffer of its own.
+        Err(_) => f(&mut vec![0u8; len]),
+    })
+}
+
 /// Bit-shuffles `src` (elements of `w` bytes) into `dst` (the same length).
 pub fn bitshuffle(src: &[u8], w: usize, dst: &mut [u8]) {
     assert_eq!(
@@ -64,17 +83,19 @@ pub fn bitshuffle(src: &[u8], w: usize, dst: &mut [u8]) {
     if n8 > 0 {
         // Byte planes first (n8 bytes each), then each 8 bytes of a plane become one byte of
         // each of its 8 bit planes.
-        let mut planes = vec![0u8; head];
-        shuffle(&src[..head], w, &mut planes);
-        let per = n8 / 8;
-        for (j, plane) in planes.chunks_exact(n8).enumerate() {
-            for (g, eight) in plane.chunks_exact(8).enumerate() {
-                let t = transpose8(u64::from_le_bytes(eight.try_into().expect("8 bytes")));
-                for (b, byte) in t.to_le_bytes().into_iter().enumerate() {
-                    dst[(8 * j + b) * per + g] = byte;
+        with_scratch(head, |planes| {
+            shuffle(&src[..head], w, planes);
+            let per = n8 / 8;
+            for (j, plane) in planes.chunks_exact(n8).enumerate() {
+                let done = simd::planes_to_bits(plane, j, per, dst);
+                for (g, eight) in plane.chunks_exact(8).enumerate().skip(done) {
+                    let t = transpose8(u64::from_le_bytes(eight.try_into().expect("8 bytes")));
+                    for (b, byte) in t.to_le_bytes().into_iter().enumerate() {
+                        dst[(8 * j + b) * per + g] = byte;
+                    }
                 }
             }
-        }
+        });
     }
     dst[head..].copy_from_slice(&src[head..]);
 }
@@ -91,19 +112,97 @@ pub fn bitunshuffle(src: &[u8], w: usize, dst: &mut [u8]) {
     let head = n8 * w;
     if n8 > 0 {
         let per = n8 / 8;
-        let mut planes = vec![0u8; head];
-        for (j, plane) in planes.chunks_exact_mut(n8).enumerate() {
-            for (g, eight) in plane.chunks_exact_mut(8).enumerate() {
-                let mut bytes = [0u8; 8];
-                for (b, byte) in bytes.iter_mut().enumerate() {
-                    *byte = src[(8 * j + b) * per + g];
+        with_scratch(head, |planes| {
+            for (j, plane) in planes.chunks_exact_mut(n8).enumerate() {
+                let done = simd::bits_to_plane(src, j, per, plane);
+                for (g, eight) in plane.chunks_exact_mut(8).enumerate().skip(done) {
+                    let mut bytes = [0u8; 8];
+                    for (b, byte) in bytes.iter_mut().enumerate() {
+                        *byte = src[(8 * j + b) * per + g];
+                    }
+                    eight.copy_from_slice(&transpose8(u64::from_le_bytes(bytes)).to_le_bytes());
                 }
-                eight.copy_from_slice(&transpose8(u64::from_le_bytes(bytes)).to_le_bytes());
             }
-        }
-        unshuffle(&planes, w, &mut dst[..head]);
+            unshuffle(planes, w, &mut dst[..head]);
+        });
     }
     dst[head..].copy_from_slice(&src[head..]);
+}
+
+/// SSE2 kernels for the bit transpose (x86_64 only; other targets take the portable path):
+/// 16 bytes of a byte plane at a time. `movemask` gathers the top bit of each of 16 bytes, so
+/// eight of them, each after doubling the bytes (a shift left by one within each byte), give
+/// the 16-bit runs of bit planes 7 down to 0. Unshuffling loads the 8 bit planes' two bytes
+/// as the low and high halves of a vector, whose `movemask`s give elements 7 and 15, then 6
+/// and 14, and so on. Measured here (256 KiB, 4-byte elements): 0.8 GB/s portable.
+mod simd {
+    /// Writes the bit planes `8 j ..` (`per` bytes each) of byte plane `plane` (index `j`)
+    /// into `dst` for its whole groups of 16 bytes; returns the 8-byte groups done.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn planes_to_bits(plane: &[u8], j: usize, per: usize, dst: &mut [u8]) -> usize {
+        // SAFETY: SSE2 is part of the x86_64 baseline: every x86_64 CPU has it.
+        unsafe { x86::planes_to_bits(plane, j, per, dst) };
+        plane.len() / 16 * 2
+    }
+
+    /// Fills byte plane `plane` (index `j`) from the bit planes in `src`, for its whole
+    /// groups of 16 bytes; returns the 8-byte groups done.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn bits_to_plane(src: &[u8], j: usize, per: usize, plane: &mut [u8]) -> usize {
+        // SAFETY: as above.
+        unsafe { x86::bits_to_plane(src, j, per, plane) };
+        plane.len() / 16 * 2
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) fn planes_to_bits(_: &[u8], _: usize, _: usize, _: &mut [u8]) -> usize {
+        0
+    }
+
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) fn bits_to_plane(_: &[u8], _: usize, _: usize, _: &mut [u8]) -> usize {
+        0
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    mod x86 {
+        use std::arch::x86_64::{__m128i, _mm_add_epi8, _mm_movemask_epi8, _mm_set_epi64x};
+
+        #[target_feature(enable = "sse2")]
+        pub(super) fn planes_to_bits(plane: &[u8], j: usize, per: usize, dst: &mut [u8]) {
+            for (q, sixteen) in plane.chunks_exact(16).enumerate() {
+                let bytes: [u8; 16] = sixteen.try_into().expect("16 bytes");
+                let mut x: __m128i = bytemuck::cast(bytes);
+                for b in (0..8).rev() {
+                    // The mask's bits are 16 bools: the low 16 bits of the i32.
+                    let m = _mm_movemask_epi8(x) as u16;
+                    let at = (8 * j + b) * per + 2 * q;
+                    dst[at..at + 2].copy_from_slice(&m.to_le_bytes());
+                    x = _mm_add_epi8(x, x);
+                }
+            }
+        }
+
+        #[target_feature(enable = "sse2")]
+        pub(super) fn bits_to_plane(src: &[u8], j: usize, per: usize, plane: &mut [u8]) {
+            for (q, sixteen) in plane.chunks_exact_mut(16).enumerate() {
+                let (mut lo, mut hi) = (0u64, 0u64);
+                for b in 0..8 {
+                    let at = (8 * j + b) * per + 2 * q;
+                    lo |= u64::from(src[at]) << (8 * b);
+                    hi |= u64::from(src[at + 1]) << (8 * b);
+                }
+                // The u64s' bits, reinterpreted as i64 for the intrinsic.
+                let mut x = _mm_set_epi64x(hi as i64, lo as i64);
+                for e in (0..8).rev() {
+                    let m = _mm_movemask_epi8(x) as u16;
+                    sixteen[e] = m as u8;
+                    sixteen[e + 8] = (m >> 8) as u8;
+                    x = _mm_add_epi8(x, x);
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -131,8 +230,8 @@ mod tests {
 
     proptest! {
         #[test]
-        fn matches_naive_and_round_trips(w in prop::sample::select(vec![1usize, 2, 3, 4, 8, 16, 76]),
-                                         n in 0usize..100, seed in any::<u64>()) {
+        fn matches_naive_and_round_trips(w in prop::sample::select(vec![1usize, 2, 3, 4, 5, 8, 12, 16, 17, 76]),
+                                         n in 0usize..260, seed in any::<u64>()) {
             let len = n * w;
             let src: Vec<u8> = (0..len).map(|i| (seed.wrapping_mul(i as u64 * 2 + 1) >> 17) as u8).collect();
             let mut out = vec![0u8; len];
