@@ -444,3 +444,59 @@ fn serde_reads_chunked_files_from_files_streams_and_slices() {
     let err = rawarray_serde::from_reader::<Vec<Vec<u16>>>(&lie[..]).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::Truncated { .. }), "{err}");
 }
+
+/// A whole read of a grid of many slabs along the last dim (each thread decodes and places a
+/// slab's chunks) into a dirty buffer: chunks written read back, chunks never written are
+/// zeros, at every edge (chunks clipped in every dim).
+#[test]
+fn whole_reads_of_slabs_of_chunks_with_holes_into_a_dirty_buffer() {
+    use rawarray_serde::ArrayWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("holes.ra");
+    let dims = [7u64, 5, 9];
+    let chunk = vec![3u64, 2, 2];
+    let opts = ChunkOptions::new()
+        .codec(Codec::Lz4)
+        .shuffle(Shuffle::Byte)
+        .chunks(chunk.clone());
+    let w = ArrayWriter::create_chunked::<u32>(&path, &dims, &opts).unwrap();
+    let value = |x: u64, y: u64, z: u64| (1 + x + 10 * y + 100 * z) as u32;
+    let mut want = vec![0u32; 7 * 5 * 9];
+    // Every other chunk of the grid (3 x 3 x 5 chunks), so each slab has holes.
+    let counts = [3u64, 3, 5];
+    for n in 0..counts.iter().product::<u64>() {
+        if n % 2 == 1 {
+            continue;
+        }
+        let c = [n % 3, n / 3 % 3, n / 9];
+        let r: Vec<Range<u64>> = (0..3)
+            .map(|k| c[k] * chunk[k]..((c[k] + 1) * chunk[k]).min(dims[k]))
+            .collect();
+        let mut block = Vec::new();
+        for z in r[2].clone() {
+            for y in r[1].clone() {
+                for x in r[0].clone() {
+                    block.push(value(x, y, z));
+                    want[(x + 7 * (y + 5 * z)) as usize] = value(x, y, z);
+                }
+            }
+        }
+        w.write_subset(&r, &block).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let h = Header::decode_any(&bytes).unwrap();
+    let f = std::fs::File::open(&path).unwrap();
+    // 5 slabs: threads of their own on 1 and 2 threads; on 8, chunks in batches instead.
+    for threads in [1, 2, 8] {
+        let reader = SectionReader::open(&h, &f).unwrap().with_threads(threads);
+        let mut out = vec![0xA5u8; 7 * 5 * 9 * 4];
+        reader.read_all_into(&mut out).unwrap();
+        let got: Vec<u32> = out
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(got, want, "{threads} threads");
+        assert_eq!(reader.read_all().unwrap(), out);
+    }
+}

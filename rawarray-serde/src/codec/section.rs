@@ -498,6 +498,12 @@ impl<S: ReadAt> SectionReader<S> {
                 out.par_chunks_mut(stride)
                     .enumerate()
                     .try_for_each(|(i, dst)| self.read_chunk_into(i as u64, dst, zeroed))
+            } else if let Some(slab) = self.slab_bytes(out.len()) {
+                // Slabs of whole chunks along the last dim are disjoint runs of `out`: each
+                // thread decodes a slab's chunks and places them itself.
+                out.par_chunks_mut(slab)
+                    .enumerate()
+                    .try_for_each(|(k, dst)| self.decode_slab(k as u64, slab as u64, dst, zeroed))
             } else {
                 // Chunks never written are left alone below: a used buffer is zeroed first.
                 if !zeroed {
@@ -532,6 +538,57 @@ impl<S: ReadAt> SectionReader<S> {
                 Ok(())
             }
         })?
+    }
+
+    /// The bytes of a slab of `out` (`total` bytes) that holds one row of chunks along the
+    /// last dim, when there are enough slabs to keep every thread busy; else `None`.
+    fn slab_bytes(&self, total: usize) -> Option<usize> {
+        let grid = &self.layout.grid;
+        let last = grid.dims().len().checked_sub(1)?;
+        let slabs = grid.counts()[last] as usize;
+        if slabs < rayon::current_num_threads().max(2) {
+            return None;
+        }
+        let plane = total as u64 / grid.dims()[last].max(1);
+        usize::try_from(plane * grid.chunk()[last]).ok()
+    }
+
+    /// Decodes the chunks of slab `k` (`slab` bytes of the output each) into `dst`, through
+    /// this thread's buffer of one chunk (reused: a fresh buffer per chunk cost its page
+    /// faults and zeroing, more than decoding LZ4); chunks never written become zeros unless
+    /// `zeroed`.
+    fn decode_slab(&self, k: u64, slab: u64, dst: &mut [u8], zeroed: bool) -> Result<()> {
+        thread_local! {
+            static CHUNK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let grid = &self.layout.grid;
+        let last = grid.dims().len() - 1;
+        let per: u64 = grid.counts()[..last].iter().product();
+        let all: Vec<Range<u64>> = grid.dims().iter().map(|&d| 0..d).collect();
+        let base = k * slab;
+        CHUNK.with(|cell| -> Result<()> {
+            let mut buf = cell.borrow_mut();
+            for c in k * per..(k + 1) * per {
+                let empty = self.layout.index.entry(c).is_empty();
+                if empty && zeroed {
+                    continue;
+                }
+                let len = grid.raw_len(c) as usize;
+                if buf.len() < len {
+                    buf.resize(len, 0);
+                }
+                if empty {
+                    buf[..len].fill(0);
+                } else {
+                    self.read_chunk_into(c, &mut buf[..len], true)?;
+                }
+                for (s, d, n) in self.layout.subset_runs(c, &all) {
+                    let d = (d - base) as usize;
+                    dst[d..d + n as usize].copy_from_slice(&buf[s as usize..(s + n) as usize]);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The block table of chunk `n` (cached).
