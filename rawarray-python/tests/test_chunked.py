@@ -606,6 +606,7 @@ def test_an_array_writer_writes_a_chunked_file_block_by_block(tmp, codec, filt):
     assert config["chunk"] == [5, 6, 4] and config["codec"] == CODECS[codec]
     assert config["filter"] == FILTERS[filt]
     assert all(ln > 0 for _, ln in entries)          # every chunk written, each once
+    assert len({off for off, _ in entries}) == len(entries)
     assert_same(rawarray.read(path), a)
 
 

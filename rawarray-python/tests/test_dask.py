@@ -94,7 +94,10 @@ def test_store_from_the_cluster_into_a_chunked_file_gives_the_same_values(tmp, c
     # The same values as rawarray.write gives with the same settings (the chunks' order on
     # disk is the order the workers committed them).
     rawarray.write(tmp / "whole.ra", a, chunks=(7, 9, 10), codec=codec, shuffle="byte")
-    np.testing.assert_array_equal(rawarray.read(path), rawarray.read(tmp / "whole.ra"))
+    with rawarray.open(tmp / "whole.ra") as whole, rawarray.open(path) as f:
+        np.testing.assert_array_equal(f[...], whole[...])
+        settings = ("codec", "level", "shuffle", "chunks")
+        assert [f.compression[k] for k in settings] == [whole.compression[k] for k in settings]
 
 
 def test_racing_writers_share_one_file(tmp):

@@ -554,20 +554,17 @@ impl<S: ReadAt> SectionReader<S> {
     }
 
     /// Decodes the chunks of slab `k` (`slab` bytes of the output each) into `dst`, through
-    /// this thread's buffer of one chunk (reused: a fresh buffer per chunk cost its page
-    /// faults and zeroing, more than decoding LZ4); chunks never written become zeros unless
-    /// `zeroed`.
+    /// one buffer of a chunk for the whole slab (a fresh buffer per chunk cost its page faults
+    /// and zeroing, more than decoding LZ4; the buffer goes with the slab, so no thread keeps
+    /// memory after the read); chunks never written become zeros unless `zeroed`.
     fn decode_slab(&self, k: u64, slab: u64, dst: &mut [u8], zeroed: bool) -> Result<()> {
-        thread_local! {
-            static CHUNK: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-        }
         let grid = &self.layout.grid;
         let last = grid.dims().len() - 1;
         let per: u64 = grid.counts()[..last].iter().product();
         let all: Vec<Range<u64>> = grid.dims().iter().map(|&d| 0..d).collect();
         let base = k * slab;
-        CHUNK.with(|cell| -> Result<()> {
-            let mut buf = cell.borrow_mut();
+        let mut buf: Vec<u8> = Vec::new();
+        {
             for c in k * per..(k + 1) * per {
                 let empty = self.layout.index.entry(c).is_empty();
                 if empty && zeroed {
@@ -587,8 +584,8 @@ impl<S: ReadAt> SectionReader<S> {
                     dst[d..d + n as usize].copy_from_slice(&buf[s as usize..(s + n) as usize]);
                 }
             }
-            Ok(())
-        })
+        }
+        Ok(())
     }
 
     /// The block table of chunk `n` (cached).
