@@ -17,7 +17,7 @@ use crate::{ra_err, read_exact_at, to_py, RawFile};
 /// The codecs, known by the names the library gives them (`Codec::name`).
 const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
 /// The whole-section LZ4 block of flag bit 1, by the name `ra info` and `ra compress` give it.
-const LZ4_WHOLE: &str = "lz4-whole";
+pub(crate) const LZ4_WHOLE: &str = "lz4-whole";
 /// The filters, known by the names the library gives them (`Shuffle::name`).
 const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
 

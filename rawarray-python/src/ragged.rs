@@ -5,19 +5,19 @@
 //! library's.
 
 use std::borrow::Cow;
-use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rawarray_serde::ragged::{check_offsets, DynRagged};
+use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{
-    bf16, f16, Complex, ElType, Element, Layout, Ragged, RaggedHeader, RaggedOptions,
-    RaggedWriter as LibRaggedWriter, Trailer,
+    bf16, f16, Complex, ElType, Element, Layout, RaggedHeader, RaggedOptions,
+    RaggedWriter as LibRaggedWriter,
 };
 
+use crate::chunked::{write_options, LZ4_WHOLE};
 use crate::{element_of, ra_err, to_py, Buffer, Bytes};
 
 /// Bytes borrowed from a [`DynRagged`]'s memory map, kept alive by the reader they come from.
@@ -287,10 +287,13 @@ fn value_layout(element: Layout, value_dims: &[u64]) -> Layout {
 
 /// Writes a ragged file atomically (a temporary file renamed over `path`): `offsets`
 /// (`rows + 1` little-endian `u64`s) into `values` (packed little-endian, values of
-/// `descr_json` elements inside `value_dims`). With `text` the rows are UTF-8 (`|u1` values)
-/// and the library's `Ragged::from_strs` writes them, marked as text.
+/// `descr_json` elements inside `value_dims`). With `text` the rows are UTF-8 (`|u1` values),
+/// marked as text. Any of `codec`, `level`, `shuffle` and `chunk_values` (values per chunk)
+/// compresses the values (doc/format.md, section 10.2) on `threads` threads, as `write` does
+/// an array; the library's `RaggedHeader::write_file` lays the file out and checks it.
 #[pyfunction]
-#[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false))]
+#[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false, codec=None, level=None, shuffle=None, chunk_values=None, threads=0))]
+#[allow(clippy::too_many_arguments)] // the Python keywords, one each
 pub(crate) fn write_ragged(
     py: Python<'_>,
     path: PathBuf,
@@ -299,6 +302,11 @@ pub(crate) fn write_ragged(
     offsets: PyBuffer<u8>,
     values: PyBuffer<u8>,
     text: bool,
+    codec: Option<&str>,
+    level: Option<i32>,
+    shuffle: Option<&str>,
+    chunk_values: Option<u64>,
+    threads: usize,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let offset_bytes = buffer_bytes(&offsets, "offsets")?;
@@ -317,51 +325,32 @@ pub(crate) fn write_ragged(
     let m = offs[offs.len() - 1];
     let header =
         RaggedHeader::new(eltype, elbyte, value_dims.clone(), m, rows, rows + 1).map_err(to_py)?;
-    if value_bytes.len() as u64 != header.values_len() {
+    if text && (eltype, elbyte, &layout, value_dims.is_empty()) != (ElType::Uint, 1, &None, true) {
         return Err(ra_err(format!(
-            "values: expected {} bytes for {m} values of {} bytes, found {}",
-            header.values_len(),
-            header.value_bytes(),
-            value_bytes.len()
+            "text rows are bytes of UTF-8 (|u1 values), not {descr_json} values"
         )));
     }
-    check_offsets(&offs, m).map_err(to_py)?;
-    if text {
-        if (eltype, elbyte, &layout, value_dims.is_empty()) != (ElType::Uint, 1, &None, true) {
+    let compressed =
+        codec.is_some() || level.is_some() || shuffle.is_some() || chunk_values.is_some();
+    let opts = if compressed {
+        if codec == Some(LZ4_WHOLE) {
             return Err(ra_err(format!(
-                "text rows are bytes of UTF-8 (|u1 values), not {descr_json} values"
+                "codec: a ragged file's values cannot be {LZ4_WHOLE:?} (one LZ4 block over the \
+                 whole section; rows are read alone): expected zstd, lz4 or none"
             )));
         }
-        let strs = offs
-            .windows(2)
-            .enumerate()
-            .map(|(k, w)| {
-                std::str::from_utf8(&value_bytes[w[0] as usize..w[1] as usize])
-                    .map_err(|e| ra_err(format!("row {k} is not UTF-8 text: {e}")))
-            })
-            .collect::<PyResult<Vec<&str>>>()?;
-        return py
-            .detach(|| Ragged::from_strs(strs).write_file(&path))
-            .map_err(to_py);
-    }
+        // The values' chunk shape: whole values, `chunk_values` of them (default: about 1 MiB).
+        let chunks = chunk_values.map(|n| value_dims.iter().copied().chain([n]).collect());
+        let (_, chunked) = write_options(false, codec, chunks, level, shuffle, threads)?;
+        Some(chunked.unwrap_or_default())
+    } else {
+        None
+    };
     // The trailer every ragged file gets: the value's schema (doc/format.md, section 10).
     let element = layout.unwrap_or(Layout::scalar(eltype, elbyte));
-    let trailer = Trailer::new(serde_json::Value::Null)
-        .map_err(to_py)?
-        .with_schema(value_layout(element, &value_dims));
-    py.detach(|| {
-        rawarray_serde::atomic::write_atomic(
-            &path,
-            |w: &mut dyn Write| -> rawarray_serde::Result<()> {
-                w.write_all(&header.encode())?;
-                w.write_all(offset_bytes)?;
-                w.write_all(value_bytes)?;
-                w.write_all(&trailer.encode_block(header.data_end()))?;
-                Ok(())
-            },
-        )
-    })
-    .map_err(to_py)
+    let schema = value_layout(element, &value_dims);
+    py.detach(|| header.write_file(&path, &offs, value_bytes, schema, text, opts.as_ref()))
+        .map_err(to_py)
 }
 
 /// `bytes` (packed little-endian values of `T`) as values, through the library's element

@@ -465,3 +465,47 @@ def test_a_writer_killed_mid_append_loses_no_committed_row(tmp):
 def test_the_api_names_are_exported():
     for name in ("Ragged", "RaggedFile", "RaggedWriter"):
         assert name in rawarray.__all__ and repr(getattr(rawarray, name)).startswith(f"<class 'rawarray.{name}'")
+
+
+@pytest.mark.parametrize("codec, filt", [("zstd", "byte"), ("lz4", "bit"), ("none", "none")])
+def test_compressed_values_keep_plain_offsets_and_round_trip(tmp, codec, filt):
+    rng = np.random.default_rng(7)
+    rows = [np.round(rng.standard_normal(int(k)), 1).astype("<f4") for k in rng.integers(0, 40, 300)]
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype("<u8")
+    rawarray.write(tmp / "z.ra", rows, codec=codec, shuffle=filt, chunks=1000, threads=2)
+    raw = (tmp / "z.ra").read_bytes()
+    # doc/format.md 10.2, by hand: flags 12, dims [m, n], then slots, the plain offsets, and a
+    # chunked section of the values (its config names the codec and filter).
+    flags, eltype, elbyte, _, ndims = struct.unpack_from("<5Q", raw, 8)
+    assert (flags, eltype, elbyte, ndims) == (12, 3, 4, 2)
+    assert struct.unpack_from("<2Q", raw, 48) == (offsets[-1], len(rows))
+    (slots,) = struct.unpack_from("<Q", raw, 64)
+    assert slots == len(rows) + 1
+    assert np.array_equal(np.frombuffer(raw, "<u8", len(offsets), 72), offsets)
+    section = 72 + 8 * slots
+    assert raw[section:section + 8] == b"RACHUNK1"
+    assert struct.unpack_from("<II", raw, section + 8) == ({"none": 0, "byte": 1, "bit": 2}[filt],
+                                                           {"none": 0, "lz4": 1, "zstd": 2}[codec])
+    chunk_dims = struct.unpack_from("<Q", raw, section + 48)
+    assert chunk_dims == (1000,)
+    if codec != "none":
+        assert len(raw) < 72 + offsets.nbytes + 4 * int(offsets[-1])   # smaller than plain values
+    r = rawarray.read(tmp / "z.ra")
+    assert len(r) == len(rows) and all(np.array_equal(a, b) for a, b in zip(r, rows))
+    with rawarray.open(tmp / "z.ra") as f:
+        for k in (0, 137, len(rows) - 1):
+            assert np.array_equal(f[k], rows[k])
+
+
+def test_compressed_text_and_refused_codec_keywords(tmp):
+    words = ["hé", "", "abc", "ünïcödé"] * 50
+    rawarray.write(tmp / "t.ra", words, codec="zstd")
+    r = rawarray.read(tmp / "t.ra")
+    assert r.is_text and r.to_list() == words
+    assert struct.unpack_from("<Q", (tmp / "t.ra").read_bytes(), 8) == (12,)
+    for kw, why in [(dict(codec="lz4-whole"), "lz4-whole"), (dict(compress=True), "compress"),
+                    (dict(chunks=(4,)), "values per chunk"), (dict(chunks=0), "values per chunk"),
+                    (dict(codec="gzip"), "codec: expected")]:
+        with pytest.raises(rawarray.RaError, match=why):
+            rawarray.write(tmp / "bad.ra", words, **kw)
+    assert not (tmp / "bad.ra").exists()

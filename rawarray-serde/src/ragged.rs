@@ -400,6 +400,78 @@ impl RaggedHeader {
         Ok(h)
     }
 
+    /// Writes a whole ragged file at `path`, atomically, from its parts: the rows' `offsets`
+    /// (`rows + 1` of them, checked as a reader checks them) into `values` (packed
+    /// little-endian, as this header's element describes), with `schema` (the element's
+    /// layout) in the trailer, or the text marker if `text` (then every row is checked to be
+    /// UTF-8). The values are compressed as `opts` say (doc/format.md, section 10.2), or plain
+    /// for `None`. `self` gives the element and the counts; its slots must be `rows + 1`.
+    /// What a binding that knows the element only at run time (the Python package) calls.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::{ChunkOptions, Codec};
+    /// use rawarray_serde::{ElType, Layout, Ragged, RaggedHeader};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// let h = RaggedHeader::new(ElType::Uint, 2, vec![], 3, 2, 3).unwrap();
+    /// let values: Vec<u8> = [1u16, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// let opts = ChunkOptions::new().codec(Codec::Lz4);
+    /// h.write_file(&path, &[0, 1, 3], &values, Layout::scalar(ElType::Uint, 2), false, Some(&opts)).unwrap();
+    /// let r = Ragged::<u16>::read_file(&path).unwrap();
+    /// assert_eq!(r.iter().collect::<Vec<_>>(), [&[1u16][..], &[2, 3]]);
+    /// ```
+    pub fn write_file(
+        &self,
+        path: impl AsRef<Path>,
+        offsets: &[u64],
+        values: &[u8],
+        schema: Layout,
+        text: bool,
+        opts: Option<&ChunkOptions>,
+    ) -> Result<()> {
+        self.validate()?;
+        if self.chunked || self.slots() != self.rows + 1 || offsets.len() as u64 != self.rows + 1 {
+            return Err(bad(format!(
+                "a ragged file written whole has rows + 1 = {} offsets in as many slots, \
+                 found {} offsets and {} slots{}",
+                self.rows + 1,
+                offsets.len(),
+                self.slots(),
+                if self.chunked {
+                    " (and a chunked header)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        if values.len() as u64 != self.values_len() {
+            return Err(bad(format!(
+                "values: expected {} bytes for {} values of {} bytes, found {}",
+                self.values_len(),
+                self.values,
+                self.value_bytes(),
+                values.len()
+            )));
+        }
+        check_offsets(offsets, self.values)?;
+        if text {
+            check_text(offsets, values, self.value_bytes())?;
+        }
+        let trailer = text_marked(Some(schema), text);
+        write_atomic(path, |f| {
+            let mut w = std::io::BufWriter::new(f);
+            match opts {
+                Some(opts) => write_chunked(&mut w, self, offsets, values, opts, &trailer)?,
+                None => {
+                    write_head(&mut w, self, offsets)?;
+                    w.write_all(values)?;
+                    write_tail(&mut w, self, &trailer)?;
+                }
+            }
+            w.flush().map_err(Error::from)
+        })
+    }
+
     /// Whether the file's header says ragged (flag bit 3) and sets no flag bit this version
     /// does not know: how tools pick the reader. A flag word with unknown bits goes to the
     /// plain reader, which names them all, so every reader reports them alike.
@@ -1904,6 +1976,37 @@ impl DynRagged {
 #[cfg(test)]
 mod tests {
     use super::grown_slots;
+    use crate::{ElType, Layout, RaggedHeader};
+
+    #[test]
+    fn a_ragged_file_written_from_parts_is_checked_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.ra");
+        let u8s = Layout::scalar(ElType::Uint, 1);
+        let h = RaggedHeader::new(ElType::Uint, 1, vec![], 3, 2, 3).unwrap();
+        let write = |h: &RaggedHeader, offsets: &[u64], values: &[u8], text: bool| {
+            h.write_file(&path, offsets, values, u8s.clone(), text, None)
+                .map_err(|e| e.to_string())
+        };
+        assert!(write(&h, &[0, 1], b"abc", false)
+            .unwrap_err()
+            .contains("rows + 1 = 3 offsets"));
+        assert!(write(&h, &[0, 1, 3], b"ab", false)
+            .unwrap_err()
+            .contains("expected 3 bytes"));
+        assert!(write(&h, &[0, 2, 1], b"abc", false).is_err());
+        assert!(write(&h, &[0, 1, 3], b"a\xff\xfe", true)
+            .unwrap_err()
+            .contains("row 1 is not UTF-8"));
+        let spare = RaggedHeader::new(ElType::Uint, 1, vec![], 3, 2, 9).unwrap();
+        assert!(write(&spare, &[0, 1, 3], b"abc", false)
+            .unwrap_err()
+            .contains("9 slots"));
+        assert!(!path.exists());
+        write(&h, &[0, 1, 3], b"abc", true).unwrap();
+        let r = crate::Ragged::<u8>::read_file(&path).unwrap();
+        assert_eq!(r.to_strings().unwrap(), ["a", "bc"]);
+    }
 
     #[test]
     fn the_offsets_region_grows_by_the_size_of_a_row() {

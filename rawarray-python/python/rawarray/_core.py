@@ -716,7 +716,10 @@ def write(
     A :class:`Ragged`, a list of arrays of unequal lengths, or a list (or 1-d array) of ``str``
     or of ``bytes`` is written as a ragged file (doc/format.md, section 10; text as UTF-8,
     marked as text); its trailer holds the values' schema only, so ``params``, ``dim_names``,
-    ``coords``, ``compress`` and ``order="F"`` are refused for it.
+    ``coords``, ``compress`` and ``order="F"`` are refused for it. ``codec``, ``level``,
+    ``shuffle`` and ``threads`` compress its values as they do an array's (section 10.2: the
+    offsets stay plain, so a row still reads alone); ``chunks`` is then the values per chunk,
+    an int.
     """
     if _arrow.is_table(array):
         given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
@@ -734,13 +737,12 @@ def write(
     ragged = _as_ragged(array)
     if ragged is not None:
         given = [k for k, v in (("params", params), ("dim_names", dim_names), ("coords", coords),
-                                ("compress", compress or None), ("codec", codec),
-                                ("chunks", chunks), ("level", level), ("shuffle", shuffle))
-                 if v is not None]
+                                ("compress", compress or None)) if v is not None]
         if given or order != "C":
             raise RaError(f"a ragged file keeps no {', '.join(given) or 'order'}: write its rows "
                           "alone (ragged values are one run, in row order)")
-        ragged._write(path)
+        ragged._write(path, codec=codec, level=level, shuffle=shuffle, chunks=chunks,
+                      threads=threads)
         return
     arr = np.asarray(array)
     _check_storable(arr.dtype)

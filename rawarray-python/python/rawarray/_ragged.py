@@ -142,13 +142,21 @@ class Ragged:
         kind = "text" if self._text else f"dtype={self.dtype}"
         return f"<rawarray.Ragged {len(self)} rows, {len(self._values)} values, {kind}>"
 
-    def _write(self, path: str | os.PathLike[str]) -> None:
+    def _write(self, path: str | os.PathLike[str], codec: str | None = None,
+               level: int | None = None, shuffle: str | None = None,
+               chunks: int | None = None, threads: int | None = None) -> None:
+        """Writes the file; any of the codec keywords compresses the values (see ``write``)."""
         values = np.ascontiguousarray(self._values, dtype=_little_endian(self._values.dtype))
         value_dims = list(reversed(values.shape[1:]))
         data = values.reshape(-1).view(np.uint8) if values.size else np.zeros(0, np.uint8)
+        if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer))
+                                   or chunks < 1):
+            raise RaError(f"chunks: a ragged file's values are chunked by count: expected an int "
+                          f"of at least 1 (values per chunk), found {chunks!r}")
         _write_ragged(os.fspath(path), _descr_json(values.dtype), value_dims,
                       np.ascontiguousarray(self._offsets, dtype="<u8").view(np.uint8), data,
-                      self._text)
+                      self._text, codec, level, shuffle,
+                      None if chunks is None else int(chunks), 0 if threads is None else int(threads))
 
 
 def _row_index(k: Any, n: int) -> int:

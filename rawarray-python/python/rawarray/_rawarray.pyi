@@ -212,6 +212,11 @@ def write_ragged(
     offsets: memoryview | bytes,
     values: memoryview | bytes,
     text: bool = False,
+    codec: str | None = None,
+    level: int | None = None,
+    shuffle: str | None = None,
+    chunk_values: int | None = None,
+    threads: int = 0,
 ) -> None: ...
 
 class RaggedWriter:
