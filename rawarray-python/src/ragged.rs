@@ -330,22 +330,16 @@ pub(crate) fn write_ragged(
             "text rows are bytes of UTF-8 (|u1 values), not {descr_json} values"
         )));
     }
-    let compressed =
-        codec.is_some() || level.is_some() || shuffle.is_some() || chunk_values.is_some();
-    let opts = if compressed {
-        if codec == Some(LZ4_WHOLE) {
-            return Err(ra_err(format!(
-                "codec: a ragged file's values cannot be {LZ4_WHOLE:?} (one LZ4 block over the \
-                 whole section; rows are read alone): expected zstd, lz4 or none"
-            )));
-        }
-        // The values' chunk shape: whole values, `chunk_values` of them (default: about 1 MiB).
-        let chunks = chunk_values.map(|n| value_dims.iter().copied().chain([n]).collect());
-        let (_, chunked) = write_options(false, codec, chunks, level, shuffle, threads)?;
-        Some(chunked.unwrap_or_default())
-    } else {
-        None
-    };
+    // `write`'s rule: any of the keywords selects the chunked codecs. The values' chunk shape
+    // is whole values, `chunk_values` of them (default: about 1 MiB).
+    let chunks = chunk_values.map(|n| value_dims.iter().copied().chain([n]).collect());
+    let (whole, opts) = write_options(false, codec, chunks, level, shuffle, threads)?;
+    if whole.is_compressed() {
+        return Err(ra_err(format!(
+            "codec: a ragged file's values cannot be {LZ4_WHOLE:?} (one LZ4 block over the \
+             whole section; rows are read alone): expected zstd, lz4 or none"
+        )));
+    }
     // The trailer every ragged file gets: the value's schema (doc/format.md, section 10).
     let element = layout.unwrap_or(Layout::scalar(eltype, elbyte));
     let schema = value_layout(element, &value_dims);

@@ -564,25 +564,23 @@ impl<S: ReadAt> SectionReader<S> {
         let all: Vec<Range<u64>> = grid.dims().iter().map(|&d| 0..d).collect();
         let base = k * slab;
         let mut buf: Vec<u8> = Vec::new();
-        {
-            for c in k * per..(k + 1) * per {
-                let empty = self.layout.index.entry(c).is_empty();
-                if empty && zeroed {
-                    continue;
-                }
-                let len = grid.raw_len(c) as usize;
-                if buf.len() < len {
-                    buf.resize(len, 0);
-                }
-                if empty {
-                    buf[..len].fill(0);
-                } else {
-                    self.read_chunk_into(c, &mut buf[..len], true)?;
-                }
-                for (s, d, n) in self.layout.subset_runs(c, &all) {
-                    let d = (d - base) as usize;
-                    dst[d..d + n as usize].copy_from_slice(&buf[s as usize..(s + n) as usize]);
-                }
+        for c in k * per..(k + 1) * per {
+            let empty = self.layout.index.entry(c).is_empty();
+            if empty && zeroed {
+                continue;
+            }
+            let len = grid.raw_len(c) as usize;
+            if buf.len() < len {
+                buf.resize(len, 0);
+            }
+            if empty {
+                buf[..len].fill(0);
+            } else {
+                self.read_chunk_into(c, &mut buf[..len], true)?;
+            }
+            for (s, d, n) in self.layout.subset_runs(c, &all) {
+                let d = (d - base) as usize;
+                dst[d..d + n as usize].copy_from_slice(&buf[s as usize..(s + n) as usize]);
             }
         }
         Ok(())
