@@ -319,6 +319,10 @@ mod simd {
 
 /// The portable byte shuffle of elements `from..n` of any width.
 fn shuffle_generic(src: &[u8], w: usize, n: usize, from: usize, dst: &mut [u8]) {
+    // `chunks_exact_mut(0)` panics: no elements, nothing to move.
+    if n == 0 {
+        return;
+    }
     for (j, plane) in dst[..n * w].chunks_exact_mut(n).enumerate() {
         for (slot, el) in plane[from..]
             .iter_mut()
@@ -331,6 +335,9 @@ fn shuffle_generic(src: &[u8], w: usize, n: usize, from: usize, dst: &mut [u8]) 
 
 /// The portable byte unshuffle of elements `from..n` of any width.
 fn unshuffle_generic(src: &[u8], w: usize, n: usize, from: usize, dst: &mut [u8]) {
+    if n == 0 {
+        return;
+    }
     for (j, plane) in src[..n * w].chunks_exact(n).enumerate() {
         for (&b, el) in plane[from..]
             .iter()
