@@ -260,7 +260,7 @@ def hostile_ragged_files():
     yield "huge offset", ragged_by_hand(2, 1, [], [0, 2**64 - 1, 4], bytes(4)), "row 0"
     yield "first not 0", ragged_by_hand(2, 1, [], [5, 5], bytes(5)), "row 0"
     yield "last not m", head(2, 1, 8 * 3 + 3, [3, 2]) + struct.pack("<3Q", 0, 1, 2) + bytes(3), \
-        "the last offset must be the value count"
+        "row 1 ends at value 2, but the file holds 3 values (offsets[2], the last offset"
     yield "lying rows", head(2, 1, 16, [0, 2**40]) + bytes(16), "offsets"
     yield "lying values", head(3, 8, 16, [2**61, 1]) + bytes(16), "overflow"
     yield "value dims overflow", head(3, 8, 16, [2**40, 2**40, 1, 1]) + bytes(16), ""

@@ -35,6 +35,9 @@ def test_a_field_opens_lazily_with_its_names_coords_and_params(tmp, opened):
     with rawarray.open(path) as f:
         assert f.dim_names == ("time", "y", "x")
         np.testing.assert_array_equal(f.coords["time"], time)
+    # Closing keeps the metadata, the trailer's names and coords among it.
+    assert f.closed and f.dim_names == ("time", "y", "x") and f.params["units"] == "K"
+    np.testing.assert_array_equal(f.coords["x"], [1, 2, 3, 4])
     ds = xr.open_dataset(path, engine="rawarray")
     v = ds["temperature"]
     assert v.dims == ("time", "y", "x") and v.shape == a.shape and v.dtype == a.dtype

@@ -752,11 +752,7 @@ impl DynArray {
         let at = (header.encoded_len() + data.len()) as u64;
         // A compressed section's trailer block sat at the stored data's end: it moves to the
         // decoded data's end.
-        let trailer = if header.is_compressed() || header.flags.is_chunked() {
-            replace_block(trailer, at)
-        } else {
-            trailer
-        };
+        let trailer = crate::trailer::retarget(&trailer, data_end(&header), at).unwrap_or(trailer);
         header.flags = header
             .flags
             .with(Flags::COMPRESSED, false)
@@ -801,9 +797,12 @@ impl DynArray {
             header.flags = header.flags.with(Flags::COMPRESSED, true);
             header.size = data.len() as u64;
         }
+        // A trailer block at the old data end says so in its `at`; it moves with the data end.
+        let old_end = (self.header.encoded_len() + self.data.len()) as u64;
+        let moved = crate::trailer::retarget(&self.trailer.bytes, old_end, data_end(&header));
         w.write_all(&header.encode())?;
         w.write_all(&data)?;
-        w.write_all(&self.trailer.bytes)?;
+        w.write_all(moved.as_deref().unwrap_or(&self.trailer.bytes))?;
         w.flush()?;
         Ok(())
     }
@@ -880,18 +879,6 @@ impl<'de, T: Element> serde::Deserialize<'de> for RawArray<T> {
         }
 
         deserializer.deserialize_newtype_struct(EMBEDDED, EmbeddedVisitor(std::marker::PhantomData))
-    }
-}
-
-/// Trailing bytes that are one trailer block, placed again at `at`: the data end of the
-/// decompressed data, as [`DynArray::set_trailer`] places a block. Anything else (no block, a
-/// damaged one, a writer's spare copy after it) is kept as it is.
-fn replace_block(trailing: Vec<u8>, at: u64) -> Vec<u8> {
-    match Trailer::from_trailing_bytes(&trailing) {
-        Ok(Some(t)) if trailing.len() == crate::trailer::block_len(t.to_json().len()) => {
-            t.encode_block(at)
-        }
-        _ => trailing,
     }
 }
 

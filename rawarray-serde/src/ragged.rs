@@ -551,11 +551,7 @@ pub fn check_offsets(offsets: &[u64], values: u64) -> Result<()> {
             "no offsets: even a file of no rows has offsets[0] = 0".into()
         ));
     };
-    if first != 0 {
-        return Err(bad(format!(
-            "row 0 starts at value {first}, not 0 (offsets[0])"
-        )));
-    }
+    check_ends(first, offsets.len() as u64 - 1, None, values)?;
     for (row, pair) in offsets.windows(2).enumerate() {
         let (start, end) = (pair[0], pair[1]);
         if end < start {
@@ -573,15 +569,30 @@ pub fn check_offsets(offsets: &[u64], values: u64) -> Result<()> {
             )));
         }
     }
-    let last = offsets[offsets.len() - 1];
-    if last != values {
+    check_ends(
+        first,
+        offsets.len() as u64 - 1,
+        offsets.last().copied(),
+        values,
+    )
+}
+
+/// The checks of the first offset (`offsets[0]` is 0) and, when given, the last (`offsets[rows]`
+/// is the value count): the ones a reader makes on opening, before it reads any row.
+fn check_ends(first: u64, rows: u64, last: Option<u64>, values: u64) -> Result<()> {
+    if first != 0 {
         return Err(bad(format!(
-            "row {} ends at value {last}, but the file holds {values} values (the last offset \
-             must be the value count)",
-            offsets.len() - 2
+            "row 0 starts at value {first}, not 0 (offsets[0])"
         )));
     }
-    Ok(())
+    match last {
+        Some(last) if last != values => Err(bad(format!(
+            "row {} ends at value {last}, but the file holds {values} values (offsets[{rows}], \
+             the last offset, must be the value count)",
+            rows.saturating_sub(1)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// The layout of one value of a text file: a `u8` marked [`Logical::Text`].
@@ -1717,10 +1728,13 @@ impl Mapped {
             map,
             values,
         };
-        let (first, last) = (m.offset(0), m.offset(m.header.rows as usize));
-        if first != 0 || last != m.header.values {
-            check_offsets(&[first, last], m.header.values)?;
-        }
+        let rows = m.header.rows;
+        check_ends(
+            m.offset(0),
+            rows,
+            Some(m.offset(rows as usize)),
+            m.header.values,
+        )?;
         Ok(m)
     }
 

@@ -347,6 +347,27 @@ pub(crate) fn data_end(header: &Header) -> u64 {
     header.encoded_len() as u64 + header.size
 }
 
+/// Trailing bytes moved from a data section ending at `old_end` to one ending at `new_end`
+/// (a rewrite that compressed or decompressed the data): a forward block at their start, whose
+/// `at` was `old_end`, gets `at = new_end` and its CRC again, its JSON byte for byte; anything
+/// else (no block, a spare copy, a damaged one, volatile bytes after it) is kept as it was.
+/// `None` when nothing changes.
+pub(crate) fn retarget(trailing: &[u8], old_end: u64, new_end: u64) -> Option<Vec<u8>> {
+    if old_end == new_end {
+        return None;
+    }
+    let block = probe_forward(trailing, 0, trailing.len() as u64).valid()?;
+    if block.at != old_end {
+        return None;
+    }
+    let len = block.len as usize;
+    let json = &trailing[TRAILER_FRAME..len - TRAILER_FRAME];
+    let mut out = Vec::with_capacity(trailing.len());
+    encode_block_into(json, new_end, &mut out);
+    out.extend_from_slice(&trailing[len..]);
+    Some(out)
+}
+
 /// Appends the block framing `json` for offset `at` to `out`.
 pub(crate) fn encode_block_into(json: &[u8], at: u64, out: &mut Vec<u8>) {
     let len = json.len() as u64;
@@ -609,6 +630,50 @@ mod tests {
         bytes[first - 40] ^= 1;
         let err = Trailer::from_trailing_bytes(&bytes).unwrap_err();
         assert!(err.to_string().contains("CRC mismatch"), "{err}");
+    }
+
+    /// The forward block of the file's bytes: (its `at`, its own offset), after the data.
+    fn forward_at(file: &[u8]) -> (u64, u64) {
+        let h = Header::decode_any(file).unwrap();
+        let end = data_end(&h);
+        let start = end as usize;
+        assert_eq!(file[start..start + 8], TRAILER_TAG);
+        (le_u64(&file[start + 16..start + 24]), end)
+    }
+
+    #[test]
+    fn a_rewrite_that_moves_the_data_end_moves_the_trailer_at_with_it() {
+        use crate::{Codec, DynArray, RawArray, WriteOptions};
+        let trailer = Trailer::for_element::<f32>(serde_json::json!({"units": "K"})).unwrap();
+        let mut a = DynArray::from_typed(&RawArray::from_vec(vec![0.0f32; 4096]));
+        a.set_trailer(&trailer);
+        // Volatile bytes after the block stay, byte for byte.
+        let mut tail = a.clone().into_parts().2;
+        tail.extend_from_slice(b"volatile");
+        a.set_trailer_bytes(tail);
+        for opts in [
+            WriteOptions::new(),
+            WriteOptions::new().compress(true),
+            WriteOptions::new().codec(Codec::Zstd),
+        ] {
+            let mut file = Vec::new();
+            a.write_to_with(&mut file, &opts).unwrap();
+            let (at, own) = forward_at(&file);
+            assert_eq!(at, own, "{opts:?}: the block's at is its own offset");
+            assert!(file.ends_with(b"volatile"), "{opts:?}");
+            assert_eq!(
+                Trailer::from_file_bytes(&file).unwrap(),
+                Some(trailer.clone())
+            );
+            // And back: read, then written plain again.
+            let back = DynArray::from_bytes(&file).unwrap();
+            let plain = back.to_bytes().unwrap();
+            let (at, own) = forward_at(&plain);
+            assert_eq!(at, own, "{opts:?} read back and written plain");
+        }
+        // A spare copy (at 0) is not a forward block: kept as it is.
+        let spare = trailer.encode_block(0);
+        assert_eq!(retarget(&spare, 10, 20), None);
     }
 
     #[test]

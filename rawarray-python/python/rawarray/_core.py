@@ -145,8 +145,8 @@ def _element_dtype(raw: RawFile) -> np.dtype:
 
 # What a closed File keeps of its RawFile (every getter that reads no byte of the file).
 _METADATA = ("eltype", "elbyte", "dims", "flags", "size", "num_elements", "header_len",
-             "type_label", "params_json", "schema_json", "trailer_error", "big_endian_records",
-             "file_len")
+             "type_label", "params_json", "schema_json", "extra_json", "trailer_error",
+             "big_endian_records", "file_len")
 
 
 class File:
@@ -501,7 +501,8 @@ class File:
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:
         """Closes the file's descriptor and drops this object's reference to the map; views
-        already made keep the map alive, and the metadata (shape, dtype, header, params) stays."""
+        already made keep the map alive, and the metadata (shape, dtype, header, params,
+        dim_names, coords) stays."""
         self._buffer = None
         if not self.closed:
             self._raw = types.SimpleNamespace(**{k: getattr(self._raw, k) for k in _METADATA})
