@@ -160,9 +160,12 @@ fn is_contiguous(layout: &Layout) -> bool {
 
 /// An array of fixed-width values whose bytes are `values` as Arrow lays them out.
 fn fixed(t: &DataType, rows: usize, values: Buffer) -> Result<ArrayRef> {
+    // A buffer Arrow would find misaligned for the type (the dangling pointer of an empty
+    // `Vec<u8>`, a map offset) is copied to an aligned one; an aligned one is taken as it is.
     let data = ArrayDataBuilder::new(t.clone())
         .len(rows)
         .add_buffer(values)
+        .align_buffers(true)
         .build()?;
     Ok(make_array(data))
 }

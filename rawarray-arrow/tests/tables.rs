@@ -607,6 +607,17 @@ fn ragged_rows_become_large_lists_and_text_large_strings() {
         "{err}"
     );
 
+    // Rows with no values at all: an empty values buffer, still aligned for Arrow's i32.
+    let empty = dir.path().join("e.ra");
+    let rows: Vec<Vec<i32>> = vec![vec![], vec![]];
+    rawarray_serde::Ragged::from_rows(rows.iter())
+        .write_file(&empty)
+        .unwrap();
+    let batch = RaTable::open(&empty).unwrap().read_all().unwrap();
+    let list = batch.column(0).as_list::<i64>();
+    assert_eq!((list.len(), list.value(1).len()), (2, 0));
+    rawarray_arrow::ra_to_parquet(&empty, &pq, &ConvertOptions::new(), |_, _| {}).unwrap();
+
     let text = dir.path().join("t.ra");
     rawarray_serde::Ragged::from_strs(["alpha", "", "γ"])
         .write_file(&text)

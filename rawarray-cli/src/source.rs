@@ -431,6 +431,20 @@ impl RaSource {
     pub fn open(path: &Path) -> Result<RaSource> {
         let mut file = open_regular(path)?;
         let file_len = file.metadata().at(path)?.len();
+        // A ragged file's flag bit 3 would otherwise be "unknown flag bits 0x8": say what it
+        // is and which commands read it.
+        let mut head = [0u8; 16];
+        let ragged =
+            file.read_exact(&mut head).is_ok() && rawarray_serde::RaggedHeader::is_ragged(&head);
+        file.rewind().at(path)?;
+        if ragged {
+            return Err(Failure::file(
+                path,
+                "is a ragged file (flag bit 3: rows of different lengths); this command reads \
+                 rectangular arrays only (ra info, cat, slice, convert and compress read ragged \
+                 files)",
+            ));
+        }
         let header = Header::read_from_any(&mut BufReader::new(&mut file)).at(path)?;
         header.check_input_len(file_len).at(path)?;
         Ok(RaSource {

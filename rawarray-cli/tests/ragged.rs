@@ -217,3 +217,26 @@ fn a_hostile_slot_count_word_is_one_line_naming_it() {
         assert!(err.contains("slots = 2"), "{cmd}: {err}");
     }
 }
+
+#[test]
+fn commands_for_rectangular_arrays_say_a_ragged_file_is_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ra");
+    Ragged::from_rows([vec![1.5f32, 2.0], vec![]])
+        .write_file(&path)
+        .unwrap();
+    // Once "unknown flag bits 0x8": now what the file is, and which commands read it.
+    // diff's exit status for a file it cannot read is 2, as diff's.
+    for (args, code) in [
+        (vec!["diff", "r.ra", "r.ra"], 2),
+        (vec!["checksum", "--data", "r.ra"], 1),
+    ] {
+        let out = ra().current_dir(dir.path()).args(&args).assert().code(code);
+        let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err:?}");
+        assert!(
+            err.contains("is a ragged file") && err.contains("ra info, cat, slice"),
+            "{args:?}: {err}"
+        );
+    }
+}

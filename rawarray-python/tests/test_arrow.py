@@ -274,6 +274,21 @@ def test_a_numeric_dataframe_is_written_as_records(tmp):
                                   df.reset_index(drop=True))
 
 
+def test_a_dataframe_nan_is_a_value_and_a_nullable_missing_value_is_refused(tmp):
+    pd = pytest.importorskip("pandas")
+    # pyarrow's from_pandas would make these NaNs nulls: a float column's NaN is stored.
+    df = pd.DataFrame({"x": [1.0, np.nan, -np.inf], "z": np.array([np.nan, 2, 3], "<f4")})
+    rawarray.write(tmp / "nan.ra", df)
+    got = rawarray.read(tmp / "nan.ra")
+    assert got.dtype == np.dtype([("x", "<f8"), ("z", "<f4")])
+    for name in ("x", "z"):
+        assert got[name].tobytes() == df[name].to_numpy().tobytes(), name
+    # A pandas nullable column's missing value is missing, not NaN: refused by name.
+    df = pd.DataFrame({"x": [1.0, 2.0], "gap": pd.array([1.5, None], dtype="Float64")})
+    with pytest.raises(rawarray.RaError, match="'gap'.*null"):
+        rawarray.write(tmp / "gap.ra", df)
+
+
 @pytest.mark.parametrize("column, values, what", [
     ("name", pa.array(["a", "b"]), "utf8"),
     ("hits", pa.array([[1], [2, 3]]), "list"),

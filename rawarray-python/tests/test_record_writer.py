@@ -3,6 +3,7 @@
 writer, and left valid by a writer killed mid-append."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -117,3 +118,36 @@ def test_a_writer_killed_mid_append_leaves_a_valid_file(tmp):
     with rawarray.RecordWriter(path, REC, mode="a") as w:
         w.append(recs(n, 1))
     assert rawarray.read(path).shape == (n + 1,)
+
+
+@pytest.mark.parametrize("writer", ["records", "ragged", "array"])
+def test_writers_refuse_values_their_dtype_would_change(tmp, writer):
+    # numpy's astype would store 1 for 1.7, 44 for 300, 255 for -1 and True for 2.
+    cases = [("<i4", [1.7], "1.7"), ("u1", [300], "300"), ("u1", [-1], "-1"), ("?", [2], "2"),
+             ("<i4", [2**40], str(2**40)), ("<f8", [1 + 2j], "1+2j")]
+    for dtype, bad, shown in cases:
+        if writer == "array" and dtype == "?":
+            continue                                     # ArrayWriter has no bool marker
+        path = tmp / f"{writer}-{np.dtype(dtype).str}.ra"
+        if writer == "records":
+            w = rawarray.RecordWriter(path, dtype)
+        elif writer == "ragged":
+            w = rawarray.RaggedWriter(path, dtype)
+        else:
+            w = rawarray.ArrayWriter(path, (1,), dtype)
+        with w:
+            put = w.__setitem__ if writer == "array" else None
+            with pytest.raises(rawarray.RaError, match=rf"value .*{re.escape(shown)}.* does not fit the writer's dtype"):
+                put(slice(None), bad) if put else w.append(bad)
+            # What fits exactly is stored: ints into floats, floats rounded to float32, 255 in u1.
+            good = {"<i4": [7.0], "u1": [255], "?": [1], "<f8": [3]}[dtype]
+            put(slice(None), good) if put else w.append(good)
+        got = rawarray.read(path)
+        got = got[0] if writer == "ragged" else got
+        assert got.tolist() == np.asarray(good, dtype).tolist()
+    with rawarray.RecordWriter(tmp / "f4.ra", "<f4") as w:
+        w.append([0.1])                                  # rounds to float32, as the dtype does
+    assert rawarray.read(tmp / "f4.ra").tobytes() == np.float32(0.1).tobytes()
+    with rawarray.RecordWriter(tmp / "s.ra", "<f4") as w:
+        with pytest.raises(rawarray.RaError, match="not of the writer's"):
+            w.append(np.array(["1.5"]))                  # numpy would parse the text

@@ -292,8 +292,9 @@ impl RaggedHeader {
     }
 
     /// File offset after the data section (where the trailer block starts).
+    /// A hostile `size` near 2^64 saturates: an end past any file, refused as truncated.
     pub fn data_end(&self) -> u64 {
-        self.encoded_len() + self.size
+        self.encoded_len().saturating_add(self.size)
     }
 
     /// The header's bytes (chunked: with the slot count word after the dims).

@@ -344,7 +344,8 @@ pub(crate) fn block_len(json_len: usize) -> usize {
 
 /// Where the data section of a file with this header ends (its stored size, compressed or not).
 pub(crate) fn data_end(header: &Header) -> u64 {
-    header.encoded_len() as u64 + header.size
+    // A hostile `size` near 2^64 saturates: an end past any file, refused as truncated.
+    (header.encoded_len() as u64).saturating_add(header.size)
 }
 
 /// Trailing bytes moved from a data section ending at `old_end` to one ending at `new_end`
@@ -493,12 +494,14 @@ pub(crate) fn locate<S: Source + ?Sized>(src: &S, data_end: u64, len: u64) -> Pr
 
 /// The block that ends at `end`, if it starts at or after `min_start`.
 pub(crate) fn probe_backward<S: Source + ?Sized>(src: &S, min_start: u64, end: u64) -> Probe {
-    let Some(frame_start) = end.checked_sub(TRAILER_FRAME as u64) else {
-        return Probe::Absent;
+    let frame_start = match end.checked_sub(TRAILER_FRAME as u64) {
+        Some(at) if at >= min_start => at,
+        // Too short for a frame: a tag in the last 8 bytes (after the data) is a cut block.
+        _ => {
+            let tag_at = end.checked_sub(8).filter(|&at| at >= min_start);
+            return cut_short(src, tag_at, format!("the block ending at byte {end}"));
+        }
     };
-    if frame_start < min_start {
-        return Probe::Absent;
-    }
     let mut tail = [0u8; TRAILER_FRAME];
     if src.read_at(&mut tail, frame_start).is_err() {
         // The file shrank under us: nothing to find there any more.
@@ -519,7 +522,9 @@ pub(crate) fn probe_backward<S: Source + ?Sized>(src: &S, min_start: u64, end: u
 /// The block that starts at `start`, if it ends by `end`.
 pub(crate) fn probe_forward<S: Source + ?Sized>(src: &S, start: u64, end: u64) -> Probe {
     if end.saturating_sub(start) < 2 * TRAILER_FRAME as u64 {
-        return Probe::Absent;
+        // Too short for a block: a tag at `start` is a cut one, not the absence of one.
+        let tag_at = (end.saturating_sub(start) >= 8).then_some(start);
+        return cut_short(src, tag_at, format!("the block at byte {start}"));
     }
     let mut head = [0u8; TRAILER_FRAME];
     if src.read_at(&mut head, start).is_err() {
@@ -534,6 +539,18 @@ pub(crate) fn probe_forward<S: Source + ?Sized>(src: &S, start: u64, end: u64) -
         _ => Probe::Damaged(format!(
             "the block at byte {start} claims {json_len} bytes of JSON, more than the file holds"
         )),
+    }
+}
+
+/// Damaged if the 8 bytes at `tag_at` are the tag (a block with no room for its frames),
+/// absent otherwise; `block` names the place in the message.
+fn cut_short<S: Source + ?Sized>(src: &S, tag_at: Option<u64>, block: String) -> Probe {
+    let mut tag = [0u8; 8];
+    match tag_at {
+        Some(t) if src.read_at(&mut tag, t).is_ok() && tag == TRAILER_TAG => {
+            Probe::Damaged(format!("{block} is cut short: no room for its frames"))
+        }
+        _ => Probe::Absent,
     }
 }
 
@@ -630,6 +647,29 @@ mod tests {
         bytes[first - 40] ^= 1;
         let err = Trailer::from_trailing_bytes(&bytes).unwrap_err();
         assert!(err.to_string().contains("CRC mismatch"), "{err}");
+    }
+
+    #[test]
+    fn a_block_cut_before_its_frames_is_damaged_not_absent() {
+        let block = t(1).encode_block(0);
+        for k in 0..block.len() {
+            let got = Trailer::from_trailing_bytes(&block[..k]);
+            if k < 8 {
+                assert_eq!(got.unwrap(), None, "{k} bytes: no tag, no block");
+            } else {
+                let err = got.unwrap_err().to_string();
+                assert!(
+                    err.contains("cut short") || err.contains("claims"),
+                    "{k}: {err}"
+                );
+            }
+        }
+        // A tag at the end of a few trailing bytes: a block cut at its start.
+        let err = Trailer::from_trailing_bytes(b"xyzRATRAILR").unwrap_err();
+        assert!(
+            err.to_string().contains("ending at byte 11 is cut short"),
+            "{err}"
+        );
     }
 
     /// The forward block of the file's bytes: (its `at`, its own offset), after the data.

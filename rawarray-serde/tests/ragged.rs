@@ -217,6 +217,13 @@ fn hostile_offsets_are_errors_naming_the_row() {
     refused(&huge_values, &["less than the"]);
     let ragged_region = ragged_bytes(2, 1, 13, &[3, 1], &file(&[0, 3], b"abc")[64..]);
     refused(&ragged_region, &["not a whole number of u64s"]);
+    // A size near 2^64: the data end saturates, refused as truncated (it once overflowed).
+    for size in [u64::MAX - 4, u64::MAX - 60] {
+        refused(
+            &ragged_bytes(2, 1, size, &[3, 1], &file(&[0, 3], b"abc")[64..]),
+            &["truncated"],
+        );
+    }
     let short = file(&[0, 3], b"abc");
     refused(&short[..short.len() - 1], &["truncated"]);
     let one_dim = ragged_bytes(2, 1, 8, &[0], &words(&[0]));

@@ -13,6 +13,8 @@ import os
 import sys
 from typing import Any
 
+import numpy as np
+
 from ._rawarray import ArrowStream, write_arrow
 
 # Rows per batch of to_arrow_batches() by default, as the Rust crate's readers and `ra convert`.
@@ -80,7 +82,15 @@ def write_table(path: str | os.PathLike[str], table: Any, params: Any = None) ->
     if pd is not None and isinstance(table, pd.DataFrame):
         pa = _require("pyarrow", "rawarray.write(path, DataFrame)")
         # The index is not a column: a user who wants it writes df.reset_index().
-        table = pa.Table.from_pandas(table, preserve_index=False)
+        df, table = table, pa.Table.from_pandas(table, preserve_index=False)
+        # from_pandas makes a NaN of a float column a null (pandas' "missing"), which a record
+        # cannot hold: a numpy float column's NaN is a value, and is stored as one. Nullable
+        # pandas dtypes (Float64, Int64) keep their missing values missing, refused by name.
+        for i in range(df.shape[1]):
+            col = df.iloc[:, i]
+            if isinstance(col.dtype, np.dtype) and col.dtype.kind == "f":
+                values = pa.array(col.to_numpy(), from_pandas=False)
+                table = table.set_column(i, table.field(i), values)
     rows = getattr(table, "num_rows", None)
     write_arrow(
         os.fspath(path),

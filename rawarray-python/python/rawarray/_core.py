@@ -107,6 +107,37 @@ def _checked_bools(arr: np.ndarray, path: str) -> np.ndarray:
     return arr
 
 
+def _as_writer_dtype(values: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    """``values`` as an array of a writer's ``dtype``, or :class:`RaError` naming the first value
+    that would be stored as another one. numpy's ``astype`` truncates ``1.7`` to ``1``, wraps
+    ``300`` to ``44`` in ``uint8`` and makes ``2`` a ``True``: a writer stores what it was given
+    or refuses it. Rounding to a float dtype's precision is that dtype's nature and is allowed;
+    an integer, bool or complex-to-real conversion must give back every value exactly."""
+    try:
+        arr = np.asarray(values)
+    except (OverflowError, ValueError, TypeError) as e:
+        raise RaError(f"{what}: not an array of {dtype} ({e})") from None
+    if arr.dtype == dtype:
+        return arr
+    if dtype.fields is not None or arr.dtype.fields is not None:
+        if arr.dtype.names != dtype.names:
+            raise RaError(f"{what}: values of dtype {arr.dtype} do not match the writer's {dtype}")
+        return arr.astype(dtype)
+    if arr.dtype.kind not in "biufc" or dtype.kind not in "biufc":
+        raise RaError(f"{what}: values of dtype {arr.dtype} are not of the writer's {dtype}")
+    if dtype.kind in "fc" and np.can_cast(arr.dtype, dtype, casting="same_kind"):
+        return arr.astype(dtype)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")                 # numpy's ComplexWarning: checked below
+        cast = arr.astype(dtype)
+        exact = cast.astype(arr.dtype) == arr
+    if not np.all(exact):
+        i = int(np.argmin(exact.reshape(-1)))
+        raise RaError(f"{what}: the value {arr.reshape(-1)[i]!r} does not fit the writer's dtype "
+                      f"{dtype} (it would be stored as {cast.reshape(-1)[i]!r})")
+    return cast
+
+
 def _element_dtype(raw: RawFile) -> np.dtype:
     """numpy's dtype for one element of the file, by the library's reading of the header and
     trailer; see the table in the README."""
@@ -880,12 +911,7 @@ class RecordWriter:
         """Appends records: an array of shape ``(n,) + shape`` (or ``shape`` for one record) of
         the writer's dtype, or anything numpy converts to one. Not committed until
         :meth:`flush`."""
-        arr = np.asarray(records)
-        if arr.dtype != self.dtype:
-            if arr.dtype.fields is not None and self.dtype.fields is not None and \
-                    arr.dtype.names != self.dtype.names:
-                raise RaError(f"records of dtype {arr.dtype} do not match the writer's {self.dtype}")
-            arr = arr.astype(self.dtype)
+        arr = _as_writer_dtype(records, self.dtype, "records")
         if arr.shape == self.shape:
             arr = arr.reshape((1,) + self.shape)
         if arr.shape[1:] != self.shape:
@@ -1053,9 +1079,7 @@ class ArrayWriter:
         block_shape = tuple(b - a for a, b in ranges)
         if self.chunks is not None and 0 not in block_shape:
             self._check_on_grid(ranges)
-        arr = np.asarray(value)
-        if arr.dtype != self.dtype:
-            arr = arr.astype(self.dtype)
+        arr = _as_writer_dtype(value, self.dtype, f"block {key}")
         # numpy's assignment rule: the value broadcasts to the selection (integer axes dropped).
         selected = tuple(n for n, k in zip(block_shape, key) if isinstance(k, slice))
         arr = np.ascontiguousarray(np.broadcast_to(arr, selected)).reshape(block_shape)

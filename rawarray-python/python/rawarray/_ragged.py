@@ -16,7 +16,8 @@ from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import RaggedWriter as _RaggedWriter
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
-from ._core import _check_storable, _checked_bools, _descr_json, _element_dtype, _little_endian
+from ._core import (_as_writer_dtype, _check_storable, _checked_bools, _descr_json,
+                    _element_dtype, _little_endian)
 
 _BYTES = (bytes, bytearray, memoryview)
 
@@ -347,7 +348,7 @@ class RaggedWriter:
         elif isinstance(row, _BYTES):
             arr = np.frombuffer(bytes(row), dtype=np.uint8)
         else:
-            arr = np.asarray(row)
+            arr = _as_writer_dtype(row, self.dtype, "row")
         if arr.ndim != 1:
             raise RaError(f"a row is 1-d, not of shape {arr.shape}")
         arr = np.ascontiguousarray(arr, dtype=self.dtype)
