@@ -909,7 +909,8 @@ class RecordWriter:
 
     def append(self, records: Any) -> None:
         """Appends records: an array of shape ``(n,) + shape`` (or ``shape`` for one record) of
-        the writer's dtype, or anything numpy converts to one. Not committed until
+        the writer's dtype, or values it holds exactly (a value the dtype would store as another,
+        such as ``1.7`` for an integer field, is :class:`RaError`). Not committed until
         :meth:`flush`."""
         arr = _as_writer_dtype(records, self.dtype, "records")
         if arr.shape == self.shape:
@@ -987,8 +988,9 @@ class ArrayWriter:
     ``da.store(x.rechunk(w.chunks), w, lock=False)``.
 
     ``w[key] = block`` writes a block: ``key`` is integers and slices of step 1 (numpy's
-    order), ``block`` anything numpy converts and broadcasts to the block's shape. Writers of
-    disjoint blocks never disturb each other. A writer pickles as its path and the identity of
+    order), ``block`` anything numpy broadcasts to the block's shape whose values the dtype
+    holds exactly (floats are rounded to a float dtype; ``1.7`` or ``300`` for ``uint8`` is
+    :class:`RaError`). Writers of disjoint blocks never disturb each other. A writer pickles as its path and the identity of
     the file (device, inode, header), so ``dask.array.store(x, w, lock=False)`` writes from
     every worker; unpickling refuses a file that was replaced or changed shape.
 

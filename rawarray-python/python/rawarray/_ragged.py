@@ -339,8 +339,8 @@ class RaggedWriter:
 
     def append(self, row: Any) -> None:
         """Appends one row: a ``str`` for a text writer, else a 1-d array of the writer's
-        dtype (or anything numpy converts to one; ``bytes`` for ``uint8``). Not committed until
-        :meth:`flush`."""
+        dtype (or values it holds exactly, else :class:`RaError`; ``bytes`` for ``uint8``).
+        Not committed until :meth:`flush`."""
         if self.is_text:
             if not isinstance(row, str):
                 raise RaError(f"a text writer appends str rows, not {type(row).__name__}")
