@@ -415,6 +415,21 @@ def test_a_flipped_bit_in_a_chunk_is_an_error_naming_it(tmp):
             f[4:6]
 
 
+def test_a_flipped_bit_in_a_raw_chunk_fails_a_read_of_one_element(tmp):
+    # A chunk stored raw (codec "none") has only its entry's CRC: a read of one element of it
+    # reads the chunk whole to check it (it once returned the flipped value).
+    a = np.arange(64, dtype="<u4")
+    rawarray.write(tmp / "r.ra", a, codec="none", chunks=(16,))
+    raw = bytearray((tmp / "r.ra").read_bytes())
+    raw[-4] ^= 1                                          # element 63, in chunk 3
+    (tmp / "r.ra").write_bytes(raw)
+    with rawarray.open(tmp / "r.ra") as f:
+        for key in (63, slice(48, 64), [63]):
+            with pytest.raises(rawarray.RaError, match="chunk 3"):
+                f[key]
+        np.testing.assert_array_equal(f[:48], a[:48])     # the other chunks read right
+
+
 def test_an_unknown_codec_id_is_refused_naming_it(tmp):
     raw = bytearray(encode_by_hand(sample("<f4", (4, 4)), [4, 2], "zstd", "byte"))
     config = 48 + 8 * 2

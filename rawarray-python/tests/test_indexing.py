@@ -105,7 +105,8 @@ def keys(draw, shape):
             comps.append(slice(None))
     for _ in range(draw(st.integers(0, 2))):
         comps.insert(draw(st.integers(0, len(comps))), None)
-    if draw(st.booleans()) and axes < len(shape):
+    if draw(st.booleans()):
+        # Also where it stands for no axes: it still separates advanced indices for numpy.
         comps.insert(draw(st.integers(0, len(comps))), Ellipsis)
     return tuple(comps)
 
@@ -149,7 +150,10 @@ def test_advanced_axes_go_where_numpy_puts_them(tmp, mode):
         np.testing.assert_array_equal(got, a[1, :, [7, 0, 3]])
         # Adjacent arrays keep their place; arrays broadcast against each other.
         for key in [(slice(None), [4, 0], [1, 1]), ([[0], [1]], slice(None), [2, 5, 7]),
-                    (np.newaxis, 0, [True, False, True, False, True]), (..., [7, 7, 0])]:
+                    (np.newaxis, 0, [True, False, True, False, True]), (..., [7, 7, 0]),
+                    # An ellipsis of no axes between advanced indices: their axes go first.
+                    (slice(None), 1, ..., [0, 1]), ([1, 0], [2, 2], ..., [3, 4]),
+                    (True, [0, 1], ..., slice(None), 2)]:
             np.testing.assert_array_equal(f[key], a[key], err_msg=repr(key))
             assert f[key].shape == a[key].shape, key
 
@@ -210,6 +214,8 @@ def test_bad_keys_are_refused_as_numpy_refuses_them(tmp):
             f[..., ...]
         with pytest.raises(IndexError, match="float"):
             f[[0.5]]
+        with pytest.raises(IndexError, match="float"):
+            f[np.array([], float)]                      # numpy takes [] but not this
         with pytest.raises(IndexError, match="boolean index"):
             f[[True, False]]
 

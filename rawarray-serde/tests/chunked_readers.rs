@@ -245,38 +245,47 @@ fn a_flipped_bit_read_through_array_reader_names_the_chunk() {
             .collect::<Vec<f32>>(),
     )
     .unwrap();
-    a.write_file_with(
-        &path,
-        &WriteOptions::new().codec(Codec::Zstd).chunks(vec![10, 100]),
-    )
-    .unwrap();
-    let good = std::fs::read(&path).unwrap();
-    let h = Header::decode_any(&good).unwrap();
-    let layout = SectionReader::open(&h, &good[..]).unwrap().layout().clone();
-    for n in 0..4u64 {
-        let chunk = layout.chunk_range(n).unwrap();
-        let mut bad = good.clone();
-        // The last stored byte of the chunk: inside its last block's payload.
-        bad[h.encoded_len() + chunk.end as usize - 1] ^= 0x10;
-        std::fs::write(&path, &bad).unwrap();
-        let r = ArrayReader::open(&path).unwrap();
-        let err = r
-            .read_subset::<f32>(&[0..10, n * 100..(n + 1) * 100])
-            .unwrap_err();
-        assert!(
-            matches!(err.kind(), ErrorKind::ChunkCorrupt { chunk, .. } if *chunk == n),
-            "chunk {n}: {err}"
-        );
-        assert!(err.to_string().contains(&format!("chunk {n}")), "{err}");
-        // The chunks next to it read right.
-        let other = (n + 1) % 4;
-        let ok: RawArray<f32> = r
-            .read_subset(&[0..10, other * 100..other * 100 + 1])
-            .unwrap();
-        assert_eq!(
-            ok.as_slice(),
-            &a.as_slice()[(other * 1000) as usize..][..10]
-        );
+    // Coded chunks are checked by their blocks' CRCs; chunks stored raw (no codec) by their
+    // entry's, also when a read takes one element of them.
+    for (codec, one) in [
+        (Codec::Zstd, false),
+        (Codec::None, false),
+        (Codec::None, true),
+    ] {
+        a.write_file_with(
+            &path,
+            &WriteOptions::new().codec(codec).chunks(vec![10, 100]),
+        )
+        .unwrap();
+        let good = std::fs::read(&path).unwrap();
+        let h = Header::decode_any(&good).unwrap();
+        let layout = SectionReader::open(&h, &good[..]).unwrap().layout().clone();
+        for n in 0..4u64 {
+            let chunk = layout.chunk_range(n).unwrap();
+            let mut bad = good.clone();
+            // The last stored byte of the chunk: inside its last block's payload.
+            bad[h.encoded_len() + chunk.end as usize - 1] ^= 0x10;
+            std::fs::write(&path, &bad).unwrap();
+            let r = ArrayReader::open(&path).unwrap();
+            let last = if one { (n + 1) * 100 - 1 } else { n * 100 };
+            let err = r
+                .read_subset::<f32>(&[9..10, last..(n + 1) * 100])
+                .unwrap_err();
+            assert!(
+                matches!(err.kind(), ErrorKind::ChunkCorrupt { chunk, .. } if *chunk == n),
+                "chunk {n}: {err}"
+            );
+            assert!(err.to_string().contains(&format!("chunk {n}")), "{err}");
+            // The chunks next to it read right.
+            let other = (n + 1) % 4;
+            let ok: RawArray<f32> = r
+                .read_subset(&[0..10, other * 100..other * 100 + 1])
+                .unwrap();
+            assert_eq!(
+                ok.as_slice(),
+                &a.as_slice()[(other * 1000) as usize..][..10]
+            );
+        }
     }
 }
 

@@ -28,9 +28,15 @@ def _axis_index(k: Any) -> int | None:
         return None
 
 
+def _no_axis(k: Any) -> bool:
+    """Whether a normalized key component consumes no axis: ``None``, a boolean scalar, or an
+    ellipsis that stands for no axes."""
+    return k is None or k is Ellipsis or isinstance(k, (bool, np.bool_))
+
+
 def _normalize(key: Any, shape: Sequence[int]) -> list[Any]:
     """The key as a list with one entry per component: every axis named once (Ellipsis
-    expanded into full slices), integers checked and made non-negative, sequences made integer
+    expanded into full slices; one of no axes kept, see below), integers checked and made non-negative, sequences made integer
     arrays (boolean arrays their ``nonzero()`` arrays, as numpy does), ``None`` and boolean
     scalars kept as they are (they consume no axis)."""
     key = list(key) if isinstance(key, tuple) else [key]
@@ -47,7 +53,9 @@ def _normalize(key: Any, shape: Sequence[int]) -> list[Any]:
             elif arr.dtype == bool:
                 # numpy indexes with a mask's nonzero() arrays, one per axis it covers.
                 out.extend(("mask", a, arr.shape, i) for i, a in enumerate(arr.nonzero()))
-            elif arr.dtype.kind in "iu" or arr.size == 0 and arr.dtype.kind == "f":
+            elif arr.dtype.kind in "iu" or (arr.size == 0 and arr.dtype.kind == "f"
+                                             and not isinstance(k, np.ndarray)):
+                # numpy takes `[]` (a float array to np.asarray), not an empty float array.
                 out.append(arr.astype(np.intp))
             else:
                 raise IndexError(
@@ -55,7 +63,7 @@ def _normalize(key: Any, shape: Sequence[int]) -> list[Any]:
                     f"integer or boolean arrays are valid indices, not {type(k).__name__} "
                     f"of dtype {arr.dtype}"
                 )
-    consuming = sum(1 for k in out if not (k is None or k is Ellipsis or isinstance(k, (bool, np.bool_))))
+    consuming = sum(1 for k in out if not _no_axis(k))
     ellipses = sum(1 for k in out if k is Ellipsis)
     if ellipses > 1:
         raise IndexError("an index can only have a single ellipsis ('...')")
@@ -65,14 +73,16 @@ def _normalize(key: Any, shape: Sequence[int]) -> list[Any]:
             "were indexed"
         )
     fill = [slice(None)] * (len(shape) - consuming)
-    if ellipses:
+    if not ellipses:
+        out.extend(fill)
+    elif fill:
         i = next(j for j, k in enumerate(out) if k is Ellipsis)
         out[i:i + 1] = fill
-    else:
-        out.extend(fill)
+    # An ellipsis of no axes stays: between advanced indices it still makes them non-adjacent
+    # for numpy (their axes go first), which the block's indexing must see too.
     axis = 0
     for i, k in enumerate(out):
-        if k is None or isinstance(k, (bool, np.bool_)):
+        if _no_axis(k):
             continue
         n = shape[axis]
         if isinstance(k, tuple):  # one axis of a boolean mask
@@ -178,7 +188,7 @@ def read_key(
         empty.flags.writeable = False
         return empty[key]
     comps = _normalize(key, shape)
-    axes = [k for k in comps if not (k is None or isinstance(k, (bool, np.bool_)))]
+    axes = [k for k in comps if not _no_axis(k)]
     touched = [_touched(k, n) for k, n in zip(axes, shape)]
     groups = [_groups(t) for t in touched]
     if chunks is not None:
@@ -223,7 +233,7 @@ def read_key(
     moved: list[Any] = []
     axis = 0
     for k in comps:
-        if k is None or isinstance(k, (bool, np.bool_)):
+        if _no_axis(k):
             moved.append(k)
             continue
         c = coords[axis]

@@ -186,6 +186,15 @@ impl Layout {
     /// entry's CRC first.
     pub fn decode_chunk(&self, n: u64, stored: &[u8], out: &mut [u8]) -> Result<()> {
         let e = self.index.entry(n);
+        self.check_stored(n, stored)?;
+        let raw_len = self.stored_raw_len(n);
+        self.chain
+            .decode_chunk_prefix(n, stored, e.flags, raw_len, out)
+    }
+
+    /// Checks chunk `n`'s stored bytes against its index entry: their length and CRC-32.
+    pub fn check_stored(&self, n: u64, stored: &[u8]) -> Result<()> {
+        let e = self.index.entry(n);
         let crc = crc32fast::hash(stored);
         if stored.len() as u64 != e.len || crc != e.crc {
             return Err(corrupt(
@@ -198,9 +207,7 @@ impl Layout {
                 ),
             ));
         }
-        let raw_len = self.stored_raw_len(n);
-        self.chain
-            .decode_chunk_prefix(n, stored, e.flags, raw_len, out)
+        Ok(())
     }
 
     /// Raw bytes chunk `n`'s stored bytes decode to: [`Grid::raw_len`], or more for a chunk
@@ -604,6 +611,22 @@ impl<S: ReadAt> SectionReader<S> {
         Ok(t)
     }
 
+    /// The stored bytes of chunk `n`, stored raw, checked against its entry (cached, under the
+    /// block key `u64::MAX`, which no block of a chunk has).
+    fn raw_chunk(&self, n: u64, e: &Entry) -> Result<Arc<Vec<u8>>> {
+        if let Some(chunk) = self.cache.lock().expect("cache lock").get((n, u64::MAX)) {
+            return Ok(chunk);
+        }
+        let stored = self.read_at(e.len, e.offset)?;
+        self.layout.check_stored(n, &stored)?;
+        let chunk = Arc::new(stored);
+        self.cache
+            .lock()
+            .expect("cache lock")
+            .put((n, u64::MAX), Arc::clone(&chunk));
+        Ok(chunk)
+    }
+
     /// Block `b` of chunk `n`, decoded (cached).
     fn block(&self, n: u64, b: u64, e: &Entry, table: &[BlockRef]) -> Result<Arc<Vec<u8>>> {
         if let Some(block) = self.cache.lock().expect("cache lock").get((n, b)) {
@@ -651,14 +674,12 @@ impl<S: ReadAt> SectionReader<S> {
             }
             self.chunks_read.fetch_add(1, Ordering::Relaxed);
             if e.is_raw() {
-                let Some(span) = rows.src_span() else {
-                    continue;
-                };
-                let bytes = self.read_at(span.end - span.start, e.offset + span.start)?;
+                // Its CRC covers the whole chunk, so the whole chunk is read and checked (and
+                // kept for the next read): a part read alone could not be.
+                let chunk = self.raw_chunk(n, &e)?;
                 for (s, d, len) in rows {
-                    let s = (s - span.start) as usize;
                     out[d as usize..(d + len) as usize]
-                        .copy_from_slice(&bytes[s..s + len as usize]);
+                        .copy_from_slice(&chunk[s as usize..(s + len) as usize]);
                 }
                 continue;
             }
