@@ -151,3 +151,35 @@ def test_writers_refuse_values_their_dtype_would_change(tmp, writer):
     with rawarray.RecordWriter(tmp / "s.ra", "<f4") as w:
         with pytest.raises(rawarray.RaError, match="not of the writer's"):
             w.append(np.array(["1.5"]))                  # numpy would parse the text
+
+
+def test_the_writers_rule_on_arrays_records_and_floats(tmp):
+    from rawarray._core import _as_writer_dtype as conv
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    refused = [
+        (np.array([-1], np.int8), "u1"), (np.array([-1], np.int32), "<u4"),     # sign changes
+        (np.array([2**64 - 1], np.uint64), "<i8"),
+        ([70000.0], "<f2"), ([1e300], "<f4"),                                   # overflow to inf
+        ([(1, 2.5)], [("a", "<i4"), ("b", "<i4")]),                              # a record's field
+        ([(1.5, [1, 2, 3.5])], [("t", "<f8"), ("p", "<i2", (3,))]),
+    ]
+    for values, dtype in refused:
+        with pytest.raises(rawarray.RaError, match="does not fit|do not fit"):
+            conv(values, np.dtype(dtype), "x")
+    big = np.array([(7, -2.5)], [("a", ">i4"), ("b", ">f8")])
+    kept = [  # (values, dtype, the values as stored)
+        ([1.5, 2.0], ml_dtypes.bfloat16, [1.5, 2.0]),
+        (np.array([1.5], ml_dtypes.bfloat16), "<f4", [1.5]),
+        ([2**70], "<f8", [2.0**70]), ([complex(np.nan, 0)], "<f8", [np.nan]),
+        (np.array([5], np.int64), "u1", [5]), ([(1, 2)], [("a", "<i4"), ("b", "<i4")], [(1, 2)]),
+        (big, [("a", "<i4"), ("b", "<f8")], [(7, -2.5)]),
+    ]
+    for values, dtype, stored in kept:
+        got = conv(values, np.dtype(dtype), "x")
+        assert got.dtype == np.dtype(dtype)
+        assert got.tobytes() == np.array(stored, dtype).tobytes(), (values, dtype)
+    rec = np.dtype([("a", "<i4"), ("b", "<f8")])
+    with rawarray.RecordWriter(tmp / "e.ra", rec) as w:
+        w.append([])                                     # no record: no value to change
+        w.append([(1, 0.5)])
+    assert rawarray.read(tmp / "e.ra").tolist() == [(1, 0.5)]

@@ -346,7 +346,7 @@ class RaggedWriter:
                 raise RaError(f"a text writer appends str rows, not {type(row).__name__}")
             arr = np.frombuffer(row.encode("utf-8"), dtype=np.uint8)
         elif isinstance(row, _BYTES):
-            arr = np.frombuffer(bytes(row), dtype=np.uint8)
+            arr = _as_writer_dtype(np.frombuffer(bytes(row), dtype=np.uint8), self.dtype, "row")
         else:
             arr = _as_writer_dtype(row, self.dtype, "row")
         if arr.ndim != 1:
