@@ -6,177 +6,22 @@ use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use crate::atomic::write_atomic;
-use crate::codec::{ChunkOptions, Codec, Shuffle};
 use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{reading, stable_header_any};
 use crate::header::{checked_product, Flags, Header};
+use crate::options::WriteOptions;
+use crate::section::stream;
+use crate::section::write::{write_section, PlainBytes};
+use crate::section::Section;
 use crate::trailer::{data_end, Trailer, Trailing};
 
 /// The newtype name under which an embedded `.ra` file travels through serde: this module's
 /// `Serialize` impls send a whole file under it, and the serializer and deserializer store it
 /// as one element.
 pub(crate) const EMBEDDED: &str = "$rawarray::embedded";
-
-/// How to write a file: byte order and compression. The default is what every reader reads:
-/// little-endian, uncompressed.
-///
-/// ```
-/// use rawarray_serde::WriteOptions;
-/// let opts = WriteOptions::new().compress(true).big_endian(false);
-/// assert!(opts.is_compressed());
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WriteOptions {
-    big_endian: bool,
-    compress: bool,
-    /// Threads compressing chunks, 0 for all cores.
-    threads: usize,
-    /// The chunked layout's settings; any of them selects it (see [`WriteOptions::codec`]).
-    chunked: Option<ChunkSettings>,
-}
-
-/// The most dims a chunk shape given through [`WriteOptions::chunks`] may have (more:
-/// [`crate::codec::encode`] takes any number). Inline, so that `WriteOptions` stays `Copy`.
-const OPTION_CHUNK_DIMS: usize = 16;
-
-/// The chunked settings of a [`WriteOptions`], inline.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct ChunkSettings {
-    codec: Option<Codec>,
-    level: Option<i32>,
-    shuffle: Option<Shuffle>,
-    /// The chunk shape's dims (the first `chunk_len`), when given.
-    chunk: Option<[u64; OPTION_CHUNK_DIMS]>,
-    /// The number of dims given (more than [`OPTION_CHUNK_DIMS`]: refused when writing).
-    chunk_len: usize,
-}
-
-impl WriteOptions {
-    /// Little-endian, uncompressed.
-    pub fn new() -> WriteOptions {
-        WriteOptions::default()
-    }
-
-    /// Write the data big-endian (flag bit 0).
-    #[must_use]
-    pub fn big_endian(mut self, on: bool) -> WriteOptions {
-        self.big_endian = on;
-        self
-    }
-
-    /// Compress the data as one raw LZ4 block (flag bit 1), as the C reference does.
-    #[must_use]
-    pub fn compress(mut self, on: bool) -> WriteOptions {
-        self.compress = on;
-        self
-    }
-
-    fn chunk_settings(mut self, f: impl FnOnce(&mut ChunkSettings)) -> WriteOptions {
-        f(self.chunked.get_or_insert_with(ChunkSettings::default));
-        self
-    }
-
-    /// Write the chunked layout (flag bit 2) with this codec: n-d chunks compressed block by
-    /// block, read back one block at a time ([`crate::codec`]). Defaults: zstd level 3, byte
-    /// shuffle, chunks of about 1 MiB. Cannot be combined with [`WriteOptions::compress`].
-    ///
-    /// ```
-    /// use rawarray_serde::{codec::Codec, RawArray, WriteOptions};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("a.ra");
-    /// let a = RawArray::from_shape_vec(vec![100, 100], vec![1.5f32; 10_000]).unwrap();
-    /// a.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![100, 10])).unwrap();
-    /// assert!(std::fs::metadata(&path).unwrap().len() < 10_000);
-    /// assert_eq!(RawArray::<f32>::read_file(&path).unwrap(), a);
-    /// ```
-    #[must_use]
-    pub fn codec(self, codec: Codec) -> WriteOptions {
-        self.chunk_settings(|o| o.codec = Some(codec))
-    }
-
-    /// The chunk shape of the chunked layout, in the header's dim order (selects it).
-    #[must_use]
-    pub fn chunks(self, chunks: Vec<u64>) -> WriteOptions {
-        self.chunk_settings(|o| {
-            let mut dims = [0u64; OPTION_CHUNK_DIMS];
-            for (d, c) in dims.iter_mut().zip(&chunks) {
-                *d = *c;
-            }
-            o.chunk = Some(dims);
-            o.chunk_len = chunks.len();
-        })
-    }
-
-    /// The codec's level in the chunked layout (selects it; zstd's default is 3).
-    #[must_use]
-    pub fn level(self, level: i32) -> WriteOptions {
-        self.chunk_settings(|o| o.level = Some(level))
-    }
-
-    /// The filter before the codec in the chunked layout (selects it; default byte shuffle).
-    #[must_use]
-    pub fn shuffle(self, shuffle: Shuffle) -> WriteOptions {
-        self.chunk_settings(|o| o.shuffle = Some(shuffle))
-    }
-
-    /// Threads compressing chunks (0, the default: all cores). Alone, it selects nothing.
-    #[must_use]
-    pub fn threads(mut self, threads: usize) -> WriteOptions {
-        self.threads = threads;
-        self
-    }
-
-    /// The chunked layout's settings, if it is selected; an error if `compress(true)` is set too.
-    pub fn chunked(&self) -> Result<Option<ChunkOptions>> {
-        match &self.chunked {
-            Some(_) if self.compress => Err(Error::unsupported(
-                "compress(true) (the whole-section LZ4 block) and a chunked codec at once: choose one",
-            )),
-            Some(s) => {
-                let mut o = ChunkOptions::new().threads(self.threads);
-                if let Some(c) = s.codec {
-                    o = o.codec(c);
-                }
-                if let Some(l) = s.level {
-                    o = o.level(l);
-                }
-                if let Some(f) = s.shuffle {
-                    o = o.shuffle(f);
-                }
-                if let Some(dims) = s.chunk {
-                    if s.chunk_len > OPTION_CHUNK_DIMS {
-                        return Err(Error::unsupported(format!(
-                            "a chunk shape of {} dims: WriteOptions holds at most {OPTION_CHUNK_DIMS} (codec::encode takes any)",
-                            s.chunk_len
-                        )));
-                    }
-                    o = o.chunks(dims[..s.chunk_len].to_vec());
-                }
-                Ok(Some(o))
-            }
-            None => Ok(None),
-        }
-    }
-
-    /// Whether the data is written big-endian.
-    pub fn is_big_endian(&self) -> bool {
-        self.big_endian
-    }
-
-    /// Whether the data is compressed.
-    pub fn is_compressed(&self) -> bool {
-        self.compress
-    }
-
-    fn flags(&self) -> Flags {
-        Flags::NONE
-            .with(Flags::BIG_ENDIAN, self.big_endian)
-            .with(Flags::COMPRESSED, self.compress)
-    }
-}
 
 /// A typed n-dimensional array in column-major order (the first index varies fastest), as a
 /// `.ra` file stores it.
@@ -318,34 +163,16 @@ impl<T: Element> RawArray<T> {
     pub fn from_bytes(bytes: &[u8]) -> Result<RawArray<T>> {
         let header = Header::decode_any(bytes)?;
         let dims = element_dims::<T>(&header)?;
-        let n = data::to_usize(header.num_elements() / inner_count::<T>())?;
-        let data = data_section(bytes, &header)?;
-        let data = if header.flags.is_chunked() {
-            data::decode_values(
-                &crate::codec::decode_all(&header, bytes)?,
-                header.is_big_endian(),
-            )?
-        } else if header.is_compressed() {
-            data::decompress_values(data, &header, n)?
-        } else {
-            data::decode_values(data, header.is_big_endian())?
-        };
+        let data = values_of(&Section::open(&header, bytes)?)?;
         Ok(RawArray { dims, data })
     }
 
     /// Reads an array from a stream, leaving it after the data section.
     pub fn read_from<R: Read>(mut reader: R) -> Result<RawArray<T>> {
         let header = Header::read_from_any(&mut reader)?;
-        if header.flags.is_chunked() {
-            let dims = element_dims::<T>(&header)?;
-            let section = data::read_bytes(&mut reader, header.size, None)?;
-            let raw = crate::codec::SectionReader::open_at(&header, &section[..], 0)?.read_all()?;
-            return Ok(RawArray {
-                dims,
-                data: data::decode_values(&raw, header.is_big_endian())?,
-            });
-        }
-        Self::read_data(&mut reader, header, None)
+        let dims = element_dims::<T>(&header)?;
+        let data = stream::read_values(&header, &mut reader, None)?;
+        Ok(RawArray { dims, data })
     }
 
     /// Reads an array from a file. Its length is checked against the header before anything
@@ -356,27 +183,10 @@ impl<T: Element> RawArray<T> {
         reading(path.as_ref(), |path| {
             // The element type is checked before the length, as `from_bytes` and `read_from`
             // do, so that one file gives one error whichever way it is read.
-            let (mut file, header, available) = open_file(path, element_dims::<T>)?;
-            if header.flags.is_chunked() {
-                let raw = crate::codec::decode_all(&header, &file)?;
-                return Ok(RawArray {
-                    dims: element_dims::<T>(&header)?,
-                    data: data::decode_values(&raw, header.is_big_endian())?,
-                });
-            }
-            Self::read_data(&mut file, header, Some(available))
+            let (file, header, dims) = open_file(path, element_dims::<T>)?;
+            let data = values_of(&Section::open(&header, &file)?)?;
+            Ok(RawArray { dims, data })
         })
-    }
-
-    fn read_data<R: Read + ?Sized>(
-        r: &mut R,
-        header: Header,
-        available: Option<u64>,
-    ) -> Result<RawArray<T>> {
-        let dims = element_dims::<T>(&header)?;
-        let n = data::to_usize(header.num_elements() / inner_count::<T>())?;
-        let data = data::read_values(r, &header, n, available)?;
-        Ok(RawArray { dims, data })
     }
 
     /// Writes the array little-endian and uncompressed.
@@ -391,25 +201,16 @@ impl<T: Element> RawArray<T> {
 
     fn write_dyn(&self, w: &mut dyn Write, opts: &WriteOptions) -> Result<()> {
         check_element::<T>()?;
-        let mut header = self.header();
-        header.flags = opts.flags();
-        if let Some(co) = opts.chunked()? {
-            let plain = packed_bytes(&self.data, opts.big_endian);
-            // The chunked header (its flags and size) is the one the trailer's `at` follows.
-            let (chunked, section) = crate::codec::encode(&header, &plain, &co)?;
-            header = chunked;
-            w.write_all(&header.encode())?;
-            w.write_all(&section)?;
-        } else if opts.compress {
-            let plain = packed_bytes(&self.data, opts.big_endian);
-            let packed = data::compress(&plain)?;
-            header.size = packed.len() as u64;
-            w.write_all(&header.encode())?;
-            w.write_all(&packed)?;
-        } else {
-            w.write_all(&header.encode())?;
-            data::write_values(&self.data, opts.big_endian, w)?;
-        }
+        let be = opts.is_big_endian();
+        let pieces = |w: &mut dyn Write| data::write_values(&self.data, be, w);
+        let whole = || Ok(packed_bytes(&self.data, be).into_owned());
+        let plain = match T::as_pod_bytes(&self.data) {
+            Some(b) if !be => PlainBytes::new(b),
+            _ => PlainBytes::packed(self.header().size, &pieces, &whole),
+        };
+        let schema = plain_trailer::<T>().and_then(|t| t.schema);
+        // The header written (its flags and size) is the one the trailer's `at` follows.
+        let header = write_section(w, &self.header(), opts, schema.as_ref(), &plain)?;
         if let Some(trailer) = plain_trailer::<T>() {
             w.write_all(&trailer.encode_block(data_end(&header)))?;
         }
@@ -442,13 +243,6 @@ impl<T: Element> From<Vec<T>> for RawArray<T> {
     fn from(v: Vec<T>) -> RawArray<T> {
         RawArray::from_vec(v)
     }
-}
-
-/// Product of the element's own dims: how many file elements one `T` holds.
-fn inner_count<T: Element>() -> u64 {
-    let mut d = Vec::new();
-    T::inner_dims(&mut d);
-    d.iter().product::<u64>().max(1)
 }
 
 fn check_element<T: Element>() -> Result<()> {
@@ -500,31 +294,30 @@ pub(crate) fn element_dims<T: Element>(header: &Header) -> Result<Vec<u64>> {
     Ok(header.dims[inner.len()..].to_vec())
 }
 
-/// The data section of a whole file's bytes, checked to be all there.
-fn data_section<'a>(bytes: &'a [u8], header: &Header) -> Result<&'a [u8]> {
-    header.check_input_len(bytes.len() as u64)?;
-    let start = header.encoded_len();
-    Ok(&bytes[start..start + data::to_usize(header.size)?])
-}
-
 /// Opens a file and reads its header; returns the file at the first data byte and the
 /// number of bytes after the header, checked (after `check`) to hold the data section.
 fn open_file<C>(
     path: &Path,
     check: impl FnOnce(&Header) -> Result<C>,
-) -> Result<(File, Header, u64)> {
-    let mut file = File::open(path)?;
+) -> Result<(File, Header, C)> {
+    let file = File::open(path)?;
     // Read whole and untorn, as a record writer may be appending to the file.
     let header = stable_header_any(&file)?;
-    file.seek(SeekFrom::Start(header.encoded_len() as u64))?;
-    check(&header)?;
+    let checked = check(&header)?;
     // The length after the header: a record writer appending to the file writes the data
     // before the header that counts it, so a length taken first could be shorter than the
     // data the header then describes.
     let len = file.metadata()?.len();
     header.check_input_len(len)?;
-    let available = len - header.encoded_len() as u64;
-    Ok((file, header, available))
+    Ok((file, header, checked))
+}
+
+/// A section's elements as values of `T` (whose type the caller has checked), straight into
+/// their memory for POD types.
+fn values_of<T: Element, S: crate::io::ReadAt>(section: &Section<S>) -> Result<Vec<T>> {
+    let h = section.header();
+    let n = data::to_usize(h.data_len() / T::PACKED_SIZE.max(1) as u64)?;
+    data::values_filled(n, h.is_big_endian(), |dst| section.read_all_into(dst))
 }
 
 /// The packed bytes of `values`: their memory where it already is the encoding.
@@ -671,77 +464,37 @@ impl DynArray {
     /// Reads a whole file's bytes.
     pub fn from_bytes(bytes: &[u8]) -> Result<DynArray> {
         let header = Header::decode_any(bytes)?;
-        let section = data_section(bytes, &header)?;
-        let trailer = bytes[header.encoded_len() + section.len()..].to_vec();
-        if header.flags.is_chunked() {
-            let raw = crate::codec::decode_all(&header, bytes)?;
-            return DynArray::from_plain(header, raw, trailer);
-        }
-        DynArray::from_section(header, Cow::Borrowed(section), trailer)
+        let section = Section::open(&header, bytes)?;
+        let data = section.read_all()?;
+        let trailer = bytes[(header.encoded_len() as u64 + header.size) as usize..].to_vec();
+        DynArray::from_plain(header, data, trailer)
     }
 
     /// Reads a stream to its end.
     pub fn read_from<R: Read>(mut reader: R) -> Result<DynArray> {
         let header = Header::read_from_any(&mut reader)?;
-        let data = DynArray::read_section(&mut reader, &header, None)?;
+        let data = stream::read_bytes(&header, &mut reader, None)?;
         let mut trailer = Vec::new();
         reader.read_to_end(&mut trailer)?;
         DynArray::from_plain(header, data, trailer)
-    }
-
-    /// The data section's bytes, decoded: an LZ4 block is decoded as it is read, so the block
-    /// and the decoded bytes are never held at once.
-    fn read_section<R: Read + ?Sized>(
-        r: &mut R,
-        header: &Header,
-        available: Option<u64>,
-    ) -> Result<Vec<u8>> {
-        if header.flags.is_chunked() {
-            // A stream cannot seek to the chunks: the section is read whole, then decoded.
-            let section = data::read_bytes(r, header.size, available)?;
-            return crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all();
-        }
-        if !header.is_compressed() {
-            return data::read_bytes(r, header.size, available);
-        }
-        if available.is_none_or(|a| a < header.size) {
-            // A stream of unknown length: the block is read first (memory grows only as its
-            // bytes arrive), so a header claiming a huge array costs nothing until they do.
-            let packed = data::read_bytes(r, header.size, available)?;
-            return data::decompress(&packed, header);
-        }
-        let mut plain = data::try_zeroed_bytes(header.data_len())?;
-        crate::lz4_block::decode_stream(r, header.size, &mut plain)?;
-        Ok(plain)
     }
 
     /// Reads a file. Errors name it; memory that cannot be had is an error
     /// ([`ErrorKind::TooLarge`]), never an abort.
     pub fn read_file(path: impl AsRef<Path>) -> Result<DynArray> {
         reading(path.as_ref(), |path| {
-            let (mut file, header, available) = open_file(path, |_| Ok(()))?;
-            let data = if header.flags.is_chunked() {
-                // Positioned reads of the chunks, then on to the trailing bytes.
-                let raw = crate::codec::decode_all(&header, &file)?;
-                file.seek(SeekFrom::Start(header.encoded_len() as u64 + header.size))?;
-                raw
-            } else {
-                DynArray::read_section(&mut file, &header, Some(available))?
-            };
+            let (file, header, ()) = open_file(path, |_| Ok(()))?;
+            let data = Section::open(&header, &file)?.read_all()?;
+            // Then on to the trailing bytes.
+            let end = header.encoded_len() as u64 + header.size;
             let mut trailer = Vec::new();
-            data::try_reserve(&mut trailer, data::to_usize(available - header.size)?)?;
-            file.read_to_end(&mut trailer)?;
+            let len = file.metadata()?.len().saturating_sub(end);
+            data::try_reserve(&mut trailer, data::to_usize(len)?)?;
+            let mut f = &file;
+            f.seek(SeekFrom::Start(end))?;
+            f.read_to_end(&mut trailer)?;
             DynArray::from_plain(header, data, trailer)
         })
-    }
-
-    fn from_section(header: Header, section: Cow<'_, [u8]>, trailer: Vec<u8>) -> Result<DynArray> {
-        let data = if header.is_compressed() {
-            data::decompress(&section, &header)?
-        } else {
-            section.into_owned()
-        };
-        DynArray::from_plain(header, data, trailer)
     }
 
     /// The array of a data section already decoded (`header` still says how it was stored).
@@ -777,31 +530,23 @@ impl DynArray {
     }
 
     fn write_dyn(&self, w: &mut dyn Write, opts: &WriteOptions) -> Result<()> {
-        let mut header = self.header.clone();
         let mut data = Cow::Borrowed(&self.data[..]);
-        if opts.big_endian != header.is_big_endian() {
-            if !data::swap_by_eltype(data.to_mut(), header.eltype, header.elbyte) {
-                return Err(Error::unsupported(format!(
-                    "cannot change the byte order of user-defined elements ({} bytes each): their layout is unknown",
-                    header.elbyte
-                )));
-            }
-            header.flags = header.flags.with(Flags::BIG_ENDIAN, opts.big_endian);
+        if opts.is_big_endian() != self.header.is_big_endian()
+            && !data::swap_by_eltype(data.to_mut(), self.header.eltype, self.header.elbyte)
+        {
+            return Err(Error::unsupported(format!(
+                "cannot change the byte order of user-defined elements ({} bytes each): their layout is unknown",
+                self.header.elbyte
+            )));
         }
-        if let Some(co) = opts.chunked()? {
-            let (h, section) = crate::codec::encode(&header, &data, &co)?;
-            header = h;
-            data = Cow::Owned(section);
-        } else if opts.compress {
-            data = Cow::Owned(data::compress(&data)?);
-            header.flags = header.flags.with(Flags::COMPRESSED, true);
-            header.size = data.len() as u64;
-        }
+        let schema = self.trailer().and_then(|t| t.schema.clone());
+        // Into a buffer first: the trailer's new place is known once the section is written.
+        let mut out = Vec::new();
+        let header = write_section(&mut out, &self.header, opts, schema.as_ref(), &PlainBytes::new(&data))?;
         // A trailer block at the old data end says so in its `at`; it moves with the data end.
         let old_end = (self.header.encoded_len() + self.data.len()) as u64;
         let moved = crate::trailer::retarget(&self.trailer.bytes, old_end, data_end(&header));
-        w.write_all(&header.encode())?;
-        w.write_all(&data)?;
+        w.write_all(&out)?;
         w.write_all(moved.as_deref().unwrap_or(&self.trailer.bytes))?;
         w.flush()?;
         Ok(())

@@ -193,13 +193,18 @@ impl AtomicFile {
         self.finish(sync)
     }
 
-    /// Like [`AtomicFile::commit_open`], for [`ArrayWriter::create`](crate::ArrayWriter::create):
-    /// a new file (the path was free when this one was started) is put in place only if the
-    /// path is still free, so that of several creators racing for one new path exactly one
-    /// wins and the others are told [`ErrorKind::Locked`]; a file that was there is replaced
-    /// under its exclusive lock, as always, which the losers of that race cannot take either.
-    pub(crate) fn commit_open_exclusive_new(self, sync: bool) -> Result<File> {
-        lock_exclusive(self.tmp.file(), &self.path)?;
+    /// For [`ArrayWriterOptions::create`](crate::ArrayWriterOptions::create): a new file (the
+    /// path was free when this one was started) is put in place only if the path is still free,
+    /// so that of several creators racing for one new path exactly one wins and the others are
+    /// told [`ErrorKind::Locked`]; a file that was there is replaced under its exclusive lock,
+    /// which the losers of that race cannot take either. The file comes out holding a
+    /// shared lock, taken before it appears at the path: the lock block writers share, which
+    /// no creator or exclusive writer can take from under it (turning an exclusive lock into
+    /// a shared one lets it go for a moment, in which another creator could replace the file).
+    pub(crate) fn commit_open_shared(self, sync: bool) -> Result<File> {
+        self.tmp.file().try_lock_shared().map_err(|_| ErrorKind::Locked {
+            path: self.path.clone(),
+        })?;
         if self.in_place {
             return Err(crate::Error::unsupported(
                 "an array written in blocks cannot be created in place of a hard-linked file",

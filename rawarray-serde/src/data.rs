@@ -1,4 +1,6 @@
-//! The data section: byte order, LZ4, and moving element bytes in bulk.
+//! Element bytes in bulk: packing and unpacking values in either byte order, fallible
+//! allocation, and compressing a plain section as one LZ4 block (decoding it is
+//! [`crate::section::lz4`]'s).
 //!
 //! Plain-old-data elements on a little-endian machine take the one-copy paths: a write is one
 //! `write_all` of the values' memory, a read is one `read_exact` into the final `Vec`. Other
@@ -164,40 +166,20 @@ pub(crate) fn swap_by_eltype(bytes: &mut [u8], eltype: ElType, elbyte: u64) -> b
     }
 }
 
-/// Reads a data section of `header.size` bytes from `r` and decodes `n` values of `T`.
+/// Reads a plain data section of `header.size` bytes from `r` (the caller has checked that it
+/// is plain: [`crate::section::stream`] dispatches by storage kind) and decodes `n` values of
+/// `T`.
 ///
 /// `available` is the number of bytes known to follow in `r`, if known: then the allocation is
 /// made once, at its final size. Otherwise the buffer grows as bytes arrive, so a header that
-/// lies about its size never costs more than [`FIRST_READ`] or twice the bytes really present
-/// (LZ4 data: then at most 255 times that, once the block is all there).
-pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
+/// lies about its size never costs more than [`FIRST_READ`] or twice the bytes really present.
+pub(crate) fn read_plain_values<T: Element, R: Read + ?Sized>(
     r: &mut R,
     header: &Header,
     n: usize,
     available: Option<u64>,
 ) -> Result<Vec<T>> {
     let big_endian = header.is_big_endian();
-    if header.is_compressed() {
-        if available.is_none_or(|a| a < header.size) {
-            // A stream of unknown length: the block is read first (memory grows only as its
-            // bytes arrive), so a header claiming a huge array costs nothing until they do.
-            let packed = read_bytes(r, header.size, available)?;
-            return decompress_values(&packed, header, n);
-        }
-        // The input is known to hold the block: decoded as it is read (crate::lz4_block), so
-        // the block and the values are never held at once.
-        if let Some(mut v) = zeroed_pod::<T>(n)? {
-            let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
-            crate::lz4_block::decode_stream(r, header.size, dst)?;
-            if big_endian {
-                swap_values::<T>(dst);
-            }
-            return Ok(v);
-        }
-        let mut plain = try_zeroed_bytes(header.data_len())?;
-        crate::lz4_block::decode_stream(r, header.size, &mut plain)?;
-        return decode_values(&plain, big_endian);
-    }
     if let Some(mut v) = read_pod(r, header.size, n, available)? {
         if big_endian {
             swap_values::<T>(T::as_pod_bytes_mut(&mut v).expect("pod hooks agree"));
@@ -224,6 +206,27 @@ pub(crate) fn read_values<T: Element, R: Read + ?Sized>(
         decode_into(bytes, big_endian, &mut out)?;
     }
     Ok(out)
+}
+
+/// `n` values of `T` (little-endian in memory) filled by `fill` with the bytes of their data
+/// section in the file's byte order: straight into the values' memory for POD types (one
+/// copy), through a byte buffer for others.
+pub(crate) fn values_filled<T: Element>(
+    n: usize,
+    big_endian: bool,
+    fill: impl FnOnce(&mut [u8]) -> Result<()>,
+) -> Result<Vec<T>> {
+    if let Some(mut v) = zeroed_pod::<T>(n)? {
+        let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
+        fill(dst)?;
+        if big_endian {
+            swap_values::<T>(dst);
+        }
+        return Ok(v);
+    }
+    let mut bytes = try_zeroed_bytes((n as u64).saturating_mul(T::PACKED_SIZE as u64))?;
+    fill(&mut bytes)?;
+    decode_values(&bytes, big_endian)
 }
 
 /// Adds `by` to the element index of an invalid-value error (`Element::read_le` says 0).
@@ -326,45 +329,6 @@ pub(crate) fn read_bytes<R: Read + ?Sized>(
         }
         want = (size_us - buf.len()).min(buf.len());
     }
-}
-
-/// Decompresses an LZ4 block into exactly `header.data_len()` bytes and decodes them.
-pub(crate) fn decompress_values<T: Element>(
-    packed: &[u8],
-    header: &Header,
-    n: usize,
-) -> Result<Vec<T>> {
-    if let Some(mut v) = zeroed_pod::<T>(n)? {
-        let dst = T::as_pod_bytes_mut(&mut v).expect("pod hooks agree");
-        decompress_into(packed, dst)?;
-        if header.is_big_endian() {
-            swap_values::<T>(dst);
-        }
-        return Ok(v);
-    }
-    let plain = decompress(packed, header)?;
-    decode_values(&plain, header.is_big_endian())
-}
-
-/// Decompresses an LZ4 block into exactly `header.data_len()` bytes.
-pub(crate) fn decompress(packed: &[u8], header: &Header) -> Result<Vec<u8>> {
-    // Header validation bounds data_len by 255 x size, and `packed` holds `size` real bytes.
-    let mut plain = try_zeroed_bytes(header.data_len())?;
-    decompress_into(packed, &mut plain)?;
-    Ok(plain)
-}
-
-fn decompress_into(packed: &[u8], dst: &mut [u8]) -> Result<()> {
-    let got =
-        lz4_flex::block::decompress_into(packed, dst).map_err(|e| ErrorKind::Lz4(e.to_string()))?;
-    if got != dst.len() {
-        return Err(ErrorKind::Lz4(format!(
-            "block decompresses to {got} bytes; dims x elbyte is {}",
-            dst.len()
-        ))
-        .into());
-    }
-    Ok(())
 }
 
 /// Compresses a plain data section into one raw LZ4 block, as the C reference does.

@@ -434,6 +434,13 @@ pub enum ErrorKind {
         /// What is wrong.
         what: String,
     },
+    /// A file read through an open reader is no longer the file it opened: rewritten in
+    /// place (or truncated) since. Nothing of the read is returned; open it again.
+    #[error("the file changed while it was open ({what}); nothing was read from the new state: open it again")]
+    Changed {
+        /// How it changed.
+        what: String,
+    },
     /// A filter or codec id this crate does not know.
     #[error("unknown {what} id {id} in the chunked config (known: {known})")]
     UnknownCodecId {
@@ -442,7 +449,7 @@ pub enum ErrorKind {
         /// The id found.
         id: u64,
         /// The ids known, in words.
-        known: &'static str,
+        known: String,
     },
     /// A ragged file's header or offsets break the format's rules (doc/format.md, ragged
     /// arrays): offsets not starting at 0, decreasing, past the value count, a region too small.

@@ -197,21 +197,3 @@ pub(crate) unsafe fn map_data_section(file: &File, header: &Header) -> Result<Mm
     };
     Ok(map)
 }
-
-/// `len` bytes of `file` from `offset`, as a `Read` of positioned reads: the file's cursor is
-/// left alone, so readers sharing the file across threads do not disturb each other.
-pub(crate) struct ReadAtCursor<'a> {
-    pub(crate) file: &'a File,
-    pub(crate) offset: u64,
-    pub(crate) left: u64,
-}
-
-impl io::Read for ReadAtCursor<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = usize::try_from(self.left).map_or(buf.len(), |l| l.min(buf.len()));
-        read_exact_at(self.file, &mut buf[..n], self.offset)?;
-        self.offset += n as u64;
-        self.left -= n as u64;
-        Ok(n)
-    }
-}

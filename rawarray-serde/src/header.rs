@@ -225,6 +225,29 @@ impl Header {
         Ok(())
     }
 
+    /// Whether this header is `then`'s file grown as the format's writers grow files: the same
+    /// flags, type and leading dims, a last dim and `size` no smaller (a record file's flush, a
+    /// chunked file's commit). Committed bytes of such a file are never written again, so a
+    /// reader of `then` may read on.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Header};
+    /// let then = Header::new(ElType::Float, 4, vec![3, 10]).unwrap();
+    /// let now = Header::new(ElType::Float, 4, vec![3, 12]).unwrap();
+    /// assert!(now.is_grown_from(&then) && !then.is_grown_from(&now));
+    /// ```
+    pub fn is_grown_from(&self, then: &Header) -> bool {
+        let n = then.dims.len();
+        self.flags == then.flags
+            && self.eltype == then.eltype
+            && self.elbyte == then.elbyte
+            && self.dims.len() == n
+            && n > 0
+            && self.dims[..n - 1] == then.dims[..n - 1]
+            && self.dims[n - 1] >= then.dims[n - 1]
+            && self.size >= then.size
+    }
+
     /// Bytes the encoded header occupies: 48 + 8 x ndims.
     pub fn encoded_len(&self) -> usize {
         FIXED_HEADER_LEN + 8 * self.dims.len()

@@ -231,10 +231,10 @@ pub(crate) fn uncommitted(
         // lived to enter its `end` (or lost a race to write them to another writer).
         // The header as it is now: a writer's own copy has the size it opened the file at.
         let now = crate::fileio::stable_header_any(file)?;
-        let section = crate::codec::SectionReader::open(&now, file)?;
-        let layout = section.layout();
-        let grid = layout.grid();
-        blocks.retain(|b| grid.touched(b).any(|n| layout.index().entry(n).is_empty()));
+        let section = crate::section::Section::open(&now, file)?;
+        let map = section.chunk_map().expect("a chunked header");
+        let grid = map.grid();
+        blocks.retain(|b| grid.touched(b).any(|n| map.entry(n).is_empty()));
     }
     Ok(Some(blocks))
 }

@@ -109,18 +109,20 @@ pub mod eltype;
 mod error;
 mod fileio;
 pub mod header;
+pub mod io;
 mod journal;
 pub mod layout;
 mod lock;
-mod lz4_block;
 mod mapped;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub mod numpy;
+pub mod options;
 pub mod ragged;
 mod ragged_serde;
 mod reader;
 mod records;
+pub mod section;
 mod ser;
 pub mod sniff;
 #[cfg(feature = "object_store")]
@@ -131,7 +133,7 @@ mod temp;
 pub mod trailer;
 mod writer;
 
-pub use array::{DynArray, RawArray, WriteOptions};
+pub use array::{DynArray, RawArray};
 pub use codec::{Codec, Shuffle};
 pub use de::{read, Deserializer};
 pub use element::Element;
@@ -140,6 +142,7 @@ pub use error::{Category, Error, ErrorKind, Result};
 pub use header::{Flags, Header};
 pub use layout::{Field, Layout, Logical, SchemaCheck};
 pub use mapped::{ReadMode, RecordReadOptions, RecordReader};
+pub use options::WriteOptions;
 pub use ragged::{Ragged, RaggedHeader, RaggedOptions, RaggedReader, RaggedWriter};
 pub use reader::{ArrayReader, IoStats};
 pub use records::{

@@ -11,11 +11,12 @@ use memmap2::Mmap;
 
 use std::ops::Range;
 
-use crate::codec::{SectionReader, SectionStats};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, read_exact_at, reading, stable_header_any};
+use crate::fileio::{map_data_section, reading, stable_header_any};
+use crate::io::PinnedFile;
+use crate::section::{Section as DataSection, SectionStats, Storage};
 use crate::header::Header;
 use crate::layout::SchemaCheck;
 use crate::records::RecordShape;
@@ -114,17 +115,12 @@ impl RecordReadOptions {
 /// The data section, as the reader reaches it.
 #[derive(Debug)]
 enum Section {
-    /// No data bytes: nothing to map or read.
-    Empty,
+    /// A plain section's bytes, mapped: records are borrowed from it.
     Mapped(Mmap),
-    Positioned {
-        file: File,
-        offset: u64,
-    },
-    /// A chunked section (flag bit 2): records are decoded through the section decoder, which
-    /// reads and decodes only the blocks of the chunks they lie in and keeps a small cache of
-    /// decoded blocks. It is never mapped: its bytes are not the records'.
-    Chunked(Box<SectionReader<File>>),
+    /// Any section read through the file it opened (positioned reads, checked against the file
+    /// being rewritten in place): a plain one's runs, a whole-LZ4 one decoded once, a chunked
+    /// one's blocks (only those of the chunks the records lie in, with a small cache).
+    Read(Box<DataSection<PinnedFile>>),
 }
 
 /// A `.ra` file's records through a memory map (or positioned reads, [`ReadMode`]): opening
@@ -224,17 +220,15 @@ impl<T: Element + Clone> RecordReader<T> {
             Some(schema) => T::layout().check_against(schema, opts.schema)?,
             None => Vec::new(),
         };
-        let section = if header.flags.is_chunked() {
-            data::to_usize(header.data_len())?;
-            Section::Chunked(Box::new(SectionReader::open(&header, file)?))
-        } else if header.size == 0 {
-            Section::Empty
-        } else if mode == ReadMode::Positioned {
-            data::to_usize(header.size)?;
-            Section::Positioned {
-                file,
-                offset: header.encoded_len() as u64,
-            }
+        data::to_usize(header.data_len())?;
+        let section = if mode == ReadMode::Positioned
+            || Storage::of(&header) != Storage::Plain
+            || header.size == 0
+        {
+            Section::Read(Box::new(DataSection::open(
+                &header,
+                PinnedFile::new(file, path)?,
+            )?))
         } else {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header read above and nothing
@@ -320,15 +314,15 @@ impl<T: Element + Clone> RecordReader<T> {
     /// ```
     pub fn section_stats(&self) -> Option<SectionStats> {
         match &self.section {
-            Section::Chunked(s) => Some(s.stats()),
+            Section::Read(s) if s.storage() == Storage::Chunked => Some(s.stats()),
             _ => None,
         }
     }
 
     /// How the data is reached.
     pub fn mode(&self) -> ReadMode {
-        match self.section {
-            Section::Positioned { .. } | Section::Chunked(_) => ReadMode::Positioned,
+        match (&self.section, self.header.size) {
+            (Section::Read(_), s) if s > 0 => ReadMode::Positioned,
             _ => ReadMode::Mapped,
         }
     }
@@ -343,14 +337,8 @@ impl<T: Element + Clone> RecordReader<T> {
     /// `len` data bytes from `start`.
     fn bytes(&self, start: usize, len: usize) -> Result<Cow<'_, [u8]>> {
         match &self.section {
-            Section::Empty => Ok(Cow::Borrowed(&[])),
             Section::Mapped(map) => Ok(Cow::Borrowed(&map[start..start + len])),
-            Section::Positioned { file, offset } => reading(&self.path, |_| {
-                let mut buf = data::try_zeroed_bytes(len as u64)?;
-                read_exact_at(file, &mut buf, offset + start as u64)?;
-                Ok(Cow::Owned(buf))
-            }),
-            Section::Chunked(section) => reading(&self.path, |_| {
+            Section::Read(section) => reading(&self.path, |_| {
                 let record = self.shape.bytes as usize;
                 if len == 0 || record == 0 {
                     return Ok(Cow::Owned(Vec::new()));
@@ -368,7 +356,7 @@ impl<T: Element + Clone> RecordReader<T> {
                     .chain(std::iter::once(first..first + count))
                     .collect();
                 let mut buf = data::try_zeroed_bytes(len as u64)?;
-                section.read_subset(&ranges, &mut buf)?;
+                section.read_box(&ranges, &mut buf)?;
                 Ok(Cow::Owned(buf))
             }),
         }

@@ -24,7 +24,10 @@ use std::path::Path;
 use memmap2::{Mmap, MmapOptions};
 
 use crate::atomic::{create_atomic, write_atomic};
-use crate::codec::{self, ChunkOptions, ReadAt, SectionReader};
+use crate::codec;
+use crate::io::{PinnedFile, ReadAt};
+use crate::options::WriteOptions;
+use crate::section::{stream, Section};
 use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
@@ -410,13 +413,14 @@ impl RaggedHeader {
     /// What a binding that knows the element only at run time (the Python package) calls.
     ///
     /// ```
-    /// use rawarray_serde::codec::{ChunkOptions, Codec};
+    /// use rawarray_serde::codec::Codec;
+    /// use rawarray_serde::WriteOptions;
     /// use rawarray_serde::{ElType, Layout, Ragged, RaggedHeader};
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("r.ra");
     /// let h = RaggedHeader::new(ElType::Uint, 2, vec![], 3, 2, 3).unwrap();
     /// let values: Vec<u8> = [1u16, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
-    /// let opts = ChunkOptions::new().codec(Codec::Lz4);
+    /// let opts = WriteOptions::chunked().codec(Codec::Lz4);
     /// h.write_file(&path, &[0, 1, 3], &values, Layout::scalar(ElType::Uint, 2), false, Some(&opts)).unwrap();
     /// let r = Ragged::<u16>::read_file(&path).unwrap();
     /// assert_eq!(r.iter().collect::<Vec<_>>(), [&[1u16][..], &[2, 3]]);
@@ -428,7 +432,7 @@ impl RaggedHeader {
         values: &[u8],
         schema: Layout,
         text: bool,
-        opts: Option<&ChunkOptions>,
+        opts: Option<&WriteOptions>,
     ) -> Result<()> {
         self.validate()?;
         if self.chunked || self.slots() != self.rows + 1 || offsets.len() as u64 != self.rows + 1 {
@@ -534,7 +538,7 @@ fn read_header(file: &File) -> Result<RaggedHeader> {
 /// The values of a chunked ragged file, decoded through the codec layer: `values_len()` bytes.
 fn decode_values_section<S: ReadAt>(h: &RaggedHeader, source: S) -> Result<Vec<u8>> {
     let vh = h.values_section_header().expect("called on chunked files");
-    SectionReader::open_at(&vh, source, h.values_at())?.read_all()
+    Section::open_at(&vh, source, h.values_at())?.read_all()
 }
 
 /// Checks offsets read from a file: `offsets[0]` is 0, none decreases, none passes `values`,
@@ -751,11 +755,12 @@ impl<T: Element> Ragged<T> {
     /// plain so that a row is found in O(1) and decodes only the chunks it touches.
     ///
     /// ```
-    /// use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
+    /// use rawarray_serde::codec::{Codec, Shuffle};
+    /// use rawarray_serde::WriteOptions;
     /// use rawarray_serde::{Ragged, RaggedReader};
     /// let rows: Vec<Vec<f32>> = (0..100).map(|k| vec![k as f32; k % 7]).collect();
     /// let r = Ragged::from_rows(&rows);
-    /// let opts = ChunkOptions::new().codec(Codec::Zstd).shuffle(Shuffle::Byte);
+    /// let opts = WriteOptions::chunked().codec(Codec::Zstd).shuffle(Shuffle::Byte);
     /// let packed = r.to_bytes_with(&opts).unwrap();
     /// assert!(packed.len() < r.to_bytes().unwrap().len());
     /// assert_eq!(Ragged::<f32>::from_bytes(&packed).unwrap(), r);
@@ -764,14 +769,14 @@ impl<T: Element> Ragged<T> {
     /// r.write_file_with(&path, &opts).unwrap();
     /// assert_eq!(*RaggedReader::<f32>::open(&path).unwrap().row(13).unwrap(), [13.0; 6]);
     /// ```
-    pub fn to_bytes_with(&self, opts: &ChunkOptions) -> Result<Vec<u8>> {
+    pub fn to_bytes_with(&self, opts: &WriteOptions) -> Result<Vec<u8>> {
         let mut out = Vec::new();
         self.write_to_with(&mut out, opts)?;
         Ok(out)
     }
 
     /// Writes the file's bytes with compressed values (see [`Ragged::to_bytes_with`]) to `w`.
-    pub fn write_to_with<W: Write + ?Sized>(&self, w: &mut W, opts: &ChunkOptions) -> Result<()> {
+    pub fn write_to_with<W: Write + ?Sized>(&self, w: &mut W, opts: &WriteOptions) -> Result<()> {
         let spec = ElementSpec::of::<T>();
         let plain = RaggedHeader::new(
             spec.eltype(),
@@ -795,7 +800,7 @@ impl<T: Element> Ragged<T> {
 
     /// Writes the file at `path` with compressed values (see [`Ragged::to_bytes_with`]),
     /// atomically.
-    pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &ChunkOptions) -> Result<()> {
+    pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
         write_atomic(path, |f| {
             let mut w = std::io::BufWriter::new(f);
             self.write_to_with(&mut w, opts)?;
@@ -843,22 +848,16 @@ impl<T: Element> Ragged<T> {
         // file holds.
         let n = h.rows + 1;
         file.seek(SeekFrom::Start(h.offsets_at()))?;
-        let offsets: Vec<u64> = data::read_values(
-            &mut file,
+        let offsets: Vec<u64> = stream::read_values(
             &Header::new(ElType::Uint, 8, vec![n])?,
-            data::to_usize(n)?,
+            &mut file,
             Some(8 * n),
         )?;
         check_offsets(&offsets, h.values)?;
         let text = is_text_trailer(locate(&file, h.data_end(), len).into_result()?.as_ref());
         file.seek(SeekFrom::Start(h.values_at()))?;
         let vh = h.values_header()?;
-        let values: Vec<T> = data::read_values(
-            &mut file,
-            &vh,
-            data::to_usize(h.values)?,
-            Some(h.values_len()),
-        )?;
+        let values: Vec<T> = stream::read_values(&vh, &mut file, Some(h.values_len()))?;
         if text {
             check_text(
                 &offsets,
@@ -893,7 +892,7 @@ fn write_chunked<W: Write + ?Sized>(
     plain: &RaggedHeader,
     offsets: &[u64],
     raw: &[u8],
-    opts: &ChunkOptions,
+    opts: &WriteOptions,
     trailer: &Trailer,
 ) -> Result<()> {
     let (_, section) = codec::encode(&plain.values_header()?, raw, opts)?;
@@ -1688,7 +1687,7 @@ struct Mapped {
     header: RaggedHeader,
     trailer: Option<Trailer>,
     map: Mmap,
-    values: Option<SectionReader<File>>,
+    values: Option<Section<PinnedFile>>,
 }
 
 impl Mapped {
@@ -1720,7 +1719,11 @@ impl Mapped {
                 .map(&file)?
         };
         let values = match header.values_section_header() {
-            Some(vh) => Some(SectionReader::open_at(&vh, file, header.values_at())?),
+            Some(vh) => Some(Section::open_at(
+                &vh,
+                PinnedFile::new(file, path)?,
+                header.values_at(),
+            )?),
             None => None,
         };
         let m = Mapped {
@@ -1767,7 +1770,7 @@ impl Mapped {
                     let mut ranges: Vec<std::ops::Range<u64>> =
                         h.value_dims.iter().map(|&d| 0..d).collect();
                     ranges.push(start..end);
-                    section.read_subset(&ranges, &mut out)?;
+                    section.read_box(&ranges, &mut out)?;
                 }
                 Ok(Cow::Owned(out))
             }
@@ -1929,7 +1932,7 @@ impl DynRagged {
         &self,
         rows: std::ops::Range<u64>,
         w: &mut W,
-        opts: Option<&ChunkOptions>,
+        opts: Option<&WriteOptions>,
     ) -> Result<()> {
         let h = &self.mapped.header;
         if rows.start > rows.end || rows.end > h.rows {

@@ -3,54 +3,45 @@
 use std::fs::File;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::OnceLock;
-
-use memmap2::Mmap;
 
 use crate::array::{element_dims, RawArray};
-use crate::codec::{SectionReader, SectionStats};
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, read_exact_at, reading};
+use crate::fileio::reading;
 use crate::header::{Flags, Header};
+use crate::io::{MappedSection, PinnedFile, ReadAt};
 use crate::mapped::snapshot;
+use crate::section::{Section, SectionStats, Storage};
 use crate::subset::SubsetPlan;
 use crate::trailer::{Probe, Trailer};
 
-/// Reads of the data source an [`ArrayReader`] made, and their bytes.
-///
-/// Counts what was asked of the file (positioned reads, or copies out of the map), so a test
-/// or a benchmark sees that a block costs its own bytes, not the file's.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct IoStats {
-    /// Reads made (one per run, or one for a compressed section).
-    pub reads: u64,
-    /// Bytes read.
-    pub bytes: u64,
+pub use crate::section::IoStats;
+
+/// Where an [`ArrayReader`] reads: positioned reads of the file it opened (checked against
+/// in-place rewrites), or its mapped data section.
+pub(crate) enum Source {
+    Pinned(PinnedFile),
+    Mapped(MappedSection),
 }
 
-#[derive(Debug, Default)]
-pub(crate) struct Counter {
-    reads: AtomicU64,
-    bytes: AtomicU64,
-}
-
-impl Counter {
-    pub(crate) fn add(&self, bytes: u64) {
-        self.add_many(1, bytes);
+impl ReadAt for Source {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        match self {
+            Source::Pinned(f) => f.read_exact_at(buf, offset),
+            Source::Mapped(m) => m.read_exact_at(buf, offset),
+        }
     }
-
-    pub(crate) fn add_many(&self, reads: u64, bytes: u64) {
-        self.reads.fetch_add(reads, Ordering::Relaxed);
-        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    fn source_len(&self) -> std::io::Result<u64> {
+        match self {
+            Source::Pinned(f) => f.source_len(),
+            Source::Mapped(m) => m.source_len(),
+        }
     }
-
-    pub(crate) fn get(&self) -> IoStats {
-        IoStats {
-            reads: self.reads.load(Ordering::Relaxed),
-            bytes: self.bytes.load(Ordering::Relaxed),
+    fn state(&self) -> Result<Option<crate::io::FileState>> {
+        match self {
+            Source::Pinned(f) => f.state(),
+            Source::Mapped(m) => m.state(),
         }
     }
 }
@@ -96,21 +87,22 @@ impl Counter {
 /// let err = r.read_subset::<f32>(&[0..4, 0..3, 2..3]).unwrap_err();
 /// assert!(err.to_string().contains("dim 2"));
 /// ```
-#[derive(Debug)]
 pub struct ArrayReader {
-    file: File,
     /// The path it was opened by, which its errors name.
     path: PathBuf,
-    /// The data section, when opened with a map (uncompressed, not empty).
-    map: Option<Mmap>,
-    header: Header,
+    /// The data section, read through the file (or its map).
+    section: Section<Source>,
     trailer: Option<Trailer>,
     trailer_error: Option<String>,
-    /// The decompressed data section of an LZ4 file, once read.
-    plain: OnceLock<Vec<u8>>,
-    /// The section decoder of a chunked file (its config and index read at open).
-    chunked: Option<SectionReader<File>>,
-    counter: Counter,
+}
+
+impl std::fmt::Debug for ArrayReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ArrayReader")
+            .field("path", &self.path)
+            .field("section", &self.section)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ArrayReader {
@@ -168,13 +160,9 @@ impl ArrayReader {
             Probe::Damaged(why) => (None, Some(why)),
             Probe::Valid(block) => (Some(block.trailer), None),
         };
-        let chunked = if header.flags.is_chunked() {
-            // Its own descriptor of the same open file (the same inode), for the decoder to own.
-            Some(SectionReader::open(&header, file.try_clone()?)?)
-        } else {
-            None
-        };
-        let map = if map && !header.is_compressed() && chunked.is_none() && header.size > 0 {
+        // A compressed or chunked section is read by positioned reads (its reads decode); an
+        // empty one has nothing to map.
+        let source = if map && Storage::of(&header) == Storage::Plain && header.size > 0 {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header just read, which
             // `snapshot` checked the file to hold. This crate changes those bytes in place only
@@ -183,27 +171,26 @@ impl ArrayReader {
             // every other writer of this crate writes after the data end or renames a new file
             // over the path, leaving this one alone. Other programs editing the data in place
             // break this, as they would for any mapped file.
-            let map = unsafe { map_data_section(&file, &header)? };
-            Some(map)
+            Source::Mapped(unsafe { MappedSection::new(&file, &header)? })
         } else {
-            None
+            Source::Pinned(PinnedFile::new(file, path)?)
         };
         Ok(ArrayReader {
-            file,
             path: path.to_path_buf(),
-            map,
-            header,
+            section: Section::open(&header, source)?,
             trailer,
             trailer_error,
-            plain: OnceLock::new(),
-            chunked,
-            counter: Counter::default(),
         })
     }
 
     /// The header, as it was at open.
     pub fn header(&self) -> &Header {
-        &self.header
+        self.section.header()
+    }
+
+    /// The data section (its storage, chunks and codec: [`Section::describe`]).
+    pub fn section(&self) -> &Section<impl ReadAt> {
+        &self.section
     }
 
     /// The trailer read at open, if the file has a valid one.
@@ -219,7 +206,7 @@ impl ArrayReader {
 
     /// Whether the data section is read through a memory map.
     pub fn is_mapped(&self) -> bool {
-        self.map.is_some()
+        matches!(self.section.source(), Source::Mapped(_))
     }
 
     /// The reads made so far and their bytes. For a chunked file, `reads` counts the chunks
@@ -239,25 +226,18 @@ impl ArrayReader {
     /// assert!(r.io_stats().bytes < 16 * 16 * 4);
     /// ```
     pub fn io_stats(&self) -> IoStats {
-        let mut s = self.counter.get();
-        if let Some(c) = &self.chunked {
-            let c = c.stats();
-            s.reads += c.chunks_read;
-            s.bytes += c.compressed_bytes;
-        }
-        s
+        self.section.io_stats()
     }
 
-    /// What the section decoder of a chunked file has read and decoded so far (`None` for
-    /// a file that is not chunked).
+    /// What the section has read and decoded so far (`None` for a file that is not chunked).
     pub fn section_stats(&self) -> Option<SectionStats> {
-        self.chunked.as_ref().map(SectionReader::stats)
+        (self.section.storage() == Storage::Chunked).then(|| self.section.stats())
     }
 
     /// The plan of a subset in the file's dims and elements (see [`SubsetPlan`]): its runs and
     /// the bytes reading it costs.
     pub fn plan(&self, ranges: &[Range<u64>]) -> Result<SubsetPlan> {
-        SubsetPlan::new(&self.header.dims, self.header.elbyte, ranges)
+        SubsetPlan::new(&self.header().dims, self.header().elbyte, ranges)
     }
 
     /// Reads the block `ranges` (one per dim of the array of `T`, first fastest) as an array.
@@ -270,7 +250,7 @@ impl ArrayReader {
     }
 
     fn read_subset_of_file<T: Element>(&self, ranges: &[Range<u64>]) -> Result<RawArray<T>> {
-        let plan = typed_plan::<T>(&self.header, ranges)?;
+        let plan = typed_plan::<T>(self.header(), ranges)?;
         let n = data::to_usize(plan.len())?;
         let data = match data::zeroed_pod::<T>(n)? {
             Some(mut v) => {
@@ -280,7 +260,7 @@ impl ArrayReader {
             None => {
                 let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
                 self.fill(&plan, &mut bytes)?;
-                data::decode_values(&bytes, self.header.is_big_endian())?
+                data::decode_values(&bytes, self.header().is_big_endian())?
             }
         };
         RawArray::from_shape_vec(plan.dims(), data)
@@ -301,7 +281,7 @@ impl ArrayReader {
     /// ```
     pub fn read_subset_into<T: Element>(&self, ranges: &[Range<u64>], out: &mut [T]) -> Result<()> {
         reading(&self.path, |_| {
-            let plan = typed_plan::<T>(&self.header, ranges)?;
+            let plan = typed_plan::<T>(self.header(), ranges)?;
             self.read_planned_into(&plan, out)
         })
     }
@@ -309,7 +289,7 @@ impl ArrayReader {
     /// Reads the whole array (one run).
     pub fn read_all<T: Element>(&self) -> Result<RawArray<T>> {
         reading(&self.path, |_| {
-            let dims = element_dims::<T>(&self.header)?;
+            let dims = element_dims::<T>(self.header())?;
             let ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
             self.read_subset_of_file(&ranges)
         })
@@ -317,7 +297,7 @@ impl ArrayReader {
 
     fn read_planned_into<T: Element>(&self, plan: &SubsetPlan, out: &mut [T]) -> Result<()> {
         check_out_len(plan, out.len())?;
-        let big_endian = self.header.is_big_endian();
+        let big_endian = self.header().is_big_endian();
         if let Some(bytes) = T::as_pod_bytes_mut(out) {
             self.fill(plan, bytes)?;
             if big_endian {
@@ -351,57 +331,22 @@ impl ArrayReader {
             let plan = self.plan(ranges)?;
             let mut bytes = data::try_zeroed_bytes(plan.bytes())?;
             self.fill(&plan, &mut bytes)?;
-            Ok(block_header_and_bytes(&self.header, &plan, bytes))
+            Ok(block_header_and_bytes(self.header(), &plan, bytes))
         })
     }
 
-    /// Copies the plan's runs, as stored (byte order unchanged), into `dst`.
+    /// Reads the plan's block, as stored (byte order unchanged), into `dst`: the plan is over
+    /// the dims of its element type, the section's over the header's.
     fn fill(&self, plan: &SubsetPlan, dst: &mut [u8]) -> Result<()> {
         debug_assert_eq!(dst.len() as u64, plan.bytes());
-        let run = data::to_usize(plan.run_len())?;
-        if plan.run_count() == 0 || run == 0 {
+        if plan.is_empty() {
             return Ok(());
         }
-        if let Some(section) = &self.chunked {
-            // The whole array: every chunk decoded whole, in parallel, straight into place.
-            if plan.is_whole() {
-                return section.read_all_into(dst);
-            }
-            return section.read_subset(&header_ranges(&self.header, plan), dst);
+        if plan.is_whole() {
+            return self.section.read_all_into(dst);
         }
-        if self.header.is_compressed() {
-            let plain = self.plain()?;
-            copy_runs(plan, plain, dst, run);
-            return Ok(());
-        }
-        if let Some(map) = &self.map {
-            copy_runs(plan, map, dst, run);
-            self.counter.add_many(plan.run_count(), plan.bytes());
-            return Ok(());
-        }
-        let base = self.header.encoded_len() as u64;
-        for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
-            read_exact_at(&self.file, chunk, base + r.start)?;
-            self.counter.add(r.end - r.start);
-        }
-        Ok(())
-    }
-
-    /// The decompressed data section, read and decompressed on first use.
-    fn plain(&self) -> Result<&[u8]> {
-        if let Some(p) = self.plain.get() {
-            return Ok(p);
-        }
-        // Decoded as it is read: the block and the decoded section are never both held.
-        let mut plain = data::try_zeroed_bytes(self.header.data_len())?;
-        let mut block = crate::fileio::ReadAtCursor {
-            file: &self.file,
-            offset: self.header.encoded_len() as u64,
-            left: self.header.size,
-        };
-        crate::lz4_block::decode_stream(&mut block, self.header.size, &mut plain)?;
-        self.counter.add(self.header.size);
-        Ok(self.plain.get_or_init(|| plain))
+        self.section
+            .read_box(&header_ranges(self.header(), plan), dst)
     }
 }
 
@@ -433,16 +378,6 @@ pub(crate) fn check_out_len(plan: &SubsetPlan, len: usize) -> Result<()> {
         .into());
     }
     Ok(())
-}
-
-/// Copies the plan's runs out of a whole data section held in memory.
-pub(crate) fn copy_runs(plan: &SubsetPlan, section: &[u8], dst: &mut [u8], run: usize) {
-    for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
-        // Runs lie within the section: the plan was checked against the header's dims, and the
-        // section holds all of them.
-        let start = r.start as usize;
-        chunk.copy_from_slice(&section[start..start + run]);
-    }
 }
 
 /// Decodes packed values (of a file in the given byte order) into `out`, which holds exactly
@@ -515,37 +450,34 @@ mod nd {
         /// ```
         #[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
         pub fn view<T: Element>(&self) -> Result<ArrayViewD<'_, T>> {
-            let dims = element_dims::<T>(&self.header)?;
+            let dims = element_dims::<T>(self.header())?;
             let shape = dims
                 .iter()
                 .map(|&d| data::to_usize(d))
                 .collect::<Result<Vec<usize>>>()?;
-            let chunked = self.header.flags.is_chunked();
-            if self.header.is_compressed() || chunked || self.header.is_big_endian() {
+            let h = self.header();
+            let storage = Storage::of(h);
+            if storage != Storage::Plain || h.is_big_endian() {
                 return Err(Error::unsupported(format!(
-                    "a view needs a little-endian uncompressed file; this one is {}{}",
-                    if self.header.is_big_endian() {
-                        "big-endian"
-                    } else {
-                        "little-endian"
-                    },
-                    if self.header.is_compressed() {
-                        ", LZ4-compressed"
-                    } else if chunked {
-                        ", chunked (read blocks of it with read_subset)"
+                    "a view needs a little-endian plain file; this one is {}, {}{}",
+                    if h.is_big_endian() { "big-endian" } else { "little-endian" },
+                    storage.name(),
+                    if storage == Storage::Chunked {
+                        " (read blocks of it with read_subset)"
                     } else {
                         ""
                     },
                 )));
             }
-            let bytes: &[u8] =
-                match &self.map {
-                    Some(map) => map,
-                    None if self.header.size == 0 => &[],
-                    None => return Err(Error::unsupported(
+            let bytes: &[u8] = match self.section.source() {
+                Source::Mapped(m) => m.bytes(),
+                _ if h.size == 0 => &[],
+                _ => {
+                    return Err(Error::unsupported(
                         "a view needs a mapped reader: open the file with ArrayReader::open_mapped",
-                    )),
-                };
+                    ))
+                }
+            };
             let values: &[T] = if bytes.is_empty() {
                 &[]
             } else {
@@ -584,7 +516,7 @@ mod nd {
             T: Element,
             I: AsRef<[SliceInfoElem]>,
         {
-            let dims = element_dims::<T>(&self.header)?;
+            let dims = element_dims::<T>(self.header())?;
             let (ranges, kept) = slice_ranges(&dims, info.as_ref())?;
             let block = self.read_subset::<T>(&ranges)?;
             let shape = kept

@@ -1,7 +1,6 @@
 //! Reading `.ra` files and blocks of them from object storage (S3, GCS, Azure, HTTP, local
 //! files) through the `object_store` crate: [`StoreArrayReader`] (feature `object_store`).
 
-use std::cell::RefCell;
 use std::fmt;
 use std::io;
 use std::ops::Range;
@@ -13,7 +12,7 @@ use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
 
 use crate::array::{element_dims, RawArray};
-use crate::codec::{Config, Layout};
+use crate::codec::{ChunkMap as Layout, Config};
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, Result};
@@ -23,7 +22,8 @@ use crate::reader::{
     Counter, IoStats,
 };
 use crate::subset::SubsetPlan;
-use crate::trailer::{data_end, locate, Probe, Source, Trailer};
+use crate::io::ReadAt;
+use crate::trailer::{data_end, locate, Probe, Trailer};
 
 /// Bytes of the first request: at least every header up to [`MAX_NDIMS`] dims (so a second
 /// header request is never needed), and enough that a small file comes whole in one request.
@@ -194,10 +194,10 @@ impl StoreArrayReader {
                 let missed = {
                     let src = Pieces {
                         pieces: &pieces,
-                        missed: RefCell::new(Vec::new()),
+                        missed: std::sync::Mutex::new(Vec::new()),
                     };
                     probe = locate(&src, end, object_len);
-                    src.missed.into_inner()
+                    src.missed.into_inner().expect("missed lock")
                 };
                 if matches!(probe, Probe::Valid(_)) || missed.is_empty() {
                     break;
@@ -494,7 +494,8 @@ impl StoreArrayReader {
         self.object
             .read_runs(std::slice::from_ref(&section), &mut packed, &self.counter)
             .await?;
-        let plain = data::decompress(&packed, &self.header)?;
+        let mut plain = data::try_zeroed_bytes(self.header.data_len())?;
+        crate::section::lz4::decode_into(&mut &packed[..], self.header.size, &mut plain)?;
         Ok(self.plain.get_or_init(|| plain))
     }
 }
@@ -509,15 +510,21 @@ async fn chunked_layout(
     counter: &Counter,
 ) -> Result<Layout> {
     let base = header.encoded_len() as u64;
-    let cr = Layout::config_range(header);
-    let config = fetch_ranges(
+    let probe = Layout::config_probe(header);
+    let mut config = fetch_ranges(
         object,
         first,
-        std::slice::from_ref(&(base + cr.start..base + cr.end)),
+        std::slice::from_ref(&(base + probe.start..base + probe.end)),
         counter,
     )
     .await?;
-    let pending = Layout::start(header, &config[0])?;
+    let len = Layout::config_len(header, &config[0])?;
+    if len > probe.end {
+        // A version 2 config with statistics fields past the probe: fetched whole.
+        config = fetch_ranges(object, first, std::slice::from_ref(&(base..base + len)), counter)
+            .await?;
+    }
+    let pending = Layout::start(header, &config[0][..len as usize])?;
     let reads: Vec<Range<u64>> = pending
         .segment_reads()
         .iter()
@@ -772,11 +779,19 @@ fn store_error(e: object_store::Error) -> Error {
 /// outside them fails and is remembered, so the caller can fetch it and look again.
 struct Pieces<'a> {
     pieces: &'a [(u64, Bytes)],
-    missed: RefCell<Vec<Range<u64>>>,
+    missed: std::sync::Mutex<Vec<Range<u64>>>,
 }
 
-impl Source for Pieces<'_> {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+impl ReadAt for Pieces<'_> {
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self
+            .pieces
+            .iter()
+            .map(|(s, b)| s + b.len() as u64)
+            .max()
+            .unwrap_or(0))
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let end = offset.saturating_add(buf.len() as u64);
         for (start, bytes) in self.pieces {
             let piece_end = start + bytes.len() as u64;
@@ -787,7 +802,7 @@ impl Source for Pieces<'_> {
             }
         }
         // Each miss is fetched alone: one range over all of them could span the whole object.
-        let mut missed = self.missed.borrow_mut();
+        let mut missed = self.missed.lock().expect("missed lock");
         if !missed.iter().any(|m| m.start <= offset && end <= m.end) {
             missed.push(offset..end);
         }

@@ -3,7 +3,6 @@
 //! block's layout is documented on [`Trailer`].
 
 use std::fs::File;
-use std::io;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
@@ -11,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::read_exact_at;
+use crate::io::ReadAt;
 use crate::header::{le_u64, Header};
 use crate::layout::Layout;
 
@@ -392,28 +391,6 @@ fn checksum(len: u64, at: u64, json: &[u8]) -> u32 {
     h.finalize()
 }
 
-/// Bytes addressed by offset: a file read on demand, or bytes in memory.
-pub(crate) trait Source {
-    /// Reads exactly `buf.len()` bytes at `offset`.
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
-}
-
-impl Source for File {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        read_exact_at(self, buf, offset)
-    }
-}
-
-impl Source for [u8] {
-    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        let src = usize::try_from(offset)
-            .ok()
-            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
-            .ok_or(io::ErrorKind::UnexpectedEof)?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-}
 
 /// A valid trailer block and where it is.
 #[derive(Clone, Debug)]
@@ -486,14 +463,14 @@ impl Probe {
 /// `len` first, then forward at `data_end`, then backward again. Both look-ups are O(1). The
 /// second backward look covers a writer that finished growing the spare copy while we looked
 /// forward (see `records`): a reader racing a writer still finds one good copy.
-pub(crate) fn locate<S: Source + ?Sized>(src: &S, data_end: u64, len: u64) -> Probe {
+pub(crate) fn locate<S: ReadAt + ?Sized>(src: &S, data_end: u64, len: u64) -> Probe {
     probe_backward(src, data_end, len)
         .or(|| probe_forward(src, data_end, len))
         .or(|| probe_backward(src, data_end, len))
 }
 
 /// The block that ends at `end`, if it starts at or after `min_start`.
-pub(crate) fn probe_backward<S: Source + ?Sized>(src: &S, min_start: u64, end: u64) -> Probe {
+pub(crate) fn probe_backward<S: ReadAt + ?Sized>(src: &S, min_start: u64, end: u64) -> Probe {
     let frame_start = match end.checked_sub(TRAILER_FRAME as u64) {
         Some(at) if at >= min_start => at,
         // Too short for a frame: a tag in the last 8 bytes (after the data) is a cut block.
@@ -503,7 +480,7 @@ pub(crate) fn probe_backward<S: Source + ?Sized>(src: &S, min_start: u64, end: u
         }
     };
     let mut tail = [0u8; TRAILER_FRAME];
-    if src.read_at(&mut tail, frame_start).is_err() {
+    if src.read_exact_at(&mut tail, frame_start).is_err() {
         // The file shrank under us: nothing to find there any more.
         return Probe::Absent;
     }
@@ -520,14 +497,14 @@ pub(crate) fn probe_backward<S: Source + ?Sized>(src: &S, min_start: u64, end: u
 }
 
 /// The block that starts at `start`, if it ends by `end`.
-pub(crate) fn probe_forward<S: Source + ?Sized>(src: &S, start: u64, end: u64) -> Probe {
+pub(crate) fn probe_forward<S: ReadAt + ?Sized>(src: &S, start: u64, end: u64) -> Probe {
     if end.saturating_sub(start) < 2 * TRAILER_FRAME as u64 {
         // Too short for a block: a tag at `start` is a cut one, not the absence of one.
         let tag_at = (end.saturating_sub(start) >= 8).then_some(start);
         return cut_short(src, tag_at, format!("the block at byte {start}"));
     }
     let mut head = [0u8; TRAILER_FRAME];
-    if src.read_at(&mut head, start).is_err() {
+    if src.read_exact_at(&mut head, start).is_err() {
         return Probe::Absent;
     }
     if head[..8] != TRAILER_TAG {
@@ -544,10 +521,10 @@ pub(crate) fn probe_forward<S: Source + ?Sized>(src: &S, start: u64, end: u64) -
 
 /// Damaged if the 8 bytes at `tag_at` are the tag (a block with no room for its frames),
 /// absent otherwise; `block` names the place in the message.
-fn cut_short<S: Source + ?Sized>(src: &S, tag_at: Option<u64>, block: String) -> Probe {
+fn cut_short<S: ReadAt + ?Sized>(src: &S, tag_at: Option<u64>, block: String) -> Probe {
     let mut tag = [0u8; 8];
     match tag_at {
-        Some(t) if src.read_at(&mut tag, t).is_ok() && tag == TRAILER_TAG => {
+        Some(t) if src.read_exact_at(&mut tag, t).is_ok() && tag == TRAILER_TAG => {
             Probe::Damaged(format!("{block} is cut short: no room for its frames"))
         }
         _ => Probe::Absent,
@@ -558,9 +535,9 @@ fn total_len(json_len: u64) -> Option<u64> {
     (json_len <= MAX_JSON).then(|| json_len + 2 * TRAILER_FRAME as u64)
 }
 
-fn read_block<S: Source + ?Sized>(src: &S, start: u64, total: u64) -> Probe {
+fn read_block<S: ReadAt + ?Sized>(src: &S, start: u64, total: u64) -> Probe {
     let mut bytes = vec![0u8; total as usize];
-    if src.read_at(&mut bytes, start).is_err() {
+    if src.read_exact_at(&mut bytes, start).is_err() {
         return Probe::Damaged(format!("the block at byte {start} is cut short"));
     }
     match check_block(&bytes) {

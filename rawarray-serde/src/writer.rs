@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::atomic::AtomicFile;
 use crate::codec::grid::{runs, Place};
-use crate::codec::{Chain, ChunkOptions, ChunkWriter, Grid, SectionReader};
+use crate::codec::{Chain, ChunkWriter, Grid};
 use crate::data;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
@@ -18,18 +18,24 @@ use crate::fileio::{stable_header_any, write_all_at};
 use crate::header::Header;
 use crate::journal::{block_text, Journal};
 use crate::lock::open_locked_shared;
+use crate::options::WriteOptions;
 use crate::reader::{check_out_len, typed_plan};
+use crate::section::{Section, Storage};
 use crate::subset::SubsetPlan;
 
 /// A `.ra` file whose blocks are written in place, by any number of threads and processes at
 /// once: each rank of a parallel simulation writes its own part of one array on a shared
 /// filesystem.
 ///
-/// [`ArrayWriter::create`] writes the header of the whole array and sizes the file to hold its
+/// A writer is opened through one builder, [`ArrayWriter::options`]: the array (its element
+/// and dims, or a header), its storage ([`WriteOptions`]: plain, or chunked with its codec and
+/// filters), and the mode: [`create`](ArrayWriterOptions::create),
+/// [`open`](ArrayWriterOptions::open) or [`open_or_create`](ArrayWriterOptions::open_or_create).
+///
+/// Creating writes the header of the whole array and sizes the file to hold its
 /// data (sparse where the filesystem allows: unwritten blocks take no disk and read as zeros);
 /// the file appears at its path complete, by a rename, so it is a valid `.ra` file at every
-/// moment, before, during and after the writes. Others then open it with
-/// [`ArrayWriter::open`] and write their blocks with
+/// moment, before, during and after the writes. Others then open it and write their blocks with
 /// [`write_subset`](ArrayWriter::write_subset): one positioned write per run of the block, no
 /// shared cursor, so writers of disjoint blocks never disturb each other (writers of
 /// overlapping blocks leave either's bytes in the overlap). The writer is `Sync`: threads share
@@ -41,15 +47,14 @@ use crate::subset::SubsetPlan;
 /// ranges themselves. Blocks that share a filesystem page are safe on local and parallel
 /// filesystems; on NFS, aligning blocks to pages avoids relying on the client's write-back.
 ///
-/// Only little-endian uncompressed or chunked files can be written in place: a big-endian or
-/// LZ4 file is refused with an error saying so. A chunked file
-/// ([`create_chunked`](ArrayWriter::create_chunked)) is written in chunk-aligned blocks, each
-/// compressed by its writer and committed whole.
+/// Only little-endian plain or chunked files can be written in place: a big-endian or
+/// LZ4 file is refused with an error saying so. A chunked file is written in chunk-aligned
+/// blocks, each compressed by its writer and committed whole.
 ///
-/// Of several processes calling [`create`](ArrayWriter::create) on one path at once, exactly
-/// one creates the file; the others are told [`ErrorKind::Locked`](crate::ErrorKind::Locked).
-/// [`open_or_create`](ArrayWriter::open_or_create) is the call for ranks that race: the first
-/// creates the file, the others open it.
+/// Of several processes creating one path at once, exactly one creates the file; the others
+/// are told [`ErrorKind::Locked`](crate::ErrorKind::Locked) (a file no writer holds is
+/// replaced; one a writer holds never is). [`open_or_create`](ArrayWriterOptions::open_or_create)
+/// is the call for ranks that race: the first creates the file, the others open it.
 ///
 /// Each block is entered in a journal beside the file (`NAME.journal`) before its bytes are
 /// written, and marked committed once they all are, so that a block a killed writer left half
@@ -68,7 +73,7 @@ use crate::subset::SubsetPlan;
 /// use rawarray_serde::{ArrayWriter, RawArray};
 /// let dir = tempfile::tempdir().unwrap();
 /// let path = dir.path().join("field.ra");
-/// let w = ArrayWriter::create::<f32>(&path, &[4, 3, 2]).unwrap();
+/// let w = ArrayWriter::options().array::<f32>(&[4, 3, 2]).create(&path).unwrap();
 /// std::thread::scope(|s| {
 ///     for z in 0..2u64 {
 ///         let w = &w;
@@ -101,6 +106,10 @@ pub struct ArrayWriter {
 struct Chunked {
     chain: Chain,
     grid: Grid,
+    /// The fields statistics are kept for (`None`: the file keeps none).
+    stats: Option<Vec<crate::codec::stats::StatField>>,
+    elbyte: u64,
+    big_endian: bool,
     /// `None`: rayon's global pool (all cores).
     pool: Option<rayon::ThreadPool>,
     /// Threads sharing this writer commit in turn here, then across processes under the
@@ -128,14 +137,36 @@ impl Chunked {
     /// The chunked state of `file` (header `header`), its config and index validated as a
     /// reader would; compressing on `threads` threads (0: all cores).
     fn open(file: &File, header: &Header, threads: usize) -> Result<Chunked> {
-        let section = SectionReader::open(header, file)?;
-        let layout = section.layout();
+        let section = Section::open(header, file)?;
+        let layout = section.chunk_map().expect("a chunked header");
         Ok(Chunked {
-            chain: *layout.chain(),
+            chain: layout.chain().clone(),
             grid: layout.grid().clone(),
+            stats: layout.config().stats.clone(),
+            elbyte: header.elbyte,
+            big_endian: header.flags.is_big_endian(),
             pool: pool(threads)?,
             turn: Mutex::new(()),
         })
+    }
+}
+
+impl Chunked {
+    /// The statistics bytes of a chunk of raw bytes `raw` (of the values stored: rounded ones
+    /// where a lossy filter runs), empty where the file keeps none.
+    fn stats_of(&self, raw: &[u8]) -> Vec<u8> {
+        match &self.stats {
+            Some(fields) => {
+                let rounded = self.chain.pipeline().round(raw);
+                crate::codec::stats::compute(
+                    fields,
+                    rounded.as_deref().unwrap_or(raw),
+                    self.elbyte,
+                    self.big_endian,
+                )
+            }
+            None => Vec::new(),
+        }
     }
 }
 
@@ -151,163 +182,309 @@ fn pool(threads: usize) -> Result<Option<rayon::ThreadPool>> {
         .map_err(|e| Error::msg(format!("thread pool of {threads}: {e}")))
 }
 
-impl ArrayWriter {
-    /// Creates (or replaces) the file at `path` for an array of `T` with `dims` (first fastest):
-    /// its header, then a data section of zeros, written to a temporary file beside it and
+/// How an [`ArrayWriter`] is opened: the array, its storage and the threads compressing its
+/// blocks, then the mode ([`create`](ArrayWriterOptions::create),
+/// [`open`](ArrayWriterOptions::open), [`open_or_create`](ArrayWriterOptions::open_or_create)).
+///
+/// ```
+/// use rawarray_serde::codec::{Codec, Shuffle};
+/// use rawarray_serde::{ArrayWriter, RawArray, WriteOptions};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("field.ra");
+/// let opts = WriteOptions::new().codec(Codec::Zstd).shuffle(Shuffle::Byte).chunks(vec![8, 4]);
+/// let w = ArrayWriter::options().array::<f32>(&[8, 8]).storage(opts).create(&path).unwrap();
+/// std::thread::scope(|s| {
+///     for half in 0..2u64 {
+///         let w = &w;
+///         s.spawn(move || w.write_subset(&[0..8, half * 4..half * 4 + 4], &[half as f32; 32]).unwrap());
+///     }
+/// });
+/// // Not on the grid of chunks [8, 4]: refused, naming the block and the grid.
+/// assert!(w.write_subset(&[0..8, 2..6], &[9.0f32; 32]).is_err());
+/// w.finish().unwrap();
+/// let a: RawArray<f32> = RawArray::read_file(&path).unwrap();
+/// assert_eq!((a.as_slice()[0], a.as_slice()[63]), (0.0, 1.0));
+/// ```
+#[derive(Clone, Debug, Default)]
+#[must_use]
+pub struct ArrayWriterOptions {
+    array: Option<ArraySpec>,
+    storage: WriteOptions,
+    threads: usize,
+}
+
+impl ArrayWriterOptions {
+    /// The array: `dims` of elements of `T` (first fastest; a fixed-array element adds its
+    /// own dims in front).
+    pub fn array<T: Element>(mut self, dims: &[u64]) -> ArrayWriterOptions {
+        let mut file_dims = Vec::with_capacity(dims.len() + 1);
+        T::inner_dims(&mut file_dims);
+        file_dims.extend_from_slice(dims);
+        self.array = Some(ArraySpec::Typed {
+            name: std::any::type_name::<T>(),
+            zero_sized: T::PACKED_SIZE == 0,
+            eltype: T::ELTYPE,
+            elbyte: T::ELBYTE as u64,
+            dims: file_dims,
+        });
+        self
+    }
+
+    /// The array a little-endian plain `header` describes (any element type: what a binding
+    /// that knows the element only at run time gives).
+    pub fn header(mut self, header: Header) -> ArrayWriterOptions {
+        self.array = Some(ArraySpec::Header(header));
+        self
+    }
+
+    /// How the array is stored (default plain): a chunked file is created with its dims fixed
+    /// and its whole index in place, every chunk never written (zeros to a reader); blocks
+    /// must then be aligned to the chunk grid, and each chunk is written once. An existing
+    /// file opened by [`open_or_create`](ArrayWriterOptions::open_or_create) must have this
+    /// storage.
+    pub fn storage(mut self, opts: WriteOptions) -> ArrayWriterOptions {
+        self.storage = opts;
+        self
+    }
+
+    /// Threads compressing a chunked file's blocks (0, the default: all cores; a plain file
+    /// ignores it). The storage's own thread count is used when this is not set.
+    pub fn threads(mut self, threads: usize) -> ArrayWriterOptions {
+        self.threads = threads;
+        self
+    }
+
+    fn threads_or_storage(&self) -> usize {
+        if self.threads == 0 {
+            self.storage.get_threads()
+        } else {
+            self.threads
+        }
+    }
+
+    fn array_header(&self) -> Result<Header> {
+        match &self.array {
+            Some(ArraySpec::Header(h)) => Ok(h.clone()),
+            Some(ArraySpec::Typed {
+                name,
+                zero_sized,
+                eltype,
+                elbyte,
+                dims,
+            }) => {
+                if *zero_sized {
+                    return Err(Error::unsupported(format!(
+                        "{name} is zero-sized: a .ra element needs at least one byte"
+                    )));
+                }
+                Header::new(*eltype, *elbyte, dims.clone())
+            }
+            None => Err(Error::unsupported(
+                "ArrayWriter::options(): give the array (.array::<T>(dims) or .header(h)) before create or open_or_create",
+            )),
+        }
+    }
+
+    fn chunked(&self) -> Option<WriteOptions> {
+        (self.storage.storage() == Storage::Chunked)
+            .then(|| self.storage.clone().threads(self.threads_or_storage()))
+    }
+
+    /// Creates (or replaces) the file at `path`: its header, then a data section of zeros (or
+    /// a chunked section with no chunk written), written to a temporary file beside it and
     /// renamed over the path, so no one ever sees a partial file there.
     ///
     /// A file no writer holds is replaced (a job run again starts afresh). A file a writer
-    /// holds, or a new path another `create` wins, is [`ErrorKind::Locked`](crate::ErrorKind::Locked).
-    pub fn create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
-        ArrayWriter::create_with_header(path.as_ref(), header_for::<T>(dims)?)
+    /// holds, or a new path another creator wins, is [`ErrorKind::Locked`]: of any number of
+    /// creators racing for one path, exactly one gets a writer.
+    pub fn create(&self, path: impl AsRef<Path>) -> Result<ArrayWriter> {
+        let path = path.as_ref();
+        if self.storage.storage() == Storage::Lz4Whole {
+            return Err(lz4_whole_refused());
+        }
+        ArrayWriter::create_inner(path, self.array_header()?, false, self.chunked().as_ref())?
+            .ok_or_else(|| unreachable_existing(path))
     }
 
-    /// Creates the file at `path` for the array a little-endian uncompressed `header` describes
-    /// (any element type: see [`create`](ArrayWriter::create)).
-    pub fn create_with_header(path: impl AsRef<Path>, header: Header) -> Result<ArrayWriter> {
-        ArrayWriter::create_inner(path.as_ref(), header, false, None)?
-            .ok_or_else(|| unreachable_existing(path.as_ref()))
-    }
-
-    /// [`create`](ArrayWriter::create) in the chunked layout (flag bit 2, doc/chunked.md):
-    /// chunk shape, filter, codec, level and thread count from `opts`. The file is made with
-    /// its dims fixed and its whole index in place, every chunk never written (zeros to a
-    /// reader); blocks written with [`write_subset`](ArrayWriter::write_subset) must then be
-    /// aligned to the chunk grid, and each chunk is written once.
+    /// Opens a file made by [`create`](ArrayWriterOptions::create) (or any little-endian
+    /// plain or chunked `.ra` file) to write blocks into it, from another thread or process.
+    /// The file must hold its whole data section; its own header and storage are used (the
+    /// array and storage given here, if any, are not checked: [`open_or_create`] checks them).
     ///
-    /// A block's chunks are compressed by its writer, on `opts`' threads, outside any lock;
-    /// then appended, entered in the index and committed (one header write) under a short
-    /// lock the writers of all processes take in turn. The file is valid at every moment: a
-    /// reader sees the blocks committed so far and zeros elsewhere; a writer killed before
-    /// its commit leaves bytes past the committed size, which readers ignore and the next
-    /// writer reclaims, and a begun block its journal reports.
-    ///
-    /// ```
-    /// use rawarray_serde::codec::{ChunkOptions, Codec, Shuffle};
-    /// use rawarray_serde::{ArrayWriter, RawArray};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("field.ra");
-    /// let opts = ChunkOptions::new().codec(Codec::Zstd).shuffle(Shuffle::Byte).chunks(vec![8, 4]);
-    /// let w = ArrayWriter::create_chunked::<f32>(&path, &[8, 8], &opts).unwrap();
-    /// std::thread::scope(|s| {
-    ///     for half in 0..2u64 {
-    ///         let w = &w;
-    ///         s.spawn(move || w.write_subset(&[0..8, half * 4..half * 4 + 4], &[half as f32; 32]).unwrap());
-    ///     }
-    /// });
-    /// // Not on the grid of chunks [8, 4]: refused, naming the block and the grid.
-    /// assert!(w.write_subset(&[0..8, 2..6], &[9.0f32; 32]).is_err());
-    /// w.finish().unwrap();
-    /// let a: RawArray<f32> = RawArray::read_file(&path).unwrap();
-    /// assert_eq!((a.as_slice()[0], a.as_slice()[63]), (0.0, 1.0));
-    /// ```
-    pub fn create_chunked<T: Element>(
-        path: impl AsRef<Path>,
-        dims: &[u64],
-        opts: &ChunkOptions,
-    ) -> Result<ArrayWriter> {
-        ArrayWriter::create_chunked_with_header(path, header_for::<T>(dims)?, opts)
-    }
-
-    /// [`create_chunked`](ArrayWriter::create_chunked) for the array a little-endian `header`
-    /// describes (any element type; its chunk shape, in `opts`, is in the header's dims).
-    pub fn create_chunked_with_header(
-        path: impl AsRef<Path>,
-        header: Header,
-        opts: &ChunkOptions,
-    ) -> Result<ArrayWriter> {
-        ArrayWriter::create_inner(path.as_ref(), header, false, Some(opts))?
-            .ok_or_else(|| unreachable_existing(path.as_ref()))
+    /// [`open_or_create`]: ArrayWriterOptions::open_or_create
+    pub fn open(&self, path: impl AsRef<Path>) -> Result<ArrayWriter> {
+        ArrayWriter::open_inner(path.as_ref(), self.threads_or_storage())
     }
 
     /// Opens the file at `path` if there is one, else creates it as
-    /// [`create`](ArrayWriter::create) would: the call for ranks that race to start one array.
-    /// Exactly one of them creates it ([`created`](ArrayWriter::created) says which); the others
-    /// open the winner's file. An existing file is opened, never replaced, and must hold an
-    /// array of `T` with `dims` (else an error saying what it holds).
+    /// [`create`](ArrayWriterOptions::create) would: the call for ranks that race to start one
+    /// array. Exactly one of them creates it ([`ArrayWriter::created`] says which); the others
+    /// open the winner's file. An existing file is opened, never replaced, and must hold this
+    /// array with this storage (chunk shape, filters, codec; else an error saying what it
+    /// has).
     ///
     /// ```
-    /// use rawarray_serde::ArrayWriter;
+    /// use rawarray_serde::{codec::Codec, ArrayWriter, WriteOptions};
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("run.ra");
-    /// let first = ArrayWriter::open_or_create::<u32>(&path, &[4]).unwrap();
-    /// let second = ArrayWriter::open_or_create::<u32>(&path, &[4]).unwrap();
+    /// let opts = ArrayWriter::options().array::<u32>(&[4]).storage(WriteOptions::new().codec(Codec::Lz4).chunks(vec![2]));
+    /// let first = opts.open_or_create(&path).unwrap();
+    /// let second = opts.open_or_create(&path).unwrap();
     /// assert!(first.created() && !second.created());
     /// second.write_subset(&[2..4], &[7u32, 8]).unwrap();
-    /// assert!(ArrayWriter::open_or_create::<u32>(&path, &[5]).is_err());
+    /// let other = ArrayWriter::options().array::<u32>(&[4]).storage(WriteOptions::new().codec(Codec::Lz4).chunks(vec![4]));
+    /// assert!(other.open_or_create(&path).is_err());
+    /// assert!(ArrayWriter::options().array::<u32>(&[5]).open_or_create(&dir.path().join("run.ra")).is_err());
     /// ```
-    pub fn open_or_create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
-        ArrayWriter::open_or_create_with_header(path, header_for::<T>(dims)?)
+    pub fn open_or_create(&self, path: impl AsRef<Path>) -> Result<ArrayWriter> {
+        if self.storage.storage() == Storage::Lz4Whole {
+            return Err(lz4_whole_refused());
+        }
+        ArrayWriter::open_or_create_inner(
+            path.as_ref(),
+            self.array_header()?,
+            self.chunked().as_ref(),
+            self.threads_or_storage(),
+        )
+    }
+}
+
+/// The array an [`ArrayWriterOptions`] was given.
+#[derive(Clone, Debug)]
+enum ArraySpec {
+    Header(Header),
+    Typed {
+        name: &'static str,
+        zero_sized: bool,
+        eltype: crate::eltype::ElType,
+        elbyte: u64,
+        dims: Vec<u64>,
+    },
+}
+
+fn lz4_whole_refused() -> Error {
+    Error::unsupported(
+        "an ArrayWriter cannot write lz4-whole (one LZ4 block over the whole data section has no place for a block): choose plain or a chunked codec",
+    )
+}
+
+impl ArrayWriter {
+    /// The builder every writer is opened through (see [`ArrayWriterOptions`]).
+    pub fn options() -> ArrayWriterOptions {
+        ArrayWriterOptions::default()
     }
 
-    /// [`open_or_create`](ArrayWriter::open_or_create) for the array `header` describes.
+    /// [`ArrayWriterOptions::create`] of a plain array of `T`.
+    #[deprecated(note = "use ArrayWriter::options().array::<T>(dims).create(path)")]
+    #[doc(hidden)]
+    pub fn create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
+        ArrayWriter::options().array::<T>(dims).create(path)
+    }
+
+    /// [`ArrayWriterOptions::create`] of a plain array of `header`.
+    #[deprecated(note = "use ArrayWriter::options().header(header).create(path)")]
+    #[doc(hidden)]
+    pub fn create_with_header(path: impl AsRef<Path>, header: Header) -> Result<ArrayWriter> {
+        ArrayWriter::options().header(header).create(path)
+    }
+
+    /// [`ArrayWriterOptions::create`] of a chunked array of `T`.
+    #[deprecated(note = "use ArrayWriter::options().array::<T>(dims).storage(opts).create(path)")]
+    #[doc(hidden)]
+    pub fn create_chunked<T: Element>(
+        path: impl AsRef<Path>,
+        dims: &[u64],
+        opts: &WriteOptions,
+    ) -> Result<ArrayWriter> {
+        ArrayWriter::options()
+            .array::<T>(dims)
+            .storage(opts.clone().into_chunked())
+            .create(path)
+    }
+
+    /// [`ArrayWriterOptions::create`] of a chunked array of `header`.
+    #[deprecated(note = "use ArrayWriter::options().header(header).storage(opts).create(path)")]
+    #[doc(hidden)]
+    pub fn create_chunked_with_header(
+        path: impl AsRef<Path>,
+        header: Header,
+        opts: &WriteOptions,
+    ) -> Result<ArrayWriter> {
+        ArrayWriter::options()
+            .header(header)
+            .storage(opts.clone().into_chunked())
+            .create(path)
+    }
+
+    /// [`ArrayWriterOptions::open_or_create`] of a plain array of `T`.
+    #[deprecated(note = "use ArrayWriter::options().array::<T>(dims).open_or_create(path)")]
+    #[doc(hidden)]
+    pub fn open_or_create<T: Element>(path: impl AsRef<Path>, dims: &[u64]) -> Result<ArrayWriter> {
+        ArrayWriter::options().array::<T>(dims).open_or_create(path)
+    }
+
+    /// [`ArrayWriterOptions::open_or_create`] of a plain array of `header`.
+    #[deprecated(note = "use ArrayWriter::options().header(header).open_or_create(path)")]
+    #[doc(hidden)]
     pub fn open_or_create_with_header(
         path: impl AsRef<Path>,
         header: Header,
     ) -> Result<ArrayWriter> {
-        ArrayWriter::open_or_create_inner(path.as_ref(), header, None)
+        ArrayWriter::options().header(header).open_or_create(path)
     }
 
-    /// [`open_or_create`](ArrayWriter::open_or_create) of a chunked file
-    /// ([`create_chunked`](ArrayWriter::create_chunked)): an existing file must be chunked,
-    /// with the chunk shape, filter and codec `opts` give (else an error saying what it has).
-    /// An opened file is compressed for on `opts`' threads too.
-    ///
-    /// ```
-    /// use rawarray_serde::codec::{ChunkOptions, Codec};
-    /// use rawarray_serde::ArrayWriter;
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("run.ra");
-    /// let opts = ChunkOptions::new().codec(Codec::Lz4).chunks(vec![2]);
-    /// let first = ArrayWriter::open_or_create_chunked::<u32>(&path, &[4], &opts).unwrap();
-    /// let second = ArrayWriter::open_or_create_chunked::<u32>(&path, &[4], &opts).unwrap();
-    /// assert!(first.created() && !second.created());
-    /// second.write_subset(&[2..4], &[7u32, 8]).unwrap();
-    /// let other = ChunkOptions::new().codec(Codec::Lz4).chunks(vec![4]);
-    /// assert!(ArrayWriter::open_or_create_chunked::<u32>(&path, &[4], &other).is_err());
-    /// ```
+    /// [`ArrayWriterOptions::open_or_create`] of a chunked array of `T`.
+    #[deprecated(note = "use ArrayWriter::options().array::<T>(dims).storage(opts).open_or_create(path)")]
+    #[doc(hidden)]
     pub fn open_or_create_chunked<T: Element>(
         path: impl AsRef<Path>,
         dims: &[u64],
-        opts: &ChunkOptions,
+        opts: &WriteOptions,
     ) -> Result<ArrayWriter> {
-        ArrayWriter::open_or_create_inner(path.as_ref(), header_for::<T>(dims)?, Some(opts))
+        ArrayWriter::options()
+            .array::<T>(dims)
+            .storage(opts.clone().into_chunked())
+            .open_or_create(path)
     }
 
-    /// [`open_or_create_chunked`](ArrayWriter::open_or_create_chunked) for the array a
-    /// little-endian `header` describes (any element type; the chunk shape, in `opts`, is in
-    /// the header's dims): what a binding that knows the element only at run time calls.
-    ///
-    /// ```
-    /// use rawarray_serde::codec::{ChunkOptions, Codec};
-    /// use rawarray_serde::{ArrayWriter, ElType, Header, RawArray};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("run.ra");
-    /// let opts = ChunkOptions::new().codec(Codec::Zstd).chunks(vec![2, 3]);
-    /// let header = Header::new(ElType::Float, 8, vec![2, 6]).unwrap();
-    /// let w = ArrayWriter::open_or_create_chunked_with_header(&path, header, &opts).unwrap();
-    /// w.write_subset_bytes(&[0..2, 3..6], &[0u8; 48]).unwrap();
-    /// w.finish().unwrap();
-    /// assert_eq!(RawArray::<f64>::read_file(&path).unwrap().dims(), &[2, 6]);
-    /// ```
+    /// [`ArrayWriterOptions::open_or_create`] of a chunked array of `header`.
+    #[deprecated(note = "use ArrayWriter::options().header(header).storage(opts).open_or_create(path)")]
+    #[doc(hidden)]
     pub fn open_or_create_chunked_with_header(
         path: impl AsRef<Path>,
         header: Header,
-        opts: &ChunkOptions,
+        opts: &WriteOptions,
     ) -> Result<ArrayWriter> {
-        ArrayWriter::open_or_create_inner(path.as_ref(), header, Some(opts))
+        ArrayWriter::options()
+            .header(header)
+            .storage(opts.clone().into_chunked())
+            .open_or_create(path)
+    }
+
+    /// [`ArrayWriterOptions::open`].
+    #[deprecated(note = "use ArrayWriter::options().open(path)")]
+    #[doc(hidden)]
+    pub fn open(path: impl AsRef<Path>) -> Result<ArrayWriter> {
+        ArrayWriter::options().open(path)
+    }
+
+    /// [`ArrayWriterOptions::open`] with `threads` compressing.
+    #[deprecated(note = "use ArrayWriter::options().threads(n).open(path)")]
+    #[doc(hidden)]
+    pub fn open_with_threads(path: impl AsRef<Path>, threads: usize) -> Result<ArrayWriter> {
+        ArrayWriter::options().threads(threads).open(path)
     }
 
     fn open_or_create_inner(
         path: &Path,
         header: Header,
-        chunks: Option<&ChunkOptions>,
+        chunks: Option<&WriteOptions>,
+        threads: usize,
     ) -> Result<ArrayWriter> {
         // Each turn either opens a file or finds the path free and tries to create one; losing
         // that race means a file is there now, opened on the next turn.
         for _ in 0..RACE_TRIES {
-            match ArrayWriter::open_with_threads(path, chunks.map_or(0, ChunkOptions::get_threads))
-            {
+            match ArrayWriter::open_inner(path, threads) {
                 Ok(w) => {
                     w.check_holds(&header, chunks)?;
                     return Ok(w);
@@ -336,53 +513,48 @@ impl ArrayWriter {
         path: &Path,
         mut header: Header,
         new_only: bool,
-        chunks: Option<&ChunkOptions>,
+        chunks: Option<&WriteOptions>,
     ) -> Result<Option<ArrayWriter>> {
         header.validate()?;
         check_writable(&header)?;
-        if header.flags.is_chunked() && chunks.is_none() {
+        if Storage::of(&header) == Storage::Chunked && chunks.is_none() {
             return Err(Error::unsupported(
-                "a chunked header (flag bit 2) needs its chunk options: ArrayWriter::create_chunked",
+                "a chunked header (flag bit 2) needs its chunked storage: ArrayWriter::options().storage(..)",
             ));
         }
+        // Checked before anything is made: a chunk grid the index could not hold is refused
+        // here, before its index is allocated.
+        let config = chunks.map(|o| o.chunk_config(&header, None)).transpose()?;
         // The path's rules for replacing a file: a file another writer holds (block writers
         // included) is not replaced, nor a special file; a new file gets ordinary permissions.
         let mut atomic = AtomicFile::create(path)?;
         if new_only && atomic.replaces_existing() {
             return Ok(None);
         }
-        let chunked = match chunks {
-            None => {
+        let chunked = match (chunks, config) {
+            (Some(opts), Some(mut config)) => {
+                // The whole index in segment 0: the dims never change, so no segment is ever
+                // allocated (or moved) while blocks are written.
+                config.s0 = config.s0.max(1);
+                let w = ChunkWriter::create(atomic.file(), &header, config)?;
+                header = w.header().clone();
+                Some(Chunked::open(atomic.file(), &header, opts.get_threads())?)
+            }
+            _ => {
                 write_all_at(atomic.file(), &header.encode(), 0)?;
                 atomic
                     .file()
                     .set_len(header.encoded_len() as u64 + header.size)?;
                 None
             }
-            Some(opts) => {
-                // The whole index in segment 0: the dims never change, so no segment is ever
-                // allocated (or moved) while blocks are written.
-                let count = Grid::new(
-                    &header.dims,
-                    &opts.config(&header.dims, header.elbyte, 1)?.chunk,
-                    header.elbyte,
-                )?
-                .count();
-                let w = ChunkWriter::create(atomic.file(), &header, opts, count.max(1))?;
-                header = w.header().clone();
-                Some(Chunked::open(atomic.file(), &header, opts.get_threads())?)
-            }
         };
         // Not synced: a power cut can lose only this new, still empty array (`finish` syncs).
-        // The file comes out exclusively locked: no other writer can use it before its journal
-        // is in place (the journal of a file it replaced, or of a removed one, goes).
-        let file = atomic.commit_open_exclusive_new(false)?;
-        let journal = Journal::attach(path, &file, &header, true)?;
-        // From here block writers share it. Linux turns the lock into a shared one in one step;
-        // where it is two steps, a writer slipping in between is one more block writer.
-        file.try_lock_shared().map_err(|_| ErrorKind::Locked {
-            path: path.to_path_buf(),
-        })?;
+        // The file comes out holding the shared lock block writers hold, taken before it
+        // appears at the path: no creator racing for the path can take its exclusive lock and
+        // replace it under this writer (a lock turned from exclusive into shared is let go for
+        // a moment, which is how two creators both won before).
+        let file = atomic.commit_open_shared(false)?;
+        let journal = Journal::attach(path, &file, &header, false)?;
         Ok(Some(ArrayWriter {
             file,
             header,
@@ -393,40 +565,14 @@ impl ArrayWriter {
         }))
     }
 
-    /// Opens a file made by [`ArrayWriter::create`] (or any little-endian uncompressed `.ra`
-    /// file) to write blocks into it, from another thread or process. The file must hold its
-    /// whole data section. A chunked file (made by
-    /// [`create_chunked`](ArrayWriter::create_chunked)) is written in chunk-aligned blocks,
-    /// compressed on all cores ([`open_with_threads`](ArrayWriter::open_with_threads) says
-    /// how many).
-    pub fn open(path: impl AsRef<Path>) -> Result<ArrayWriter> {
-        ArrayWriter::open_with_threads(path, 0)
-    }
-
-    /// [`open`](ArrayWriter::open), compressing a chunked file's blocks on `threads` threads
-    /// (0: all cores; a plain file ignores it).
-    ///
-    /// ```
-    /// use rawarray_serde::codec::ChunkOptions;
-    /// use rawarray_serde::{ArrayWriter, RawArray};
-    /// let dir = tempfile::tempdir().unwrap();
-    /// let path = dir.path().join("t.ra");
-    /// ArrayWriter::create_chunked::<u16>(&path, &[3, 4], &ChunkOptions::new().chunks(vec![3, 2])).unwrap().finish().unwrap();
-    /// let w = ArrayWriter::open_with_threads(&path, 2).unwrap();
-    /// w.write_subset(&[0..3, 2..4], &[5u16; 6]).unwrap();
-    /// w.finish().unwrap();
-    /// assert_eq!(RawArray::<u16>::read_file(&path).unwrap().as_slice(), [0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 5, 5]);
-    /// ```
-    pub fn open_with_threads(path: impl AsRef<Path>, threads: usize) -> Result<ArrayWriter> {
-        let path = path.as_ref();
+    fn open_inner(path: &Path, threads: usize) -> Result<ArrayWriter> {
         let file = open_locked_shared(path)?;
         let header = stable_header_any(&file)?;
         check_writable(&header)?;
         header.check_input_len(file.metadata()?.len())?;
-        let chunked = if header.flags.is_chunked() {
-            Some(Chunked::open(&file, &header, threads)?)
-        } else {
-            None
+        let chunked = match Storage::of(&header) {
+            Storage::Chunked => Some(Chunked::open(&file, &header, threads)?),
+            _ => None,
         };
         let journal = Journal::attach(path, &file, &header, false)?;
         Ok(ArrayWriter {
@@ -603,15 +749,15 @@ impl ArrayWriter {
         // committed size: another writer may be appending there now). It is checked again in
         // this writer's turn: another may commit the chunk meanwhile.
         let header = stable_header_any(&self.file)?;
-        let section = SectionReader::open(&header, &self.file)?;
-        let index = section.layout().index();
-        check_unwritten(ranges, grid, &chunks, |n| Ok(!index.entry(n).is_empty()))?;
+        let section = Section::open(&header, &self.file)?;
+        let map = section.chunk_map().expect("a chunked header");
+        check_unwritten(ranges, grid, &chunks, |n| Ok(!map.entry(n).is_empty()))?;
         // Begun before the slow part, so a writer killed while it compresses is reported.
         let id = self.journal.begin(ranges)?;
         let extent: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
         let start: Vec<u64> = ranges.iter().map(|r| r.start).collect();
         let elbyte = self.header.elbyte;
-        let encode = |&n: &u64| -> Result<(u64, Vec<u8>, u32)> {
+        let encode = |&n: &u64| -> Result<(u64, Vec<u8>, u32, Vec<u8>)> {
             let shape = grid.shape(n);
             let at: Vec<u64> = grid
                 .origin(n)
@@ -633,8 +779,8 @@ impl ArrayWriter {
                 let (s, d, len) = (s as usize, d as usize, len as usize);
                 raw[d..d + len].copy_from_slice(&bytes[s..s + len]);
             }
-            let (stored, flags) = c.chain.encode_chunk(&raw)?;
-            Ok((n, stored, flags))
+            let (stored, flags) = c.chain.encode_chunk(&raw, &shape)?;
+            Ok((n, stored, flags, c.stats_of(&raw)))
         };
         let compress = || chunks.par_iter().map(encode).collect::<Result<Vec<_>>>();
         let encoded = match &c.pool {
@@ -651,8 +797,8 @@ impl ArrayWriter {
             let _lock = self.journal.lock_commits()?;
             let mut w = ChunkWriter::open(&self.file)?;
             check_unwritten(ranges, grid, &chunks, |n| w.is_committed(&self.file, n))?;
-            for (n, stored, flags) in &encoded {
-                w.write_stored(&self.file, *n, stored, *flags)?;
+            for (n, stored, flags, stats) in &encoded {
+                w.write_stored(&self.file, *n, stored, *flags, stats)?;
             }
             w.commit(&self.file, false)?;
         }
@@ -699,29 +845,26 @@ impl ArrayWriter {
 
     /// An error unless the file holds the array `want` describes, chunked as `chunks` say
     /// (or plain, for `None`).
-    fn check_holds(&self, want: &Header, chunks: Option<&ChunkOptions>) -> Result<()> {
+    fn check_holds(&self, want: &Header, chunks: Option<&WriteOptions>) -> Result<()> {
         let h = &self.header;
         match (&self.chunked, chunks) {
             (None, None) => {}
             (Some(c), Some(opts)) => {
-                let cfg = opts.config(&h.dims, h.elbyte, 1)?;
-                let have = (c.grid.chunk(), c.chain.shuffle(), c.chain.codec());
-                let asked = (&cfg.chunk[..], opts.get_shuffle(), opts.get_codec());
+                let cfg = opts.chunk_config(h, None)?;
+                let p = c.chain.pipeline();
+                let have = (c.grid.chunk(), p.filters(), p.codec());
+                let asked = (&cfg.chunk[..], &cfg.filters[..], cfg.codec);
                 if have != asked {
+                    let say = |(ch, f, co): (&[u64], &[crate::codec::Filter], crate::codec::Codec)| {
+                        format!(
+                            "chunks {ch:?}, filters [{}], codec {co}",
+                            f.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
+                        )
+                    };
                     return Err(crate::codec::config::bad(
                         "chunking of the array to open or create",
-                        format!(
-                            "chunks {:?}, filter {}, codec {}",
-                            asked.0,
-                            asked.1.name(),
-                            asked.2.name()
-                        ),
-                        format!(
-                            "chunks {:?}, filter {}, codec {}",
-                            have.0,
-                            have.1.name(),
-                            have.2.name()
-                        ),
+                        say(asked),
+                        say(have),
                     ));
                 }
             }
@@ -759,20 +902,6 @@ impl ArrayWriter {
 /// before it gives up: a file held for seconds is another kind of writer's.
 const RACE_TRIES: usize = 16;
 
-/// The header of an array of `T` with `dims`.
-fn header_for<T: Element>(dims: &[u64]) -> Result<Header> {
-    if T::PACKED_SIZE == 0 {
-        return Err(Error::unsupported(format!(
-            "{} is zero-sized: a .ra element needs at least one byte",
-            std::any::type_name::<T>()
-        )));
-    }
-    let mut file_dims = Vec::with_capacity(dims.len() + 1);
-    T::inner_dims(&mut file_dims);
-    file_dims.extend_from_slice(dims);
-    Header::new(T::ELTYPE, T::ELBYTE as u64, file_dims)
-}
-
 fn is_not_found(e: &Error) -> bool {
     matches!(e.kind(), ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::NotFound)
 }
@@ -799,7 +928,7 @@ pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery
         }
     }
     header.check_input_len(file.metadata()?.len())?;
-    if header.flags.is_chunked() {
+    if Storage::of(&header) == Storage::Chunked {
         // Validates config and index; zeroes (and syncs) what lies past the committed size.
         ChunkWriter::open(file)?;
     }
@@ -843,8 +972,9 @@ fn check_unwritten(
 
 /// An error unless blocks of a file with `header` can be written in place.
 fn check_writable(header: &Header) -> Result<()> {
-    if header.is_compressed() || header.is_big_endian() {
-        let what = match (header.is_big_endian(), header.is_compressed()) {
+    let lz4 = Storage::of(header) == Storage::Lz4Whole;
+    if lz4 || header.is_big_endian() {
+        let what = match (header.is_big_endian(), lz4) {
             (true, true) => "big-endian and LZ4-compressed",
             (true, false) => "big-endian",
             _ => "LZ4-compressed",

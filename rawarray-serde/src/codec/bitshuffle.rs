@@ -21,21 +21,18 @@
 //! ```
 
 use super::shuffle::{shuffle, unshuffle};
-use super::Filter;
+use super::{ByteFilter, Elements};
 
-/// The bit shuffle as a [`Filter`].
+/// The bit shuffle as a [`ByteFilter`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct BitShuffle;
 
-impl Filter for BitShuffle {
-    fn id(&self) -> u32 {
-        2
+impl ByteFilter for BitShuffle {
+    fn encode(&self, src: &[u8], el: &Elements, dst: &mut [u8]) {
+        bitshuffle(src, el.elbyte, dst);
     }
-    fn encode(&self, src: &[u8], elbyte: usize, dst: &mut [u8]) {
-        bitshuffle(src, elbyte, dst);
-    }
-    fn decode(&self, src: &[u8], elbyte: usize, dst: &mut [u8]) {
-        bitunshuffle(src, elbyte, dst);
+    fn decode(&self, src: &[u8], el: &Elements, dst: &mut [u8]) {
+        bitunshuffle(src, el.elbyte, dst);
     }
 }
 

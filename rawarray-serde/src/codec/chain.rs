@@ -1,47 +1,38 @@
-//! The chain that turns a chunk's raw bytes into its stored bytes and back: blocks, each
-//! filtered then compressed alone, behind a block table.
+//! A chunk's stored bytes: its blocks ([`BlockGrid`]) each through the [`Pipeline`], behind
+//! a block table (doc/chunked.md 5.5 and 6.3).
 //!
-//! A chunk's stored bytes (unless stored raw) are a block table of `nb = ceil(raw / block
-//! bytes)` entries of 12 bytes, `end u64` (the end of the block's payload, counted from the
-//! first byte after the table) and `crc32 u32` (of the block's payload), then the payloads.
-//! Block `b` holds raw bytes `b * block_bytes ..` (the last one may be shorter, always whole
-//! elements), and decodes alone: reading one element decodes one block.
+//! The stored bytes of a chunk (unless stored raw) are a block table of one 12-byte entry per
+//! block, `end u64` (the end of the block's payload, counted from the first byte after the
+//! table) and `crc32 u32` (of the block's payload), then the payloads. Every decode checks the
+//! CRC of each block it decodes.
 //!
 //! ```
-//! use rawarray_serde::codec::{Chain, Codec, Shuffle};
-//! let chain = Chain::new(Shuffle::Byte, Codec::Zstd, 3, 4, 4096).unwrap();
+//! use rawarray_serde::codec::{Blocks, Chain, Codec, Elements, Filter, Pipeline};
+//! use rawarray_serde::ElType;
+//! let el = Elements::new(ElType::Float, 4, false);
+//! let chain = Chain::new(Pipeline::new(vec![Filter::Shuffle], Codec::Zstd, 3, el), Blocks::Shape(vec![50, 50]));
 //! let raw: Vec<u8> = (0..10_000u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
-//! let (stored, flags) = chain.encode_chunk(&raw).unwrap();
+//! let (stored, flags) = chain.encode_chunk(&raw, &[100, 100]).unwrap();
 //! assert!(stored.len() < raw.len() / 2);
 //! let mut back = vec![0u8; raw.len()];
-//! chain.decode_chunk(0, &stored, flags, &mut back).unwrap();
+//! chain.decode_chunk(0, &stored, flags, &[100, 100], &mut back).unwrap();
 //! assert_eq!(back, raw);
 //! ```
 
-use super::{BlockCodec, Codec, Filter, Shuffle, BLOCK_ENTRY_LEN, ENTRY_RAW};
+use super::blocks::{BlockGrid, BLOCK_ENTRY_LEN};
+use super::config::{Blocks, Config};
+use super::pipeline::Pipeline;
+use super::table::Codec;
+use super::traits::Elements;
+use super::ENTRY_RAW;
 use crate::error::{ErrorKind, Result};
-use crate::header::le_u64;
+use crate::header::{le_u64, Header};
 
-/// A filter and a codec with their parameters: what a config says about each block.
-#[derive(Clone, Copy)]
+/// The pipeline and block geometry of a chunked section.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chain {
-    shuffle: Shuffle,
-    codec: Codec,
-    level: i32,
-    elbyte: usize,
-    block_bytes: usize,
-}
-
-impl std::fmt::Debug for Chain {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Chain")
-            .field("shuffle", &self.shuffle)
-            .field("codec", &self.codec)
-            .field("level", &self.level)
-            .field("elbyte", &self.elbyte)
-            .field("block_bytes", &self.block_bytes)
-            .finish()
-    }
+    pipeline: Pipeline,
+    blocks: Blocks,
 }
 
 /// A block's place in its chunk's stored bytes.
@@ -56,98 +47,86 @@ pub struct BlockRef {
 }
 
 impl Chain {
-    /// A chain; `block_bytes` must be a positive multiple of `elbyte` that fits in memory.
-    pub fn new(
-        shuffle: Shuffle,
-        codec: Codec,
-        level: i32,
-        elbyte: u64,
-        block_bytes: u64,
-    ) -> Result<Chain> {
-        let eb = crate::data::to_usize(elbyte)?;
-        let bb = crate::data::to_usize(block_bytes)?;
-        if eb == 0 || bb == 0 || bb % eb != 0 {
-            return Err(super::config::bad(
-                "block bytes",
-                format!("a positive multiple of elbyte {elbyte}"),
-                block_bytes,
-            ));
-        }
-        Ok(Chain {
-            shuffle,
-            codec,
-            level,
-            elbyte: eb,
-            block_bytes: bb,
-        })
+    /// A chain of `pipeline` over blocks `blocks`.
+    pub fn new(pipeline: Pipeline, blocks: Blocks) -> Chain {
+        Chain { pipeline, blocks }
     }
 
-    /// The chain a config describes.
-    pub fn from_config(config: &super::Config, elbyte: u64) -> Result<Chain> {
-        Chain::new(
-            config.shuffle,
-            config.codec,
-            config.level,
-            elbyte,
-            config.block_bytes,
-        )
+    /// The chain a config describes for a file of `header`.
+    pub fn from_config(config: &Config, header: &Header) -> Result<Chain> {
+        let el = Elements::new(
+            header.eltype,
+            crate::data::to_usize(header.elbyte)?,
+            header.flags.is_big_endian(),
+        );
+        Ok(Chain::new(
+            Pipeline::new(config.filters.clone(), config.codec, config.level, el),
+            config.blocks.clone(),
+        ))
     }
 
-    /// The filter.
-    pub fn shuffle(&self) -> Shuffle {
-        self.shuffle
+    /// The pipeline.
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
     }
 
     /// The codec.
     pub fn codec(&self) -> Codec {
-        self.codec
+        self.pipeline.codec()
     }
 
-    /// Raw bytes per block.
-    pub fn block_bytes(&self) -> u64 {
-        self.block_bytes as u64
+    /// The block geometry.
+    pub fn blocks(&self) -> &Blocks {
+        &self.blocks
     }
 
-    fn filter(&self) -> &'static dyn Filter {
-        self.shuffle.filter()
+    /// The blocks of a chunk stored at `extent` (`None` past `u64`: the index refuses such
+    /// chunks before anything asks).
+    pub fn block_grid(&self, extent: &[u64]) -> Option<BlockGrid> {
+        BlockGrid::new(&self.blocks, extent, self.pipeline.elements().elbyte as u64)
     }
 
-    fn block_codec(&self) -> &'static dyn BlockCodec {
-        self.codec.block_codec()
+    fn grid_or_err(&self, chunk: u64, extent: &[u64]) -> Result<BlockGrid> {
+        self.block_grid(extent)
+            .ok_or_else(|| corrupt(chunk, format!("blocks of extent {extent:?} overflow")))
     }
 
-    /// Blocks in a chunk of `raw_len` bytes.
-    pub fn block_count(&self, raw_len: u64) -> u64 {
-        raw_len.div_ceil(self.block_bytes as u64)
-    }
-
-    /// Raw byte range of block `b` in a chunk of `raw_len` bytes.
-    pub fn block_range(&self, raw_len: u64, b: u64) -> std::ops::Range<u64> {
-        let bb = self.block_bytes as u64;
-        b * bb..((b + 1) * bb).min(raw_len)
-    }
-
-    /// The stored bytes of one chunk and its entry flags ([`ENTRY_RAW`] when the chain does
-    /// not shrink it, or the codec is `none`).
-    pub fn encode_chunk(&self, raw: &[u8]) -> Result<(Vec<u8>, u32)> {
-        if self.codec == Codec::None {
+    /// The stored bytes of one chunk (`raw`, column-major over `extent`) and its entry flags
+    /// ([`ENTRY_RAW`] when the chain does not shrink it, or the codec is `none`).
+    pub fn encode_chunk(&self, raw: &[u8], extent: &[u64]) -> Result<(Vec<u8>, u32)> {
+        // Lossy filters come first in a pipeline and work element by element: the chunk is
+        // rounded once here, so that a chunk stored raw holds the rounded values too.
+        let rounded = self.pipeline.round(raw);
+        let raw = rounded.as_deref().unwrap_or(raw);
+        if self.pipeline.codec() == Codec::None {
             return Ok((raw.to_vec(), ENTRY_RAW));
         }
-        let nb = self.block_count(raw.len() as u64) as usize;
+        let g = self.grid_or_err(0, extent)?;
+        let nb = g.count() as usize;
         let table = nb * BLOCK_ENTRY_LEN as usize;
         let mut out = vec![0u8; table];
-        let mut filtered = vec![0u8; self.block_bytes.min(raw.len())];
-        for (b, block) in raw.chunks(self.block_bytes).enumerate() {
-            let tmp = &mut filtered[..block.len()];
-            self.filter().encode(block, self.elbyte, tmp);
+        let mut gathered = Vec::new();
+        for b in 0..g.count() {
+            let block: &[u8] = if g.is_contiguous() {
+                let start = g.contiguous_start(b) as usize;
+                &raw[start..start + g.raw_len(b) as usize]
+            } else {
+                gathered.clear();
+                gathered.resize(g.raw_len(b) as usize, 0);
+                for (s, d, len) in g.block_to_chunk(b) {
+                    gathered[s as usize..(s + len) as usize]
+                        .copy_from_slice(&raw[d as usize..(d + len) as usize]);
+                }
+                &gathered
+            };
             let start = out.len();
-            self.block_codec().compress(tmp, self.level, &mut out)?;
+            self.pipeline.encode_block(block, &mut out)?;
             if out.len() - table >= raw.len() {
                 return Ok((raw.to_vec(), ENTRY_RAW));
             }
             let crc = crc32fast::hash(&out[start..]);
             let end = (out.len() - table) as u64;
-            let e = &mut out[b * 12..b * 12 + 12];
+            let e = &mut out[b as usize * 12..b as usize * 12 + 12];
             e[..8].copy_from_slice(&end.to_le_bytes());
             e[8..].copy_from_slice(&crc.to_le_bytes());
         }
@@ -164,10 +143,10 @@ impl Chain {
         &self,
         chunk: u64,
         table: &[u8],
-        raw_len: u64,
+        grid: &BlockGrid,
         stored_len: u64,
     ) -> Result<Vec<BlockRef>> {
-        let nb = self.block_count(raw_len);
+        let nb = grid.count();
         let tlen = nb.saturating_mul(BLOCK_ENTRY_LEN);
         // The table must be in hand before `nb` sizes anything: a hostile count is refused here.
         if (table.len() as u64) < tlen || stored_len < tlen {
@@ -175,11 +154,12 @@ impl Chain {
                 chunk,
                 format!(
                     "block table of {nb} blocks needs {tlen} bytes, found {}",
-                    table.len().min(stored_len as usize)
+                    (table.len() as u64).min(stored_len)
                 ),
             ));
         }
         let payload = stored_len - tlen;
+        let max_ratio = self.pipeline.codec().block_codec().max_ratio();
         let mut prev = 0u64;
         let mut out = Vec::with_capacity(nb as usize);
         for b in 0..nb {
@@ -192,19 +172,14 @@ impl Chain {
                     format!("block {b} ends at {end}: expected {prev}..={payload}"),
                 ));
             }
-            let r = self.block_range(raw_len, b);
-            let claim = r.end - r.start;
+            let claim = grid.raw_len(b);
             let len = end - prev;
-            if claim
-                > len
-                    .saturating_mul(self.block_codec().max_ratio())
-                    .saturating_add(64)
-            {
+            if claim > len.saturating_mul(max_ratio).saturating_add(64) {
                 return Err(corrupt(
                     chunk,
                     format!(
                         "block {b} of {len} stored bytes cannot hold {claim} raw bytes ({})",
-                        self.codec.name()
+                        self.pipeline.codec().name()
                     ),
                 ));
             }
@@ -238,67 +213,42 @@ impl Chain {
         if crc != r.crc {
             return Err(corrupt(
                 chunk,
-                format!("block {b}: crc32 {crc:#010x}, index says {:#010x}", r.crc),
+                format!("block {b}: crc32 {crc:#010x}, block table says {:#010x}", r.crc),
             ));
         }
-        self.decode_checked_block(chunk, b, stored, out)
+        self.pipeline
+            .decode_block(stored, out)
+            .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
     }
 
-    /// [`Chain::decode_block`] once the payload's bytes are known good (a whole chunk whose
-    /// entry CRC matched).
-    fn decode_checked_block(
-        &self,
-        chunk: u64,
-        b: u64,
-        stored: &[u8],
-        out: &mut [u8],
-    ) -> Result<()> {
-        if self.shuffle == Shuffle::None || out.len() <= self.elbyte {
-            return self
-                .block_codec()
-                .decompress(stored, out)
-                .map_err(|e| corrupt(chunk, format!("block {b}: {e}")));
-        }
-        // The codec's output before the filter is undone: a buffer per thread, reused, since
-        // a whole read decodes thousands of blocks.
-        SCRATCH.with(|scratch| {
-            let mut tmp = scratch.borrow_mut();
-            if tmp.len() < out.len() {
-                tmp.resize(out.len(), 0);
-            }
-            let tmp = &mut tmp[..out.len()];
-            self.block_codec()
-                .decompress(stored, tmp)
-                .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))?;
-            self.filter().decode(tmp, self.elbyte, out);
-            Ok(())
-        })
-    }
-
-    /// Decodes all of chunk `chunk` (its stored bytes and entry flags) into `out` (exactly its
-    /// raw length). The caller has checked the entry's CRC.
+    /// Decodes all of chunk `chunk` (its stored bytes, entry flags and stored `extent`) into
+    /// `out` (exactly its raw length). The caller has checked the entry's CRC; each block's
+    /// CRC is checked here.
     pub fn decode_chunk(
         &self,
         chunk: u64,
         stored: &[u8],
         flags: u32,
+        extent: &[u64],
         out: &mut [u8],
     ) -> Result<()> {
-        self.decode_chunk_prefix(chunk, stored, flags, out.len() as u64, out)
+        self.decode_chunk_prefix(chunk, stored, flags, extent, out)
     }
 
-    /// Decodes the first `out.len()` raw bytes of chunk `chunk`, whose stored bytes decode to
-    /// `raw_len` (more, for a chunk stored at its full extent, [`ENTRY_FULL`](super::ENTRY_FULL)):
-    /// only the blocks that hold them are decoded, and nothing of `raw_len` is allocated. The
-    /// caller has checked the entry's CRC.
+    /// Decodes the first `out.len()` raw bytes of chunk `chunk`, stored at `extent` (larger,
+    /// for a chunk stored at its full extent, [`ENTRY_FULL`](super::ENTRY_FULL)): only the
+    /// blocks that hold them are decoded, and nothing of the whole extent is allocated. The
+    /// caller has checked the entry's CRC; each block's CRC is checked here.
     pub fn decode_chunk_prefix(
         &self,
         chunk: u64,
         stored: &[u8],
         flags: u32,
-        raw_len: u64,
+        extent: &[u64],
         out: &mut [u8],
     ) -> Result<()> {
+        let g = self.grid_or_err(chunk, extent)?;
+        let raw_len = g.chunk_raw_len();
         let want = out.len() as u64;
         if want > raw_len {
             return Err(corrupt(
@@ -316,36 +266,42 @@ impl Chain {
             out.copy_from_slice(&stored[..out.len()]);
             return Ok(());
         }
-        let blocks = self.block_table(chunk, stored, raw_len, stored.len() as u64)?;
-        for (b, r) in blocks.iter().enumerate() {
-            let range = self.block_range(raw_len, b as u64);
-            if range.start >= want {
-                break;
-            }
+        let blocks = self.block_table(chunk, stored, &g, stored.len() as u64)?;
+        let used = g.prefix_blocks(want);
+        let mut whole = Vec::new();
+        for (b, r) in blocks.iter().enumerate().take(used as usize) {
+            let b = b as u64;
             let payload = &stored[r.start as usize..(r.start + r.len) as usize];
-            if range.end <= want {
-                self.decode_checked_block(
-                    chunk,
-                    b as u64,
-                    payload,
-                    &mut out[range.start as usize..range.end as usize],
-                )?;
-            } else {
-                // The block the prefix ends in: decoded whole (a block decodes alone), its
-                // head kept.
-                let mut whole = vec![0u8; (range.end - range.start) as usize];
-                self.decode_checked_block(chunk, b as u64, payload, &mut whole)?;
-                out[range.start as usize..]
-                    .copy_from_slice(&whole[..(want - range.start) as usize]);
+            let len = g.raw_len(b);
+            if g.is_contiguous() {
+                let start = g.contiguous_start(b);
+                if start + len <= want {
+                    self.decode_block(
+                        chunk,
+                        b,
+                        r,
+                        payload,
+                        &mut out[start as usize..(start + len) as usize],
+                    )?;
+                    continue;
+                }
+            }
+            // A block that is not a run of the output, or the one the prefix ends in: decoded
+            // whole (a block decodes alone), its bytes placed where they belong in the prefix.
+            whole.clear();
+            whole.resize(len as usize, 0);
+            self.decode_block(chunk, b, r, payload, &mut whole)?;
+            for (s, d, n) in g.block_to_chunk(b) {
+                if d >= want {
+                    continue;
+                }
+                let n = n.min(want - d);
+                out[d as usize..(d + n) as usize]
+                    .copy_from_slice(&whole[s as usize..(s + n) as usize]);
             }
         }
         Ok(())
     }
-}
-
-thread_local! {
-    /// [`Chain::decode_block`]'s codec output, per thread.
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {

@@ -145,6 +145,18 @@ impl Grid {
             .try_fold(self.elbyte, |acc, &d| acc.checked_mul(d))
     }
 
+    /// The extent chunk `n` is stored at: its clipped shape, or with `full` (an entry with
+    /// [`ENTRY_FULL`](super::ENTRY_FULL)) the chunk's whole extent along the last dim.
+    pub fn stored_extent(&self, n: u64, full: bool) -> Vec<u64> {
+        let mut shape = self.shape(n);
+        if full {
+            if let (Some(s), Some(&c)) = (shape.last_mut(), self.chunk.last()) {
+                *s = c;
+            }
+        }
+        shape
+    }
+
     /// Whether chunk `n`'s raw bytes are one contiguous run of the array's section: the chunk
     /// covers every dim but the last whole (the default shape, and every record file's).
     pub fn is_contiguous(&self) -> bool {
@@ -237,9 +249,9 @@ pub struct Place<'a> {
 /// column-major buffer to another, in increasing order of both offsets. Leading dims the box
 /// covers whole in both buffers join into one run.
 ///
-/// The runs are yielded one at a time ([`Runs`]): a box thin along its leading dims has a run
+/// The runs are yielded one at a time ([`CopyRuns`]): a box thin along its leading dims has a run
 /// per element, so a collected list would cost more memory than the bytes it moves.
-pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> Runs {
+pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> CopyRuns {
     let n = extent.len();
     let strides = |dims: &[u64]| {
         let mut s = Vec::with_capacity(n);
@@ -260,7 +272,7 @@ pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> Runs
     } else {
         extent[(m + 1).min(n)..].iter().product()
     };
-    Runs {
+    CopyRuns {
         run: extent[..n.min(m + 1)].iter().product::<u64>() * elbyte,
         first: m + 1,
         src_strides: strides(src.dims),
@@ -274,9 +286,9 @@ pub fn runs(extent: &[u64], elbyte: u64, src: Place<'_>, dst: Place<'_>) -> Runs
     }
 }
 
-/// The runs of [`runs`], in order.
+/// The runs of [`runs`], in order: byte runs that copy a box between two column-major buffers.
 #[derive(Clone, Debug)]
-pub struct Runs {
+pub struct CopyRuns {
     run: u64,
     /// The first dim the runs step along (dims before it are inside one run).
     first: usize,
@@ -290,7 +302,7 @@ pub struct Runs {
     left: u64,
 }
 
-impl Runs {
+impl CopyRuns {
     fn offset(at: &[u64], idx: &[u64], strides: &[u64]) -> u64 {
         at.iter()
             .zip(idx)
@@ -316,13 +328,13 @@ impl Runs {
             })
             .collect();
         Some(
-            Runs::offset(&self.src_at, &zero, &self.src_strides)
-                ..Runs::offset(&self.src_at, &last, &self.src_strides) + self.run,
+            CopyRuns::offset(&self.src_at, &zero, &self.src_strides)
+                ..CopyRuns::offset(&self.src_at, &last, &self.src_strides) + self.run,
         )
     }
 }
 
-impl Iterator for Runs {
+impl Iterator for CopyRuns {
     type Item = (u64, u64, u64);
 
     fn next(&mut self) -> Option<(u64, u64, u64)> {
@@ -331,8 +343,8 @@ impl Iterator for Runs {
         }
         self.left -= 1;
         let item = (
-            Runs::offset(&self.src_at, &self.idx, &self.src_strides),
-            Runs::offset(&self.dst_at, &self.idx, &self.dst_strides),
+            CopyRuns::offset(&self.src_at, &self.idx, &self.src_strides),
+            CopyRuns::offset(&self.dst_at, &self.idx, &self.dst_strides),
             self.run,
         );
         for k in self.first..self.extent.len() {

@@ -1,33 +1,43 @@
-//! The chunk index: one 24-byte entry per chunk, in segments that grow by doubling.
+//! The chunk index: one entry per chunk, in segments that grow by doubling (doc/chunked.md
+//! sections 4, 5.4 and 6.2).
 //!
-//! Entry `n` (chunk `n`) is `offset u64, stored length u64, crc32 u32, flags u32`, offsets
-//! relative to the data section. All zeros: the chunk was never written and reads as zeros.
-//! Flag bit 0 ([`ENTRY_RAW`]): the stored bytes are the chunk's raw bytes (no block table, no
-//! filter, no codec). Flag bit 1 ([`ENTRY_FULL`]): the chunk is stored at its full extent
-//! along the last dim ([`Grid::full_raw_len`]); readers use its prefix. Segment 0 holds entries `0 .. S0`, segment `g >= 1` entries
-//! `S0 2^(g-1) .. S0 2^g`.
+//! Entry `n` (chunk `n`) holds the offset, stored length, CRC-32 and flags of the chunk's
+//! stored bytes, offsets relative to the data section. Version 1 entries are those 24 bytes;
+//! version 2 entries add a CRC of the entry (over its bytes and its chunk number) and of its
+//! statistics, then the statistics. All zeros: the chunk was never written and reads as zeros.
+//! Flag bit 0 ([`ENTRY_RAW`]): the stored bytes are the chunk's raw bytes. Flag bit 1
+//! ([`ENTRY_FULL`]): the chunk is stored at its full extent along the last dim; readers use
+//! its prefix. Segment 0 holds entries `0 .. S0`, segment `g >= 1` entries `S0 2^(g-1) .. S0
+//! 2^g`.
 //!
 //! Validation happens once, before any chunk is read, from the segments' bytes alone: a
 //! segment or entry that ends past the committed `size` is not committed yet and is ignored
-//! (its chunks read as never written); every other entry must have known flags, a stored
-//! length that fits its chunk, and no overlap with the config, a segment or another entry.
+//! (its chunks read as never written); a version 2 entry whose CRC fails is damage, an error
+//! naming the chunk; every other entry must have known flags, a stored length that fits its
+//! chunk, and no overlap with the config, a segment or another entry.
 //!
 //! ```
 //! use rawarray_serde::codec::Entry;
 //! let e = Entry { offset: 600, len: 40, crc: 7, flags: 0 };
 //! assert_eq!(Entry::decode(&e.encode()), e);
 //! assert!(Entry::default().is_empty());
+//! // Version 2: the entry's CRC covers its chunk number, so an entry read in the wrong
+//! // place is damage, not a chunk.
+//! let v2 = e.encode_v2(5, &[]);
+//! assert_eq!(Entry::decode_v2(&v2, 5).unwrap().0, e);
+//! assert!(Entry::decode_v2(&v2, 6).is_err());
 //! ```
 
 use std::ops::Range;
 
+use super::blocks::BlockGrid;
 use super::config::{bad, Config, SEGMENTS};
 use super::grid::Grid;
-use super::{block_table_len, ENTRY_FULL, ENTRY_RAW};
+use super::{ENTRY_FULL, ENTRY_RAW};
 use crate::error::Result;
 use crate::header::le_u64;
 
-/// Bytes of one index entry.
+/// Bytes of one version 1 index entry (a version 2 entry is [`Config::entry_len`]).
 pub const ENTRY_LEN: u64 = 24;
 
 /// Raw bytes chunk `n`'s stored bytes decode to, by its entry's flags: [`Grid::raw_len`], or
@@ -57,8 +67,18 @@ pub struct Entry {
     pub len: u64,
     /// CRC-32 (IEEE) of the stored bytes.
     pub crc: u32,
-    /// Bit 0: stored raw ([`ENTRY_RAW`]).
+    /// Bit 0: stored raw ([`ENTRY_RAW`]); bit 1: full extent ([`ENTRY_FULL`]).
     pub flags: u32,
+}
+
+/// CRC-32 of `bytes` then the chunk number as a `u64`.
+fn crc_with(parts: &[&[u8]], n: u64) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for p in parts {
+        h.update(p);
+    }
+    h.update(&n.to_le_bytes());
+    h.finalize()
 }
 
 impl Entry {
@@ -67,7 +87,7 @@ impl Entry {
         *self == Entry::default()
     }
 
-    /// The entry's 24 bytes.
+    /// The entry's 24 bytes (version 1, and the first 24 of version 2).
     pub fn encode(&self) -> [u8; 24] {
         let mut b = [0u8; 24];
         b[..8].copy_from_slice(&self.offset.to_le_bytes());
@@ -84,6 +104,68 @@ impl Entry {
             len: le_u64(&b[8..16]),
             crc: u32::from_le_bytes(b[16..20].try_into().expect("4 bytes")),
             flags: u32::from_le_bytes(b[20..].try_into().expect("4 bytes")),
+        }
+    }
+
+    /// The version 2 bytes of this entry as chunk `n`'s, with statistics bytes `stats` (empty
+    /// for none; all zeros for a chunk without statistics in a file that keeps them). The
+    /// empty entry encodes as zeros.
+    pub fn encode_v2(&self, n: u64, stats: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; 32 + stats.len()];
+        if self.is_empty() {
+            return out;
+        }
+        let head = self.encode();
+        out[..24].copy_from_slice(&head);
+        out[24..28].copy_from_slice(&crc_with(&[&head], n).to_le_bytes());
+        let stats_crc = if stats.iter().all(|&b| b == 0) {
+            0
+        } else {
+            crc_with(&[stats, &head], n)
+        };
+        out[28..32].copy_from_slice(&stats_crc.to_le_bytes());
+        out[32..].copy_from_slice(stats);
+        out
+    }
+
+    /// The entry of chunk `n` from its version 2 bytes, and whether its statistics (bytes 32
+    /// ..) are readable (`Some(true)`), absent (`None`) or fail their CRC (`Some(false)`); an
+    /// error when the entry's own CRC fails (damage).
+    pub fn decode_v2(b: &[u8], n: u64) -> Result<(Entry, Option<bool>)> {
+        if b.iter().all(|&x| x == 0) {
+            return Ok((Entry::default(), None));
+        }
+        let head: &[u8; 24] = b[..24].try_into().expect("24 bytes");
+        let crc = u32::from_le_bytes(b[24..28].try_into().expect("4 bytes"));
+        let want = crc_with(&[head], n);
+        if crc != want {
+            return Err(bad(
+                &format!("index entry of chunk {n}"),
+                format!("entry crc {want:#010x} (of its bytes and chunk number)"),
+                format!("{crc:#010x}: the index is damaged"),
+            ));
+        }
+        let stats = &b[32..];
+        let stats_crc = u32::from_le_bytes(b[28..32].try_into().expect("4 bytes"));
+        let state = if stats.is_empty() || (stats_crc == 0 && stats.iter().all(|&x| x == 0)) {
+            None
+        } else {
+            Some(stats_crc == crc_with(&[stats, head], n))
+        };
+        Ok((Entry::decode(head), state))
+    }
+
+    /// This entry's bytes as chunk `n`'s in a section of `config` (either version).
+    pub fn encode_for(&self, config: &Config, n: u64, stats: &[u8]) -> Vec<u8> {
+        if config.version == 1 {
+            self.encode().to_vec()
+        } else {
+            let t = (config.entry_len() - 32) as usize;
+            let mut s = vec![0u8; t];
+            if stats.len() == t {
+                s.copy_from_slice(stats);
+            }
+            self.encode_v2(n, &s)
         }
     }
 
@@ -125,6 +207,7 @@ pub struct SegmentRead {
 /// chunks read as never written.
 pub fn segment_reads(config: &Config, grid: &Grid, size: u64) -> Vec<SegmentRead> {
     let mut out = Vec::new();
+    let elen = config.entry_len();
     for g in 0..SEGMENTS {
         let Some((first, cap)) = segment_span(config.s0, g) else {
             break;
@@ -133,10 +216,7 @@ pub fn segment_reads(config: &Config, grid: &Grid, size: u64) -> Vec<SegmentRead
             break;
         }
         let start = config.segments[g];
-        let Some(end) = cap
-            .checked_mul(ENTRY_LEN)
-            .and_then(|b| b.checked_add(start))
-        else {
+        let Some(end) = cap.checked_mul(elen).and_then(|b| b.checked_add(start)) else {
             break;
         };
         if start == 0 || end > size {
@@ -145,7 +225,7 @@ pub fn segment_reads(config: &Config, grid: &Grid, size: u64) -> Vec<SegmentRead
         let needed = cap.min(grid.count() - first);
         out.push(SegmentRead {
             slot: g,
-            bytes: start..start + needed * ENTRY_LEN,
+            bytes: start..start + needed * elen,
             chunks: first..first + needed,
             extent: start..end,
         });
@@ -160,6 +240,14 @@ pub struct Index {
     entries: Vec<Entry>,
     /// Chunks whose entry ends past the committed size, read as never written.
     uncommitted: Vec<u64>,
+    /// Bytes of each chunk's statistics (0 without them).
+    stats_len: usize,
+    /// The statistics of chunks `0 .. entries.len()`, `stats_len` each.
+    stats: Vec<u8>,
+    /// Whether each chunk's statistics are present and readable.
+    stats_ok: Vec<bool>,
+    /// Chunks whose statistics fail their CRC (read as having none).
+    stats_damaged: Vec<u64>,
 }
 
 impl Index {
@@ -172,8 +260,13 @@ impl Index {
         reads: &[SegmentRead],
         bytes: &[&[u8]],
     ) -> Result<Index> {
-        let mut entries = Vec::new();
-        let config_len = Config::encoded_len(grid.dims().len()) as u64;
+        let elen = config.entry_len() as usize;
+        let stats_len = elen.saturating_sub(32) * usize::from(config.version != 1);
+        let mut index = Index {
+            stats_len,
+            ..Index::default()
+        };
+        let config_len = config.encoded_len();
         // (start, end, what) of every region the section holds.
         let mut regions: Vec<(u64, u64, String)> = vec![(0, config_len, "the config".into())];
         for (read, b) in reads.iter().zip(bytes) {
@@ -190,14 +283,25 @@ impl Index {
                 read.extent.end,
                 format!("index segment {}", read.slot),
             ));
-            entries.extend(
-                b.chunks_exact(ENTRY_LEN as usize)
-                    .map(|e| Entry::decode(e.try_into().expect("24 bytes"))),
-            );
+            for (k, e) in b.chunks_exact(elen).enumerate() {
+                let n = read.chunks.start + k as u64;
+                if config.version == 1 {
+                    index
+                        .entries
+                        .push(Entry::decode(e.try_into().expect("24 bytes")));
+                    index.stats_ok.push(false);
+                } else {
+                    let (entry, state) = Entry::decode_v2(e, n)?;
+                    index.entries.push(entry);
+                    index.stats.extend_from_slice(&e[32..]);
+                    index.stats_ok.push(state == Some(true));
+                    if state == Some(false) {
+                        index.stats_damaged.push(n);
+                    }
+                }
+            }
         }
-        let block_bytes = config.block_bytes;
-        let mut uncommitted = Vec::new();
-        for (n, e) in entries.iter_mut().enumerate() {
+        for (n, e) in index.entries.iter_mut().enumerate() {
             let n = n as u64;
             if e.is_empty() {
                 continue;
@@ -205,7 +309,8 @@ impl Index {
             // Not committed: written past `size` by a writer that has not committed it yet.
             if e.end().is_none_or(|end| end > size) {
                 *e = Entry::default();
-                uncommitted.push(n);
+                index.stats_ok[n as usize] = false;
+                index.uncommitted.push(n);
                 continue;
             }
             let field = || format!("index entry of chunk {n}");
@@ -232,11 +337,14 @@ impl Index {
                     ));
                 }
             } else {
-                let Some(table) = block_table_len(raw, block_bytes) else {
+                let extent = grid.stored_extent(n, e.flags & ENTRY_FULL != 0);
+                let table = BlockGrid::new(&config.blocks, &extent, grid.elbyte())
+                    .and_then(|b| b.table_len());
+                let Some(table) = table else {
                     return Err(bad(
                         &field(),
-                        format!("a block table that fits in u64 bytes ({raw} raw bytes in blocks of {block_bytes})"),
-                        format!("{} blocks", raw.div_ceil(block_bytes)),
+                        format!("a block table that fits in u64 bytes ({raw} raw bytes)"),
+                        format!("blocks {:?}", config.blocks),
                     ));
                 };
                 if e.len <= table {
@@ -259,35 +367,33 @@ impl Index {
                 ));
             }
         }
-        Ok(Index {
-            entries,
-            uncommitted,
-        })
+        Ok(index)
     }
 
     /// An index of the given entries (chunks `0 ..`), as an encoder builds it.
     pub fn from_entries(entries: Vec<Entry>) -> Index {
         Index {
+            stats_ok: vec![false; entries.len()],
             entries,
-            uncommitted: Vec::new(),
+            ..Index::default()
         }
     }
 
     /// The chunks whose entry ends past the committed size, in order: they read as never
-    /// written. A writer's work not committed yet (or left by a writer that died before its
-    /// commit), or a corrupt entry (entries have no CRC: a flipped bit in an offset lands
-    /// here), so checkers report them.
+    /// written. A writer's work not committed yet, or one left by a writer that died before
+    /// its commit; in a version 1 file (entries without a CRC) also a damaged entry, which is
+    /// why version 1 readers warn about them.
     ///
     /// ```
-    /// use rawarray_serde::codec::{self, ChunkOptions, Codec, SectionReader};
-    /// use rawarray_serde::{ElType, Header};
+    /// use rawarray_serde::codec::{self, Codec, Config, SectionReader};
+    /// use rawarray_serde::{ElType, Header, WriteOptions};
     /// let header = Header::new(ElType::Uint, 1, vec![4, 4]).unwrap();
-    /// let opts = ChunkOptions::new().codec(Codec::None).chunks(vec![4, 2]);
-    /// let (h, section) = codec::encode(&header, &[7u8; 16], &opts).unwrap();
+    /// let opts = WriteOptions::new().codec(Codec::None).chunks(vec![4, 2]).layout_version(1);
+    /// let (h, section) = codec::encode_with(&header, &[7u8; 16], &opts).unwrap();
     /// let mut file = h.encode();
     /// file.extend_from_slice(&section);
     /// // Chunk 1's entry (the second after the config) pointed far away.
-    /// let at = h.encoded_len() + codec::Config::encoded_len(2) + 24;
+    /// let at = h.encoded_len() + Config::encoded_len_v1(2) + 24;
     /// file[at + 7] = 0x40;
     /// let reader = SectionReader::open(&h, &file[..]).unwrap();
     /// assert_eq!(reader.layout().index().uncommitted(), [1]);
@@ -308,6 +414,21 @@ impl Index {
     /// The entries known (chunks `0 .. len`).
     pub fn entries(&self) -> &[Entry] {
         &self.entries
+    }
+
+    /// Chunk `n`'s statistics bytes, when present and readable.
+    pub fn stats(&self, n: u64) -> Option<&[u8]> {
+        let i = usize::try_from(n).ok()?;
+        if !*self.stats_ok.get(i)? {
+            return None;
+        }
+        self.stats
+            .get(i * self.stats_len..(i + 1) * self.stats_len)
+    }
+
+    /// Chunks whose statistics fail their CRC (they are read as having none).
+    pub fn stats_damaged(&self) -> &[u64] {
+        &self.stats_damaged
     }
 
     /// Total stored bytes of the written chunks.

@@ -6,16 +6,18 @@
 //! level is kept but not used.
 //!
 //! ```
-//! use rawarray_serde::codec::{lz4::Lz4, BlockCodec};
+//! use rawarray_serde::codec::{lz4::Lz4, BlockCodec, Elements};
+//! use rawarray_serde::ElType;
+//! let el = Elements::new(ElType::Uint, 1, false);
 //! let mut packed = Vec::new();
-//! Lz4.compress(&[7u8; 1000], 0, &mut packed).unwrap();
+//! Lz4.compress(&[7u8; 1000], &el, 0, &mut packed).unwrap();
 //! assert!(packed.len() < 100);
 //! let mut back = vec![0u8; 1000];
-//! Lz4.decompress(&packed, &mut back).unwrap();
+//! Lz4.decompress(&packed, &el, &mut back).unwrap();
 //! assert_eq!(back, [7u8; 1000]);
 //! ```
 
-use super::BlockCodec;
+use super::{BlockCodec, Elements};
 use crate::error::Result;
 
 /// LZ4 raw blocks.
@@ -23,14 +25,11 @@ use crate::error::Result;
 pub struct Lz4;
 
 impl BlockCodec for Lz4 {
-    fn id(&self) -> u32 {
-        1
-    }
     fn max_ratio(&self) -> u64 {
         // Each extra length byte of a match adds at most 255 bytes of output.
         255
     }
-    fn compress(&self, src: &[u8], _level: i32, out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, src: &[u8], _el: &Elements, _level: i32, out: &mut Vec<u8>) -> Result<()> {
         let start = out.len();
         out.resize(
             start + lz4_flex::block::get_maximum_output_size(src.len()),
@@ -41,7 +40,7 @@ impl BlockCodec for Lz4 {
         out.truncate(start + n);
         Ok(())
     }
-    fn decompress(&self, src: &[u8], dst: &mut [u8]) -> std::result::Result<(), String> {
+    fn decompress(&self, src: &[u8], _el: &Elements, dst: &mut [u8]) -> std::result::Result<(), String> {
         let got = lz4_flex::block::decompress_into(src, dst).map_err(|e| format!("LZ4: {e}"))?;
         if got != dst.len() {
             return Err(format!(

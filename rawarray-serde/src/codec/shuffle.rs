@@ -17,25 +17,22 @@
 //! assert_eq!(back, src);
 //! ```
 
-use super::Filter;
+use super::{ByteFilter, Elements};
 
 /// Elements moved per step of the fixed-width paths: a tile of `TILE x W` bytes is read once
 /// and written as `W` runs of `TILE` bytes, which the compiler turns into vector shuffles.
 const TILE: usize = 16;
 
-/// The byte shuffle as a [`Filter`].
+/// The byte shuffle as a [`ByteFilter`].
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ByteShuffle;
 
-impl Filter for ByteShuffle {
-    fn id(&self) -> u32 {
-        1
+impl ByteFilter for ByteShuffle {
+    fn encode(&self, src: &[u8], el: &Elements, dst: &mut [u8]) {
+        shuffle(src, el.elbyte, dst);
     }
-    fn encode(&self, src: &[u8], elbyte: usize, dst: &mut [u8]) {
-        shuffle(src, elbyte, dst);
-    }
-    fn decode(&self, src: &[u8], elbyte: usize, dst: &mut [u8]) {
-        unshuffle(src, elbyte, dst);
+    fn decode(&self, src: &[u8], el: &Elements, dst: &mut [u8]) {
+        unshuffle(src, el.elbyte, dst);
     }
 }
 

@@ -26,14 +26,15 @@
 //! the lock ([`ChunkWriter::open`] re-reads the committed state), writes and commits.
 //!
 //! ```
-//! use rawarray_serde::codec::{self, ChunkOptions, ChunkWriter};
-//! use rawarray_serde::{ElType, Header, RawArray};
+//! use rawarray_serde::codec::ChunkWriter;
+//! use rawarray_serde::{ElType, Header, RawArray, WriteOptions};
 //! let dir = tempfile::tempdir().unwrap();
 //! let path = dir.path().join("grow.ra");
 //! let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
 //! // Records of 4 u32 (16 bytes), 8 records per chunk, none yet.
 //! let h = Header::new(ElType::Uint, 4, vec![4, 0]).unwrap();
-//! let mut w = ChunkWriter::create(&file, &h, &ChunkOptions::new().chunks(vec![4, 8]), 1).unwrap();
+//! let config = WriteOptions::new().chunks(vec![4, 8]).chunk_config(&h, None).unwrap();
+//! let mut w = ChunkWriter::create(&file, &h, config).unwrap();
 //! for c in 0..3u32 {
 //!     let raw: Vec<u8> = (0..32u32).flat_map(|i| (c * 100 + i).to_le_bytes()).collect();
 //!     w.set_dims(vec![4, 8 * u64::from(c + 1)]).unwrap();
@@ -47,11 +48,11 @@
 
 use std::fs::File;
 
+use super::chain::Chain;
 use super::config::{bad, Config, SEGMENTS};
 use super::grid::Grid;
-use super::index::{segment_span, Entry, ENTRY_LEN};
-use super::section::SectionReader;
-use super::{Chain, ChunkOptions};
+use super::index::{segment_span, Entry};
+use super::stats;
 use crate::error::Result;
 use crate::fileio::{read_exact_at, stable_header_any, write_all_at};
 use crate::header::{Flags, Header};
@@ -76,18 +77,21 @@ pub struct ChunkWriter {
 
 impl ChunkWriter {
     /// Starts a chunked file in `file` (from its first byte) for an array of `header`'s type
-    /// and dims (often 0 along the last dim): header, config and a zeroed index segment 0 of
-    /// `s0` entries, committed. Chunks are then written with [`ChunkWriter::write_chunk`].
-    pub fn create(
-        file: &File,
-        header: &Header,
-        opts: &ChunkOptions,
-        s0: u64,
-    ) -> Result<ChunkWriter> {
+    /// and dims (often 0 along the last dim): header, `config` (from
+    /// [`WriteOptions::chunk_config`](crate::WriteOptions::chunk_config); its `s0` entries
+    /// make index segment 0, zeroed), committed. Chunks are then written with
+    /// [`ChunkWriter::write_chunk`].
+    pub fn create(file: &File, header: &Header, mut config: Config) -> Result<ChunkWriter> {
+        let s0 = config.s0;
         if s0 == 0 {
             return Err(bad("segment 0 capacity", "at least 1 entry", 0));
         }
-        let config = opts.config(&header.dims, header.elbyte, s0)?;
+        config.segments = Config::first_segment(
+            config.version,
+            header.dims.len(),
+            config.filters.len(),
+            config.stats.as_ref().map_or(0, Vec::len),
+        );
         let mut h = header.clone();
         h.flags = h
             .flags
@@ -95,8 +99,9 @@ impl ChunkWriter {
             .with(Flags::COMPRESSED, false);
         let cfg = config.encode();
         let index_len = s0
-            .checked_mul(ENTRY_LEN)
-            .ok_or_else(|| bad("segment 0 capacity", "fewer entries", s0))?;
+            .checked_mul(config.entry_len())
+            .filter(|&b| b <= 1 << 44)
+            .ok_or_else(|| bad("segment 0 capacity", "an index of at most 16 TiB", s0))?;
         h.size = cfg.len() as u64 + index_len;
         let base = h.encoded_len() as u64;
         // Header last: a reader never sees a size whose bytes are not there.
@@ -105,7 +110,7 @@ impl ChunkWriter {
         file.sync_data()?;
         write_all_at(file, &h.encode(), 0)?;
         let grid = Grid::new(&h.dims, &config.chunk, h.elbyte)?;
-        let chain = Chain::from_config(&config, h.elbyte)?;
+        let chain = Chain::from_config(&config, &h)?;
         Ok(ChunkWriter {
             end: h.size,
             committed: h.size,
@@ -127,17 +132,16 @@ impl ChunkWriter {
     /// again, over bytes that now hold other chunks.
     pub fn open(file: &File) -> Result<ChunkWriter> {
         let h = stable_header_any(file)?;
-        let reader = SectionReader::open(&h, file)?;
-        let layout = reader.layout();
-        let mut config = layout.config().clone();
         let base = h.encoded_len() as u64;
-        let ndims = h.dims.len();
+        let layout = crate::section::chunked::read_map(&h, file, base)?;
+        let mut config = layout.config().clone();
+        let elen = config.entry_len();
         let mut cleared = false;
         // Segments past the committed size are not allocated, whatever their slot says.
         let mut allocated = SEGMENTS;
         for g in 1..SEGMENTS {
             let ok = segment_span(config.s0, g)
-                .and_then(|(_, cap)| cap.checked_mul(ENTRY_LEN))
+                .and_then(|(_, cap)| cap.checked_mul(elen))
                 .and_then(|b| b.checked_add(config.segments[g]))
                 .is_some_and(|end| config.segments[g] != 0 && end <= h.size);
             if !ok {
@@ -149,8 +153,8 @@ impl ChunkWriter {
             if config.segments[g] != 0 {
                 write_all_at(
                     file,
-                    &0u64.to_le_bytes(),
-                    base + Config::segment_slot_offset(ndims, g),
+                    &config.segment_slot(g, 0),
+                    base + config.segment_slot_offset(g),
                 )?;
                 config.segments[g] = 0;
                 cleared = true;
@@ -164,7 +168,7 @@ impl ChunkWriter {
             };
             let start = config.segments[g];
             if cap
-                .checked_mul(ENTRY_LEN)
+                .checked_mul(elen)
                 .and_then(|b| b.checked_add(start))
                 .is_none_or(|end| end > h.size)
             {
@@ -172,17 +176,19 @@ impl ChunkWriter {
                 // ignore it whole, and nothing here is read through it.
                 break;
             }
-            let mut buf = vec![0u8; (cap.min(4096) * ENTRY_LEN) as usize];
+            let (first, _) = segment_span(config.s0, g).unwrap_or((0, 0));
+            let mut buf = vec![0u8; (cap.min(4096) * elen) as usize];
+            let zeros = vec![0u8; elen as usize];
             let mut done = 0u64;
             while done < cap {
                 let take = (cap - done).min(4096);
-                let bytes = &mut buf[..(take * ENTRY_LEN) as usize];
-                let at = base + start + done * ENTRY_LEN;
+                let bytes = &mut buf[..(take * elen) as usize];
+                let at = base + start + done * elen;
                 read_exact_at(file, bytes, at)?;
-                for (i, e) in bytes.chunks_exact(ENTRY_LEN as usize).enumerate() {
-                    let e = Entry::decode(e.try_into().expect("24 bytes"));
+                for (i, e) in bytes.chunks_exact(elen as usize).enumerate() {
+                    let e = decode_entry(&config, e, first + done + i as u64)?;
                     if !e.is_empty() && e.offset.checked_add(e.len).is_none_or(|end| end > h.size) {
-                        write_all_at(file, &[0u8; ENTRY_LEN as usize], at + i as u64 * ENTRY_LEN)?;
+                        write_all_at(file, &zeros, at + i as u64 * elen)?;
                         cleared = true;
                     }
                 }
@@ -194,7 +200,7 @@ impl ChunkWriter {
         }
         Ok(ChunkWriter {
             grid: layout.grid().clone(),
-            chain: *layout.chain(),
+            chain: layout.chain().clone(),
             base,
             end: h.size,
             committed: h.size,
@@ -229,7 +235,7 @@ impl ChunkWriter {
                 break;
             }
             if self.config.segments[g] == 0 {
-                bytes = bytes.saturating_add(cap.saturating_mul(ENTRY_LEN));
+                bytes = bytes.saturating_add(cap.saturating_mul(self.config.entry_len()));
             }
         }
         bytes
@@ -280,21 +286,21 @@ impl ChunkWriter {
             if self.config.segments[g] == 0 {
                 self.allocate(file, g, cap)?;
             }
-            return Ok(self.config.segments[g] + (n - first) * ENTRY_LEN);
+            return Ok(self.config.segments[g] + (n - first) * self.config.entry_len());
         }
         Err(bad("chunk number", "within 64 index segments", n))
     }
 
     fn allocate(&mut self, file: &File, g: usize, cap: u64) -> Result<()> {
         let bytes = cap
-            .checked_mul(ENTRY_LEN)
+            .checked_mul(self.config.entry_len())
             .ok_or_else(|| bad("index segment", "a size within u64", g))?;
         let at = self.end;
         write_zeros(file, self.base + at, bytes)?;
         write_all_at(
             file,
-            &at.to_le_bytes(),
-            self.base + Config::segment_slot_offset(self.header.dims.len(), g),
+            &self.config.segment_slot(g, at),
+            self.base + self.config.segment_slot_offset(g),
         )?;
         self.config.segments[g] = at;
         self.end += bytes;
@@ -312,26 +318,45 @@ impl ChunkWriter {
             return Err(bad(&format!("raw bytes of chunk {n}"), want, raw.len()));
         }
         self.check_uncommitted(file, n)?;
-        let (stored, flags) = self.chain.encode_chunk(raw)?;
-        self.write_stored(file, n, &stored, flags)
+        let (stored, flags) = self.chain.encode_chunk(raw, &self.grid.shape(n))?;
+        let st = self.stats_of(raw);
+        self.write_stored(file, n, &stored, flags, &st)
+    }
+
+    /// The statistics bytes of a chunk of raw bytes `raw` (empty where the file keeps none):
+    /// of the values stored, rounded ones where a lossy filter runs.
+    pub fn stats_of(&self, raw: &[u8]) -> Vec<u8> {
+        match &self.config.stats {
+            Some(fields) => {
+                let rounded = self.chain.pipeline().round(raw);
+                stats::compute(
+                    fields,
+                    rounded.as_deref().unwrap_or(raw),
+                    self.header.elbyte,
+                    self.header.flags.is_big_endian(),
+                )
+            }
+            None => Vec::new(),
+        }
     }
 
     /// Appends chunk `n` already encoded by this file's [`Chain`] (`stored` and the entry
-    /// `flags` of [`Chain::encode_chunk`]) and writes its entry: for writers that compress
-    /// outside the lock they commit under. The same refusals as [`ChunkWriter::write_chunk`].
+    /// `flags` of [`Chain::encode_chunk`], `stats` of [`ChunkWriter::stats_of`]) and writes its
+    /// entry: for writers that compress outside the lock they commit under. The same refusals
+    /// as [`ChunkWriter::write_chunk`].
     ///
     /// ```
-    /// use rawarray_serde::codec::{Chain, ChunkOptions, ChunkWriter, Codec};
-    /// use rawarray_serde::{ElType, Header, RawArray};
+    /// use rawarray_serde::codec::{ChunkWriter, Codec};
+    /// use rawarray_serde::{ElType, Header, RawArray, WriteOptions};
     /// let dir = tempfile::tempdir().unwrap();
     /// let path = dir.path().join("pre.ra");
     /// let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(true).open(&path).unwrap();
     /// let h = Header::new(ElType::Uint, 1, vec![8, 2]).unwrap();
-    /// let opts = ChunkOptions::new().codec(Codec::Lz4).chunks(vec![8, 1]);
-    /// let mut w = ChunkWriter::create(&file, &h, &opts, 2).unwrap();
-    /// let chain = Chain::from_config(w.config(), 1).unwrap();
-    /// let (stored, flags) = chain.encode_chunk(&[5u8; 8]).unwrap();
-    /// w.write_stored(&file, 1, &stored, flags).unwrap();
+    /// let opts = WriteOptions::new().codec(Codec::Lz4).chunks(vec![8, 1]);
+    /// let mut w = ChunkWriter::create(&file, &h, opts.chunk_config(&h, None).unwrap()).unwrap();
+    /// let (stored, flags) = w.chain().encode_chunk(&[5u8; 8], &[8, 1]).unwrap();
+    /// let stats = w.stats_of(&[5u8; 8]);
+    /// w.write_stored(&file, 1, &stored, flags, &stats).unwrap();
     /// w.commit(&file, true).unwrap();
     /// assert!(w.is_committed(&file, 1).unwrap() && !w.is_committed(&file, 0).unwrap());
     /// let a: RawArray<u8> = RawArray::read_file(&path).unwrap();
@@ -343,11 +368,12 @@ impl ChunkWriter {
         n: u64,
         stored: &[u8],
         flags: u32,
+        stats: &[u8],
     ) -> Result<Entry> {
         self.check_number(n)?;
         self.check_uncommitted(file, n)?;
         let (e, slot) = self.append(file, n, stored, flags)?;
-        self.put_entry(file, slot, &e)?;
+        self.put_entry(file, slot, n, &e, stats)?;
         Ok(e)
     }
 
@@ -367,9 +393,10 @@ impl ChunkWriter {
             if start == 0 {
                 return Ok(false);
             }
-            let mut e = [0u8; ENTRY_LEN as usize];
-            read_exact_at(file, &mut e, self.base + start + (n - first) * ENTRY_LEN)?;
-            return Ok(self.counts(&Entry::decode(&e)));
+            let elen = self.config.entry_len();
+            let mut e = vec![0u8; elen as usize];
+            read_exact_at(file, &mut e, self.base + start + (n - first) * elen)?;
+            return Ok(self.counts(&decode_entry(&self.config, &e, n)?));
         }
         Ok(false)
     }
@@ -402,9 +429,9 @@ impl ChunkWriter {
     /// the chunk if it is committed.
     fn check_uncommitted(&mut self, file: &File, n: u64) -> Result<u64> {
         let slot = self.entry_offset(file, n)?;
-        let mut old = [0u8; ENTRY_LEN as usize];
+        let mut old = vec![0u8; self.config.entry_len() as usize];
         read_exact_at(file, &mut old, self.base + slot)?;
-        let old = Entry::decode(&old);
+        let old = decode_entry(&self.config, &old, n)?;
         if self.counts(&old) {
             return Err(bad(
                 &format!("chunk {n}"),
@@ -439,10 +466,10 @@ impl ChunkWriter {
         Ok((e, slot))
     }
 
-    /// Writes entry `e` at `slot` (a section offset from [`ChunkWriter::append`]) with one
-    /// `pwrite`.
-    pub fn put_entry(&self, file: &File, slot: u64, e: &Entry) -> Result<()> {
-        write_all_at(file, &e.encode(), self.base + slot)?;
+    /// Writes entry `e` of chunk `n`, with its statistics bytes `stats`, at `slot` (a section
+    /// offset from [`ChunkWriter::append`]) with one `pwrite`.
+    pub fn put_entry(&self, file: &File, slot: u64, n: u64, e: &Entry, stats: &[u8]) -> Result<()> {
+        write_all_at(file, &e.encode_for(&self.config, n, stats), self.base + slot)?;
         Ok(())
     }
 
@@ -465,6 +492,16 @@ impl ChunkWriter {
             file.sync_data()?;
         }
         Ok(())
+    }
+}
+
+/// Chunk `n`'s entry from its bytes in a section of `config`: a damaged version 2 entry is an
+/// error (a writer never appends over damage; `recover` deals with it).
+fn decode_entry(config: &Config, bytes: &[u8], n: u64) -> Result<Entry> {
+    if config.version == 1 {
+        Ok(Entry::decode(bytes[..24].try_into().expect("24 bytes")))
+    } else {
+        Ok(Entry::decode_v2(bytes, n)?.0)
     }
 }
 

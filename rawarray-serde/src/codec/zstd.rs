@@ -6,18 +6,20 @@
 //! Compression and decompression contexts are kept per thread.
 //!
 //! ```
-//! use rawarray_serde::codec::{zstd::Zstd, BlockCodec};
+//! use rawarray_serde::codec::{zstd::Zstd, BlockCodec, Elements};
+//! use rawarray_serde::ElType;
+//! let el = Elements::new(ElType::Uint, 1, false);
 //! let mut packed = Vec::new();
-//! Zstd.compress(&[7u8; 1000], 3, &mut packed).unwrap();
+//! Zstd.compress(&[7u8; 1000], &el, 3, &mut packed).unwrap();
 //! assert_eq!(&packed[..4], &[0x28, 0xb5, 0x2f, 0xfd]); // the zstd frame magic
 //! let mut back = vec![0u8; 1000];
-//! Zstd.decompress(&packed, &mut back).unwrap();
+//! Zstd.decompress(&packed, &el, &mut back).unwrap();
 //! assert_eq!(back, [7u8; 1000]);
 //! ```
 
 use std::cell::RefCell;
 
-use super::BlockCodec;
+use super::{BlockCodec, Elements};
 use crate::error::{Error, Result};
 
 /// zstd frames.
@@ -35,15 +37,12 @@ pub fn level_range() -> std::ops::RangeInclusive<i32> {
 }
 
 impl BlockCodec for Zstd {
-    fn id(&self) -> u32 {
-        2
-    }
     fn max_ratio(&self) -> u64 {
         // An RLE block of 128 KiB costs 4 bytes, plus the frame header: no real frame
         // expands more than this, so a block claiming more is refused before it is decoded.
         1 << 16
     }
-    fn compress(&self, src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
+    fn compress(&self, src: &[u8], _el: &Elements, level: i32, out: &mut Vec<u8>) -> Result<()> {
         COMPRESSOR.with(|c| {
             let mut c = c.borrow_mut();
             if c.as_ref().is_none_or(|(l, _)| *l != level) {
@@ -61,7 +60,7 @@ impl BlockCodec for Zstd {
             Ok(())
         })
     }
-    fn decompress(&self, src: &[u8], dst: &mut [u8]) -> std::result::Result<(), String> {
+    fn decompress(&self, src: &[u8], _el: &Elements, dst: &mut [u8]) -> std::result::Result<(), String> {
         DECOMPRESSOR.with(|d| {
             let mut d = d.borrow_mut();
             if d.is_none() {

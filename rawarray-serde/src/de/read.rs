@@ -14,6 +14,7 @@ use std::io::Read;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{read_full, Header};
+use crate::section::{Section, Storage};
 
 /// The window a stream is read through, and the first allocation a stream's claims justify
 /// before any of its bytes have arrived.
@@ -199,23 +200,11 @@ impl<R: Read> StreamInput<R> {
     ) -> Result<StreamInput<R>> {
         let size_us = crate::data::to_usize(header.size)?;
         let known = available.is_some_and(|a| a >= header.size);
-        if header.is_compressed() || header.flags.is_chunked() || header.is_big_endian() {
-            // Decoded whole, as from a slice: these are not the one-copy formats. An LZ4 block
-            // is decoded as it is read, so the block and its decoded bytes are never both held;
-            // a chunked section is read whole first (as its bytes arrive, bounded by the
-            // header's size), then decoded from memory.
-            // (A stream of unknown length reads the block first: memory grows only as its
-            // bytes arrive.)
-            let data = if header.is_compressed() && known {
-                let mut decoded = crate::data::try_zeroed_bytes(header.data_len())?;
-                crate::lz4_block::decode_stream(&mut reader, header.size, &mut decoded)?;
-                let mut stored = header.clone();
-                stored.flags = stored.flags.with(crate::header::Flags::COMPRESSED, false);
-                plain(Cow::Owned(decoded), &stored)?.into_owned()
-            } else {
-                let section = crate::data::read_bytes(&mut reader, header.size, available)?;
-                plain(Cow::Owned(section), header)?.into_owned()
-            };
+        if Storage::of(header) != Storage::Plain || header.is_big_endian() {
+            // Decoded whole, as from a slice: these are not the one-copy formats (the section
+            // layer decodes as it reads, within what the stream holds).
+            let mut data = crate::section::stream::read_bytes(header, &mut reader, available)?;
+            to_little_endian(&mut data, header)?;
             return Ok(StreamInput {
                 reader,
                 len: data.len(),
@@ -386,23 +375,28 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
 /// big-endian (in a copy of borrowed bytes, in place in owned ones): swapping scalar by
 /// scalar instead costs every little-endian read about a tenth of its speed.
 fn plain<'a>(section: Cow<'a, [u8]>, header: &Header) -> Result<Cow<'a, [u8]>> {
-    let mut data = if header.is_compressed() {
-        Cow::Owned(crate::data::decompress(&section, header)?)
-    } else if header.flags.is_chunked() {
-        Cow::Owned(crate::codec::SectionReader::open_at(header, &section[..], 0)?.read_all()?)
-    } else {
-        section
+    let mut data = match Storage::of(header) {
+        Storage::Plain => section,
+        _ => Cow::Owned(Section::open_at(header, &section[..], 0)?.read_all()?),
     };
+    if header.is_big_endian() {
+        to_little_endian(data.to_mut(), header)?;
+    }
+    Ok(data)
+}
+
+/// Swaps a big-endian section's scalars to little-endian, in place.
+fn to_little_endian(data: &mut [u8], header: &Header) -> Result<()> {
     if header.is_big_endian() {
         match header.eltype.swap_width(header.elbyte) {
             None => return Err(Error::unsupported(
                 "big-endian user-defined elements: their scalars are not described by the header",
             )),
             Some(w) if w > 1 => {
-                crate::data::swap_by_eltype(data.to_mut(), header.eltype, header.elbyte);
+                crate::data::swap_by_eltype(data, header.eltype, header.elbyte);
             }
             Some(_) => {}
         }
     }
-    Ok(data)
+    Ok(())
 }

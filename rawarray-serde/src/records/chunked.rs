@@ -17,12 +17,13 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use crate::codec::encode::DEFAULT_CHUNK_BYTES;
-use crate::codec::index::ENTRY_LEN;
-use crate::codec::section::in_pool;
-use crate::codec::{ChunkOptions, ChunkWriter, Entry, SectionReader, ENTRY_FULL};
+use crate::codec::{ChunkWriter, Entry, ENTRY_FULL};
 use crate::error::{Error, Result};
 use crate::header::Header;
+use crate::layout::Layout;
+use crate::options::{WriteOptions, DEFAULT_CHUNK_BYTES};
+use crate::section::chunked::in_pool;
+use crate::section::Section;
 
 /// Index entries in segment 0 of a new record file; later segments double, so a file of `c`
 /// chunks has at most `log2(c / 64) + 2` segments.
@@ -43,9 +44,10 @@ pub(super) struct Chunked {
     tail_chunk: u64,
     /// Whether a version of the tail chunk is committed: its next version replaces it.
     tail_committed: bool,
-    /// A new version of a committed chunk, appended, and where its entry goes: pointed at it
-    /// by the next flush, between its two header commits.
-    replacement: Option<(Entry, u64)>,
+    /// A new version of a committed chunk, appended, where its entry goes, its number and its
+    /// statistics:
+    /// pointed at it by the next flush, between its two header commits.
+    replacement: Option<(Entry, u64, u64, Vec<u8>)>,
     threads: usize,
 }
 
@@ -54,9 +56,15 @@ pub(super) fn default_records(record_bytes: u64) -> u64 {
     (DEFAULT_CHUNK_BYTES / record_bytes.max(1)).max(1)
 }
 
-/// The length of the section [`Chunked::create`] starts for `header`: config and segment 0.
-pub(super) fn new_section_len(header: &Header) -> u64 {
-    crate::codec::Config::encoded_len(header.dims.len()) as u64 + FIRST_SEGMENT * ENTRY_LEN
+/// The length of the section [`Chunked::create`] starts for `header` with `opts`: config and
+/// segment 0.
+pub(super) fn new_section_len(
+    header: &Header,
+    opts: &WriteOptions,
+    schema: Option<&Layout>,
+) -> Result<u64> {
+    let config = opts.chunk_config(header, schema)?;
+    Ok(config.encoded_len() + FIRST_SEGMENT * config.entry_len())
 }
 
 /// The chunk shape of a record file of `dims` (the last counts records of `record_bytes`):
@@ -65,7 +73,7 @@ pub(super) fn new_section_len(header: &Header) -> u64 {
 pub(super) fn chunk_shape(
     dims: &[u64],
     record_bytes: u64,
-    opts: &ChunkOptions,
+    opts: &WriteOptions,
 ) -> Result<Vec<u64>> {
     let n = dims.len();
     // A leading dim of 0 (records of no values) still needs a chunk dim of at least 1.
@@ -94,10 +102,13 @@ impl Chunked {
         file: &File,
         header: &Header,
         record_bytes: u64,
-        opts: &ChunkOptions,
+        opts: &WriteOptions,
+        schema: Option<&Layout>,
     ) -> Result<Header> {
         let shape = chunk_shape(&header.dims, record_bytes, opts)?;
-        let w = ChunkWriter::create(file, header, &opts.clone().chunks(shape), FIRST_SEGMENT)?;
+        let mut config = opts.clone().chunks(shape).chunk_config(header, schema)?;
+        config.s0 = FIRST_SEGMENT;
+        let w = ChunkWriter::create(file, header, config)?;
         Ok(w.header().clone())
     }
 
@@ -136,14 +147,14 @@ impl Chunked {
         // untrusted), never by the chunk shape.
         let mut tail = Vec::new();
         if held > 0 {
-            let reader = SectionReader::open(header, file)?;
+            let reader = Section::open(header, file)?;
             let ranges: Vec<Range<u64>> = header.dims[..n - 1]
                 .iter()
                 .map(|&d| 0..d)
                 .chain(std::iter::once(tail_chunk * per..records))
                 .collect();
             tail = crate::data::try_zeroed_bytes(held.saturating_mul(record_bytes))?;
-            reader.read_subset(&ranges, &mut tail)?;
+            reader.read_box(&ranges, &mut tail)?;
         }
         Ok(Chunked {
             cw,
@@ -174,16 +185,20 @@ impl Chunked {
             if full == 0 {
                 continue;
             }
-            let chain = *self.cw.chain();
+            let cw = &self.cw;
+            let extent = self.extent();
             let cb = self.chunk_bytes;
             let tail = &self.tail[..full];
             let stored = in_pool(self.threads, || {
                 tail.par_chunks(cb)
-                    .map(|raw| chain.encode_chunk(raw))
+                    .map(|raw| {
+                        let (s, flags) = cw.chain().encode_chunk(raw, &extent)?;
+                        Ok((s, flags, cw.stats_of(raw)))
+                    })
                     .collect::<Result<Vec<_>>>()
             })??;
-            for (s, flags) in stored {
-                self.put(file, &s, flags, reserve)?;
+            for (s, flags, st) in stored {
+                self.put(file, &s, flags, &st, reserve)?;
                 self.tail_chunk += 1;
                 self.tail_committed = false;
             }
@@ -199,6 +214,7 @@ impl Chunked {
         file: &File,
         stored: &[u8],
         flags: u32,
+        stats: &[u8],
         reserve: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
         let n = self.tail_chunk;
@@ -207,12 +223,22 @@ impl Chunked {
         if self.tail_committed {
             // Readers of the old dims take a prefix of it once its entry points there.
             let (e, slot) = self.cw.append(file, n, stored, flags | ENTRY_FULL)?;
-            self.replacement = Some((e, slot));
+            self.replacement = Some((e, slot, n, stats.to_vec()));
         } else {
             let (e, slot) = self.cw.append(file, n, stored, flags)?;
-            self.cw.put_entry(file, slot, &e)?;
+            self.cw.put_entry(file, slot, n, &e, stats)?;
         }
         Ok(())
+    }
+
+    /// The extent every chunk is encoded at: the leading dims whole, the chunk's records (a
+    /// partial last chunk is padded to it, entry flag [`ENTRY_FULL`]).
+    fn extent(&self) -> Vec<u64> {
+        let dims = &self.cw.header().dims;
+        let n = dims.len();
+        let mut e = dims.clone();
+        e[n - 1] = self.cw.config().chunk[n - 1];
+        e
     }
 
     /// Commits `records` records: the tail (padded to a whole chunk, [`ENTRY_FULL`]), then
@@ -230,19 +256,21 @@ impl Chunked {
         if !self.tail.is_empty() {
             let mut padded = crate::data::try_zeroed_bytes(self.chunk_bytes as u64)?;
             padded[..self.tail.len()].copy_from_slice(&self.tail);
-            let (s, flags) = self.cw.chain().encode_chunk(&padded)?;
-            self.put(file, &s, flags | ENTRY_FULL, reserve)?;
+            let (s, flags) = self.cw.chain().encode_chunk(&padded, &self.extent())?;
+            // Statistics of the records, not of the zeros padding them.
+            let st = self.cw.stats_of(&self.tail);
+            self.put(file, &s, flags | ENTRY_FULL, &st, reserve)?;
         }
         let base = self.cw.header().encoded_len() as u64;
         write_block(base + self.cw.end())?;
-        if let Some((e, slot)) = self.replacement.take() {
+        if let Some((e, slot, n, st)) = self.replacement.take() {
             // The new version inside the committed size first (old dims: readers still use
             // the old entry), then the entry, then the dims.
             if let Err(err) = self.cw.commit(file, sync) {
-                self.replacement = Some((e, slot));
+                self.replacement = Some((e, slot, n, st));
                 return Err(err);
             }
-            self.cw.put_entry(file, slot, &e)?;
+            self.cw.put_entry(file, slot, n, &e, &st)?;
         }
         let mut dims = self.cw.header().dims.clone();
         *dims.last_mut().expect("record files have a last dim") = records;

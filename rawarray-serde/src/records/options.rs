@@ -11,7 +11,8 @@ use super::recover::foreign_trailing;
 use super::spec::{ElementSpec, RecordShape};
 use super::writer::{DynRecordWriter, RecordWriter, Writer};
 use crate::atomic::create_atomic;
-use crate::codec::{ChunkOptions, Codec, Shuffle};
+use crate::codec::{Codec, Shuffle};
+use crate::options::WriteOptions;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::write_all_at;
@@ -87,7 +88,7 @@ pub struct RecordOptions {
     pub(super) buffer_bytes: usize,
     pub(super) drop_foreign: bool,
     /// The chunked layout's settings, when compression is asked for.
-    pub(super) chunked: Option<ChunkOptions>,
+    pub(super) chunked: Option<WriteOptions>,
     /// Threads asked for before any other compression setting.
     threads_alone: usize,
 }
@@ -224,8 +225,8 @@ impl RecordOptions {
         })
     }
 
-    fn chunk_settings(mut self, f: impl FnOnce(ChunkOptions) -> ChunkOptions) -> RecordOptions {
-        self.chunked = Some(f(self.chunked.take().unwrap_or_default()));
+    fn chunk_settings(mut self, f: impl FnOnce(WriteOptions) -> WriteOptions) -> RecordOptions {
+        self.chunked = Some(f(self.chunked.take().unwrap_or_else(WriteOptions::chunked)));
         self
     }
 
@@ -297,15 +298,37 @@ impl RecordOptions {
         self
     }
 
-    /// The chunked layout's settings in full ([`ChunkOptions`]; its chunk shape, if given, has
-    /// the file's number of dims and covers the leading dims whole).
+    /// How the records are stored ([`WriteOptions`], the one options value every writer
+    /// takes): plain, or chunked with its codec, level, filters, statistics and threads (its
+    /// chunk shape, if given, has the file's number of dims and covers the leading dims whole,
+    /// or is one entry: the records per chunk). Whole-section LZ4 cannot be appended to and is
+    /// refused when the file is created.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, RecordOptions, RecordWriter, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// let opts = RecordOptions::new().storage(WriteOptions::new().codec(Codec::Lz4).chunks(vec![256]));
+    /// let mut w: RecordWriter<u64> = opts.create(&path).unwrap();
+    /// w.append_slice(&[1, 2, 3]).unwrap();
+    /// w.finish().unwrap();
+    /// assert!(rawarray_serde::Header::read_from_any(&mut std::fs::File::open(&path).unwrap()).unwrap().flags.is_chunked());
+    /// ```
     #[must_use]
-    pub fn compression(mut self, opts: ChunkOptions) -> RecordOptions {
-        self.chunked = Some(opts);
+    pub fn storage(mut self, opts: WriteOptions) -> RecordOptions {
+        self.chunked = (opts.storage() != crate::section::Storage::Plain).then(|| opts.into_chunked());
         self
     }
 
-    fn chunk_options(&self) -> Option<ChunkOptions> {
+    /// The chunked layout's settings in full: [`RecordOptions::storage`].
+    #[deprecated(note = "use RecordOptions::storage(WriteOptions)")]
+    #[doc(hidden)]
+    #[must_use]
+    pub fn compression(self, opts: WriteOptions) -> RecordOptions {
+        self.storage(opts.into_chunked())
+    }
+
+    fn chunk_options(&self) -> Option<WriteOptions> {
         self.chunked.clone().map(|o| {
             if o.get_threads() == 0 {
                 o.threads(self.threads_alone)
@@ -341,7 +364,7 @@ impl RecordOptions {
             return Ok(w);
         };
         let file = create_atomic(path, sync, |f| {
-            let h = Chunked::create(f, &header, shape.bytes, &copts)?;
+            let h = Chunked::create(f, &header, shape.bytes, &copts, Some(&spec.layout))?;
             let mut block = Vec::new();
             encode_block_into(&json, data_end(&h), &mut block);
             write_all_at(f, &block, data_end(&h))?;

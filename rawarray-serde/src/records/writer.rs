@@ -352,7 +352,7 @@ pub(super) struct Writer {
     /// Compression asked for, the chunk shape not chosen yet: the file is a plain empty record
     /// file until records are first written out, then it becomes chunked with chunks of the
     /// records written then (see [`RecordOptions::codec`]).
-    pub(super) deferred: Option<crate::codec::ChunkOptions>,
+    pub(super) deferred: Option<crate::options::WriteOptions>,
 }
 
 impl Writer {
@@ -513,7 +513,8 @@ impl Writer {
         let opts = opts.chunks(vec![per]);
         let sync = self.durability == Durability::Fsync;
         let base = self.header.encoded_len() as u64;
-        let section = super::chunked::new_section_len(&self.header);
+        let schema = self.trailer.schema.clone();
+        let section = super::chunked::new_section_len(&self.header, &opts, schema.as_ref())?;
         reserve_spare(
             &self.file,
             &self.json,
@@ -522,7 +523,13 @@ impl Writer {
             base + section,
             sync,
         )?;
-        let header = Chunked::create(&self.file, &self.header, self.shape.bytes, &opts)?;
+        let header = Chunked::create(
+            &self.file,
+            &self.header,
+            self.shape.bytes,
+            &opts,
+            schema.as_ref(),
+        )?;
         let chunked = Chunked::open(
             &self.file,
             &header,

@@ -1,0 +1,167 @@
+//! One block through the codec chain: the filters in order, then the codec (encoding), or the
+//! codec, then the filters in reverse (decoding). Every reader and writer of chunked files
+//! goes through [`Pipeline`]; it owns the scratch buffers between the steps.
+//!
+//! ```
+//! use rawarray_serde::codec::{Codec, Elements, Filter, Pipeline};
+//! use rawarray_serde::ElType;
+//! let el = Elements::new(ElType::Float, 4, false);
+//! let p = Pipeline::new(vec![Filter::Shuffle], Codec::Zstd, 3, el);
+//! let raw: Vec<u8> = (0..4096u32).flat_map(|i| (i as f32).to_le_bytes()).collect();
+//! let mut stored = Vec::new();
+//! p.encode_block(&raw, &mut stored).unwrap();
+//! assert!(stored.len() < raw.len() / 2);
+//! let mut back = vec![0u8; raw.len()];
+//! p.decode_block(&stored, &mut back).unwrap();
+//! assert_eq!(back, raw);
+//! ```
+
+use std::cell::RefCell;
+
+use super::table::{Codec, Filter};
+use super::traits::Elements;
+use crate::error::Result;
+
+/// Scratch buffers above this many bytes are freed after use, so that a thread keeps no
+/// large buffer after a read of large blocks.
+const KEEP_SCRATCH: usize = 4 << 20;
+
+thread_local! {
+    /// Two buffers between the steps of a pipeline, per thread.
+    static SCRATCH: RefCell<(Vec<u8>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The filters and codec of every block of a chunked section (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Pipeline {
+    filters: Vec<Filter>,
+    codec: Codec,
+    level: i32,
+    el: Elements,
+}
+
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut s = s.borrow_mut();
+        let (a, b) = &mut *s;
+        if a.len() < len {
+            a.resize(len, 0);
+        }
+        if b.len() < len {
+            b.resize(len, 0);
+        }
+        let r = f(&mut a[..len], &mut b[..len]);
+        if a.capacity() > KEEP_SCRATCH {
+            *a = Vec::new();
+        }
+        if b.capacity() > KEEP_SCRATCH {
+            *b = Vec::new();
+        }
+        r
+    })
+}
+
+impl Pipeline {
+    /// A pipeline of `filters` (in the order they are applied when writing) and `codec` at
+    /// `level`, for elements `el`. The caller has checked them against the elements (the
+    /// config decoder and the options do).
+    pub fn new(filters: Vec<Filter>, codec: Codec, level: i32, el: Elements) -> Pipeline {
+        Pipeline {
+            filters,
+            codec,
+            level,
+            el,
+        }
+    }
+
+    /// The filters, in the order they are applied when writing.
+    pub fn filters(&self) -> &[Filter] {
+        &self.filters
+    }
+
+    /// The codec.
+    pub fn codec(&self) -> Codec {
+        self.codec
+    }
+
+    /// The codec's level.
+    pub fn level(&self) -> i32 {
+        self.level
+    }
+
+    /// The elements it works on.
+    pub fn elements(&self) -> &Elements {
+        &self.el
+    }
+
+    /// Appends block `raw`'s stored bytes (filters, then the codec) to `out`.
+    pub fn encode_block(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
+        let codec = self.codec.block_codec();
+        let Some((first, rest)) = self.filters.split_first() else {
+            return codec.compress(raw, &self.el, self.level, out);
+        };
+        with_scratch(raw.len(), |a, b| {
+            first.implementation().encode(raw, &self.el, a);
+            // The output of each step is the input of the next: a -> b -> a ...
+            let mut in_a = true;
+            for f in rest {
+                if in_a {
+                    f.implementation().encode(a, &self.el, b);
+                } else {
+                    f.implementation().encode(b, &self.el, a);
+                }
+                in_a = !in_a;
+            }
+            codec.compress(if in_a { a } else { b }, &self.el, self.level, out)
+        })
+    }
+
+    /// Decodes a block's stored bytes into exactly `out.len()` raw bytes: the codec, then the
+    /// filters in reverse order. An error in words, for the caller to name the chunk.
+    pub fn decode_block(&self, stored: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+        let codec = self.codec.block_codec();
+        if self.filters.is_empty() {
+            return codec.decompress(stored, &self.el, out);
+        }
+        let len = out.len();
+        with_scratch(len, |a, b| {
+            if self.filters.len() == 1 {
+                codec.decompress(stored, &self.el, a)?;
+                self.filters[0].implementation().decode(a, &self.el, out);
+                return Ok(());
+            }
+            codec.decompress(stored, &self.el, a)?;
+            // a -> b -> a ... -> out: the last filter undone writes into `out`.
+            let (mut src, mut dst) = (a, b);
+            let last = self.filters.len() - 1;
+            for (k, f) in self.filters.iter().rev().enumerate() {
+                if k == last {
+                    f.implementation().decode(src, &self.el, out);
+                } else {
+                    f.implementation().decode(src, &self.el, dst);
+                    std::mem::swap(&mut src, &mut dst);
+                }
+            }
+            Ok(())
+        })
+    }
+
+    /// `raw` with the pipeline's lossy filters applied (they lead the pipeline and work
+    /// element by element, and applying one twice changes nothing), or `None` if it has none.
+    pub fn round(&self, raw: &[u8]) -> Option<Vec<u8>> {
+        let lossy: Vec<&Filter> = self.filters.iter().take_while(|f| f.is_lossy()).collect();
+        let (first, rest) = lossy.split_first()?;
+        let mut out = vec![0u8; raw.len()];
+        first.implementation().encode(raw, &self.el, &mut out);
+        for f in rest {
+            let src = out.clone();
+            f.implementation().encode(&src, &self.el, &mut out);
+        }
+        Some(out)
+    }
+
+    /// Whether a filter of the pipeline changes values.
+    pub fn any_lossy(&self) -> bool {
+        self.filters.iter().any(|f| f.is_lossy())
+    }
+}

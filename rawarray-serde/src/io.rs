@@ -1,0 +1,339 @@
+//! Where a file's bytes come from: the one positioned-read trait [`ReadAt`] (a file, a byte
+//! slice, a map; an object store reader fetches the same ranges), and [`PinnedFile`], a file
+//! that knows the state it was opened in and refuses to mix it with another.
+//!
+//! Every reader that copies through an open file reads through a [`PinnedFile`] and takes its
+//! state ([`ReadAt::state`]) before and after each read (size, change times to the nanosecond,
+//! header): a read during which the file changed is an error saying so, never rows of one
+//! version and rows of another, and a read that finds the file is no longer the one opened (a
+//! header that is not the same file grown, or a file cut below its data) is an error too. A
+//! file replaced by rename is not a change: the open file is the old one. A file that grew as
+//! the format's writers grow files (a record file's flush, a chunked file's commit: the same
+//! header but a larger last dim or `size`) is still the file opened: committed bytes are never
+//! written again. Caches of decoded bytes are dropped when the state changes between reads.
+//!
+//! ```
+//! use rawarray_serde::io::{PinnedFile, ReadAt};
+//! let dir = tempfile::tempdir().unwrap();
+//! let path = dir.path().join("a.ra");
+//! rawarray_serde::to_file(&path, &vec![1u8, 2, 3]).unwrap();
+//! let f = PinnedFile::open(&path).unwrap();
+//! let mut b = [0u8; 3];
+//! f.read_exact_at(&mut b, 56).unwrap();
+//! assert_eq!(b, [1, 2, 3]);
+//! // Rewritten in place to another array: the same inode, another header.
+//! std::fs::write(&path, rawarray_serde::to_vec(&vec![9u8; 4]).unwrap()).unwrap();
+//! assert!(f.state().is_err());
+//! ```
+
+use std::fs::File;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::error::{ErrorKind, Result};
+use crate::header::Header;
+
+/// A source of bytes read at an offset (a whole `.ra` file: offsets count from its first
+/// byte). `&[u8]`, `Vec<u8>`, `File`, [`PinnedFile`] and memory maps are sources.
+pub trait ReadAt: Sync {
+    /// Reads exactly `buf.len()` bytes at `offset`.
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+    /// The source's length in bytes.
+    fn source_len(&self) -> io::Result<u64>;
+    /// The source's state now, for a reader to compare before and after a read; `None` for
+    /// sources that cannot change (bytes in memory, a map, a pinned object). An error if it is
+    /// no longer the source opened (a file rewritten in place to another header, or cut below
+    /// its data).
+    fn state(&self) -> Result<Option<FileState>> {
+        Ok(None)
+    }
+}
+
+impl ReadAt for File {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        crate::fileio::read_exact_at(self, buf, offset)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self.metadata()?.len())
+    }
+}
+
+impl ReadAt for [u8] {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|o| self.get(o..o.checked_add(buf.len())?))
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+}
+
+impl ReadAt for Vec<u8> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.as_slice().read_exact_at(buf, offset)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+}
+
+impl ReadAt for memmap2::Mmap {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self.len() as u64)
+    }
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for &T {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        (**self).source_len()
+    }
+    fn state(&self) -> Result<Option<FileState>> {
+        (**self).state()
+    }
+}
+
+impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        (**self).source_len()
+    }
+    fn state(&self) -> Result<Option<FileState>> {
+        (**self).state()
+    }
+}
+
+/// What identifies one state of a file: its inode, length, and change times to the
+/// nanosecond, and its header's bytes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileState {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    mtime_ns: i128,
+    ctime_ns: i128,
+    header: Vec<u8>,
+}
+
+impl FileState {
+    /// The state of `file` now.
+    pub fn of(file: &File) -> io::Result<FileState> {
+        let meta = file.metadata()?;
+        let header = crate::fileio::stable_header_bytes(file).unwrap_or_default();
+        Ok(FileState::from_meta(&meta, header))
+    }
+
+    fn from_meta(meta: &std::fs::Metadata, header: Vec<u8>) -> FileState {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::MetadataExt;
+            FileState {
+                dev: meta.dev(),
+                ino: meta.ino(),
+                len: meta.len(),
+                mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+                ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+                header,
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            let ns = |t: io::Result<std::time::SystemTime>| {
+                t.ok()
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map_or(0, |d| d.as_nanos() as i128)
+            };
+            FileState {
+                dev: 0,
+                ino: 0,
+                len: meta.len(),
+                mtime_ns: ns(meta.modified()),
+                ctime_ns: ns(meta.created()),
+                header,
+            }
+        }
+    }
+
+    /// Whether `now` is still the file of this state: the same inode, a header of the same
+    /// file (perhaps grown: a larger `size` or last dim), and the data this header describes
+    /// all there.
+    pub fn holds_in(&self, now: &FileState) -> bool {
+        if now == self {
+            return true;
+        }
+        if now.dev != self.dev || now.ino != self.ino {
+            return false;
+        }
+        match (Header::decode_any(&self.header), Header::decode_any(&now.header)) {
+            (Ok(then), Ok(h)) => {
+                h.is_grown_from(&then)
+                    && now.len >= (then.encoded_len() as u64).saturating_add(then.size)
+            }
+            _ => false,
+        }
+    }
+
+    /// The error of a read during which the file went from this state to `now`.
+    pub fn changed_to(&self, now: &FileState) -> crate::Error {
+        ErrorKind::Changed {
+            what: describe_change(self, now),
+        }
+        .into()
+    }
+}
+
+/// A file and the state it was opened in (see the module docs).
+#[derive(Debug)]
+pub struct PinnedFile {
+    file: File,
+    path: PathBuf,
+    state: FileState,
+}
+
+impl PinnedFile {
+    /// Opens `path` for reading and records its state.
+    pub fn open(path: impl AsRef<Path>) -> Result<PinnedFile> {
+        let path = path.as_ref();
+        crate::fileio::reading(path, |p| {
+            let file = File::open(p)?;
+            PinnedFile::new(file, p)
+        })
+    }
+
+    /// Pins an open `file` (known as `path` in messages) in its state now.
+    pub fn new(file: File, path: impl AsRef<Path>) -> Result<PinnedFile> {
+        let state = FileState::of(&file)?;
+        Ok(PinnedFile {
+            file,
+            path: path.as_ref().to_path_buf(),
+            state,
+        })
+    }
+
+    /// The open file.
+    pub fn file(&self) -> &File {
+        &self.file
+    }
+
+    /// The path it was opened as.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The state it was opened in.
+    pub fn opened_state(&self) -> &FileState {
+        &self.state
+    }
+}
+
+impl ReadAt for PinnedFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        crate::fileio::read_exact_at(&self.file, buf, offset)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self.file.metadata()?.len())
+    }
+    fn state(&self) -> Result<Option<FileState>> {
+        let now = FileState::of(&self.file)?;
+        if self.state.holds_in(&now) {
+            return Ok(Some(now));
+        }
+        Err(self.state.changed_to(&now).in_file(&self.path))
+    }
+}
+
+/// "its length went from 100 to 80 bytes" and the like, for the error.
+fn describe_change(then: &FileState, now: &FileState) -> String {
+    if then.len != now.len {
+        format!("its length went from {} to {} bytes", then.len, now.len)
+    } else if then.header != now.header {
+        "its header is not the one it had".into()
+    } else if then.ino != now.ino {
+        "it is another file".into()
+    } else {
+        "it was written (its modification time changed)".into()
+    }
+}
+
+/// A file's data section mapped into memory, read as the whole file's offsets (the header
+/// before it is not mapped: reads of it fail). A map is a live view of the file, as numpy's
+/// `memmap` is: it is never checked for changes.
+#[derive(Debug)]
+pub struct MappedSection {
+    map: memmap2::Mmap,
+    base: u64,
+}
+
+impl MappedSection {
+    /// Maps the data section of `file`, whose header is `header`.
+    ///
+    /// # Safety
+    ///
+    /// memmap2's contract: the mapped bytes must be neither modified nor truncated away while
+    /// the map lives (see [`crate::ArrayReader::open_mapped`] for what this crate promises).
+    pub unsafe fn new(file: &File, header: &Header) -> Result<MappedSection> {
+        // SAFETY: the caller upholds memmap2's contract (this fn's own).
+        let map = unsafe { crate::fileio::map_data_section(file, header)? };
+        Ok(MappedSection {
+            map,
+            base: header.encoded_len() as u64,
+        })
+    }
+
+    /// The mapped data section.
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+}
+
+impl ReadAt for MappedSection {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        let at = offset
+            .checked_sub(self.base)
+            .ok_or(io::ErrorKind::UnexpectedEof)?;
+        (*self.map).read_exact_at(buf, at)
+    }
+    fn source_len(&self) -> io::Result<u64> {
+        Ok(self.base + self.map.len() as u64)
+    }
+}
+
+/// `len` bytes of a source from `offset`, as a `Read`: positioned reads, so readers sharing
+/// the source across threads do not disturb each other.
+pub struct ReadAtCursor<'a, S: ReadAt + ?Sized> {
+    source: &'a S,
+    offset: u64,
+    left: u64,
+}
+
+impl<'a, S: ReadAt + ?Sized> ReadAtCursor<'a, S> {
+    /// The bytes `offset .. offset + len` of `source`.
+    pub fn new(source: &'a S, offset: u64, len: u64) -> ReadAtCursor<'a, S> {
+        ReadAtCursor {
+            source,
+            offset,
+            left: len,
+        }
+    }
+}
+
+impl<S: ReadAt + ?Sized> io::Read for ReadAtCursor<'_, S> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = usize::try_from(self.left).map_or(buf.len(), |l| l.min(buf.len()));
+        self.source.read_exact_at(&mut buf[..n], self.offset)?;
+        self.offset += n as u64;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}

@@ -1,0 +1,520 @@
+//! The chunked storage kind (flag bit 2) behind [`Section`](super::Section): a [`ChunkMap`]
+//! driven over a [`ReadAt`] source, with a small cache of decoded blocks, so repeated element
+//! reads decode nothing twice.
+
+use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use rayon::prelude::*;
+
+use crate::codec::chain::BlockRef;
+use crate::codec::map::ChunkMap;
+use crate::codec::Entry;
+use crate::error::{ErrorKind, Result};
+use crate::header::Header;
+use crate::io::ReadAt;
+
+/// What a section has read so far.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SectionStats {
+    /// Stored (compressed) bytes read, block tables included; index and config excluded.
+    pub compressed_bytes: u64,
+    /// Chunks whose stored bytes were read (once per chunk per read call).
+    pub chunks_read: u64,
+    /// Blocks decoded (whole-chunk decodes count their blocks).
+    pub blocks_decoded: u64,
+    /// Raw bytes the decoded blocks hold (doc/chunked.md section 8's bound is on this).
+    pub decoded_bytes: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    /// Positioned reads of a plain or whole-LZ4 section, and their bytes.
+    pub(crate) reads: AtomicU64,
+    pub(crate) bytes: AtomicU64,
+    compressed_bytes: AtomicU64,
+    chunks_read: AtomicU64,
+    blocks_decoded: AtomicU64,
+    decoded_bytes: AtomicU64,
+}
+
+impl Counters {
+    pub(crate) fn stats(&self) -> SectionStats {
+        SectionStats {
+            compressed_bytes: self.compressed_bytes.load(Ordering::Relaxed),
+            chunks_read: self.chunks_read.load(Ordering::Relaxed),
+            blocks_decoded: self.blocks_decoded.load(Ordering::Relaxed),
+            decoded_bytes: self.decoded_bytes.load(Ordering::Relaxed),
+        }
+    }
+
+    /// What a reader of `storage` calls its I/O: runs read (plain), the section read (LZ4),
+    /// chunks read and their stored bytes (chunked).
+    pub(crate) fn io_stats(&self, chunked: bool) -> super::IoStats {
+        if chunked {
+            super::IoStats {
+                reads: self.chunks_read.load(Ordering::Relaxed),
+                bytes: self.compressed_bytes.load(Ordering::Relaxed),
+            }
+        } else {
+            super::IoStats {
+                reads: self.reads.load(Ordering::Relaxed),
+                bytes: self.bytes.load(Ordering::Relaxed),
+            }
+        }
+    }
+
+    pub(crate) fn read(&self, bytes: u64) {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    fn blocks(&self, n: u64, bytes: u64) {
+        self.blocks_decoded.fetch_add(n, Ordering::Relaxed);
+        self.decoded_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+/// A decoded block and the tick of its last use.
+type CachedBlock = (Arc<Vec<u8>>, u64);
+
+/// The decoded blocks (and block tables) kept for repeated access.
+#[derive(Default)]
+struct BlockCache {
+    /// By (chunk, block).
+    blocks: HashMap<(u64, u64), CachedBlock>,
+    tables: HashMap<u64, Arc<Vec<BlockRef>>>,
+    bytes: usize,
+    tick: u64,
+}
+
+/// Decoded bytes a reader keeps, at most.
+const CACHE_BYTES: usize = 32 << 20;
+/// Block tables a reader keeps, at most.
+const CACHE_TABLES: usize = 1024;
+
+impl BlockCache {
+    fn get(&mut self, key: (u64, u64)) -> Option<Arc<Vec<u8>>> {
+        self.tick += 1;
+        let tick = self.tick;
+        self.blocks.get_mut(&key).map(|(b, t)| {
+            *t = tick;
+            Arc::clone(b)
+        })
+    }
+
+    fn put(&mut self, key: (u64, u64), block: Arc<Vec<u8>>) {
+        if block.len() > CACHE_BYTES / 4 {
+            return;
+        }
+        while self.bytes + block.len() > CACHE_BYTES {
+            let Some((&old, _)) = self.blocks.iter().min_by_key(|(_, (_, t))| *t) else {
+                break;
+            };
+            let (b, _) = self.blocks.remove(&old).expect("found above");
+            self.bytes -= b.len();
+        }
+        self.tick += 1;
+        self.bytes += block.len();
+        if let Some((b, _)) = self.blocks.insert(key, (block, self.tick)) {
+            self.bytes -= b.len();
+        }
+    }
+}
+
+/// Times [`Chunked::open`] takes a later size for entries past its header's.
+const LATER_SIZE_TRIES: usize = 8;
+
+/// The config and index of the section at `base` in `source`, as `header` describes it.
+pub(crate) fn read_map<S: ReadAt + ?Sized>(
+    header: &Header,
+    source: &S,
+    base: u64,
+) -> Result<ChunkMap> {
+    let probe = ChunkMap::config_probe(header);
+    let mut head = vec![0u8; (probe.end - probe.start) as usize];
+    source.read_exact_at(&mut head, base + probe.start)?;
+    let len = ChunkMap::config_len(header, &head)?;
+    if len as usize > head.len() {
+        let at = head.len();
+        head.resize(len as usize, 0);
+        source.read_exact_at(&mut head[at..], base + at as u64)?;
+    }
+    let pending = ChunkMap::start(header, &head[..len as usize])?;
+    // One read for the segments in the common case (segment 0 only).
+    let mut bufs = Vec::with_capacity(pending.segment_reads().len());
+    for r in pending.segment_reads() {
+        let mut b = crate::data::try_zeroed_bytes(r.bytes.end - r.bytes.start)?;
+        source.read_exact_at(&mut b, base + r.bytes.start)?;
+        bufs.push(b);
+    }
+    let refs: Vec<&[u8]> = bufs.iter().map(Vec::as_slice).collect();
+    pending.finish(&refs)
+}
+
+/// The size of the header now in `source` before `base`, if it is `header`'s file grown since
+/// ([`Header::is_grown_from`]). `None` when there is no header there (a section alone) or it is
+/// anything else.
+fn later_size<S: ReadAt + ?Sized>(header: &Header, source: &S, base: u64) -> Option<u64> {
+    let hlen = header.encoded_len() as u64;
+    let at = base.checked_sub(hlen)?;
+    let mut bytes = vec![0u8; hlen as usize];
+    source.read_exact_at(&mut bytes, at).ok()?;
+    let now = Header::decode_any(&bytes).ok()?;
+    (now.is_grown_from(header) && now.size > header.size).then_some(now.size)
+}
+
+/// A chunked data section being read (see the module docs).
+pub(crate) struct Chunked {
+    map: ChunkMap,
+    cache: Mutex<BlockCache>,
+}
+
+impl Chunked {
+    /// Reads and validates the config and index (and, for entries past `size`, a later
+    /// header's size: see doc/chunked.md section 7.1).
+    pub(crate) fn open<S: ReadAt + ?Sized>(header: &Header, source: &S, base: u64) -> Result<Chunked> {
+        let mut map = read_map(header, source, base)?;
+        let mut h = header.clone();
+        for _ in 0..LATER_SIZE_TRIES {
+            if map.index().uncommitted().is_empty() {
+                break;
+            }
+            let Some(size) = later_size(&h, source, base) else {
+                break;
+            };
+            h.size = size;
+            map = read_map(&h, source, base)?;
+        }
+        Ok(Chunked {
+            map,
+            cache: Mutex::new(BlockCache::default()),
+        })
+    }
+
+    pub(crate) fn map(&self) -> &ChunkMap {
+        &self.map
+    }
+
+    /// Forgets the decoded blocks and block tables (they may be of another state of the file).
+    pub(crate) fn drop_caches(&self) {
+        let mut c = self.cache.lock().expect("cache lock");
+        *c = BlockCache::default();
+    }
+
+    fn read_at<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        len: u64,
+        offset: u64,
+    ) -> Result<Vec<u8>> {
+        let mut b = crate::data::try_zeroed_bytes(len)?;
+        io.source.read_exact_at(&mut b, io.base + offset)?;
+        io.counters
+            .compressed_bytes
+            .fetch_add(len, Ordering::Relaxed);
+        Ok(b)
+    }
+
+    /// Reads and decodes chunk `n` whole into `out` (its raw length; zeros if never written).
+    fn read_chunk_into<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        n: u64,
+        out: &mut [u8],
+        zeroed: bool,
+    ) -> Result<()> {
+        let e = self.map.entry(n);
+        if e.is_empty() {
+            // A fresh zeroed buffer's pages stay untouched: a sparse array costs no memory
+            // where its chunks were never written.
+            if !zeroed {
+                out.fill(0);
+            }
+            return Ok(());
+        }
+        let stored = self.read_at(io, e.len, e.offset)?;
+        io.counters.chunks_read.fetch_add(1, Ordering::Relaxed);
+        if !e.is_raw() {
+            let g = self.map.block_grid(n)?;
+            let used = g.prefix_blocks(out.len() as u64);
+            let bytes: u64 = (0..used).map(|b| g.raw_len(b)).sum();
+            io.counters.blocks(used, bytes);
+        }
+        self.map.decode_chunk(n, &stored, out)
+    }
+
+    /// Decodes every chunk into `out` (the section's length); `zeroed`: it is known to hold
+    /// zeros, so chunks never written are left alone.
+    pub(crate) fn read_all_into<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        out: &mut [u8],
+        zeroed: bool,
+    ) -> Result<()> {
+        let total = out.len();
+        if total == 0 {
+            return Ok(());
+        }
+        let grid = self.map.grid();
+        in_pool(io.threads, || {
+            if grid.is_contiguous() {
+                // Chunk n is bytes n x stride .. of the section: decode in place. The stride
+                // is chunk 0's raw length, clipped to the array (the config's chunk shape may
+                // exceed the dims by any amount), so it is at most `total` and never 0 here.
+                let stride = grid.raw_len(0) as usize;
+                out.par_chunks_mut(stride)
+                    .enumerate()
+                    .try_for_each(|(i, dst)| self.read_chunk_into(io, i as u64, dst, zeroed))
+            } else if let Some(slab) = self.slab_bytes(out.len()) {
+                // Slabs of whole chunks along the last dim are disjoint runs of `out`: each
+                // thread decodes a slab's chunks and places them itself.
+                out.par_chunks_mut(slab).enumerate().try_for_each(|(k, dst)| {
+                    self.decode_slab(io, k as u64, slab as u64, dst, zeroed)
+                })
+            } else {
+                // Chunks never written are left alone below: a used buffer is zeroed first.
+                if !zeroed {
+                    out.fill(0);
+                }
+                let written: Vec<u64> = (0..self.map.index().entries().len() as u64)
+                    .filter(|&c| !self.map.entry(c).is_empty())
+                    .collect();
+                let batch = rayon::current_num_threads().max(1) * 4;
+                let all: Vec<Range<u64>> = grid.dims().iter().map(|&d| 0..d).collect();
+                for group in written.chunks(batch) {
+                    let decoded: Vec<Vec<u8>> = group
+                        .par_iter()
+                        .map(|&c| {
+                            let mut buf = crate::data::try_zeroed_bytes(grid.raw_len(c))?;
+                            self.read_chunk_into(io, c, &mut buf, true).map(|()| buf)
+                        })
+                        .collect::<Result<_>>()?;
+                    for (&c, buf) in group.iter().zip(decoded) {
+                        for (s, d, len) in self.map.subset_runs(c, &all) {
+                            out[d as usize..(d + len) as usize]
+                                .copy_from_slice(&buf[s as usize..(s + len) as usize]);
+                        }
+                    }
+                }
+                Ok(())
+            }
+        })?
+    }
+
+    /// The bytes of a slab of `out` (`total` bytes) that holds one row of chunks along the
+    /// last dim, when there are enough slabs to keep every thread busy; else `None`.
+    fn slab_bytes(&self, total: usize) -> Option<usize> {
+        let grid = self.map.grid();
+        let last = grid.dims().len().checked_sub(1)?;
+        let slabs = grid.counts()[last] as usize;
+        if slabs < rayon::current_num_threads().max(2) {
+            return None;
+        }
+        let plane = total as u64 / grid.dims()[last].max(1);
+        usize::try_from(plane * grid.chunk()[last]).ok()
+    }
+
+    /// Decodes the chunks of slab `k` (`slab` bytes of the output each) into `dst`, through
+    /// one buffer of a chunk for the whole slab (a fresh buffer per chunk cost its page faults
+    /// and zeroing, more than decoding LZ4; the buffer goes with the slab, so no thread keeps
+    /// memory after the read); chunks never written become zeros unless `zeroed`.
+    fn decode_slab<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        k: u64,
+        slab: u64,
+        dst: &mut [u8],
+        zeroed: bool,
+    ) -> Result<()> {
+        let grid = self.map.grid();
+        let last = grid.dims().len() - 1;
+        let per: u64 = grid.counts()[..last].iter().product();
+        let all: Vec<Range<u64>> = grid.dims().iter().map(|&d| 0..d).collect();
+        let base = k * slab;
+        let mut buf: Vec<u8> = Vec::new();
+        for c in k * per..(k + 1) * per {
+            let empty = self.map.entry(c).is_empty();
+            if empty && zeroed {
+                continue;
+            }
+            let len = grid.raw_len(c) as usize;
+            if buf.len() < len {
+                buf.resize(len, 0);
+            }
+            if empty {
+                buf[..len].fill(0);
+            } else {
+                self.read_chunk_into(io, c, &mut buf[..len], true)?;
+            }
+            for (s, d, n) in self.map.subset_runs(c, &all) {
+                let d = (d - base) as usize;
+                dst[d..d + n as usize].copy_from_slice(&buf[s as usize..(s + n) as usize]);
+            }
+        }
+        Ok(())
+    }
+
+    /// The block table of chunk `n` (cached).
+    fn table<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        n: u64,
+        e: &Entry,
+    ) -> Result<Arc<Vec<BlockRef>>> {
+        if let Some(t) = self.cache.lock().expect("cache lock").tables.get(&n) {
+            return Ok(Arc::clone(t));
+        }
+        let g = self.map.block_grid(n)?;
+        let tlen = g.table_len().map_or(e.len, |t| t.min(e.len));
+        let bytes = self.read_at(io, tlen, e.offset)?;
+        let t = Arc::new(self.map.chain().block_table(n, &bytes, &g, e.len)?);
+        let mut cache = self.cache.lock().expect("cache lock");
+        if cache.tables.len() >= CACHE_TABLES {
+            cache.tables.clear();
+        }
+        cache.tables.insert(n, Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// The stored bytes of chunk `n`, stored raw, checked against its entry (cached, under the
+    /// block key `u64::MAX`, which no block of a chunk has).
+    fn raw_chunk<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        n: u64,
+        e: &Entry,
+    ) -> Result<Arc<Vec<u8>>> {
+        if let Some(chunk) = self.cache.lock().expect("cache lock").get((n, u64::MAX)) {
+            return Ok(chunk);
+        }
+        let stored = self.read_at(io, e.len, e.offset)?;
+        self.map.check_stored(n, &stored)?;
+        let chunk = Arc::new(stored);
+        self.cache
+            .lock()
+            .expect("cache lock")
+            .put((n, u64::MAX), Arc::clone(&chunk));
+        Ok(chunk)
+    }
+
+    /// Block `b` of chunk `n`, decoded (cached).
+    fn block<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        n: u64,
+        b: u64,
+        e: &Entry,
+        table: &[BlockRef],
+        len: u64,
+    ) -> Result<Arc<Vec<u8>>> {
+        if let Some(block) = self.cache.lock().expect("cache lock").get((n, b)) {
+            return Ok(block);
+        }
+        let r = &table[b as usize];
+        let stored = self.read_at(io, r.len, e.offset + r.start)?;
+        let mut out = crate::data::try_zeroed_bytes(len)?;
+        self.map
+            .chain()
+            .decode_block(n, b, r, &stored, &mut out)?;
+        io.counters.blocks(1, len);
+        let out = Arc::new(out);
+        self.cache
+            .lock()
+            .expect("cache lock")
+            .put((n, b), Arc::clone(&out));
+        Ok(out)
+    }
+
+    /// Decodes the box `ranges` (one checked range per dim, first varying fastest) into `out`,
+    /// column-major over the box's shape, in the file's byte order. Only the chunks the box
+    /// intersects are read, and in each only the blocks it crosses.
+    pub(crate) fn read_box<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        ranges: &[Range<u64>],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let out_dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        for n in self.map.grid().touched(ranges) {
+            let e = self.map.entry(n);
+            if e.is_empty() {
+                for (_, d, len) in self.map.subset_runs(n, ranges) {
+                    out[d as usize..(d + len) as usize].fill(0);
+                }
+                continue;
+            }
+            io.counters.chunks_read.fetch_add(1, Ordering::Relaxed);
+            if e.is_raw() {
+                // Its CRC covers the whole chunk, so the whole chunk is read and checked (and
+                // kept for the next read): a part read alone could not be.
+                let chunk = self.raw_chunk(io, n, &e)?;
+                for (s, d, len) in self.map.subset_runs(n, ranges) {
+                    out[d as usize..(d + len) as usize]
+                        .copy_from_slice(&chunk[s as usize..(s + len) as usize]);
+                }
+                continue;
+            }
+            let table = self.table(io, n, &e)?;
+            let g = self.map.block_grid(n)?;
+            let (local, at) = self.map.local_box(n, ranges);
+            for b in g.touched(&local) {
+                let block = self.block(io, n, b, &e, &table, g.raw_len(b))?;
+                for (s, d, len) in g.block_to_box(b, &local, &out_dims, &at) {
+                    out[d as usize..(d + len) as usize]
+                        .copy_from_slice(&block[s as usize..(s + len) as usize]);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Reads every written chunk whole, checking its entry's CRC and every block's, and
+    /// decodes it: what `verify` reports.
+    pub(crate) fn verify<S: ReadAt + ?Sized>(&self, io: &Io<'_, S>) -> Result<u64> {
+        let grid = self.map.grid();
+        let mut checked = 0;
+        for n in 0..self.map.index().entries().len() as u64 {
+            if self.map.entry(n).is_empty() {
+                continue;
+            }
+            let mut buf = crate::data::try_zeroed_bytes(grid.raw_len(n))?;
+            self.read_chunk_into(io, n, &mut buf, true)?;
+            checked += 1;
+        }
+        Ok(checked)
+    }
+}
+
+/// What a read needs of its section: the source, where its data section starts, the threads
+/// and the counters.
+pub(crate) struct Io<'a, S: ?Sized> {
+    pub(crate) source: &'a S,
+    pub(crate) base: u64,
+    pub(crate) threads: usize,
+    pub(crate) counters: &'a Counters,
+}
+
+/// Runs `f` on a pool of `threads` threads, or on rayon's global pool for 0.
+pub(crate) fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
+    if threads == 0 {
+        return Ok(f());
+    }
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| crate::Error::msg(format!("thread pool of {threads}: {e}")))?;
+    Ok(pool.install(f))
+}
+
+/// An error of a buffer of the wrong length for `dims`.
+pub(crate) fn shape_mismatch(dims: Vec<u64>, expected: u64, len: usize) -> crate::Error {
+    ErrorKind::ShapeMismatch {
+        dims,
+        expected,
+        len: len as u64,
+    }
+    .into()
+}

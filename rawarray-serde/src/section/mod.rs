@@ -1,0 +1,578 @@
+//! One type for every storage kind of a data section: [`Section`].
+//!
+//! A data section is stored plain (either byte order), as one raw LZ4 block (flag bit 1), or in
+//! the chunked layout (flag bit 2, doc/chunked.md); a ragged file's offsets and values are each
+//! such a section. A [`Section`] is opened once from a header and a positioned reader ([`ReadAt`]:
+//! a file, a map, bytes in memory, an object store's ranges) and offers what every reader
+//! needs: read it all into a caller's buffer, read an n-d box, stream it in file order, verify
+//! every checksum, and describe itself. Every reader of the crate (and of `ra` and the Python
+//! package) is a shell over it, and no other code asks which storage kind a file has.
+//!
+//! Bytes come out in the file's byte order (flag bit 0); readers that hand out values swap
+//! them. Every read takes the source's state ([`ReadAt::state`]) before and after, so a read
+//! returns the bytes of one state of the file or an error, and decoded bytes kept from a read
+//! in another state are dropped first.
+//!
+//! ```
+//! use rawarray_serde::section::{Section, Storage};
+//! use rawarray_serde::{codec::Codec, Header, RawArray, WriteOptions};
+//! let a = RawArray::from_shape_vec(vec![100, 30], (0..3000).map(|i| i as u16).collect()).unwrap();
+//! for opts in [WriteOptions::new(), WriteOptions::new().compress(true), WriteOptions::new().codec(Codec::Zstd)] {
+//!     let mut file = Vec::new();
+//!     a.write_to_with(&mut file, &opts).unwrap();
+//!     let header = Header::decode_any(&file).unwrap();
+//!     let s = Section::open(&header, &file[..]).unwrap();
+//!     let mut col = vec![0u8; 100 * 2];
+//!     s.read_box(&[0..100, 7..8], &mut col).unwrap();
+//!     assert_eq!(col[..2], 700u16.to_le_bytes());
+//!     assert_eq!(s.read_all().unwrap().len(), 6000);
+//! }
+//! ```
+
+pub mod chunked;
+pub mod lz4;
+pub mod stream;
+pub mod write;
+
+use std::ops::{ControlFlow, Range};
+
+pub use chunked::SectionStats;
+
+use crate::codec::map::ChunkMap;
+use crate::codec::{Blocks, Codec, Filter};
+use crate::error::{ErrorKind, Result};
+use crate::header::Header;
+use crate::io::{ReadAt, ReadAtCursor};
+use crate::subset::SubsetPlan;
+use chunked::{Chunked, Counters, Io};
+
+/// Reads a reader made of its data source, and their bytes: runs read (a plain section, one
+/// per run, or copies out of a map), the section read once (whole-section LZ4), or chunks read
+/// (once per chunk per call) and their stored bytes, block tables included (chunked; the config
+/// and index read at open are not counted). A test or a benchmark sees that a block costs its
+/// own bytes, not the file's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoStats {
+    /// Reads made.
+    pub reads: u64,
+    /// Bytes read.
+    pub bytes: u64,
+}
+
+/// How a data section is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Storage {
+    /// The elements as they are.
+    Plain,
+    /// One raw LZ4 block (flag bit 1).
+    Lz4Whole,
+    /// The chunked layout (flag bit 2).
+    Chunked,
+}
+
+impl Storage {
+    /// The storage kind a header says, or an error naming flag bits no reader of arrays knows
+    /// (bit 3, ragged, is read by the ragged readers, which open its parts as sections).
+    pub fn of(header: &Header) -> Storage {
+        if header.flags.is_chunked() {
+            Storage::Chunked
+        } else if header.flags.is_compressed() {
+            Storage::Lz4Whole
+        } else {
+            Storage::Plain
+        }
+    }
+
+    /// Its name: `plain`, `lz4-whole`, or `chunked`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Storage::Plain => "plain",
+            Storage::Lz4Whole => crate::codec::table::LZ4_WHOLE,
+            Storage::Chunked => "chunked",
+        }
+    }
+}
+
+/// What a section says about itself (`ra info`, Python's `File.compression`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Description {
+    /// The storage kind.
+    pub storage: Storage,
+    /// The layout version of a chunked section (1 or 2).
+    pub version: Option<u32>,
+    /// The codec of a chunked section.
+    pub codec: Option<Codec>,
+    /// Its level.
+    pub level: Option<i32>,
+    /// Its filters, in the order they were applied.
+    pub filters: Vec<Filter>,
+    /// Its chunk shape, in the file's dim order.
+    pub chunks: Option<Vec<u64>>,
+    /// Its blocks.
+    pub blocks: Option<Blocks>,
+    /// Chunks in the grid.
+    pub chunk_count: Option<u64>,
+    /// Chunks written (the others read as zeros).
+    pub chunks_written: Option<u64>,
+    /// Whether its entries carry statistics.
+    pub statistics: bool,
+    /// The bits a lossy filter kept (`bitround`), if one was applied.
+    pub rounded_to: Option<u32>,
+    /// Bytes of the section as stored.
+    pub stored_bytes: u64,
+    /// Bytes of the elements it holds.
+    pub data_bytes: u64,
+}
+
+/// Something a reader noticed that is not an error but that a user should hear of.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Warning {
+    /// A version 1 chunk whose index entry points past the committed size: a writer that has
+    /// not committed it, or a damaged entry (version 1 entries carry no CRC to tell). It reads
+    /// as zeros.
+    Uncommitted {
+        /// The chunk.
+        chunk: u64,
+    },
+    /// A chunk whose statistics fail their CRC: queries read it rather than skip it.
+    StatisticsDamaged {
+        /// The chunk.
+        chunk: u64,
+    },
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Warning::Uncommitted { chunk } => write!(
+                f,
+                "chunk {chunk}: its index entry points past the committed data (a writer still \
+                 appending, or a damaged entry: RACHUNK1 entries carry no CRC to tell); it reads as zeros"
+            ),
+            Warning::StatisticsDamaged { chunk } => write!(
+                f,
+                "chunk {chunk}: its statistics fail their CRC; queries read it instead of skipping it"
+            ),
+        }
+    }
+}
+
+enum Kind {
+    Plain,
+    /// The decoded section, kept once a box was read (boxes of one LZ4 block have no
+    /// addressable runs; within the bound of 255 plain bytes a stored byte).
+    Lz4Whole(std::sync::Mutex<Option<std::sync::Arc<Vec<u8>>>>),
+    Chunked(Box<Chunked>),
+}
+
+/// A data section of any storage kind, read through a positioned reader (see the module docs).
+pub struct Section<S> {
+    header: Header,
+    source: S,
+    base: u64,
+    kind: Kind,
+    threads: usize,
+    warnings: Vec<Warning>,
+    counters: Counters,
+    /// The source's state at the last read: caches belong to it.
+    last_state: std::sync::Mutex<Option<crate::io::FileState>>,
+}
+
+impl<S: ReadAt> Section<S> {
+    /// Opens the data section of the file `source`, whose header (already read from it) is
+    /// `header`: for a chunked section, reads and validates its config and index.
+    pub fn open(header: &Header, source: S) -> Result<Section<S>> {
+        let base = header.encoded_len() as u64;
+        Section::open_at(header, source, base)
+    }
+
+    /// [`Section::open`] for a source whose data section starts at `base` (0 for a source
+    /// holding the section alone).
+    pub fn open_at(header: &Header, source: S, base: u64) -> Result<Section<S>> {
+        let state = source.state()?;
+        let have = source.source_len()?.saturating_sub(base);
+        if have < header.size {
+            return Err(ErrorKind::Truncated {
+                expected: header.size,
+                found: have,
+            }
+            .into());
+        }
+        let mut warnings = Vec::new();
+        let (kind, header) = match Storage::of(header) {
+            Storage::Plain => (Kind::Plain, header.clone()),
+            Storage::Lz4Whole => (Kind::Lz4Whole(std::sync::Mutex::default()), header.clone()),
+            Storage::Chunked => {
+                let c = Chunked::open(header, &source, base)?;
+                let map = c.map();
+                if map.config().version == 1 {
+                    warnings.extend(
+                        map.index()
+                            .uncommitted()
+                            .iter()
+                            .map(|&chunk| Warning::Uncommitted { chunk }),
+                    );
+                }
+                warnings.extend(
+                    map.index()
+                        .stats_damaged()
+                        .iter()
+                        .map(|&chunk| Warning::StatisticsDamaged { chunk }),
+                );
+                let h = map.header().clone();
+                (Kind::Chunked(Box::new(c)), h)
+            }
+        };
+        Ok(Section {
+            header,
+            source,
+            base,
+            kind,
+            threads: 0,
+            warnings,
+            counters: Counters::default(),
+            last_state: std::sync::Mutex::new(state),
+        })
+    }
+
+    /// Decode whole reads on `threads` threads (0: rayon's global pool).
+    #[must_use]
+    pub fn with_threads(mut self, threads: usize) -> Section<S> {
+        self.threads = threads;
+        self
+    }
+
+    /// The header (for a chunked section being appended to, with the newest committed `size`
+    /// its index was read with).
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The source.
+    pub fn source(&self) -> &S {
+        &self.source
+    }
+
+    /// The storage kind.
+    pub fn storage(&self) -> Storage {
+        match self.kind {
+            Kind::Plain => Storage::Plain,
+            Kind::Lz4Whole(_) => Storage::Lz4Whole,
+            Kind::Chunked(_) => Storage::Chunked,
+        }
+    }
+
+    /// The chunk map of a chunked section.
+    pub fn chunk_map(&self) -> Option<&ChunkMap> {
+        match &self.kind {
+            Kind::Chunked(c) => Some(c.map()),
+            _ => None,
+        }
+    }
+
+    /// What the section says about itself.
+    pub fn describe(&self) -> Description {
+        let h = &self.header;
+        let mut d = Description {
+            storage: self.storage(),
+            version: None,
+            codec: None,
+            level: None,
+            filters: Vec::new(),
+            chunks: None,
+            blocks: None,
+            chunk_count: None,
+            chunks_written: None,
+            statistics: false,
+            rounded_to: None,
+            stored_bytes: h.size,
+            data_bytes: h.data_len(),
+        };
+        if let Some(map) = self.chunk_map() {
+            let c = map.config();
+            d.version = Some(c.version);
+            d.codec = Some(c.codec);
+            d.level = Some(c.level);
+            d.filters.clone_from(&c.filters);
+            d.chunks = Some(c.chunk.clone());
+            d.blocks = Some(c.blocks.clone());
+            d.chunk_count = Some(map.grid().count());
+            d.chunks_written = Some(
+                map.index()
+                    .entries()
+                    .iter()
+                    .filter(|e| !e.is_empty())
+                    .count() as u64,
+            );
+            d.statistics = c.stats.is_some();
+            d.rounded_to = c.filters.iter().find_map(|f| f.kept_bits());
+        }
+        d
+    }
+
+    /// What the reader noticed (see [`Warning`]).
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    /// What has been read and decoded so far.
+    pub fn stats(&self) -> SectionStats {
+        self.counters.stats()
+    }
+
+    /// The reads made of the source so far (see [`IoStats`]).
+    pub fn io_stats(&self) -> IoStats {
+        self.counters
+            .io_stats(matches!(self.kind, Kind::Chunked(_)))
+    }
+
+    fn io(&self) -> Io<'_, S> {
+        Io {
+            source: &self.source,
+            base: self.base,
+            threads: self.threads,
+            counters: &self.counters,
+        }
+    }
+
+    /// Runs a read between two takes of the source's state: an error if it changed during the
+    /// read, and caches of another state dropped before it.
+    fn checked<T>(&self, read: impl FnOnce() -> Result<T>) -> Result<T> {
+        let before = self.source.state()?;
+        {
+            let mut last = self.last_state.lock().expect("state lock");
+            if *last != before {
+                self.drop_caches();
+                last.clone_from(&before);
+            }
+        }
+        let out = read()?;
+        let after = self.source.state()?;
+        if let (Some(b), Some(a)) = (&before, &after) {
+            if a != b {
+                self.drop_caches();
+                return Err(b.changed_to(a));
+            }
+        }
+        Ok(out)
+    }
+
+    fn drop_caches(&self) {
+        match &self.kind {
+            Kind::Lz4Whole(cache) => *cache.lock().expect("cache lock") = None,
+            Kind::Chunked(c) => c.drop_caches(),
+            Kind::Plain => {}
+        }
+    }
+
+    /// The whole section decoded: `dims x elbyte` bytes in the file's byte order.
+    pub fn read_all(&self) -> Result<Vec<u8>> {
+        let mut out = crate::data::try_zeroed_bytes(self.header.data_len())?;
+        self.checked(|| self.fill_all(&mut out, true))?;
+        Ok(out)
+    }
+
+    /// [`Section::read_all`] into the caller's buffer of exactly `dims x elbyte` bytes
+    /// (whatever it holds: chunks never written are zeroed).
+    pub fn read_all_into(&self, out: &mut [u8]) -> Result<()> {
+        let h = &self.header;
+        if out.len() as u64 != h.data_len() {
+            return Err(chunked::shape_mismatch(
+                h.dims.clone(),
+                h.data_len(),
+                out.len(),
+            ));
+        }
+        self.checked(|| self.fill_all(out, false))
+    }
+
+    fn fill_all(&self, out: &mut [u8], zeroed: bool) -> Result<()> {
+        let size = self.header.size;
+        match &self.kind {
+            Kind::Plain => {
+                self.source.read_exact_at(out, self.base)?;
+                self.counters.read(out.len() as u64);
+                Ok(())
+            }
+            Kind::Lz4Whole(cache) => {
+                if let Some(plain) = cache.lock().expect("cache lock").as_ref() {
+                    out.copy_from_slice(plain);
+                    return Ok(());
+                }
+                let mut r = ReadAtCursor::new(&self.source, self.base, size);
+                self.counters.read(size);
+                lz4::decode_into(&mut r, size, out)
+            }
+            Kind::Chunked(c) => c.read_all_into(&self.io(), out, zeroed),
+        }
+    }
+
+    /// Decodes the box `ranges` (one range per dim, first varying fastest) into `out`,
+    /// column-major over the box's shape, in the file's byte order. Plain sections read the
+    /// box's runs; chunked sections only the blocks the box crosses; a whole-section LZ4 block
+    /// is decoded as far as the box's last byte, keeping 64 KiB of it at a time.
+    pub fn read_box(&self, ranges: &[Range<u64>], out: &mut [u8]) -> Result<()> {
+        let h = &self.header;
+        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
+        if out.len() as u64 != plan.bytes() {
+            return Err(chunked::shape_mismatch(plan.dims(), plan.bytes(), out.len()));
+        }
+        self.checked(|| self.fill_plan(&plan, out))
+    }
+
+    /// [`Section::read_box`] of a plan made beforehand.
+    pub fn read_plan(&self, plan: &SubsetPlan, out: &mut [u8]) -> Result<()> {
+        if out.len() as u64 != plan.bytes() || plan.array_dims() != self.header.dims {
+            return Err(chunked::shape_mismatch(plan.dims(), plan.bytes(), out.len()));
+        }
+        self.checked(|| self.fill_plan(plan, out))
+    }
+
+    fn fill_plan(&self, plan: &SubsetPlan, out: &mut [u8]) -> Result<()> {
+        if plan.is_empty() {
+            return Ok(());
+        }
+        match &self.kind {
+            Kind::Plain => {
+                let mut at = 0usize;
+                for run in plan.runs() {
+                    let len = (run.end - run.start) as usize;
+                    self.source
+                        .read_exact_at(&mut out[at..at + len], self.base + run.start)?;
+                    self.counters.read(len as u64);
+                    at += len;
+                }
+                Ok(())
+            }
+            Kind::Lz4Whole(cache) => {
+                let held = cache.lock().expect("cache lock").clone();
+                let plain = match held {
+                    Some(p) => p,
+                    None => {
+                        let size = self.header.size;
+                        let mut p = crate::data::try_zeroed_bytes(self.header.data_len())?;
+                        let mut r = ReadAtCursor::new(&self.source, self.base, size);
+                        self.counters.read(size);
+                        lz4::decode_into(&mut r, size, &mut p)?;
+                        let p = std::sync::Arc::new(p);
+                        *cache.lock().expect("cache lock") = Some(std::sync::Arc::clone(&p));
+                        p
+                    }
+                };
+                let mut at = 0usize;
+                for run in plan.runs() {
+                    let len = (run.end - run.start) as usize;
+                    out[at..at + len]
+                        .copy_from_slice(&plain[run.start as usize..run.end as usize]);
+                    at += len;
+                }
+                Ok(())
+            }
+            Kind::Chunked(c) => c.read_box(&self.io(), plan.ranges(), out),
+        }
+    }
+
+    /// Calls `f` with the section's bytes in file order, in pieces of whole elements of about
+    /// `piece` bytes, until `limit` bytes were handed out or `f` breaks. Memory stays near one
+    /// piece (a chunked section: one slab of chunks along the last dim, cut in pieces; a
+    /// whole-section LZ4 block: 64 KiB of window), whatever the section's size.
+    pub fn for_each_piece(
+        &self,
+        limit: u64,
+        piece: usize,
+        mut f: impl FnMut(&[u8]) -> ControlFlow<()>,
+    ) -> Result<()> {
+        let h = &self.header;
+        let total = h.data_len().min(limit);
+        let elbyte = h.elbyte.max(1) as usize;
+        let per = ((piece / elbyte).max(1) * elbyte) as u64;
+        self.checked(|| match &self.kind {
+            Kind::Plain => {
+                let mut buf = crate::data::try_zeroed_bytes(per.min(total))?;
+                let mut at = 0u64;
+                while at < total {
+                    let n = per.min(total - at) as usize;
+                    self.source
+                        .read_exact_at(&mut buf[..n], self.base + at)?;
+                    at += n as u64;
+                    if f(&buf[..n]).is_break() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+            Kind::Lz4Whole(_) => {
+                let mut r = ReadAtCursor::new(&self.source, self.base, h.size);
+                lz4::decode_pieces(&mut r, h.size, h.data_len(), total, elbyte, piece, f)
+            }
+            Kind::Chunked(c) => {
+                if total == 0 {
+                    return Ok(());
+                }
+                let Some((&last, lead)) = h.dims.split_last() else {
+                    let one = {
+                        let mut b = crate::data::try_zeroed_bytes(h.data_len())?;
+                        c.read_all_into(&self.io(), &mut b, true)?;
+                        b
+                    };
+                    let _ = f(&one);
+                    return Ok(());
+                };
+                // Slabs of whole chunks along the last dim (a slab is a run of the plain data
+                // and each chunk is decoded once), as few planes at a time as a piece allows.
+                let step = c.map().config().chunk[h.dims.len() - 1].min(last).max(1);
+                let plane = lead.iter().product::<u64>() * h.elbyte;
+                let planes = (per / plane.max(1)).clamp(1, step);
+                let mut ranges: Vec<Range<u64>> = lead.iter().map(|&d| 0..d).collect();
+                ranges.push(0..0);
+                let mut buf = Vec::new();
+                let (mut done, mut at) = (0u64, 0u64);
+                while at < last && done < total {
+                    let end = (at + planes).min(last);
+                    let want = (end - at) * plane;
+                    buf.clear();
+                    crate::data::try_reserve(&mut buf, crate::data::to_usize(want)?)?;
+                    buf.resize(want as usize, 0);
+                    ranges[h.dims.len() - 1] = at..end;
+                    c.read_box(&self.io(), &ranges, &mut buf)?;
+                    let keep = want.min(total - done) as usize;
+                    done += keep as u64;
+                    at = end;
+                    if f(&buf[..keep]).is_break() {
+                        break;
+                    }
+                }
+                Ok(())
+            }
+        })
+    }
+
+    /// Reads the whole section checking every checksum it has (a chunked section: each
+    /// chunk's entry CRC and each block's CRC, by decoding every written chunk; a
+    /// whole-section LZ4 block: by decoding it), and returns how many chunks were checked.
+    /// Warnings ([`Section::warnings`]) are not errors here; `ra verify` reports them too.
+    pub fn verify(&self) -> Result<u64> {
+        self.checked(|| match &self.kind {
+            Kind::Plain => Ok(0),
+            Kind::Lz4Whole(_) => {
+                let h = &self.header;
+                let mut r = ReadAtCursor::new(&self.source, self.base, h.size);
+                lz4::decode_pieces(&mut r, h.size, h.data_len(), u64::MAX, 1, 1 << 20, |_| {
+                    ControlFlow::Continue(())
+                })?;
+                Ok(0)
+            }
+            Kind::Chunked(c) => c.verify(&self.io()),
+        })
+    }
+}
+
+impl<S> std::fmt::Debug for Section<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Section")
+            .field("header", &self.header)
+            .field("base", &self.base)
+            .field("threads", &self.threads)
+            .finish_non_exhaustive()
+    }
+}
