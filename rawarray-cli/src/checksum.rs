@@ -639,7 +639,9 @@ const MAX_CHUNK_PROBLEMS: usize = 8;
 /// block (their own crc32s and decoded lengths). Returns one problem per bad chunk, naming it.
 fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
     let section = src.section()?;
-    let layout = section.layout();
+    let Some(layout) = section.chunk_map() else {
+        return Ok(Vec::new());
+    };
     let base = src.data_offset();
     let mut problems = Vec::new();
     let mut bad = 0u64;
@@ -668,7 +670,7 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
             })?;
             buf.resize(want, 0);
         }
-        let read = rawarray_serde::codec::ReadAt::read_exact_at(
+        let read = rawarray_serde::io::ReadAt::read_exact_at(
             &src.file(),
             &mut stored,
             base + range.start,

@@ -10,13 +10,14 @@ use std::io::{BufReader, BufWriter, Read, Seek, Write};
 use std::path::Path;
 
 use rawarray_serde::atomic::AtomicFile;
-use rawarray_serde::codec::{self, ChunkOptions};
+use rawarray_serde::codec;
 use rawarray_serde::header::LZ4_MAX_INPUT;
+use rawarray_serde::section::Storage;
 use rawarray_serde::{DynArray, Flags, Header, WriteOptions};
 
 use crate::fail::{At, Failure, Result};
 use crate::report;
-use crate::source::{RaSource, CHUNK};
+use crate::source::RaSource;
 
 /// How `ra compress` packs a data section (`--codec`). Each codec says its own limits, which
 /// are checked from the header before any data is read.
@@ -62,12 +63,13 @@ pub struct Packing {
 }
 
 impl Packing {
-    /// The library's chunk options, `None` for the LZ4 whole block.
-    pub(crate) fn chunk_options(&self) -> Option<ChunkOptions> {
-        let codec = match self.codec {
-            Codec::Zstd => codec::Codec::Zstd,
-            Codec::Lz4 => codec::Codec::Lz4,
-            Codec::None => codec::Codec::None,
+    /// The library's write options of a chunked codec, `None` for the LZ4 whole block. The
+    /// names are the library's table's ([`codec::table`]).
+    pub(crate) fn chunk_options(&self) -> Option<WriteOptions> {
+        let name = match self.codec {
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+            Codec::None => "none",
             Codec::Lz4Whole => return None,
         };
         let shuffle = match self.shuffle {
@@ -75,8 +77,8 @@ impl Packing {
             Shuffle::Bit => codec::Shuffle::Bit,
             Shuffle::None => codec::Shuffle::None,
         };
-        let mut o = ChunkOptions::new()
-            .codec(codec)
+        let mut o = WriteOptions::for_name(name)
+            .expect("a name of the codec table")
             .shuffle(shuffle)
             .threads(self.threads);
         if let Some(l) = self.level {
@@ -126,7 +128,7 @@ impl Packing {
             }
         }
         if let Some(o) = self.chunk_options() {
-            o.config(&header.dims, header.elbyte, 0).at(input)?;
+            o.chunk_config(header, None).at(input)?;
         }
         Ok(())
     }
@@ -168,19 +170,16 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
     }
     let info = src.trailer_info();
     let data_end = if let Some(opts) = &chunk_opts {
-        encode_chunked(&mut src, opts, out.file(), output)?
+        let schema = info.trailer.as_ref().and_then(|t| t.schema.clone());
+        encode_chunked(&mut src, opts, schema.as_ref(), out.file(), output)?
     } else if !compress && packed {
-        if stored.flags.is_chunked() {
-            decode_chunked(&mut src, out.file(), output)?
-        } else {
-            decompress_streamed(&mut src, out.file(), output)?
-        }
+        decode_streamed(&mut src, out.file(), output)?
     } else {
         // One LZ4 block is made in memory (the block format needs all of its input at once),
         // the library reading and writing it, its allocations fallible. Only the header and
         // the data are read: trailing bytes are copied (streamed) after them. A chunked input
         // is decoded through the codec layer first.
-        let array = if stored.flags.is_chunked() {
+        let array = if src.storage() == Storage::Chunked {
             let h = src.plain_header();
             let data = src.read_all()?;
             DynArray::new(h.eltype, h.elbyte, h.dims, data).at(input)?
@@ -220,10 +219,14 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
     } else {
         let how = match &chunk_opts {
             Some(o) => format!(
-                " ({}, level {}, {} shuffle)",
+                " ({}, level {}, filters [{}])",
                 o.get_codec().name(),
                 o.get_level(),
-                o.get_shuffle().name()
+                o.get_filters()
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             None => String::new(),
         };
@@ -246,11 +249,13 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
 }
 
 /// Writes `src` chunked with `opts` through the codec layer: the plain data (decoded first if
-/// `src` is packed, in the file's byte order) is encoded whole, chunks on `opts`' threads.
-/// Returns where the data section ends.
+/// `src` is packed, in the file's byte order) is encoded whole, chunks on `opts`' threads;
+/// `schema` (a record file's) says which fields statistics are kept for. Returns where the
+/// data section ends.
 fn encode_chunked(
     src: &mut RaSource,
-    opts: &ChunkOptions,
+    opts: &WriteOptions,
+    schema: Option<&rawarray_serde::Layout>,
     out: &mut File,
     output: &Path,
 ) -> Result<u64> {
@@ -273,7 +278,7 @@ fn encode_chunked(
         data.extend_from_slice(c);
         Ok(())
     })?;
-    let (header, section) = codec::encode(&plain, &data, opts).at(&input)?;
+    let (header, section) = codec::encode_with(&plain, &data, opts, schema).at(&input)?;
     drop(data);
     let mut w = BufWriter::new(out);
     w.write_all(&header.encode()).at(output)?;
@@ -282,43 +287,22 @@ fn encode_chunked(
     Ok(header.encoded_len() as u64 + header.size)
 }
 
-/// Writes the header and the decoded data of the chunked `src` to `out`, a slab of chunks at
-/// a time, in the file's byte order. Returns where the data section ends.
-fn decode_chunked(src: &mut RaSource, out: &mut File, output: &Path) -> Result<u64> {
+/// Writes the header and the decoded data of the packed (chunked or whole-LZ4) `src` to
+/// `out`, in the file's byte order, a piece at a time through the library's section reader:
+/// the memory held is a slab of chunks or the LZ4 decoder's window, whatever the data's size.
+/// Returns where the data section ends.
+fn decode_streamed(src: &mut RaSource, out: &mut File, output: &Path) -> Result<u64> {
     let mut header = src.header.clone();
-    header.flags = header.flags.with(Flags::CHUNKED, false);
+    header.flags = header
+        .flags
+        .with(Flags::COMPRESSED, false)
+        .with(Flags::CHUNKED, false);
     header.size = header.data_len();
     let mut w = BufWriter::new(out);
     w.write_all(&header.encode()).at(output)?;
     src.for_each_stored_chunk(&crate::progress::Progress::hidden(), |c| {
         w.write_all(c).at(output)
     })?;
-    w.flush().at(output)?;
-    Ok(header.encoded_len() as u64 + header.size)
-}
-
-/// Writes the header and the decoded data section of the compressed `src` to `out`, decoded as
-/// a stream: the memory held is the decoder's window and one chunk, whatever the data's size
-/// (the block and its decoded copy are never held together). The byte order is kept. Returns
-/// where the data section ends.
-fn decompress_streamed(src: &mut RaSource, out: &mut File, output: &Path) -> Result<u64> {
-    let mut header = src.header.clone();
-    header.flags = header.flags.with(Flags::COMPRESSED, false);
-    header.size = header.data_len();
-    let mut w = BufWriter::new(out);
-    w.write_all(&header.encode()).at(output)?;
-    let input = src.path().to_path_buf();
-    let elbyte = usize::try_from(header.elbyte).unwrap_or(usize::MAX);
-    let (file, size) = src.data_file()?;
-    let block = BufReader::with_capacity(1 << 16, file.take(size));
-    let decoded = crate::lz4::decode(block, header.size, header.size, elbyte, CHUNK, |chunk| {
-        w.write_all(chunk).at(output)
-    });
-    match decoded {
-        Ok(()) => {}
-        Err(crate::lz4::Stop::Callback(e)) => return Err(e),
-        Err(crate::lz4::Stop::Decode(e)) => return Err(Failure::file(&input, e)),
-    }
     w.flush().at(output)?;
     Ok(header.encoded_len() as u64 + header.size)
 }

@@ -136,7 +136,7 @@ impl Chunking {
             Failure::File { message, .. } => message,
             other => other.to_string(),
         })?;
-        let layout = section.layout();
+        let layout = section.chunk_map().ok_or("not chunked")?;
         Ok(Chunking {
             config: layout.config().clone(),
             counts: layout.grid().counts().to_vec(),
@@ -309,7 +309,7 @@ fn json_line(path: &Path, d: &Described) -> String {
             None => None,
         },
         chunks: chunked.map(|c| &c.config.chunk[..]),
-        shuffle: chunked.map(|c| c.config.shuffle.name()),
+        shuffle: chunked.map(|c| c.config.shuffle().map_or("pipeline", |s| s.name())),
         level: chunked.map(|c| c.config.level),
         ratio: ratio(h),
         dtype: numpy_dtype(h, t),
@@ -416,16 +416,22 @@ fn compression_text(
                 rawarray_serde::codec::Codec::Zstd => format!(" level {}", cfg.level),
                 _ => String::new(),
             };
+            let blocks = match &cfg.blocks {
+                rawarray_serde::codec::Blocks::Bytes(b) => format!("blocks of {b} bytes"),
+                rawarray_serde::codec::Blocks::Shape(b) => format!("blocks {b:?}"),
+            };
+            let filters: Vec<String> = cfg.filters.iter().map(ToString::to_string).collect();
             format!(
-                "chunked (flag bit 2): {}{level}, {} shuffle, chunks {:?}, grid {:?} = {total} \
-                 chunk{} ({} written), blocks of {} bytes",
+                "chunked (flag bit 2, RACHUNK{}): {}{level}, filters [{}], chunks {:?}, grid {:?} = {total} \
+                 chunk{} ({} written), {blocks}{}",
+                cfg.version,
                 cfg.codec.name(),
-                cfg.shuffle.name(),
+                filters.join(", "),
                 cfg.chunk,
                 c.counts,
                 if total == 1 { "" } else { "s" },
                 c.written,
-                cfg.block_bytes
+                if cfg.stats.is_some() { ", statistics" } else { "" }
             )
         }
         Some(Err(why)) => format!("chunked (flag bit 2), unreadable: {why}"),

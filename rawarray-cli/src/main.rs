@@ -14,7 +14,6 @@ mod external;
 mod fail;
 mod image;
 mod info;
-mod lz4;
 mod manual;
 mod npy;
 mod output;

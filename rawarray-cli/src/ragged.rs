@@ -262,10 +262,14 @@ pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) 
     };
     let how = match &opts {
         Some(o) => format!(
-            "compressed ({}, level {}, {} shuffle)",
+            "compressed ({}, level {}, filters [{}])",
             o.get_codec().name(),
             o.get_level(),
-            o.get_shuffle().name()
+            o.get_filters()
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         None => "decompressed".into(),
     };

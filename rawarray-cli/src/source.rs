@@ -7,12 +7,11 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rawarray_serde::codec::SectionReader;
+use rawarray_serde::section::{Section, Storage};
 use rawarray_serde::sniff::{self, FileKind};
 use rawarray_serde::{Flags, Header};
 
 use crate::fail::{At, Failure, Result};
-use crate::lz4;
 use crate::progress::Progress;
 use crate::trailer::TrailerInfo;
 
@@ -416,10 +415,15 @@ pub fn open_regular(path: &Path) -> Result<File> {
     File::open(path).at(path)
 }
 
-/// A `.ra` file whose header has been read and checked against the file's length.
+/// A `.ra` file whose header has been read and checked against the file's length, and its
+/// data section opened through the library's one section reader (a chunked file's config and
+/// index read and validated).
 pub struct RaSource {
     path: PathBuf,
     file: File,
+    /// The data section, read through its own handle of the same open file; why it cannot be
+    /// read (a damaged chunked config or index), for the commands that show the header anyway.
+    section: std::result::Result<Section<File>, rawarray_serde::Error>,
     /// The header as stored (flags, compressed size).
     pub header: Header,
     /// Bytes of the whole file.
@@ -447,9 +451,14 @@ impl RaSource {
         }
         let header = Header::read_from_any(&mut BufReader::new(&mut file)).at(path)?;
         header.check_input_len(file_len).at(path)?;
+        let section = Section::open(&header, file.try_clone().at(path)?);
+        for w in section.iter().flat_map(|s| s.warnings()) {
+            crate::report::note(format_args!("{}: {w}", path.display()));
+        }
         Ok(RaSource {
             path: path.to_path_buf(),
             file,
+            section,
             header,
             file_len,
         })
@@ -488,18 +497,25 @@ impl RaSource {
     /// Whether the data section is stored exactly as [`RaSource::for_each_chunk`] hands it out,
     /// so it can be copied byte for byte (by the kernel, file to file).
     pub fn is_plain(&self) -> bool {
-        !self.header.is_compressed() && self.plain_header().flags == self.header.flags
+        self.storage() == Storage::Plain && self.plain_header().flags == self.header.flags
     }
 
     /// Whether the data section is compressed in any way: one LZ4 block or chunked.
     pub fn is_packed(&self) -> bool {
-        self.header.is_compressed() || self.header.flags.is_chunked()
+        self.storage() != Storage::Plain
     }
 
-    /// The chunked data section's reader: config and index read and validated (two reads),
-    /// chunks decoded on demand through the codec layer.
-    pub fn section(&self) -> Result<SectionReader<&File>> {
-        SectionReader::open(&self.header, &self.file).at(&self.path)
+    /// How the data section is stored.
+    pub fn storage(&self) -> Storage {
+        Storage::of(&self.header)
+    }
+
+    /// The data section's reader (a chunked one's config and index read at open; chunks
+    /// decoded on demand), or why it cannot be read.
+    pub fn section(&self) -> Result<&Section<File>> {
+        self.section
+            .as_ref()
+            .map_err(|e| Failure::file(&self.path, e.to_string()))
     }
 
     /// The open file, positioned at the first data byte, and the data section's length: for
@@ -591,115 +607,36 @@ impl RaSource {
         mut f: impl FnMut(&[u8]) -> Result<()>,
     ) -> Result<()> {
         let total = self.header.data_len().min(limit.unwrap_or(u64::MAX));
-        let elbyte = self.header.elbyte as usize;
         let swap = match self.header.eltype.swap_width(self.header.elbyte) {
             Some(w) if to_little && w > 1 && self.header.is_big_endian() => w as usize,
             _ => 0,
         };
-        if self.header.flags.is_chunked() {
-            return self.for_each_chunked(total, swap, progress, f);
-        }
-        if self.header.is_compressed() {
-            let path = self.path.clone();
-            let plain = self.header.data_len();
-            let (file, size) = self.data_file()?;
-            let input = BufReader::with_capacity(1 << 16, file.take(size));
-            let mut buf = Vec::new();
-            let decoded = lz4::decode(input, plain, total, elbyte, CHUNK, |chunk| {
-                let chunk = if swap > 0 {
+        // The callback's error, kept while the library's reader is told to stop.
+        let mut failed = None;
+        let mut buf = Vec::new();
+        self.section()?
+            .for_each_piece(total, CHUNK, |piece| {
+                let piece = if swap > 0 {
                     buf.clear();
-                    buf.extend_from_slice(chunk);
+                    buf.extend_from_slice(piece);
                     buf.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
                     &buf[..]
                 } else {
-                    chunk
+                    piece
                 };
-                f(chunk)?;
-                progress.inc(chunk.len() as u64);
-                Ok(())
-            });
-            return match decoded {
-                Ok(()) => Ok(()),
-                Err(lz4::Stop::Callback(e)) => Err(e),
-                Err(lz4::Stop::Decode(e)) => Err(Failure::file(&path, e)),
-            };
-        }
-        self.data_file()?;
-        let mut reader = (&self.file).take(total);
-        // Whole elements, and never more than there is to read: a user-defined element may
-        // claim a huge elbyte in a file whose dims hold a 0 (and so no data at all).
-        let per = ((CHUNK / elbyte).max(1) * elbyte) as u64;
-        let mut buf = vec![0u8; per.min(total) as usize];
-        let mut left = total;
-        while left > 0 {
-            let want = (buf.len() as u64).min(left) as usize;
-            reader.read_exact(&mut buf[..want]).at(&self.path)?;
-            let chunk = &mut buf[..want];
-            if swap > 0 {
-                chunk.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
-            }
-            f(chunk)?;
-            progress.inc(want as u64);
-            left -= want as u64;
-        }
-        Ok(())
-    }
-
-    /// [`RaSource::for_each_chunk`] of a chunked section: slabs of whole chunks along the last
-    /// dim (a slab is a contiguous run of the plain data, and each chunk is decoded once),
-    /// decoded through the codec layer, as far as `total` bytes.
-    fn for_each_chunked(
-        &self,
-        total: u64,
-        swap: usize,
-        progress: &Progress,
-        mut f: impl FnMut(&[u8]) -> Result<()>,
-    ) -> Result<()> {
-        if total == 0 {
-            return Ok(());
-        }
-        let section = self.section()?;
-        let dims = &self.header.dims;
-        let Some((&last, lead)) = dims.split_last() else {
-            let mut one = section.read_all().at(&self.path)?;
-            if swap > 0 {
-                one.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
-            }
-            progress.inc(one.len() as u64);
-            return f(&one);
-        };
-        let step = section.layout().config().chunk[dims.len() - 1].min(last);
-        let plane: u64 = lead.iter().product::<u64>() * self.header.elbyte;
-        let mut ranges: Vec<std::ops::Range<u64>> = lead.iter().map(|&d| 0..d).collect();
-        ranges.push(0..0);
-        let mut buf = Vec::new();
-        let mut done = 0u64;
-        let mut at = 0u64;
-        while at < last && done < total {
-            let end = (at + step).min(last);
-            let want = (end - at) * plane;
-            buf.clear();
-            let len = usize::try_from(want).unwrap_or(usize::MAX);
-            buf.try_reserve_exact(len).map_err(|_| {
-                Failure::file(
-                    &self.path,
-                    format!("{want} bytes of one slab of chunks do not fit in memory"),
-                )
-            })?;
-            buf.resize(len, 0);
-            ranges[dims.len() - 1] = at..end;
-            section.read_subset(&ranges, &mut buf).at(&self.path)?;
-            let keep = want.min(total - done) as usize;
-            let part = &mut buf[..keep];
-            if swap > 0 {
-                part.chunks_exact_mut(swap).for_each(<[u8]>::reverse);
-            }
-            f(part)?;
-            progress.inc(keep as u64);
-            done += keep as u64;
-            at = end;
-        }
-        Ok(())
+                match f(piece) {
+                    Ok(()) => {
+                        progress.inc(piece.len() as u64);
+                        std::ops::ControlFlow::Continue(())
+                    }
+                    Err(e) => {
+                        failed = Some(e);
+                        std::ops::ControlFlow::Break(())
+                    }
+                }
+            })
+            .at(&self.path)?;
+        failed.map_or(Ok(()), Err)
     }
 
     /// All the plain data in memory.

@@ -531,7 +531,7 @@ pub(crate) fn data_len(elbyte: u64, dims: &[u64]) -> Result<u64> {
 }
 
 pub(crate) fn le_u64(b: &[u8]) -> u64 {
-    u64::from_le_bytes(b.try_into().expect("8 bytes"))
+    u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.

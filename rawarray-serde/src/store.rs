@@ -18,8 +18,7 @@ use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::header::{Header, FIXED_HEADER_LEN, MAX_NDIMS};
 use crate::reader::{
-    block_header_and_bytes, check_out_len, copy_runs, decode_into_slice, header_ranges, typed_plan,
-    Counter, IoStats,
+    block_header_and_bytes, check_out_len, decode_into_slice, header_ranges, typed_plan, IoStats,
 };
 use crate::subset::SubsetPlan;
 use crate::io::ReadAt;
@@ -773,6 +772,39 @@ fn coalesce(runs: &[Range<u64>], gap: u64, span: u64) -> Vec<Range<usize>> {
 /// An object store's error as an I/O error (`NotFound` stays `NotFound`).
 fn store_error(e: object_store::Error) -> Error {
     Error::from(io::Error::from(e))
+}
+
+/// Requests made of the object and their bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Counter {
+    reads: std::sync::atomic::AtomicU64,
+    bytes: std::sync::atomic::AtomicU64,
+}
+
+impl Counter {
+    pub(crate) fn add(&self, bytes: u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.reads.fetch_add(1, Relaxed);
+        self.bytes.fetch_add(bytes, Relaxed);
+    }
+
+    pub(crate) fn get(&self) -> IoStats {
+        use std::sync::atomic::Ordering::Relaxed;
+        IoStats {
+            reads: self.reads.load(Relaxed),
+            bytes: self.bytes.load(Relaxed),
+        }
+    }
+}
+
+/// Copies the plan's runs out of a whole data section held in memory.
+fn copy_runs(plan: &SubsetPlan, section: &[u8], dst: &mut [u8], run: usize) {
+    for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
+        // Runs lie within the section: the plan was checked against the header's dims, and the
+        // section holds all of them.
+        let start = r.start as usize;
+        chunk.copy_from_slice(&section[start..start + run]);
+    }
 }
 
 /// The parts of an object fetched so far, addressed by offset for the trailer probes; a read

@@ -4,6 +4,9 @@
 //! Every read is checked against the same block cut from a whole `RawArray::read_file` by a
 //! naive loop written here, independent of the library's run computation, and the bytes read
 //! are counted against the block's own.
+// The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
+// one release as deprecated re-exports; these tests still use them.
+#![allow(deprecated)]
 
 // A block of a 1-D array is a slice of one range: what this lint takes for a typo.
 #![allow(clippy::single_range_in_vec_init)]

@@ -420,6 +420,13 @@ impl<S: ReadAt> Section<S> {
         self.checked(|| self.fill_plan(&plan, out))
     }
 
+    /// [`Section::read_box`], by its old name.
+    #[deprecated(note = "use Section::read_box")]
+    #[doc(hidden)]
+    pub fn read_subset(&self, ranges: &[Range<u64>], out: &mut [u8]) -> Result<()> {
+        self.read_box(ranges, out)
+    }
+
     /// [`Section::read_box`] of a plan made beforehand.
     pub fn read_plan(&self, plan: &SubsetPlan, out: &mut [u8]) -> Result<()> {
         if out.len() as u64 != plan.bytes() || plan.array_dims() != self.header.dims {
