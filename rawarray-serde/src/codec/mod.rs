@@ -50,8 +50,10 @@
 //! ```
 
 pub mod bitshuffle;
+pub mod bytedelta;
 pub mod chain;
 pub mod config;
+pub mod delta;
 pub mod encode;
 pub mod grid;
 pub mod index;
@@ -61,6 +63,8 @@ pub mod section;
 pub mod shuffle;
 pub mod writer;
 pub mod zstd;
+
+mod words;
 
 pub use chain::Chain;
 pub use config::Config;
