@@ -49,6 +49,7 @@
 //! assert_eq!(one, raw[(7 + 20 * 100) * 4..][..4]);
 //! ```
 
+pub mod bitround;
 pub mod bitshuffle;
 pub mod bytedelta;
 pub mod chain;

@@ -135,9 +135,12 @@ mod tests {
         let src: Vec<u8> = (0..43u8).collect();
         for offset in 0..4 {
             for big in [false, true] {
-                // Offsets 1..3 misalign one or both buffers: the chunked path.
-                let mut buf = vec![0u8; 64];
-                let mut out = vec![0u8; 64];
+                // Offset 0: both buffers aligned, the cast path; 1..3 misalign the source:
+                // the chunked path.
+                let mut buf = [0u32; 16];
+                let mut out = [0u32; 16];
+                let buf: &mut [u8] = bytemuck::cast_slice_mut(&mut buf);
+                let out: &mut [u8] = bytemuck::cast_slice_mut(&mut out);
                 buf[offset..offset + 39].copy_from_slice(&src[..39]);
                 map::<u32>(&buf[offset..offset + 39], big, &mut out[..39], |x: u32| {
                     x.wrapping_mul(3)
