@@ -60,6 +60,7 @@ pub mod grid;
 pub mod index;
 pub mod lz4;
 pub mod none;
+pub mod pco;
 pub mod section;
 pub mod shuffle;
 pub mod writer;
