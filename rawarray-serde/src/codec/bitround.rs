@@ -145,7 +145,7 @@ impl FloatFormat {
 ///
 /// # Panics
 ///
-/// If `dst.len() != src.len()` (a caller's bug, as for the [`Filter`](super::Filter)s); never
+/// If `dst.len() != src.len()` (a caller's bug, as in [`shuffle`](super::shuffle::shuffle)); never
 /// for any content or length of `src`, or any `keepbits`.
 ///
 /// ```

@@ -41,7 +41,7 @@ use super::words::{self, Word};
 ///
 /// # Panics
 ///
-/// If `dst.len() != src.len()` (a caller's bug, as for the [`Filter`](super::Filter)s); never
+/// If `dst.len() != src.len()` (a caller's bug, as in [`shuffle`](super::shuffle::shuffle)); never
 /// for any content, width or length of `src`.
 ///
 /// ```
