@@ -19,20 +19,25 @@
 //! # Compatibility with Blosc2
 //!
 //! Byte for byte the output of c-blosc2's `bytedelta_forward` (`plugins/filters/bytedelta/
-//! bytedelta.c`) with `meta` = `width`, and `decode` of its `bytedelta_backward`, for every
-//! block whose `width` (Blosc2's typesize, 1 to 255) divides its length. Blosc2 runs the filter
-//! on each block of a chunk (the pipeline's `bsize` bytes, typically 32 KiB to a few MiB, the
-//! last block of a chunk shorter), after its SHUFFLE filter, which leaves the trailing
-//! `bsize % typesize` bytes in place as [`super::shuffle`] does; so Blosc2's SHUFFLE + BYTEDELTA
-//! of one block is [`shuffle`](super::shuffle::shuffle) then [`encode`] here.
+//! bytedelta.c`) with `meta` = `width` (1 to 255), and `decode` of its `bytedelta_backward`: for
+//! every block in c-blosc2 3.3.2 and later, for blocks of whole elements in every version since
+//! 2.10.0 (see below). Blosc2 runs the filter on each block of a chunk (the pipeline's `bsize`
+//! bytes, typically 32 KiB to a few MiB, the last block of a chunk shorter), after its SHUFFLE
+//! filter, which leaves the trailing `bsize % typesize` bytes in place as [`super::shuffle`] does;
+//! so Blosc2's SHUFFLE + BYTEDELTA of one block is [`shuffle`](super::shuffle::shuffle) then
+//! [`encode`] here.
 //!
-//! The one difference is the trailing `len % width` bytes of a block whose length is not a
-//! multiple of the width: c-blosc2 3.3.2 and later (release notes: "Fix bytedelta dropping the
-//! trailing partial element") copy them unchanged, as here; c-blosc2 before 3.3.2 left those
-//! output bytes unwritten (whatever the destination buffer held), so such blocks from old
-//! writers cannot be reproduced by anyone. Blosc2's earlier filter id 34
-//! (`BLOSC_FILTER_BYTEDELTA_BUGGY`, before c-blosc2 2.9.3) restarted each stream's scalar tail
-//! at zero after its SIMD part; it is not this filter.
+//! The trailing `len % width` bytes of a block whose length is not a multiple of the width are
+//! where c-blosc2 versions differ: 3.3.2 and later copy them unchanged, as here (its release
+//! notes: bytedelta "silently corrupted the tail of any block whose length is not a multiple of
+//! the typesize"); before 3.3.2 those output bytes were left unwritten (whatever the
+//! destination buffer held), so such blocks from old writers are not reproducible by anyone.
+//! Blocks of whole elements are the same in every version since 2.10.0. Filter id 34
+//! (`BLOSC_FILTER_BYTEDELTA_BUGGY`, the only bytedelta of c-blosc2 2.8.0 to 2.9.3) restarted
+//! each stream's scalar tail at zero after its SIMD part; it is not this filter. python-blosc2
+//! drops BYTEDELTA from a pipeline whose typesize is 1 (c-blosc2 itself runs it as one stream).
+//! `tests/codec_kernels.rs` checks all this against python-blosc2 (c-blosc2 3.6.1 inside), both
+//! ways, widths 1 to 16, blocks with and without a partial element.
 //!
 //! ```
 //! use rawarray_serde::codec::{bytedelta, shuffle};

@@ -24,9 +24,10 @@
 //! number type in the header and in each chunk, the count of numbers (exactly
 //! `dst.len() / width`), and no bytes after the footer. Before pco decodes a chunk, the claims
 //! that size pco's buffers are checked against that count (a chunk's count, a dictionary's
-//! length, a lookback window), so a block never makes the decoder allocate more than a small
-//! multiple of `dst.len()` plus a fixed few hundred KiB, whatever it says. Garbage and
-//! truncated blocks are errors in words, never panics.
+//! length, a lookback window), so whatever a block says, the decoder allocates at most about
+//! `4 * dst.len()` (a lookback window's buffer, twice the window) plus about 3 MiB (bin and
+//! ANS tables, which pco's format bounds: 2^15 bins of each of at most three latent
+//! variables). Garbage and truncated blocks are errors in words, never panics.
 //!
 //! Not pco types, so no [`NumKind`]: 8-bit integers (pco 1.1 has them only behind an opt-in
 //! flag its Python package does not expose by default), 128-bit integers, bfloat16, complex
@@ -295,8 +296,8 @@ fn compress_numbers<T: Number + bytemuck::Pod, U: Word>(
 /// Errors, in words (expected against found): `dst` not a whole number of elements; not pco
 /// data, truncated or corrupt data (pco's message); another number type in the header or a
 /// chunk; more or fewer numbers than `dst` holds; a chunk whose dictionary or lookback window
-/// is larger than its count justifies; bytes after the end. Never panics, never allocates
-/// more than a small multiple of `dst.len()` plus a fixed few hundred KiB.
+/// is larger than its count justifies; bytes after the end. Never panics; allocates at most
+/// about `4 * dst.len()` plus 3 MiB (see the [module docs](self)).
 ///
 /// ```
 /// use rawarray_serde::codec::pco::{self, NumKind};
