@@ -46,16 +46,20 @@
 //! assert_eq!(s.stats().blocks_decoded, 1);
 //! ```
 
+pub mod bitround;
 pub mod bitshuffle;
 pub mod blocks;
+pub mod bytedelta;
 pub mod chain;
 pub mod config;
+pub mod delta;
 pub mod encode;
 pub mod grid;
 pub mod index;
 pub mod lz4;
 pub mod map;
 pub mod none;
+pub mod pco;
 pub mod pipeline;
 pub mod shuffle;
 pub mod stats;
@@ -63,6 +67,8 @@ pub mod table;
 pub mod traits;
 pub mod writer;
 pub mod zstd;
+
+mod words;
 
 pub use blocks::BlockGrid;
 pub use chain::Chain;

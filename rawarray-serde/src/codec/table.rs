@@ -71,6 +71,16 @@ pub const CODECS: &[CodecInfo] = &[
         since_version: 1,
         help: "each block a zstd frame: a good ratio at a good speed (the default)",
     },
+    CodecInfo {
+        codec: Codec::Pco,
+        name: "pco",
+        id: 3,
+        levels: Some((0, 12)),
+        default_level: 8,
+        default_block_bytes: 256 << 10,
+        since_version: 2,
+        help: "each block a pco (pcodec) file of its numbers: the best ratio for smooth ints and floats of 2, 4 or 8 bytes",
+    },
 ];
 
 /// A row of the filter table.
@@ -107,6 +117,30 @@ pub const FILTERS: &[FilterInfo] = &[
         lossy: false,
         since_version: 1,
         help: "bit shuffle: bit b of byte j of every element together",
+    },
+    FilterInfo {
+        name: "delta",
+        id: 3,
+        param: None,
+        lossy: false,
+        since_version: 2,
+        help: "each scalar minus the one before it (integers exactly; floats by their bits)",
+    },
+    FilterInfo {
+        name: "bytedelta",
+        id: 4,
+        param: None,
+        lossy: false,
+        since_version: 2,
+        help: "Blosc2's bytedelta: byte differences within each byte plane (after shuffle)",
+    },
+    FilterInfo {
+        name: "bitround",
+        id: 5,
+        param: Some("keepbits"),
+        lossy: true,
+        since_version: 2,
+        help: "LOSSY: floats keep KEEPBITS mantissa bits, rounded to nearest (bitround:10)",
     },
 ];
 
@@ -147,6 +181,8 @@ pub enum Codec {
     /// zstd frames (id 2).
     #[default]
     Zstd,
+    /// pco (pcodec) standalone files of the block's numbers (id 3; layout version 2).
+    Pco,
 }
 
 impl Codec {
@@ -240,7 +276,14 @@ impl Codec {
     }
 
     /// Whether this codec takes elements of `eltype`/`elbyte`, or an error naming them.
-    pub fn check_elements(self, _eltype: ElType, _elbyte: u64) -> Result<()> {
+    pub fn check_elements(self, eltype: ElType, elbyte: u64) -> Result<()> {
+        if self == Codec::Pco && super::pco::num_kind(eltype.code(), elbyte).is_none() {
+            return Err(Error::unsupported(format!(
+                "codec pco takes int and uint of 2, 4 or 8 bytes and float16, float32, float64; \
+                 the elements are {}: choose zstd or lz4 for them",
+                crate::eltype::type_label(eltype, elbyte)
+            )));
+        }
         Ok(())
     }
 
@@ -250,6 +293,7 @@ impl Codec {
             Codec::None => &super::none::NoCodec,
             Codec::Lz4 => &super::lz4::Lz4,
             Codec::Zstd => &super::zstd::Zstd,
+            Codec::Pco => &super::pco::Pco,
         }
     }
 }
@@ -267,6 +311,12 @@ pub enum Filter {
     Shuffle,
     /// Bit shuffle by elbyte (id 2).
     BitShuffle,
+    /// Each scalar minus the one before it (id 3).
+    Delta,
+    /// Blosc2's bytedelta (id 4).
+    ByteDelta,
+    /// Floats rounded to this many mantissa bits (id 5; lossy).
+    BitRound(u32),
 }
 
 impl Filter {
@@ -284,12 +334,18 @@ impl Filter {
         match self {
             Filter::Shuffle => 1,
             Filter::BitShuffle => 2,
+            Filter::Delta => 3,
+            Filter::ByteDelta => 4,
+            Filter::BitRound(_) => 5,
         }
     }
 
     /// The config's parameter.
     pub fn param(self) -> u32 {
-        0
+        match self {
+            Filter::BitRound(k) => k,
+            _ => 0,
+        }
     }
 
     /// Its name.
@@ -304,7 +360,10 @@ impl Filter {
 
     /// The mantissa bits a rounding filter keeps, `None` for lossless filters.
     pub fn kept_bits(self) -> Option<u32> {
-        None
+        match self {
+            Filter::BitRound(k) => Some(k),
+            _ => None,
+        }
     }
 
     /// The filter of a config's id and parameter, or an error naming what is wrong.
@@ -339,7 +398,10 @@ impl Filter {
         }
         Ok(match info.id {
             1 => Filter::Shuffle,
-            _ => Filter::BitShuffle,
+            2 => Filter::BitShuffle,
+            3 => Filter::Delta,
+            4 => Filter::ByteDelta,
+            _ => Filter::BitRound(param.unwrap_or(0)),
         })
     }
 
@@ -366,9 +428,33 @@ impl Filter {
         Filter::with_param(info, param)
     }
 
-    /// Whether this filter takes elements of `eltype`/`elbyte`, or an error naming them.
-    pub fn check_elements(self, _eltype: ElType, _elbyte: u64) -> Result<()> {
-        Ok(())
+    /// Whether this filter takes elements of `eltype`/`elbyte` (and its parameter fits them),
+    /// or an error naming both.
+    pub fn check_elements(self, eltype: ElType, elbyte: u64) -> Result<()> {
+        let label = || crate::eltype::type_label(eltype, elbyte);
+        match self {
+            Filter::Delta if matches!(eltype, ElType::User) => Err(Error::unsupported(format!(
+                "filter delta takes numbers (int, uint, float, complex, bfloat16); the elements are {}",
+                label()
+            ))),
+            Filter::BitRound(k) => {
+                let Some(format) = super::bitround::format_of(eltype, elbyte) else {
+                    return Err(Error::unsupported(format!(
+                        "filter bitround takes float16/32/64, bfloat16 and complex of them; the elements are {}",
+                        label()
+                    )));
+                };
+                let m = format.mantissa_bits();
+                if k > m {
+                    return Err(Error::unsupported(format!(
+                        "filter bitround:{k}: {} has {m} mantissa bits; keep at most {m}",
+                        label()
+                    )));
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
     }
 
     /// The filter's implementation.
@@ -376,6 +462,9 @@ impl Filter {
         match self {
             Filter::Shuffle => &super::shuffle::ByteShuffle,
             Filter::BitShuffle => &super::bitshuffle::BitShuffle,
+            Filter::Delta => &super::delta::Delta,
+            Filter::ByteDelta => &super::bytedelta::ByteDelta,
+            Filter::BitRound(k) => &super::bitround::BITROUNDS[(k as usize).min(52)],
         }
     }
 }
@@ -495,7 +584,7 @@ mod tests {
             assert_eq!(row.codec.check_level(row.default_level).unwrap(), row.default_level);
         }
         let e = Codec::from_id(99).unwrap_err().to_string();
-        assert!(e.contains("99") && e.contains("2 zstd"), "{e}");
+        assert!(e.contains("99") && e.contains("3 pco"), "{e}");
         let e = Codec::parse("lz4-whole").unwrap_err().to_string();
         assert!(e.contains("whole-section"), "{e}");
     }
