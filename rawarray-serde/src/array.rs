@@ -312,12 +312,29 @@ fn open_file<C>(
     Ok((file, header, checked))
 }
 
-/// A section's elements as values of `T` (whose type the caller has checked), straight into
-/// their memory for POD types.
+/// A section's elements as values of `T` (whose type the caller has checked): straight into
+/// their memory for POD types; decoded a piece at a time for others, so that the section's
+/// bytes and the values are never both held.
 fn values_of<T: Element, S: crate::io::ReadAt>(section: &Section<S>) -> Result<Vec<T>> {
     let h = section.header();
     let n = data::to_usize(h.data_len() / T::PACKED_SIZE.max(1) as u64)?;
-    data::values_filled(n, h.is_big_endian(), |dst| section.read_all_into(dst))
+    if data::zeroed_pod::<T>(0)?.is_some() {
+        return data::values_filled(n, h.is_big_endian(), |dst| section.read_all_into(dst));
+    }
+    let mut out: Vec<T> = Vec::new();
+    data::try_reserve(&mut out, n)?;
+    let mut failed = None;
+    let piece = (data::CHUNK / T::PACKED_SIZE.max(1)).max(1) * T::PACKED_SIZE.max(1);
+    section.for_each_piece(u64::MAX, piece, |bytes| {
+        match data::decode_into(bytes, h.is_big_endian(), &mut out) {
+            Ok(()) => std::ops::ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                std::ops::ControlFlow::Break(())
+            }
+        }
+    })?;
+    failed.map_or(Ok(out), Err)
 }
 
 /// The packed bytes of `values`: their memory where it already is the encoding.

@@ -122,7 +122,11 @@ pub(crate) fn decode_values<T: Element>(bytes: &[u8], big_endian: bool) -> Resul
 }
 
 /// Decodes values from their packed bytes onto the end of `out`; errors give the index in `out`.
-fn decode_into<T: Element>(bytes: &[u8], big_endian: bool, out: &mut Vec<T>) -> Result<()> {
+pub(crate) fn decode_into<T: Element>(
+    bytes: &[u8],
+    big_endian: bool,
+    out: &mut Vec<T>,
+) -> Result<()> {
     let first = out.len();
     let chunks = bytes.chunks_exact(T::PACKED_SIZE.max(1));
     // Amortized (doubling) growth: a stream of unknown length appends chunk by chunk.

@@ -22,7 +22,7 @@
 //! f.read_exact_at(&mut b, 56).unwrap();
 //! assert_eq!(b, [1, 2, 3]);
 //! // Rewritten in place to another array: the same inode, another header.
-//! std::fs::write(&path, rawarray_serde::to_vec(&vec![9u8; 4]).unwrap()).unwrap();
+//! std::fs::write(&path, rawarray_serde::to_vec(&vec![9u16; 3]).unwrap()).unwrap();
 //! assert!(f.state().is_err());
 //! ```
 
@@ -114,15 +114,15 @@ impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
     }
 }
 
-/// What identifies one state of a file: its inode, length, and change times to the
-/// nanosecond, and its header's bytes.
+/// What identifies one state of a file: its inode, length, modification time to the
+/// nanosecond, and its header's bytes. (Not the change time: unlinking a file changes it, and
+/// a file replaced by rename is still the state its readers opened.)
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FileState {
     dev: u64,
     ino: u64,
     len: u64,
     mtime_ns: i128,
-    ctime_ns: i128,
     header: Vec<u8>,
 }
 
@@ -143,7 +143,6 @@ impl FileState {
                 ino: meta.ino(),
                 len: meta.len(),
                 mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-                ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
                 header,
             }
         }
@@ -159,20 +158,24 @@ impl FileState {
                 ino: 0,
                 len: meta.len(),
                 mtime_ns: ns(meta.modified()),
-                ctime_ns: ns(meta.created()),
                 header,
             }
         }
     }
 
     /// Whether `now` is still the file of this state: the same inode, a header of the same
-    /// file (perhaps grown: a larger `size` or last dim), and the data this header describes
-    /// all there.
+    /// file (perhaps grown: a larger `size` or last dim), the data this header describes all
+    /// there, and not a write that kept both the length and the header (what a rewrite in
+    /// place of the same array looks like: the format's writers always change one of them,
+    /// appending past the data or committing a larger header).
     pub fn holds_in(&self, now: &FileState) -> bool {
         if now == self {
             return true;
         }
         if now.dev != self.dev || now.ino != self.ino {
+            return false;
+        }
+        if now.len == self.len && now.header == self.header {
             return false;
         }
         match (Header::decode_any(&self.header), Header::decode_any(&now.header)) {
@@ -255,7 +258,9 @@ impl ReadAt for PinnedFile {
 
 /// "its length went from 100 to 80 bytes" and the like, for the error.
 fn describe_change(then: &FileState, now: &FileState) -> String {
-    if then.len != now.len {
+    if then.len != now.len && then.header == now.header {
+        format!("its length went from {} to {} bytes", then.len, now.len)
+    } else if then.len != now.len {
         format!("its length went from {} to {} bytes", then.len, now.len)
     } else if then.header != now.header {
         "its header is not the one it had".into()

@@ -421,7 +421,8 @@ impl WriteOptions {
                 .filter(|f| !f.is_empty());
             (Blocks::Shape(shape), stats)
         };
-        let s0 = grid.count();
+        // A growing file (a last dim of 0) still has a first index segment to fill.
+        let s0 = grid.count().max(1);
         let nstats = stats.as_ref().map_or(0, Vec::len);
         Ok(Config {
             version,

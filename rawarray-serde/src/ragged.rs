@@ -758,7 +758,7 @@ impl<T: Element> Ragged<T> {
     /// use rawarray_serde::codec::{Codec, Shuffle};
     /// use rawarray_serde::WriteOptions;
     /// use rawarray_serde::{Ragged, RaggedReader};
-    /// let rows: Vec<Vec<f32>> = (0..100).map(|k| vec![k as f32; k % 7]).collect();
+    /// let rows: Vec<Vec<f32>> = (0..2000).map(|k| vec![k as f32; k % 7]).collect();
     /// let r = Ragged::from_rows(&rows);
     /// let opts = WriteOptions::chunked().codec(Codec::Zstd).shuffle(Shuffle::Byte);
     /// let packed = r.to_bytes_with(&opts).unwrap();
@@ -1694,16 +1694,33 @@ impl Mapped {
     /// Opens a ragged file and maps its data section; checks the first and last offsets.
     fn open(path: &Path) -> Result<Mapped> {
         let file = File::open(path)?;
-        let header = read_header(&file)?;
-        let len = file.metadata()?.len();
-        if len < header.data_end() {
-            return Err(ErrorKind::Truncated {
-                expected: header.size,
-                found: len.saturating_sub(header.encoded_len()),
+        // The header and the trailer probe of one moment: a writer appending may commit a new
+        // header (and write values over the old trailer) between the two reads, as
+        // `RecordReader` allows for.
+        let (header, _len, probe) = {
+            let mut seen = None;
+            for _ in 0..100 {
+                let header = read_header(&file)?;
+                let len = file.metadata()?.len();
+                if len < header.data_end() {
+                    return Err(ErrorKind::Truncated {
+                        expected: header.size,
+                        found: len.saturating_sub(header.encoded_len()),
+                    }
+                    .into());
+                }
+                let probe = locate(&file, header.data_end(), len);
+                let again = read_header(&file)?;
+                let settled = again == header;
+                seen = Some((header, len, probe));
+                if settled {
+                    break;
+                }
+                std::thread::yield_now();
             }
-            .into());
-        }
-        let trailer = locate(&file, header.data_end(), len).into_result()?;
+            seen.expect("tried at least once")
+        };
+        let trailer = probe.into_result()?;
         let size = data::to_usize(header.size)?;
         // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
         // while mapped. The map covers the data section of the header read above. A

@@ -302,7 +302,11 @@ fn whole_reads_into_a_used_buffer_read_unwritten_chunks_as_zeros() {
     for chunk in [vec![10, 100], vec![5, 100]] {
         a.write_file_with(
             &path,
-            &WriteOptions::new().codec(Codec::Zstd).chunks(chunk.clone()),
+            // Version 1: its 24-byte entries are poked below.
+            &WriteOptions::new()
+                .codec(Codec::Zstd)
+                .chunks(chunk.clone())
+                .layout_version(1),
         )
         .unwrap();
         let mut file = std::fs::read(&path).unwrap();

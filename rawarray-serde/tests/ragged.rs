@@ -270,7 +270,8 @@ fn chunked_values_follow_the_plain_offsets_as_built_by_hand() {
         .codec(Codec::None)
         .shuffle(Shuffle::None)
         .chunks(vec![2])
-        .block_bytes(4);
+        .block_bytes(4)
+        .layout_version(1);
     let bytes = r.to_bytes_with(&opts).unwrap();
     // The values' chunked section (doc/chunked.md) for u16 dims [3], chunks of 2: the config
     // (576 bytes), the index (2 entries), the chunks stored raw.

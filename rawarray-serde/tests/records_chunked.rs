@@ -107,8 +107,12 @@ fn write_then_read_through_every_reader_for_each_codec() {
         w.finish().unwrap();
         check_all_readers(&path, n);
         if codec != Codec::None {
-            let len = fs::metadata(&path).unwrap().len();
-            assert!(len < n * 12, "{codec:?}: {len} bytes for {} raw", n * 12);
+            // The chunks' stored bytes (the config and a 64-entry index segment come on top).
+            let bytes = fs::read(&path).unwrap();
+            let h = header_of(&bytes);
+            let s = SectionReader::open(&h, &bytes[..]).unwrap();
+            let stored = s.chunk_map().unwrap().index().stored_bytes();
+            assert!(stored < n * 12, "{codec:?}: {stored} bytes for {} raw", n * 12);
         }
     }
 }
@@ -143,7 +147,8 @@ fn the_first_flush_chooses_the_chunk_records() {
     // config and index.
     let index = reader.chunk_map().unwrap().index();
     let stored = index.stored_bytes();
-    let overhead = rawarray_serde::codec::Config::encoded_len_v1(2) as u64 + 64 * 24;
+    let cfg = reader.chunk_map().unwrap().config();
+    let overhead = cfg.encoded_len() + 64 * cfg.entry_len();
     assert_eq!(h.size, overhead + stored, "no dead chunk versions");
     // Reopened with the codec while still empty, a plain file takes it.
     let empty = dir.path().join("empty.ra");
@@ -223,8 +228,14 @@ fn every_moment_of_a_growing_last_chunk_reads_its_records() {
     assert!(h2.size > h0.size);
     let hlen = h0.encoded_len();
     // Chunk 0's entry: the first of index segment 0, right after the config (2 dims).
-    let entry = hlen + rawarray_serde::codec::Config::encoded_len_v1(2)..;
-    let entry = entry.start..entry.start + 24;
+    let cfg = SectionReader::open(&h0, &before[..])
+        .unwrap()
+        .chunk_map()
+        .unwrap()
+        .config()
+        .clone();
+    let entry = hlen + cfg.encoded_len() as usize..;
+    let entry = entry.start..entry.start + cfg.entry_len() as usize;
     assert_ne!(
         before[entry.clone()],
         after[entry.clone()],
@@ -474,7 +485,11 @@ fn the_full_extent_flag_is_validated() {
     // u8 [4, 6] in chunks [4, 4]: chunk 1 is clipped to 2 of its 4 columns (8 raw bytes).
     let h = Header::new(ElType::Uint, 1, vec![4, 6]).unwrap();
     let raw: Vec<u8> = (0..24).collect();
-    let opts = ChunkOptions::new().codec(Codec::None).chunks(vec![4, 4]);
+    // Version 1 (its 24-byte entries are edited below; a version 2 entry's CRC refuses it).
+    let opts = ChunkOptions::new()
+        .codec(Codec::None)
+        .chunks(vec![4, 4])
+        .layout_version(1);
     let (ch, section) = codec::encode(&h, &raw, &opts).unwrap();
     let mut file = ch.encode();
     file.extend_from_slice(&section);
@@ -504,7 +519,8 @@ fn the_full_extent_flag_is_validated() {
         .codec(Codec::Lz4)
         .shuffle(Shuffle::None)
         .block_bytes(4)
-        .chunks(vec![4, 4]);
+        .chunks(vec![4, 4])
+        .layout_version(1);
     let (c8, section8) = codec::encode(&h8, &raw8, &opts).unwrap();
     assert_eq!(raw8[16..], full[..]);
     // The same section under dims [4, 6], chunk 1's entry flagged full extent.

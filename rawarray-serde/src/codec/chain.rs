@@ -28,6 +28,9 @@ use super::ENTRY_RAW;
 use crate::error::{ErrorKind, Result};
 use crate::header::{le_u64, Header};
 
+/// Blocks over this many raw bytes (only version 1 has them) are decoded as a stream.
+pub const STREAM_BLOCK_BYTES: u64 = super::config::MAX_BLOCK_BYTES_V2;
+
 /// The pipeline and block geometry of a chunked section.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Chain {
@@ -221,6 +224,38 @@ impl Chain {
             .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
     }
 
+    /// Decodes raw bytes `want` of block `b` (`len` raw bytes; its payload `stored`, its table
+    /// entry `r`) of chunk `chunk` into `out`, checking the payload's CRC. A block over 16 MiB
+    /// (version 1 allows 2^30) is decoded as a stream ([`super::stream`]), keeping only what
+    /// `want` needs.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_block_range(
+        &self,
+        chunk: u64,
+        b: u64,
+        r: &BlockRef,
+        stored: &[u8],
+        len: u64,
+        want: std::ops::Range<u64>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        if len <= STREAM_BLOCK_BYTES {
+            let mut whole = vec![0u8; crate::data::to_usize(len)?];
+            self.decode_block(chunk, b, r, stored, &mut whole)?;
+            out.copy_from_slice(&whole[want.start as usize..want.end as usize]);
+            return Ok(());
+        }
+        let crc = crc32fast::hash(stored);
+        if crc != r.crc {
+            return Err(corrupt(
+                chunk,
+                format!("block {b}: crc32 {crc:#010x}, block table says {:#010x}", r.crc),
+            ));
+        }
+        super::stream::decode_range(&self.pipeline, stored, len, want, out)
+            .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
+    }
+
     /// Decodes all of chunk `chunk` (its stored bytes, entry flags and stored `extent`) into
     /// `out` (exactly its raw length). The caller has checked the entry's CRC; each block's
     /// CRC is checked here.
@@ -273,6 +308,21 @@ impl Chain {
             let b = b as u64;
             let payload = &stored[r.start as usize..(r.start + r.len) as usize];
             let len = g.raw_len(b);
+            if len > STREAM_BLOCK_BYTES && g.is_contiguous() {
+                // A version 1 block over 16 MiB: streamed into its part of the prefix.
+                let start = g.contiguous_start(b);
+                let end = (start + len).min(want);
+                self.decode_block_range(
+                    chunk,
+                    b,
+                    r,
+                    payload,
+                    len,
+                    0..end - start,
+                    &mut out[start as usize..end as usize],
+                )?;
+                continue;
+            }
             if g.is_contiguous() {
                 let start = g.contiguous_start(b);
                 if start + len <= want {

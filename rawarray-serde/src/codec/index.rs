@@ -385,18 +385,19 @@ impl Index {
     /// why version 1 readers warn about them.
     ///
     /// ```
-    /// use rawarray_serde::codec::{self, Codec, Config, SectionReader};
+    /// use rawarray_serde::codec::{self, Codec, Config};
+    /// use rawarray_serde::section::Section as SectionReader;
     /// use rawarray_serde::{ElType, Header, WriteOptions};
     /// let header = Header::new(ElType::Uint, 1, vec![4, 4]).unwrap();
     /// let opts = WriteOptions::new().codec(Codec::None).chunks(vec![4, 2]).layout_version(1);
-    /// let (h, section) = codec::encode_with(&header, &[7u8; 16], &opts).unwrap();
+    /// let (h, section) = codec::encode(&header, &[7u8; 16], &opts).unwrap();
     /// let mut file = h.encode();
     /// file.extend_from_slice(&section);
     /// // Chunk 1's entry (the second after the config) pointed far away.
     /// let at = h.encoded_len() + Config::encoded_len_v1(2) + 24;
     /// file[at + 7] = 0x40;
     /// let reader = SectionReader::open(&h, &file[..]).unwrap();
-    /// assert_eq!(reader.layout().index().uncommitted(), [1]);
+    /// assert_eq!(reader.chunk_map().unwrap().index().uncommitted(), [1]);
     /// ```
     pub fn uncommitted(&self) -> &[u64] {
         &self.uncommitted

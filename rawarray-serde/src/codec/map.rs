@@ -13,7 +13,7 @@
 //! use rawarray_serde::codec::{self, ChunkMap};
 //! use rawarray_serde::{ElType, Header, WriteOptions};
 //! let header = Header::new(ElType::Uint, 1, vec![8, 8]).unwrap();
-//! let (h, section) = codec::encode_with(&header, &[3u8; 64], &WriteOptions::new().chunks(vec![8, 4])).unwrap();
+//! let (h, section) = codec::encode(&header, &[3u8; 64], &WriteOptions::new().chunks(vec![8, 4])).unwrap();
 //! let probe = &section[..ChunkMap::config_probe(&h).end as usize];
 //! let len = ChunkMap::config_len(&h, probe).unwrap();
 //! let pending = ChunkMap::start(&h, &section[..len as usize]).unwrap();

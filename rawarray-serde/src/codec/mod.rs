@@ -37,9 +37,9 @@
 //! // The whole file: header then section.
 //! let mut file = chunked.encode();
 //! file.extend_from_slice(&section);
-//! let s = Section::open(&chunked, &file[..]).unwrap();
-//! assert_eq!(s.read_all().unwrap(), raw);
+//! assert_eq!(Section::open(&chunked, &file[..]).unwrap().read_all().unwrap(), raw);
 //! // One element: one chunk, one block.
+//! let s = Section::open(&chunked, &file[..]).unwrap();
 //! let mut one = [0u8; 4];
 //! s.read_box(&[7..8, 20..21], &mut one).unwrap();
 //! assert_eq!(one, raw[(7 + 20 * 100) * 4..][..4]);
@@ -63,6 +63,7 @@ pub mod pco;
 pub mod pipeline;
 pub mod shuffle;
 pub mod stats;
+pub mod stream;
 pub mod table;
 pub mod traits;
 pub mod writer;

@@ -60,10 +60,12 @@ pub(super) fn default_records(record_bytes: u64) -> u64 {
 /// segment 0.
 pub(super) fn new_section_len(
     header: &Header,
+    record_bytes: u64,
     opts: &WriteOptions,
     schema: Option<&Layout>,
 ) -> Result<u64> {
-    let config = opts.chunk_config(header, schema)?;
+    let shape = chunk_shape(&header.dims, record_bytes, opts)?;
+    let config = opts.clone().chunks(shape).chunk_config(header, schema)?;
     Ok(config.encoded_len() + FIRST_SEGMENT * config.entry_len())
 }
 

@@ -514,7 +514,12 @@ impl Writer {
         let sync = self.durability == Durability::Fsync;
         let base = self.header.encoded_len() as u64;
         let schema = self.trailer.schema.clone();
-        let section = super::chunked::new_section_len(&self.header, &opts, schema.as_ref())?;
+        let section = super::chunked::new_section_len(
+            &self.header,
+            self.shape.bytes,
+            &opts,
+            schema.as_ref(),
+        )?;
         reserve_spare(
             &self.file,
             &self.json,

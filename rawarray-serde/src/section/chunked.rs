@@ -461,10 +461,31 @@ impl Chunked {
             let g = self.map.block_grid(n)?;
             let (local, at) = self.map.local_box(n, ranges);
             for b in g.touched(&local) {
-                let block = self.block(io, n, b, &e, &table, g.raw_len(b))?;
-                for (s, d, len) in g.block_to_box(b, &local, &out_dims, &at) {
-                    out[d as usize..(d + len) as usize]
-                        .copy_from_slice(&block[s as usize..(s + len) as usize]);
+                let len = g.raw_len(b);
+                if len > crate::codec::chain::STREAM_BLOCK_BYTES {
+                    let runs: Vec<(u64, u64, u64)> =
+                        g.block_to_box(b, &local, &out_dims, &at).collect();
+                    // A version 1 block over 16 MiB: only the span the box needs, streamed,
+                    // never cached.
+                    let lo = runs.iter().map(|r| r.0).min().unwrap_or(0);
+                    let hi = runs.iter().map(|r| r.0 + r.2).max().unwrap_or(0);
+                    let mut part = crate::data::try_zeroed_bytes(hi - lo)?;
+                    let r = &table[b as usize];
+                    let stored = self.read_at(io, r.len, e.offset + r.start)?;
+                    self.map
+                        .chain()
+                        .decode_block_range(n, b, r, &stored, len, lo..hi, &mut part)?;
+                    io.counters.blocks(1, len);
+                    for (s, d, l) in runs {
+                        out[d as usize..(d + l) as usize]
+                            .copy_from_slice(&part[(s - lo) as usize..(s - lo + l) as usize]);
+                    }
+                    continue;
+                }
+                let block = self.block(io, n, b, &e, &table, len)?;
+                for (s, d, l) in g.block_to_box(b, &local, &out_dims, &at) {
+                    out[d as usize..(d + l) as usize]
+                        .copy_from_slice(&block[s as usize..(s + l) as usize]);
                 }
             }
         }
