@@ -20,19 +20,12 @@ moves any data.
 [3, 2]
 """
 
-from ._core import (
-    ArrayWriter,
-    File,
-    RaError,
-    RaWarning,
-    RecordWriter,
-    loads,
-    open,
-    read,
-    to_dask,
-    write,
-)
-from ._ragged import Ragged, RaggedFile, RaggedWriter
+from ._api import loads, open, read, to_dask, write
+from ._dtype import RaWarning
+from ._file import File
+from ._rawarray import RaError
+from ._ragged import Ragged, RaggedFile
+from ._writers import ArrayWriter, RaggedWriter, RecordWriter
 
 __all__ = ["read", "open", "write", "File", "RecordWriter", "ArrayWriter", "RaError", "RaWarning",
            "loads", "to_dask", "Ragged", "RaggedFile", "RaggedWriter"]

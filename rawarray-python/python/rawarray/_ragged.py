@@ -1,8 +1,9 @@
 """Ragged arrays (doc/format.md, section 10): rows of different lengths, one run of values and
 ``rows + 1`` offsets into it. ``rawarray.read`` of a ragged file returns a :class:`Ragged` whose
 ``offsets`` and ``values`` are numpy views of the file's memory map; ``rawarray.open`` returns a
-:class:`RaggedFile` that reads one row per ``f[k]``; :class:`RaggedWriter` appends rows. The
-format's rules (the header, the offsets, the text marker) are the Rust library's."""
+:class:`RaggedFile` that reads one row per ``f[k]``; ``rawarray.RaggedWriter`` (in ``_writers``)
+appends rows. The format's rules (the header, the offsets, the text marker) are the Rust
+library's."""
 
 from __future__ import annotations
 
@@ -13,11 +14,10 @@ import numpy as np
 
 from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
-from ._rawarray import RaggedWriter as _RaggedWriter
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
-from ._core import (_as_writer_dtype, _check_storable, _checked_bools, _descr_json,
-                    _element_dtype, _little_endian)
+from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
+                     _little_endian)
 
 _BYTES = (bytes, bytearray, memoryview)
 
@@ -301,86 +301,3 @@ def is_ragged(path: str | os.PathLike[str]) -> bool:
         return _is_ragged(os.fspath(path))
     except OSError:
         return False
-
-
-class RaggedWriter:
-    """Appends rows to a ragged file as a program runs, through the Rust library's
-    ``RaggedWriter``: one writer at a time (an exclusive lock), each :meth:`flush` committed by
-    one header write, so readers see whole rows and a process killed at any moment leaves a
-    valid file holding every row of the last ``flush``.
-
-    ``dtype`` is the values' numpy scalar type, ``str`` for rows of text (UTF-8) or ``bytes``
-    for rows of bytes. ``mode="a"`` opens an existing file to append (same dtype).
-
-    >>> with rawarray.RaggedWriter("events.ra", "<f4") as w:       # doctest: +SKIP
-    ...     for step in range(100):
-    ...         w.append(np.random.rand(np.random.randint(64)))
-    ...         w.flush()                                   # readers see it; a kill keeps it
-    """
-
-    def __init__(self, path: str | os.PathLike[str], dtype: Any, *, mode: str = "w") -> None:
-        if mode not in ("w", "a"):
-            raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
-        self.path = os.fspath(path)
-        self.is_text = dtype is str
-        if dtype in (str, bytes):
-            self.dtype = np.dtype(np.uint8)
-        else:
-            dt = np.dtype(dtype)
-            _check_storable(dt)
-            self.dtype = _little_endian(dt)
-        if mode == "a":
-            with RaggedFile(self.path) as f:
-                if f.is_text != self.is_text:
-                    have = "text" if f.is_text else f"values of {f.dtype}"
-                    raise RaError(f"{self.path}: the file holds rows of {have}, not "
-                                  f"{'text' if self.is_text else 'values of ' + str(self.dtype)}")
-        self._w = _RaggedWriter(self.path, _descr_json(self.dtype), self.is_text, mode == "a")
-
-    def append(self, row: Any) -> None:
-        """Appends one row: a ``str`` for a text writer, else a 1-d array of the writer's
-        dtype (or values it holds exactly, else :class:`RaError`; ``bytes`` for ``uint8``).
-        Not committed until :meth:`flush`."""
-        if self.is_text:
-            if not isinstance(row, str):
-                raise RaError(f"a text writer appends str rows, not {type(row).__name__}")
-            arr = np.frombuffer(row.encode("utf-8"), dtype=np.uint8)
-        elif isinstance(row, _BYTES):
-            arr = _as_writer_dtype(np.frombuffer(bytes(row), dtype=np.uint8), self.dtype, "row")
-        else:
-            arr = _as_writer_dtype(row, self.dtype, "row")
-        if arr.ndim != 1:
-            raise RaError(f"a row is 1-d, not of shape {arr.shape}")
-        arr = np.ascontiguousarray(arr, dtype=self.dtype)
-        self._w.append(arr.view(np.uint8) if arr.size else np.zeros(0, np.uint8))
-
-    def flush(self) -> None:
-        """Commits the rows appended: readers see them, and a killed process keeps them."""
-        self._w.flush()
-
-    def sync(self) -> None:
-        """Commits and syncs to disk: the rows survive a power cut too."""
-        self._w.sync()
-
-    def close(self) -> None:
-        """Commits, trims the file and releases the lock (closing twice is allowed)."""
-        self._w.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
-    @property
-    def flushed_len(self) -> int:
-        """Rows the file's header covers: those of the last flush."""
-        return self._w.flushed_len
-
-    def __len__(self) -> int:
-        return len(self._w)
-
-    def __enter__(self) -> "RaggedWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
