@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use rawarray_arrow::{RaTable, RecordFileWriter};
 
-use crate::{ra_err, to_py};
+use crate::errors::{ra_err, to_py};
 
 /// The capsule name the Arrow PyCapsule protocol gives a stream.
 const STREAM: &CStr = c"arrow_array_stream";

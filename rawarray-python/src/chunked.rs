@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use rawarray_serde::codec::{ChunkOptions, Config, Layout, SectionReader};
 use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
 
-use crate::{ra_err, read_exact_at, to_py, RawFile};
+use crate::errors::{ra_err, to_py};
+use crate::file::{read_exact_at, RawFile};
 
 /// The codecs, known by the names the library gives them (`Codec::name`).
 const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];

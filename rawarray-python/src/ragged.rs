@@ -17,8 +17,10 @@ use rawarray_serde::{
     RaggedWriter as LibRaggedWriter,
 };
 
+use crate::buffer::{Buffer, Bytes};
 use crate::chunked::{write_options, LZ4_WHOLE};
-use crate::{element_of, ra_err, to_py, Buffer, Bytes};
+use crate::dtype::element_of;
+use crate::errors::{ra_err, to_py};
 
 /// Bytes borrowed from a [`DynRagged`]'s memory map, kept alive by the reader they come from.
 pub(crate) struct Region {
