@@ -14,7 +14,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
 use rawarray_arrow::{RaTable, RecordFileWriter};
 
-use crate::errors::{ra_err, to_py};
+use crate::errors::{at_path, ra_err, to_py, Doing};
 
 /// The capsule name the Arrow PyCapsule protocol gives a stream.
 const STREAM: &CStr = c"arrow_array_stream";
@@ -98,12 +98,17 @@ pub(crate) fn write_arrow(
             .metadata
             .insert(rawarray_arrow::schema::PARAMS_KEY.to_string(), params);
     }
+    let dest = path.clone();
     py.detach(move || {
         let mut writer = RecordFileWriter::create(&path, &schema, total_rows)?;
         writer.write_all(reader, total_rows, |_, _| {})?;
         writer.finish()
     })
-    .map_err(arrow_py)
+    .map_err(|e| match e {
+        rawarray_arrow::Error::Ra(e) => at_path(e, &dest, Doing::Writing),
+        rawarray_arrow::Error::Io(e) => at_path(e.into(), &dest, Doing::Writing),
+        e => arrow_py(e),
+    })
 }
 
 /// Adds the Arrow class and function to the module.

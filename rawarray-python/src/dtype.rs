@@ -3,6 +3,7 @@
 //! `Layout`); this module only asks them.
 
 use pyo3::prelude::*;
+use rawarray_serde::eltype::ScalarType;
 use rawarray_serde::{ElType, ErrorKind, Header, Layout, Trailer};
 
 use crate::errors::{ra_err, to_py};
@@ -122,4 +123,16 @@ pub(crate) fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layo
         _ => to_py(e),
     })?;
     Ok((ElType::User, size, Some(layout)))
+}
+
+/// The numpy dtypes a `.ra` file stores as they are, by the library's element-type table (the
+/// scalars numpy has a name for), then bool (`|b1`, stored as u8 marked bool) and ml_dtypes'
+/// `bfloat16`: what a message about an unstorable dtype lists.
+#[pyfunction]
+pub(crate) fn storable_dtypes() -> Vec<&'static str> {
+    ScalarType::ALL
+        .iter()
+        .filter_map(|t| t.numpy())
+        .chain(["|b1", "bfloat16"])
+        .collect()
 }

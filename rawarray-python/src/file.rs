@@ -13,7 +13,7 @@ use rawarray_serde::{ArrayReader, DynArray, ElType, Header};
 
 use crate::buffer::{Buffer, Bytes};
 use crate::dtype::element_kind;
-use crate::errors::{ra_err, to_py};
+use crate::errors::{at_path, ra_err, to_py, Doing};
 
 /// Fills `buf` from `at` with positioned reads (no shared cursor).
 #[cfg(unix)]
@@ -61,7 +61,8 @@ impl RawFile {
     /// Opens the file once, reads and validates its header, and finds the trailer from the end.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<RawFile> {
-        py.detach(|| open_raw(&path)).map_err(to_py)
+        py.detach(|| open_raw(&path))
+            .map_err(|e| at_path(e, &path, Doing::Reading))
     }
 
     /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
@@ -302,9 +303,7 @@ impl RawFile {
 }
 
 fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
-    // The library's readers name the file in their errors; this open is the package's own.
-    let file = File::open(path)
-        .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+    let file = File::open(path)?;
     let reader = ArrayReader::from_open_file(file.try_clone()?, path)?;
     let meta = file.metadata()?;
     #[cfg(unix)]

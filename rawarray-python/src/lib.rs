@@ -29,6 +29,7 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "cloud")]
     m.add_class::<store::StoreFile>()?;
     m.add_function(wrap_pyfunction!(writers::write, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::storable_dtypes, m)?)?;
     chunked::register(m)?;
     m.add_class::<ragged::RaggedFile>()?;
     m.add_class::<ragged::RaggedWriter>()?;

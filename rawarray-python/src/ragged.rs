@@ -20,7 +20,7 @@ use rawarray_serde::{
 use crate::buffer::{Buffer, Bytes};
 use crate::chunked::{write_options, LZ4_WHOLE};
 use crate::dtype::element_of;
-use crate::errors::{ra_err, to_py};
+use crate::errors::{at_path, ra_err, to_py, Doing};
 
 /// Bytes borrowed from a [`DynRagged`]'s memory map, kept alive by the reader they come from.
 pub(crate) struct Region {
@@ -72,20 +72,8 @@ impl RaggedFile {
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<RaggedFile> {
         let inner = py
-            .detach(|| {
-                DynRagged::open(&path).map_err(|e| {
-                    if e.category() == rawarray_serde::Category::Io {
-                        let io: std::io::Error = e.into();
-                        rawarray_serde::Error::from(std::io::Error::new(
-                            io.kind(),
-                            format!("{}: {io}", path.display()),
-                        ))
-                    } else {
-                        e
-                    }
-                })
-            })
-            .map_err(to_py)?;
+            .detach(|| DynRagged::open(&path))
+            .map_err(|e| at_path(e, &path, Doing::Reading))?;
         Ok(RaggedFile {
             inner: Arc::new(inner),
         })
@@ -346,7 +334,7 @@ pub(crate) fn write_ragged(
     let element = layout.unwrap_or(Layout::scalar(eltype, elbyte));
     let schema = value_layout(element, &value_dims);
     py.detach(|| header.write_file(&path, &offs, value_bytes, schema, text, opts.as_ref()))
-        .map_err(to_py)
+        .map_err(|e| at_path(e, &path, Doing::Writing))
 }
 
 /// `bytes` (packed little-endian values of `T`) as values, through the library's element
@@ -487,7 +475,9 @@ impl RaggedWriter {
                 _ => return Ok(None),
             }))
         });
-        match writer.map_err(to_py)? {
+        let start = "rawarray.RaggedWriter(path, dtype) (mode=\"w\", the default)";
+        let doing = if append { Doing::Adding(start) } else { Doing::Writing };
+        match writer.map_err(|e| at_path(e, &path, doing))? {
             Some(w) => Ok(RaggedWriter {
                 inner: Mutex::new(Some(w)),
             }),

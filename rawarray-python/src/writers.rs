@@ -10,13 +10,13 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{
-    ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, ElementSpec, Header, Layout,
-    RecordOptions, Trailer,
+    ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, Element, ElementSpec, Header,
+    Layout, RecordOptions, Trailer,
 };
 
 use crate::chunked;
 use crate::dtype::element_of;
-use crate::errors::{ra_err, to_py};
+use crate::errors::{at_path, ra_err, to_py, Doing};
 
 /// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
 /// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
@@ -130,7 +130,7 @@ pub(crate) fn write(
             },
         )
     });
-    result.map_err(to_py)
+    result.map_err(|e| at_path(e, &path, Doing::Writing))
 }
 
 /// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
@@ -191,7 +191,10 @@ impl RecordWriter {
                     opts.create_dyn(&path, &spec)
                 }
             })
-            .map_err(to_py)?;
+            .map_err(|e| {
+                let start = "rawarray.RecordWriter(path, dtype) (mode=\"w\", the default)";
+                at_path(e, &path, if append { Doing::Adding(start) } else { Doing::Writing })
+            })?;
         Ok(RecordWriter {
             inner: Mutex::new(Some(inner)),
         })
@@ -332,35 +335,62 @@ impl ArrayWriter {
                  \"none\", which write the chunked layout",
             ));
         }
-        let header = match (descr_json, dims) {
+        // A bool array is bytes 0 and 1 (u8) marked bool by the schema in the trailer, as
+        // `write` stores one: `marker` is that trailer.
+        let (header, marker) = match (descr_json, dims) {
             (Some(d), Some(dims)) => {
                 let (eltype, elbyte, layout) = element_of(d)?;
-                if layout.is_some() {
-                    return Err(ra_err(
-                        "ArrayWriter writes arrays of primitive elements: a structured dtype \
-                         needs its schema in a trailer, which rawarray.write or RecordWriter \
-                         writes",
-                    ));
-                }
-                Some(Header::new(eltype, elbyte, dims).map_err(to_py)?)
+                let marker = match layout {
+                    None => None,
+                    Some(l) if l == bool::layout() => {
+                        if chunked.is_some() {
+                            return Err(ra_err(
+                                "ArrayWriter cannot write a compressed (chunked) bool array: its \
+                                 bool mark is a trailer after the data, which the chunks a writer \
+                                 appends would overwrite; write the array whole with \
+                                 rawarray.write(path, a, codec=...), or write it uncompressed \
+                                 (no chunks, codec, level or shuffle)",
+                            ));
+                        }
+                        Some(Trailer::new(serde_json::Value::Null).map_err(to_py)?.with_schema(l))
+                    }
+                    Some(_) => {
+                        return Err(ra_err(
+                            "ArrayWriter writes arrays of numbers and bools: a structured dtype \
+                             needs its schema in a trailer, which rawarray.write or RecordWriter \
+                             writes",
+                        ))
+                    }
+                };
+                (Some(Header::new(eltype, elbyte, dims).map_err(to_py)?), marker)
             }
-            (None, None) => None,
+            (None, None) => (None, None),
             _ => {
                 return Err(ra_err(
                     "ArrayWriter: give both the dtype and the shape, or neither",
                 ))
             }
         };
+        let creating = header.is_some();
         let writer = py
-            .detach(|| match (header, &chunked) {
-                (Some(h), Some(c)) => {
-                    LibArrayWriter::open_or_create_chunked_with_header(&path, h, c)
+            .detach(|| -> rawarray_serde::Result<LibArrayWriter> {
+                let w = match (header, &chunked) {
+                    (Some(h), Some(c)) => {
+                        LibArrayWriter::open_or_create_chunked_with_header(&path, h, c)?
+                    }
+                    (Some(h), None) => LibArrayWriter::open_or_create_with_header(&path, h)?,
+                    // An opened file keeps its own chunk settings; only the threads apply.
+                    (None, _) => LibArrayWriter::open_with_threads(&path, threads)?,
+                };
+                if let (Some(t), true) = (&marker, w.created()) {
+                    mark_created(&path, w.header(), t)?;
                 }
-                (Some(h), None) => LibArrayWriter::open_or_create_with_header(&path, h),
-                // An opened file keeps its own chunk settings; only the threads apply.
-                (None, _) => LibArrayWriter::open_with_threads(&path, threads),
+                Ok(w)
             })
-            .map_err(to_py)?;
+            .map_err(|e| {
+                let start = "rawarray.ArrayWriter(path, shape, dtype)";
+                at_path(e, &path, if creating { Doing::Writing } else { Doing::Adding(start) })
+            })?;
         let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
         Ok(ArrayWriter {
             inner: Mutex::new(Some(std::sync::Arc::new(writer))),
@@ -468,6 +498,20 @@ impl ArrayWriter {
             .clone()
             .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.ArrayWriter"))
     }
+}
+
+/// Appends the trailer `t` after the data section of the plain file an `ArrayWriter` just
+/// created at `path` (header `h`): the bool mark of a bool array. The data section's length is
+/// fixed and blocks are written inside it, so the trailer stays where readers look for it.
+/// Until it is written a reader sees the zeros as uint8; the writer's `finish` syncs the file,
+/// trailer included.
+fn mark_created(path: &Path, h: &Header, t: &Trailer) -> rawarray_serde::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let end = h.encoded_len() as u64 + h.size;
+    file.seek(SeekFrom::Start(end))?;
+    file.write_all(&t.encode_block(end))?;
+    Ok(())
 }
 
 /// Device and inode of the file at `path` (zero where the platform has none).

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._rawarray import RaError
 from ._rawarray import write as _write
-from ._axes import _file_chunks
+from ._axes import file_chunks, in_numpy_order
 from ._dtype import _check_storable, _descr_json, _little_endian
 from ._file import File
 from ._ragged import RaggedFile, _as_ragged, is_ragged
@@ -170,9 +170,10 @@ def write(
         raise ValueError(f"order must be 'C' or 'F', not {order!r}")
     params_json = None if params is None else json.dumps(params)
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
-    _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
-           json.dumps(extra) if extra else None, codec, _file_chunks(chunks, order),
-           level, shuffle, 0 if threads is None else int(threads))
+    with in_numpy_order(len(dims), reverse=order == "C"):
+        _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
+               json.dumps(extra) if extra else None, codec, file_chunks(chunks, order),
+               level, shuffle, 0 if threads is None else int(threads))
 
 
 def _dims_and_coords(

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from ._rawarray import RaError
+from ._rawarray import storable_dtypes as _storable
 
 
 class RaWarning(UserWarning):
@@ -132,7 +133,18 @@ def _check_storable(dtype: np.dtype, field: str = "") -> None:
             "come with ragged arrays (rawarray.Ragged)"
         )
     if dtype.hasobject or dtype.kind in "OMm":
-        raise RaError(f"{where}numpy dtype {dtype} (kind '{dtype.kind}') has no .ra element type")
+        raise RaError(
+            f"{where}numpy dtype {dtype} (kind '{dtype.kind}') has no .ra element type: a .ra "
+            f"file stores {storable_words()}, and structured dtypes (records) of them; convert "
+            "the array to one (a.astype(...)), write text as a list of str and rows of "
+            "different lengths as a list of arrays (ragged files)"
+        )
+
+
+def storable_words() -> str:
+    """The dtypes a file stores, by the library's table, in numpy's names."""
+    names = [f"{d} (ml_dtypes)" if d == "bfloat16" else np.dtype(d).name for d in _storable()]
+    return ", ".join(names[:-1]) + " and " + names[-1]
 
 
 def _descr_json(dtype: np.dtype) -> str:

@@ -15,6 +15,7 @@ from ._rawarray import Buffer, RaError, RawFile
 from ._rawarray import chunk_config as _chunk_config
 from ._rawarray import read_chunked_into as _read_chunked_into
 from ._indexing import read_key
+from ._axes import reraise_in_numpy_order
 from ._dtype import _bool_views, _checked_bools, _element_dtype
 from ._ragged import is_ragged
 from . import _arrow
@@ -96,6 +97,12 @@ class File:
         # object in a store is decoded by the library's StoreArrayReader, chunked or not, which
         # validated its config at open.
         self._chunking = self._raw.chunk_config() if _is_url(self.path) else _chunk_config(self._raw)
+        # What indexing asks on every call, fixed at open (a File reads the file it opened).
+        self._shape = tuple(reversed(self._raw.dims))
+        self._is_plain = not (self._raw.flags & 7) and not _is_url(self.path)
+        self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
+                            else self._dtype)
+        self._np_chunks = None if self._chunking is None else tuple(reversed(self._chunking[3]))
         self.closed = False
 
     @property
@@ -103,9 +110,7 @@ class File:
         """The chunk shape of a chunked file, in numpy's axis order (the file's chunk dims
         reversed, as :attr:`shape` is), or None for a file that is not chunked. Dask's
         ``from_array`` and xarray's ``preferred_chunks`` take it."""
-        if self._chunking is None:
-            return None
-        return tuple(reversed(self._chunking[3]))
+        return self._np_chunks
 
     @property
     def compression(self) -> dict[str, Any] | None:
@@ -203,7 +208,7 @@ class File:
     @property
     def shape(self) -> tuple[int, ...]:
         """numpy's shape: the file's dims reversed."""
-        return tuple(reversed(self._raw.dims))
+        return self._shape
 
     @property
     def dtype(self) -> np.dtype:
@@ -283,7 +288,7 @@ class File:
         """Whether numpy can view the file's bytes as they are on disk (not big-endian, not
         LZ4, not chunked: a chunked section is never mapped as plain bytes; not an object in a
         store, which is read by ranged requests)."""
-        return not (self._raw.flags & 7) and not _is_url(self.path)
+        return self._is_plain
 
     @property
     def _chunked(self) -> bool:
@@ -298,9 +303,7 @@ class File:
         return self._buffer
 
     def _decoded_dtype(self) -> np.dtype:
-        if self._raw.big_endian_records:
-            return self._dtype.newbyteorder(">")
-        return self._dtype
+        return self._read_dtype
 
     def array(self, order: str = "C", *, mmap: bool = True) -> np.ndarray:
         """The whole array: a read-only view over a memory map for plain little-endian files
@@ -368,7 +371,10 @@ class File:
         """The bytes of a block (one ``(start, end)`` per numpy axis), C order, in the byte
         order of ``_decoded_dtype``: the library's ``ArrayReader``, one positioned read per run
         (an LZ4 file is decompressed once, on the first block, and cut from)."""
-        return self._raw.read_block(list(reversed(ranges)))
+        try:
+            return self._raw.read_block(ranges[::-1])
+        except (RaError, IndexError) as e:
+            reraise_in_numpy_order(e, len(ranges))
 
     def __getitem__(self, key: Any) -> Any:
         """``f[key]`` with numpy's indexing, exactly: integers (negative too), slices with any
@@ -387,9 +393,9 @@ class File:
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         self._check_bools_once()
-        if not self.shape or (self._plain and self._mmap):
+        if not self._shape or (self._is_plain and self._mmap):
             return self._mapped_array("C")[key]
-        return read_key(key, self.shape, self._decoded_dtype(), self._read_block, self.chunks)
+        return read_key(key, self._shape, self._read_dtype, self._read_block, self._np_chunks)
 
     @property
     def io_stats(self) -> dict[str, int]:

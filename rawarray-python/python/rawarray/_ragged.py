@@ -16,6 +16,7 @@ from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
+from ._axes import in_numpy_order
 from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
                      _little_endian)
 
@@ -154,10 +155,11 @@ class Ragged:
                                    or chunks < 1):
             raise RaError(f"chunks: a ragged file's values are chunked by count: expected an int "
                           f"of at least 1 (values per chunk), found {chunks!r}")
-        _write_ragged(os.fspath(path), _descr_json(values.dtype), value_dims,
-                      np.ascontiguousarray(self._offsets, dtype="<u8").view(np.uint8), data,
-                      self._text, codec, level, shuffle,
-                      None if chunks is None else int(chunks), 0 if threads is None else int(threads))
+        with in_numpy_order(values.ndim):
+            _write_ragged(os.fspath(path), _descr_json(values.dtype), value_dims,
+                          np.ascontiguousarray(self._offsets, dtype="<u8").view(np.uint8), data,
+                          self._text, codec, level, shuffle, None if chunks is None else int(chunks),
+                          0 if threads is None else int(threads))
 
 
 def _row_index(k: Any, n: int) -> int:

@@ -14,7 +14,7 @@ from ._rawarray import ArrayWriter as _ArrayWriter
 from ._rawarray import RaError
 from ._rawarray import RaggedWriter as _RaggedWriter
 from ._rawarray import RecordWriter as _RecordWriter
-from ._axes import _file_chunks
+from ._axes import file_chunks, in_numpy_order
 from ._dtype import _check_storable, _descr_json, _little_endian
 from ._file import File
 from ._ragged import _BYTES, RaggedFile
@@ -70,11 +70,31 @@ class RecordWriter:
         self.shape = tuple(int(n) for n in shape)
         self.path = os.fspath(path)
         params_json = None if params is None else json.dumps(params)
-        self._w = _RecordWriter(
-            self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json, mode == "a",
-            codec=codec, level=level, shuffle=shuffle,
-            chunk_records=self._chunk_records(chunks), threads=threads,
-        )
+        if mode == "a":
+            self._check_appendable()
+        with in_numpy_order(1 + len(self.shape)):
+            self._w = _RecordWriter(
+                self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json,
+                mode == "a", codec=codec, level=level, shuffle=shuffle,
+                chunk_records=self._chunk_records(chunks), threads=threads,
+            )
+
+    def _check_appendable(self) -> None:
+        """Refuses, in numpy's words, to append records of another dtype or shape than the file
+        holds (the library refuses them too, in the file's words: element types and bytes)."""
+        try:
+            f = File(self.path)
+        except (OSError, RaError):
+            return                      # the library's open says what is wrong with it
+        with f:
+            have, shape = f.dtype, f.shape[1:]
+        if (_little_endian(have), shape) != (self.dtype, self.shape):
+            raise RaError(
+                f"{self.path}: the file holds records of dtype {have} and shape {shape}; asked "
+                f"to append records of dtype {self.dtype} and shape {self.shape}: append with "
+                f"the file's own, rawarray.RecordWriter(path, f.dtype, shape=f.shape[1:], "
+                f"mode='a') where f = rawarray.open(path), or start a new file with mode='w'"
+            )
 
     def _chunk_records(self, chunks: int | tuple[int, ...] | None) -> int | None:
         # A chunk covers each record whole (doc/chunked.md): only the record count is free.
@@ -196,8 +216,9 @@ class ArrayWriter:
             dt = _little_endian(np.dtype(dtype))
             _check_storable(dt)
             dims = list(reversed([int(n) for n in shape]))
-            self._w = _ArrayWriter(self.path, _descr_json(dt), dims, codec,
-                                   _file_chunks(chunks, "C"), level, shuffle, self._threads)
+            with in_numpy_order(len(dims)):
+                self._w = _ArrayWriter(self.path, _descr_json(dt), dims, codec,
+                                       file_chunks(chunks, "C"), level, shuffle, self._threads)
         # The dtype, chunks and compression numpy users see, by the same reading of the file
         # as rawarray.open's.
         with File(self.path) as f:
@@ -255,7 +276,8 @@ class ArrayWriter:
         arr = np.ascontiguousarray(np.broadcast_to(arr, selected)).reshape(block_shape)
         if arr.size == 0:
             return
-        self._w.write_block(list(reversed(ranges)), arr.reshape(-1).view(np.uint8))
+        with in_numpy_order(len(self.shape)):
+            self._w.write_block(list(reversed(ranges)), arr.reshape(-1).view(np.uint8))
 
     def _check_on_grid(self, ranges: list[tuple[int, int]]) -> None:
         """Refuses a block of a chunked file that does not cover whole chunks, naming the
@@ -338,12 +360,28 @@ class RaggedWriter:
             _check_storable(dt)
             self.dtype = _little_endian(dt)
         if mode == "a":
-            with RaggedFile(self.path) as f:
-                if f.is_text != self.is_text:
-                    have = "text" if f.is_text else f"values of {f.dtype}"
-                    raise RaError(f"{self.path}: the file holds rows of {have}, not "
-                                  f"{'text' if self.is_text else 'values of ' + str(self.dtype)}")
+            self._check_appendable()
         self._w = _RaggedWriter(self.path, _descr_json(self.dtype), self.is_text, mode == "a")
+
+    def _check_appendable(self) -> None:
+        """Refuses, in numpy's words, to append rows of another kind or dtype than the file
+        holds."""
+        try:
+            f = RaggedFile(self.path)
+        except (OSError, RaError):
+            return                      # the library's open says what is wrong with it
+        with f:
+            text, have, shape = f.is_text, f.dtype, f.value_shape
+        if (text, _little_endian(have), shape) != (self.is_text, self.dtype, ()):
+            held = "text" if text else f"values of dtype {have}" + (f" and shape {shape}"
+                                                                      if shape else "")
+            asked = "text" if self.is_text else f"values of dtype {self.dtype}"
+            dtype = "str" if text else f"'{have}'"
+            raise RaError(
+                f"{self.path}: the file holds rows of {held}, not {asked}: append rows of the "
+                f"file's own, rawarray.RaggedWriter(path, {dtype}, mode='a'), or start a new "
+                "file with mode='w'"
+            )
 
     def append(self, row: Any) -> None:
         """Appends one row: a ``str`` for a text writer, else a 1-d array of the writer's
