@@ -6,7 +6,7 @@ use pyo3::exceptions::PyBufferError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 
-use crate::ragged;
+use crate::ragged_file;
 
 /// Where a [`Buffer`]'s bytes live.
 pub(crate) enum Bytes {
@@ -15,7 +15,7 @@ pub(crate) enum Bytes {
     /// Bytes decoded or read into memory.
     Owned(Vec<u8>),
     /// Bytes of a ragged file's map (offsets, values or one row).
-    Ragged(ragged::Region),
+    Ragged(ragged_file::Region),
 }
 
 /// Read-only bytes exported through Python's buffer protocol: numpy's `frombuffer` and

@@ -14,6 +14,7 @@ use rawarray_serde::{ArrayReader, DynArray, ElType, Header};
 use crate::buffer::{Buffer, Bytes};
 use crate::dtype::element_kind;
 use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::state::{one_state, Opened};
 
 /// Fills `buf` from `at` with positioned reads (no shared cursor).
 #[cfg(unix)]
@@ -54,6 +55,10 @@ pub(crate) struct RawFile {
     /// Device and inode of what was opened (zero where the platform has none).
     dev: u64,
     ino: u64,
+    /// The path opened, for messages.
+    path: PathBuf,
+    /// The file's state and header at open: every copying read is checked against them.
+    opened: Opened,
 }
 
 #[pymethods]
@@ -195,15 +200,17 @@ impl RawFile {
     /// (user-defined elements of a big-endian file keep their bytes; see `big_endian_records`).
     fn decode(&self, py: Python<'_>) -> PyResult<Buffer> {
         py.detach(|| -> rawarray_serde::Result<Buffer> {
-            let header = self.header();
-            // The header and data section, which the file held at open (checked then).
-            let end = header.encoded_len() as u64 + header.size;
-            let mut bytes = vec![0u8; usize::try_from(end).map_err(std::io::Error::other)?];
-            read_exact_at(&self.file, &mut bytes, 0)?;
-            let array = DynArray::from_bytes(&bytes)?;
-            let (_, data, _) = array.into_parts();
-            Ok(Buffer {
-                bytes: Bytes::Owned(data),
+            self.checked(|| {
+                let header = self.header();
+                // The header and data section, which the file held at open (checked then).
+                let end = header.encoded_len() as u64 + header.size;
+                let mut bytes = vec![0u8; usize::try_from(end).map_err(std::io::Error::other)?];
+                read_exact_at(&self.file, &mut bytes, 0)?;
+                let array = DynArray::from_bytes(&bytes)?;
+                let (_, data, _) = array.into_parts();
+                Ok(Buffer {
+                    bytes: Bytes::Owned(data),
+                })
             })
         })
         .map_err(to_py)
@@ -215,7 +222,7 @@ impl RawFile {
     fn read_block(&self, py: Python<'_>, ranges: Vec<(u64, u64)>) -> PyResult<Buffer> {
         py.detach(|| -> rawarray_serde::Result<Buffer> {
             let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
-            let (_, data) = self.reader.read_subset_bytes(&ranges)?;
+            let (_, data) = self.checked(|| self.reader.read_subset_bytes(&ranges))?;
             Ok(Buffer {
                 bytes: Bytes::Owned(data),
             })
@@ -236,7 +243,7 @@ impl RawFile {
         let at = self.data_range(start, len)?;
         py.detach(|| -> rawarray_serde::Result<Buffer> {
             let mut bytes = vec![0u8; len as usize];
-            read_exact_at(&self.file, &mut bytes, at)?;
+            self.checked(|| Ok(read_exact_at(&self.file, &mut bytes, at)?))?;
             Ok(Buffer {
                 bytes: Bytes::Owned(bytes),
             })
@@ -262,8 +269,8 @@ impl RawFile {
         // `readinto`; it would see partly read bytes, never memory outside the buffer.
         let bytes: &mut [u8] =
             unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
-        py.detach(|| read_exact_at(&self.file, bytes, at))
-            .map_err(|e| to_py(e.into()))
+        py.detach(|| self.checked(|| Ok(read_exact_at(&self.file, bytes, at)?)))
+            .map_err(to_py)
     }
 
     /// The file's length in bytes when it was opened.
@@ -274,6 +281,15 @@ impl RawFile {
 }
 
 impl RawFile {
+    /// Runs `read`, a copying read through the descriptor, and returns its bytes only if they
+    /// are of the file as opened ([`one_state`]).
+    pub(crate) fn checked<T>(
+        &self,
+        read: impl FnOnce() -> rawarray_serde::Result<T>,
+    ) -> rawarray_serde::Result<T> {
+        one_state(&self.file, &self.path, &self.opened, read)
+    }
+
     pub(crate) fn header(&self) -> &Header {
         self.reader.header()
     }
@@ -304,7 +320,13 @@ impl RawFile {
 
 fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
     let file = File::open(path)?;
-    let reader = ArrayReader::from_open_file(file.try_clone()?, path)?;
+    let (reader, opened) = Opened::open(
+        &file,
+        path,
+        || ArrayReader::from_open_file(file.try_clone()?, path),
+        |r: &ArrayReader| (r.header().clone(), r.header().encoded_len() as u64),
+        Header::decode_any,
+    )?;
     let meta = file.metadata()?;
     #[cfg(unix)]
     let (dev, ino) = {
@@ -321,5 +343,7 @@ fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
         file_len: meta.len(),
         dev,
         ino,
+        path: path.to_path_buf(),
+        opened,
     })
 }

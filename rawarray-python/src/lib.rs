@@ -12,6 +12,8 @@ mod dtype;
 mod errors;
 mod file;
 mod ragged;
+mod ragged_file;
+mod state;
 #[cfg(feature = "cloud")]
 mod store;
 mod writers;
@@ -31,7 +33,7 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(writers::write, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::storable_dtypes, m)?)?;
     chunked::register(m)?;
-    m.add_class::<ragged::RaggedFile>()?;
+    m.add_class::<ragged_file::RaggedFile>()?;
     m.add_class::<ragged::RaggedWriter>()?;
     m.add_function(wrap_pyfunction!(ragged::is_ragged, m)?)?;
     m.add_function(wrap_pyfunction!(ragged::write_ragged, m)?)?;

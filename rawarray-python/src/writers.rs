@@ -10,8 +10,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{
-    ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, Element, ElementSpec, Header,
-    Layout, RecordOptions, Trailer,
+    ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, Element, ElementSpec, Header, Layout,
+    RecordOptions, Trailer,
 };
 
 use crate::chunked;
@@ -193,7 +193,15 @@ impl RecordWriter {
             })
             .map_err(|e| {
                 let start = "rawarray.RecordWriter(path, dtype) (mode=\"w\", the default)";
-                at_path(e, &path, if append { Doing::Adding(start) } else { Doing::Writing })
+                at_path(
+                    e,
+                    &path,
+                    if append {
+                        Doing::Adding(start)
+                    } else {
+                        Doing::Writing
+                    },
+                )
             })?;
         Ok(RecordWriter {
             inner: Mutex::new(Some(inner)),
@@ -340,29 +348,35 @@ impl ArrayWriter {
         let (header, marker) = match (descr_json, dims) {
             (Some(d), Some(dims)) => {
                 let (eltype, elbyte, layout) = element_of(d)?;
-                let marker = match layout {
-                    None => None,
-                    Some(l) if l == bool::layout() => {
-                        if chunked.is_some() {
-                            return Err(ra_err(
+                let marker =
+                    match layout {
+                        None => None,
+                        Some(l) if l == bool::layout() => {
+                            if chunked.is_some() {
+                                return Err(ra_err(
                                 "ArrayWriter cannot write a compressed (chunked) bool array: its \
                                  bool mark is a trailer after the data, which the chunks a writer \
                                  appends would overwrite; write the array whole with \
                                  rawarray.write(path, a, codec=...), or write it uncompressed \
                                  (no chunks, codec, level or shuffle)",
                             ));
+                            }
+                            Some(
+                                Trailer::new(serde_json::Value::Null)
+                                    .map_err(to_py)?
+                                    .with_schema(l),
+                            )
                         }
-                        Some(Trailer::new(serde_json::Value::Null).map_err(to_py)?.with_schema(l))
-                    }
-                    Some(_) => {
-                        return Err(ra_err(
+                        Some(_) => return Err(ra_err(
                             "ArrayWriter writes arrays of numbers and bools: a structured dtype \
                              needs its schema in a trailer, which rawarray.write or RecordWriter \
                              writes",
-                        ))
-                    }
-                };
-                (Some(Header::new(eltype, elbyte, dims).map_err(to_py)?), marker)
+                        )),
+                    };
+                (
+                    Some(Header::new(eltype, elbyte, dims).map_err(to_py)?),
+                    marker,
+                )
             }
             (None, None) => (None, None),
             _ => {
@@ -389,7 +403,15 @@ impl ArrayWriter {
             })
             .map_err(|e| {
                 let start = "rawarray.ArrayWriter(path, shape, dtype)";
-                at_path(e, &path, if creating { Doing::Writing } else { Doing::Adding(start) })
+                at_path(
+                    e,
+                    &path,
+                    if creating {
+                        Doing::Writing
+                    } else {
+                        Doing::Adding(start)
+                    },
+                )
             })?;
         let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
         Ok(ArrayWriter {

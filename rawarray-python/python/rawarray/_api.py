@@ -40,10 +40,11 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A
     ...     energy = f.array()["energy"]                          # a view, no copy
     ...     last_step = f[-1]                                     # reads one record's bytes
 
-    A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row).
+    A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row; ``mmap``
+    as for a ``File``: views of a map, or copies each of one state of the file).
     """
     if is_ragged(path):
-        return RaggedFile(path)
+        return RaggedFile(path, mmap=mmap)
     return File(path, mmap=mmap)
 
 
@@ -56,9 +57,10 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -
     memory. LZ4-compressed (whole-section) or big-endian files are decoded into memory,
     read-only (``np.array(a)`` makes a writable copy). Raises
     :class:`RaError` for an invalid file and ``OSError`` for I/O errors. A ragged file
-    (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map."""
+    (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map (``mmap=False``:
+    over copies read into memory)."""
     if is_ragged(path):
-        return RaggedFile(path).ragged()
+        return RaggedFile(path, mmap=mmap).ragged()
     return File(path).array(order, mmap=mmap)
 
 

@@ -21,6 +21,8 @@ from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtyp
                      _little_endian)
 
 _BYTES = (bytes, bytearray, memoryview)
+# RaggedFile.compression before its one read of the values' config.
+_UNREAD = object()
 
 
 class Ragged:
@@ -215,17 +217,24 @@ def _as_ragged(obj: Any) -> Ragged | None:
 class RaggedFile:
     """An opened ragged file (``rawarray.open``): the header, the trailer and the first and
     last offsets are read and checked at once, in O(1) of the file's size; ``f[k]`` reads row
-    ``k`` alone (its two offsets and its values, a view of the memory map), so a damaged offset
-    elsewhere does not stop it. ``f.ragged()`` is the whole :class:`Ragged` (every offset
-    checked), as ``rawarray.read`` returns it.
+    ``k`` alone (its two offsets and its values), so a damaged offset elsewhere does not stop
+    it. ``f.ragged()`` is the whole :class:`Ragged` (every offset checked), as ``rawarray.read``
+    returns it.
+
+    With ``mmap=True`` (the default) rows, offsets and values are views of a memory map of the
+    file: live views, as ``np.memmap``'s are (a file rewritten in place shows its new bytes, and
+    must not be truncated while views exist). With ``mmap=False`` each is a copy read through
+    the descriptor opened, and each read returns the bytes of the file as it was opened or
+    raises :class:`RaError` saying the file changed (it was rewritten in place); rows of
+    compressed values are decoded copies, checked the same way, either way.
 
     >>> with rawarray.open("events.ra") as f:                     # doctest: +SKIP
     ...     len(f), f[-1]
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
-        self._raw = _RaggedFile(self.path)
+        self._raw = _RaggedFile(self.path, mmap)
         self.dtype = _element_dtype(self._raw) if not self._raw.is_text else np.dtype(np.uint8)
         self.value_shape = tuple(reversed(self._raw.value_dims))
         #: Whether the rows are UTF-8 text (``f[k]`` is a ``str``).
@@ -234,6 +243,7 @@ class RaggedFile:
         self._header = {"eltype": r.eltype, "elbyte": r.elbyte, "rows": r.rows,
                         "values": r.values_count, "value_dims": list(r.value_dims),
                         "slots": r.slots, "size": r.size, "header_len": r.header_len}
+        self._compression: Any = _UNREAD
         self.closed = False
 
     @property
@@ -241,6 +251,25 @@ class RaggedFile:
         """The header's fields: eltype, elbyte, rows, values, value dims (file order), the
         offsets region's slots, size, header_len."""
         return dict(self._header)
+
+    @property
+    def compression(self) -> dict[str, Any] | None:
+        """How the values are stored, as :attr:`rawarray.File.compression` says it: None for
+        plain values, else ``{"codec", "level", "shuffle", "chunks", "ratio"}``, ``chunks``
+        the values' chunk shape in numpy's order (values per chunk, then the value shape) and
+        ``ratio`` the values' plain bytes over their bytes stored (the offsets are stored
+        plain)."""
+        if self._compression is _UNREAD:
+            self._check_open()
+            config = self._raw.chunk_config()
+            if config is None:
+                self._compression = None
+            else:
+                (codec, level, shuffle, chunk, _), plain, stored = config
+                self._compression = {"codec": codec, "level": level, "shuffle": shuffle,
+                                     "chunks": tuple(reversed(chunk)),
+                                     "ratio": plain / stored if stored else None}
+        return None if self._compression is None else dict(self._compression)
 
     def longest_row(self) -> int:
         """The length of the longest row, in values (every row's offsets checked)."""
