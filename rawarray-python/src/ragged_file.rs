@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use rawarray_serde::codec::{Config, Layout as SectionLayout, SectionReader};
 use rawarray_serde::ragged::{check_offsets, DynRagged};
 use rawarray_serde::{ElType, Error, ErrorKind, Layout, Logical, RaggedHeader, Trailer};
@@ -94,6 +95,14 @@ impl RaggedFile {
     fn new(py: Python<'_>, path: PathBuf, mmap: bool) -> PyResult<RaggedFile> {
         py.detach(|| open(&path, mmap))
             .map_err(|e| at_path(e, &path, Doing::Reading))
+    }
+
+    /// What was opened, to tell later whether the path still names the same file unchanged:
+    /// `(device, inode, file length, header bytes)`.
+    fn identity<'py>(&self, py: Python<'py>) -> PyResult<(u64, u64, u64, Bound<'py, PyBytes>)> {
+        let (dev, ino) = file_id(&self.file)?;
+        let (len, header) = self.opened.identity();
+        Ok((dev, ino, len, PyBytes::new(py, header)))
     }
 
     /// Whether rows are views of a memory map (rather than copies read with positioned reads).

@@ -116,6 +116,12 @@ impl Opened {
         ))
     }
 
+    /// The file's length and header bytes at open: with its device and inode, what tells
+    /// whether a path still names the file opened, unchanged.
+    pub(crate) fn identity(&self) -> (u64, &[u8]) {
+        (self.state.len, &self.header)
+    }
+
     /// Whether `file` is still in the state it was opened in, its header unchanged.
     fn holds(&self, file: &File) -> bool {
         let mut header = vec![0u8; self.header.len()];

@@ -136,7 +136,8 @@ def write(
     offsets stay plain, so a row still reads alone); ``chunks`` is then the values per chunk,
     an int.
     """
-    if _arrow.is_table(array):
+    # An opened .ra file has an Arrow stream too, but is written as the array it holds.
+    if _arrow.is_table(array) and not isinstance(array, (File, RaggedFile)):
         given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
                  "codec": codec, "level": level, "shuffle": shuffle, "threads": threads}
         unused = [k for k, v in given.items() if v not in (None, False)] + (

@@ -144,28 +144,40 @@ class File:
         """The file as a ``pyarrow.Table`` (doc/arrow.md): one row per record, one column per
         field, in the schema's order and names (a file that is not of records: one column
         ``values``). The batches come from Rust through the Arrow C stream interface."""
-        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_arrow)
+        return _arrow.to_arrow(self._stream())
 
     def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
         """The file as a ``pyarrow.RecordBatchReader`` of ``rows`` rows a batch, each read when
         asked for: the memory in use is one batch's, whatever the file's size."""
-        return self._arrow(rows, _arrow.to_arrow_batches)
+        return _arrow.to_arrow_batches(self._stream(rows))
 
     def to_pandas(self) -> Any:
         """The file as a ``pandas.DataFrame``, through :meth:`to_arrow` (needs pyarrow, pandas)."""
-        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_pandas)
+        return _arrow.to_pandas(self._stream())
 
     def to_polars(self) -> Any:
         """The file as a ``polars.DataFrame``, through :meth:`to_arrow` (needs pyarrow, polars)."""
-        return self._arrow(_arrow.DEFAULT_BATCH_ROWS, _arrow.to_polars)
+        return _arrow.to_polars(self._stream())
 
-    def _arrow(self, rows: int, convert: Any) -> Any:
-        # The Arrow reader opens the path itself: it must still be the file this File opened
-        # (checked before and after, so the reader cannot have opened another one between).
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule protocol: the file as a stream of record batches (the table of
+        :meth:`to_arrow`, 65536 rows a batch, each read when the consumer asks for it), so
+        ``pa.table(f)``, ``pl.DataFrame(f)`` and DuckDB's ``SELECT ... FROM f`` take a ``File``
+        as it is. ``requested_schema`` is not applied: the columns are doc/arrow.md's."""
+        return self._stream().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The Arrow PyCapsule protocol: the schema of :meth:`__arrow_c_stream__`'s table."""
+        return self._stream().__arrow_c_schema__()
+
+    def _stream(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
+        """The file's Arrow stream. The stream's reader opens the path itself: it must still be
+        the file this File opened (checked before and after, so the reader cannot have opened
+        another one between); each batch is then checked to be of that file as it was."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         self._check_same_file()
-        out = convert(self.path, rows) if convert is _arrow.to_arrow_batches else convert(self.path)
+        out = _arrow.stream(self.path, rows)
         self._check_same_file()
         return out
 

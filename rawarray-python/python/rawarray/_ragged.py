@@ -17,6 +17,7 @@ from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
 from ._axes import in_numpy_order
+from . import _arrow
 from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
                      _little_endian)
 
@@ -298,6 +299,32 @@ class RaggedFile:
 
     def __iter__(self) -> Iterator[Any]:
         return (self[k] for k in range(len(self)))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule protocol: the rows as a stream of record batches of one column,
+        ``values``, a ``LargeList`` of each row's values (``LargeUtf8`` for text; doc/arrow.md),
+        65536 rows a batch, each read when the consumer asks for it: ``pa.table(f)``,
+        ``pl.DataFrame(f)``, DuckDB's ``SELECT ... FROM f``. ``requested_schema`` is not
+        applied."""
+        return self._stream().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The Arrow PyCapsule protocol: the schema of :meth:`__arrow_c_stream__`'s table."""
+        return self._stream().__arrow_c_schema__()
+
+    def _stream(self) -> Any:
+        # The stream's reader opens the path itself: it must be the file this one opened
+        # (checked before and after), and each batch is checked to be of that file as it was.
+        self._check_open()
+        self._check_same_file()
+        out = _arrow.stream(self.path)
+        self._check_same_file()
+        return out
+
+    def _check_same_file(self) -> None:
+        if _RaggedFile(self.path, False).identity() != self._raw.identity():
+            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+                          "open it again to read it as Arrow")
 
     def ragged(self) -> Ragged:
         """The whole :class:`Ragged`: ``offsets`` and ``values`` are read-only views of the
