@@ -68,11 +68,20 @@ class File:
     :meth:`__getitem__`). ``array()`` of an LZ4-compressed or big-endian file decodes it into
     memory instead, and of a chunked file (:attr:`chunks`, :attr:`compression`) decodes it into
     a new, writable array.
-    A mapped file must not be truncated while views of it exist (as with ``np.memmap``).
+    Views of the map are live views of the file, as ``np.memmap``'s are: a mapped file must not
+    be truncated while views of it exist.
 
     A ``File`` reads the file it opened: it holds one descriptor from open to close, and the
     header, the trailer and every byte of data come through it, so a file written over the path
-    meanwhile (``rawarray.write`` renames a new file into place) changes nothing it returns.
+    meanwhile (``rawarray.write`` renames a new file into place) changes nothing it returns. A
+    read that copies (``mmap=False``, and the decoding of LZ4, big-endian and chunked files)
+    returns the bytes of the file as it was opened, or raises :class:`RaError` saying the file
+    changed when another program rewrote it in place (``cp new.ra path``): never a mix of two
+    versions. Records appended by the library's writers (under their lock) are no change.
+
+    A ``File`` is an Arrow stream too (``__arrow_c_stream__``): ``pa.table(f)``,
+    ``pl.DataFrame(f)`` and DuckDB's ``SELECT ... FROM f`` read it, in batches (see
+    :meth:`to_arrow`).
 
     A ``File`` pickles (for another process) as its path and the identity of what it opened:
     device, inode, length and header. Unpickling opens the path again and raises
