@@ -246,15 +246,18 @@ def byte_runs(shape, key):
     return 1 + int(np.count_nonzero(np.diff(flat) != 1))
 
 
-@pytest.mark.parametrize("mode", ["pread", "big", "lz4", "chunked"])
-@pytest.mark.parametrize("element", ["f8", "u1", "c16", "record", "bool"])
+# Big-endian files are made by hand (the package writes little-endian), of numbers only.
+ONE_BLOCK_CASES = [(e, m) for m in ("pread", "big", "lz4", "chunked")
+                   for e in ("f8", "u1", "c16", "record", "bool")
+                   if not (m == "big" and e in ("bool", "record"))]
+
+
+@pytest.mark.parametrize("element,mode", ONE_BLOCK_CASES)
 def test_one_block_keys_give_numpys_answer_with_one_read(tmp, element, mode):
     shape = (4, 5, 3)
     a = (np.arange(60).reshape(shape) % 3 == 1) if element == "bool" else sample(element, shape)
     path = tmp / "k.ra"
     if mode == "big":
-        if element in ("bool", "record"):
-            pytest.skip("the package writes bool and records little-endian; big-endian is by hand")
         f = write_file(path, a, mode)
     else:
         opts = {"pread": {}, "lz4": {"compress": True}, "chunked": {"chunks": (2, 5, 3)}}[mode]
