@@ -293,10 +293,8 @@ impl RaggedFile {
                 Reader::Mapped(d) => d.row_str(k).map(|s| s.to_string()),
                 Reader::Positioned(p) => {
                     let bytes = self.row_of(p, k)?;
-                    String::from_utf8(bytes).map_err(|e| {
-                        ErrorKind::Message(format!("row {k} is not UTF-8 text: {}", e.utf8_error()))
-                            .into()
-                    })
+                    String::from_utf8(bytes)
+                        .map_err(|e| bad(format!("row {k} is not UTF-8 text: {}", e.utf8_error())))
                 }
             })
         })
@@ -323,9 +321,8 @@ impl RaggedFile {
                 if text {
                     let values = self.values_of(p, 0, p.header.values)?;
                     for (k, w) in offsets.windows(2).enumerate() {
-                        std::str::from_utf8(&values[w[0] as usize..w[1] as usize]).map_err(
-                            |e| ErrorKind::Message(format!("row {k} is not UTF-8 text: {e}")),
-                        )?;
+                        std::str::from_utf8(&values[w[0] as usize..w[1] as usize])
+                            .map_err(|e| bad(format!("row {k} is not UTF-8 text: {e}")))?;
                     }
                 }
                 Ok(())
@@ -446,13 +443,11 @@ impl RaggedFile {
         let w = words(&self.offset_bytes(p, k, 2)?);
         let (start, end) = (w[0], w[1]);
         if start > end || end > h.values || (k == 0 && start != 0) {
-            return Err(ErrorKind::Message(format!(
-                "damaged ragged offsets: row {k} spans values {start}..{end} of {} \
-                 (offsets[{k}], offsets[{}])",
+            return Err(bad(format!(
+                "row {k} spans values {start}..{end} of {} (offsets[{k}], offsets[{}])",
                 h.values,
                 k + 1
-            ))
-            .into());
+            )));
         }
         self.values_of(p, start, end)
     }
@@ -465,6 +460,11 @@ fn text_layout() -> Layout {
         elbyte: 1,
         logical: Some(Logical::Text),
     }
+}
+
+/// A damaged ragged file's error, as the library's reader words it.
+fn bad(why: String) -> Error {
+    ErrorKind::BadRagged { why }.into()
 }
 
 /// Little-endian `u64` words of `bytes`.
@@ -602,13 +602,20 @@ fn open_positioned(file: &File) -> rawarray_serde::Result<Positioned> {
     let first = words(&ends)[0];
     read_exact_at(file, &mut ends, header.offsets_at() + 8 * header.rows)?;
     let last = words(&ends)[0];
-    if first != 0 || last != header.values {
-        return Err(ErrorKind::Message(format!(
-            "damaged ragged offsets: offsets[0] is {first} and offsets[{}] is {last}; expected 0 \
-             and the value count {}",
-            header.rows, header.values
-        ))
-        .into());
+    // The library's reader checks the same ends at open, in the same words.
+    if first != 0 {
+        return Err(bad(format!(
+            "row 0 starts at value {first}, not 0 (offsets[0])"
+        )));
+    }
+    if last != header.values {
+        return Err(bad(format!(
+            "row {} ends at value {last}, but the file holds {} values (offsets[{}], the last \
+             offset, must be the value count)",
+            header.rows.saturating_sub(1),
+            header.values,
+            header.rows
+        )));
     }
     Ok(Positioned {
         header,

@@ -119,3 +119,37 @@ def test_rows_of_mixed_dtypes_take_numpys_common_type(tmp):
     assert rawarray.read(tmp / "f.ra").dtype == np.float32
     rawarray.write(tmp / "d.ra", rawarray.Ragged([[1.5, 2.5], [-3.0]], dtype="<f4"))
     assert rawarray.read(tmp / "d.ra").dtype == np.float32
+
+
+# The hostile files of test_ragged.py, read with positioned reads: each an error that names
+# what is wrong (the same words as the mapped reader's), never a crash.
+POSITIONED_CHILD = """
+import sys, rawarray
+try:
+    with rawarray.open(sys.argv[1], mmap=False) as f:
+        for k in range(min(len(f), 4)):
+            f[k]
+    rawarray.read(sys.argv[1], mmap=False).to_list()
+    print("READ")
+except rawarray.RaError as e:
+    print("RaError", e)
+"""
+
+
+def hostile():
+    from test_ragged import hostile_ragged_files
+    return list(hostile_ragged_files())
+
+
+@pytest.mark.parametrize("name,raw,why", hostile(), ids=[n for n, _, _ in hostile()])
+def test_hostile_ragged_files_read_with_copies_are_errors_not_crashes(tmp, name, raw, why):
+    import subprocess
+    import sys
+    path = tmp / "h.ra"
+    path.write_bytes(raw)
+    out = subprocess.run([sys.executable, "-c", POSITIONED_CHILD, str(path)], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, (name, out.returncode, out.stderr[-2000:])
+    line = out.stdout.strip()
+    assert line.startswith("RaError"), (name, line, out.stderr[-2000:])
+    assert why in line, (name, line)            # the mapped reader's words
