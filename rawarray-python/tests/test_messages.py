@@ -204,3 +204,13 @@ def test_a_truncated_ragged_file_points_at_ra_recover(tmp):
         rawarray.open(path)
     msg = str(e.value)
     assert str(path) in msg and "rows" in msg and f"`ra recover {path}`" in msg, msg
+
+
+def test_a_block_out_of_range_is_named_at_its_numpy_axis(tmp):
+    # The library's block reader names the dim in the file's order; the File names the axis.
+    rawarray.write(tmp / "a.ra", np.zeros((5, 7)))
+    with rawarray.open(tmp / "a.ra", mmap=False) as f:
+        with pytest.raises(rawarray.RaError) as e:
+            f._read_block([(0, 9), (0, 2)])          # numpy axis 0 is 5 long
+    msg = str(e.value)
+    assert "axis 0" in msg and "0..9" in msg and "length 5" in msg and "dim" not in msg, msg
