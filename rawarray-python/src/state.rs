@@ -75,9 +75,8 @@ impl Opened {
     /// open, through `file`) until the file is in one state before and after it, with the
     /// header `open` read (`header_of`, compared to the header bytes on disk then, decoded by
     /// `decode`), or that grew under one of the library's appending writers meanwhile. A file
-    /// rewritten while it is opened is tried again, a few times, then an
-    /// error says it keeps changing; an error of `open` on a file that did not change is
-    /// returned as it is.
+    /// rewritten while it is opened is tried again, a few times, then an error says it keeps
+    /// changing; an error of `open` on a file that did not change is returned as it is.
     pub(crate) fn open<T, H: PartialEq>(
         file: &File,
         path: &Path,
