@@ -5,19 +5,26 @@
 //! protocol, so none of them is a dependency of the extension.
 
 use std::ffi::CStr;
-use std::path::PathBuf;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use arrow_array::ffi::FFI_ArrowSchema;
 use arrow_array::ffi_stream::{ArrowArrayStreamReader, FFI_ArrowArrayStream};
-use arrow_array::RecordBatchReader;
-use arrow_schema::Schema;
+use arrow_array::{RecordBatch, RecordBatchReader};
+use arrow_schema::{ArrowError, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use rawarray_arrow::{RaTable, RecordFileWriter};
+use rawarray_arrow::{RaBatchReader, RaTable, RecordFileWriter};
+use rawarray_serde::ErrorKind;
 
-use crate::{ra_err, to_py};
+use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::state::{one_state, Opened};
 
 /// The capsule name the Arrow PyCapsule protocol gives a stream.
 const STREAM: &CStr = c"arrow_array_stream";
+/// The capsule name the Arrow PyCapsule protocol gives a schema.
+const SCHEMA: &CStr = c"arrow_schema";
 
 /// `rawarray-arrow`'s errors as Python exceptions: I/O as `OSError`, the rest as `RaError`
 /// (a refused column's message names the column and its type).
@@ -31,10 +38,18 @@ fn arrow_py(e: rawarray_arrow::Error) -> PyErr {
 
 /// A `.ra` file as an Arrow table: `__arrow_c_stream__` hands out its rows in batches of
 /// `batch_rows`, each read when the consumer asks for it, so the memory in use is one batch's.
+///
+/// The table reads the file through its own open file; a descriptor of the same file, opened
+/// with it, checks before and after each batch that the file is still the one opened
+/// (`state::one_state`), so a batch never mixes two versions of a file rewritten in place. The
+/// batches of a plain little-endian file are views of a map of it, live as every map is.
 #[pyclass(module = "rawarray._rawarray", frozen)]
 pub(crate) struct ArrowStream {
     table: RaTable,
     batch_rows: usize,
+    file: Arc<File>,
+    path: PathBuf,
+    opened: Opened,
 }
 
 #[pymethods]
@@ -45,14 +60,20 @@ impl ArrowStream {
         if batch_rows == 0 {
             return Err(ra_err("batch rows must be at least 1, not 0"));
         }
-        let table = py.detach(|| RaTable::open(&path)).map_err(arrow_py)?;
-        Ok(ArrowStream { table, batch_rows })
+        py.detach(|| open_stream(&path, batch_rows))
     }
 
     /// The number of rows.
     #[getter]
     fn rows(&self) -> u64 {
         self.table.rows()
+    }
+
+    /// The table's Arrow schema as a capsule (the PyCapsule protocol's `__arrow_c_schema__`).
+    fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
+        let schema = FFI_ArrowSchema::try_from(self.table.schema().as_ref())
+            .map_err(|e| ra_err(format!("arrow: {e}")))?;
+        PyCapsule::new_with_value(py, schema, SCHEMA)
     }
 
     /// A new stream of the table's batches, from the first row. A requested schema is not
@@ -64,10 +85,74 @@ impl ArrowStream {
         requested_schema: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
-        let stream = FFI_ArrowArrayStream::new(Box::new(self.table.batches(self.batch_rows)));
+        let batches = CheckedBatches {
+            inner: self.table.batches(self.batch_rows),
+            file: Arc::clone(&self.file),
+            path: self.path.clone(),
+            opened: self.opened.clone(),
+        };
+        let stream = FFI_ArrowArrayStream::new(Box::new(batches));
         // The capsule owns the stream: a consumer moves it out (leaving a released one behind),
         // and dropping an unconsumed stream releases it.
         PyCapsule::new_with_value(py, stream, STREAM)
+    }
+}
+
+/// Opens the table at `path` and, bracketing it, a descriptor of the same file whose state
+/// each batch is checked against.
+fn open_stream(path: &Path, batch_rows: usize) -> PyResult<ArrowStream> {
+    let file = File::open(path).map_err(|e| at_path(e.into(), path, Doing::Reading))?;
+    let (table, opened) = Opened::open(
+        &file,
+        path,
+        || {
+            RaTable::open(path).map_err(|e| match e {
+                rawarray_arrow::Error::Ra(e) => e,
+                e => ErrorKind::Message(e.to_string()).into(),
+            })
+        },
+        // The table's header is not always the file's (a ragged file's is its values'): the
+        // state alone (length, modification time) brackets the open and each batch.
+        |_: &RaTable| ((), 0),
+        |_| Ok(()),
+    )
+    .map_err(|e| match e.kind() {
+        ErrorKind::Message(_) => ra_err(e.to_string()),
+        _ => at_path(e, path, Doing::Reading),
+    })?;
+    Ok(ArrowStream {
+        table,
+        batch_rows,
+        file: Arc::new(file),
+        path: path.to_path_buf(),
+        opened,
+    })
+}
+
+/// The table's batches, each read only while the file is in the state it was opened in.
+struct CheckedBatches {
+    inner: RaBatchReader,
+    file: Arc<File>,
+    path: PathBuf,
+    opened: Opened,
+}
+
+impl Iterator for CheckedBatches {
+    type Item = Result<RecordBatch, ArrowError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let inner = &mut self.inner;
+        let batch = one_state(&self.file, &self.path, &self.opened, || Ok(inner.next()));
+        match batch {
+            Ok(b) => b,
+            Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e)))),
+        }
+    }
+}
+
+impl RecordBatchReader for CheckedBatches {
+    fn schema(&self) -> SchemaRef {
+        self.inner.schema()
     }
 }
 
@@ -98,12 +183,17 @@ pub(crate) fn write_arrow(
             .metadata
             .insert(rawarray_arrow::schema::PARAMS_KEY.to_string(), params);
     }
+    let dest = path.clone();
     py.detach(move || {
         let mut writer = RecordFileWriter::create(&path, &schema, total_rows)?;
         writer.write_all(reader, total_rows, |_, _| {})?;
         writer.finish()
     })
-    .map_err(arrow_py)
+    .map_err(|e| match e {
+        rawarray_arrow::Error::Ra(e) => at_path(e, &dest, Doing::Writing),
+        rawarray_arrow::Error::Io(e) => at_path(e.into(), &dest, Doing::Writing),
+        e => arrow_py(e),
+    })
 }
 
 /// Adds the Arrow class and function to the module.

@@ -12,7 +12,8 @@ use pyo3::prelude::*;
 use rawarray_serde::codec::{ChunkOptions, Config, Layout, SectionReader};
 use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
 
-use crate::{ra_err, read_exact_at, to_py, RawFile};
+use crate::errors::{ra_err, to_py};
+use crate::file::{read_exact_at, RawFile};
 
 /// The codecs, known by the names the library gives them (`Codec::name`).
 const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
@@ -168,11 +169,13 @@ pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<Chu
         let range = Layout::config_range(header);
         // The config is a few hundred bytes (64 segment slots and the chunk shape).
         let mut bytes = vec![0u8; (range.end - range.start) as usize];
-        read_exact_at(
-            &raw.file,
-            &mut bytes,
-            header.encoded_len() as u64 + range.start,
-        )?;
+        raw.checked(|| {
+            Ok(read_exact_at(
+                &raw.file,
+                &mut bytes,
+                header.encoded_len() as u64 + range.start,
+            )?)
+        })?;
         Ok(Some(settings_of(&Config::decode(header, &bytes)?)))
     })
     .map_err(to_py)
@@ -212,7 +215,7 @@ pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>
     py.detach(|| -> rawarray_serde::Result<()> {
         // The descriptor the file was opened by: the bytes of the file opened, whatever the
         // path names now.
-        SectionReader::open(header, &raw.file)?.read_all_into(bytes)?;
+        raw.checked(|| SectionReader::open(header, &raw.file)?.read_all_into(bytes))?;
         if header.is_big_endian() {
             // The library's table of scalar widths (complex halves apart); user-defined
             // elements keep their bytes, as `decode` leaves them.

@@ -1,245 +1,21 @@
-//! Ragged arrays (doc/format.md, section 10) for the Python package: the library's
-//! [`DynRagged`] reader, its whole-file layout and its [`RaggedWriter`], handed to Python as
-//! buffers over the reader's memory map, so `rawarray.Ragged.offsets`, `.values` and each row
-//! are numpy views without a copy. Every rule (the header, the offsets, the text marker) is the
-//! library's.
+//! Ragged arrays (doc/format.md, section 10) written from Python: the library's whole-file
+//! layout (`write_ragged`) and its [`RaggedWriter`]; `ragged_file` reads them. Every rule (the
+//! header, the offsets, the text marker) is the library's.
 
-use std::borrow::Cow;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{
     bf16, f16, Complex, ElType, Element, Layout, RaggedHeader, RaggedOptions,
     RaggedWriter as LibRaggedWriter,
 };
 
 use crate::chunked::{write_options, LZ4_WHOLE};
-use crate::{element_of, ra_err, to_py, Buffer, Bytes};
-
-/// Bytes borrowed from a [`DynRagged`]'s memory map, kept alive by the reader they come from.
-pub(crate) struct Region {
-    /// The reader whose map holds the bytes, held so that it outlives this region.
-    _owner: Arc<DynRagged>,
-    ptr: usize,
-    len: usize,
-}
-
-impl Region {
-    /// A buffer of `bytes` from `owner`: a view of its map when they are borrowed from it,
-    /// else (bytes the library decoded) the bytes themselves.
-    fn buffer(owner: &Arc<DynRagged>, bytes: Cow<'_, [u8]>) -> Buffer {
-        let bytes = match bytes {
-            Cow::Borrowed(b) => Bytes::Ragged(Region {
-                _owner: Arc::clone(owner),
-                ptr: b.as_ptr() as usize,
-                len: b.len(),
-            }),
-            Cow::Owned(v) => Bytes::Owned(v),
-        };
-        Buffer { bytes }
-    }
-
-    pub(crate) fn as_slice(&self) -> &[u8] {
-        if self.len == 0 {
-            return &[];
-        }
-        // SAFETY: `ptr..ptr + len` was a slice borrowed from `_owner`'s memory map, which lives
-        // as long as `_owner` does (this Arc keeps it), never moves (a map's address is fixed),
-        // and is read-only; the library's writers never change the bytes a reader of a
-        // committed header uses (doc/format.md, section 10). Another program changing the
-        // file in place is seen as changed bytes, as with any map.
-        unsafe { std::slice::from_raw_parts(self.ptr as *const u8, self.len) }
-    }
-}
-
-/// An opened ragged file: the library's [`DynRagged`] (the header, the trailer and a map of
-/// the data section, checked at open), read row by row or whole.
-#[pyclass(frozen, module = "rawarray._rawarray")]
-pub(crate) struct RaggedFile {
-    inner: Arc<DynRagged>,
-}
-
-#[pymethods]
-impl RaggedFile {
-    /// Opens and maps the ragged file at `path` (O(1): the header, the trailer, the first and
-    /// last offsets).
-    #[new]
-    fn new(py: Python<'_>, path: PathBuf) -> PyResult<RaggedFile> {
-        let inner = py
-            .detach(|| {
-                DynRagged::open(&path).map_err(|e| {
-                    if e.category() == rawarray_serde::Category::Io {
-                        let io: std::io::Error = e.into();
-                        rawarray_serde::Error::from(std::io::Error::new(
-                            io.kind(),
-                            format!("{}: {io}", path.display()),
-                        ))
-                    } else {
-                        e
-                    }
-                })
-            })
-            .map_err(to_py)?;
-        Ok(RaggedFile {
-            inner: Arc::new(inner),
-        })
-    }
-
-    /// Number of rows.
-    #[getter]
-    fn rows(&self) -> u64 {
-        self.inner.rows()
-    }
-
-    /// Number of values in all rows.
-    #[getter]
-    fn values_count(&self) -> u64 {
-        self.inner.header().values
-    }
-
-    /// The dims of one value, first fastest (empty for scalars and records).
-    #[getter]
-    fn value_dims(&self) -> Vec<u64> {
-        self.inner.header().value_dims.clone()
-    }
-
-    /// The element type code.
-    #[getter]
-    fn eltype(&self) -> u64 {
-        self.inner.header().eltype.code()
-    }
-
-    /// Bytes per element.
-    #[getter]
-    fn elbyte(&self) -> u64 {
-        self.inner.header().elbyte
-    }
-
-    /// Slots of the offsets region (at least `rows + 1`; a file appended to has more).
-    #[getter]
-    fn slots(&self) -> u64 {
-        self.inner.header().slots()
-    }
-
-    /// Bytes of the data section.
-    #[getter]
-    fn size(&self) -> u64 {
-        self.inner.header().size
-    }
-
-    /// Bytes of the header.
-    #[getter]
-    fn header_len(&self) -> u64 {
-        self.inner.header().encoded_len()
-    }
-
-    /// Whether the rows are UTF-8 text (the library's reading of the trailer's marker).
-    #[getter]
-    fn is_text(&self) -> bool {
-        self.inner.is_text()
-    }
-
-    /// The trailer's schema (the layout of one value) as JSON, if any.
-    #[getter]
-    fn schema_json(&self) -> Option<String> {
-        let schema = self.inner.trailer()?.schema.as_ref()?;
-        serde_json::to_string(schema).ok()
-    }
-
-    /// How numpy should see one element of a value, as `RawFile.element_kind` says it.
-    fn element_kind(&self) -> (String, String) {
-        let h = self.inner.header();
-        let Ok(values) = h.values_header() else {
-            return ("void".into(), "the header's element is invalid".into());
-        };
-        let base = match self.inner.layout() {
-            Some(layout) => match layout.check_header(&values) {
-                Ok(base) => Some(base.clone()),
-                Err(e) => {
-                    return (
-                        "void".into(),
-                        format!("the trailer's record schema is damaged: {e}"),
-                    )
-                }
-            },
-            None => None,
-        };
-        match base {
-            Some(
-                s @ Layout::Scalar {
-                    logical: Some(_), ..
-                },
-            ) => (
-                "dtype".into(),
-                s.numpy_descr_json().as_str().unwrap_or("|u1").into(),
-            ),
-            Some(r @ Layout::Record { .. }) => ("record".into(), r.numpy_descr_json().to_string()),
-            _ => match (values.numpy_dtype(), h.eltype, h.elbyte) {
-                (Some(dt), _, _) => ("dtype".into(), dt.into()),
-                (None, ElType::BFloat16, 2) => ("bfloat16".into(), "<u2".into()),
-                (None, ElType::Complex, 4) => ("complex32".into(), "<f2".into()),
-                (None, _, elbyte) => (
-                    "void".into(),
-                    format!("{} ({elbyte} bytes) has no numpy type", values.type_label()),
-                ),
-            },
-        }
-    }
-
-    /// `offsets[0..=rows]` (little-endian `u64`s) as a view of the map, every one checked
-    /// first (an error naming the first bad row).
-    fn offsets(&self, py: Python<'_>) -> PyResult<Buffer> {
-        py.detach(|| {
-            let bytes = self.inner.offsets_bytes()?;
-            Ok(Region::buffer(&self.inner, bytes))
-        })
-        .map_err(to_py)
-    }
-
-    /// Every value, row after row, as a view of the map.
-    fn values(&self, py: Python<'_>) -> PyResult<Buffer> {
-        py.detach(|| {
-            let bytes = self.inner.values_bytes()?;
-            Ok(Region::buffer(&self.inner, bytes))
-        })
-        .map_err(to_py)
-    }
-
-    /// Row `k`'s values as a view of the map; only its two offsets are read and checked.
-    fn row(&self, k: u64) -> PyResult<Buffer> {
-        let bytes: Cow<'_, [u8]> = self.inner.row_bytes(k).map_err(to_py)?;
-        Ok(Region::buffer(&self.inner, bytes))
-    }
-
-    /// Row `k` as a string (an error naming the row if it is not UTF-8).
-    fn row_str(&self, k: u64) -> PyResult<String> {
-        self.inner.row_str(k).map(|s| s.to_string()).map_err(to_py)
-    }
-
-    /// Checks every row's offsets, and for text every row's UTF-8, each failure naming the
-    /// row: what a whole read checks before it hands anything out.
-    fn check(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| -> rawarray_serde::Result<()> {
-            self.inner.offsets_bytes()?;
-            if self.inner.is_text() {
-                for k in 0..self.inner.rows() {
-                    self.inner.row_str(k)?;
-                }
-            }
-            Ok(())
-        })
-        .map_err(to_py)
-    }
-
-    /// The length of the longest row, in values (every row's offsets checked).
-    fn longest_row(&self, py: Python<'_>) -> PyResult<u64> {
-        py.detach(|| self.inner.longest_row()).map_err(to_py)
-    }
-}
+use crate::dtype::element_of;
+use crate::errors::{at_path, ra_err, to_py, Doing};
 
 /// Whether the file at `path` is a ragged array (flag bit 3, by the library's test of its
 /// first 16 bytes); false for a file too short to tell, whose reader reports it.
@@ -344,7 +120,7 @@ pub(crate) fn write_ragged(
     let element = layout.unwrap_or(Layout::scalar(eltype, elbyte));
     let schema = value_layout(element, &value_dims);
     py.detach(|| header.write_file(&path, &offs, value_bytes, schema, text, opts.as_ref()))
-        .map_err(to_py)
+        .map_err(|e| at_path(e, &path, Doing::Writing))
 }
 
 /// `bytes` (packed little-endian values of `T`) as values, through the library's element
@@ -485,7 +261,13 @@ impl RaggedWriter {
                 _ => return Ok(None),
             }))
         });
-        match writer.map_err(to_py)? {
+        let start = "rawarray.RaggedWriter(path, dtype) (mode=\"w\", the default)";
+        let doing = if append {
+            Doing::Adding(start)
+        } else {
+            Doing::Writing
+        };
+        match writer.map_err(|e| at_path(e, &path, doing))? {
             Some(w) => Ok(RaggedWriter {
                 inner: Mutex::new(Some(w)),
             }),

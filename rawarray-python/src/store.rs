@@ -19,8 +19,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{Header, StoreArrayReader};
 
+use crate::buffer::{Buffer, Bytes};
 use crate::chunked::{settings_of, ChunkSettings};
-use crate::{element_kind, ra_err, Buffer, Bytes};
+use crate::dtype::element_kind;
+use crate::errors::ra_err;
 use rawarray_serde::{Category, Error};
 
 /// A `.ra` object opened in an object store: its validated header and trailer (at most two

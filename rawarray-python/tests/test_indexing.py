@@ -231,3 +231,66 @@ def test_stepped_slices_over_more_blocks_than_the_limit_keep_numpys_answer(tmp):
             got = f[key]
             assert got.shape == a[key].shape, key
             np.testing.assert_array_equal(got, a[key])
+
+
+# Keys of integers and slices of step 1: one block, read with one call of the library.
+ONE_BLOCK_KEYS = [2, -1, np.int64(3), np.uint8(0), (1, 2), (-1, -3, 0), slice(1, 3),
+                  (slice(None), 1), (2, slice(0, 4)), (slice(-2, None), slice(1, 2), 2),
+                  slice(3, 100), (slice(None, None, 1), 0), (slice(1, 3), slice(1, 3))]
+
+
+def byte_runs(shape, key):
+    """The stretches of consecutive elements a key selects in a C-ordered array: numpy's
+    flat indices of the selection, split where they jump."""
+    flat = np.arange(int(np.prod(shape))).reshape(shape)[key].reshape(-1)
+    return 1 + int(np.count_nonzero(np.diff(flat) != 1))
+
+
+# Big-endian files are made by hand (the package writes little-endian), of numbers only.
+ONE_BLOCK_CASES = [(e, m) for m in ("pread", "big", "lz4", "chunked")
+                   for e in ("f8", "u1", "c16", "record", "bool")
+                   if not (m == "big" and e in ("bool", "record"))]
+
+
+@pytest.mark.parametrize("element,mode", ONE_BLOCK_CASES)
+def test_one_block_keys_give_numpys_answer_with_one_read(tmp, element, mode):
+    shape = (4, 5, 3)
+    a = (np.arange(60).reshape(shape) % 3 == 1) if element == "bool" else sample(element, shape)
+    path = tmp / "k.ra"
+    if mode == "big":
+        f = write_file(path, a, mode)
+    else:
+        opts = {"pread": {}, "lz4": {"compress": True}, "chunked": {"chunks": (2, 5, 3)}}[mode]
+        rawarray.write(path, a, **opts)
+        f = rawarray.open(path, mmap=False)
+    with f:
+        for key in ONE_BLOCK_KEYS:
+            want, before = a[key], f.io_stats["reads"]
+            got = f[key]
+            assert type(got) is type(want) and got.dtype == want.dtype, key
+            assert np.shape(got) == np.shape(want), key
+            np.testing.assert_array_equal(got, want)
+            if isinstance(got, np.ndarray):
+                assert not got.flags.writeable, key
+            if mode == "pread":
+                # One positioned read per stretch of bytes, nothing else.
+                assert f.io_stats["reads"] - before == byte_runs(shape, key), key
+
+
+def test_one_block_keys_skip_the_planning(tmp, monkeypatch):
+    """The cost of ``f[i]`` is the library's read: the planner of general keys is not called
+    (h5py's ``dataset[i]`` is the yardstick; bench/index_one.py measures both)."""
+    from rawarray import _indexing
+
+    a = values("f8", (6, 7))
+    rawarray.write(tmp / "p.ra", a)
+
+    def no_planning(*args):
+        raise AssertionError("planned a one-block key")
+
+    with rawarray.open(tmp / "p.ra", mmap=False) as f:
+        monkeypatch.setattr(_indexing, "_normalize", no_planning)
+        for key in [2, -1, np.int64(3), (1, 2), slice(1, 3), (slice(None), 1), (slice(2, 4), 1)]:
+            np.testing.assert_array_equal(f[key], a[key])
+        with pytest.raises(AssertionError, match="planned"):
+            f[[0, 1]]                   # an advanced key is planned

@@ -20,19 +20,17 @@ moves any data.
 [3, 2]
 """
 
-from ._core import (
-    ArrayWriter,
-    File,
-    RaError,
-    RaWarning,
-    RecordWriter,
-    loads,
-    open,
-    read,
-    to_dask,
-    write,
-)
-from ._ragged import Ragged, RaggedFile, RaggedWriter
+from importlib.metadata import version as _version
+
+from ._api import loads, open, read, to_dask, write
+from ._dtype import RaWarning
+from ._file import File
+from ._rawarray import RaError
+from ._ragged import Ragged, RaggedFile
+from ._writers import ArrayWriter, RaggedWriter, RecordWriter
+
+#: The installed package's version, from its metadata (pyproject.toml's, as built).
+__version__ = _version("rawarray")
 
 __all__ = ["read", "open", "write", "File", "RecordWriter", "ArrayWriter", "RaError", "RaWarning",
            "loads", "to_dask", "Ragged", "RaggedFile", "RaggedWriter"]

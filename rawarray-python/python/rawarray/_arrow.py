@@ -32,36 +32,38 @@ def _require(module: str, what: str) -> Any:
 
 
 def stream(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> ArrowStream:
-    """The file at ``path`` as an object with ``__arrow_c_stream__`` (batches read on demand)."""
+    """The file at ``path`` as an object with ``__arrow_c_stream__`` and ``__arrow_c_schema__``
+    (batches read on demand)."""
     if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
         raise ValueError(f"rows per batch must be a positive integer, not {batch_rows!r}")
     return ArrowStream(path, int(batch_rows))
 
 
-def to_arrow_batches(path: str, rows: int = DEFAULT_BATCH_ROWS) -> Any:
-    """A ``pyarrow.RecordBatchReader`` over the file, ``rows`` rows a batch."""
+def to_arrow_batches(source: Any) -> Any:
+    """A ``pyarrow.RecordBatchReader`` over ``source`` (an object with ``__arrow_c_stream__``:
+    a :class:`rawarray.File`'s stream)."""
     pa = _require("pyarrow", "to_arrow_batches()")
-    return pa.RecordBatchReader.from_stream(stream(path, rows))
+    return pa.RecordBatchReader.from_stream(source)
 
 
-def to_arrow(path: str) -> Any:
-    """The whole file as a ``pyarrow.Table``."""
+def to_arrow(source: Any) -> Any:
+    """The whole of ``source`` as a ``pyarrow.Table``."""
     pa = _require("pyarrow", "to_arrow()")
-    return pa.RecordBatchReader.from_stream(stream(path)).read_all()
+    return pa.RecordBatchReader.from_stream(source).read_all()
 
 
-def to_pandas(path: str) -> Any:
-    """The file as a ``pandas.DataFrame`` (through pyarrow)."""
+def to_pandas(source: Any) -> Any:
+    """``source`` as a ``pandas.DataFrame`` (through pyarrow)."""
     _require("pyarrow", "to_pandas()")
     _require("pandas", "to_pandas()")
-    return to_arrow(path).to_pandas()
+    return to_arrow(source).to_pandas()
 
 
-def to_polars(path: str) -> Any:
-    """The file as a ``polars.DataFrame`` (through pyarrow)."""
+def to_polars(source: Any) -> Any:
+    """``source`` as a ``polars.DataFrame`` (through pyarrow)."""
     pl = _require("polars", "to_polars()")
     _require("pyarrow", "to_polars()")
-    return pl.from_arrow(to_arrow(path))
+    return pl.from_arrow(to_arrow(source))
 
 
 def is_table(obj: Any) -> bool:

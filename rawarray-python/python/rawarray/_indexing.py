@@ -169,6 +169,41 @@ def _moved_slice(k: slice, n: int, coords: np.ndarray) -> slice:
     return slice(first, None if stop < 0 else stop, step)
 
 
+def _one_block(key: Any, shape: tuple[int, ...], dtype: np.dtype,
+               read_block: Callable[[list[tuple[int, int]]], Any]) -> Any:
+    """``array[key]`` for the keys that select one block, read with one call and no planning:
+    integers (not bools) and slices of step 1 (or None), at most one per axis. Any other key
+    returns None for :func:`read_key`'s general path. This is the path of ``f[i]``, ``f[i, j]``
+    and ``f[a:b]``: their cost is then the library's read, not numpy's planning around it."""
+    comps = key if isinstance(key, tuple) else (key,)
+    if len(comps) > len(shape):
+        return None
+    ranges: list[tuple[int, int]] = []
+    out_shape: list[int] = []
+    for k, n in zip(comps, shape):
+        if type(k) is int or (isinstance(k, np.integer) and not isinstance(k, np.bool_)):
+            i = int(k)
+            if i < -n or i >= n:
+                return None       # the general path names the axis, as numpy does
+            i %= n
+            ranges.append((i, i + 1))
+        elif type(k) is slice and (k.step is None or k.step == 1):
+            start, stop, _ = k.indices(n)
+            stop = max(start, stop)
+            if start == stop:
+                return None       # no byte to read: numpy shapes the empty result
+            ranges.append((start, stop))
+            out_shape.append(stop - start)
+        else:
+            return None
+    for n in shape[len(comps):]:
+        ranges.append((0, n))
+        out_shape.append(n)
+    arr = np.frombuffer(read_block(ranges), dtype=dtype)
+    # Read-only, as views of the file's map and the general path's blocks are.
+    return arr.reshape(out_shape) if out_shape else arr[0]
+
+
 def read_key(
     key: Any,
     shape: tuple[int, ...],
@@ -187,6 +222,9 @@ def read_key(
         empty = np.zeros(shape, dtype=dtype)
         empty.flags.writeable = False
         return empty[key]
+    block = _one_block(key, shape, dtype, read_block)
+    if block is not None:
+        return block
     comps = _normalize(key, shape)
     axes = [k for k in comps if not _no_axis(k)]
     touched = [_touched(k, n) for k, n in zip(axes, shape)]

@@ -1,8 +1,9 @@
 """Ragged arrays (doc/format.md, section 10): rows of different lengths, one run of values and
 ``rows + 1`` offsets into it. ``rawarray.read`` of a ragged file returns a :class:`Ragged` whose
 ``offsets`` and ``values`` are numpy views of the file's memory map; ``rawarray.open`` returns a
-:class:`RaggedFile` that reads one row per ``f[k]``; :class:`RaggedWriter` appends rows. The
-format's rules (the header, the offsets, the text marker) are the Rust library's."""
+:class:`RaggedFile` that reads one row per ``f[k]``; ``rawarray.RaggedWriter`` (in ``_writers``)
+appends rows. The format's rules (the header, the offsets, the text marker) are the Rust
+library's."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ import numpy as np
 
 from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
-from ._rawarray import RaggedWriter as _RaggedWriter
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
-from ._core import (_as_writer_dtype, _check_storable, _checked_bools, _descr_json,
-                    _element_dtype, _little_endian)
+from ._axes import in_numpy_order
+from . import _arrow
+from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
+                     _little_endian)
 
 _BYTES = (bytes, bytearray, memoryview)
+# RaggedFile.compression before its one read of the values' config.
+_UNREAD = object()
 
 
 class Ragged:
@@ -154,10 +158,11 @@ class Ragged:
                                    or chunks < 1):
             raise RaError(f"chunks: a ragged file's values are chunked by count: expected an int "
                           f"of at least 1 (values per chunk), found {chunks!r}")
-        _write_ragged(os.fspath(path), _descr_json(values.dtype), value_dims,
-                      np.ascontiguousarray(self._offsets, dtype="<u8").view(np.uint8), data,
-                      self._text, codec, level, shuffle,
-                      None if chunks is None else int(chunks), 0 if threads is None else int(threads))
+        with in_numpy_order(values.ndim):
+            _write_ragged(os.fspath(path), _descr_json(values.dtype), value_dims,
+                          np.ascontiguousarray(self._offsets, dtype="<u8").view(np.uint8), data,
+                          self._text, codec, level, shuffle, None if chunks is None else int(chunks),
+                          0 if threads is None else int(threads))
 
 
 def _row_index(k: Any, n: int) -> int:
@@ -213,17 +218,24 @@ def _as_ragged(obj: Any) -> Ragged | None:
 class RaggedFile:
     """An opened ragged file (``rawarray.open``): the header, the trailer and the first and
     last offsets are read and checked at once, in O(1) of the file's size; ``f[k]`` reads row
-    ``k`` alone (its two offsets and its values, a view of the memory map), so a damaged offset
-    elsewhere does not stop it. ``f.ragged()`` is the whole :class:`Ragged` (every offset
-    checked), as ``rawarray.read`` returns it.
+    ``k`` alone (its two offsets and its values), so a damaged offset elsewhere does not stop
+    it. ``f.ragged()`` is the whole :class:`Ragged` (every offset checked), as ``rawarray.read``
+    returns it.
+
+    With ``mmap=True`` (the default) rows, offsets and values are views of a memory map of the
+    file: live views, as ``np.memmap``'s are (a file rewritten in place shows its new bytes, and
+    must not be truncated while views exist). With ``mmap=False`` each is a copy read through
+    the descriptor opened, and each read returns the bytes of the file as it was opened or
+    raises :class:`RaError` saying the file changed (it was rewritten in place); rows of
+    compressed values are decoded copies, checked the same way, either way.
 
     >>> with rawarray.open("events.ra") as f:                     # doctest: +SKIP
     ...     len(f), f[-1]
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
-        self._raw = _RaggedFile(self.path)
+        self._raw = _RaggedFile(self.path, mmap)
         self.dtype = _element_dtype(self._raw) if not self._raw.is_text else np.dtype(np.uint8)
         self.value_shape = tuple(reversed(self._raw.value_dims))
         #: Whether the rows are UTF-8 text (``f[k]`` is a ``str``).
@@ -232,6 +244,7 @@ class RaggedFile:
         self._header = {"eltype": r.eltype, "elbyte": r.elbyte, "rows": r.rows,
                         "values": r.values_count, "value_dims": list(r.value_dims),
                         "slots": r.slots, "size": r.size, "header_len": r.header_len}
+        self._compression: Any = _UNREAD
         self.closed = False
 
     @property
@@ -239,6 +252,25 @@ class RaggedFile:
         """The header's fields: eltype, elbyte, rows, values, value dims (file order), the
         offsets region's slots, size, header_len."""
         return dict(self._header)
+
+    @property
+    def compression(self) -> dict[str, Any] | None:
+        """How the values are stored, as :attr:`rawarray.File.compression` says it: None for
+        plain values, else ``{"codec", "level", "shuffle", "chunks", "ratio"}``, ``chunks``
+        the values' chunk shape in numpy's order (values per chunk, then the value shape) and
+        ``ratio`` the values' plain bytes over their bytes stored (the offsets are stored
+        plain)."""
+        if self._compression is _UNREAD:
+            self._check_open()
+            config = self._raw.chunk_config()
+            if config is None:
+                self._compression = None
+            else:
+                (codec, level, shuffle, chunk, _), plain, stored = config
+                self._compression = {"codec": codec, "level": level, "shuffle": shuffle,
+                                     "chunks": tuple(reversed(chunk)),
+                                     "ratio": plain / stored if stored else None}
+        return None if self._compression is None else dict(self._compression)
 
     def longest_row(self) -> int:
         """The length of the longest row, in values (every row's offsets checked)."""
@@ -267,6 +299,32 @@ class RaggedFile:
 
     def __iter__(self) -> Iterator[Any]:
         return (self[k] for k in range(len(self)))
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule protocol: the rows as a stream of record batches of one column,
+        ``values``, a ``LargeList`` of each row's values (``LargeUtf8`` for text; doc/arrow.md),
+        65536 rows a batch, each read when the consumer asks for it: ``pa.table(f)``,
+        ``pl.DataFrame(f)``, DuckDB's ``SELECT ... FROM f``. ``requested_schema`` is not
+        applied."""
+        return self._stream().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The Arrow PyCapsule protocol: the schema of :meth:`__arrow_c_stream__`'s table."""
+        return self._stream().__arrow_c_schema__()
+
+    def _stream(self) -> Any:
+        # The stream's reader opens the path itself: it must be the file this one opened
+        # (checked before and after), and each batch is checked to be of that file as it was.
+        self._check_open()
+        self._check_same_file()
+        out = _arrow.stream(self.path)
+        self._check_same_file()
+        return out
+
+    def _check_same_file(self) -> None:
+        if _RaggedFile(self.path, False).identity() != self._raw.identity():
+            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+                          "open it again to read it as Arrow")
 
     def ragged(self) -> Ragged:
         """The whole :class:`Ragged`: ``offsets`` and ``values`` are read-only views of the
@@ -301,86 +359,3 @@ def is_ragged(path: str | os.PathLike[str]) -> bool:
         return _is_ragged(os.fspath(path))
     except OSError:
         return False
-
-
-class RaggedWriter:
-    """Appends rows to a ragged file as a program runs, through the Rust library's
-    ``RaggedWriter``: one writer at a time (an exclusive lock), each :meth:`flush` committed by
-    one header write, so readers see whole rows and a process killed at any moment leaves a
-    valid file holding every row of the last ``flush``.
-
-    ``dtype`` is the values' numpy scalar type, ``str`` for rows of text (UTF-8) or ``bytes``
-    for rows of bytes. ``mode="a"`` opens an existing file to append (same dtype).
-
-    >>> with rawarray.RaggedWriter("events.ra", "<f4") as w:       # doctest: +SKIP
-    ...     for step in range(100):
-    ...         w.append(np.random.rand(np.random.randint(64)))
-    ...         w.flush()                                   # readers see it; a kill keeps it
-    """
-
-    def __init__(self, path: str | os.PathLike[str], dtype: Any, *, mode: str = "w") -> None:
-        if mode not in ("w", "a"):
-            raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
-        self.path = os.fspath(path)
-        self.is_text = dtype is str
-        if dtype in (str, bytes):
-            self.dtype = np.dtype(np.uint8)
-        else:
-            dt = np.dtype(dtype)
-            _check_storable(dt)
-            self.dtype = _little_endian(dt)
-        if mode == "a":
-            with RaggedFile(self.path) as f:
-                if f.is_text != self.is_text:
-                    have = "text" if f.is_text else f"values of {f.dtype}"
-                    raise RaError(f"{self.path}: the file holds rows of {have}, not "
-                                  f"{'text' if self.is_text else 'values of ' + str(self.dtype)}")
-        self._w = _RaggedWriter(self.path, _descr_json(self.dtype), self.is_text, mode == "a")
-
-    def append(self, row: Any) -> None:
-        """Appends one row: a ``str`` for a text writer, else a 1-d array of the writer's
-        dtype (or values it holds exactly, else :class:`RaError`; ``bytes`` for ``uint8``).
-        Not committed until :meth:`flush`."""
-        if self.is_text:
-            if not isinstance(row, str):
-                raise RaError(f"a text writer appends str rows, not {type(row).__name__}")
-            arr = np.frombuffer(row.encode("utf-8"), dtype=np.uint8)
-        elif isinstance(row, _BYTES):
-            arr = _as_writer_dtype(np.frombuffer(bytes(row), dtype=np.uint8), self.dtype, "row")
-        else:
-            arr = _as_writer_dtype(row, self.dtype, "row")
-        if arr.ndim != 1:
-            raise RaError(f"a row is 1-d, not of shape {arr.shape}")
-        arr = np.ascontiguousarray(arr, dtype=self.dtype)
-        self._w.append(arr.view(np.uint8) if arr.size else np.zeros(0, np.uint8))
-
-    def flush(self) -> None:
-        """Commits the rows appended: readers see them, and a killed process keeps them."""
-        self._w.flush()
-
-    def sync(self) -> None:
-        """Commits and syncs to disk: the rows survive a power cut too."""
-        self._w.sync()
-
-    def close(self) -> None:
-        """Commits, trims the file and releases the lock (closing twice is allowed)."""
-        self._w.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
-    @property
-    def flushed_len(self) -> int:
-        """Rows the file's header covers: those of the last flush."""
-        return self._w.flushed_len
-
-    def __len__(self) -> int:
-        return len(self._w)
-
-    def __enter__(self) -> "RaggedWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

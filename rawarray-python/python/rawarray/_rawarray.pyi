@@ -14,7 +14,9 @@ class Buffer:
 
 class RawFile:
     """An opened .ra file: validated header and trailer, read in O(1) of the file's size; every
-    read goes through the one descriptor opened."""
+    read goes through the one descriptor opened, and every copying read (decode, read_data,
+    read_into, read_block) returns bytes of the file as opened or raises RaError saying the
+    file changed."""
 
     def __init__(self, path: str | PathLike[str]) -> None: ...
     @property
@@ -68,6 +70,9 @@ def write(
     shuffle: str | None = None,
     threads: int = 0,
 ) -> None: ...
+
+def storable_dtypes() -> list[str]:
+    """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
 
 def chunk_config(raw: RawFile) -> tuple[str, int, str, list[int], int] | None:
     """(codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file."""
@@ -172,10 +177,15 @@ class RecordWriter:
     def closed(self) -> bool: ...
 
 class RaggedFile:
-    """A ragged file through the library's DynRagged: header and trailer checked at open,
-    offsets, values and rows as buffers over its memory map."""
+    """A ragged file: header and trailer checked at open; offsets, values and rows as buffers
+    over the library's DynRagged memory map (mmap=True), or copies read with positioned reads,
+    each of the file as opened (mmap=False)."""
 
-    def __init__(self, path: str | PathLike[str]) -> None: ...
+    def __init__(self, path: str | PathLike[str], mmap: bool = True) -> None: ...
+    def identity(self) -> tuple[int, int, int, bytes]: ...
+    @property
+    def is_mapped(self) -> bool: ...
+    def chunk_config(self) -> tuple[tuple[str, int, str, list[int], int], int, int] | None: ...
     @property
     def rows(self) -> int: ...
     @property
@@ -242,6 +252,7 @@ class ArrowStream:
     @property
     def rows(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
+    def __arrow_c_schema__(self) -> object: ...
 
 def write_arrow(
     path: str | PathLike[str],

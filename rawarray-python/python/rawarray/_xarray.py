@@ -19,7 +19,7 @@ import xarray as xr
 from xarray.backends import BackendArray, BackendEntrypoint
 from xarray.core import indexing
 
-from ._core import File
+from ._file import File
 
 _MAGIC = b"rawarray"  # the header's first u64, 0x7961727261776172, little-endian
 

@@ -1,0 +1,225 @@
+"""The package's entry points: ``open``, ``read``, ``write``, ``loads`` and ``to_dask``."""
+
+from __future__ import annotations
+
+import builtins
+import json
+import os
+import tempfile
+from typing import Any, Sequence
+
+import numpy as np
+
+from ._rawarray import RaError
+from ._rawarray import write as _write
+from ._axes import file_chunks, in_numpy_order
+from ._dtype import _check_storable, _descr_json, _little_endian
+from ._file import File
+from ._ragged import RaggedFile, _as_ragged, is_ragged
+from . import _arrow
+
+
+def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A001 (the package's public name)
+    """Opens a ``.ra`` file lazily; see :class:`File`. ``mmap=False`` indexes a plain file
+    with positioned reads (counted by ``File.io_stats``) instead of views of a memory map:
+    for files others may truncate, and network filesystems.
+
+    ``path`` may be an object-store URL, ``s3://bucket/key`` (also ``s3a://``, ``http(s)://``
+    and ``file://``; the package built with its Cargo feature ``cloud``, as its tests build it):
+    the library's ``StoreArrayReader`` opens the object with at most two ranged requests and
+    pins every later one to it (its ETag), so an object written again meanwhile is an error,
+    never other bytes. ``f[key]`` then fetches only the byte runs the key touches (runs less
+    than 1 MiB apart share a request) and ``io_stats`` counts every request, open included. The
+    store is configured from the environment as object_store's builders read it:
+    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT``,
+    ``AWS_ALLOW_HTTP`` and the other ``AWS_*`` variables, so Dask workers on other machines
+    (``rawarray.to_dask("s3://...")``) open it with their own.
+
+    >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
+    ...     f.shape, f.dtype, f.params["dt"]
+    ...     energy = f.array()["energy"]                          # a view, no copy
+    ...     last_step = f[-1]                                     # reads one record's bytes
+
+    A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row; ``mmap``
+    as for a ``File``: views of a map, or copies each of one state of the file).
+    """
+    if is_ragged(path):
+        return RaggedFile(path, mmap=mmap)
+    return File(path, mmap=mmap)
+
+
+def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
+    """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
+    C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
+    files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
+    writable array instead (positioned reads, the GIL released: for files others may truncate,
+    and network filesystems). A chunked file is decoded into a new, writable array that owns its
+    memory. LZ4-compressed (whole-section) or big-endian files are decoded into memory,
+    read-only (``np.array(a)`` makes a writable copy). Raises
+    :class:`RaError` for an invalid file and ``OSError`` for I/O errors. A ragged file
+    (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map (``mmap=False``:
+    over copies read into memory)."""
+    if is_ragged(path):
+        return RaggedFile(path, mmap=mmap).ragged()
+    return File(path).array(order, mmap=mmap)
+
+
+def loads(data: bytes | bytearray | memoryview | np.void, *, order: str = "C") -> np.ndarray:
+    """Decodes one ``.ra`` file held in memory, for instance an element of a file whose
+    elements are themselves ``.ra`` files (which :func:`read` returns as raw bytes,
+    ``V<elbyte>``): ``rawarray.loads(outer[3])``."""
+    raw = data.tobytes() if isinstance(data, np.void) else bytes(data)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "element.ra")
+        with builtins.open(path, "wb") as f:
+            f.write(raw)
+        with File(path) as f:
+            return np.array(f.array(order))
+
+
+def write(
+    path: str | os.PathLike[str],
+    array: Any,
+    *,
+    params: Any = None,
+    compress: bool = False,
+    order: str = "C",
+    dim_names: Sequence[str] | None = None,
+    coords: dict[str, Any] | None = None,
+    chunks: Sequence[int] | None = None,
+    codec: str | None = None,
+    level: int | None = None,
+    shuffle: str | None = None,
+    threads: int | None = None,
+) -> None:
+    """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
+    over ``path``: a failed write leaves the old file as it was).
+
+    ``order="C"`` (the default) stores numpy's shape reversed as the dims, ``order="F"`` stores
+    the shape as the dims; either way :func:`read` with the same ``order`` gives the array back.
+    Any numpy array works: non-contiguous and big-endian ones are copied into the file's
+    layout, structured dtypes are stored as records (eltype 0) with their schema in the trailer,
+    and ``params`` (anything ``json.dumps`` accepts) go in the trailer. What could not be read
+    back as written is refused with :class:`RaError` naming the dtype or field, before anything
+    is written: object, date, text (``U``) other than a 1-d array (written as ragged text,
+    below) and byte-string (``S``) dtypes, padded structured dtypes, field titles, and fields the record schema cannot
+    hold (names with quotes, backslashes or control characters, ``(0,)``-shaped fields, nesting
+    deeper than the library's limit).
+
+    ``dim_names`` names numpy's axes (one string each, distinct) and ``coords`` gives 1-d
+    coordinates for named dims (``{name: values}``, numbers or strings, one per index): both go
+    in the trailer (keys ``dim_names`` and ``coords``, doc/format.md section 6.5), and
+    :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
+
+    Compression (doc/chunked.md): any of ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``),
+    ``chunks``, ``level`` and ``shuffle`` (``"byte"``, ``"bit"``, ``"none"``) writes the chunked
+    layout, by default zstd level 3 after a byte shuffle in chunks of about 1 MiB. ``chunks``
+    is in numpy's axis order, like every shape this package shows (each at least 1; it may
+    exceed its axis). The chunks are compressed on ``threads`` threads (default: all cores),
+    the GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole
+    data section as one LZ4 block, the format the C reference reads; both at once is an error.
+
+    A table (a ``pyarrow.Table`` or ``RecordBatchReader``, a pandas ``DataFrame`` without its
+    index, anything with ``__arrow_c_stream__`` such as a polars ``DataFrame``) is written as a
+    record file: one record per row, one field per column in the table's order (doc/arrow.md).
+    Only fixed-width columns can be fields (numbers, bool, fixed-size binary and lists, structs
+    of those); any other column, or a null, is refused with :class:`RaError` naming the column
+    and its type, before anything is written. Only ``params`` applies to a table.
+
+    >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), codec="zstd", level=3, shuffle="byte")   # doctest: +SKIP
+
+    A :class:`Ragged`, a list of arrays of unequal lengths, or a list (or 1-d array) of ``str``
+    or of ``bytes`` is written as a ragged file (doc/format.md, section 10; text as UTF-8,
+    marked as text); its trailer holds the values' schema only, so ``params``, ``dim_names``,
+    ``coords``, ``compress`` and ``order="F"`` are refused for it. ``codec``, ``level``,
+    ``shuffle`` and ``threads`` compress its values as they do an array's (section 10.2: the
+    offsets stay plain, so a row still reads alone); ``chunks`` is then the values per chunk,
+    an int.
+    """
+    # An opened .ra file has an Arrow stream too, but is written as the array it holds.
+    if _arrow.is_table(array) and not isinstance(array, (File, RaggedFile)):
+        given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
+                 "codec": codec, "level": level, "shuffle": shuffle, "threads": threads}
+        unused = [k for k, v in given.items() if v not in (None, False)] + (
+            ["order"] if order != "C" else [])
+        if unused:
+            raise ValueError(f"a table is written as records: {', '.join(unused)} do not apply")
+        _arrow.write_table(path, array, params)
+        return
+    if isinstance(array, np.ndarray) and array.dtype.kind == "U" and array.ndim == 1:
+        array = array.tolist()
+    ragged = _as_ragged(array)
+    if ragged is not None:
+        given = [k for k, v in (("params", params), ("dim_names", dim_names), ("coords", coords),
+                                ("compress", compress or None)) if v is not None]
+        if given or order != "C":
+            raise RaError(f"a ragged file keeps no {', '.join(given) or 'order'}: write its rows "
+                          "alone (ragged values are one run, in row order)")
+        ragged._write(path, codec=codec, level=level, shuffle=shuffle, chunks=chunks,
+                      threads=threads)
+        return
+    arr = np.asarray(array)
+    _check_storable(arr.dtype)
+    extra = _dims_and_coords(arr.shape, dim_names, coords)
+    if order == "C":
+        dims = list(reversed(arr.shape))
+        arr = np.ascontiguousarray(arr, dtype=_little_endian(arr.dtype))
+    elif order == "F":
+        dims = list(arr.shape)
+        arr = np.asfortranarray(arr, dtype=_little_endian(arr.dtype))
+        arr = arr.T if arr.ndim > 1 else arr  # the same bytes, now C-contiguous
+        arr = np.ascontiguousarray(arr)
+    else:
+        raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+    params_json = None if params is None else json.dumps(params)
+    data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
+    with in_numpy_order(len(dims), reverse=order == "C"):
+        _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
+               json.dumps(extra) if extra else None, codec, file_chunks(chunks, order),
+               level, shuffle, 0 if threads is None else int(threads))
+
+
+def _dims_and_coords(
+    shape: tuple[int, ...], dim_names: Sequence[str] | None, coords: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The trailer keys for ``dim_names`` and ``coords`` (numpy's axis order in, the file's dim
+    order stored), checked against the array's shape; errors name what is wrong."""
+    extra: dict[str, Any] = {}
+    if dim_names is not None:
+        names = list(dim_names)
+        if len(names) != len(shape) or not all(isinstance(n, str) and n for n in names) or \
+                len(set(names)) != len(names):
+            raise RaError(
+                f"dim_names: expected {len(shape)} distinct non-empty strings (one per axis of "
+                f"shape {shape}), found {names!r}"
+            )
+        extra["dim_names"] = list(reversed(names))
+    if coords:
+        if dim_names is None:
+            raise RaError("coords: give dim_names too, coordinates are keyed by dim name")
+        sizes = dict(zip(dim_names, shape))
+        extra["coords"] = {}
+        for name, values in coords.items():
+            v = np.asarray(values)
+            if name not in sizes:
+                raise RaError(f"coords: expected one of the dim_names {list(sizes)}, found {name!r}")
+            if v.ndim != 1 or len(v) != sizes[name] or v.dtype.kind not in "iufbU":
+                raise RaError(
+                    f"coords['{name}']: expected {sizes[name]} numbers or strings (1-d), found "
+                    f"shape {v.shape} of dtype {v.dtype}"
+                )
+            extra["coords"][name] = v.tolist()
+    return extra
+
+
+def to_dask(path: str | os.PathLike[str], chunks: Any = None, *, mmap: bool = True) -> Any:
+    """The array in a ``.ra`` file as a lazy ``dask.array.Array``: each task opens the file
+    where it runs (a :class:`File` pickles as its path and identity, and refuses a file that
+    changed) and reads only its chunk. ``chunks`` as dask's ``from_array`` takes them; by
+    default the file's own chunks (:attr:`File.chunks`) for a chunked file, so that each task
+    decodes whole chunks once, and dask's ``"auto"`` for other files.
+
+    >>> x = rawarray.to_dask("field.ra", chunks=(16, 256, 256))   # doctest: +SKIP
+    >>> x.mean(axis=0).compute()                                  # doctest: +SKIP
+    """
+    return File(path, mmap=mmap).to_dask(chunks)

@@ -1,0 +1,468 @@
+"""An opened ``.ra`` file of an n-d array or records (:class:`File`, ``rawarray.open``): its
+metadata at once, its data as views of a memory map or read in blocks."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import types
+from typing import Any
+
+import numpy as np
+
+from ._rawarray import Buffer, RaError, RawFile
+from ._rawarray import chunk_config as _chunk_config
+from ._rawarray import read_chunked_into as _read_chunked_into
+from ._indexing import read_key
+from ._axes import reraise_in_numpy_order
+from ._dtype import _bool_views, _checked_bools, _element_dtype
+from ._ragged import is_ragged
+from . import _arrow
+
+try:
+    from ._rawarray import StoreFile as _StoreFile
+except ImportError:  # built without the Cargo feature `cloud`
+    _StoreFile = None
+
+# `scheme://`: an object-store URL (a Windows path `C:\...` has no `//` after its colon).
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_url(path: Any) -> bool:
+    return isinstance(path, str) and _URL.match(path) is not None
+
+
+def _open_raw(path: str) -> Any:
+    """The Rust side of a :class:`File`: a local file, or an object (``s3://``, ``http(s)://``,
+    ``file://``) read by the library's ``StoreArrayReader``."""
+    if not _is_url(path):
+        return RawFile(path)
+    if _StoreFile is None:
+        raise RaError(
+            f"{path}: this build of rawarray reads no object-store URLs; build it with the Cargo "
+            'feature `cloud` (MATURIN_PEP517_ARGS="--features cloud" pip install ./rawarray-python)'
+        )
+    return _StoreFile(path)
+
+
+def _where(path: str) -> str:
+    """``path`` as another process finds it: absolute (it may run in another folder), or the
+    URL."""
+    return path if _is_url(path) else os.path.abspath(path)
+
+
+# What a closed File keeps of its RawFile (every getter that reads no byte of the file).
+_METADATA = ("eltype", "elbyte", "dims", "flags", "size", "num_elements", "header_len",
+             "type_label", "params_json", "schema_json", "extra_json", "trailer_error",
+             "big_endian_records", "file_len")
+
+
+class File:
+    """An opened ``.ra`` file (``rawarray.open``): the header and trailer are read and validated
+    at once, in O(1) of the file's size; the data only when asked for.
+
+    Use it as a context manager. ``array()`` is a read-only view over a memory map (no byte is
+    copied; the view keeps the map alive after the file is closed). Indexing ``f[key]`` takes
+    numpy's indexing in every axis and reads only the blocks the key touches (see
+    :meth:`__getitem__`). ``array()`` of an LZ4-compressed or big-endian file decodes it into
+    memory instead, and of a chunked file (:attr:`chunks`, :attr:`compression`) decodes it into
+    a new, writable array.
+    Views of the map are live views of the file, as ``np.memmap``'s are: a mapped file must not
+    be truncated while views of it exist.
+
+    A ``File`` reads the file it opened: it holds one descriptor from open to close, and the
+    header, the trailer and every byte of data come through it, so a file written over the path
+    meanwhile (``rawarray.write`` renames a new file into place) changes nothing it returns. A
+    read that copies (``mmap=False``, and the decoding of LZ4, big-endian and chunked files)
+    returns the bytes of the file as it was opened, or raises :class:`RaError` saying the file
+    changed when another program rewrote it in place (``cp new.ra path``): never a mix of two
+    versions. Records appended by the library's writers (under their lock) are no change.
+
+    A ``File`` is an Arrow stream too (``__arrow_c_stream__``): ``pa.table(f)``,
+    ``pl.DataFrame(f)`` and DuckDB's ``SELECT ... FROM f`` read it, in batches (see
+    :meth:`to_arrow`).
+
+    A ``File`` pickles (for another process) as its path and the identity of what it opened:
+    device, inode, length and header. Unpickling opens the path again and raises
+    :class:`RaError` naming the path if it is no longer that file, unchanged.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
+        self.path = path if _is_url(path) else os.fspath(path)
+        self._mmap = mmap
+        try:
+            self._raw = _open_raw(self.path)
+        except RaError:
+            if is_ragged(self.path):
+                raise RaError(f"{self.path}: a ragged array (flag bit 3), not an n-d array: "
+                              "rawarray.open gives a rawarray.RaggedFile, rawarray.read a "
+                              "rawarray.Ragged") from None
+            raise
+        self._dtype = _element_dtype(self._raw)
+        self._buffer: Buffer | None = None
+        self._bools_checked = False
+        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file. An
+        # object in a store is decoded by the library's StoreArrayReader, chunked or not, which
+        # validated its config at open.
+        self._chunking = self._raw.chunk_config() if _is_url(self.path) else _chunk_config(self._raw)
+        # What indexing asks on every call, fixed at open (a File reads the file it opened).
+        self._shape = tuple(reversed(self._raw.dims))
+        self._is_plain = not (self._raw.flags & 7) and not _is_url(self.path)
+        self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
+                            else self._dtype)
+        self._np_chunks = None if self._chunking is None else tuple(reversed(self._chunking[3]))
+        self.closed = False
+
+    @property
+    def chunks(self) -> tuple[int, ...] | None:
+        """The chunk shape of a chunked file, in numpy's axis order (the file's chunk dims
+        reversed, as :attr:`shape` is), or None for a file that is not chunked. Dask's
+        ``from_array`` and xarray's ``preferred_chunks`` take it."""
+        return self._np_chunks
+
+    @property
+    def compression(self) -> dict[str, Any] | None:
+        """How the data is stored, or None for plain data: ``{"codec", "level", "shuffle",
+        "chunks", "ratio"}``, with ``codec`` ``"zstd"``, ``"lz4"`` or ``"none"`` for a chunked
+        file (``chunks`` in numpy's order) and ``"lz4-whole"`` for the whole-section LZ4 block
+        (``level``, ``shuffle`` and ``chunks`` None), as ``ra info`` names them; ``ratio`` is
+        the plain data bytes over the bytes stored."""
+        r = self._raw
+        plain = r.num_elements * r.elbyte
+        ratio = plain / r.size if r.size else None
+        if self._chunking is not None:
+            codec, level, shuffle, _, _ = self._chunking
+            return {"codec": codec, "level": level, "shuffle": shuffle, "chunks": self.chunks,
+                    "ratio": ratio}
+        if r.flags & 2:
+            return {"codec": "lz4-whole", "level": None, "shuffle": None, "chunks": None,
+                    "ratio": ratio}
+        return None
+
+    def to_dask(self, chunks: Any = None) -> Any:
+        """This file's array as a lazy ``dask.array.Array`` (see :func:`to_dask`): ``chunks``
+        default to the file's own (:attr:`chunks`), else dask's ``"auto"``."""
+        import dask.array as da  # noqa: PLC0415 (optional dependency)
+
+        if chunks is None:
+            chunks = self.chunks or "auto"
+        return da.from_array(self, chunks=chunks)
+
+    def to_arrow(self) -> Any:
+        """The file as a ``pyarrow.Table`` (doc/arrow.md): one row per record, one column per
+        field, in the schema's order and names (a file that is not of records: one column
+        ``values``). The batches come from Rust through the Arrow C stream interface."""
+        return _arrow.to_arrow(self._stream())
+
+    def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
+        """The file as a ``pyarrow.RecordBatchReader`` of ``rows`` rows a batch, each read when
+        asked for: the memory in use is one batch's, whatever the file's size."""
+        return _arrow.to_arrow_batches(self._stream(rows))
+
+    def to_pandas(self) -> Any:
+        """The file as a ``pandas.DataFrame``, through :meth:`to_arrow` (needs pyarrow, pandas)."""
+        return _arrow.to_pandas(self._stream())
+
+    def to_polars(self) -> Any:
+        """The file as a ``polars.DataFrame``, through :meth:`to_arrow` (needs pyarrow, polars)."""
+        return _arrow.to_polars(self._stream())
+
+    def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
+        """The Arrow PyCapsule protocol: the file as a stream of record batches (the table of
+        :meth:`to_arrow`, 65536 rows a batch, each read when the consumer asks for it), so
+        ``pa.table(f)``, ``pl.DataFrame(f)`` and DuckDB's ``SELECT ... FROM f`` take a ``File``
+        as it is. ``requested_schema`` is not applied: the columns are doc/arrow.md's."""
+        return self._stream().__arrow_c_stream__(requested_schema)
+
+    def __arrow_c_schema__(self) -> Any:
+        """The Arrow PyCapsule protocol: the schema of :meth:`__arrow_c_stream__`'s table."""
+        return self._stream().__arrow_c_schema__()
+
+    def _stream(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
+        """The file's Arrow stream. The stream's reader opens the path itself: it must still be
+        the file this File opened (checked before and after, so the reader cannot have opened
+        another one between); each batch is then checked to be of that file as it was."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        self._check_same_file()
+        out = _arrow.stream(self.path, rows)
+        self._check_same_file()
+        return out
+
+    def _check_same_file(self) -> None:
+        if RawFile(self.path).identity() != self._raw.identity():
+            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+                          "open it again to read it as Arrow")
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        # Two Files of the same unchanged file are the same data to dask.
+        if self.closed:
+            raise ValueError("cannot hand a closed rawarray.File to dask")
+        return ("rawarray.File", _where(self.path), self._raw.identity())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.closed:
+            raise ValueError("cannot pickle a closed rawarray.File")
+        # Absolute: the process that unpickles it may run in another folder.
+        return (_reopen, (_where(self.path), self._raw.identity(), self._mmap))
+
+    # -- metadata --------------------------------------------------------------------------
+    @property
+    def header(self) -> dict[str, Any]:
+        """The header's fields: eltype, elbyte, dims (file order), flags, size (the data
+        section's bytes as stored: compressed for LZ4 and chunked files), header_len;
+        ``compressed`` is true for any compressed section (LZ4 whole or chunked, as in
+        ``ra info --json``; :attr:`compression` says which)."""
+        r = self._raw
+        return {
+            "eltype": r.eltype,
+            "elbyte": r.elbyte,
+            "dims": list(r.dims),
+            "flags": r.flags,
+            "size": r.size,
+            "header_len": r.header_len,
+            "big_endian": bool(r.flags & 1),
+            "compressed": bool(r.flags & 6),
+        }
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """numpy's shape: the file's dims reversed."""
+        return self._shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        """numpy's dtype of one element (structured for records with a schema)."""
+        return self._dtype
+
+    @property
+    def ndim(self) -> int:
+        """The number of dims, as numpy's ``ndim``."""
+        return len(self._raw.dims)
+
+    @property
+    def size(self) -> int:
+        """The number of elements, as numpy's ``size`` (the product of the dims). The header's
+        stored data bytes are ``header["size"]``."""
+        return self._raw.num_elements
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the array in memory, as numpy's ``nbytes`` (``size * dtype.itemsize``; for
+        an LZ4 file, more than the ``header["size"]`` bytes stored)."""
+        return self.size * self._dtype.itemsize
+
+    @property
+    def params(self) -> Any:
+        """The trailer's parameters (a dict for record files), or None without a trailer."""
+        p = self._raw.params_json
+        return None if p is None else json.loads(p)
+
+    @property
+    def schema(self) -> Any:
+        """The trailer's record schema (the Rust layout, as JSON), or None."""
+        s = self._raw.schema_json
+        return None if s is None else json.loads(s)
+
+    @property
+    def trailer_error(self) -> str | None:
+        """Why the trailer could not be read, if it is damaged (the data is still readable)."""
+        return self._raw.trailer_error
+
+    def _extra(self) -> dict[str, Any]:
+        e = self._raw.extra_json
+        return {} if e is None else json.loads(e)
+
+    @property
+    def dim_names(self) -> tuple[str, ...] | None:
+        """The names of numpy's axes, as :func:`write` stored them (the trailer's
+        ``dim_names``, which lists them in the file's dim order), or None."""
+        names = self._extra().get("dim_names")
+        if not isinstance(names, list) or len(names) != self.ndim or \
+                not all(isinstance(n, str) for n in names):
+            return None
+        return tuple(reversed(names))
+
+    @property
+    def coords(self) -> dict[str, np.ndarray]:
+        """The coordinates of named dims, as :func:`write` stored them (the trailer's
+        ``coords``): ``{dim name: 1-d array}``; empty without any."""
+        coords = self._extra().get("coords")
+        if not isinstance(coords, dict):
+            return {}
+        return {str(k): np.asarray(v) for k, v in coords.items() if isinstance(v, list)}
+
+    def __len__(self) -> int:
+        shape = self.shape
+        if not shape:
+            raise TypeError("a scalar .ra file has no len()")
+        return shape[0]
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<rawarray.File {self.path!r} shape={self.shape} dtype={self.dtype} ({state})>"
+
+    # -- data ------------------------------------------------------------------------------
+    @property
+    def _plain(self) -> bool:
+        """Whether numpy can view the file's bytes as they are on disk (not big-endian, not
+        LZ4, not chunked: a chunked section is never mapped as plain bytes; not an object in a
+        store, which is read by ranged requests)."""
+        return self._is_plain
+
+    @property
+    def _chunked(self) -> bool:
+        # A chunked file decoded here; a chunked object is decoded by the store's reader.
+        return self._chunking is not None and not _is_url(self.path)
+
+    def _mapped(self) -> Buffer:
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if self._buffer is None:
+            self._buffer = self._raw.map() if self._plain else self._raw.decode()
+        return self._buffer
+
+    def _decoded_dtype(self) -> np.dtype:
+        return self._read_dtype
+
+    def array(self, order: str = "C", *, mmap: bool = True) -> np.ndarray:
+        """The whole array: a read-only view over a memory map for plain little-endian files
+        (``mmap=False``: a new, writable array read into memory with positioned reads), decoded
+        into memory (read-only) for LZ4 or big-endian ones, and decoded into a new, writable
+        array for chunked ones (chunks decoded in parallel, the GIL released). ``order`` as in
+        :func:`read`."""
+        if self._chunked:
+            arr = self._read_into_memory(order)
+            if not self._bools_checked:
+                _checked_bools(arr, self.path)
+                self._bools_checked = True
+            return arr
+        self._check_bools_once()
+        if not mmap and self._plain:
+            return self._read_into_memory(order)
+        return self._mapped_array(order)
+
+    def _check_bools_once(self) -> None:
+        """A file holding ``bool`` values is checked whole before its first value is handed out:
+        numpy shows a stored byte other than 0 or 1 as a ``True`` that is not ``True`` (and a
+        scalar read of it as a plain ``True``), a value no writer wrote."""
+        if self._bools_checked:
+            return
+        if _bool_views(np.empty(0, dtype=self._dtype)):
+            in_memory = self._chunked or (self._plain and not self._mmap)
+            whole = self._read_into_memory("C") if in_memory else self._mapped_array("C")
+            _checked_bools(whole, self.path)
+        self._bools_checked = True
+
+    def _mapped_array(self, order: str) -> np.ndarray:
+        buf = self._mapped()
+        offset = self._raw.header_len if self._plain else 0
+        dims = list(self._raw.dims)
+        if order == "C":
+            shape, np_order = tuple(reversed(dims)), "C"
+        elif order == "F":
+            shape, np_order = tuple(dims), "F"
+        else:
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        arr = np.ndarray(shape, dtype=self._decoded_dtype(), buffer=buf, offset=offset, order=np_order)
+        arr.flags.writeable = False
+        return arr
+
+    def _read_into_memory(self, order: str) -> np.ndarray:
+        """A new array that owns its memory (numpy allocates it, so large arrays get numpy's
+        huge pages), filled by the library with positioned reads (a chunked file: decoded into
+        it)."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        dims = list(self._raw.dims)
+        if order not in ("C", "F"):
+            raise ValueError(f"order must be 'C' or 'F', not {order!r}")
+        shape = tuple(reversed(dims)) if order == "C" else tuple(dims)
+        out = np.empty(shape, dtype=self._decoded_dtype(), order=order)
+        if out.size:
+            flat = (out if order == "C" else out.T).reshape(-1)
+            if self._chunked:
+                _read_chunked_into(self._raw, flat.view(np.uint8))
+            else:
+                self._raw.read_into(0, flat.view(np.uint8))
+        return out
+
+    def _read_block(self, ranges: list[tuple[int, int]]) -> Buffer:
+        """The bytes of a block (one ``(start, end)`` per numpy axis), C order, in the byte
+        order of ``_decoded_dtype``: the library's ``ArrayReader``, one positioned read per run
+        (an LZ4 file is decompressed once, on the first block, and cut from)."""
+        try:
+            return self._raw.read_block(ranges[::-1])
+        except (RaError, IndexError) as e:
+            reraise_in_numpy_order(e, len(ranges))
+
+    def __getitem__(self, key: Any) -> Any:
+        """``f[key]`` with numpy's indexing, exactly: integers (negative too), slices with any
+        step, ``...``, ``np.newaxis``, boolean scalars, and integer or boolean arrays (advanced
+        indexing, with numpy's broadcasting and placement of the advanced axes).
+
+        Opened with ``mmap=True`` (the default), a plain little-endian file is indexed as the
+        view of its memory map (``f.array()[key]``): basic keys give views without a copy, and
+        only the pages a key touches are read. Otherwise (``mmap=False``, big-endian and LZ4
+        files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
+        touched on the leading axes, and on the last axis the range from the first index to the
+        last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
+        from. A chunked file reads and decodes only the chunks the key touches, each once (the
+        runs of an axis that no untouched chunk separates are read as one block). Keys out of
+        bounds raise ``IndexError`` naming the axis, as numpy's do."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        self._check_bools_once()
+        if not self._shape or (self._is_plain and self._mmap):
+            return self._mapped_array("C")[key]
+        return read_key(key, self._shape, self._read_dtype, self._read_block, self._np_chunks)
+
+    @property
+    def io_stats(self) -> dict[str, int]:
+        """The library's count of data reads made by indexing (``mmap=False``, big-endian,
+        LZ4 and chunked files): ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
+        counts the chunks read (once per chunk per block read) and ``bytes`` their stored,
+        compressed bytes read. Reads through the memory map are the kernel's and are not
+        counted, nor are whole reads (:meth:`array`). For an object-store URL: every request,
+        open included, and the bytes it brought."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        reads, nbytes = self._raw.io_stats()
+        return {"reads": reads, "bytes": nbytes}
+
+    # -- lifetime --------------------------------------------------------------------------
+    def close(self) -> None:
+        """Closes the file's descriptor and drops this object's reference to the map; views
+        already made keep the map alive, and the metadata (shape, dtype, header, params,
+        dim_names, coords) stays."""
+        self._buffer = None
+        if not self.closed:
+            self._raw = types.SimpleNamespace(**{k: getattr(self._raw, k) for k in _METADATA})
+        self.closed = True
+
+    def __enter__(self) -> "File":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _reopen(path: str, identity: tuple[Any, ...], mmap: bool = True) -> File:
+    """A pickled :class:`File` opened again: the same path, and the file it named then."""
+    f = File(path, mmap=mmap)
+    now = f._raw.identity()
+    if now != identity:
+        # A file's identity is (device, inode, length, header); an object's (URL, ETag,
+        # version, length, header).
+        *who, length, _header = identity
+        if list(now[:-2]) != who:
+            why = "another file was put at its path" if len(who) == 2 else \
+                "the object was written again (its ETag or version changed)"
+        elif now[-2] != length:
+            why = f"its length changed from {length} to {now[-2]} bytes"
+        else:
+            why = "its header changed"
+        f.close()
+        raise RaError(f"{path}: the file changed since this rawarray.File was pickled ({why})")
+    return f

@@ -1,0 +1,349 @@
+//! [`RawFile`]: an opened `.ra` file of an n-d array or records, read through one descriptor.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+#[cfg(unix)]
+use std::os::unix::fs::FileExt;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rawarray_serde::{ArrayReader, DynArray, ElType, Header};
+
+use crate::buffer::{Buffer, Bytes};
+use crate::dtype::element_kind;
+use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::state::{one_state, Opened};
+
+/// Fills `buf` from `at` with positioned reads (no shared cursor).
+#[cfg(unix)]
+pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> std::io::Result<()> {
+    file.read_exact_at(buf, at)
+}
+
+/// Fills `buf` from `at` with positioned reads (no shared cursor: threads share the handle).
+#[cfg(windows)]
+pub(crate) fn read_exact_at(file: &File, mut buf: &mut [u8], mut at: u64) -> std::io::Result<()> {
+    use std::os::windows::fs::FileExt;
+    while !buf.is_empty() {
+        match file.seek_read(buf, at) {
+            Ok(0) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Ok(n) => {
+                buf = &mut buf[n..];
+                at += n as u64;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// An opened `.ra` file: its validated header and trailer, read in O(1) of the file's size.
+///
+/// It holds the descriptor it opened until it is dropped, and every read (map, decode, block,
+/// positioned read) goes through that descriptor: the bytes are those of the file it opened,
+/// with its header, even after another file is renamed over the path.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+pub(crate) struct RawFile {
+    pub(crate) file: File,
+    /// The library's reader over a duplicate of `file` (the same open file, the same inode):
+    /// the header and trailer of one moment, and blocks.
+    reader: ArrayReader,
+    file_len: u64,
+    /// Device and inode of what was opened (zero where the platform has none).
+    dev: u64,
+    ino: u64,
+    /// The path opened, for messages.
+    path: PathBuf,
+    /// The file's state and header at open: every copying read is checked against them.
+    opened: Opened,
+}
+
+#[pymethods]
+impl RawFile {
+    /// Opens the file once, reads and validates its header, and finds the trailer from the end.
+    #[new]
+    fn new(py: Python<'_>, path: PathBuf) -> PyResult<RawFile> {
+        py.detach(|| open_raw(&path))
+            .map_err(|e| at_path(e, &path, Doing::Reading))
+    }
+
+    /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
+    #[getter]
+    fn eltype(&self) -> u64 {
+        self.header().eltype.code()
+    }
+
+    /// Bytes per element.
+    #[getter]
+    fn elbyte(&self) -> u64 {
+        self.header().elbyte
+    }
+
+    /// The dims, first fastest (the file's order; numpy's shape is their reverse).
+    #[getter]
+    fn dims(&self) -> Vec<u64> {
+        self.header().dims.clone()
+    }
+
+    /// The flag bits (1: big-endian, 2: LZ4).
+    #[getter]
+    fn flags(&self) -> u64 {
+        self.header().flags.bits()
+    }
+
+    /// Stored data bytes (compressed length for LZ4 files).
+    #[getter]
+    fn size(&self) -> u64 {
+        self.header().size
+    }
+
+    /// Elements in the array (the product of the dims).
+    #[getter]
+    fn num_elements(&self) -> u64 {
+        self.header().num_elements()
+    }
+
+    /// Bytes of the header: the data starts here.
+    #[getter]
+    fn header_len(&self) -> usize {
+        self.header().encoded_len()
+    }
+
+    /// The type in words, e.g. `float32`, `complex64`, `user-defined (80 bytes)`.
+    #[getter]
+    fn type_label(&self) -> String {
+        self.header().type_label()
+    }
+
+    /// The trailer's parameters as JSON, `None` without a trailer.
+    #[getter]
+    fn params_json(&self) -> Option<String> {
+        self.reader.trailer().map(|t| t.params.to_string())
+    }
+
+    /// The trailer's record schema as JSON, if any.
+    #[getter]
+    fn schema_json(&self) -> Option<String> {
+        let schema = self.reader.trailer()?.schema.as_ref()?;
+        serde_json::to_string(schema).ok()
+    }
+
+    /// Why the trailer could not be read, if it is damaged (the data is still readable).
+    #[getter]
+    fn trailer_error(&self) -> Option<String> {
+        self.reader.trailer_error().map(str::to_string)
+    }
+
+    /// The trailer's top-level keys this version of the library does not interpret (such as
+    /// the Python package's `dim_names` and `coords`), as a JSON object; `None` without a
+    /// trailer.
+    #[getter]
+    fn extra_json(&self) -> Option<String> {
+        self.reader
+            .trailer()
+            .map(|t| serde_json::Value::Object(t.extra.clone()).to_string())
+    }
+
+    /// The library's count of the data reads made through `read_block` so far:
+    /// `(reads, bytes)` (an LZ4 file counts its one whole read).
+    fn io_stats(&self) -> (u64, u64) {
+        let s = self.reader.io_stats();
+        (s.reads, s.bytes)
+    }
+
+    /// What was opened, to tell later whether the path still names the same file unchanged:
+    /// `(device, inode, file length, header bytes)`.
+    fn identity<'py>(&self, py: Python<'py>) -> (u64, u64, u64, Bound<'py, PyBytes>) {
+        (
+            self.dev,
+            self.ino,
+            self.file_len,
+            PyBytes::new(py, &self.header().encode()),
+        )
+    }
+
+    /// How numpy should see one element: `("dtype", "<f4")`, `("record", json_descr)` for a
+    /// record with a valid schema, `("bfloat16", "<u2")`, `("complex32", "<f2")` or
+    /// `("void", reason)` for bytes with no numpy type (the reason says why).
+    fn element_kind(&self) -> (String, String) {
+        element_kind(
+            self.header(),
+            self.reader.trailer(),
+            self.reader.trailer_error(),
+        )
+    }
+
+    /// The whole file as a read-only memory map of the descriptor opened (O(1); pages are read
+    /// when touched).
+    fn map(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            // SAFETY: the map is read-only and its bytes only ever reach Python as a read-only
+            // buffer. The file is the one opened (its length checked then against the header);
+            // the library's writers replace a file by renaming a new one over the path, which
+            // leaves this inode's bytes alone, or append after its data. Another program may
+            // still change or truncate it in place while it is mapped: changed bytes are seen
+            // as such (no Rust reference relies on them being stable), and a truncation makes
+            // later reads of the lost pages fault, as with numpy's own `np.memmap`; the package
+            // documents this for `File.array()`.
+            let map = unsafe { memmap2::Mmap::map(&self.file)? };
+            Ok(Buffer {
+                bytes: Bytes::Map(map),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// The data section decoded into memory: LZ4 decompressed, primitive scalars little-endian
+    /// (user-defined elements of a big-endian file keep their bytes; see `big_endian_records`).
+    fn decode(&self, py: Python<'_>) -> PyResult<Buffer> {
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            self.checked(|| {
+                let header = self.header();
+                // The header and data section, which the file held at open (checked then).
+                let end = header.encoded_len() as u64 + header.size;
+                let mut bytes = vec![0u8; usize::try_from(end).map_err(std::io::Error::other)?];
+                read_exact_at(&self.file, &mut bytes, 0)?;
+                let array = DynArray::from_bytes(&bytes)?;
+                let (_, data, _) = array.into_parts();
+                Ok(Buffer {
+                    bytes: Bytes::Owned(data),
+                })
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// The block `ranges` (one `(start, end)` per dim, in the file's dim order, first fastest)
+    /// read by the library's `ArrayReader`: one positioned read per run of the block, nothing
+    /// else, its bytes in the byte order `decode` gives. Errors name the dim that is out of range.
+    fn read_block(&self, py: Python<'_>, ranges: Vec<(u64, u64)>) -> PyResult<Buffer> {
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+            let (_, data) = self.checked(|| self.reader.read_subset_bytes(&ranges))?;
+            Ok(Buffer {
+                bytes: Bytes::Owned(data),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// Whether decoded user-defined elements are still big-endian (their fields' byte order
+    /// is the header's, as the format does not describe them).
+    #[getter]
+    fn big_endian_records(&self) -> bool {
+        self.header().is_big_endian() && self.header().eltype == ElType::User
+    }
+
+    /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
+    /// read with one positioned read (for callers that want bytes without a map).
+    fn read_data(&self, py: Python<'_>, start: u64, len: u64) -> PyResult<Buffer> {
+        let at = self.data_range(start, len)?;
+        py.detach(|| -> rawarray_serde::Result<Buffer> {
+            let mut bytes = vec![0u8; len as usize];
+            self.checked(|| Ok(read_exact_at(&self.file, &mut bytes, at)?))?;
+            Ok(Buffer {
+                bytes: Bytes::Owned(bytes),
+            })
+        })
+        .map_err(to_py)
+    }
+
+    /// Reads data bytes from byte `start` of the data section of a plain (uncompressed) file
+    /// into `out` (a writable, C-contiguous buffer: a numpy array the caller allocated, so the
+    /// result is an ordinary array that owns its memory), with positioned reads and the GIL
+    /// released.
+    fn read_into(&self, py: Python<'_>, start: u64, out: PyBuffer<u8>) -> PyResult<()> {
+        if out.readonly() || !out.is_c_contiguous() {
+            return Err(ra_err("read_into needs a writable, C-contiguous buffer"));
+        }
+        let at = self.data_range(start, out.len_bytes() as u64)?;
+        if out.len_bytes() == 0 {
+            return Ok(()); // an empty buffer may export a null pointer: nothing to read
+        }
+        // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
+        // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
+        // thread could touch the array while the GIL is released, as with numpy's own
+        // `readinto`; it would see partly read bytes, never memory outside the buffer.
+        let bytes: &mut [u8] =
+            unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
+        py.detach(|| self.checked(|| Ok(read_exact_at(&self.file, bytes, at)?)))
+            .map_err(to_py)
+    }
+
+    /// The file's length in bytes when it was opened.
+    #[getter]
+    fn file_len(&self) -> u64 {
+        self.file_len
+    }
+}
+
+impl RawFile {
+    /// Runs `read`, a copying read through the descriptor, and returns its bytes only if they
+    /// are of the file as opened ([`one_state`]).
+    pub(crate) fn checked<T>(
+        &self,
+        read: impl FnOnce() -> rawarray_serde::Result<T>,
+    ) -> rawarray_serde::Result<T> {
+        one_state(&self.file, &self.path, &self.opened, read)
+    }
+
+    pub(crate) fn header(&self) -> &Header {
+        self.reader.header()
+    }
+
+    /// The file offset of data bytes `start..start + len` of a plain file, or an error naming
+    /// the data section's size.
+    fn data_range(&self, start: u64, len: u64) -> PyResult<u64> {
+        let header = self.header();
+        if header.is_compressed() {
+            return Err(ra_err(
+                "an LZ4 file is read whole (decode), not by byte range",
+            ));
+        }
+        if header.flags.is_chunked() {
+            return Err(ra_err(
+                "a chunked file is read whole (decode) or by block (read_block), not by byte range",
+            ));
+        }
+        if start.checked_add(len).is_none_or(|e| e > header.size) {
+            return Err(ra_err(format!(
+                "data bytes {start}..{start}+{len} are outside the data section of {} bytes",
+                header.size
+            )));
+        }
+        Ok(header.encoded_len() as u64 + start)
+    }
+}
+
+fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
+    let file = File::open(path)?;
+    let (reader, opened) = Opened::open(
+        &file,
+        path,
+        || ArrayReader::from_open_file(file.try_clone()?, path),
+        |r: &ArrayReader| (r.header().clone(), r.header().encoded_len() as u64),
+        Header::decode_any,
+    )?;
+    let meta = file.metadata()?;
+    #[cfg(unix)]
+    let (dev, ino) = {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    };
+    #[cfg(not(unix))]
+    let (dev, ino) = (0, 0);
+    Ok(RawFile {
+        file,
+        reader,
+        // The length after the header: a record writer appends data before the header that
+        // counts it, so a length taken first could be shorter than what the header describes.
+        file_len: meta.len(),
+        dev,
+        ino,
+        path: path.to_path_buf(),
+        opened,
+    })
+}

@@ -1,0 +1,551 @@
+//! The writers: `write` (a whole file, atomically), [`RecordWriter`] (records appended) and
+//! [`ArrayWriter`] (blocks written in place from many processes), each the library's.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::buffer::PyBuffer;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use rawarray_serde::{
+    ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, Element, ElementSpec, Header, Layout,
+    RecordOptions, Trailer,
+};
+
+use crate::chunked;
+use crate::dtype::element_of;
+use crate::errors::{at_path, ra_err, to_py, Doing};
+
+/// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
+/// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
+/// there are parameters or a record schema.
+///
+/// `codec` (`"zstd"`, `"lz4"`, `"none"`), `chunks` (the file's dim order), `level` and `shuffle`
+/// (`"byte"`, `"bit"`, `"none"`) select the chunked layout, encoded on `threads` threads (0: all
+/// cores); `compress` (or `codec="lz4-whole"`) the whole-section LZ4 block.
+#[pyfunction]
+#[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None,
+                    codec=None, chunks=None, level=None, shuffle=None, threads=0))]
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn write(
+    py: Python<'_>,
+    path: PathBuf,
+    descr_json: &str,
+    dims: Vec<u64>,
+    data: PyBuffer<u8>,
+    params_json: Option<&str>,
+    compress: bool,
+    extra_json: Option<&str>,
+    codec: Option<&str>,
+    chunks: Option<Vec<u64>>,
+    level: Option<i32>,
+    shuffle: Option<&str>,
+    threads: usize,
+) -> PyResult<()> {
+    let (opts, chunk_opts) =
+        chunked::write_options(compress, codec, chunks, level, shuffle, threads)?;
+    let (eltype, elbyte, layout) = element_of(descr_json)?;
+    let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
+    if !data.is_c_contiguous() {
+        return Err(ra_err("data must be C-contiguous bytes"));
+    }
+    if data.len_bytes() as u64 != header.data_len() {
+        return Err(ra_err(format!(
+            "data: expected {} bytes for dims {:?} of {elbyte} bytes, found {}",
+            header.data_len(),
+            header.dims,
+            data.len_bytes()
+        )));
+    }
+    let params: serde_json::Value = match params_json {
+        Some(p) => {
+            serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?
+        }
+        None => serde_json::Value::Null,
+    };
+    // Top-level trailer keys beside the params (the package's `dim_names`, `coords`): kept
+    // by every reader and rewrite of the library as unknown keys (`Trailer::extra`).
+    let extra = match extra_json {
+        Some(e) => match serde_json::from_str(e) {
+            Ok(serde_json::Value::Object(m)) => m,
+            Ok(other) => {
+                return Err(ra_err(format!(
+                    "trailer keys: expected a JSON object, found {other}"
+                )))
+            }
+            Err(e) => return Err(ra_err(format!("trailer keys are not JSON: {e}"))),
+        },
+        None => serde_json::Map::new(),
+    };
+    if let Some(k) = extra
+        .keys()
+        .find(|k| Trailer::KNOWN_KEYS.contains(&k.as_str()))
+    {
+        return Err(ra_err(format!(
+            "trailer key '{k}' is the library's own: pass it as params or let the schema fill it"
+        )));
+    }
+    let trailer = if params.is_null() && layout.is_none() && extra.is_empty() {
+        None
+    } else {
+        let mut t = Trailer::new(params).map_err(to_py)?;
+        t.extra = extra;
+        Some(match layout {
+            Some(l) => t.with_schema(l),
+            None => t,
+        })
+    };
+    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid) and was checked
+    // C-contiguous with len_bytes() bytes at buf_ptr(); it is only read. Python code in another
+    // thread could write to the array while the GIL is released below, as with numpy's own
+    // `tofile`; the file then holds some mix of the old and new bytes, never out-of-bounds data.
+    let bytes: &[u8] = if data.len_bytes() == 0 {
+        &[] // an empty buffer may export a null pointer, which no slice may hold
+    } else {
+        unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+    };
+    let result = py.detach(|| -> rawarray_serde::Result<()> {
+        if let Some(co) = &chunk_opts {
+            return chunked::write_chunked(&path, &header, bytes, co, trailer.as_ref());
+        }
+        if opts.is_compressed() {
+            let mut array = DynArray::new(eltype, elbyte, header.dims.clone(), bytes.to_vec())?;
+            if let Some(t) = &trailer {
+                array.set_trailer(t);
+            }
+            return array.write_file_with(&path, &opts);
+        }
+        let end = header.encoded_len() as u64 + header.data_len();
+        rawarray_serde::atomic::write_atomic(
+            &path,
+            |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+                w.write_all(&header.encode())?;
+                w.write_all(bytes)?;
+                if let Some(t) = &trailer {
+                    w.write_all(&t.encode_block(end))?;
+                }
+                Ok(())
+            },
+        )
+    });
+    result.map_err(|e| at_path(e, &path, Doing::Writing))
+}
+
+/// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
+/// its trailer with the schema and parameters) fed with packed little-endian bytes.
+///
+/// Threads may share one: a mutex serializes its calls (each waits for the one before, with the
+/// GIL released), so appends from several threads land whole, one after another.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+pub(crate) struct RecordWriter {
+    /// `None` once closed.
+    inner: Mutex<Option<DynRecordWriter>>,
+}
+
+#[pymethods]
+impl RecordWriter {
+    /// Creates the file (`append=False`, atomically replacing any old one) or opens it to append,
+    /// for elements described by `descr_json` (as for [`write`]) and records of `record_dims`
+    /// values each (the file's order, first fastest; empty for one value per record), with
+    /// the compression keywords of [`chunked::record_options`].
+    #[new]
+    #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false,
+                        codec=None, level=None, shuffle=None, chunk_records=None, threads=0))]
+    #[allow(clippy::too_many_arguments)] // Python's keywords, one each
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        descr_json: &str,
+        record_dims: Vec<u64>,
+        params_json: Option<&str>,
+        append: bool,
+        codec: Option<&str>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        chunk_records: Option<u64>,
+        threads: usize,
+    ) -> PyResult<RecordWriter> {
+        let (eltype, elbyte, layout) = element_of(descr_json)?;
+        let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
+        let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
+        let mut opts = chunked::record_options(
+            RecordOptions::new().record_dims(record_dims),
+            codec,
+            level,
+            shuffle,
+            chunk_records,
+            threads,
+        )?;
+        if let Some(p) = params_json {
+            let params: serde_json::Value =
+                serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?;
+            opts = opts.params(params);
+        }
+        let inner = py
+            .detach(|| {
+                if append {
+                    opts.open_dyn(&path, &spec)
+                } else {
+                    opts.create_dyn(&path, &spec)
+                }
+            })
+            .map_err(|e| {
+                let start = "rawarray.RecordWriter(path, dtype) (mode=\"w\", the default)";
+                at_path(
+                    e,
+                    &path,
+                    if append {
+                        Doing::Adding(start)
+                    } else {
+                        Doing::Writing
+                    },
+                )
+            })?;
+        Ok(RecordWriter {
+            inner: Mutex::new(Some(inner)),
+        })
+    }
+
+    /// Appends whole records, packed little-endian (C-contiguous bytes); not committed until
+    /// `flush`.
+    fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(ra_err("records must be C-contiguous bytes"));
+        }
+        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
+        let bytes: &[u8] = if data.len_bytes() == 0 {
+            &[] // an empty buffer may export a null pointer, which no slice may hold
+        } else {
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+        };
+        self.with_writer(py, |w| w.append_bytes(bytes))
+    }
+
+    /// Commits the records appended so far: readers see them, a killed process keeps them.
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_writer(py, DynRecordWriter::flush)
+    }
+
+    /// Commits and syncs: the records survive a power cut too.
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        self.with_writer(py, DynRecordWriter::sync)
+    }
+
+    /// Commits, trims the file and releases its lock. Closing twice is allowed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        py.detach(|| match lock(&self.inner).take() {
+            Some(writer) => writer.finish().map(|_| ()),
+            None => Ok(()),
+        })
+        .map_err(to_py)
+    }
+
+    /// Records appended, committed or not.
+    fn __len__(&self, py: Python<'_>) -> usize {
+        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.len() as usize))
+    }
+
+    /// Records the file's header covers: those of the last flush.
+    #[getter]
+    fn flushed_len(&self, py: Python<'_>) -> u64 {
+        py.detach(|| {
+            lock(&self.inner)
+                .as_ref()
+                .map_or(0, DynRecordWriter::flushed_len)
+        })
+    }
+
+    /// Bytes of one record.
+    #[getter]
+    fn record_bytes(&self, py: Python<'_>) -> u64 {
+        py.detach(|| {
+            lock(&self.inner)
+                .as_ref()
+                .map_or(0, DynRecordWriter::record_bytes)
+        })
+    }
+
+    /// Whether `close` has run.
+    #[getter]
+    fn closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| lock(&self.inner).is_none())
+    }
+}
+
+/// The writer's lock. A panic while it was held (a bug) leaves the writer as the library left
+/// it, which the library's own crash safety covers: its state is still usable.
+fn lock(m: &Mutex<Option<DynRecordWriter>>) -> MutexGuard<'_, Option<DynRecordWriter>> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl RecordWriter {
+    /// Runs `op` on the open writer, holding its lock, with the GIL released: the lock is taken
+    /// without the GIL, so a thread waiting for it never blocks the thread holding it.
+    fn with_writer<T: Send>(
+        &self,
+        py: Python<'_>,
+        op: impl FnOnce(&mut DynRecordWriter) -> rawarray_serde::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| match lock(&self.inner).as_mut() {
+            Some(w) => op(w).map_err(Some),
+            None => Err(None),
+        })
+        .map_err(|e| match e {
+            Some(e) => to_py(e),
+            None => PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"),
+        })
+    }
+}
+
+/// Writes n-d blocks of one array into a `.ra` file in place, from many threads and
+/// processes at once: the library's `ArrayWriter` (its shared lock, its journal of blocks).
+///
+/// Threads share one: the library's writer is `Sync`, and every block is one positioned write
+/// per run, so writers of disjoint blocks never disturb each other. `None` once closed.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+pub(crate) struct ArrayWriter {
+    inner: Mutex<Option<std::sync::Arc<LibArrayWriter>>>,
+    dev: u64,
+    ino: u64,
+}
+
+#[pymethods]
+impl ArrayWriter {
+    /// Opens the file at `path` to write blocks into (`descr_json` None), or, given the element
+    /// (`descr_json` as for [`write`]) and `dims` (file order), opens it if a file holding that
+    /// array is there, else creates it: ranks that race to start one array each get a writer
+    /// of the same file (the library's `open_or_create`). Any of `codec`, `chunks` (file
+    /// order), `level` and `shuffle` makes it a chunked file, as for [`write`] (and an existing
+    /// file must then be chunked with those settings); a chunked file's blocks are compressed
+    /// on `threads` threads (0: all cores).
+    #[new]
+    #[pyo3(signature = (path, descr_json=None, dims=None, codec=None, chunks=None, level=None, shuffle=None, threads=0))]
+    #[allow(clippy::too_many_arguments)] // the Python keywords, one each
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        descr_json: Option<&str>,
+        dims: Option<Vec<u64>>,
+        codec: Option<&str>,
+        chunks: Option<Vec<u64>>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        threads: usize,
+    ) -> PyResult<ArrayWriter> {
+        let (opts, chunked) =
+            chunked::write_options(false, codec, chunks, level, shuffle, threads)?;
+        if opts.is_compressed() {
+            return Err(ra_err(
+                "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \
+                 data section cannot be written block by block): expected \"zstd\", \"lz4\" or \
+                 \"none\", which write the chunked layout",
+            ));
+        }
+        // A bool array is bytes 0 and 1 (u8) marked bool by the schema in the trailer, as
+        // `write` stores one: `marker` is that trailer.
+        let (header, marker) = match (descr_json, dims) {
+            (Some(d), Some(dims)) => {
+                let (eltype, elbyte, layout) = element_of(d)?;
+                let marker =
+                    match layout {
+                        None => None,
+                        Some(l) if l == bool::layout() => {
+                            if chunked.is_some() {
+                                return Err(ra_err(
+                                "ArrayWriter cannot write a compressed (chunked) bool array: its \
+                                 bool mark is a trailer after the data, which the chunks a writer \
+                                 appends would overwrite; write the array whole with \
+                                 rawarray.write(path, a, codec=...), or write it uncompressed \
+                                 (no chunks, codec, level or shuffle)",
+                            ));
+                            }
+                            Some(
+                                Trailer::new(serde_json::Value::Null)
+                                    .map_err(to_py)?
+                                    .with_schema(l),
+                            )
+                        }
+                        Some(_) => return Err(ra_err(
+                            "ArrayWriter writes arrays of numbers and bools: a structured dtype \
+                             needs its schema in a trailer, which rawarray.write or RecordWriter \
+                             writes",
+                        )),
+                    };
+                (
+                    Some(Header::new(eltype, elbyte, dims).map_err(to_py)?),
+                    marker,
+                )
+            }
+            (None, None) => (None, None),
+            _ => {
+                return Err(ra_err(
+                    "ArrayWriter: give both the dtype and the shape, or neither",
+                ))
+            }
+        };
+        let creating = header.is_some();
+        let writer = py
+            .detach(|| -> rawarray_serde::Result<LibArrayWriter> {
+                let w = match (header, &chunked) {
+                    (Some(h), Some(c)) => {
+                        LibArrayWriter::open_or_create_chunked_with_header(&path, h, c)?
+                    }
+                    (Some(h), None) => LibArrayWriter::open_or_create_with_header(&path, h)?,
+                    // An opened file keeps its own chunk settings; only the threads apply.
+                    (None, _) => LibArrayWriter::open_with_threads(&path, threads)?,
+                };
+                if let (Some(t), true) = (&marker, w.created()) {
+                    mark_created(&path, w.header(), t)?;
+                }
+                Ok(w)
+            })
+            .map_err(|e| {
+                let start = "rawarray.ArrayWriter(path, shape, dtype)";
+                at_path(
+                    e,
+                    &path,
+                    if creating {
+                        Doing::Writing
+                    } else {
+                        Doing::Adding(start)
+                    },
+                )
+            })?;
+        let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
+        Ok(ArrayWriter {
+            inner: Mutex::new(Some(std::sync::Arc::new(writer))),
+            dev,
+            ino,
+        })
+    }
+
+    /// The header's element type code, bytes per element and dims (file order).
+    fn header(&self) -> PyResult<(u64, u64, Vec<u64>)> {
+        let w = self.writer()?;
+        let h = w.header();
+        Ok((h.eltype.code(), h.elbyte, h.dims.clone()))
+    }
+
+    /// `(device, inode, header bytes)` of the file written: what a pickled writer checks on
+    /// reopening the path. The header's `size` is left out (zero): a chunked file's grows
+    /// with every block committed, while its array stays the same.
+    fn identity<'py>(&self, py: Python<'py>) -> PyResult<(u64, u64, Bound<'py, PyBytes>)> {
+        let w = self.writer()?;
+        let mut h = w.header().clone();
+        h.size = 0;
+        Ok((self.dev, self.ino, PyBytes::new(py, &h.encode())))
+    }
+
+    /// Whether this writer created the file (rather than opened it).
+    #[getter]
+    fn created(&self) -> PyResult<bool> {
+        Ok(self.writer()?.created())
+    }
+
+    /// Writes the block `ranges` (one `(start, end)` per dim, file order) from its packed
+    /// little-endian bytes (C-contiguous, column-major in the file's dims), the GIL released.
+    fn write_block(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        data: PyBuffer<u8>,
+    ) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(ra_err("a block must be C-contiguous bytes"));
+        }
+        let w = self.writer()?;
+        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
+        let bytes: &[u8] = if data.len_bytes() == 0 {
+            &[] // an empty buffer may export a null pointer, which no slice may hold
+        } else {
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+        };
+        let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+        py.detach(|| w.write_subset_bytes(&ranges, bytes))
+            .map_err(to_py)
+    }
+
+    /// Syncs what this writer wrote to disk, keeping it open.
+    fn sync(&self, py: Python<'_>) -> PyResult<()> {
+        let w = self.writer()?;
+        py.detach(|| w.sync()).map_err(to_py)
+    }
+
+    /// Syncs and closes (the library's `finish`: the last writer removes a clean journal, and
+    /// reports blocks another writer left unfinished). Closing twice is allowed.
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let Some(arc) = self
+            .inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        else {
+            return Ok(());
+        };
+        // A block another thread is writing holds a clone; its end waits for it.
+        py.detach(|| {
+            let mut arc = arc;
+            loop {
+                match std::sync::Arc::try_unwrap(arc) {
+                    Ok(w) => return w.finish(),
+                    Err(again) => {
+                        arc = again;
+                        std::thread::yield_now();
+                    }
+                }
+            }
+        })
+        .map_err(to_py)
+    }
+
+    /// Whether `close` has run.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .is_none()
+    }
+}
+
+impl ArrayWriter {
+    /// The open writer, shared with the call that uses it (so `close` in another thread waits
+    /// for a block being written rather than pulling the file from under it).
+    fn writer(&self) -> PyResult<std::sync::Arc<LibArrayWriter>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.ArrayWriter"))
+    }
+}
+
+/// Appends the trailer `t` after the data section of the plain file an `ArrayWriter` just
+/// created at `path` (header `h`): the bool mark of a bool array. The data section's length is
+/// fixed and blocks are written inside it, so the trailer stays where readers look for it.
+/// Until it is written a reader sees the zeros as uint8; the writer's `finish` syncs the file,
+/// trailer included.
+fn mark_created(path: &Path, h: &Header, t: &Trailer) -> rawarray_serde::Result<()> {
+    use std::io::{Seek, SeekFrom};
+    let mut file = std::fs::OpenOptions::new().write(true).open(path)?;
+    let end = h.encoded_len() as u64 + h.size;
+    file.seek(SeekFrom::Start(end))?;
+    file.write_all(&t.encode_block(end))?;
+    Ok(())
+}
+
+/// Device and inode of the file at `path` (zero where the platform has none).
+fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = std::fs::metadata(path)?;
+        Ok((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        std::fs::metadata(path).map(|_| (0, 0))
+    }
+}
