@@ -9,16 +9,15 @@ use std::path::Path;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use rawarray_serde::codec::{ChunkOptions, Config, Layout, SectionReader};
+use rawarray_serde::codec::{ChunkMap, Config};
+use rawarray_serde::section::{Section, Storage};
 use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
 
 use crate::errors::{ra_err, to_py};
 use crate::file::{read_exact_at, RawFile};
 
-/// The codecs, known by the names the library gives them (`Codec::name`).
-const CODECS: [Codec; 3] = [Codec::None, Codec::Lz4, Codec::Zstd];
-/// The whole-section LZ4 block of flag bit 1, by the name `ra info` and `ra compress` give it.
-pub(crate) const LZ4_WHOLE: &str = "lz4-whole";
+/// The whole-section LZ4 block of flag bit 1, by the name the library's table gives it.
+pub(crate) const LZ4_WHOLE: &str = rawarray_serde::codec::table::LZ4_WHOLE;
 /// The filters, known by the names the library gives them (`Shuffle::name`).
 const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
 
@@ -33,7 +32,7 @@ pub(crate) fn write_options(
     level: Option<i32>,
     shuffle: Option<&str>,
     threads: usize,
-) -> PyResult<(WriteOptions, Option<ChunkOptions>)> {
+) -> PyResult<(WriteOptions, Option<WriteOptions>)> {
     let mut opts = WriteOptions::new().compress(compress).threads(threads);
     match codec {
         Some(LZ4_WHOLE) => opts = opts.compress(true),
@@ -49,22 +48,20 @@ pub(crate) fn write_options(
     if let Some(c) = chunks {
         opts = opts.chunks(c);
     }
-    // The library's own checks, before anything is written: both layouts at once, too many dims.
-    let chunked = opts.chunked().map_err(to_py)?;
+    // The library's own check, before anything is written: both layouts at once.
+    opts.flags().map_err(to_py)?;
+    let chunked = (opts.storage() == Storage::Chunked).then(|| opts.clone());
     Ok((opts, chunked))
 }
 
 /// The codec of a name (`Codec::name`), or an error listing the names `write` takes.
 pub(crate) fn codec_named(name: &str) -> PyResult<Codec> {
-    CODECS
-        .into_iter()
-        .find(|c| c.name() == name)
-        .ok_or_else(|| {
-            ra_err(format!(
-                "codec: expected one of {}, {LZ4_WHOLE}, found {name:?}",
-                CODECS.map(Codec::name).join(", ")
-            ))
-        })
+    Codec::all().find(|c| c.name() == name).ok_or_else(|| {
+        ra_err(format!(
+            "codec: expected one of {}, {LZ4_WHOLE}, found {name:?}",
+            Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ")
+        ))
+    })
 }
 
 /// `RecordWriter`'s keywords as the library's record options. Any of `codec`, `level`,
@@ -79,12 +76,12 @@ pub(crate) fn record_options(
     chunk_records: Option<u64>,
     threads: usize,
 ) -> PyResult<RecordOptions> {
+    let mut storage: Option<WriteOptions> = None;
     if let Some(name) = codec {
-        let codec = CODECS
-            .into_iter()
+        let codec = Codec::all()
             .find(|c| c.name() == name)
             .ok_or_else(|| {
-                let names = CODECS.map(Codec::name).join(", ");
+                let names = Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ");
                 ra_err(if name == LZ4_WHOLE {
                     format!(
                         "codec: a RecordWriter cannot write {LZ4_WHOLE:?} (one LZ4 block over the \
@@ -94,16 +91,19 @@ pub(crate) fn record_options(
                     format!("codec: expected one of {names}, found {name:?}")
                 })
             })?;
-        opts = opts.codec(codec);
+        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).codec(codec));
     }
     if let Some(name) = shuffle {
-        opts = opts.shuffle(shuffle_named(name)?);
+        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).shuffle(shuffle_named(name)?));
     }
     if let Some(l) = level {
-        opts = opts.level(l);
+        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).level(l));
     }
     if let Some(n) = chunk_records {
-        opts = opts.chunk_records(n);
+        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).chunks(vec![n]));
+    }
+    if let Some(s) = storage {
+        opts = opts.storage(s.threads(threads));
     }
     Ok(opts.threads(threads))
 }
@@ -127,10 +127,11 @@ pub(crate) fn write_chunked(
     path: &Path,
     header: &Header,
     raw: &[u8],
-    opts: &ChunkOptions,
+    opts: &WriteOptions,
     trailer: Option<&Trailer>,
 ) -> rawarray_serde::Result<()> {
-    let (header, section) = rawarray_serde::codec::encode(header, raw, opts)?;
+    let schema = trailer.and_then(|t| t.schema.as_ref());
+    let (header, section) = rawarray_serde::codec::encode_with(header, raw, opts, schema)?;
     let end = header.encoded_len() as u64 + header.size;
     rawarray_serde::atomic::write_atomic(path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
         w.write_all(&header.encode())?;
@@ -146,15 +147,48 @@ pub(crate) fn write_chunked(
 /// raw bytes per block)`.
 pub(crate) type ChunkSettings = (String, i32, String, Vec<u64>, u64);
 
-/// A validated config's settings, as `File.chunks` and `File.compression` show them.
-pub(crate) fn settings_of(c: &Config) -> ChunkSettings {
+/// A validated config's settings, as `File.chunks` and `File.compression` show them (the
+/// blocks' raw bytes: version 1's block bytes, or version 2's block shape times `elbyte`).
+pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
+    let block = match &c.blocks {
+        rawarray_serde::codec::Blocks::Bytes(b) => *b,
+        rawarray_serde::codec::Blocks::Shape(s) => s.iter().product::<u64>() * elbyte,
+    };
     (
         c.codec.name().to_string(),
         c.level,
-        c.shuffle.name().to_string(),
+        c.shuffle().map_or_else(
+            || {
+                c.filters
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("+")
+            },
+            |s| s.name().to_string(),
+        ),
         c.chunk.clone(),
-        c.block_bytes,
+        block,
     )
+}
+
+/// The config of the chunked section at `base` of `read`'s source (two reads: the config's
+/// first bytes, which say its length, then the rest of it).
+pub(crate) fn read_config(
+    header: &Header,
+    base: u64,
+    read: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
+) -> rawarray_serde::Result<Config> {
+    let probe = ChunkMap::config_probe(header);
+    let mut bytes = vec![0u8; (probe.end - probe.start) as usize];
+    read(&mut bytes, base + probe.start)?;
+    let len = ChunkMap::config_len(header, &bytes)? as usize;
+    if len > bytes.len() {
+        let at = bytes.len();
+        bytes.resize(len, 0);
+        read(&mut bytes[at..], base + at as u64)?;
+    }
+    Config::decode(header, &bytes)
 }
 
 /// The chunk settings of a chunked file, as stored in its config; `None` for any other file.
@@ -166,17 +200,12 @@ pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<Chu
         return Ok(None);
     }
     py.detach(|| -> rawarray_serde::Result<_> {
-        let range = Layout::config_range(header);
-        // The config is a few hundred bytes (64 segment slots and the chunk shape).
-        let mut bytes = vec![0u8; (range.end - range.start) as usize];
-        raw.checked(|| {
-            Ok(read_exact_at(
-                &raw.file,
-                &mut bytes,
-                header.encoded_len() as u64 + range.start,
-            )?)
+        let config = raw.checked(|| {
+            read_config(header, header.encoded_len() as u64, |b, at| {
+                read_exact_at(&raw.file, b, at)
+            })
         })?;
-        Ok(Some(settings_of(&Config::decode(header, &bytes)?)))
+        Ok(Some(settings_of(&config, header.elbyte)))
     })
     .map_err(to_py)
 }
@@ -215,7 +244,7 @@ pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>
     py.detach(|| -> rawarray_serde::Result<()> {
         // The descriptor the file was opened by: the bytes of the file opened, whatever the
         // path names now.
-        raw.checked(|| SectionReader::open(header, &raw.file)?.read_all_into(bytes))?;
+        raw.checked(|| Section::open(header, &raw.file)?.read_all_into(bytes))?;
         if header.is_big_endian() {
             // The library's table of scalar widths (complex halves apart); user-defined
             // elements keep their bytes, as `decode` leaves them.

@@ -12,12 +12,12 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rawarray_serde::codec::{Config, Layout as SectionLayout, SectionReader};
+use rawarray_serde::section::Section;
 use rawarray_serde::ragged::{check_offsets, DynRagged};
 use rawarray_serde::{ElType, Error, ErrorKind, Layout, Logical, RaggedHeader, Trailer};
 
 use crate::buffer::{Buffer, Bytes};
-use crate::chunked::{settings_of, ChunkSettings};
+use crate::chunked::{read_config, settings_of, ChunkSettings};
 use crate::errors::{at_path, to_py, Doing};
 use crate::file::read_exact_at;
 use crate::state::{one_state, Opened};
@@ -63,7 +63,7 @@ impl Region {
 struct Positioned {
     header: RaggedHeader,
     trailer: Option<Trailer>,
-    values: Option<SectionReader<File>>,
+    values: Option<Section<File>>,
 }
 
 /// How rows are read.
@@ -227,11 +227,10 @@ impl RaggedFile {
         };
         py.detach(|| {
             self.checked(|| {
-                let range = SectionLayout::config_range(&vh);
-                let mut bytes = vec![0u8; (range.end - range.start) as usize];
-                read_exact_at(&self.file, &mut bytes, h.values_at() + range.start)?;
-                let config = Config::decode(&vh, &bytes)?;
-                Ok(Some((settings_of(&config), h.values_len(), vh.size)))
+                let config = read_config(&vh, h.values_at(), |b, at| {
+                    read_exact_at(&self.file, b, at)
+                })?;
+                Ok(Some((settings_of(&config, vh.elbyte), h.values_len(), vh.size)))
             })
         })
         .map_err(to_py)
@@ -423,7 +422,7 @@ impl RaggedFile {
                 let mut ranges: Vec<std::ops::Range<u64>> =
                     h.value_dims.iter().map(|&d| 0..d).collect();
                 ranges.push(start..end);
-                section.read_subset(&ranges, &mut out)?;
+                section.read_box(&ranges, &mut out)?;
             }
         }
         Ok(out)
@@ -590,7 +589,7 @@ fn open_positioned(file: &File) -> rawarray_serde::Result<Positioned> {
     read_exact_at(file, &mut tail, header.data_end())?;
     let trailer = Trailer::from_trailing_bytes(&tail)?;
     let values = match header.values_section_header() {
-        Some(vh) => Some(SectionReader::open_at(
+        Some(vh) => Some(Section::open_at(
             &vh,
             file.try_clone()?,
             header.values_at(),

@@ -236,7 +236,9 @@ impl StoreFile {
     /// The chunk settings of a chunked object, as `chunk_config` gives a file's; `None` for any
     /// other object. The library validated them at open: no request is made.
     fn chunk_config(&self) -> Option<ChunkSettings> {
-        self.reader.chunk_config().map(settings_of)
+        self.reader
+            .chunk_config()
+            .map(|c| settings_of(c, self.reader.header().elbyte))
     }
 
     /// How numpy should see one element, as `RawFile.element_kind`.

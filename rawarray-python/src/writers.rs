@@ -388,13 +388,12 @@ impl ArrayWriter {
         let creating = header.is_some();
         let writer = py
             .detach(|| -> rawarray_serde::Result<LibArrayWriter> {
+                let opts = LibArrayWriter::options().threads(threads);
                 let w = match (header, &chunked) {
-                    (Some(h), Some(c)) => {
-                        LibArrayWriter::open_or_create_chunked_with_header(&path, h, c)?
-                    }
-                    (Some(h), None) => LibArrayWriter::open_or_create_with_header(&path, h)?,
+                    (Some(h), Some(c)) => opts.header(h).storage(c.clone()).open_or_create(&path)?,
+                    (Some(h), None) => opts.header(h).open_or_create(&path)?,
                     // An opened file keeps its own chunk settings; only the threads apply.
-                    (None, _) => LibArrayWriter::open_with_threads(&path, threads)?,
+                    (None, _) => opts.open(&path)?,
                 };
                 if let (Some(t), true) = (&marker, w.created()) {
                     mark_created(&path, w.header(), t)?;

@@ -324,7 +324,9 @@ fn values_of<T: Element, S: crate::io::ReadAt>(section: &Section<S>) -> Result<V
     let mut out: Vec<T> = Vec::new();
     data::try_reserve(&mut out, n)?;
     let mut failed = None;
-    let piece = (data::CHUNK / T::PACKED_SIZE.max(1)).max(1) * T::PACKED_SIZE.max(1);
+    // Small pieces: the values are the allocation that counts (a file's worth), the piece a
+    // few pages beside them.
+    let piece = ((32 << 10) / T::PACKED_SIZE.max(1)).max(1) * T::PACKED_SIZE.max(1);
     section.for_each_piece(u64::MAX, piece, |bytes| {
         match data::decode_into(bytes, h.is_big_endian(), &mut out) {
             Ok(()) => std::ops::ControlFlow::Continue(()),

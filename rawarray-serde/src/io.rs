@@ -47,6 +47,14 @@ pub trait ReadAt: Sync {
     fn state(&self) -> Result<Option<FileState>> {
         Ok(None)
     }
+
+    /// Whether a read that began in state `then` and ended in `now` read one state of the
+    /// source: [`FileState::holds_in`], or (a file) the same length and header written under
+    /// the lock one of this crate's writers holds, which only ever writes what no reader of
+    /// `then` reads (a record file's last chunk entered again, doc/chunked.md 7.1).
+    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
+        then.holds_in(now)
+    }
 }
 
 impl ReadAt for File {
@@ -100,6 +108,9 @@ impl<T: ReadAt + ?Sized> ReadAt for &T {
     fn state(&self) -> Result<Option<FileState>> {
         (**self).state()
     }
+    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
+        (**self).still_holds(then, now)
+    }
 }
 
 impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
@@ -111,6 +122,9 @@ impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
     }
     fn state(&self) -> Result<Option<FileState>> {
         (**self).state()
+    }
+    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
+        (**self).still_holds(then, now)
     }
 }
 
@@ -187,6 +201,12 @@ impl FileState {
         }
     }
 
+    /// Whether `now` is the same inode with the same length and header (written in place, if
+    /// anything).
+    pub fn same_place(&self, now: &FileState) -> bool {
+        (now.dev, now.ino, now.len, &now.header) == (self.dev, self.ino, self.len, &self.header)
+    }
+
     /// The error of a read during which the file went from this state to `now`.
     pub fn changed_to(&self, now: &FileState) -> crate::Error {
         ErrorKind::Changed {
@@ -249,10 +269,28 @@ impl ReadAt for PinnedFile {
     }
     fn state(&self) -> Result<Option<FileState>> {
         let now = FileState::of(&self.file)?;
-        if self.state.holds_in(&now) {
+        if self.still_holds(&self.state, &now) {
             return Ok(Some(now));
         }
         Err(self.state.changed_to(&now).in_file(&self.path))
+    }
+    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
+        then.holds_in(now) || (then.same_place(now) && self.writer_holds_it())
+    }
+}
+
+impl PinnedFile {
+    /// Whether one of this crate's exclusive writers (a record or ragged writer, `recover`)
+    /// holds the file now: a shared lock cannot be had. Taken and let go at once otherwise.
+    fn writer_holds_it(&self) -> bool {
+        match self.file.try_lock_shared() {
+            Ok(()) => {
+                let _ = self.file.unlock();
+                false
+            }
+            Err(std::fs::TryLockError::WouldBlock) => true,
+            Err(std::fs::TryLockError::Error(_)) => false,
+        }
     }
 }
 

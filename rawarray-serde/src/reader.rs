@@ -44,6 +44,12 @@ impl ReadAt for Source {
             Source::Mapped(m) => m.state(),
         }
     }
+    fn still_holds(&self, then: &crate::io::FileState, now: &crate::io::FileState) -> bool {
+        match self {
+            Source::Pinned(f) => f.still_holds(then, now),
+            Source::Mapped(m) => m.still_holds(then, now),
+        }
+    }
 }
 
 /// A `.ra` file opened for reading blocks: the header and trailer are read at open (O(1) in

@@ -351,7 +351,7 @@ impl<S: ReadAt> Section<S> {
         if let (Some(b), Some(a)) = (&before, &after) {
             // Grown during the read (a writer appending) leaves what was read alone; any other
             // change may have mixed two states in it.
-            if !b.holds_in(a) {
+            if !self.source.still_holds(b, a) {
                 self.drop_caches();
                 return Err(b.changed_to(a));
             }
