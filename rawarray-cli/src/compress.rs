@@ -168,7 +168,25 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
     if let Some(p) = packing {
         p.check_fits(input, &stored)?;
     }
-    let info = src.trailer_info();
+    let mut info = src.trailer_info();
+    // Rounded now (a lossy filter): the trailer says so, a new one if the file had none. An
+    // earlier mark is kept by every rewrite, lossless ones included (it is in the trailer).
+    if let Some(o) = &chunk_opts {
+        if o.get_filters().iter().any(|f| f.is_lossy()) {
+            if info.trailer.is_none() && info.bytes > 0 {
+                return Err(Failure::file(
+                    input,
+                    "a lossy filter needs a trailer to say the data were rounded, and the bytes \
+                     after the data are not one (another program's): nothing was written",
+                ));
+            }
+            info.trailer
+                .get_or_insert_with(|| {
+                    rawarray_serde::Trailer::new(serde_json::Value::Null).expect("null")
+                })
+                .mark_lossy(&o.get_filters());
+        }
+    }
     let data_end = if let Some(opts) = &chunk_opts {
         let schema = info.trailer.as_ref().and_then(|t| t.schema.clone());
         encode_chunked(&mut src, opts, schema.as_ref(), out.file(), output)?

@@ -208,10 +208,18 @@ impl<T: Element> RawArray<T> {
             Some(b) if !be => PlainBytes::new(b),
             _ => PlainBytes::packed(self.header().size, &pieces, &whole),
         };
-        let schema = plain_trailer::<T>().and_then(|t| t.schema);
+        let mut trailer = plain_trailer::<T>();
+        if opts.storage() == crate::section::Storage::Chunked
+            && opts.get_filters().iter().any(|f| f.is_lossy())
+        {
+            trailer
+                .get_or_insert_with(|| Trailer::new(serde_json::Value::Null).expect("null"))
+                .mark_lossy(&opts.get_filters());
+        }
+        let schema = trailer.as_ref().and_then(|t| t.schema.clone());
         // The header written (its flags and size) is the one the trailer's `at` follows.
         let header = write_section(w, &self.header(), opts, schema.as_ref(), &plain)?;
-        if let Some(trailer) = plain_trailer::<T>() {
+        if let Some(trailer) = trailer {
             w.write_all(&trailer.encode_block(data_end(&header)))?;
         }
         w.flush()?;
@@ -568,11 +576,24 @@ impl DynArray {
             schema.as_ref(),
             &PlainBytes::new(&data),
         )?;
-        // A trailer block at the old data end says so in its `at`; it moves with the data end.
-        let old_end = (self.header.encoded_len() + self.data.len()) as u64;
-        let moved = crate::trailer::retarget(&self.trailer.bytes, old_end, data_end(&header));
+        let lossy = opts.storage() == crate::section::Storage::Chunked
+            && opts.get_filters().iter().any(|f| f.is_lossy());
         w.write_all(&out)?;
-        w.write_all(moved.as_deref().unwrap_or(&self.trailer.bytes))?;
+        if lossy && (self.trailer.bytes.is_empty() || self.trailer().is_some()) {
+            // Rounded now: the trailer says so (a new one if there was none).
+            let mut t = self
+                .trailer()
+                .cloned()
+                .unwrap_or_else(|| Trailer::new(serde_json::Value::Null).expect("null"));
+            t.mark_lossy(&opts.get_filters());
+            w.write_all(&t.encode_block(data_end(&header)))?;
+        } else {
+            // A trailer block at the old data end says so in its `at`; it moves with the data
+            // end (a lossy mark in it with it).
+            let old_end = (self.header.encoded_len() + self.data.len()) as u64;
+            let moved = crate::trailer::retarget(&self.trailer.bytes, old_end, data_end(&header));
+            w.write_all(moved.as_deref().unwrap_or(&self.trailer.bytes))?;
+        }
         w.flush()?;
         Ok(())
     }

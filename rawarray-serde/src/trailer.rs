@@ -159,6 +159,41 @@ impl Trailer {
         self
     }
 
+    /// The key that says the data were rounded by a lossy filter (doc/chunked.md 5.2):
+    /// `"lossy": {"bitround": KEEPBITS}`. A reader that does not know it keeps it (every
+    /// rewrite writes it back), so the mark survives a rewrite with a lossless pipeline.
+    pub const LOSSY_KEY: &'static str = "lossy";
+
+    /// This trailer marked as holding data rounded by `filters`' lossy ones (the fewest bits
+    /// kept wins over an earlier mark, which a rewrite cannot undo); unchanged without one.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Filter, Trailer};
+    /// let mut t = Trailer::new(serde_json::Value::Null).unwrap();
+    /// t.mark_lossy(&[Filter::BitRound(10), Filter::Shuffle]);
+    /// t.mark_lossy(&[Filter::BitRound(12)]);
+    /// assert_eq!(t.rounded_to(), Some(10));
+    /// ```
+    pub fn mark_lossy(&mut self, filters: &[crate::codec::Filter]) {
+        let Some(bits) = filters.iter().filter_map(|f| f.kept_bits()).min() else {
+            return;
+        };
+        let bits = self.rounded_to().map_or(bits, |b| b.min(bits));
+        self.extra.insert(
+            Trailer::LOSSY_KEY.to_string(),
+            serde_json::json!({ "bitround": bits }),
+        );
+    }
+
+    /// The mantissa bits the data were rounded to, if the trailer says they were.
+    pub fn rounded_to(&self) -> Option<u32> {
+        self.extra
+            .get(Trailer::LOSSY_KEY)?
+            .get("bitround")?
+            .as_u64()
+            .and_then(|b| u32::try_from(b).ok())
+    }
+
     /// The params as a Rust value.
     pub fn params_as<P: DeserializeOwned>(&self) -> Result<P> {
         P::deserialize(&self.params).map_err(Error::msg)

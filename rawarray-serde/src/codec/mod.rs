@@ -23,7 +23,7 @@
 //!   appending writer and its commit order ([`ChunkWriter`]).
 //!
 //! Reading goes through [`crate::section::Section`], which drives [`ChunkMap`] over any
-//! [`ReadAt`](crate::io::ReadAt) source.
+//! [`ReadAt`] source.
 //!
 //! ```
 //! use rawarray_serde::codec::{self, Codec, Shuffle};

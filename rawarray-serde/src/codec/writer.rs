@@ -511,6 +511,20 @@ fn decode_entry(config: &Config, bytes: &[u8], n: u64) -> Result<Entry> {
 
 /// Writes `len` zero bytes at `offset`, a bounded buffer at a time.
 fn write_zeros(file: &File, offset: u64, len: u64) -> Result<()> {
+    // Past the file's end, zeros are what growing the file gives (a hole, where the file
+    // system makes one): a large index costs no writes. Only what lies within the file (a dead
+    // writer's leftovers being reclaimed) is written over.
+    let file_len = file.metadata()?.len();
+    let end = offset.saturating_add(len);
+    if end > file_len && offset >= file_len {
+        file.set_len(end)?;
+        return Ok(());
+    }
+    let within = end.min(file_len).saturating_sub(offset);
+    if end > file_len {
+        file.set_len(end)?;
+    }
+    let len = within;
     let buf = vec![0u8; len.min(1 << 20) as usize];
     let mut done = 0;
     while done < len {

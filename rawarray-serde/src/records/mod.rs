@@ -2,10 +2,11 @@
 //! docs describe the file layout and the order of writes), and repairing a file whose last
 //! flush was cut short ([`recover`]). The mapped reader is [`RecordReader`].
 //!
-//! Split by concept: [`options`] (how a file is created or reopened: [`RecordOptions`],
-//! [`Durability`]), [`spec`] (what one record is: [`ElementSpec`]), [`writer`] (the appending
-//! writers and their flush), `chunked` (compressed record files), [`commit`] (the trailer copies and the one-`pwrite` header, shared
-//! with the ragged writer) and [`recover`](mod@recover) (repairing a file after a crash).
+//! Split by concept: `options` (how a file is created or reopened: [`RecordOptions`],
+//! [`Durability`]), `spec` (what one record is: [`ElementSpec`]), `writer` (the appending
+//! writers and their flush), `chunked` (compressed record files), `commit` (the trailer copies
+//! and the one-`pwrite` header, shared with the ragged writer) and `recover` (repairing a file
+//! after a crash: [`recover()`]).
 
 mod chunked;
 mod commit;
@@ -14,6 +15,7 @@ mod recover;
 mod spec;
 mod writer;
 
+pub use crate::mapped::{ReadMode, RecordReadOptions, RecordReader};
 pub(crate) use commit::{reserve_spare, settle};
 pub use options::{Durability, RecordOptions};
 pub use recover::{recover, recover_with, RecoverOptions, Recovery};

@@ -348,7 +348,10 @@ impl RecordOptions {
         check_header_len(&header)?;
         let shape = RecordShape::of_spec(spec, &header, Some(&self.record_dims))?;
         let params = self.params_json()?.unwrap_or_default();
-        let trailer = Trailer::new(params)?.with_schema(spec.layout.clone());
+        let mut trailer = Trailer::new(params)?.with_schema(spec.layout.clone());
+        if let Some(o) = &self.chunked {
+            trailer.mark_lossy(&o.get_filters());
+        }
         let json = trailer.to_json();
         let sync = self.durability == Durability::Fsync;
         let copts = self.chunk_options();

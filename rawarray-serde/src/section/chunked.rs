@@ -264,7 +264,20 @@ impl Chunked {
         }
         let grid = self.map.grid();
         in_pool(io.threads, || {
-            if grid.is_contiguous() {
+            let written: Vec<u64> = (0..self.map.index().entries().len() as u64)
+                .filter(|&c| !self.map.entry(c).is_empty())
+                .collect();
+            if grid.is_contiguous() && zeroed && (written.len() as u64) < grid.count() / 2 {
+                // Mostly never written (a sparse array, or a header claiming far more chunks
+                // than the file holds): only the written ones are visited, each at its place.
+                let stride = grid.raw_len(0);
+                for &c in &written {
+                    let at = (c * stride) as usize;
+                    let len = grid.raw_len(c) as usize;
+                    self.read_chunk_into(io, c, &mut out[at..at + len], true)?;
+                }
+                Ok(())
+            } else if grid.is_contiguous() {
                 // Chunk n is bytes n x stride .. of the section: decode in place. The stride
                 // is chunk 0's raw length, clipped to the array (the config's chunk shape may
                 // exceed the dims by any amount), so it is at most `total` and never 0 here.
@@ -285,9 +298,6 @@ impl Chunked {
                 if !zeroed {
                     out.fill(0);
                 }
-                let written: Vec<u64> = (0..self.map.index().entries().len() as u64)
-                    .filter(|&c| !self.map.entry(c).is_empty())
-                    .collect();
                 let batch = rayon::current_num_threads().max(1) * 4;
                 let all: Vec<Range<u64>> = grid.dims().iter().map(|&d| 0..d).collect();
                 for group in written.chunks(batch) {

@@ -1,10 +1,10 @@
 //! A data section read from a stream (`Read`, no positioned reads): the same storage kinds
-//! and decoders as [`Section`](super::Section), for readers handed a pipe or a socket.
+//! and decoders as [`Section`], for readers handed a pipe or a socket.
 //!
 //! A plain section is read into the values' memory as it arrives; a whole-section LZ4 block
 //! is decoded as it is read ([`super::lz4`]) when the stream is known to hold it, and read
 //! first otherwise (memory grows only as its bytes arrive); a chunked section is read whole,
-//! then opened as a [`Section`](super::Section) over those bytes.
+//! then opened as a [`Section`] over those bytes.
 //!
 //! ```
 //! use rawarray_serde::{section::stream, Header, RawArray, WriteOptions};
