@@ -602,3 +602,244 @@ fn a_schema_that_does_not_describe_the_elements() {
         }
     }
 }
+
+// ---- The chunked layout's points (doc/chunked.md), and ragged values (section 10.2) -------
+
+/// Where the one chunk of a chunked file written with one index segment is entered: the
+/// offset in the data section of its index entry, and the entry's length (chunked.md 5.1,
+/// 5.4, 6.1, 6.2; statistics off).
+fn only_entry(section: &[u8], ndims: usize) -> (usize, usize) {
+    let u32_at = |i: usize| u32::from_le_bytes(section[i..i + 4].try_into().unwrap()) as usize;
+    match &section[..8] {
+        b"RACHUNK1" => (568 + 8 * ndims, 24),
+        b"RACHUNK2" => {
+            let f = u32_at(16);
+            let s = u32_at(40 + 16 * ndims + 8 * f);
+            assert_eq!(s, 0, "written without statistics");
+            (48 + 16 * ndims + 8 * f + 1032, 32)
+        }
+        other => panic!("not a chunked section: {other:?}"),
+    }
+}
+
+/// The file (one chunk of one block, the chunk last in the section) with that block's payload
+/// replaced by `payload`: block table, entry and header made to agree, CRCs by the spec.
+fn with_payload(file: &[u8], ndims: usize, payload: &[u8]) -> Vec<u8> {
+    let data = 48 + 8 * ndims;
+    let mut section = file[data..].to_vec();
+    let (at, len) = only_entry(&section, ndims);
+    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap()) as usize;
+    let chunk_at = word(&section, at);
+    assert_eq!(chunk_at + word(&section, at + 8), section.len(), "the chunk is last");
+    assert_eq!(section[at + 20] & 1, 0, "the chunk is coded, not raw");
+    let mut stored = (payload.len() as u64).to_le_bytes().to_vec();
+    stored.extend_from_slice(&crc32(payload).to_le_bytes());
+    stored.extend_from_slice(payload);
+    section.truncate(chunk_at);
+    section.extend_from_slice(&stored);
+    section[at + 8..at + 16].copy_from_slice(&(stored.len() as u64).to_le_bytes());
+    section[at + 16..at + 20].copy_from_slice(&crc32(&stored).to_le_bytes());
+    if len == 32 {
+        // Version 2: the entry's own CRC, of its first 24 bytes and the chunk number (0).
+        let mut e = section[at..at + 24].to_vec();
+        e.extend_from_slice(&0u64.to_le_bytes());
+        section[at + 24..at + 28].copy_from_slice(&crc32(&e).to_le_bytes());
+    }
+    let mut out = file[..data].to_vec();
+    out[32..40].copy_from_slice(&(section.len() as u64).to_le_bytes());
+    out.extend_from_slice(&section);
+    out
+}
+
+/// The payload of the one block of the file's one chunk.
+fn only_payload(file: &[u8], ndims: usize) -> Vec<u8> {
+    let section = &file[48 + 8 * ndims..];
+    let (at, _) = only_entry(section, ndims);
+    let word = |i: usize| u64::from_le_bytes(section[i..i + 8].try_into().unwrap()) as usize;
+    let (chunk_at, len) = (word(at), word(at + 8));
+    section[chunk_at + 12..chunk_at + len].to_vec()
+}
+
+/// Bit shuffle as chunked.md 5.2 states it, with bit 0 the least significant bit of a byte:
+/// bit `i % 8` of byte `i / 8` of plane `8 j + b` is bit `b` of byte `j` of element `i`.
+fn bitshuffle_by_the_spec(raw: &[u8], w: usize) -> Vec<u8> {
+    let k = raw.len() / w;
+    let k8 = k - k % 8;
+    let mut out = vec![0u8; raw.len()];
+    for i in 0..k8 {
+        for j in 0..w {
+            for b in 0..8 {
+                let bit = (raw[i * w + j] >> b) & 1;
+                out[(8 * j + b) * (k8 / 8) + i / 8] |= bit << (i % 8);
+            }
+        }
+    }
+    out[k8 * w..].copy_from_slice(&raw[k8 * w..]);
+    out
+}
+
+/// chunked.md 5.2: the bit shuffle's bit order, in the library's filter and in a file.
+#[test]
+fn the_bit_shuffle_bit_order() {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    let mut bytes = |n: usize| -> Vec<u8> {
+        (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect()
+    };
+    for w in [1, 2, 3, 4, 8, 12, 16] {
+        for k in (0..=40).chain([63, 64, 65, 255, 256, 1000, 4099]) {
+            let raw = bytes(w * k);
+            let mut got = vec![0u8; raw.len()];
+            rawarray_serde::codec::bitshuffle::bitshuffle(&raw, w, &mut got);
+            assert_eq!(got, bitshuffle_by_the_spec(&raw, w), "w {w}, k {k}");
+        }
+    }
+    // One element of value 1 first, then zeros: bit 0 of element 0 is bit 0 (the least
+    // significant) of plane 0's first byte.
+    let mut one = vec![0u8; 16];
+    one[0] = 1;
+    assert_eq!(bitshuffle_by_the_spec(&one, 2)[0], 1);
+    // In a file: a u16 chunk of 100 values (12 groups of 8 and 4 left), one block, lz4.
+    let values: Vec<u16> = (0..100).map(|i| (i * i) as u16).collect();
+    let a = RawArray::from_shape_vec([100], values.clone()).unwrap();
+    let opts = WriteOptions::chunked()
+        .codec(rawarray_serde::Codec::Lz4)
+        .filters([rawarray_serde::codec::Filter::BitShuffle])
+        .chunks(vec![100])
+        .blocks(vec![100])
+        .statistics(false);
+    let bytes = written(&a, &opts);
+    let filtered = lz4_flex::block::decompress(&only_payload(&bytes, 1), 200).unwrap();
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert_eq!(filtered, bitshuffle_by_the_spec(&raw, 2));
+}
+
+/// chunked.md 5.3: a zstd block is one zstd frame whose content size may be absent; a reader
+/// knows the block's size from the grid. Both layout versions.
+#[test]
+fn a_zstd_frame_without_its_content_size() {
+    let values: Vec<u32> = (0..3000).map(|i| i / 7).collect();
+    let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let a = RawArray::from_shape_vec([3000], values).unwrap();
+    let mut c = zstd::bulk::Compressor::new(3).unwrap();
+    c.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))
+        .unwrap();
+    let frame = c.compress(&raw).unwrap();
+    // The frame header descriptor: no Frame_Content_Size field (flag 0, not single-segment).
+    assert_eq!(&frame[..4], &[0x28, 0xb5, 0x2f, 0xfd]);
+    assert_eq!(frame[4] & 0xe0, 0, "descriptor {:#04x}", frame[4]);
+    for opts in [
+        WriteOptions::chunked().blocks(vec![3000]),
+        WriteOptions::chunked().layout_version(1).block_bytes(12_000),
+    ] {
+        let opts = opts
+            .codec(rawarray_serde::Codec::Zstd)
+            .filters([])
+            .chunks(vec![3000])
+            .statistics(false);
+        let bytes = written(&a, &opts);
+        let payload = only_payload(&bytes, 1);
+        assert_eq!(zstd::bulk::decompress(&payload, 12_000).unwrap(), raw);
+        let patched = with_payload(&bytes, 1, &frame);
+        assert_ne!(patched, bytes);
+        let read = DynArray::from_bytes(&patched).unwrap();
+        assert_eq!(read.data(), &raw[..], "{opts:?}");
+        // The same frame one byte short of the block is refused, naming the block.
+        let short = c.compress(&raw[..raw.len() - 4]).unwrap();
+        let err = DynArray::from_bytes(&with_payload(&bytes, 1, &short));
+        assert!(err.unwrap_err().to_string().contains("block 0"));
+    }
+}
+
+/// A chunked file of `dims [0]` and elbyte `elbyte` whose version 1 config says `block_bytes`
+/// (chunked.md 6.1): the config, built by hand, and an empty index segment.
+fn v1_config_file(elbyte: u64, block_bytes: u64) -> Vec<u8> {
+    let mut c = b"RACHUNK1".to_vec();
+    for w in [0u32, 1, 0, 0] {
+        c.extend_from_slice(&w.to_le_bytes()); // filter none, codec lz4, level 0, reserved
+    }
+    for w in [block_bytes, 0, 1, 1] {
+        c.extend_from_slice(&w.to_le_bytes()); // block bytes, S0, ndims, chunk shape [1]
+    }
+    let crc = crc32(&c);
+    c.extend_from_slice(&crc.to_le_bytes());
+    c.extend_from_slice(&[0; 4]);
+    c.extend_from_slice(&576u64.to_le_bytes()); // segment 0 right after the config
+    c.extend_from_slice(&[0; 504]);
+    assert_eq!(c.len(), 576);
+    let mut out = header((4, 0, elbyte), c.len() as u64, &[0]);
+    out.extend_from_slice(&c);
+    out
+}
+
+/// chunked.md 6.1: version 1's block bytes are a positive multiple of elbyte, at most 2^30, or
+/// elbyte itself where an element is larger than 2^30 bytes.
+#[test]
+fn version_1_block_bytes() {
+    let big = (1u64 << 30) + 8;
+    for (elbyte, block_bytes, ok) in [
+        (1, 1 << 30, true),
+        (1, (1 << 30) + 1, false),
+        (4, 4, true),
+        (4, 6, false),
+        (4, 0, false),
+        (3, 3 * ((1 << 30) / 3), true),
+        (big, big, true),
+        (big, 2 * big, false),
+        (big, 1 << 30, false),
+    ] {
+        let read = DynArray::from_bytes(&v1_config_file(elbyte, block_bytes));
+        match read {
+            Ok(d) => assert!(ok && d.data().is_empty(), "{elbyte}, {block_bytes}"),
+            Err(e) => assert!(
+                !ok && e.to_string().contains("config block bytes"),
+                "{elbyte}, {block_bytes}: {e}"
+            ),
+        }
+    }
+}
+
+/// Section 10.2: compressed ragged values. The slot word, the values section's config of
+/// `ndims - 1` dims, and `size < V`, which is no refusal here (it is for flags = 8).
+#[test]
+fn compressed_ragged_values() {
+    use rawarray_serde::{Ragged, RaggedHeader};
+    let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let rows = vec![vec![[0.5f32, 1.0, 2.0]; 1000], vec![], vec![[3.0, 4.0, 5.0]; 500]];
+    let r = Ragged::from_rows(rows.clone());
+    let bytes = r.to_bytes_with(&WriteOptions::chunked()).unwrap();
+    // Header: flags 12, dims [3, m, n], then the slot word opens the data section.
+    assert_eq!(word(&bytes, 8), 12);
+    assert_eq!((word(&bytes, 40), word(&bytes, 48), word(&bytes, 56), word(&bytes, 64)), (3, 3, 1500, 3));
+    let slots = word(&bytes, 72) as usize;
+    assert_eq!(slots, 4, "written whole: n + 1 slots");
+    let offsets: Vec<u64> = (0..4).map(|k| word(&bytes, 80 + 8 * k)).collect();
+    assert_eq!(offsets, [0, 1000, 1000, 1500]);
+    // The values section: a chunked section of dims [3, m], its config's ndims word 2.
+    let values_at = 72 + 8 + 8 * slots;
+    assert_eq!(&bytes[values_at..values_at + 8], b"RACHUNK2");
+    assert_eq!(word(&bytes, values_at + 32), 2, "config ndims = ndims - 1");
+    assert_eq!(word(&bytes, values_at + 40), 3, "chunks hold whole values");
+    let (size, v) = (word(&bytes, 32), 3 * 4 * 1500);
+    assert!(size < v, "size {size} < V {v}");
+    let back = Ragged::<[f32; 3]>::from_bytes(&bytes).unwrap();
+    assert_eq!(back.iter().map(<[_]>::to_vec).collect::<Vec<_>>(), rows);
+    // slots <= n, and a slot count passing size, are refused naming slots.
+    for bad in [3u64, size / 8] {
+        let mut b = bytes.clone();
+        b[72..80].copy_from_slice(&bad.to_le_bytes());
+        let err = RaggedHeader::decode(&b).unwrap_err().to_string();
+        assert!(err.contains(&format!("slots = {bad}")), "{err}");
+    }
+    // In a plain ragged file (flags = 8), size < V is refused.
+    let mut plain = example("ragged-text");
+    plain[32..40].copy_from_slice(&5u64.to_le_bytes());
+    let err = RaggedHeader::decode(&plain).unwrap_err().to_string();
+    assert!(err.contains("less than the 6 bytes"), "{err}");
+}
