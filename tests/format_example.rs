@@ -630,7 +630,11 @@ fn with_payload(file: &[u8], ndims: usize, payload: &[u8]) -> Vec<u8> {
     let (at, len) = only_entry(&section, ndims);
     let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap()) as usize;
     let chunk_at = word(&section, at);
-    assert_eq!(chunk_at + word(&section, at + 8), section.len(), "the chunk is last");
+    assert_eq!(
+        chunk_at + word(&section, at + 8),
+        section.len(),
+        "the chunk is last"
+    );
     assert_eq!(section[at + 20] & 1, 0, "the chunk is coded, not raw");
     let mut stored = (payload.len() as u64).to_le_bytes().to_vec();
     stored.extend_from_slice(&crc32(payload).to_le_bytes());
@@ -736,7 +740,9 @@ fn a_zstd_frame_without_its_content_size() {
     assert_eq!(frame[4] & 0xe0, 0, "descriptor {:#04x}", frame[4]);
     for opts in [
         WriteOptions::chunked().blocks(vec![3000]),
-        WriteOptions::chunked().layout_version(1).block_bytes(12_000),
+        WriteOptions::chunked()
+            .layout_version(1)
+            .block_bytes(12_000),
     ] {
         let opts = opts
             .codec(rawarray_serde::Codec::Zstd)
@@ -811,12 +817,24 @@ fn version_1_block_bytes() {
 fn compressed_ragged_values() {
     use rawarray_serde::{Ragged, RaggedHeader};
     let word = |b: &[u8], i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
-    let rows = vec![vec![[0.5f32, 1.0, 2.0]; 1000], vec![], vec![[3.0, 4.0, 5.0]; 500]];
+    let rows = vec![
+        vec![[0.5f32, 1.0, 2.0]; 1000],
+        vec![],
+        vec![[3.0, 4.0, 5.0]; 500],
+    ];
     let r = Ragged::from_rows(rows.clone());
     let bytes = r.to_bytes_with(&WriteOptions::chunked()).unwrap();
     // Header: flags 12, dims [3, m, n], then the slot word opens the data section.
     assert_eq!(word(&bytes, 8), 12);
-    assert_eq!((word(&bytes, 40), word(&bytes, 48), word(&bytes, 56), word(&bytes, 64)), (3, 3, 1500, 3));
+    assert_eq!(
+        (
+            word(&bytes, 40),
+            word(&bytes, 48),
+            word(&bytes, 56),
+            word(&bytes, 64)
+        ),
+        (3, 3, 1500, 3)
+    );
     let slots = word(&bytes, 72) as usize;
     assert_eq!(slots, 4, "written whole: n + 1 slots");
     let offsets: Vec<u64> = (0..4).map(|k| word(&bytes, 80 + 8 * k)).collect();
