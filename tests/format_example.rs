@@ -375,6 +375,43 @@ fn rule_7_size_by_the_layout_of_the_data_section() {
     ));
 }
 
+/// Sections 2 and 10: the first checks, in order, for plain and ragged readers alike.
+#[test]
+fn the_first_header_checks_in_order() {
+    use rawarray_serde::RaggedHeader;
+    // The magic on the bytes there are: a short input that is no .ra file is refused as such,
+    // a short one that is a prefix of the magic as a truncated header.
+    for short in [&b"hello"[..], b"ra\x00"] {
+        let plain = Header::decode(short).unwrap_err().into_kind();
+        let ragged = RaggedHeader::decode(short).unwrap_err().into_kind();
+        assert!(matches!(plain, ErrorKind::BadMagic { .. }), "{plain:?}");
+        assert!(matches!(ragged, ErrorKind::BadMagic { .. }), "{ragged:?}");
+    }
+    for short in [&b"rawar"[..], b"rawarray\x08\x00"] {
+        let plain = Header::decode(short).unwrap_err().into_kind();
+        let ragged = RaggedHeader::decode(short).unwrap_err().into_kind();
+        assert!(
+            matches!(plain, ErrorKind::HeaderTruncated { .. }),
+            "{plain:?}"
+        );
+        assert!(
+            matches!(ragged, ErrorKind::HeaderTruncated { .. }),
+            "{ragged:?}"
+        );
+    }
+    // The elbyte (rule 5) before the byte count (rule 6), in a ragged header too (section 10).
+    let ragged = header((8, 3, 3), 0, &[1 << 63, 4, 1]);
+    assert!(matches!(
+        RaggedHeader::decode(&ragged).unwrap_err().into_kind(),
+        ErrorKind::ImpossibleElbyte { elbyte: 3, .. }
+    ));
+    let ragged = header((8, 3, 4), 0, &[1 << 63, 4, 1]);
+    assert!(matches!(
+        RaggedHeader::decode(&ragged).unwrap_err().into_kind(),
+        ErrorKind::DataLenOverflow { .. }
+    ));
+}
+
 /// Section 6.2: a tag counts only where all its 8 bytes lie at or after the data end, and a
 /// block only where it starts there or later.
 #[test]
