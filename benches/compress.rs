@@ -6,6 +6,9 @@
 //! compression. Prints markdown tables (best of a few runs).
 //!
 //! Run: `cargo bench --bench compress` (RA_BENCH_MB=256 for 256 MiB per array; default 32).
+// The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
+// one release as deprecated re-exports; these tests still use them.
+#![allow(deprecated)]
 
 use std::time::{Duration, Instant};
 

@@ -12,8 +12,6 @@
 
 use std::time::{Duration, Instant};
 
-use rawarray_serde::codec::Shuffle;
-
 const BLOCK: usize = 128 << 10;
 
 fn best(runs: usize, mut f: impl FnMut()) -> Duration {
@@ -51,7 +49,7 @@ fn shuffled_blocks(values: impl Iterator<Item = f32>) -> Vec<Vec<u8>> {
     raw.chunks(BLOCK)
         .map(|b| {
             let mut out = vec![0u8; b.len()];
-            Shuffle::Byte.filter().encode(b, 4, &mut out);
+            rawarray_serde::codec::shuffle::shuffle(b, 4, &mut out);
             out
         })
         .collect()

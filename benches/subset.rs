@@ -57,7 +57,10 @@ fn main() {
     let path = dir.path().join("field.ra");
     // Written plane by plane through the writer, so the bench holds one copy of the array.
     {
-        let w = ArrayWriter::create::<f32>(&path, &dims).unwrap();
+        let w = ArrayWriter::options()
+            .array::<f32>(&dims)
+            .create(&path)
+            .unwrap();
         let plane = (dims[0] * dims[1]) as usize;
         for z in 0..nz {
             let v: Vec<f32> = (0..plane)

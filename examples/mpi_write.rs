@@ -8,7 +8,7 @@
 //! field.ra [NT NY NX]` (as root, OpenMPI wants `--allow-run-as-root`; more ranks than cores,
 //! `--oversubscribe`). tests/mpi.rs runs it with 4 ranks.
 //!
-//! Every rank calls `ArrayWriter::open_or_create`: exactly one creates the file, the others
+//! Every rank calls `ArrayWriter::options()...open_or_create`: exactly one creates the file, the others
 //! open it; rank `r` of `size` writes the planes `r*nt/size .. (r+1)*nt/size` of the slowest
 //! axis (numpy's first), then `finish`es (syncs; the last writer removes the journal). The
 //! field is [`field`], the same as rawarray-python/examples/mpi_write.py's, so any rank computes
@@ -59,7 +59,9 @@ pub fn write_slab(
     size: u64,
 ) -> rawarray_serde::Result<(std::ops::Range<u64>, bool)> {
     let planes = rank * nt / size..(rank + 1) * nt / size;
-    let w = ArrayWriter::open_or_create::<f64>(path, &[nx, ny, nt])?;
+    let w = ArrayWriter::options()
+        .array::<f64>(&[nx, ny, nt])
+        .open_or_create(path)?;
     // The block in the file's order: x fastest, then y, then t.
     let values: Vec<f64> = planes
         .clone()

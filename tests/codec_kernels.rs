@@ -8,7 +8,7 @@ mod common;
 
 use rawarray_serde::codec::bitround::{self, FloatFormat};
 use rawarray_serde::codec::pco::{self, NumKind};
-use rawarray_serde::codec::{bytedelta, delta, Shuffle};
+use rawarray_serde::codec::{bytedelta, delta};
 use serde_json::json;
 
 /// A deterministic generator (xorshift64).
@@ -28,7 +28,7 @@ fn shuffle_bytedelta(raw: &[u8], width: usize, blocksize: usize) -> Vec<u8> {
     let mut out = Vec::with_capacity(raw.len());
     for block in raw.chunks(blocksize) {
         let mut planes = vec![0u8; block.len()];
-        Shuffle::Byte.filter().encode(block, width, &mut planes);
+        rawarray_serde::codec::shuffle::shuffle(block, width, &mut planes);
         let mut filtered = vec![0u8; block.len()];
         bytedelta::encode(&planes, width, &mut filtered);
         out.extend_from_slice(&filtered);

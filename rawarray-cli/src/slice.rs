@@ -426,7 +426,7 @@ mod tests {
     /// input reads the section and the trailer of the file opened, not the new one's.
     #[test]
     fn the_input_reads_the_file_opened_not_what_the_path_names_later() {
-        use rawarray_serde::codec::{self, ChunkOptions};
+        use rawarray_serde::{codec, WriteOptions};
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("a.ra");
         let chunked = |data: Vec<u8>, params: &str| {
@@ -439,7 +439,7 @@ mod tests {
             )
             .unwrap();
             let (ch, section) =
-                codec::encode(&h, &data, &ChunkOptions::new().chunks(vec![4])).unwrap();
+                codec::encode(&h, &data, &WriteOptions::chunked().chunks(vec![4])).unwrap();
             let mut bytes = ch.encode();
             bytes.extend_from_slice(&section);
             let trailer = rawarray_serde::Trailer::read_file(&plain).unwrap().unwrap();

@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
 
-use rawarray_serde::codec::SectionReader;
+use rawarray_serde::section::{Section, Storage};
 use rawarray_serde::{ElType, Header, Layout};
 
 use crate::cat::push_index;
@@ -208,8 +208,8 @@ impl Printer {
         let mut per = (CHUNK as u64 / elbyte).max(1);
         // A chunked file is read through the codec layer, whole records at a time (`range`
         // starts and ends at record boundaries), its index as the header just read commits it.
-        let chunked = if header.flags.is_chunked() {
-            let section = SectionReader::open(header, &*file).at(path)?;
+        let chunked = if Storage::of(header) == Storage::Chunked {
+            let section = Section::open(header, &*file).at(path)?;
             let record = header.dims[..header.dims.len() - 1].iter().product::<u64>();
             per = (per / record.max(1)).max(1) * record;
             Some((section, record.max(1)))
@@ -225,9 +225,9 @@ impl Printer {
                 let mut ranges: Vec<std::ops::Range<u64>> =
                     header.dims.iter().map(|&d| 0..d).collect();
                 *ranges.last_mut().expect("a dim") = k / record..(k + n) / record;
-                section.read_subset(&ranges, &mut buf).at(path)?;
+                section.read_box(&ranges, &mut buf).at(path)?;
             } else {
-                rawarray_serde::codec::ReadAt::read_exact_at(
+                rawarray_serde::io::ReadAt::read_exact_at(
                     &*file,
                     &mut buf,
                     header.encoded_len() as u64 + k * elbyte,

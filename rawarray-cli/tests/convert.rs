@@ -72,7 +72,7 @@ fn dims_name(dims: &[u64]) -> String {
 }
 
 /// Writes DTYPE_DIMS[_be][_z].ra in `dir` (formula values) and converts it to .npy in `out`.
-fn ra_then_npy<T: Formula>(dir: &Path, out: &Path, dims: &[u64], opts: WriteOptions) {
+fn ra_then_npy<T: Formula>(dir: &Path, out: &Path, dims: &[u64], opts: &WriteOptions) {
     let n: u64 = dims.iter().product();
     let a = RawArray::from_shape_vec(dims.to_vec(), (0..n).map(T::at).collect()).unwrap();
     let mut name = format!("{}_{}", T::DTYPE, dims_name(dims));
@@ -83,7 +83,7 @@ fn ra_then_npy<T: Formula>(dir: &Path, out: &Path, dims: &[u64], opts: WriteOpti
         name += "_z";
     }
     let ra_path = dir.join(format!("{name}.ra"));
-    a.write_file_with(&ra_path, &opts).unwrap();
+    a.write_file_with(&ra_path, opts).unwrap();
     // -q: not even the line that says what was written.
     ra().args(["-q", "convert"])
         .arg(&ra_path)
@@ -94,7 +94,7 @@ fn ra_then_npy<T: Formula>(dir: &Path, out: &Path, dims: &[u64], opts: WriteOpti
         .stderr("");
 }
 
-fn every_dtype(dir: &Path, out: &Path, dims: &[u64], opts: WriteOptions) {
+fn every_dtype(dir: &Path, out: &Path, dims: &[u64], opts: &WriteOptions) {
     ra_then_npy::<i8>(dir, out, dims, opts);
     ra_then_npy::<i16>(dir, out, dims, opts);
     ra_then_npy::<i32>(dir, out, dims, opts);
@@ -116,21 +116,21 @@ fn numpy_loads_our_npy_of_every_dtype_shape_byte_order_and_compression() {
     let dir = tempfile::tempdir().unwrap();
     let out = tempfile::tempdir().unwrap();
     for dims in [&[3u64, 4][..], &[5], &[2, 3, 4], &[]] {
-        every_dtype(dir.path(), out.path(), dims, WriteOptions::new());
+        every_dtype(dir.path(), out.path(), dims, &WriteOptions::new());
     }
     every_dtype(
         dir.path(),
         out.path(),
         &[3, 2],
-        WriteOptions::new().big_endian(true),
+        &WriteOptions::new().big_endian(true),
     );
     every_dtype(
         dir.path(),
         out.path(),
         &[4, 3],
-        WriteOptions::new().compress(true),
+        &WriteOptions::new().compress(true),
     );
-    ra_then_npy::<f64>(dir.path(), out.path(), &[3, 0], WriteOptions::new());
+    ra_then_npy::<f64>(dir.path(), out.path(), &[3, 0], &WriteOptions::new());
     // Every .npy holds the same data bytes as a little-endian plain .ra of the same values.
     let plain = dir.path().join("c8_3x4.ra");
     let npy = std::fs::read(out.path().join("c8_3x4.npy")).unwrap();

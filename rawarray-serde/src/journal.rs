@@ -69,6 +69,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::error::{ErrorKind, Result};
 use crate::header::Header;
 use crate::lock::{is_at_path, lock_exclusive};
+use crate::section::Storage;
 
 /// The journal's first eight bytes.
 pub(crate) const MAGIC: &[u8; 8] = b"rajournl";
@@ -103,7 +104,7 @@ impl Identity {
         // A chunked file's size grows with every block committed: its journal is tied to the
         // header as it was created, size 0, which each commit leaves as it was.
         let mut fixed = header.clone();
-        if header.flags.is_chunked() {
+        if Storage::of(&header) == Storage::Chunked {
             fixed.size = 0;
         }
         Ok(Identity {
@@ -225,7 +226,7 @@ pub(crate) fn uncommitted(
     let Some(mut blocks) = scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)? else {
         return Ok(None);
     };
-    if header.flags.is_chunked() && !blocks.is_empty() {
+    if Storage::of(&header) == Storage::Chunked && !blocks.is_empty() {
         // A chunked file's block is committed by one header write, all its chunks at once: a
         // block whose chunks all count in the index was committed, whether or not its writer
         // lived to enter its `end` (or lost a race to write them to another writer).

@@ -21,6 +21,7 @@ use crate::io::ReadAt;
 use crate::reader::{
     block_header_and_bytes, check_out_len, decode_into_slice, header_ranges, typed_plan, IoStats,
 };
+use crate::section::Storage;
 use crate::subset::SubsetPlan;
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
@@ -170,7 +171,7 @@ impl StoreArrayReader {
         let object_len = object.pinned.size;
         let header = Header::decode_any(&first)?;
         header.check_input_len(object_len)?;
-        let chunked = if header.flags.is_chunked() {
+        let chunked = if Storage::of(&header) == Storage::Chunked {
             Some(chunked_layout(&object, &header, &first, &counter).await?)
         } else {
             None
@@ -386,7 +387,7 @@ impl StoreArrayReader {
                 .fill_chunked(layout, &header_ranges(&self.header, plan), dst)
                 .await;
         }
-        if self.header.is_compressed() {
+        if Storage::of(&self.header) == Storage::Lz4Whole {
             let plain = self.plain().await?;
             copy_runs(plan, plain, dst, run);
             return Ok(());

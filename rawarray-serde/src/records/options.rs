@@ -19,6 +19,7 @@ use crate::header::Header;
 use crate::layout::SchemaCheck;
 use crate::lock::open_locked;
 use crate::options::WriteOptions;
+use crate::section::Storage;
 use crate::trailer::{data_end, encode_block_into, locate, probe_backward, Probe, Trailer};
 
 /// Buffered record bytes at which the writer writes them out (uncommitted), unless told otherwise.
@@ -415,8 +416,9 @@ impl RecordOptions {
         let records = header.dims.last().copied().unwrap_or(0);
         // An empty plain file takes compression options (as a new one would); one that holds
         // records keeps its layout.
-        let defer = self.chunked.is_some() && !header.flags.is_chunked() && records == 0;
-        if self.chunked.is_some() && !header.flags.is_chunked() && !defer {
+        let defer =
+            self.chunked.is_some() && Storage::of(&header) != Storage::Chunked && records == 0;
+        if self.chunked.is_some() && Storage::of(&header) != Storage::Chunked && !defer {
             return Err(Error::unsupported(
                 "compression options given to open a file that is not compressed: a file keeps                  its layout (rewrite it compressed first, as `ra compress` does)",
             ));
@@ -471,7 +473,7 @@ impl RecordOptions {
         let sync = self.durability == Durability::Fsync;
         // The chunked state first: it clears what a writer killed before its commit left in
         // the index, before `settle` cuts the bytes those entries pointed at.
-        let chunked = if header.flags.is_chunked() {
+        let chunked = if Storage::of(&header) == Storage::Chunked {
             let threads = self
                 .chunk_options()
                 .map_or(self.threads_alone, |o| o.get_threads());

@@ -8,6 +8,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::{checked_product, Header};
 use crate::lock::open_locked;
+use crate::section::Storage;
 use crate::trailer::{
     block_len, data_end, locate, probe_backward, probe_forward, Block, Probe, TRAILER_FRAME,
     TRAILER_TAG,
@@ -159,7 +160,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     if crate::ragged::RaggedHeader::is_ragged(&head) {
         return crate::ragged::recover_locked(&file);
     }
-    if Header::decode_any(&head)?.flags.is_chunked() {
+    if Storage::of(&Header::decode_any(&head)?) == Storage::Chunked {
         return crate::writer::recover_locked(path, &file);
     }
     let mut header = Header::read_from(&mut &file)?;
@@ -174,7 +175,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
             .into());
         }
     }
-    if header.is_compressed() {
+    if Storage::of(&header) == Storage::Lz4Whole {
         return Err(Error::unsupported(
             "the file is LZ4-compressed: it cannot have been appended to",
         ));

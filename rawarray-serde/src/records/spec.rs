@@ -6,6 +6,7 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
 use crate::layout::Layout;
+use crate::section::Storage;
 
 /// What one record is in a file: its dims, values and bytes.
 #[derive(Clone, Debug)]
@@ -32,7 +33,7 @@ impl RecordShape {
         header: &Header,
         expected: Option<&[u64]>,
     ) -> Result<RecordShape> {
-        if header.is_compressed() {
+        if Storage::of(&header) == Storage::Lz4Whole {
             return Err(Error::unsupported(
                 "the file is LZ4-compressed: its records cannot be appended to or mapped \
                  (rewrite it uncompressed with DynArray first)",
