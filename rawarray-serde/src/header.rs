@@ -161,6 +161,8 @@ pub struct Header {
 impl Header {
     /// A little-endian, uncompressed header for `dims` elements of `eltype`/`elbyte`, validated.
     pub fn new(eltype: ElType, elbyte: u64, dims: Vec<u64>) -> Result<Header> {
+        // The element before the byte count, in the order readers check them (rule 5 before 6).
+        check_elbyte(eltype, elbyte)?;
         let size = data_len(elbyte, &dims)?;
         let h = Header {
             flags: Flags::NONE,
@@ -183,19 +185,7 @@ impl Header {
             }
             .into());
         }
-        if self.elbyte == 0 {
-            return Err(ErrorKind::ZeroElbyte {
-                eltype: self.eltype,
-            }
-            .into());
-        }
-        if !self.eltype.is_valid_elbyte(self.elbyte) {
-            return Err(ErrorKind::ImpossibleElbyte {
-                eltype: self.eltype,
-                elbyte: self.elbyte,
-            }
-            .into());
-        }
+        check_elbyte(self.eltype, self.elbyte)?;
         let plain = data_len(self.elbyte, &self.dims)?;
         if self.flags.is_chunked() {
             // The chunked section's own bounds (config, index, chunks) are checked by
@@ -432,10 +422,21 @@ impl Header {
     }
 }
 
+/// An error unless `elbyte` is one `eltype` has (doc/format.md section 2, rule 5).
+fn check_elbyte(eltype: ElType, elbyte: u64) -> Result<()> {
+    if elbyte == 0 {
+        return Err(ErrorKind::ZeroElbyte { eltype }.into());
+    }
+    if !eltype.is_valid_elbyte(elbyte) {
+        return Err(ErrorKind::ImpossibleElbyte { eltype, elbyte }.into());
+    }
+    Ok(())
+}
+
 /// An error unless `head`, the first bytes of an input (any number of them), starts with the
 /// magic or is a prefix of it: an input that is not `.ra` is refused as such, with what it looks
 /// like ([`crate::sniff`]), even when it is shorter than a header.
-fn check_magic(head: &[u8]) -> Result<()> {
+pub(crate) fn check_magic(head: &[u8]) -> Result<()> {
     let magic = MAGIC.to_le_bytes();
     let n = head.len().min(magic.len());
     if head[..n] == magic[..n] {
@@ -471,8 +472,18 @@ impl Fixed {
             }
             .into());
         }
+        let flags = Flags::from_bits(w(1))?;
+        if flags.is_chunked() && flags.is_compressed() {
+            // Refused with the other flag checks, before the eltype and dims are looked at
+            // (doc/format.md section 2, rule 2): the two layouts of the data section exclude
+            // each other.
+            return Err(ErrorKind::UnknownFlags {
+                bits: Flags::COMPRESSED.0 | Flags::CHUNKED.0,
+            }
+            .into());
+        }
         let fixed = Fixed {
-            flags: Flags::from_bits(w(1))?,
+            flags,
             eltype: ElType::from_code(w(2))?,
             elbyte: w(3),
             size: w(4),

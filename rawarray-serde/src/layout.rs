@@ -114,24 +114,20 @@ pub enum SchemaCheck {
     Off,
 }
 
-/// Deepest nesting a layout may have, in the levels of its JSON form (the trailer's `schema`):
-/// an array's item is one level deeper, a record's fields three (the record's object, its list
-/// of fields, each field's object). A schema read from a file is walked recursively, so its
-/// depth must be bounded; and the trailer's JSON reader (serde_json's) reads at most 127 levels,
-/// two of them the trailer's own object and the innermost scalar's: so every layout that
-/// [`Layout::validate`] accepts is one a trailer reads back. That is 64 sub-array dims (all
-/// numpy allows), or records nested 41 deep.
-pub const MAX_LAYOUT_DEPTH: usize = 125;
-
-/// JSON levels by which a record nests its fields' layouts (see [`MAX_LAYOUT_DEPTH`]).
-const RECORD_LEVELS: usize = 3;
+/// Deepest nesting a layout may have: on any path from the layout's root to a scalar, at most
+/// this many arrays and records (doc/format.md, section 6.3). A scalar nests 0 levels,
+/// `[f64; 3]` 1, a record of `[f32; 3]` fields 2. 64 is numpy's limit on a sub-array's dims
+/// (NPY_MAXDIMS); a schema read from a file is walked recursively, so its depth must be
+/// bounded, and the trailer's JSON reader reads every layout this bound admits
+/// ([`crate::trailer::MAX_JSON_DEPTH`]).
+pub const MAX_LAYOUT_DEPTH: usize = 64;
 
 impl Layout {
     /// Checks a layout, as every schema read from a file is checked before use: scalars of a
     /// primitive eltype and a width it has; arrays of at least one item; records of at least
     /// one field, named (uniquely, without quotes, backslashes or control characters) and
-    /// packed in order (each field at the offset where the one before ends); nesting at most
-    /// [`MAX_LAYOUT_DEPTH`] (so that a trailer holding it reads back); a size that fits in 64
+    /// packed in order (each field at the offset where the one before ends); at most
+    /// [`MAX_LAYOUT_DEPTH`] arrays and records on any path to a scalar; a size that fits in 64
     /// bits. Returns the packed size.
     ///
     /// Every item is then at least one byte, so walking one element's layout visits at most
@@ -206,10 +202,12 @@ impl Layout {
     }
 
     fn check(&self, depth: usize, at: &str) -> Result<u64> {
+        // `depth`: the arrays and records around `self`. Each of them has at least one item or
+        // field, so one past the bound is reached before any scalar below it.
         if depth > MAX_LAYOUT_DEPTH {
             return Err(bad_schema(format!(
-                "nests too deep at {at}: a schema holds {MAX_LAYOUT_DEPTH} levels, one per \
-                 array and {RECORD_LEVELS} per record"
+                "nests too deep at {at}: a schema nests at most {MAX_LAYOUT_DEPTH} arrays and \
+                 records"
             )));
         }
         match self {
@@ -273,9 +271,7 @@ impl Layout {
                             f.offset
                         )));
                     }
-                    let size = f
-                        .layout
-                        .check(depth + RECORD_LEVELS, &format!("field '{name}'"))?;
+                    let size = f.layout.check(depth + 1, &format!("field '{name}'"))?;
                     end = end
                         .checked_add(size)
                         .ok_or_else(|| bad_schema(format!("field '{name}' ends past 64 bits")))?;
@@ -888,24 +884,23 @@ mod tests {
             let back = crate::Trailer::from_trailing_bytes(&t.encode_block(0));
             back.map(|t| t.unwrap().schema == Some(l.clone()))
         };
-        let records = MAX_LAYOUT_DEPTH / RECORD_LEVELS;
-        let (deepest_record, _) = chains(records);
-        let (_, deepest_array) = chains(MAX_LAYOUT_DEPTH);
+        // Arrays and records count alike: 64 of either, the deepest JSON a schema makes
+        // (three levels a record) read back from a trailer.
+        let (deepest_record, deepest_array) = chains(MAX_LAYOUT_DEPTH);
         for l in [&deepest_record, &deepest_array] {
             assert!(l.validate().is_ok());
             assert!(reads_back(l).unwrap(), "{l:?}");
         }
-        // One level more is refused up front, naming where (a trailer holding 50 nested
-        // records, which validate once took, was read back as damaged).
-        let (record, _) = chains(records + 1);
-        let (_, array) = chains(MAX_LAYOUT_DEPTH + 1);
+        // One level more is refused up front, naming where, and a trailer holding it is damaged.
+        let (record, array) = chains(MAX_LAYOUT_DEPTH + 1);
         for l in [&record, &array] {
             let err = l.validate().unwrap_err().to_string();
             assert!(
                 err.contains("nests too deep at field 'l0'") || err.contains("items"),
                 "{err}"
             );
+            let err = reads_back(l).unwrap_err().to_string();
+            assert!(err.contains("nests too deep"), "{err}");
         }
-        assert!(reads_back(&chains(50).0).is_err());
     }
 }

@@ -23,6 +23,14 @@ pub const TRAILER_FRAME: usize = 28;
 /// JSON longer than this is not believed: a damaged `len` must not make us read gigabytes.
 const MAX_JSON: u64 = 64 << 20;
 
+/// The most levels a trailer's JSON nests: each object and each array is one level, the
+/// document's own object the first (doc/format.md, section 6.3). The deepest valid schema,
+/// 64 nested records ([`MAX_LAYOUT_DEPTH`](crate::layout::MAX_LAYOUT_DEPTH)) of three levels
+/// each (the record's object, its list of fields, a field's object) over a scalar's object,
+/// takes 194; `params` may nest up to the bound. A deeper document is damaged, refused before
+/// it is parsed, so that no hostile document makes the parser recurse further.
+pub const MAX_JSON_DEPTH: usize = 256;
+
 /// Parameters and schema stored after the data: the contents of a trailer block.
 ///
 /// `params` is whatever JSON the user stores (parameters, units, provenance); `schema` is the
@@ -136,9 +144,20 @@ impl Trailer {
     /// assert_eq!(t.params_as::<Params>().unwrap(), Params { dt: 0.5, steps: 10 });
     /// ```
     pub fn new(params: impl Serialize) -> Result<Trailer> {
+        let params = serde_json::to_value(params).map_err(Error::msg)?;
+        // The trailer's object is one level: params nesting deeper would make a trailer that
+        // no reader reads back.
+        let depth = json_depth(&params);
+        if depth >= MAX_JSON_DEPTH {
+            return Err(ErrorKind::Trailer(format!(
+                "params nest {depth} levels deep: a trailer's JSON nests at most {MAX_JSON_DEPTH} \
+                 levels, its own object the first (flatten the params)"
+            ))
+            .into());
+        }
         Ok(Trailer {
             version: Trailer::VERSION,
-            params: serde_json::to_value(params).map_err(Error::msg)?,
+            params,
             schema: None,
             numpy_descr: None,
             required: Vec::new(),
@@ -230,7 +249,7 @@ impl Trailer {
     /// ```
     pub fn from_json(json: &[u8]) -> Result<Trailer> {
         let trailer: Trailer =
-            serde_json::from_slice(json).map_err(|e| ErrorKind::Trailer(format!("JSON: {e}")))?;
+            parse_json(json).map_err(|e| ErrorKind::Trailer(format!("JSON: {e}")))?;
         if trailer.version == 0 {
             return Err(ErrorKind::Trailer(
                 "version 0 is not a trailer version (versions start at 1)".into(),
@@ -416,6 +435,123 @@ pub(crate) fn encode_block_into(json: &[u8], at: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(&at.to_le_bytes());
     out.extend_from_slice(&len.to_le_bytes());
     out.extend_from_slice(&TRAILER_TAG);
+}
+
+/// A trailer's JSON document parsed: first walked once to refuse nesting past
+/// [`MAX_JSON_DEPTH`] and an object with a key twice (anywhere: in `params` too), then
+/// deserialized, with serde_json's own recursion limit (128, below what a valid trailer
+/// takes) lifted since the walk bounded the depth.
+fn parse_json(json: &[u8]) -> std::result::Result<Trailer, serde_json::Error> {
+    use serde::de::DeserializeSeed;
+    let mut walk = serde_json::Deserializer::from_slice(json);
+    walk.disable_recursion_limit();
+    JsonWalk { depth: 0 }.deserialize(&mut walk)?;
+    walk.end()?;
+    let mut de = serde_json::Deserializer::from_slice(json);
+    de.disable_recursion_limit();
+    let trailer = Trailer::deserialize(&mut de)?;
+    de.end()?;
+    Ok(trailer)
+}
+
+/// Levels `v` nests (a scalar 0, `[]` 1, `[{}]` 2), counted without recursion.
+fn json_depth(v: &serde_json::Value) -> usize {
+    use serde_json::Value;
+    let mut deepest = 0;
+    let mut todo = vec![(v, 0usize)];
+    while let Some((v, above)) = todo.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match v {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => {
+                deepest = deepest.max(above);
+                continue;
+            }
+        };
+        deepest = deepest.max(above + 1);
+        todo.extend(children.map(|c| (c, above + 1)));
+    }
+    deepest
+}
+
+/// One JSON value walked for [`parse_json`]: `depth` the objects and arrays around it.
+struct JsonWalk {
+    depth: usize,
+}
+
+impl JsonWalk {
+    /// The walk of a value inside an object or array that starts here: one level deeper, or
+    /// the error that the document nests too deep.
+    fn enter<E: serde::de::Error>(&self) -> std::result::Result<JsonWalk, E> {
+        if self.depth >= MAX_JSON_DEPTH {
+            return Err(E::custom(format!(
+                "it nests deeper than {MAX_JSON_DEPTH} levels (objects and arrays)"
+            )));
+        }
+        Ok(JsonWalk {
+            depth: self.depth + 1,
+        })
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for JsonWalk {
+    type Value = ();
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> std::result::Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for JsonWalk {
+    type Value = ();
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E>(self, _: bool) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> std::result::Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(
+        self,
+        mut seq: A,
+    ) -> std::result::Result<(), A::Error> {
+        let inner = self.enter()?;
+        while seq
+            .next_element_seed(JsonWalk { depth: inner.depth })?
+            .is_some()
+        {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> std::result::Result<(), A::Error> {
+        let inner = self.enter()?;
+        let mut keys = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if keys.contains(&key) {
+                return Err(serde::de::Error::custom(format!(
+                    "an object has the key {key:?} twice"
+                )));
+            }
+            keys.insert(key);
+            map.next_value_seed(JsonWalk { depth: inner.depth })?;
+        }
+        Ok(())
+    }
 }
 
 fn checksum(len: u64, at: u64, json: &[u8]) -> u32 {
