@@ -65,7 +65,9 @@ pub unsafe fn path_arg(p: *const c_char, name: &str) -> Result<(PathBuf, String)
     };
     #[cfg(not(unix))]
     let path = PathBuf::from(s.to_str().map_err(|_| {
-        Failure::usage(format!("argument {name}: expected UTF-8 text, found {shown:?}"))
+        Failure::usage(format!(
+            "argument {name}: expected UTF-8 text, found {shown:?}"
+        ))
     })?);
     Ok((path, shown))
 }
@@ -87,8 +89,13 @@ pub unsafe fn slice_arg<'a, T>(p: *const T, len: usize, name: &str) -> Result<&'
             std::mem::align_of::<T>()
         )));
     }
-    if len.checked_mul(std::mem::size_of::<T>()).is_none_or(|b| b > isize::MAX as usize) {
-        return Err(Failure::usage(format!("argument {name}: {len} items do not fit in memory")));
+    if len
+        .checked_mul(std::mem::size_of::<T>())
+        .is_none_or(|b| b > isize::MAX as usize)
+    {
+        return Err(Failure::usage(format!(
+            "argument {name}: {len} items do not fit in memory"
+        )));
     }
     // SAFETY: not NULL, aligned, within isize::MAX bytes, and the caller promises `len`
     // initialized items that outlive the borrow.
@@ -103,7 +110,9 @@ pub unsafe fn buf_arg<'a>(p: *mut std::ffi::c_void, len: u64, name: &str) -> Res
     let len = usize::try_from(len)
         .ok()
         .filter(|&l| l <= isize::MAX as usize)
-        .ok_or_else(|| Failure::usage(format!("argument {name}: {len} bytes do not fit in memory")))?;
+        .ok_or_else(|| {
+            Failure::usage(format!("argument {name}: {len} bytes do not fit in memory"))
+        })?;
     if len == 0 {
         return Ok(&mut []);
     }
@@ -120,8 +129,9 @@ pub unsafe fn buf_arg<'a>(p: *mut std::ffi::c_void, len: u64, name: &str) -> Res
 /// # Safety
 /// `p` is NULL or points to `len` initialized bytes that live during the borrow.
 pub unsafe fn bytes_arg<'a>(p: *const std::ffi::c_void, len: u64, name: &str) -> Result<&'a [u8]> {
-    let len = usize::try_from(len)
-        .map_err(|_| Failure::usage(format!("argument {name}: {len} bytes do not fit in memory")))?;
+    let len = usize::try_from(len).map_err(|_| {
+        Failure::usage(format!("argument {name}: {len} bytes do not fit in memory"))
+    })?;
     // SAFETY: the caller's promise, as slice_arg's.
     unsafe { slice_arg(p.cast::<u8>(), len, name) }
 }
@@ -135,7 +145,9 @@ pub unsafe fn put<T>(out: *mut T, value: T, name: &str) -> Result<()> {
         return Err(Failure::usage(format!("argument {name} is NULL")));
     }
     if !out.is_aligned() {
-        return Err(Failure::usage(format!("argument {name} is not aligned for its type")));
+        return Err(Failure::usage(format!(
+            "argument {name} is not aligned for its type"
+        )));
     }
     // SAFETY: not NULL, aligned, and the caller gives a writable T.
     unsafe { out.write(value) };
@@ -181,7 +193,12 @@ pub unsafe fn handle_mut<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
 ///
 /// # Safety
 /// As [`slice_arg`].
-pub unsafe fn dims_arg(dims: *const u64, ndims: usize, order: c_int, name: &str) -> Result<Vec<u64>> {
+pub unsafe fn dims_arg(
+    dims: *const u64,
+    ndims: usize,
+    order: c_int,
+    name: &str,
+) -> Result<Vec<u64>> {
     let c = c_order(order)?;
     if ndims as u64 > rawarray_serde::header::MAX_NDIMS {
         return Err(Failure::usage(format!(
@@ -209,7 +226,12 @@ pub unsafe fn box_arg(
     order: c_int,
 ) -> Result<Vec<Range<u64>>> {
     // SAFETY: the caller's promise, for both arrays.
-    let (s, n) = unsafe { (dims_arg(start, ndims, order, "start")?, dims_arg(count, ndims, order, "count")?) };
+    let (s, n) = unsafe {
+        (
+            dims_arg(start, ndims, order, "start")?,
+            dims_arg(count, ndims, order, "count")?,
+        )
+    };
     s.iter()
         .zip(&n)
         .enumerate()
@@ -228,7 +250,13 @@ pub unsafe fn box_arg(
 ///
 /// # Safety
 /// `out` is NULL or points to `capacity` writable items.
-pub unsafe fn put_dims(values: &[u64], out: *mut u64, capacity: usize, order: c_int, name: &str) -> Result<()> {
+pub unsafe fn put_dims(
+    values: &[u64],
+    out: *mut u64,
+    capacity: usize,
+    order: c_int,
+    name: &str,
+) -> Result<()> {
     let c = c_order(order)?;
     if capacity < values.len() {
         return Err(Failure::usage(format!(
@@ -243,7 +271,9 @@ pub unsafe fn put_dims(values: &[u64], out: *mut u64, capacity: usize, order: c_
         return Err(Failure::usage(format!("argument {name} is NULL")));
     }
     if !out.is_aligned() {
-        return Err(Failure::usage(format!("argument {name} is not aligned for uint64_t")));
+        return Err(Failure::usage(format!(
+            "argument {name} is not aligned for uint64_t"
+        )));
     }
     for (i, &v) in values.iter().enumerate() {
         let at = if c { values.len() - 1 - i } else { i };

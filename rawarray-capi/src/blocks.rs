@@ -60,7 +60,10 @@ pub unsafe extern "C" fn ra_blocks_open_or_create(
             .storage(o.opts)
             .open_or_create(&path)
             .map_err(|e| Failure::at(e, &shown))?;
-        let b = RaBlocks { writer, path: shown };
+        let b = RaBlocks {
+            writer,
+            path: shown,
+        };
         // SAFETY: the caller's promise about `out`.
         unsafe { put(out, Box::into_raw(Box::new(b)), "out") }
     })

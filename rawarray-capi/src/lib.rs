@@ -69,8 +69,8 @@ use std::ffi::{c_char, c_int};
 pub use args::{RA_ORDER_C, RA_ORDER_FILE};
 pub use blocks::*;
 pub use error::{
-    ra_clear_error, ra_last_error_copy, ra_last_error_message, ra_last_error_status, RA_ERR_DATA, RA_ERR_EOF,
-    RA_ERR_INTERNAL, RA_ERR_IO, RA_ERR_USAGE, RA_OK,
+    ra_clear_error, ra_last_error_copy, ra_last_error_message, ra_last_error_status, RA_ERR_DATA,
+    RA_ERR_EOF, RA_ERR_INTERNAL, RA_ERR_IO, RA_ERR_USAGE, RA_OK,
 };
 pub use options::*;
 pub use ragged::*;
@@ -103,7 +103,9 @@ pub const RA_ABI_VERSION: u32 = 1;
 /// `out` points to a writable `const char *`.
 #[no_mangle]
 pub unsafe extern "C" fn ra_version(out: *mut *const c_char) -> c_int {
-    static VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes()) {
+    static VERSION: &std::ffi::CStr = match std::ffi::CStr::from_bytes_with_nul(
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_bytes(),
+    ) {
         Ok(v) => v,
         Err(_) => c"unknown",
     };

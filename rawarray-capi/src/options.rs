@@ -54,7 +54,10 @@ pub unsafe extern "C" fn ra_write_options_new(out: *mut *mut RaWriteOptions) -> 
 /// # Safety
 /// `name` is a NUL-terminated string; `out` points to a writable `ra_write_options *`.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_for_name(name: *const c_char, out: *mut *mut RaWriteOptions) -> c_int {
+pub unsafe extern "C" fn ra_write_options_for_name(
+    name: *const c_char,
+    out: *mut *mut RaWriteOptions,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller's promise about `out`.
         unsafe { clear_out(out) };
@@ -80,7 +83,10 @@ pub unsafe extern "C" fn ra_write_options_free(opts: *mut RaWriteOptions) {
 ///
 /// # Safety
 /// `opts` is NULL or live options used by no other thread now.
-unsafe fn change(opts: *mut RaWriteOptions, change: impl FnOnce(&mut RaWriteOptions) -> Result<()>) -> c_int {
+unsafe fn change(
+    opts: *mut RaWriteOptions,
+    change: impl FnOnce(&mut RaWriteOptions) -> Result<()>,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller's promise.
         let o = unsafe { handle_mut(opts, "opts") }?;
@@ -98,7 +104,10 @@ fn set(o: &mut RaWriteOptions, f: impl FnOnce(WriteOptions) -> WriteOptions) {
 /// # Safety
 /// `opts` is live options used by no other thread now; `name` is a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_codec(opts: *mut RaWriteOptions, name: *const c_char) -> c_int {
+pub unsafe extern "C" fn ra_write_options_codec(
+    opts: *mut RaWriteOptions,
+    name: *const c_char,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {
@@ -134,7 +143,10 @@ pub unsafe extern "C" fn ra_write_options_level(opts: *mut RaWriteOptions, level
 /// # Safety
 /// `opts` is live options used by no other thread now; `spec` is a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_filters(opts: *mut RaWriteOptions, spec: *const c_char) -> c_int {
+pub unsafe extern "C" fn ra_write_options_filters(
+    opts: *mut RaWriteOptions,
+    spec: *const c_char,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {
@@ -203,7 +215,10 @@ pub unsafe extern "C" fn ra_write_options_blocks(
 /// # Safety
 /// `opts` is live options used by no other thread now.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_threads(opts: *mut RaWriteOptions, threads: usize) -> c_int {
+pub unsafe extern "C" fn ra_write_options_threads(
+    opts: *mut RaWriteOptions,
+    threads: usize,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {
@@ -235,7 +250,10 @@ pub unsafe extern "C" fn ra_write_options_compress(opts: *mut RaWriteOptions, on
 /// # Safety
 /// `opts` is live options used by no other thread now.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_big_endian(opts: *mut RaWriteOptions, on: c_int) -> c_int {
+pub unsafe extern "C" fn ra_write_options_big_endian(
+    opts: *mut RaWriteOptions,
+    on: c_int,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {
@@ -251,7 +269,10 @@ pub unsafe extern "C" fn ra_write_options_big_endian(opts: *mut RaWriteOptions, 
 /// # Safety
 /// `opts` is live options used by no other thread now.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_statistics(opts: *mut RaWriteOptions, on: c_int) -> c_int {
+pub unsafe extern "C" fn ra_write_options_statistics(
+    opts: *mut RaWriteOptions,
+    on: c_int,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {
@@ -266,7 +287,10 @@ pub unsafe extern "C" fn ra_write_options_statistics(opts: *mut RaWriteOptions, 
 /// # Safety
 /// `opts` is live options used by no other thread now.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_layout_version(opts: *mut RaWriteOptions, version: u32) -> c_int {
+pub unsafe extern "C" fn ra_write_options_layout_version(
+    opts: *mut RaWriteOptions,
+    version: u32,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {
@@ -283,7 +307,10 @@ pub unsafe extern "C" fn ra_write_options_layout_version(opts: *mut RaWriteOptio
 /// # Safety
 /// `opts` is live options used by no other thread now; `json` is a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn ra_write_options_params_json(opts: *mut RaWriteOptions, json: *const c_char) -> c_int {
+pub unsafe extern "C" fn ra_write_options_params_json(
+    opts: *mut RaWriteOptions,
+    json: *const c_char,
+) -> c_int {
     // SAFETY: the caller's promise about `opts`.
     unsafe {
         change(opts, |o| {

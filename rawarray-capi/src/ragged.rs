@@ -81,7 +81,10 @@ pub unsafe extern "C" fn ra_ragged_close(ragged: *mut RaRagged) {
 /// # Safety
 /// `ragged` is a live handle; `out` points to a writable `ra_ragged_info`.
 #[no_mangle]
-pub unsafe extern "C" fn ra_ragged_describe(ragged: *const RaRagged, out: *mut RaRaggedInfo) -> c_int {
+pub unsafe extern "C" fn ra_ragged_describe(
+    ragged: *const RaRagged,
+    out: *mut RaRaggedInfo,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live handle.
         let r = unsafe { handle(ragged, "ragged") }?;
@@ -105,11 +108,17 @@ pub unsafe extern "C" fn ra_ragged_describe(ragged: *const RaRagged, out: *mut R
 /// # Safety
 /// `ragged` is a live handle; `out` points to a writable `const char *`.
 #[no_mangle]
-pub unsafe extern "C" fn ra_ragged_schema_json(ragged: *const RaRagged, out: *mut *const c_char) -> c_int {
+pub unsafe extern "C" fn ra_ragged_schema_json(
+    ragged: *const RaRagged,
+    out: *mut *const c_char,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live handle.
         let r = unsafe { handle(ragged, "ragged") }?;
-        let p = r.schema_json.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
+        let p = r
+            .schema_json
+            .as_ref()
+            .map_or(std::ptr::null(), |c| c.as_ptr());
         // SAFETY: the caller's promise about `out`.
         unsafe { put(out, p, "out") }
     })
@@ -117,7 +126,9 @@ pub unsafe extern "C" fn ra_ragged_schema_json(ragged: *const RaRagged, out: *mu
 
 impl RaRagged {
     fn row(&self, row: u64) -> Result<std::borrow::Cow<'_, [u8]>> {
-        self.ragged.row_bytes(row).map_err(|e| Failure::at(e, &self.path))
+        self.ragged
+            .row_bytes(row)
+            .map_err(|e| Failure::at(e, &self.path))
     }
 }
 
@@ -127,7 +138,11 @@ impl RaRagged {
 /// # Safety
 /// `ragged` is a live handle; `out` points to a writable `uint64_t`.
 #[no_mangle]
-pub unsafe extern "C" fn ra_ragged_row_len(ragged: *const RaRagged, row: u64, out: *mut u64) -> c_int {
+pub unsafe extern "C" fn ra_ragged_row_len(
+    ragged: *const RaRagged,
+    row: u64,
+    out: *mut u64,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live handle.
         let r = unsafe { handle(ragged, "ragged") }?;
@@ -144,7 +159,12 @@ pub unsafe extern "C" fn ra_ragged_row_len(ragged: *const RaRagged, row: u64, ou
 /// # Safety
 /// `ragged` is a live handle; `buf` points to `buf_bytes` writable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ra_ragged_read_row(ragged: *const RaRagged, row: u64, buf: *mut c_void, buf_bytes: u64) -> c_int {
+pub unsafe extern "C" fn ra_ragged_read_row(
+    ragged: *const RaRagged,
+    row: u64,
+    buf: *mut c_void,
+    buf_bytes: u64,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live handle.
         let r = unsafe { handle(ragged, "ragged") }?;

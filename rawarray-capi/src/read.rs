@@ -6,7 +6,7 @@ use std::ops::Range;
 use rawarray_serde::section::Storage;
 use rawarray_serde::{ArrayReader, ElType, Header, Layout, SchemaCheck};
 
-use crate::args::{box_arg, buf_arg, clear_out, handle, put, put_dims, path_arg};
+use crate::args::{box_arg, buf_arg, clear_out, handle, path_arg, put, put_dims};
 use crate::error::{guard, Failure, Result};
 use crate::rtype::RaRecordType;
 
@@ -80,7 +80,12 @@ impl RaFile {
             }
         };
         let d = reader.section().describe();
-        let filters = d.filters.iter().map(ToString::to_string).collect::<Vec<_>>().join(",");
+        let filters = d
+            .filters
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join(",");
         let trailer = reader.trailer();
         let schema = trailer.and_then(|t| t.schema.as_ref());
         let mut warnings: Vec<String> = reader
@@ -121,7 +126,8 @@ impl RaFile {
             path: shown.to_string(),
             codec: d.codec.map(|c| cstring(c.name().to_string())),
             filters: cstring(filters),
-            trailer_json: trailer.map(|t| cstring(String::from_utf8_lossy(&t.to_json()).into_owned())),
+            trailer_json: trailer
+                .map(|t| cstring(String::from_utf8_lossy(&t.to_json()).into_owned())),
             params_json: trailer.map(|t| cstring(t.params.to_string())),
             schema_json: schema.map(|s| cstring(serde_json::to_string(s).unwrap_or_default())),
             warnings: (!warnings.is_empty()).then(|| cstring(warnings.join("\n"))),
@@ -142,9 +148,7 @@ impl RaFile {
             return;
         }
         match h.eltype.swap_width(h.elbyte) {
-            Some(w) if w > 1 => bytes
-                .chunks_exact_mut(w as usize)
-                .for_each(<[u8]>::reverse),
+            Some(w) if w > 1 => bytes.chunks_exact_mut(w as usize).for_each(<[u8]>::reverse),
             Some(_) => {}
             None => {
                 if let Some(schema) = self.reader.trailer().and_then(|t| t.schema.as_ref()) {
@@ -159,9 +163,16 @@ impl RaFile {
     fn read_box(&self, ranges: &[Range<u64>], out: &mut [u8]) -> Result<()> {
         let h = self.header();
         let whole = ranges.len() == h.dims.len()
-            && ranges.iter().zip(&h.dims).all(|(r, &d)| r.start == 0 && r.end == d);
+            && ranges
+                .iter()
+                .zip(&h.dims)
+                .all(|(r, &d)| r.start == 0 && r.end == d);
         let s = self.reader.section();
-        let read = if whole { s.read_all_into(out) } else { s.read_box(ranges, out) };
+        let read = if whole {
+            s.read_all_into(out)
+        } else {
+            s.read_box(ranges, out)
+        };
         read.map_err(|e| Failure::at(e, &self.path))?;
         self.to_native(out);
         Ok(())
@@ -227,103 +238,234 @@ pub unsafe extern "C" fn ra_close(file: *mut RaFile) {
     }
 }
 
-macro_rules! getter {
-    ($(#[$doc:meta])* $name:ident, $ty:ty, |$f:ident| $value:expr) => {
-        $(#[$doc])*
-        ///
-        /// # Safety
-        /// `file` is a live handle from `ra_open`; `out` points to a writable value.
-        #[no_mangle]
-        pub unsafe extern "C" fn $name(file: *const RaFile, out: *mut $ty) -> c_int {
-            guard(|| {
-                // SAFETY: the caller passes a live handle.
-                let $f = unsafe { handle(file, "file") }?;
-                let value: $ty = $value;
-                // SAFETY: the caller's promise about `out`.
-                unsafe { put(out, value, "out") }
-            })
-        }
-    };
+/// Runs a getter on a live handle and writes its value through `out`.
+///
+/// # Safety
+/// `file` is NULL or a live handle from `ra_open`; `out` is NULL or points to a writable `T`.
+unsafe fn get<T>(
+    file: *const RaFile,
+    out: *mut T,
+    value: impl FnOnce(&RaFile) -> Result<T>,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller passes a live handle.
+        let f = unsafe { handle(file, "file") }?;
+        let v = value(f)?;
+        // SAFETY: the caller's promise about `out`.
+        unsafe { put(out, v, "out") }
+    })
 }
 
-getter!(
-    /// The element type code (`RA_USER`, `RA_INT`, `RA_UINT`, `RA_FLOAT`, `RA_COMPLEX`,
-    /// `RA_BFLOAT`) into `*out`.
-    ra_file_eltype, u64, |f| f.header().eltype.code()
-);
-getter!(
-    /// Bytes of one element into `*out` (of one record, for a record file).
-    ra_file_elbyte, u64, |f| f.header().elbyte
-);
-getter!(
-    /// The number of dims into `*out` (0 for a scalar).
-    ra_file_ndims, usize, |f| f.header().dims.len()
-);
-getter!(
-    /// Bytes of the whole array as `ra_read_all` hands it out (elements x elbyte) into `*out`.
-    ra_file_data_bytes, u64, |f| f.header().data_len()
-);
-getter!(
-    /// 1 into `*out` if the file's data is big-endian (flag bit 0), else 0. Reads hand values
-    /// out in the host's byte order whatever the file's, except records without a schema,
-    /// whose bytes are handed out as stored.
-    ra_file_big_endian, c_int, |f| c_int::from(f.header().is_big_endian())
-);
-getter!(
-    /// How the data is stored into `*out`: `RA_STORAGE_PLAIN`, `RA_STORAGE_LZ4` or
-    /// `RA_STORAGE_CHUNKED`.
-    ra_file_storage, c_int, |f| match f.reader.section().storage() {
-        Storage::Plain => RA_STORAGE_PLAIN,
-        Storage::Lz4Whole => RA_STORAGE_LZ4,
-        Storage::Chunked => RA_STORAGE_CHUNKED,
+/// The element type code (`RA_USER`, `RA_INT`, `RA_UINT`, `RA_FLOAT`, `RA_COMPLEX`,
+/// `RA_BFLOAT`) into `*out`.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_eltype(file: *const RaFile, out: *mut u64) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.header().eltype.code())) }
+}
+
+/// Bytes of one element into `*out` (of one record, for a record file).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_elbyte(file: *const RaFile, out: *mut u64) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.header().elbyte)) }
+}
+
+/// The number of dims into `*out` (0 for a scalar).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_ndims(file: *const RaFile, out: *mut usize) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.header().dims.len())) }
+}
+
+/// Bytes of the whole array as `ra_read_all` hands it out (elements x elbyte) into `*out`.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_data_bytes(file: *const RaFile, out: *mut u64) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.header().data_len())) }
+}
+
+/// 1 into `*out` if the file's data is big-endian (flag bit 0), else 0. Reads hand values
+/// out in the host's byte order whatever the file's, except records without a schema,
+/// whose bytes are handed out as stored.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_big_endian(file: *const RaFile, out: *mut c_int) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(c_int::from(f.header().is_big_endian()))) }
+}
+
+/// How the data is stored into `*out`: `RA_STORAGE_PLAIN`, `RA_STORAGE_LZ4` or
+/// `RA_STORAGE_CHUNKED`.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_storage(file: *const RaFile, out: *mut c_int) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(match f.reader.section().storage() {
+                Storage::Plain => RA_STORAGE_PLAIN,
+                Storage::Lz4Whole => RA_STORAGE_LZ4,
+                Storage::Chunked => RA_STORAGE_CHUNKED,
+            })
+        })
     }
-);
-getter!(
-    /// Bytes of one record into `*out`: elbyte times every dim but the last (the last dim
-    /// counts the records).
-    ra_file_record_bytes, u64, |f| f.record_bytes()?
-);
-getter!(
-    /// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, ...), NULL
-    /// for a file that is not chunked. Owned by the handle.
-    ra_file_codec, *const c_char, |f| f.codec.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
-);
-getter!(
-    /// The chunked layout's codec level into `*out` (0 for codecs without levels and for files
-    /// that are not chunked).
-    ra_file_level, c_int, |f| f.reader.section().describe().level.unwrap_or(0)
-);
-getter!(
-    /// The chunked layout's filter pipeline into `*out`, in the order applied when writing,
-    /// comma-separated as `ra_write_options_filters` takes it (`"shuffle"`,
-    /// `"bitround:10,bitshuffle"`); `""` for none. Owned by the handle.
-    ra_file_filters, *const c_char, |f| f.filters.as_ptr()
-);
-getter!(
-    /// The whole trailer (doc/format.md: version, params, schema, numpy_descr) as JSON into
-    /// `*out`; NULL if the file has none. Owned by the handle.
-    ra_file_trailer_json, *const c_char, |f| f.trailer_json.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
-);
-getter!(
-    /// The trailer's parameters (the user's JSON: units, provenance, run settings) into
-    /// `*out`; NULL if the file has no trailer. Owned by the handle.
-    ra_file_params_json, *const c_char, |f| f.params_json.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
-);
-getter!(
-    /// The record schema (the layout of one element, as JSON) into `*out`; NULL if the file
-    /// has none. Owned by the handle.
-    ra_file_schema_json, *const c_char, |f| f.schema_json.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
-);
-getter!(
-    /// What the reader noticed that is not an error (a damaged trailer, a chunk a writer has
-    /// not committed), one per line, into `*out`; NULL if nothing. Owned by the handle.
-    ra_file_warnings, *const c_char, |f| f.warnings.as_ref().map_or(std::ptr::null(), |c| c.as_ptr())
-);
-getter!(
-    /// The number of fields of the record schema into `*out` (0 if the elements are not
-    /// records with a schema).
-    ra_file_nfields, usize, |f| f.fields.len()
-);
+}
+
+/// Bytes of one record into `*out`: elbyte times every dim but the last (the last dim
+/// counts the records).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_record_bytes(file: *const RaFile, out: *mut u64) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| f.record_bytes()) }
+}
+
+/// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, ...), NULL
+/// for a file that is not chunked. Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_codec(file: *const RaFile, out: *mut *const c_char) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(f.codec.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+        })
+    }
+}
+
+/// The chunked layout's codec level into `*out` (0 for codecs without levels and for files
+/// that are not chunked).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_level(file: *const RaFile, out: *mut c_int) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(f.reader.section().describe().level.unwrap_or(0))
+        })
+    }
+}
+
+/// The chunked layout's filter pipeline into `*out`, in the order applied when writing,
+/// comma-separated as `ra_write_options_filters` takes it (`"shuffle"`,
+/// `"bitround:10,bitshuffle"`); `""` for none. Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_filters(file: *const RaFile, out: *mut *const c_char) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.filters.as_ptr())) }
+}
+
+/// The whole trailer (doc/format.md: version, params, schema, numpy_descr) as JSON into
+/// `*out`; NULL if the file has none. Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_trailer_json(
+    file: *const RaFile,
+    out: *mut *const c_char,
+) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(f.trailer_json
+                .as_ref()
+                .map_or(std::ptr::null(), |c| c.as_ptr()))
+        })
+    }
+}
+
+/// The trailer's parameters (the user's JSON: units, provenance, run settings) into
+/// `*out`; NULL if the file has no trailer. Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_params_json(
+    file: *const RaFile,
+    out: *mut *const c_char,
+) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(f.params_json
+                .as_ref()
+                .map_or(std::ptr::null(), |c| c.as_ptr()))
+        })
+    }
+}
+
+/// The record schema (the layout of one element, as JSON) into `*out`; NULL if the file
+/// has none. Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_schema_json(
+    file: *const RaFile,
+    out: *mut *const c_char,
+) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(f.schema_json
+                .as_ref()
+                .map_or(std::ptr::null(), |c| c.as_ptr()))
+        })
+    }
+}
+
+/// What the reader noticed that is not an error (a damaged trailer, a chunk a writer has
+/// not committed), one per line, into `*out`; NULL if nothing. Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_warnings(file: *const RaFile, out: *mut *const c_char) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(f.warnings.as_ref().map_or(std::ptr::null(), |c| c.as_ptr()))
+        })
+    }
+}
+
+/// The number of fields of the record schema into `*out` (0 if the elements are not
+/// records with a schema).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_nfields(file: *const RaFile, out: *mut usize) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.fields.len())) }
+}
 
 /// The dims into `dims`, which has room for `capacity` values (at least `ra_file_ndims`), in
 /// `order` (`RA_ORDER_FILE`: first fastest; `RA_ORDER_C`: reversed, as a C array is declared).
@@ -377,7 +519,11 @@ pub unsafe extern "C" fn ra_file_chunks(
 /// # Safety
 /// `file` is a live handle; `out` points to a writable `ra_field_info`.
 #[no_mangle]
-pub unsafe extern "C" fn ra_file_field(file: *const RaFile, index: usize, out: *mut RaFieldInfo) -> c_int {
+pub unsafe extern "C" fn ra_file_field(
+    file: *const RaFile,
+    index: usize,
+    out: *mut RaFieldInfo,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live handle.
         let f = unsafe { handle(file, "file") }?;
@@ -407,7 +553,11 @@ pub unsafe extern "C" fn ra_file_field(file: *const RaFile, index: usize, out: *
 /// # Safety
 /// `file` is a live handle; `buf` points to `buf_bytes` writable bytes.
 #[no_mangle]
-pub unsafe extern "C" fn ra_read_all(file: *const RaFile, buf: *mut c_void, buf_bytes: u64) -> c_int {
+pub unsafe extern "C" fn ra_read_all(
+    file: *const RaFile,
+    buf: *mut c_void,
+    buf_bytes: u64,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live handle.
         let f = unsafe { handle(file, "file") }?;
@@ -483,12 +633,15 @@ pub unsafe extern "C" fn ra_read_records(
         let record = f.record_bytes()?;
         let h = f.header();
         let records = h.dims.last().copied().unwrap_or(0);
-        let end = start.checked_add(count).filter(|&e| e <= records).ok_or_else(|| {
-            Failure::usage(format!(
-                "{}: records {start} + {count} asked for, the file holds {records}",
-                f.path
-            ))
-        })?;
+        let end = start
+            .checked_add(count)
+            .filter(|&e| e <= records)
+            .ok_or_else(|| {
+                Failure::usage(format!(
+                    "{}: records {start} + {count} asked for, the file holds {records}",
+                    f.path
+                ))
+            })?;
         let mut ranges: Vec<Range<u64>> = h.dims.iter().map(|&d| 0..d).collect();
         if let Some(last) = ranges.last_mut() {
             *last = start..end;

@@ -25,9 +25,12 @@ pub struct RaRecords {
 
 impl RaRecords {
     fn writer(&mut self) -> Result<&mut DynRecordWriter> {
-        self.writer
-            .as_mut()
-            .ok_or_else(|| Failure::usage(format!("{}: the writer failed earlier and is closed", self.path)))
+        self.writer.as_mut().ok_or_else(|| {
+            Failure::usage(format!(
+                "{}: the writer failed earlier and is closed",
+                self.path
+            ))
+        })
     }
 }
 
@@ -59,7 +62,11 @@ unsafe fn make(
         let spec = ElementSpec::from_layout(t.layout()?)?;
         let mut ro = RecordOptions::new()
             .storage(o.opts.clone())
-            .durability(if o.fsync { Durability::Fsync } else { Durability::NoFsync });
+            .durability(if o.fsync {
+                Durability::Fsync
+            } else {
+                Durability::NoFsync
+            });
         if let Some(p) = &o.params {
             ro = ro.params(p);
         }
@@ -124,19 +131,28 @@ pub unsafe extern "C" fn ra_records_open(
 /// # Safety
 /// `writer` is a live writer used by no other thread now; `records` points to `count` structs.
 #[no_mangle]
-pub unsafe extern "C" fn ra_records_append(writer: *mut RaRecords, records: *const c_void, count: u64) -> c_int {
+pub unsafe extern "C" fn ra_records_append(
+    writer: *mut RaRecords,
+    records: *const c_void,
+    count: u64,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live writer used by no other thread.
         let r = unsafe { handle_mut(writer, "writer") }?;
         let size = r.rtype.c_size();
         let bytes = count.checked_mul(size).ok_or_else(|| {
-            Failure::usage(format!("argument count: {count} records of {size} bytes overflow"))
+            Failure::usage(format!(
+                "argument count: {count} records of {size} bytes overflow"
+            ))
         })?;
         // SAFETY: the caller's promise: `count` structs of `size` bytes at `records`.
         let structs = unsafe { bytes_arg(records, bytes, "records") }?;
         if r.rtype.is_packed() {
             let path = r.path.clone();
-            return r.writer()?.append_bytes(structs).map_err(|e| Failure::at(e, &path));
+            return r
+                .writer()?
+                .append_bytes(structs)
+                .map_err(|e| Failure::at(e, &path));
         }
         // Gathered a slice at a time, so that the packed copy stays small.
         let per = ((4usize << 20) / size as usize).max(1) * size as usize;
@@ -146,7 +162,9 @@ pub unsafe extern "C" fn ra_records_append(writer: *mut RaRecords, records: *con
             scratch.clear();
             r.rtype.pack(slice, &mut scratch);
             let path = r.path.clone();
-            result = r.writer().and_then(|w| w.append_bytes(&scratch).map_err(|e| Failure::at(e, &path)));
+            result = r
+                .writer()
+                .and_then(|w| w.append_bytes(&scratch).map_err(|e| Failure::at(e, &path)));
             if result.is_err() {
                 break;
             }

@@ -112,7 +112,10 @@ impl RaRecordType {
     /// Scatters packed records into structs (`c_size` bytes each), leaving their padding.
     pub(crate) fn unpack(&self, packed: &[u8], structs: &mut [u8]) {
         let size = self.packed_size() as usize;
-        for (p, s) in packed.chunks_exact(size).zip(structs.chunks_exact_mut(self.c_size as usize)) {
+        for (p, s) in packed
+            .chunks_exact(size)
+            .zip(structs.chunks_exact_mut(self.c_size as usize))
+        {
             let mut from = 0;
             for f in &self.fields {
                 let (at, n) = (f.c_offset as usize, f.bytes() as usize);
@@ -141,7 +144,9 @@ pub unsafe extern "C" fn ra_record_type_new(
         // SAFETY: the caller's promise about `name`.
         let name = unsafe { str_arg(name, "name") }?;
         if c_size == 0 {
-            return Err(Failure::usage("argument c_size: expected sizeof the struct (at least 1), found 0"));
+            return Err(Failure::usage(
+                "argument c_size: expected sizeof the struct (at least 1), found 0",
+            ));
         }
         let t = RaRecordType {
             name: name.to_string(),
@@ -175,7 +180,8 @@ pub unsafe extern "C" fn ra_record_type_add(
         let t = unsafe { handle_mut(r#type, "type") }?;
         // SAFETY: the caller's promise about `name`.
         let name = unsafe { str_arg(name, "name") }?;
-        let et = ElType::from_code(eltype).map_err(|e| Failure::usage(format!("field {name:?}: {e}")))?;
+        let et = ElType::from_code(eltype)
+            .map_err(|e| Failure::usage(format!("field {name:?}: {e}")))?;
         if et == ElType::User {
             return Err(Failure::usage(format!(
                 "field {name:?}: expected a scalar element type (RA_INT .. RA_BFLOAT), found RA_USER"
@@ -189,7 +195,9 @@ pub unsafe extern "C" fn ra_record_type_add(
             )));
         }
         if count == 0 {
-            return Err(Failure::usage(format!("field {name:?}: expected a count of 1 or more, found 0")));
+            return Err(Failure::usage(format!(
+                "field {name:?}: expected a count of 1 or more, found 0"
+            )));
         }
         let bytes = elbyte.checked_mul(count).unwrap_or(u64::MAX);
         let end = c_offset.checked_add(bytes).unwrap_or(u64::MAX);
@@ -227,7 +235,10 @@ pub unsafe extern "C" fn ra_record_type_add(
 /// # Safety
 /// `type` is a live record type; `out` points to a writable `uint64_t`.
 #[no_mangle]
-pub unsafe extern "C" fn ra_record_type_packed_bytes(r#type: *const RaRecordType, out: *mut u64) -> c_int {
+pub unsafe extern "C" fn ra_record_type_packed_bytes(
+    r#type: *const RaRecordType,
+    out: *mut u64,
+) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a live record type.
         let t = unsafe { handle(r#type, "type") }?;

@@ -13,7 +13,8 @@ use crate::options::{options_or_default, RaWriteOptions};
 
 /// The header of an array of `dims` (file order) elements of `eltype`/`elbyte`, checked.
 pub(crate) fn array_header(eltype: u64, elbyte: u64, dims: Vec<u64>) -> Result<Header> {
-    let et = ElType::from_code(eltype).map_err(|e| Failure::usage(format!("argument eltype: {e}")))?;
+    let et =
+        ElType::from_code(eltype).map_err(|e| Failure::usage(format!("argument eltype: {e}")))?;
     Header::new(et, elbyte, dims).map_err(|e| Failure::usage(e.to_string()))
 }
 
@@ -65,7 +66,12 @@ pub unsafe extern "C" fn ra_write(
         if trailer.is_some() || o.opts.is_big_endian() {
             // The core's array writer swaps the byte order and places the trailer; it owns
             // its data, so this path costs a copy.
-            let mut a = DynArray::new(header.eltype, header.elbyte, header.dims.clone(), data.to_vec())?;
+            let mut a = DynArray::new(
+                header.eltype,
+                header.elbyte,
+                header.dims.clone(),
+                data.to_vec(),
+            )?;
             if let Some(t) = &trailer {
                 a.set_trailer(t);
             }

@@ -1,0 +1,168 @@
+//! What the C and Fortran tests share: the compilers (installed from Debian's packages when
+//! missing and the tests run as root, as CI does; otherwise each test fails with one line saying
+//! what to install), and building a program against the library cargo built for this test.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+/// The crate's folder.
+pub fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Where cargo put `librawarray.so` for this test: beside the test binary.
+pub fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let deps = exe.parent().unwrap().to_path_buf();
+    assert!(
+        deps.join("librawarray.so").is_file() || deps.join("librawarray.dylib").is_file(),
+        "{}: cargo builds the cdylib beside the test binaries",
+        deps.display()
+    );
+    deps
+}
+
+fn which(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Whether `program` runs, after installing `package` with apt-get where it does not and this
+/// process may (root, apt-get present). `None` when it can be had; else why not.
+fn provide(program: &str, package: &str) -> Result<(), String> {
+    if which(program) {
+        return Ok(());
+    }
+    static UPDATED: OnceLock<()> = OnceLock::new();
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let root = unsafe { libc_geteuid() } == 0;
+    if root && which("apt-get") {
+        UPDATED.get_or_init(|| {
+            let _ = Command::new("apt-get").args(["update", "-qq"]).output();
+        });
+        eprintln!("installing {package} (apt-get) for the C and Fortran tests");
+        let out = Command::new("apt-get")
+            .args(["install", "-y", "-qq", "--no-install-recommends", package])
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+            .map_err(|e| format!("apt-get: {e}"))?;
+        if which(program) {
+            return Ok(());
+        }
+        return Err(format!(
+            "{program} is absent and `apt-get install {package}` failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+    }
+    Err(format!(
+        "{program} is absent: install it (Debian/Ubuntu: apt-get install {package}); the C and \
+         Fortran tests need it"
+    ))
+}
+
+extern "C" {
+    #[link_name = "geteuid"]
+    fn libc_geteuid() -> u32;
+}
+
+/// The C compiler, provided once; panics with one line if it cannot be had.
+pub fn gcc() -> &'static str {
+    static GCC: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(why) = GCC.get_or_init(|| provide("gcc", "gcc").and_then(|()| provide_libc_dev())) {
+        panic!("C compiler: {why}");
+    }
+    "gcc"
+}
+
+fn provide_libc_dev() -> Result<(), String> {
+    // gcc without libc6-dev cannot link; its absence shows as a missing stdio.h.
+    if Path::new("/usr/include/stdio.h").exists() {
+        return Ok(());
+    }
+    provide("gcc", "libc6-dev")
+}
+
+/// The Fortran compiler, provided once; panics with one line if it cannot be had.
+pub fn gfortran() -> &'static str {
+    static GF: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(why) = GF.get_or_init(|| provide("gfortran", "gfortran")) {
+        panic!("Fortran compiler: {why}");
+    }
+    "gfortran"
+}
+
+/// The flags of every C test program: warnings are errors, and AddressSanitizer watches every
+/// access and leak on the C side (the library's own memory is Rust's).
+pub const C_FLAGS: &[&str] = &[
+    "-std=c11",
+    "-g",
+    "-O1",
+    "-Wall",
+    "-Wextra",
+    "-Werror",
+    "-fsanitize=address",
+    "-fno-omit-frame-pointer",
+];
+
+/// Compiles C `sources` into `out` (in `dir`) against the header and the library, with
+/// [`C_FLAGS`] and `extra`; panics with the compiler's output on failure.
+pub fn build_c(compiler: &str, sources: &[PathBuf], out: &Path, extra: &[&str]) -> PathBuf {
+    let lib = lib_dir();
+    let mut cmd = Command::new(compiler);
+    cmd.args(C_FLAGS)
+        .arg("-I")
+        .arg(crate_dir().join("include"))
+        .arg("-I")
+        .arg(crate_dir().join("tests/c"))
+        .args(sources)
+        .args(extra)
+        .arg("-o")
+        .arg(out)
+        .arg(format!("-L{}", lib.display()))
+        .arg("-lrawarray")
+        .arg(format!("-Wl,-rpath,{}", lib.display()));
+    let o = cmd.output().unwrap_or_else(|e| panic!("{compiler}: {e}"));
+    assert!(
+        o.status.success(),
+        "compiling {sources:?} failed:\n{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out.to_path_buf()
+}
+
+/// A C test program's source.
+pub fn c_source(name: &str) -> PathBuf {
+    crate_dir().join("tests/c").join(name)
+}
+
+/// Runs a test program with AddressSanitizer's options (any finding fails the run).
+pub fn run(cmd: &mut Command) -> Output {
+    cmd.env(
+        "ASAN_OPTIONS",
+        "detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86",
+    );
+    cmd.output().expect("the test program runs")
+}
+
+/// [`run`], asserting success; returns stdout.
+pub fn run_ok(cmd: &mut Command) -> String {
+    let what = format!("{cmd:?}");
+    let o = run(cmd);
+    let log = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{what} failed ({}):\n{log}", o.status);
+    assert!(!log.contains("AddressSanitizer"), "{what}:\n{log}");
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
