@@ -95,6 +95,7 @@ program example
   if (ra_open(ra_cstr(trim(dir) // "/missing.ra"), f) /= RA_ERR_IO) error stop "missing file"
   print '(a)', "fortran: error: " // ra_error_message()
   print '(a)', "fortran: records ok"
+  deallocate(a, b, box)
 
 contains
 
