@@ -336,7 +336,7 @@ pub unsafe extern "C" fn ra_file_storage(file: *const RaFile, out: *mut c_int) -
 #[no_mangle]
 pub unsafe extern "C" fn ra_file_record_bytes(file: *const RaFile, out: *mut u64) -> c_int {
     // SAFETY: the caller's promises, passed on.
-    unsafe { get(file, out, |f| f.record_bytes()) }
+    unsafe { get(file, out, RaFile::record_bytes) }
 }
 
 /// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, ...), NULL
@@ -670,7 +670,7 @@ pub unsafe extern "C" fn ra_read_records(
                 layout.size()
             )));
         }
-        let want = count.checked_mul(t.c_size()).unwrap_or(u64::MAX);
+        let want = count.saturating_mul(t.c_size());
         if out.len() as u64 != want {
             return Err(Failure::usage(format!(
                 "argument buf_bytes: expected {want} ({count} records of {} bytes), found {}",

@@ -199,8 +199,8 @@ pub unsafe extern "C" fn ra_record_type_add(
                 "field {name:?}: expected a count of 1 or more, found 0"
             )));
         }
-        let bytes = elbyte.checked_mul(count).unwrap_or(u64::MAX);
-        let end = c_offset.checked_add(bytes).unwrap_or(u64::MAX);
+        let bytes = elbyte.saturating_mul(count);
+        let end = c_offset.saturating_add(bytes);
         if end > t.c_size {
             return Err(Failure::usage(format!(
                 "field {name:?}: bytes {c_offset}..{end} lie outside the struct of {} bytes",

@@ -23,10 +23,7 @@ fn the_checked_in_header_is_what_cbindgen_generates() {
             .lines()
             .zip(generated.lines())
             .position(|(a, b)| a != b)
-            .map_or_else(
-                || checked_in.lines().count().min(generated.lines().count()),
-                |i| i,
-            );
+            .unwrap_or_else(|| checked_in.lines().count().min(generated.lines().count()));
         panic!(
             "{} is not what cbindgen generates from src/ (first difference at line {}: {:?} vs generated {:?}); \
              run RAWARRAY_BLESS=1 cargo test -p rawarray-capi --test header",

@@ -215,3 +215,34 @@ pub fn pkg_config() -> &'static str {
     }
     "pkg-config"
 }
+
+/// The compiler and linker flags of HDF5's C library (libhdf5-dev, provided once), for the
+/// benchmark.
+pub fn hdf5_flags() -> String {
+    let pc = pkg_config();
+    static H5: OnceLock<Result<(), String>> = OnceLock::new();
+    let have = || {
+        Command::new(pc)
+            .args(["--exists", "hdf5"])
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if let Err(why) = H5.get_or_init(|| {
+        if have() {
+            return Ok(());
+        }
+        provide("h5cc", "libhdf5-dev")?;
+        if have() {
+            Ok(())
+        } else {
+            Err("libhdf5-dev installed no hdf5.pc".into())
+        }
+    }) {
+        panic!("HDF5: {why}");
+    }
+    let o = Command::new(pc)
+        .args(["--cflags", "--libs", "hdf5"])
+        .output()
+        .unwrap();
+    String::from_utf8(o.stdout).unwrap()
+}
