@@ -24,46 +24,6 @@ struct Foo {
     v: [f64; 8],
 }
 
-/// Builds and installs the package into the tests' Python (maturin through pip; cargo makes the
-/// rebuild a no-op when nothing changed), with its Cargo feature `cloud`. Its build directory is
-/// its own, under target/.
-fn install_package() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-build");
-    // maturin's build hook runs the `maturin` program: the environment's bin/ goes first.
-    let bin = common::python::interpreter()
-        .parent()
-        .unwrap()
-        .to_path_buf();
-    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
-    let out = Command::new(common::python::interpreter())
-        .args([
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--disable-pip-version-check",
-        ])
-        .args(["--no-build-isolation", "--no-deps", "--force-reinstall"])
-        .arg(root.join("rawarray-python"))
-        .env("CARGO_TARGET_DIR", &target)
-        // The object-store reader (`rawarray.open("s3://...")`, tests/test_store.py), which
-        // the default wheel leaves out.
-        .env("MATURIN_PEP517_ARGS", "--features cloud")
-        .env("PATH", path)
-        .output()
-        .expect("pip runs");
-    assert!(
-        out.status.success(),
-        "building the rawarray Python package failed:\n{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn simulation_files(dir: &Path) {
     let params = simulation::Params {
         particles: 6,
@@ -84,7 +44,7 @@ fn simulation_files(dir: &Path) {
 #[test]
 #[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
 fn the_python_package_passes_its_tests_and_agrees_with_rust() {
-    install_package();
+    common::python::install_package();
     let shared = tempfile::tempdir().unwrap();
     simulation_files(shared.path());
     ragged_files(shared.path());

@@ -138,3 +138,51 @@ fn run_step(cmd: &mut Command, what: &str) -> Result<(), String> {
         .unwrap_or("no output");
     Err(format!("{what} ({}: {})", out.status, last.trim()))
 }
+
+/// Builds and installs the package into the tests' Python (maturin through pip; cargo makes the
+/// rebuild a no-op when nothing changed), with its Cargo feature `cloud`. Its build directory is
+/// its own, under target/.
+#[allow(dead_code)] // the CLI's tests include this file and do not install the package
+pub fn install_package() {
+    let root = workspace_root();
+    let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("python-build");
+    // maturin's build hook runs the `maturin` program: the environment's bin/ goes first.
+    let bin = interpreter().parent().unwrap().to_path_buf();
+    let path = std::env::join_paths(std::iter::once(bin).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap();
+    let out = Command::new(interpreter())
+        .args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+        ])
+        .args(["--no-build-isolation", "--no-deps", "--force-reinstall"])
+        .arg(root.join("rawarray-python"))
+        .env("CARGO_TARGET_DIR", &target)
+        // The object-store reader (`rawarray.open("s3://...")`, tests/test_store.py), which
+        // the default wheel leaves out.
+        .env("MATURIN_PEP517_ARGS", "--features cloud")
+        .env("PATH", path)
+        .output()
+        .expect("pip runs");
+    assert!(
+        out.status.success(),
+        "building the rawarray Python package failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The workspace's root: the test's package folder or the first one above it that holds the
+/// Python package (this file is included by tests of several packages).
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .ancestors()
+        .find(|d| d.join("rawarray-python/pyproject.toml").is_file())
+        .expect("the workspace holds rawarray-python/")
+        .to_path_buf()
+}

@@ -1,0 +1,260 @@
+//! Record types: a C struct described field by field, with each field's offset in the struct,
+//! as HDF5's `H5Tinsert` describes a compound type. Records are stored packed (no padding:
+//! doc/format.md), so the library gathers each struct's fields into the packed record when
+//! writing and scatters them back when reading; a struct without padding is copied as it is.
+
+use std::ffi::{c_char, c_int};
+
+use rawarray_serde::{ElType, Field, Layout};
+
+use crate::args::{clear_out, handle, handle_mut, put, str_arg};
+use crate::error::{guard, Failure, Result};
+
+#[derive(Clone, Debug)]
+struct CField {
+    name: String,
+    eltype: ElType,
+    elbyte: u64,
+    count: u64,
+    c_offset: u64,
+}
+
+impl CField {
+    fn bytes(&self) -> u64 {
+        self.elbyte * self.count
+    }
+}
+
+/// A record type: the fields of a C struct (or a Fortran `bind(c)` derived type), each with
+/// its scalar type, count and offset in the struct, and the struct's size.
+///
+/// Made by `ra_record_type_new`, filled by `ra_record_type_add`, freed by
+/// `ra_record_type_free`. Writers and readers given it copy what they need: it may be freed
+/// once they are made. Not to be changed by one thread while another uses it.
+#[derive(Clone, Debug)]
+pub struct RaRecordType {
+    name: String,
+    c_size: u64,
+    fields: Vec<CField>,
+}
+
+impl RaRecordType {
+    /// `sizeof` the C struct.
+    pub(crate) fn c_size(&self) -> u64 {
+        self.c_size
+    }
+
+    /// The packed layout (the file's schema), validated by the core.
+    pub(crate) fn layout(&self) -> Result<Layout> {
+        if self.fields.is_empty() {
+            return Err(Failure::usage(format!(
+                "record type {:?} has no fields: add them with ra_record_type_add",
+                self.name
+            )));
+        }
+        let mut offset = 0;
+        let mut fields = Vec::with_capacity(self.fields.len());
+        for f in &self.fields {
+            let scalar = Layout::Scalar {
+                eltype: f.eltype,
+                elbyte: f.elbyte,
+                logical: None,
+            };
+            let layout = if f.count == 1 {
+                scalar
+            } else {
+                Layout::Array {
+                    len: f.count,
+                    item: Box::new(scalar),
+                }
+            };
+            fields.push(Field {
+                name: f.name.clone(),
+                offset,
+                layout,
+            });
+            offset += f.bytes();
+        }
+        let layout = Layout::Record {
+            name: self.name.clone(),
+            fields,
+        };
+        layout.validate()?;
+        Ok(layout)
+    }
+
+    fn packed_size(&self) -> u64 {
+        self.fields.iter().map(CField::bytes).sum()
+    }
+
+    /// Whether the struct is its packed record: fields in order, no padding.
+    pub(crate) fn is_packed(&self) -> bool {
+        let mut at = 0;
+        for f in &self.fields {
+            if f.c_offset != at {
+                return false;
+            }
+            at += f.bytes();
+        }
+        at == self.c_size
+    }
+
+    /// Gathers structs (`c_size` bytes each) into packed records appended to `out`.
+    pub(crate) fn pack(&self, structs: &[u8], out: &mut Vec<u8>) {
+        for s in structs.chunks_exact(self.c_size as usize) {
+            for f in &self.fields {
+                let at = f.c_offset as usize;
+                out.extend_from_slice(&s[at..at + f.bytes() as usize]);
+            }
+        }
+    }
+
+    /// Scatters packed records into structs (`c_size` bytes each), leaving their padding.
+    pub(crate) fn unpack(&self, packed: &[u8], structs: &mut [u8]) {
+        let size = self.packed_size() as usize;
+        for (p, s) in packed
+            .chunks_exact(size)
+            .zip(structs.chunks_exact_mut(self.c_size as usize))
+        {
+            let mut from = 0;
+            for f in &self.fields {
+                let (at, n) = (f.c_offset as usize, f.bytes() as usize);
+                s[at..at + n].copy_from_slice(&p[from..from + n]);
+                from += n;
+            }
+        }
+    }
+}
+
+/// Makes a record type named `name` (the schema's record name) for a C struct of `c_size`
+/// bytes (`sizeof(struct ...)`), with no fields yet. On success `*out` is a new handle (free it
+/// with `ra_record_type_free`).
+///
+/// # Safety
+/// `name` is a NUL-terminated string; `out` points to a writable `ra_record_type *`.
+#[no_mangle]
+pub unsafe extern "C" fn ra_record_type_new(
+    name: *const c_char,
+    c_size: u64,
+    out: *mut *mut RaRecordType,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's promise about `out`.
+        unsafe { clear_out(out) };
+        // SAFETY: the caller's promise about `name`.
+        let name = unsafe { str_arg(name, "name") }?;
+        if c_size == 0 {
+            return Err(Failure::usage(
+                "argument c_size: expected sizeof the struct (at least 1), found 0",
+            ));
+        }
+        let t = RaRecordType {
+            name: name.to_string(),
+            c_size,
+            fields: Vec::new(),
+        };
+        // SAFETY: the caller's promise about `out`.
+        unsafe { put(out, Box::into_raw(Box::new(t)), "out") }
+    })
+}
+
+/// Adds the field `name`: `count` scalars (1 for a scalar, N for a fixed array `x[N]`) of
+/// element type `eltype` (`RA_INT`, `RA_UINT`, `RA_FLOAT`, `RA_COMPLEX`, `RA_BFLOAT`) and
+/// `elbyte` bytes each, at byte `c_offset` of the struct (`offsetof(struct ..., name)`).
+/// Fields are stored in the order they are added. A field outside the struct, overlapping
+/// another, or of a type the format does not have is a usage error naming it.
+///
+/// # Safety
+/// `type` is a live record type; `name` is a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn ra_record_type_add(
+    r#type: *mut RaRecordType,
+    name: *const c_char,
+    eltype: u64,
+    elbyte: u64,
+    count: u64,
+    c_offset: u64,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller passes a live record type, used by no other thread now.
+        let t = unsafe { handle_mut(r#type, "type") }?;
+        // SAFETY: the caller's promise about `name`.
+        let name = unsafe { str_arg(name, "name") }?;
+        let et = ElType::from_code(eltype)
+            .map_err(|e| Failure::usage(format!("field {name:?}: {e}")))?;
+        if et == ElType::User {
+            return Err(Failure::usage(format!(
+                "field {name:?}: expected a scalar element type (RA_INT .. RA_BFLOAT), found RA_USER"
+            )));
+        }
+        if !et.is_valid_elbyte(elbyte) {
+            return Err(Failure::usage(format!(
+                "field {name:?}: {} has no {elbyte}-byte type (expected one of {:?})",
+                et.name(),
+                et.valid_elbytes().unwrap_or_default()
+            )));
+        }
+        if count == 0 {
+            return Err(Failure::usage(format!(
+                "field {name:?}: expected a count of 1 or more, found 0"
+            )));
+        }
+        let bytes = elbyte.saturating_mul(count);
+        let end = c_offset.saturating_add(bytes);
+        if end > t.c_size {
+            return Err(Failure::usage(format!(
+                "field {name:?}: bytes {c_offset}..{end} lie outside the struct of {} bytes",
+                t.c_size
+            )));
+        }
+        if let Some(other) = t
+            .fields
+            .iter()
+            .find(|f| c_offset < f.c_offset + f.bytes() && f.c_offset < end)
+        {
+            return Err(Failure::usage(format!(
+                "field {name:?}: bytes {c_offset}..{end} overlap field {:?} at {}..{}",
+                other.name,
+                other.c_offset,
+                other.c_offset + other.bytes()
+            )));
+        }
+        t.fields.push(CField {
+            name: name.to_string(),
+            eltype: et,
+            elbyte,
+            count,
+            c_offset,
+        });
+        Ok(())
+    })
+}
+
+/// Bytes of one packed record of this type (what it takes in a file) into `*out`.
+///
+/// # Safety
+/// `type` is a live record type; `out` points to a writable `uint64_t`.
+#[no_mangle]
+pub unsafe extern "C" fn ra_record_type_packed_bytes(
+    r#type: *const RaRecordType,
+    out: *mut u64,
+) -> c_int {
+    guard(|| {
+        // SAFETY: the caller passes a live record type.
+        let t = unsafe { handle(r#type, "type") }?;
+        // SAFETY: the caller's promise about `out`.
+        unsafe { put(out, t.packed_size(), "out") }
+    })
+}
+
+/// Frees a record type (NULL is ignored).
+///
+/// # Safety
+/// `type` is NULL or a live record type, freed once, used by no other call now.
+#[no_mangle]
+pub unsafe extern "C" fn ra_record_type_free(r#type: *mut RaRecordType) {
+    if !r#type.is_null() {
+        // SAFETY: a handle from `ra_record_type_new` (a leaked Box), freed once.
+        drop(unsafe { Box::from_raw(r#type) });
+    }
+}
