@@ -192,7 +192,10 @@ impl FileState {
         if now.len == self.len && now.header == self.header {
             return false;
         }
-        match (Header::decode_any(&self.header), Header::decode_any(&now.header)) {
+        match (
+            Header::decode_any(&self.header),
+            Header::decode_any(&now.header),
+        ) {
             (Ok(then), Ok(h)) => {
                 h.is_grown_from(&then)
                     && now.len >= (then.encoded_len() as u64).saturating_add(then.size)

@@ -17,11 +17,11 @@ use crate::data;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::header::{Header, FIXED_HEADER_LEN, MAX_NDIMS};
+use crate::io::ReadAt;
 use crate::reader::{
     block_header_and_bytes, check_out_len, decode_into_slice, header_ranges, typed_plan, IoStats,
 };
 use crate::subset::SubsetPlan;
-use crate::io::ReadAt;
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
 /// Bytes of the first request: at least every header up to [`MAX_NDIMS`] dims (so a second
@@ -520,8 +520,13 @@ async fn chunked_layout(
     let len = Layout::config_len(header, &config[0])?;
     if len > probe.end {
         // A version 2 config with statistics fields past the probe: fetched whole.
-        config = fetch_ranges(object, first, std::slice::from_ref(&(base..base + len)), counter)
-            .await?;
+        config = fetch_ranges(
+            object,
+            first,
+            std::slice::from_ref(&(base..base + len)),
+            counter,
+        )
+        .await?;
     }
     let pending = Layout::start(header, &config[0][..len as usize])?;
     let reads: Vec<Range<u64>> = pending

@@ -47,7 +47,11 @@ fn object(
     let (h, section) = codec::encode(&header, raw, &opts).unwrap();
     let mut file = h.encode();
     file.extend_from_slice(&section);
-    let layout = SectionReader::open(&h, &file[..]).unwrap().chunk_map().unwrap().clone();
+    let layout = SectionReader::open(&h, &file[..])
+        .unwrap()
+        .chunk_map()
+        .unwrap()
+        .clone();
     (file, layout)
 }
 

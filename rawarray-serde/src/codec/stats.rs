@@ -121,9 +121,8 @@ impl StatField {
         let u16_at = |i: usize| u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes"));
         let field = || format!("config statistics field {k}");
         let code = u16_at(8);
-        let eltype = ElType::from_code(u64::from(code)).map_err(|_| {
-            bad(&field(), "eltype 1 ..= 5", code)
-        })?;
+        let eltype = ElType::from_code(u64::from(code))
+            .map_err(|_| bad(&field(), "eltype 1 ..= 5", code))?;
         let (offset, count, width) = (u32_at(0), u32_at(4), u16_at(10));
         if !StatField::supports(eltype, u64::from(width)) {
             return Err(bad(
@@ -137,7 +136,10 @@ impl StatField {
             return Err(bad(
                 &field(),
                 format!("1 or more scalars inside an element of {elbyte} bytes, reserved 0"),
-                format!("offset {offset}, count {count}, width {width}, reserved {}", u32_at(12)),
+                format!(
+                    "offset {offset}, count {count}, width {width}, reserved {}",
+                    u32_at(12)
+                ),
             ));
         }
         Ok(StatField {
@@ -367,9 +369,7 @@ fn encode_record(f: &StatField, acc: &Acc, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&head.to_le_bytes());
     if m > 0 {
-        let (lo, hi) = acc
-            .min_max
-            .unwrap_or((Value::Uint(0), Value::Uint(0)));
+        let (lo, hi) = acc.min_max.unwrap_or((Value::Uint(0), Value::Uint(0)));
         for v in [lo, hi] {
             let bytes = to_le(f, v);
             out.extend_from_slice(&bytes[..m]);
@@ -398,10 +398,15 @@ fn to_le(f: &StatField, v: Value) -> [u8; 16] {
 }
 
 fn from_le(f: &StatField, b: &[u8]) -> Value {
-    let w = usize::from(f.width);
+    scalar_value(f.eltype, usize::from(f.width), b)
+}
+
+/// The value of one little-endian scalar of `eltype` and `width` bytes (int, uint, float,
+/// bfloat16) at the start of `b`.
+pub(crate) fn scalar_value(eltype: ElType, w: usize, b: &[u8]) -> Value {
     let mut wide = [0u8; 16];
     wide[..w].copy_from_slice(&b[..w]);
-    match f.eltype {
+    match eltype {
         ElType::Int => {
             // Sign-extend from the scalar's width.
             let shift = 128 - 8 * w as u32;
@@ -414,6 +419,50 @@ fn from_le(f: &StatField, b: &[u8]) -> Value {
             4 => f64::from(f32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
             _ => f64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
         }),
+    }
+}
+
+impl std::fmt::Display for Value {
+    /// Integers as they are; floats as Rust prints an `f64` (the shortest form that reads
+    /// back the same value: `0.1`, `-0`, `inf`, `NaN`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Uint(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($wrap:ident: $($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(v: $t) -> Value {
+                Value::$wrap(v.into())
+            }
+        }
+    )*};
+}
+value_from!(Int: i8, i16, i32, i64, i128);
+value_from!(Uint: u8, u16, u32, u64, u128);
+value_from!(Float: f32, f64);
+
+impl From<bool> for Value {
+    /// A `bool` is stored as a `u8` of 0 or 1, and compares as that number.
+    fn from(v: bool) -> Value {
+        Value::Uint(u128::from(v))
+    }
+}
+
+impl From<half::f16> for Value {
+    fn from(v: half::f16) -> Value {
+        Value::Float(v.to_f64())
+    }
+}
+
+impl From<half::bf16> for Value {
+    fn from(v: half::bf16) -> Value {
+        Value::Float(v.to_f64())
     }
 }
 
@@ -457,10 +506,15 @@ mod tests {
 
     #[test]
     fn integer_extremes_are_exact() {
-        let s = stats_of(StatField::scalar(ElType::Int, 16), &[i128::MIN, 5, i128::MAX], |v| {
-            v.to_le_bytes().to_vec()
-        });
-        assert_eq!(s.min_max, Some((Value::Int(i128::MIN), Value::Int(i128::MAX))));
+        let s = stats_of(
+            StatField::scalar(ElType::Int, 16),
+            &[i128::MIN, 5, i128::MAX],
+            |v| v.to_le_bytes().to_vec(),
+        );
+        assert_eq!(
+            s.min_max,
+            Some((Value::Int(i128::MIN), Value::Int(i128::MAX)))
+        );
         let s = stats_of(StatField::scalar(ElType::Int, 1), &[-128i8, 3, 127], |v| {
             v.to_le_bytes().to_vec()
         });
@@ -468,7 +522,10 @@ mod tests {
         let s = stats_of(StatField::scalar(ElType::Uint, 8), &[u64::MAX, 0], |v| {
             v.to_le_bytes().to_vec()
         });
-        assert_eq!(s.min_max, Some((Value::Uint(0), Value::Uint(u64::MAX.into()))));
+        assert_eq!(
+            s.min_max,
+            Some((Value::Uint(0), Value::Uint(u64::MAX.into())))
+        );
     }
 
     #[test]
@@ -483,9 +540,11 @@ mod tests {
             s.min_max,
             Some((Value::Float(f64::NEG_INFINITY), Value::Float(f64::INFINITY)))
         );
-        let s = stats_of(StatField::scalar(ElType::Float, 4), &[f32::NAN], |v: f32| {
-            v.to_le_bytes().to_vec()
-        });
+        let s = stats_of(
+            StatField::scalar(ElType::Float, 4),
+            &[f32::NAN],
+            |v: f32| v.to_le_bytes().to_vec(),
+        );
         assert_eq!((s.nan, s.min_max), (1, None));
         let s = stats_of(
             StatField::scalar(ElType::BFloat16, 2),
@@ -499,9 +558,11 @@ mod tests {
     fn complex_keeps_only_the_nan_count() {
         let f = StatField::scalar(ElType::Complex, 8);
         assert_eq!(f.record_len(), 8);
-        let s = stats_of(f, &[(1.0f32, f32::NAN), (2.0, 3.0), (f32::NAN, 0.0)], |(a, b)| {
-            [a.to_le_bytes(), b.to_le_bytes()].concat()
-        });
+        let s = stats_of(
+            f,
+            &[(1.0f32, f32::NAN), (2.0, 3.0), (f32::NAN, 0.0)],
+            |(a, b)| [a.to_le_bytes(), b.to_le_bytes()].concat(),
+        );
         assert_eq!((s.nan, s.min_max), (2, None));
     }
 
@@ -535,11 +596,15 @@ mod tests {
         };
         let fields = StatField::for_elements(ElType::User, 20, Some(&layout));
         assert_eq!(fields.len(), 2);
-        assert_eq!((fields[1].offset, fields[1].count, fields[1].width), (8, 3, 4));
+        assert_eq!(
+            (fields[1].offset, fields[1].count, fields[1].width),
+            (8, 3, 4)
+        );
         let mut raw = Vec::new();
         for (step, p) in [(4u64, [1.0f32, -2.0, 3.0]), (9, [0.5, 7.0, f32::NAN])] {
             raw.extend_from_slice(&step.to_le_bytes());
-            p.iter().for_each(|v| raw.extend_from_slice(&v.to_le_bytes()));
+            p.iter()
+                .for_each(|v| raw.extend_from_slice(&v.to_le_bytes()));
         }
         let s = parse(&fields, &compute(&fields, &raw, 20, false));
         assert_eq!(s[0].min_max, Some((Value::Uint(4), Value::Uint(9))));

@@ -175,7 +175,11 @@ pub(crate) struct Chunked {
 impl Chunked {
     /// Reads and validates the config and index (and, for entries past `size`, a later
     /// header's size: see doc/chunked.md section 7.1).
-    pub(crate) fn open<S: ReadAt + ?Sized>(header: &Header, source: &S, base: u64) -> Result<Chunked> {
+    pub(crate) fn open<S: ReadAt + ?Sized>(
+        header: &Header,
+        source: &S,
+        base: u64,
+    ) -> Result<Chunked> {
         let mut map = read_map(header, source, base)?;
         let mut h = header.clone();
         for _ in 0..LATER_SIZE_TRIES {
@@ -271,9 +275,11 @@ impl Chunked {
             } else if let Some(slab) = self.slab_bytes(out.len()) {
                 // Slabs of whole chunks along the last dim are disjoint runs of `out`: each
                 // thread decodes a slab's chunks and places them itself.
-                out.par_chunks_mut(slab).enumerate().try_for_each(|(k, dst)| {
-                    self.decode_slab(io, k as u64, slab as u64, dst, zeroed)
-                })
+                out.par_chunks_mut(slab)
+                    .enumerate()
+                    .try_for_each(|(k, dst)| {
+                        self.decode_slab(io, k as u64, slab as u64, dst, zeroed)
+                    })
             } else {
                 // Chunks never written are left alone below: a used buffer is zeroed first.
                 if !zeroed {
@@ -416,9 +422,7 @@ impl Chunked {
         let r = &table[b as usize];
         let stored = self.read_at(io, r.len, e.offset + r.start)?;
         let mut out = crate::data::try_zeroed_bytes(len)?;
-        self.map
-            .chain()
-            .decode_block(n, b, r, &stored, &mut out)?;
+        self.map.chain().decode_block(n, b, r, &stored, &mut out)?;
         io.counters.blocks(1, len);
         let out = Arc::new(out);
         self.cache
@@ -472,9 +476,15 @@ impl Chunked {
                     let mut part = crate::data::try_zeroed_bytes(hi - lo)?;
                     let r = &table[b as usize];
                     let stored = self.read_at(io, r.len, e.offset + r.start)?;
-                    self.map
-                        .chain()
-                        .decode_block_range(n, b, r, &stored, len, lo..hi, &mut part)?;
+                    self.map.chain().decode_block_range(
+                        n,
+                        b,
+                        r,
+                        &stored,
+                        len,
+                        lo..hi,
+                        &mut part,
+                    )?;
                     io.counters.blocks(1, len);
                     for (s, d, l) in runs {
                         out[d as usize..(d + l) as usize]

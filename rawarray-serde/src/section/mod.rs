@@ -417,7 +417,11 @@ impl<S: ReadAt> Section<S> {
         let h = &self.header;
         let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
         if out.len() as u64 != plan.bytes() {
-            return Err(chunked::shape_mismatch(plan.dims(), plan.bytes(), out.len()));
+            return Err(chunked::shape_mismatch(
+                plan.dims(),
+                plan.bytes(),
+                out.len(),
+            ));
         }
         self.checked(|| self.fill_plan(&plan, out))
     }
@@ -432,7 +436,11 @@ impl<S: ReadAt> Section<S> {
     /// [`Section::read_box`] of a plan made beforehand.
     pub fn read_plan(&self, plan: &SubsetPlan, out: &mut [u8]) -> Result<()> {
         if out.len() as u64 != plan.bytes() || plan.array_dims() != self.header.dims {
-            return Err(chunked::shape_mismatch(plan.dims(), plan.bytes(), out.len()));
+            return Err(chunked::shape_mismatch(
+                plan.dims(),
+                plan.bytes(),
+                out.len(),
+            ));
         }
         self.checked(|| self.fill_plan(plan, out))
     }
@@ -471,8 +479,7 @@ impl<S: ReadAt> Section<S> {
                 let mut at = 0usize;
                 for run in plan.runs() {
                     let len = (run.end - run.start) as usize;
-                    out[at..at + len]
-                        .copy_from_slice(&plain[run.start as usize..run.end as usize]);
+                    out[at..at + len].copy_from_slice(&plain[run.start as usize..run.end as usize]);
                     at += len;
                 }
                 Ok(())
@@ -501,8 +508,7 @@ impl<S: ReadAt> Section<S> {
                 let mut at = 0u64;
                 while at < total {
                     let n = per.min(total - at) as usize;
-                    self.source
-                        .read_exact_at(&mut buf[..n], self.base + at)?;
+                    self.source.read_exact_at(&mut buf[..n], self.base + at)?;
                     at += n as u64;
                     if f(&buf[..n]).is_break() {
                         break;
