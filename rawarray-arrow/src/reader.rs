@@ -305,26 +305,8 @@ impl RaTable {
         limit: Option<u64>,
     ) -> RaBatchReader {
         let batch_rows = batch_rows.max(1) as u64;
-        let batch_rows = match &self.0.source {
-            Source::Decoded(r) => {
-                // Whole steps of the last dim; in a chunked file whose chunks span the other
-                // dims (a record file), whole chunks, so that no chunk is read by two batches.
-                let step = self.0.rows_per_step;
-                let dims = &self.0.header.dims;
-                let unit = match r.section().chunk_map().map(|m| &m.config().chunk) {
-                    Some(c)
-                        if step < self.0.rows
-                            && c.len() == dims.len()
-                            && c.iter().zip(dims).rev().skip(1).all(|(c, d)| c >= d) =>
-                    {
-                        step.saturating_mul(c[c.len() - 1]).min(self.0.rows.max(1))
-                    }
-                    _ => step,
-                };
-                batch_rows.div_ceil(unit).max(1) * unit
-            }
-            _ => batch_rows,
-        };
+        let unit = self.unit_rows();
+        let batch_rows = batch_rows.div_ceil(unit).max(1) * unit;
         ranges.retain(|r| r.start < r.end);
         RaBatchReader {
             table: self.clone(),
@@ -336,6 +318,52 @@ impl RaTable {
             filter,
             left: limit,
         }
+    }
+
+    /// The rows a batch is a whole number of: one for a mapped file; whole steps of the last
+    /// dim for a decoded one, and in a chunked file whose chunks span the other dims (a record
+    /// file) whole chunks, so that no chunk is read by two batches.
+    fn unit_rows(&self) -> u64 {
+        let Source::Decoded(r) = &self.0.source else {
+            return 1;
+        };
+        let step = self.0.rows_per_step.max(1);
+        let dims = &self.0.header.dims;
+        match r.section().chunk_map().map(|m| &m.config().chunk) {
+            Some(c)
+                if step < self.0.rows
+                    && c.len() == dims.len()
+                    && c.iter().zip(dims).rev().skip(1).all(|(c, d)| c >= d) =>
+            {
+                step.saturating_mul(c[c.len() - 1]).min(self.0.rows.max(1))
+            }
+            _ => step,
+        }
+    }
+
+    /// Part `k` of `n` of `ranges`: about as many rows each, cut at whole units
+    /// ([`RaTable::unit_rows`]), in order.
+    fn part(&self, ranges: Vec<Range<u64>>, k: usize, n: usize) -> Vec<Range<u64>> {
+        let n = n.max(1) as u64;
+        let unit = self.unit_rows();
+        let units: u64 = ranges
+            .iter()
+            .map(|r| (r.end - r.start).div_ceil(unit))
+            .sum();
+        // Part k holds units [k u / n, (k + 1) u / n) of the ranges' units, in order.
+        let (lo, hi) = (k as u64 * units / n, (k as u64 + 1) * units / n);
+        let mut out = Vec::new();
+        let mut seen = 0u64;
+        for r in ranges {
+            let count = (r.end - r.start).div_ceil(unit);
+            let (a, b) = (lo.max(seen), hi.min(seen + count));
+            if a < b {
+                let start = r.start + (a - seen) * unit;
+                out.push(start..(r.start + (b - seen) * unit).min(r.end));
+            }
+            seen += count;
+        }
+        out
     }
 
     /// A scan of the table (what a query engine asks of it): the columns `options` names, and,
@@ -368,18 +396,18 @@ impl RaTable {
             Some(c) => Some((c.clone(), Arc::new(self.project(c)?))),
             None => None,
         };
-        let Some(predicate) = &options.filter else {
-            return Ok(self.reader(
-                options.batch_rows,
-                columns,
-                vec![0..self.0.rows],
-                None,
-                options.limit,
-            ));
+        let (ranges, filter) = match &options.filter {
+            None => (vec![0..self.0.rows], None),
+            Some(predicate) => {
+                let filter = self.row_filter(predicate)?;
+                let ranges = self.pruning(&filter).ranges().to_vec();
+                (ranges, options.exact.then_some(filter))
+            }
         };
-        let filter = self.row_filter(predicate)?;
-        let ranges = self.pruning(&filter).ranges().to_vec();
-        let filter = options.exact.then_some(filter);
+        let ranges = match options.part {
+            Some((k, n)) => self.part(ranges, k, n),
+            None => ranges,
+        };
         Ok(self.reader(options.batch_rows, columns, ranges, filter, options.limit))
     }
 
@@ -699,6 +727,7 @@ pub struct ScanOptions {
     filter: Option<Predicate>,
     exact: bool,
     limit: Option<u64>,
+    part: Option<(usize, usize)>,
 }
 
 impl Default for ScanOptions {
@@ -716,6 +745,7 @@ impl ScanOptions {
             filter: None,
             exact: true,
             limit: None,
+            part: None,
         }
     }
 
@@ -759,6 +789,29 @@ impl ScanOptions {
     /// The limit, if any.
     pub fn get_limit(&self) -> Option<u64> {
         self.limit
+    }
+
+    /// Only part `k` of `n` of the rows it would read (`k < n`): about as many rows each, in
+    /// whole chunks, so that `n` scans read the table in parallel, each chunk once.
+    ///
+    /// ```
+    /// use rawarray_arrow::{RaTable, ScanOptions};
+    /// use rawarray_serde::{Codec, RaRecord, RecordOptions};
+    /// #[derive(RaRecord, Clone)]
+    /// struct R { id: u32 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// let mut w = RecordOptions::new().codec(Codec::Lz4).chunk_records(10).create::<R>(&path).unwrap();
+    /// for id in 0..95 { w.append(&R { id }).unwrap(); }
+    /// w.finish().unwrap();
+    /// let t = RaTable::open(&path).unwrap();
+    /// let rows = |k| -> usize { t.scan(&ScanOptions::new().part(k, 3)).unwrap().map(|b| b.unwrap().num_rows()).sum() };
+    /// assert_eq!([rows(0), rows(1), rows(2)], [30, 30, 35]);
+    /// ```
+    #[must_use]
+    pub fn part(mut self, k: usize, n: usize) -> ScanOptions {
+        self.part = Some((k.min(n.saturating_sub(1)), n.max(1)));
+        self
     }
 }
 

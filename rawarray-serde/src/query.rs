@@ -14,9 +14,10 @@
 //! **Statistics only ever skip.** A chunk whose statistics are absent, damaged (their CRC
 //! fails) or that holds a NaN in a field the predicate names is read, and its records are
 //! tested one by one; no value is ever taken from statistics. Pruning is conservative for
-//! two readings of floats at once: IEEE's (numpy's, pyarrow's: NaN compares false, `-0.0 ==
-//! 0.0`) and the total order Arrow's kernels use in DataFusion (NaN above every number, `-0.0
-//! < 0.0`), so that an engine that filters again by either never misses a record.
+//! every reading of floats an engine may filter by again: IEEE's (numpy's, pyarrow's: NaN
+//! compares false, `-0.0 == 0.0`), Arrow's comparison kernels in DataFusion (NaN above every
+//! number, and below every number when its sign bit is set), and IEEE's totalOrder (`-0.0 <
+//! 0.0` too), so that no engine misses a record.
 //!
 //! **Values compare exactly**, whatever their types: a `u64` field and a float literal, an
 //! `i128` field and a literal past `2^64`, a `float32` field and an integer literal all compare
@@ -485,7 +486,7 @@ impl Atom {
     }
 
     /// Whether a chunk of statistics `s` for a column (`float`: of floats) can hold a value
-    /// for which this atom holds, in IEEE's reading or the total order's (see the module docs).
+    /// for which this atom holds, in any of the readings the module docs list.
     fn may_match(&self, s: &FieldStats, float: bool) -> bool {
         let v = self.value;
         if s.nan > 0 || matches!(v, Value::Float(f) if f.is_nan()) {
@@ -495,7 +496,7 @@ impl Atom {
             return true;
         };
         let is_zero = |x: Value| compare(x, Value::Int(0)) == Some(Ordering::Equal);
-        // In the total order -0.0 < 0.0: a chunk whose least (greatest) value is a zero may
+        // In IEEE's totalOrder -0.0 < 0.0: a chunk whose least (greatest) value is a zero may
         // hold a -0.0 (0.0) that is less (greater) than a zero literal.
         let zero_edge = float && is_zero(v);
         let cmp = |a: Value, b: Value| compare(a, b);
@@ -1233,7 +1234,7 @@ mod tests {
         // A NaN anywhere: read (NaN sorts above every number in Arrow's order).
         assert!(atom(Op::Gt, 100.0).may_match(&float(0.0, 1.0, 1), true));
         assert!(!atom(Op::Gt, 100.0).may_match(&float(0.0, 1.0, 0), true));
-        // -0.0 < 0.0 in the total order: a chunk whose min is a zero may hold -0.0.
+        // -0.0 < 0.0 in IEEE's totalOrder: a chunk whose min is a zero may hold -0.0.
         assert!(atom(Op::Lt, 0.0).may_match(&float(0.0, 5.0, 0), true));
         assert!(atom(Op::Gt, -0.0).may_match(&float(-3.0, -0.0, 0), true));
         assert!(atom(Op::Ne, 0.0).may_match(&float(0.0, 0.0, 0), true));
