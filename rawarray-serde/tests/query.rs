@@ -587,7 +587,7 @@ fn nan_rows_are_found_by_negated_comparisons() {
     assert_eq!(ids(!Predicate::is_in("c", [1.0, 2.0])), [37]);
     assert_eq!(ids(Predicate::lt("d", -62.5)), [63]);
     // Chunks 1 and 2 are skipped; chunk 0 is read for its NaN (which Arrow's comparisons
-    // puts below every number when its sign bit is set).
+    // put below every number when its sign bit is set).
     let (_, chunks, read) = query_rows(&path, &Predicate::lt("d", -62.5));
     assert_eq!((chunks, read), (4, 2));
 }
