@@ -13,8 +13,9 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_buffer::Buffer;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use memmap2::{Mmap, MmapOptions};
+use rawarray_serde::query::{Predicate, Pruning, RowFilter};
 use rawarray_serde::ragged::DynRagged;
-use rawarray_serde::{ArrayReader, ElType, Header, Layout, RaggedHeader, Trailer};
+use rawarray_serde::{ArrayReader, ElType, Header, IoStats, Layout, RaggedHeader, Trailer};
 
 use crate::columns::{column, gather};
 use crate::error::{Error, Result};
@@ -290,19 +291,170 @@ impl RaTable {
     /// read in whole steps of its last dim (so a batch holds at least one step); an LZ4 file's
     /// data section is decompressed whole on the first batch, as every reader of it does.
     pub fn batches(&self, batch_rows: usize) -> RaBatchReader {
+        self.reader(batch_rows, None, vec![0..self.0.rows], None, None)
+    }
+
+    /// The batch reader of `ranges` of rows (whole steps of the last dim for a decoded file,
+    /// but the end of the table), `batch_rows` a batch rounded up to whole steps.
+    fn reader(
+        &self,
+        batch_rows: usize,
+        columns: Option<(Vec<usize>, SchemaRef)>,
+        mut ranges: Vec<Range<u64>>,
+        filter: Option<RowFilter>,
+        limit: Option<u64>,
+    ) -> RaBatchReader {
         let batch_rows = batch_rows.max(1) as u64;
-        let batch_rows = match self.0.source {
-            Source::Decoded(_) => {
-                batch_rows.div_ceil(self.0.rows_per_step).max(1) * self.0.rows_per_step
-            }
-            _ => batch_rows,
-        };
+        let unit = self.unit_rows();
+        let batch_rows = batch_rows.div_ceil(unit).max(1) * unit;
+        ranges.retain(|r| r.start < r.end);
         RaBatchReader {
             table: self.clone(),
+            ranges,
+            range: 0,
             next: 0,
             batch_rows,
-            columns: None,
+            columns,
+            filter,
+            left: limit,
         }
+    }
+
+    /// The rows a batch is a whole number of: one for a mapped file; whole steps of the last
+    /// dim for a decoded one, and in a chunked file whose chunks span the other dims (a record
+    /// file) whole chunks, so that no chunk is read by two batches.
+    fn unit_rows(&self) -> u64 {
+        let Source::Decoded(r) = &self.0.source else {
+            return 1;
+        };
+        let step = self.0.rows_per_step.max(1);
+        let dims = &self.0.header.dims;
+        match r.section().chunk_map().map(|m| &m.config().chunk) {
+            Some(c)
+                if step < self.0.rows
+                    && c.len() == dims.len()
+                    && c.iter().zip(dims).rev().skip(1).all(|(c, d)| c >= d) =>
+            {
+                step.saturating_mul(c[c.len() - 1]).min(self.0.rows.max(1))
+            }
+            _ => step,
+        }
+    }
+
+    /// Part `k` of `n` of `ranges`: about as many rows each, cut at whole units
+    /// ([`RaTable::unit_rows`]), in order.
+    fn part(&self, ranges: Vec<Range<u64>>, k: usize, n: usize) -> Vec<Range<u64>> {
+        let n = n.max(1) as u64;
+        let unit = self.unit_rows();
+        let units: u64 = ranges
+            .iter()
+            .map(|r| (r.end - r.start).div_ceil(unit))
+            .sum();
+        // Part k holds units [k u / n, (k + 1) u / n) of the ranges' units, in order.
+        let (lo, hi) = (k as u64 * units / n, (k as u64 + 1) * units / n);
+        let mut out = Vec::new();
+        let mut seen = 0u64;
+        for r in ranges {
+            let count = (r.end - r.start).div_ceil(unit);
+            let (a, b) = (lo.max(seen), hi.min(seen + count));
+            if a < b {
+                let start = r.start + (a - seen) * unit;
+                out.push(start..(r.start + (b - seen) * unit).min(r.end));
+            }
+            seen += count;
+        }
+        out
+    }
+
+    /// A scan of the table (what a query engine asks of it): the columns `options` names, and,
+    /// with a filter, only the rows of the chunks whose statistics allow a match
+    /// (rawarray_serde's [`Pruning`]), each batch then cut to the matching rows unless
+    /// [`ScanOptions::exact`] is off; with a limit, reading stops once that many rows were
+    /// handed out. A filter on a column that does not exist or cannot be compared, or on a
+    /// file that is not of records, is an error naming it.
+    ///
+    /// ```
+    /// use rawarray_arrow::{RaTable, ScanOptions};
+    /// use rawarray_serde::query::Predicate;
+    /// use rawarray_serde::{Codec, RaRecord, RecordOptions};
+    /// #[derive(RaRecord, Clone)]
+    /// struct Body { step: u32, energy: f64 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let mut w = RecordOptions::new().codec(Codec::Zstd).chunk_records(100).create::<Body>(&path).unwrap();
+    /// for step in 0..1000 { w.append(&Body { step, energy: 1.0 }).unwrap(); }
+    /// w.finish().unwrap();
+    ///
+    /// let table = RaTable::open(&path).unwrap();
+    /// let scan = ScanOptions::new().filter(Predicate::between("step", 510, 519));
+    /// let rows: usize = table.scan(&scan).unwrap().map(|b| b.unwrap().num_rows()).sum();
+    /// assert_eq!(rows, 10);
+    /// assert_eq!(table.io_stats().unwrap().reads, 1); // one chunk of ten
+    /// ```
+    pub fn scan(&self, options: &ScanOptions) -> Result<RaBatchReader> {
+        let columns = match &options.columns {
+            Some(c) => Some((c.clone(), Arc::new(self.project(c)?))),
+            None => None,
+        };
+        let (ranges, filter) = match &options.filter {
+            None => (vec![0..self.0.rows], None),
+            Some(predicate) => {
+                let filter = self.row_filter(predicate)?;
+                let ranges = self.pruning(&filter).ranges().to_vec();
+                (ranges, options.exact.then_some(filter))
+            }
+        };
+        let ranges = match options.part {
+            Some((k, n)) => self.part(ranges, k, n),
+            None => ranges,
+        };
+        Ok(self.reader(options.batch_rows, columns, ranges, filter, options.limit))
+    }
+
+    /// `predicate` resolved against the rows' layout, or an error naming what does not fit.
+    pub fn row_filter(&self, predicate: &Predicate) -> Result<RowFilter> {
+        if matches!(self.0.source, Source::Ragged(_)) {
+            return Err(Error::NoTable(format!(
+                "{}: filters take files of records; this is a ragged file (rows of different \
+                 lengths), whose rows have no fields to compare",
+                self.0.path.display()
+            )));
+        }
+        RowFilter::new(predicate, &self.0.layout).map_err(|e| Error::InFile {
+            path: self.0.path.clone(),
+            source: e,
+        })
+    }
+
+    /// The rows a filter reads: those of the chunks whose statistics allow a match (every row
+    /// of a file that is not chunked or keeps no statistics).
+    pub fn pruning(&self, filter: &RowFilter) -> Pruning {
+        let map = match &self.0.source {
+            Source::Decoded(r) => r.section().chunk_map(),
+            _ => None,
+        };
+        let mut p = Pruning::new(filter, &self.0.header, map);
+        p.clip(self.0.rows);
+        p
+    }
+
+    /// The reads of the file's data made so far through this table (and its clones): chunks
+    /// and their stored bytes for a chunked file; `None` for a mapped plain file (the kernel
+    /// pages it in) and a ragged one.
+    pub fn io_stats(&self) -> Option<IoStats> {
+        match &self.0.source {
+            Source::Decoded(r) => Some(r.io_stats()),
+            _ => None,
+        }
+    }
+
+    fn project(&self, columns: &[usize]) -> Result<Schema> {
+        self.0.schema.project(columns).map_err(|_| {
+            Error::NoTable(format!(
+                "columns {columns:?} of a table of {} columns",
+                self.0.schema.fields().len()
+            ))
+        })
     }
 
     /// As [`RaTable::batches`], with only the columns `columns` (indices into
@@ -327,32 +479,29 @@ impl RaTable {
     /// assert!(table.batches_of(&[3], 16).is_err());
     /// ```
     pub fn batches_of(&self, columns: &[usize], batch_rows: usize) -> Result<RaBatchReader> {
-        let schema = self.0.schema.project(columns).map_err(|_| {
-            Error::NoTable(format!(
-                "columns {columns:?} of a table of {} columns",
-                self.0.schema.fields().len()
-            ))
-        })?;
-        let mut reader = self.batches(batch_rows);
-        reader.columns = Some((columns.to_vec(), Arc::new(schema)));
-        Ok(reader)
+        self.scan(
+            &ScanOptions::new()
+                .columns(columns.to_vec())
+                .batch_rows(batch_rows),
+        )
     }
 
     /// All the rows as one batch.
     pub fn read_all(&self) -> Result<RecordBatch> {
-        self.read_rows(0..self.0.rows, None)
+        self.read_rows(0..self.0.rows, None, None)
     }
 
-    /// The rows `range` as one batch (for a decoded file, `range` must be whole steps of the
-    /// last dim, as [`RaTable::batches`] makes them), with only `columns` (indices, and the
-    /// schema they make) when given.
+    /// The rows `range` as one batch (for a decoded file, `range` must start at a whole step
+    /// of the last dim, as [`RaTable::batches`] makes them), with only `columns` (indices, and
+    /// the schema they make) when given, and only the rows `filter` keeps.
     fn read_rows(
         &self,
         range: Range<u64>,
         columns: Option<&(Vec<usize>, SchemaRef)>,
+        filter: Option<&RowFilter>,
     ) -> Result<RecordBatch> {
         let inner = &*self.0;
-        let rows = usize::try_from(range.end - range.start)
+        let mut rows = usize::try_from(range.end - range.start)
             .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
         let row_bytes = inner.layout.size() as usize;
         let bytes: Buffer = match &inner.source {
@@ -399,6 +548,29 @@ impl RaTable {
                 v.truncate(rows * row_bytes);
                 Buffer::from_vec(v)
             }
+        };
+        // The rows the filter keeps, gathered before the columns are (little-endian by now).
+        let bytes = match filter {
+            Some(f) => {
+                let keep = f.mask(bytes.as_slice(), false);
+                let kept = keep.iter().filter(|&&k| k).count();
+                if kept == rows {
+                    bytes
+                } else {
+                    let mut v = Vec::with_capacity(kept * row_bytes);
+                    for (row, _) in bytes
+                        .as_slice()
+                        .chunks_exact(row_bytes.max(1))
+                        .zip(&keep)
+                        .filter(|(_, &k)| k)
+                    {
+                        v.extend_from_slice(row);
+                    }
+                    rows = kept;
+                    Buffer::from_vec(v)
+                }
+            }
+            None => bytes,
         };
         let all: Vec<usize>;
         let (indices, schema) = match columns {
@@ -476,27 +648,170 @@ impl RaTable {
 /// The batches of a [`RaTable`], in file order: an Arrow [`RecordBatchReader`].
 pub struct RaBatchReader {
     table: RaTable,
+    /// The rows to read, in order, and where the reader is in them.
+    ranges: Vec<Range<u64>>,
+    range: usize,
     next: u64,
     batch_rows: u64,
     /// The columns read ([`RaTable::batches_of`]) and their schema; all of them when `None`.
     columns: Option<(Vec<usize>, SchemaRef)>,
+    /// The rows kept of those read ([`RaTable::scan`] with a filter).
+    filter: Option<RowFilter>,
+    /// Rows still to hand out, under a limit.
+    left: Option<u64>,
+}
+
+impl RaBatchReader {
+    /// The next batch of rows read, before the filter; `None` at the end (or the limit).
+    fn next_batch(&mut self) -> Option<Result<RecordBatch>> {
+        if self.left == Some(0) {
+            return None;
+        }
+        let range = self.ranges.get(self.range)?.clone();
+        let start = self.next.max(range.start);
+        let mut end = (start + self.batch_rows).min(range.end);
+        if self.filter.is_none() {
+            // Without a filter every row read is handed out: read no more than the limit.
+            if let Some(left) = self.left {
+                end = end.min(start + left);
+            }
+        }
+        if end >= range.end {
+            self.range += 1;
+        }
+        self.next = end;
+        let batch = self
+            .table
+            .read_rows(start..end, self.columns.as_ref(), self.filter.as_ref());
+        Some(batch.map(|b| match &mut self.left {
+            Some(left) => {
+                let n = (b.num_rows() as u64).min(*left);
+                *left -= n;
+                b.slice(0, n as usize)
+            }
+            None => b,
+        }))
+    }
 }
 
 impl Iterator for RaBatchReader {
     type Item = std::result::Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let rows = self.table.0.rows;
-        if self.next >= rows {
-            return None;
+        loop {
+            let batch = self.next_batch()?;
+            // A filter may keep no row of a batch: go on to the next.
+            if matches!(&batch, Ok(b) if b.num_rows() == 0) && self.filter.is_some() {
+                continue;
+            }
+            return Some(batch.map_err(|e| match e {
+                Error::Arrow(e) => e,
+                e => ArrowError::ExternalError(Box::new(e)),
+            }));
         }
-        let end = (self.next + self.batch_rows).min(rows);
-        let batch = self.table.read_rows(self.next..end, self.columns.as_ref());
-        self.next = end;
-        Some(batch.map_err(|e| match e {
-            Error::Arrow(e) => e,
-            e => ArrowError::ExternalError(Box::new(e)),
-        }))
+    }
+}
+
+/// What [`RaTable::scan`] reads: which columns, how many rows a batch, which rows.
+///
+/// ```
+/// use rawarray_arrow::ScanOptions;
+/// use rawarray_serde::query::Predicate;
+/// let scan = ScanOptions::new().columns(vec![0, 2]).filter(Predicate::gt("energy", 1.5)).limit(10);
+/// assert_eq!(scan.get_limit(), Some(10));
+/// ```
+#[derive(Clone, Debug)]
+pub struct ScanOptions {
+    columns: Option<Vec<usize>>,
+    batch_rows: usize,
+    filter: Option<Predicate>,
+    exact: bool,
+    limit: Option<u64>,
+    part: Option<(usize, usize)>,
+}
+
+impl Default for ScanOptions {
+    fn default() -> ScanOptions {
+        ScanOptions::new()
+    }
+}
+
+impl ScanOptions {
+    /// Every column, every row, [`DEFAULT_BATCH_ROWS`] a batch.
+    pub fn new() -> ScanOptions {
+        ScanOptions {
+            columns: None,
+            batch_rows: DEFAULT_BATCH_ROWS,
+            filter: None,
+            exact: true,
+            limit: None,
+            part: None,
+        }
+    }
+
+    /// Only these columns (indices into [`RaTable::schema`], in this order, repeats allowed).
+    #[must_use]
+    pub fn columns(mut self, columns: Vec<usize>) -> ScanOptions {
+        self.columns = Some(columns);
+        self
+    }
+
+    /// Rows per batch (at least 1; a decoded file's batches are whole steps of its last dim).
+    #[must_use]
+    pub fn batch_rows(mut self, rows: usize) -> ScanOptions {
+        self.batch_rows = rows.max(1);
+        self
+    }
+
+    /// Only the rows that match: chunks whose statistics rule out a match are not read.
+    #[must_use]
+    pub fn filter(mut self, predicate: Predicate) -> ScanOptions {
+        self.filter = Some(predicate);
+        self
+    }
+
+    /// Whether the rows read are cut to those that match (the default), or handed out whole
+    /// (`false`: for an engine that applies the filter itself, and only wants the chunks that
+    /// cannot match skipped).
+    #[must_use]
+    pub fn exact(mut self, on: bool) -> ScanOptions {
+        self.exact = on;
+        self
+    }
+
+    /// At most this many rows: reading stops when they were handed out.
+    #[must_use]
+    pub fn limit(mut self, rows: u64) -> ScanOptions {
+        self.limit = Some(rows);
+        self
+    }
+
+    /// The limit, if any.
+    pub fn get_limit(&self) -> Option<u64> {
+        self.limit
+    }
+
+    /// Only part `k` of `n` of the rows it would read (`k < n`): about as many rows each, in
+    /// whole chunks, so that `n` scans read the table in parallel, each chunk once.
+    ///
+    /// ```
+    /// use rawarray_arrow::{RaTable, ScanOptions};
+    /// use rawarray_serde::{Codec, RaRecord, RecordOptions};
+    /// #[derive(RaRecord, Clone)]
+    /// struct R { id: u32 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// let mut w = RecordOptions::new().codec(Codec::Lz4).chunk_records(10).create::<R>(&path).unwrap();
+    /// for id in 0..95 { w.append(&R { id }).unwrap(); }
+    /// w.finish().unwrap();
+    /// let t = RaTable::open(&path).unwrap();
+    /// let rows = |k| -> usize { t.scan(&ScanOptions::new().part(k, 3)).unwrap().map(|b| b.unwrap().num_rows()).sum() };
+    /// assert_eq!([rows(0), rows(1), rows(2)], [30, 30, 35]);
+    /// ```
+    #[must_use]
+    pub fn part(mut self, k: usize, n: usize) -> ScanOptions {
+        self.part = Some((k.min(n.saturating_sub(1)), n.max(1)));
+        self
     }
 }
 

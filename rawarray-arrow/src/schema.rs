@@ -34,8 +34,9 @@ pub const SCHEMA_KEY: &str = "rawarray.schema";
 pub const DIMS_KEY: &str = "rawarray.dims";
 /// Schema metadata key: the trailer's parameters as JSON.
 pub const PARAMS_KEY: &str = "rawarray.params";
-/// The column name of an element that is not a record (a plain array's values).
-pub const VALUES_COLUMN: &str = "values";
+/// The column name of an element that is not a record (a plain array's values): the name
+/// queries give it too.
+pub use rawarray_serde::query::VALUES_COLUMN;
 
 /// How one scalar of a layout is stored in Arrow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

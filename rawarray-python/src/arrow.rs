@@ -15,8 +15,11 @@ use arrow_array::{RecordBatch, RecordBatchReader};
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
-use rawarray_arrow::{RaBatchReader, RaTable, RecordFileWriter};
-use rawarray_serde::ErrorKind;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use rawarray_arrow::{RaBatchReader, RaTable, RecordFileWriter, ScanOptions};
+use rawarray_serde::{ErrorKind, IoStats};
 
 use crate::errors::{at_path, ra_err, to_py, Doing};
 use crate::state::{one_state, Opened};
@@ -46,21 +49,99 @@ fn arrow_py(e: rawarray_arrow::Error) -> PyErr {
 #[pyclass(module = "rawarray._rawarray", frozen)]
 pub(crate) struct ArrowStream {
     table: RaTable,
-    batch_rows: usize,
+    scan: ScanOptions,
     file: Arc<File>,
     path: PathBuf,
     opened: Opened,
+    /// Where the reads of the table are added up (a `File`'s `io_stats`), and the table's
+    /// count when last added.
+    counter: Option<Arc<Counts>>,
+    counted: Arc<Mutex<IoStats>>,
+}
+
+/// Reads and bytes, added to by every Arrow stream of one `File`.
+#[derive(Debug, Default)]
+pub(crate) struct Counts {
+    reads: AtomicU64,
+    bytes: AtomicU64,
+}
+
+/// The reads a `File`'s Arrow streams made of its data (`File.io_stats` adds them): each
+/// stream adds what its table read after each batch.
+#[pyclass(module = "rawarray._rawarray", frozen)]
+pub(crate) struct IoCounter {
+    counts: Arc<Counts>,
+}
+
+#[pymethods]
+impl IoCounter {
+    #[new]
+    fn new() -> IoCounter {
+        IoCounter {
+            counts: Arc::default(),
+        }
+    }
+
+    /// `(reads, bytes)` so far.
+    fn get(&self) -> (u64, u64) {
+        (
+            self.counts.reads.load(Ordering::Relaxed),
+            self.counts.bytes.load(Ordering::Relaxed),
+        )
+    }
 }
 
 #[pymethods]
 impl ArrowStream {
-    /// Opens `path` (its header, trailer and schema are checked now).
+    /// Opens `path` (its header, trailer and schema are checked now): its rows in batches of
+    /// `batch_rows`, with only the columns named (all without), only the rows `filters` keep
+    /// (pyarrow's convention; read from only the chunks whose statistics allow a match), and
+    /// its reads added to `counter`.
     #[new]
-    fn new(py: Python<'_>, path: PathBuf, batch_rows: usize) -> PyResult<Self> {
+    #[pyo3(signature = (path, batch_rows, columns=None, filters=None, counter=None))]
+    fn new(
+        py: Python<'_>,
+        path: PathBuf,
+        batch_rows: usize,
+        columns: Option<Vec<String>>,
+        filters: Option<Bound<'_, PyAny>>,
+        counter: Option<&IoCounter>,
+    ) -> PyResult<Self> {
         if batch_rows == 0 {
             return Err(ra_err("batch rows must be at least 1, not 0"));
         }
-        py.detach(|| open_stream(&path, batch_rows))
+        let predicate = match &filters {
+            Some(f) => crate::query::predicate_from_py(f)?,
+            None => None,
+        };
+        let mut stream = py.detach(|| open_stream(&path, batch_rows))?;
+        let table = &stream.table;
+        if let Some(names) = columns {
+            let schema = table.schema();
+            let indices = names
+                .iter()
+                .map(|n| {
+                    schema.index_of(n).map_err(|_| {
+                        let all: Vec<&str> =
+                            schema.fields().iter().map(|f| f.name().as_str()).collect();
+                        ra_err(format!(
+                            "{}: no column '{n}': the columns are {}",
+                            path.display(),
+                            all.join(", ")
+                        ))
+                    })
+                })
+                .collect::<PyResult<Vec<_>>>()?;
+            stream.scan = stream.scan.columns(indices);
+        }
+        if let Some(p) = predicate {
+            table.row_filter(&p).map_err(arrow_py)?;
+            let schema = table.trailer().and_then(|t| t.schema.as_ref());
+            crate::query::record_layout(table.header(), schema, &path.display().to_string())?;
+            stream.scan = stream.scan.filter(p);
+        }
+        stream.counter = counter.map(|c| Arc::clone(&c.counts));
+        Ok(stream)
     }
 
     /// The number of rows.
@@ -69,11 +150,19 @@ impl ArrowStream {
         self.table.rows()
     }
 
-    /// The table's Arrow schema as a capsule (the PyCapsule protocol's `__arrow_c_schema__`).
+    /// The stream's Arrow schema (of its columns) as a capsule (the PyCapsule protocol's
+    /// `__arrow_c_schema__`).
     fn __arrow_c_schema__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyCapsule>> {
-        let schema = FFI_ArrowSchema::try_from(self.table.schema().as_ref())
+        let schema = FFI_ArrowSchema::try_from(self.schema()?.as_ref())
             .map_err(|e| ra_err(format!("arrow: {e}")))?;
         PyCapsule::new_with_value(py, schema, SCHEMA)
+    }
+
+    /// The reads of the file's data this stream's table made: `(reads, bytes)` (chunks and
+    /// their stored bytes for a chunked file; `(0, 0)` for a mapped one).
+    fn io_stats(&self) -> (u64, u64) {
+        let s = self.table.io_stats().unwrap_or_default();
+        (s.reads, s.bytes)
     }
 
     /// A new stream of the table's batches, from the first row. A requested schema is not
@@ -86,10 +175,14 @@ impl ArrowStream {
     ) -> PyResult<Bound<'py, PyCapsule>> {
         let _ = requested_schema;
         let batches = CheckedBatches {
-            inner: self.table.batches(self.batch_rows),
+            inner: self.table.scan(&self.scan).map_err(arrow_py)?,
+            schema: self.schema()?,
+            table: self.table.clone(),
             file: Arc::clone(&self.file),
             path: self.path.clone(),
             opened: self.opened.clone(),
+            counter: self.counter.clone(),
+            counted: Arc::clone(&self.counted),
         };
         let stream = FFI_ArrowArrayStream::new(Box::new(batches));
         // The capsule owns the stream: a consumer moves it out (leaving a released one behind),
@@ -122,19 +215,49 @@ fn open_stream(path: &Path, batch_rows: usize) -> PyResult<ArrowStream> {
     })?;
     Ok(ArrowStream {
         table,
-        batch_rows,
+        scan: ScanOptions::new().batch_rows(batch_rows),
         file: Arc::new(file),
         path: path.to_path_buf(),
         opened,
+        counter: None,
+        counted: Arc::default(),
     })
 }
 
-/// The table's batches, each read only while the file is in the state it was opened in.
+impl ArrowStream {
+    /// The schema of the stream's batches: the table's, projected to the columns asked for.
+    fn schema(&self) -> PyResult<SchemaRef> {
+        let reader = self.table.scan(&self.scan.clone().limit(0)).map_err(arrow_py)?;
+        Ok(reader.schema())
+    }
+}
+
+/// The table's batches, each read only while the file is in the state it was opened in, its
+/// reads added to the stream's counter.
 struct CheckedBatches {
     inner: RaBatchReader,
+    schema: SchemaRef,
+    table: RaTable,
     file: Arc<File>,
     path: PathBuf,
     opened: Opened,
+    counter: Option<Arc<Counts>>,
+    counted: Arc<Mutex<IoStats>>,
+}
+
+impl CheckedBatches {
+    /// Adds what the table read since it was last counted to the counter.
+    fn count(&self) {
+        let (Some(c), Some(now)) = (&self.counter, self.table.io_stats()) else {
+            return;
+        };
+        let mut last = self.counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        c.reads
+            .fetch_add(now.reads.saturating_sub(last.reads), Ordering::Relaxed);
+        c.bytes
+            .fetch_add(now.bytes.saturating_sub(last.bytes), Ordering::Relaxed);
+        *last = now;
+    }
 }
 
 impl Iterator for CheckedBatches {
@@ -143,6 +266,7 @@ impl Iterator for CheckedBatches {
     fn next(&mut self) -> Option<Self::Item> {
         let inner = &mut self.inner;
         let batch = one_state(&self.file, &self.path, &self.opened, || Ok(inner.next()));
+        self.count();
         match batch {
             Ok(b) => b,
             Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e)))),
@@ -152,7 +276,7 @@ impl Iterator for CheckedBatches {
 
 impl RecordBatchReader for CheckedBatches {
     fn schema(&self) -> SchemaRef {
-        self.inner.schema()
+        self.schema.clone()
     }
 }
 
@@ -199,6 +323,7 @@ pub(crate) fn write_arrow(
 /// Adds the Arrow class and function to the module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ArrowStream>()?;
+    m.add_class::<IoCounter>()?;
     m.add_function(wrap_pyfunction!(write_arrow, m)?)?;
     Ok(())
 }

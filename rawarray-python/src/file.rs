@@ -8,7 +8,8 @@ use std::os::unix::fs::FileExt;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
+use rawarray_serde::query::RowFilter;
 use rawarray_serde::{ArrayReader, DynArray, ElType, Header};
 
 use crate::buffer::{Buffer, Bytes};
@@ -152,6 +153,35 @@ impl RawFile {
     fn io_stats(&self) -> (u64, u64) {
         let s = self.reader.io_stats();
         (s.reads, s.bytes)
+    }
+
+    /// The file's per-chunk statistics (doc/chunked.md section 5.4), from its index alone: per
+    /// field name `{min, max, nan}` of the whole file, or with `per_chunk` a list of them, one
+    /// per chunk (None where a chunk has none); `None` for a file that keeps none.
+    fn stats<'py>(&self, py: Python<'py>, per_chunk: bool) -> PyResult<Option<Bound<'py, PyDict>>> {
+        crate::query::file_stats(py, &self.reader, per_chunk)
+    }
+
+    /// The records that match `filters` (pyarrow's convention), little-endian, read from only
+    /// the chunks whose statistics allow a match (counted by `io_stats`).
+    fn select(&self, py: Python<'_>, filters: &Bound<'_, PyAny>) -> PyResult<Buffer> {
+        let Some(predicate) = crate::query::predicate_from_py(filters)? else {
+            return Err(ra_err("select needs filters"));
+        };
+        let schema = self.reader.trailer().and_then(|t| t.schema.as_ref());
+        let layout = crate::query::record_layout(
+            self.header(),
+            schema,
+            &self.path.display().to_string(),
+        )?;
+        let filter = RowFilter::new(&predicate, &layout).map_err(to_py)?;
+        py.detach(|| {
+            self.checked(|| crate::query::select(&self.reader, &filter, &layout))
+                .map(|bytes| Buffer {
+                    bytes: Bytes::Owned(bytes),
+                })
+        })
+        .map_err(to_py)
     }
 
     /// What was opened, to tell later whether the path still names the same file unchanged:

@@ -458,6 +458,10 @@ pub enum ErrorKind {
         /// What is wrong, naming the field or the row.
         why: String,
     },
+    /// A query's filter ([`crate::query::Predicate`]) that cannot apply to a file: a column
+    /// it does not have, a column that is not a scalar, an operator its type cannot take.
+    #[error("filter: {0}")]
+    BadFilter(String),
 }
 
 /// `block [0..4, 1..2) was`, `blocks [..), [..) were`.
@@ -557,6 +561,7 @@ impl Error {
             | ErrorKind::OutOfBounds { .. }
             | ErrorKind::SubsetRank { .. }
             | ErrorKind::SubsetOutOfBounds { .. }
+            | ErrorKind::BadFilter(_)
             | ErrorKind::TooLarge { .. } => Category::Usage,
             _ => Category::Data,
         }

@@ -18,6 +18,7 @@ use crate::fileio::{map_data_section, reading, stable_header_any};
 use crate::header::Header;
 use crate::io::PinnedFile;
 use crate::layout::SchemaCheck;
+use crate::query::{Predicate, Pruning, RowFilter};
 use crate::records::RecordShape;
 use crate::section::{Section as DataSection, SectionStats, Storage};
 use crate::trailer::{data_end, locate, Probe, Trailer};
@@ -422,6 +423,64 @@ impl<T: Element + Clone> RecordReader<T> {
         (0..self.len).map(move |i| self.slice(i..=i))
     }
 
+    /// The records that match `predicate` (on the fields of `T`, by name: see
+    /// [`crate::query`]), read from only the chunks whose statistics allow a match: a chunked
+    /// file written with statistics (the default) skips the others unread; any other file is
+    /// read whole. The records are tested as they are read, a piece of the ranges at a time,
+    /// so memory stays near one piece (about 4 MiB of records) whatever the file's size.
+    /// [`RecordQuery::pruning`] says which records are read.
+    ///
+    /// Records must be one element each (no record dims); a column `T` does not have, or
+    /// cannot compare, is an error naming it.
+    ///
+    /// ```
+    /// use rawarray_serde::query::Predicate;
+    /// use rawarray_serde::{Codec, RaRecord, RecordOptions, RecordReader};
+    /// #[derive(RaRecord, Clone, Debug)]
+    /// struct Body { step: u32, body: u16, x: f32 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let mut w = RecordOptions::new().codec(Codec::Zstd).chunk_records(64).create::<Body>(&path).unwrap();
+    /// for step in 0..100 {
+    ///     for body in 0..16 {
+    ///         w.append(&Body { step, body, x: 0.0 }).unwrap();
+    ///     }
+    /// }
+    /// w.finish().unwrap();
+    /// let r = RecordReader::<Body>::open(&path).unwrap();
+    /// let q = r.query(&(Predicate::ge("step", 90) & Predicate::eq("body", 3u16))).unwrap();
+    /// assert_eq!(q.pruning().ranges(), [1408..1600]); // 3 of 25 chunks
+    /// assert_eq!(q.map(|b| b.unwrap().step).collect::<Vec<_>>(), (90..100).collect::<Vec<_>>());
+    /// assert!(r.query(&Predicate::eq("mass", 1)).is_err());
+    /// ```
+    pub fn query(&self, predicate: &Predicate) -> Result<RecordQuery<'_, T>> {
+        if self.shape.values != 1 {
+            return Err(ErrorKind::BadFilter(format!(
+                "a record of this file is {} values of {} (record dims {:?}); filters test \
+                 records of one element",
+                self.shape.values,
+                std::any::type_name::<T>(),
+                self.shape.dims
+            ))
+            .into());
+        }
+        let filter = RowFilter::new(predicate, &T::layout())?;
+        let map = match &self.section {
+            Section::Read(s) => s.chunk_map(),
+            Section::Mapped(_) => None,
+        };
+        let mut pruning = Pruning::new(&filter, &self.header, map);
+        pruning.clip(self.len as u64);
+        Ok(RecordQuery {
+            reader: self,
+            filter,
+            pruning,
+            range: 0,
+            next: 0,
+            ready: Vec::new().into_iter(),
+        })
+    }
+
     fn bounds(&self, range: impl RangeBounds<usize>) -> Result<(usize, usize)> {
         // Wider than usize, so that `..=usize::MAX` ends one past the last index rather than at
         // a saturated one: a file of empty records can hold usize::MAX of them.
@@ -445,6 +504,84 @@ impl<T: Element + Clone> RecordReader<T> {
             .into());
         }
         Ok((start as usize, end as usize))
+    }
+}
+
+/// Records of the bytes to read at a time by [`RecordQuery`].
+const QUERY_PIECE_BYTES: usize = 4 << 20;
+
+/// The records of a [`RecordReader`] that match a predicate ([`RecordReader::query`]), in
+/// file order.
+#[derive(Debug)]
+pub struct RecordQuery<'a, T> {
+    reader: &'a RecordReader<T>,
+    filter: RowFilter,
+    pruning: Pruning,
+    /// The range of `pruning` being read, and the next record of it.
+    range: usize,
+    next: u64,
+    ready: std::vec::IntoIter<T>,
+}
+
+impl<T> RecordQuery<'_, T> {
+    /// The records read (the others' chunks were skipped by their statistics).
+    pub fn pruning(&self) -> &Pruning {
+        &self.pruning
+    }
+
+    /// The filter, resolved against the records' fields.
+    pub fn filter(&self) -> &RowFilter {
+        &self.filter
+    }
+}
+
+impl<T: Element + Clone> RecordQuery<'_, T> {
+    /// The matching records of the next piece of the ranges; `None` when all were read.
+    fn next_piece(&mut self) -> Option<Result<Vec<T>>> {
+        let range = self.pruning.ranges().get(self.range)?.clone();
+        let start = self.next.max(range.start);
+        let rb = self.reader.shape.bytes as usize;
+        let per = (QUERY_PIECE_BYTES / rb.max(1)).max(1) as u64;
+        let end = (start + per).min(range.end);
+        if end == range.end {
+            self.range += 1;
+        }
+        self.next = end;
+        let big_endian = self.reader.header.is_big_endian();
+        let piece = || -> Result<Vec<T>> {
+            let bytes = self
+                .reader
+                .bytes(start as usize * rb, (end - start) as usize * rb)?;
+            let mask = self.filter.mask(&bytes, big_endian);
+            let values: Vec<T> =
+                data::decode_values(&bytes, big_endian).map_err(|e| data::shift_index(e, start))?;
+            Ok(values
+                .into_iter()
+                .zip(mask)
+                .filter_map(|(v, keep)| keep.then_some(v))
+                .collect())
+        };
+        Some(piece())
+    }
+}
+
+impl<T: Element + Clone> Iterator for RecordQuery<'_, T> {
+    type Item = Result<T>;
+
+    fn next(&mut self) -> Option<Result<T>> {
+        loop {
+            if let Some(v) = self.ready.next() {
+                return Some(Ok(v));
+            }
+            match self.next_piece()? {
+                Ok(values) => self.ready = values.into_iter(),
+                Err(e) => {
+                    // One error ends the query.
+                    self.range = self.pruning.ranges().len();
+                    return Some(Err(e));
+                }
+            }
+        }
     }
 }
 

@@ -152,9 +152,12 @@ fn a_scan_reads_only_the_projected_columns() {
     let batches = rt
         .block_on(datafusion::physical_plan::collect(plan, ctx.task_ctx()))
         .unwrap();
-    assert_eq!(batches.len(), 5, "35 rows in batches of 8");
+    // 35 rows in batches of at most 8, from as many partitions as the engine runs (each a
+    // part of the file, in order).
+    assert_eq!(batches.iter().map(RecordBatch::num_rows).sum::<usize>(), 35);
     for b in &batches {
         assert_eq!(b.num_columns(), 2);
+        assert!(b.num_rows() <= 8);
     }
     let energies: Vec<f64> = batches
         .iter()

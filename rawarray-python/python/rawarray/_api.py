@@ -48,7 +48,8 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A
     return File(path, mmap=mmap)
 
 
-def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -> np.ndarray:
+def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True,
+         filters: Any = None) -> np.ndarray:
     """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
     C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
     files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
@@ -58,7 +59,22 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True) -
     read-only (``np.array(a)`` makes a writable copy). Raises
     :class:`RaError` for an invalid file and ``OSError`` for I/O errors. A ragged file
     (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map (``mmap=False``:
-    over copies read into memory)."""
+    over copies read into memory).
+
+    ``filters`` (as :meth:`File.to_arrow` takes them: ``[("step", ">=", 1000), ("step", "<",
+    1010)]``) returns only the records of a record file that match, as a new 1-d structured
+    array in file order, read from only the chunks whose statistics allow a match (a
+    compressed record file written with statistics, the default). A file that is not a
+    record file is refused with :class:`RaError`.
+
+    >>> window = rawarray.read("run.ra", filters=[("step", ">=", 1000), ("step", "<", 1010)])  # doctest: +SKIP
+    """
+    if filters is not None:
+        if is_ragged(path):
+            raise RaError(f"{os.fspath(path)}: filters= takes record files; this is a ragged "
+                          "file, whose rows have no fields to compare")
+        with File(path) as f:
+            return f._select(filters).copy()
     if is_ragged(path):
         return RaggedFile(path, mmap=mmap).ragged()
     return File(path).array(order, mmap=mmap)

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ._rawarray import ArrowStream, write_arrow
+from ._rawarray import ArrowStream, IoCounter, write_arrow
 
 # Rows per batch of to_arrow_batches() by default, as the Rust crate's readers and `ra convert`.
 DEFAULT_BATCH_ROWS = 1 << 16
@@ -31,12 +31,18 @@ def _require(module: str, what: str) -> Any:
         ) from e
 
 
-def stream(path: str, batch_rows: int = DEFAULT_BATCH_ROWS) -> ArrowStream:
+def stream(path: str, batch_rows: int = DEFAULT_BATCH_ROWS, columns: Any = None,
+           filters: Any = None, counter: Any = None) -> ArrowStream:
     """The file at ``path`` as an object with ``__arrow_c_stream__`` and ``__arrow_c_schema__``
-    (batches read on demand)."""
+    (batches read on demand): only ``columns`` (names) when given, only the rows ``filters``
+    keep (pyarrow's convention, read from only the chunks whose statistics allow a match), its
+    reads added to ``counter``."""
     if isinstance(batch_rows, bool) or int(batch_rows) != batch_rows or batch_rows < 1:
         raise ValueError(f"rows per batch must be a positive integer, not {batch_rows!r}")
-    return ArrowStream(path, int(batch_rows))
+    if isinstance(columns, str):
+        raise TypeError(f"columns= takes a list of column names, not the str {columns!r}")
+    names = None if columns is None else [str(c) for c in columns]
+    return ArrowStream(path, int(batch_rows), names, filters, counter)
 
 
 def to_arrow_batches(source: Any) -> Any:

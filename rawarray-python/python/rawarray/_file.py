@@ -112,6 +112,8 @@ class File:
         self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
                             else self._dtype)
         self._np_chunks = None if self._chunking is None else tuple(reversed(self._chunking[3]))
+        # The reads of this File's Arrow streams (each opens the file itself).
+        self._arrow_reads = _arrow.IoCounter()
         self.closed = False
 
     @property
@@ -149,24 +151,81 @@ class File:
             chunks = self.chunks or "auto"
         return da.from_array(self, chunks=chunks)
 
-    def to_arrow(self) -> Any:
+    def to_arrow(self, columns: Any = None, filters: Any = None) -> Any:
         """The file as a ``pyarrow.Table`` (doc/arrow.md): one row per record, one column per
         field, in the schema's order and names (a file that is not of records: one column
-        ``values``). The batches come from Rust through the Arrow C stream interface."""
-        return _arrow.to_arrow(self._stream())
+        ``values``). The batches come from Rust through the Arrow C stream interface.
 
-    def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
-        """The file as a ``pyarrow.RecordBatchReader`` of ``rows`` rows a batch, each read when
-        asked for: the memory in use is one batch's, whatever the file's size."""
-        return _arrow.to_arrow_batches(self._stream(rows))
+        ``columns`` (a list of names) keeps only those columns, in that order. ``filters``
+        keeps only the records that match, in the convention of
+        ``pyarrow.parquet.read_table`` and pandas' ``read_parquet``: a list of
+        ``(column, op, value)`` tuples, all of which must hold, or a list of such lists, one
+        of which must hold; ``op`` is one of ``==`` (or ``=``), ``!=``, ``<``, ``<=``, ``>``,
+        ``>=``, ``in``, ``not in`` (with a collection of values). A nested record's field is
+        named by its path (``"inner.a"``). Values compare as the numbers they are (an
+        ``int64`` field and ``2.5``, a ``uint64`` field and ``2**64 - 1`` exactly); NaN
+        compares false but with ``!=``, and ``-0.0 == 0.0``, as in numpy. A compressed record
+        file (chunked, with statistics: how the library writes it by default) is read only
+        in the chunks whose statistics allow a match: :attr:`io_stats` counts them.
 
-    def to_pandas(self) -> Any:
-        """The file as a ``pandas.DataFrame``, through :meth:`to_arrow` (needs pyarrow, pandas)."""
-        return _arrow.to_pandas(self._stream())
+        >>> f.to_arrow(columns=["step", "energy"], filters=[("step", ">=", 1000), ("step", "<", 1010)])  # doctest: +SKIP
 
-    def to_polars(self) -> Any:
-        """The file as a ``polars.DataFrame``, through :meth:`to_arrow` (needs pyarrow, polars)."""
-        return _arrow.to_polars(self._stream())
+        A column that does not exist, or a type that cannot be compared (complex, a fixed
+        array), is a :class:`RaError` naming it; so are ``filters`` on a file that is not a
+        record file."""
+        return _arrow.to_arrow(self._stream(columns=columns, filters=filters))
+
+    def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS, columns: Any = None,
+                         filters: Any = None) -> Any:
+        """The file as a ``pyarrow.RecordBatchReader`` of ``rows`` rows a batch (at most:
+        ``filters`` keep fewer), each read when asked for: the memory in use is one batch's,
+        whatever the file's size. ``columns`` and ``filters`` as in :meth:`to_arrow`."""
+        return _arrow.to_arrow_batches(self._stream(rows, columns, filters))
+
+    def to_pandas(self, columns: Any = None, filters: Any = None) -> Any:
+        """The file as a ``pandas.DataFrame``, through :meth:`to_arrow` (needs pyarrow, pandas);
+        ``columns`` and ``filters`` as there."""
+        return _arrow.to_pandas(self._stream(columns=columns, filters=filters))
+
+    def to_polars(self, columns: Any = None, filters: Any = None) -> Any:
+        """The file as a ``polars.DataFrame``, through :meth:`to_arrow` (needs pyarrow, polars);
+        ``columns`` and ``filters`` as there."""
+        return _arrow.to_polars(self._stream(columns=columns, filters=filters))
+
+    def stats(self, per_chunk: bool = False) -> dict[str, Any] | None:
+        """The per-field statistics a compressed file keeps for each chunk (its minimum,
+        maximum and NaN count; doc/chunked.md section 5.4), from its index alone: no data is
+        read. ``{field: {"min": ..., "max": ..., "nan": ...}}`` over the whole file, or with
+        ``per_chunk=True`` ``{field: [one such dict per chunk, or None]}`` in chunk order.
+        Fields are a record's scalar fields (a nested one by its path ``"inner.a"``, a fixed
+        array field over all its values), or ``"values"`` for a plain array. ``min`` and
+        ``max`` are None when every value is NaN (and for complex fields, which have no
+        order); all three are None for the whole file when a written chunk's statistics are
+        absent or damaged (``per_chunk=True`` shows which: None). Returns None for a file
+        without statistics (plain, layout version 1, or written with them off): ``ra
+        compress`` adds them.
+
+        >>> f.stats()["step"]                                    # doctest: +SKIP
+        {'min': 0, 'max': 30719, 'nan': 0}
+        """
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if _is_url(self.path):
+            raise RaError(f"{self.path}: stats() reads local files")
+        return self._raw.stats(bool(per_chunk))
+
+    def _select(self, filters: Any) -> np.ndarray:
+        """The records that match ``filters`` (as :meth:`to_arrow` takes them), as a 1-d
+        structured array, read from only the chunks that can hold a match."""
+        if self.closed:
+            raise ValueError("I/O operation on a closed rawarray.File")
+        if _is_url(self.path):
+            raise RaError(f"{self.path}: filters= reads local files")
+        buf = self._raw.select(filters)
+        out = np.frombuffer(buf, dtype=self._dtype)
+        if _bool_views(out[:0]):
+            _checked_bools(out, self.path)
+        return out
 
     def __arrow_c_stream__(self, requested_schema: Any = None) -> Any:
         """The Arrow PyCapsule protocol: the file as a stream of record batches (the table of
@@ -179,14 +238,16 @@ class File:
         """The Arrow PyCapsule protocol: the schema of :meth:`__arrow_c_stream__`'s table."""
         return self._stream().__arrow_c_schema__()
 
-    def _stream(self, rows: int = _arrow.DEFAULT_BATCH_ROWS) -> Any:
+    def _stream(self, rows: int = _arrow.DEFAULT_BATCH_ROWS, columns: Any = None,
+                filters: Any = None) -> Any:
         """The file's Arrow stream. The stream's reader opens the path itself: it must still be
         the file this File opened (checked before and after, so the reader cannot have opened
-        another one between); each batch is then checked to be of that file as it was."""
+        another one between); each batch is then checked to be of that file as it was. Its
+        reads are added to :attr:`io_stats`."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         self._check_same_file()
-        out = _arrow.stream(self.path, rows)
+        out = _arrow.stream(self.path, rows, columns, filters, self._arrow_reads)
         self._check_same_file()
         return out
 
@@ -421,7 +482,8 @@ class File:
     @property
     def io_stats(self) -> dict[str, int]:
         """The library's count of data reads made by indexing (``mmap=False``, big-endian,
-        LZ4 and chunked files): ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
+        LZ4 and chunked files), by ``filters=`` and by the Arrow readers (``to_arrow`` and
+        the others) of a chunked file: ``{"reads": ..., "bytes": ...}``. For a chunked file, ``reads``
         counts the chunks read (once per chunk per block read) and ``bytes`` their stored,
         compressed bytes read. Reads through the memory map are the kernel's and are not
         counted, nor are whole reads (:meth:`array`). For an object-store URL: every request,
@@ -429,7 +491,8 @@ class File:
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         reads, nbytes = self._raw.io_stats()
-        return {"reads": reads, "bytes": nbytes}
+        more, more_bytes = self._arrow_reads.get()
+        return {"reads": reads + more, "bytes": nbytes + more_bytes}
 
     # -- lifetime --------------------------------------------------------------------------
     def close(self) -> None:

@@ -1,6 +1,7 @@
 """Type stubs for the Rust half of the package (rawarray._rawarray)."""
 
 from os import PathLike
+from typing import Any
 
 class RaError(ValueError):
     """A file that is not a valid .ra file, or a value that cannot be stored in one."""
@@ -55,6 +56,8 @@ class RawFile:
     @property
     def extra_json(self) -> str | None: ...
     def io_stats(self) -> tuple[int, int]: ...
+    def stats(self, per_chunk: bool) -> dict[str, Any] | None: ...
+    def select(self, filters: object) -> Buffer: ...
 
 def write(
     path: str | PathLike[str],
@@ -248,11 +251,24 @@ class RaggedWriter:
 
 class ArrowStream:
     """A .ra file as an Arrow table: batches through the Arrow C stream interface."""
-    def __init__(self, path: str | PathLike[str], batch_rows: int) -> None: ...
+    def __init__(
+        self,
+        path: str | PathLike[str],
+        batch_rows: int,
+        columns: list[str] | None = None,
+        filters: object | None = None,
+        counter: IoCounter | None = None,
+    ) -> None: ...
     @property
     def rows(self) -> int: ...
     def __arrow_c_stream__(self, requested_schema: object | None = None) -> object: ...
     def __arrow_c_schema__(self) -> object: ...
+    def io_stats(self) -> tuple[int, int]: ...
+
+class IoCounter:
+    """The reads of a File's Arrow streams, added up."""
+    def __init__(self) -> None: ...
+    def get(self) -> tuple[int, int]: ...
 
 def write_arrow(
     path: str | PathLike[str],

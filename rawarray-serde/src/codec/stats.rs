@@ -398,10 +398,15 @@ fn to_le(f: &StatField, v: Value) -> [u8; 16] {
 }
 
 fn from_le(f: &StatField, b: &[u8]) -> Value {
-    let w = usize::from(f.width);
+    scalar_value(f.eltype, usize::from(f.width), b)
+}
+
+/// The value of one little-endian scalar of `eltype` and `width` bytes (int, uint, float,
+/// bfloat16) at the start of `b`.
+pub(crate) fn scalar_value(eltype: ElType, w: usize, b: &[u8]) -> Value {
     let mut wide = [0u8; 16];
     wide[..w].copy_from_slice(&b[..w]);
-    match f.eltype {
+    match eltype {
         ElType::Int => {
             // Sign-extend from the scalar's width.
             let shift = 128 - 8 * w as u32;
@@ -414,6 +419,50 @@ fn from_le(f: &StatField, b: &[u8]) -> Value {
             4 => f64::from(f32::from_le_bytes(b[..4].try_into().expect("4 bytes"))),
             _ => f64::from_le_bytes(b[..8].try_into().expect("8 bytes")),
         }),
+    }
+}
+
+impl std::fmt::Display for Value {
+    /// Integers as they are; floats as Rust prints an `f64` (the shortest form that reads
+    /// back the same value: `0.1`, `-0`, `inf`, `NaN`).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Value::Int(v) => write!(f, "{v}"),
+            Value::Uint(v) => write!(f, "{v}"),
+            Value::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+macro_rules! value_from {
+    ($wrap:ident: $($t:ty),*) => {$(
+        impl From<$t> for Value {
+            fn from(v: $t) -> Value {
+                Value::$wrap(v.into())
+            }
+        }
+    )*};
+}
+value_from!(Int: i8, i16, i32, i64, i128);
+value_from!(Uint: u8, u16, u32, u64, u128);
+value_from!(Float: f32, f64);
+
+impl From<bool> for Value {
+    /// A `bool` is stored as a `u8` of 0 or 1, and compares as that number.
+    fn from(v: bool) -> Value {
+        Value::Uint(u128::from(v))
+    }
+}
+
+impl From<half::f16> for Value {
+    fn from(v: half::f16) -> Value {
+        Value::Float(v.to_f64())
+    }
+}
+
+impl From<half::bf16> for Value {
+    fn from(v: half::bf16) -> Value {
+        Value::Float(v.to_f64())
     }
 }
 
