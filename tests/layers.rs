@@ -31,7 +31,10 @@ fn modules(src: &Path) -> BTreeMap<String, PathBuf> {
                 .components()
                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                 .collect();
-            if matches!(parts.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+            if matches!(
+                parts.last().map(String::as_str),
+                Some("mod" | "lib" | "main")
+            ) {
                 parts.pop();
             }
             out.insert(parts.join("::"), p);
@@ -261,7 +264,11 @@ fn graph(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         for path in paths(&text) {
             let abs: Vec<String> = match path.first().map(String::as_str) {
                 Some("crate") => path[1..].to_vec(),
-                Some("self") => here.iter().cloned().chain(path[1..].iter().cloned()).collect(),
+                Some("self") => here
+                    .iter()
+                    .cloned()
+                    .chain(path[1..].iter().cloned())
+                    .collect(),
                 Some("super") => {
                     let mut base = here.clone();
                     let mut rest = &path[..];
@@ -348,7 +355,9 @@ fn cycles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
 }
 
 fn check(krate: &str) {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join(krate).join("src");
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(krate)
+        .join("src");
     let g = graph(&src);
     assert!(g.len() > 3, "{krate}: only {} modules found", g.len());
     let found = cycles(&g);
@@ -388,7 +397,11 @@ fn a_cycle_is_found() {
     std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\npub use a::Thing;\n").unwrap();
     std::fs::write(src.join("a/mod.rs"), "pub mod inner;\npub struct Thing;\n").unwrap();
     std::fs::write(src.join("a/inner.rs"), "use crate::{b::{f, g}};\n").unwrap();
-    std::fs::write(src.join("b.rs"), "pub fn f() { let _ = crate::Thing; }\npub fn g() {}\n").unwrap();
+    std::fs::write(
+        src.join("b.rs"),
+        "pub fn f() { let _ = crate::Thing; }\npub fn g() {}\n",
+    )
+    .unwrap();
     let g = graph(src);
     assert!(g["a::inner"].contains("b"), "{g:?}");
     assert!(g["b"].contains("a"), "{g:?}");

@@ -670,11 +670,8 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
             })?;
             buf.resize(want, 0);
         }
-        let read = rawarray_serde::io::ReadAt::read_exact_at(
-            &src.file(),
-            &mut stored,
-            base + range.start,
-        );
+        let read =
+            rawarray_serde::io::ReadAt::read_exact_at(&src.file(), &mut stored, base + range.start);
         let checked = match read {
             Ok(()) => layout
                 .decode_chunk(n, &stored, &mut plain)

@@ -561,7 +561,13 @@ impl DynArray {
         let schema = self.trailer().and_then(|t| t.schema.clone());
         // Into a buffer first: the trailer's new place is known once the section is written.
         let mut out = Vec::new();
-        let header = write_section(&mut out, &self.header, opts, schema.as_ref(), &PlainBytes::new(&data))?;
+        let header = write_section(
+            &mut out,
+            &self.header,
+            opts,
+            schema.as_ref(),
+            &PlainBytes::new(&data),
+        )?;
         // A trailer block at the old data end says so in its `at`; it moves with the data end.
         let old_end = (self.header.encoded_len() + self.data.len()) as u64;
         let moved = crate::trailer::retarget(&self.trailer.bytes, old_end, data_end(&header));

@@ -202,9 +202,12 @@ impl AtomicFile {
     /// no creator or exclusive writer can take from under it (turning an exclusive lock into
     /// a shared one lets it go for a moment, in which another creator could replace the file).
     pub(crate) fn commit_open_shared(self, sync: bool) -> Result<File> {
-        self.tmp.file().try_lock_shared().map_err(|_| ErrorKind::Locked {
-            path: self.path.clone(),
-        })?;
+        self.tmp
+            .file()
+            .try_lock_shared()
+            .map_err(|_| ErrorKind::Locked {
+                path: self.path.clone(),
+            })?;
         if self.in_place {
             return Err(crate::Error::unsupported(
                 "an array written in blocks cannot be created in place of a hard-linked file",

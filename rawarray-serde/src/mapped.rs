@@ -15,11 +15,11 @@ use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
 use crate::fileio::{map_data_section, reading, stable_header_any};
-use crate::io::PinnedFile;
-use crate::section::{Section as DataSection, SectionStats, Storage};
 use crate::header::Header;
+use crate::io::PinnedFile;
 use crate::layout::SchemaCheck;
 use crate::records::RecordShape;
+use crate::section::{Section as DataSection, SectionStats, Storage};
 use crate::trailer::{data_end, locate, Probe, Trailer};
 
 /// Times a reader re-reads a header that changes under it before settling for what it saw.

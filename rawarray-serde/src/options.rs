@@ -20,7 +20,9 @@
 //! assert!(lz4.chunk_config(&header, None).unwrap_err().to_string().contains("no levels"));
 //! ```
 
-use crate::codec::config::{Blocks, Config, DEFAULT_VERSION, MAX_BLOCK_BYTES, MAX_BLOCK_BYTES_V2, MAX_FILTERS};
+use crate::codec::config::{
+    Blocks, Config, DEFAULT_VERSION, MAX_BLOCK_BYTES, MAX_BLOCK_BYTES_V2, MAX_FILTERS,
+};
 use crate::codec::grid::Grid;
 use crate::codec::stats::StatField;
 use crate::codec::table::{Codec, Filter, Shuffle};
@@ -235,12 +237,15 @@ impl WriteOptions {
 
     /// The level (the codec's default if none was given).
     pub fn get_level(&self) -> i32 {
-        self.level.unwrap_or_else(|| self.get_codec().default_level())
+        self.level
+            .unwrap_or_else(|| self.get_codec().default_level())
     }
 
     /// The filter pipeline (`[shuffle]` if none was given).
     pub fn get_filters(&self) -> Vec<Filter> {
-        self.filters.clone().unwrap_or_else(|| vec![Filter::Shuffle])
+        self.filters
+            .clone()
+            .unwrap_or_else(|| vec![Filter::Shuffle])
     }
 
     /// The one-filter shorthand of the pipeline, if it is one.
@@ -304,7 +309,11 @@ impl WriteOptions {
                     ));
                 }
                 if let Some(i) = c.iter().position(|&x| x == 0) {
-                    return Err(setting("chunks", format!("sizes of 1 or more (dim {i})"), 0));
+                    return Err(setting(
+                        "chunks",
+                        format!("sizes of 1 or more (dim {i})"),
+                        0,
+                    ));
                 }
                 c.clone()
             }
@@ -360,7 +369,9 @@ impl WriteOptions {
                 ));
             }
         }
-        let target = self.block_bytes.unwrap_or_else(|| codec.default_block_bytes());
+        let target = self
+            .block_bytes
+            .unwrap_or_else(|| codec.default_block_bytes());
         let (blocks, stats) = if version == 1 {
             if Shuffle::of_filters(&filters).is_none() {
                 return Err(setting(
@@ -370,10 +381,18 @@ impl WriteOptions {
                 ));
             }
             if self.blocks.is_some() {
-                return Err(setting("blocks", "none (layout version 1 has byte-run blocks)", format!("{:?}", self.blocks)));
+                return Err(setting(
+                    "blocks",
+                    "none (layout version 1 has byte-run blocks)",
+                    format!("{:?}", self.blocks),
+                ));
             }
             if self.statistics == Some(true) {
-                return Err(setting("statistics", "off (layout version 1 has none)", "on"));
+                return Err(setting(
+                    "statistics",
+                    "off (layout version 1 has none)",
+                    "on",
+                ));
             }
             let bytes = (target / elbyte)
                 .max(1)

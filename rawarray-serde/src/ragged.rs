@@ -25,18 +25,18 @@ use memmap2::{Mmap, MmapOptions};
 
 use crate::atomic::{create_atomic, write_atomic};
 use crate::codec;
-use crate::io::{PinnedFile, ReadAt};
-use crate::options::WriteOptions;
-use crate::section::{stream, Section};
 use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, stable_header_bytes, write_all_at};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
+use crate::io::{PinnedFile, ReadAt};
 use crate::layout::{Layout, Logical};
 use crate::lock::{lock_exclusive, open_locked};
+use crate::options::WriteOptions;
 use crate::records::{reserve_spare, settle, Durability, ElementSpec, Recovery};
+use crate::section::{stream, Section};
 use crate::trailer::{
     block_len, encode_block_into, locate, probe_backward, probe_forward, Block, Probe, Trailer,
 };

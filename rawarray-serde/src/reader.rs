@@ -466,7 +466,11 @@ mod nd {
             if storage != Storage::Plain || h.is_big_endian() {
                 return Err(Error::unsupported(format!(
                     "a view needs a little-endian plain file; this one is {}, {}{}",
-                    if h.is_big_endian() { "big-endian" } else { "little-endian" },
+                    if h.is_big_endian() {
+                        "big-endian"
+                    } else {
+                        "little-endian"
+                    },
                     storage.name(),
                     if storage == Storage::Chunked {
                         " (read blocks of it with read_subset)"
@@ -475,15 +479,14 @@ mod nd {
                     },
                 )));
             }
-            let bytes: &[u8] = match self.section.source() {
-                Source::Mapped(m) => m.bytes(),
-                _ if h.size == 0 => &[],
-                _ => {
-                    return Err(Error::unsupported(
+            let bytes: &[u8] =
+                match self.section.source() {
+                    Source::Mapped(m) => m.bytes(),
+                    _ if h.size == 0 => &[],
+                    _ => return Err(Error::unsupported(
                         "a view needs a mapped reader: open the file with ArrayReader::open_mapped",
-                    ))
-                }
-            };
+                    )),
+                };
             let values: &[T] = if bytes.is_empty() {
                 &[]
             } else {

@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
-use crate::io::ReadAt;
 use crate::header::{le_u64, Header};
+use crate::io::ReadAt;
 use crate::layout::Layout;
 
 /// The first and last eight bytes of a trailer block.
@@ -390,7 +390,6 @@ fn checksum(len: u64, at: u64, json: &[u8]) -> u32 {
     h.update(json);
     h.finalize()
 }
-
 
 /// A valid trailer block and where it is.
 #[derive(Clone, Debug)]

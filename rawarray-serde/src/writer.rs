@@ -434,7 +434,9 @@ impl ArrayWriter {
     }
 
     /// [`ArrayWriterOptions::open_or_create`] of a chunked array of `T`.
-    #[deprecated(note = "use ArrayWriter::options().array::<T>(dims).storage(opts).open_or_create(path)")]
+    #[deprecated(
+        note = "use ArrayWriter::options().array::<T>(dims).storage(opts).open_or_create(path)"
+    )]
     #[doc(hidden)]
     pub fn open_or_create_chunked<T: Element>(
         path: impl AsRef<Path>,
@@ -448,7 +450,9 @@ impl ArrayWriter {
     }
 
     /// [`ArrayWriterOptions::open_or_create`] of a chunked array of `header`.
-    #[deprecated(note = "use ArrayWriter::options().header(header).storage(opts).open_or_create(path)")]
+    #[deprecated(
+        note = "use ArrayWriter::options().header(header).storage(opts).open_or_create(path)"
+    )]
     #[doc(hidden)]
     pub fn open_or_create_chunked_with_header(
         path: impl AsRef<Path>,
@@ -855,12 +859,16 @@ impl ArrayWriter {
                 let have = (c.grid.chunk(), p.filters(), p.codec());
                 let asked = (&cfg.chunk[..], &cfg.filters[..], cfg.codec);
                 if have != asked {
-                    let say = |(ch, f, co): (&[u64], &[crate::codec::Filter], crate::codec::Codec)| {
-                        format!(
-                            "chunks {ch:?}, filters [{}], codec {co}",
-                            f.iter().map(ToString::to_string).collect::<Vec<_>>().join(", ")
-                        )
-                    };
+                    let say =
+                        |(ch, f, co): (&[u64], &[crate::codec::Filter], crate::codec::Codec)| {
+                            format!(
+                                "chunks {ch:?}, filters [{}], codec {co}",
+                                f.iter()
+                                    .map(ToString::to_string)
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            )
+                        };
                     return Err(crate::codec::config::bad(
                         "chunking of the array to open or create",
                         say(asked),

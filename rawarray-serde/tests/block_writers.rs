@@ -6,7 +6,6 @@
 // The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
 // one release as deprecated re-exports; these tests still use them.
 #![allow(deprecated)]
-
 // A block of a 1-d array is one range: `&[0..2]`.
 #![allow(clippy::single_range_in_vec_init)]
 

@@ -262,7 +262,11 @@ fn a_flipped_bit_read_through_array_reader_names_the_chunk() {
         .unwrap();
         let good = std::fs::read(&path).unwrap();
         let h = Header::decode_any(&good).unwrap();
-        let layout = SectionReader::open(&h, &good[..]).unwrap().chunk_map().unwrap().clone();
+        let layout = SectionReader::open(&h, &good[..])
+            .unwrap()
+            .chunk_map()
+            .unwrap()
+            .clone();
         for n in 0..4u64 {
             let chunk = layout.chunk_range(n).unwrap();
             let mut bad = good.clone();
@@ -312,7 +316,8 @@ fn whole_reads_into_a_used_buffer_read_unwritten_chunks_as_zeros() {
         let mut file = std::fs::read(&path).unwrap();
         let h = Header::decode_any(&file).unwrap();
         // Chunk 1 never written: its index entry all zeros.
-        let at = h.encoded_len() + codec::Config::encoded_len_v1(2) + codec::index::ENTRY_LEN as usize;
+        let at =
+            h.encoded_len() + codec::Config::encoded_len_v1(2) + codec::index::ENTRY_LEN as usize;
         file[at..at + 24].fill(0);
         std::fs::write(&path, &file).unwrap();
         let mut want = values.clone();

@@ -348,7 +348,12 @@ fn a_dead_writers_appended_chunks_are_ignored_by_readers_and_reclaimed() {
     assert_eq!((r.records_before, r.records_after), (Z, Z));
     let after = fs::read(&path).unwrap();
     let section = SectionReader::open(&h, &after[..]).unwrap();
-    assert!(section.chunk_map().unwrap().index().uncommitted().is_empty());
+    assert!(section
+        .chunk_map()
+        .unwrap()
+        .index()
+        .uncommitted()
+        .is_empty());
     assert_eq!(after[..h.encoded_len()], bytes[..h.encoded_len()]);
 
     // The next writers append over the dead bytes: the file ends as one never killed.

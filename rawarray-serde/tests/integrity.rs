@@ -64,7 +64,10 @@ fn index_span(file: &[u8]) -> std::ops::Range<usize> {
 }
 
 /// Every way to read the whole array as f32 values, each `Ok(values)` or an error.
-fn read_f32_every_way(file: &[u8], dir: &std::path::Path) -> Vec<(&'static str, Result<Vec<f32>, String>)> {
+fn read_f32_every_way(
+    file: &[u8],
+    dir: &std::path::Path,
+) -> Vec<(&'static str, Result<Vec<f32>, String>)> {
     let err = |e: rawarray_serde::Error| e.to_string();
     let path = dir.join("f.ra");
     std::fs::write(&path, file).unwrap();
@@ -73,16 +76,24 @@ fn read_f32_every_way(file: &[u8], dir: &std::path::Path) -> Vec<(&'static str, 
         "section read_all",
         Header::decode_any(file)
             .and_then(|h| Section::open(&h, file)?.read_all())
-            .map(|b| b.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect())
+            .map(|b| {
+                b.chunks_exact(4)
+                    .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+                    .collect()
+            })
             .map_err(err),
     ));
     out.push((
         "RawArray::from_bytes",
-        RawArray::<f32>::from_bytes(file).map(RawArray::into_vec).map_err(err),
+        RawArray::<f32>::from_bytes(file)
+            .map(RawArray::into_vec)
+            .map_err(err),
     ));
     out.push((
         "RawArray::read_file",
-        RawArray::<f32>::read_file(&path).map(RawArray::into_vec).map_err(err),
+        RawArray::<f32>::read_file(&path)
+            .map(RawArray::into_vec)
+            .map_err(err),
     ));
     out.push((
         "DynArray::from_bytes",
@@ -137,16 +148,15 @@ fn every_bit_flip_in_a_v2_index_is_the_original_or_an_error() {
                 let got = read_f32_every_way(&bad, dir.path());
                 errors += got.iter().filter(|(_, r)| r.is_err()).count();
                 flips += 1;
-                assert_original_or_error(
-                    &format!("{codec:?}: byte {at} bit {bit}"),
-                    got,
-                    &values,
-                );
+                assert_original_or_error(&format!("{codec:?}: byte {at} bit {bit}"), got, &values);
             }
         }
         // Flips of unused segment slots' padding are errors too (their CRC): every flip in
         // the span errs in some path, most in all.
-        assert!(errors > flips, "{codec:?}: {errors} errors in {flips} flips");
+        assert!(
+            errors > flips,
+            "{codec:?}: {errors} errors in {flips} flips"
+        );
     }
 }
 
@@ -171,7 +181,11 @@ fn every_bit_flip_in_a_v2_record_index_is_the_original_or_an_error() {
                 }
                 if let Ok(a) = RawArray::<u32>::from_bytes(&bad) {
                     let flat: Vec<u32> = records.iter().flatten().copied().collect();
-                    assert_eq!(&a.as_slice()[..], &flat[..a.len().min(flat.len())], "{codec:?}: byte {at} bit {bit}");
+                    assert_eq!(
+                        &a.as_slice()[..],
+                        &flat[..a.len().min(flat.len())],
+                        "{codec:?}: byte {at} bit {bit}"
+                    );
                 }
             }
         }
@@ -188,7 +202,10 @@ fn a_v1_entry_pointed_past_size_reads_as_zeros_with_a_warning_naming_it() {
     let s = Section::open(&h, &file[..]).unwrap();
     assert_eq!(s.warnings(), [Warning::Uncommitted { chunk: 2 }]);
     let got = s.read_all().unwrap();
-    let got: Vec<f32> = got.chunks_exact(4).map(|c| f32::from_le_bytes(c.try_into().unwrap())).collect();
+    let got: Vec<f32> = got
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
     assert!(got[320..480].iter().all(|&v| v == 0.0));
     assert_eq!(got[..320], values[..320]);
     assert!(s.warnings()[0].to_string().contains("chunk 2"));

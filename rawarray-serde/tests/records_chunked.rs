@@ -112,7 +112,11 @@ fn write_then_read_through_every_reader_for_each_codec() {
             let h = header_of(&bytes);
             let s = SectionReader::open(&h, &bytes[..]).unwrap();
             let stored = s.chunk_map().unwrap().index().stored_bytes();
-            assert!(stored < n * 12, "{codec:?}: {stored} bytes for {} raw", n * 12);
+            assert!(
+                stored < n * 12,
+                "{codec:?}: {stored} bytes for {} raw",
+                n * 12
+            );
         }
     }
 }

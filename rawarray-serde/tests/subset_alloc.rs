@@ -13,7 +13,6 @@
 // The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
 // one release as deprecated re-exports; these tests still use them.
 #![allow(deprecated)]
-
 // A block of a 1-D array is a slice of one range: what this lint takes for a typo.
 #![allow(clippy::single_range_in_vec_init)]
 

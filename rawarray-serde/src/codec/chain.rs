@@ -216,7 +216,10 @@ impl Chain {
         if crc != r.crc {
             return Err(corrupt(
                 chunk,
-                format!("block {b}: crc32 {crc:#010x}, block table says {:#010x}", r.crc),
+                format!(
+                    "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
+                    r.crc
+                ),
             ));
         }
         self.pipeline
@@ -249,7 +252,10 @@ impl Chain {
         if crc != r.crc {
             return Err(corrupt(
                 chunk,
-                format!("block {b}: crc32 {crc:#010x}, block table says {:#010x}", r.crc),
+                format!(
+                    "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
+                    r.crc
+                ),
             ));
         }
         super::stream::decode_range(&self.pipeline, stored, len, want, out)

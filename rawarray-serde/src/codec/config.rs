@@ -253,11 +253,9 @@ impl Config {
             (Some(f), Some(s)) if f as usize <= MAX_FILTERS && s as usize <= MAX_STAT_FIELDS => {
                 Ok(Config::len_for(2, n, f as usize, s as usize))
             }
-            (Some(f), _) if f as usize > MAX_FILTERS => Err(bad(
-                "config filters",
-                format!("at most {MAX_FILTERS}"),
-                f,
-            )),
+            (Some(f), _) if f as usize > MAX_FILTERS => {
+                Err(bad("config filters", format!("at most {MAX_FILTERS}"), f))
+            }
             (_, Some(s)) => Err(bad(
                 "config statistics fields",
                 format!("at most {MAX_STAT_FIELDS}"),
@@ -265,7 +263,10 @@ impl Config {
             )),
             _ => Err(bad(
                 "config",
-                format!("its counts within the first {} bytes", fixed + 8 * MAX_FILTERS + 4),
+                format!(
+                    "its counts within the first {} bytes",
+                    fixed + 8 * MAX_FILTERS + 4
+                ),
                 head.len(),
             )),
         }
@@ -383,8 +384,7 @@ fn decode_v1(header: &Header, b: &[u8]) -> Result<Config> {
     let level = i32::from_le_bytes(b[16..20].try_into().expect("4 bytes"));
     let block_bytes = le_u64(&b[24..]);
     let elbyte = header.elbyte;
-    if block_bytes == 0 || block_bytes % elbyte != 0 || block_bytes > MAX_BLOCK_BYTES.max(elbyte)
-    {
+    if block_bytes == 0 || block_bytes % elbyte != 0 || block_bytes > MAX_BLOCK_BYTES.max(elbyte) {
         return Err(bad(
             "config block bytes",
             format!(
@@ -470,10 +470,7 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
     if block_bytes > MAX_BLOCK_BYTES_V2.max(elbyte) {
         return Err(bad(
             "config block shape",
-            format!(
-                "at most {} bytes (or one element)",
-                MAX_BLOCK_BYTES_V2
-            ),
+            format!("at most {} bytes (or one element)", MAX_BLOCK_BYTES_V2),
             format!("{block:?} of {elbyte}-byte elements"),
         ));
     }
@@ -515,7 +512,10 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
         if crc != slot_crc(g, off) || u32_at(raw, 12) != 0 {
             return Err(bad(
                 &format!("index segment slot {g}"),
-                format!("crc {:#010x} of its offset {off}, reserved 0", slot_crc(g, off)),
+                format!(
+                    "crc {:#010x} of its offset {off}, reserved 0",
+                    slot_crc(g, off)
+                ),
                 format!("crc {crc:#010x}, reserved {}", u32_at(raw, 12)),
             ));
         }

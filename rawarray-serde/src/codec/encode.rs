@@ -91,7 +91,12 @@ pub fn encode_with(
                     // Statistics of the values stored: rounded ones, if a lossy filter ran.
                     Some(fields) => {
                         let vals = chain.pipeline().round(&buf);
-                        stats::compute(fields, vals.as_deref().unwrap_or(&buf), header.elbyte, big_endian)
+                        stats::compute(
+                            fields,
+                            vals.as_deref().unwrap_or(&buf),
+                            header.elbyte,
+                            big_endian,
+                        )
                     }
                     None => Vec::new(),
                 };

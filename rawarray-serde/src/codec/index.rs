@@ -423,8 +423,7 @@ impl Index {
         if !*self.stats_ok.get(i)? {
             return None;
         }
-        self.stats
-            .get(i * self.stats_len..(i + 1) * self.stats_len)
+        self.stats.get(i * self.stats_len..(i + 1) * self.stats_len)
     }
 
     /// Chunks whose statistics fail their CRC (they are read as having none).

@@ -40,7 +40,12 @@ impl BlockCodec for Lz4 {
         out.truncate(start + n);
         Ok(())
     }
-    fn decompress(&self, src: &[u8], _el: &Elements, dst: &mut [u8]) -> std::result::Result<(), String> {
+    fn decompress(
+        &self,
+        src: &[u8],
+        _el: &Elements,
+        dst: &mut [u8],
+    ) -> std::result::Result<(), String> {
         let got = lz4_flex::block::decompress_into(src, dst).map_err(|e| format!("LZ4: {e}"))?;
         if got != dst.len() {
             return Err(format!(

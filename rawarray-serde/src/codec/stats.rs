@@ -121,9 +121,8 @@ impl StatField {
         let u16_at = |i: usize| u16::from_le_bytes(b[i..i + 2].try_into().expect("2 bytes"));
         let field = || format!("config statistics field {k}");
         let code = u16_at(8);
-        let eltype = ElType::from_code(u64::from(code)).map_err(|_| {
-            bad(&field(), "eltype 1 ..= 5", code)
-        })?;
+        let eltype = ElType::from_code(u64::from(code))
+            .map_err(|_| bad(&field(), "eltype 1 ..= 5", code))?;
         let (offset, count, width) = (u32_at(0), u32_at(4), u16_at(10));
         if !StatField::supports(eltype, u64::from(width)) {
             return Err(bad(
@@ -137,7 +136,10 @@ impl StatField {
             return Err(bad(
                 &field(),
                 format!("1 or more scalars inside an element of {elbyte} bytes, reserved 0"),
-                format!("offset {offset}, count {count}, width {width}, reserved {}", u32_at(12)),
+                format!(
+                    "offset {offset}, count {count}, width {width}, reserved {}",
+                    u32_at(12)
+                ),
             ));
         }
         Ok(StatField {
@@ -367,9 +369,7 @@ fn encode_record(f: &StatField, acc: &Acc, out: &mut Vec<u8>) {
     }
     out.extend_from_slice(&head.to_le_bytes());
     if m > 0 {
-        let (lo, hi) = acc
-            .min_max
-            .unwrap_or((Value::Uint(0), Value::Uint(0)));
+        let (lo, hi) = acc.min_max.unwrap_or((Value::Uint(0), Value::Uint(0)));
         for v in [lo, hi] {
             let bytes = to_le(f, v);
             out.extend_from_slice(&bytes[..m]);
@@ -457,10 +457,15 @@ mod tests {
 
     #[test]
     fn integer_extremes_are_exact() {
-        let s = stats_of(StatField::scalar(ElType::Int, 16), &[i128::MIN, 5, i128::MAX], |v| {
-            v.to_le_bytes().to_vec()
-        });
-        assert_eq!(s.min_max, Some((Value::Int(i128::MIN), Value::Int(i128::MAX))));
+        let s = stats_of(
+            StatField::scalar(ElType::Int, 16),
+            &[i128::MIN, 5, i128::MAX],
+            |v| v.to_le_bytes().to_vec(),
+        );
+        assert_eq!(
+            s.min_max,
+            Some((Value::Int(i128::MIN), Value::Int(i128::MAX)))
+        );
         let s = stats_of(StatField::scalar(ElType::Int, 1), &[-128i8, 3, 127], |v| {
             v.to_le_bytes().to_vec()
         });
@@ -468,7 +473,10 @@ mod tests {
         let s = stats_of(StatField::scalar(ElType::Uint, 8), &[u64::MAX, 0], |v| {
             v.to_le_bytes().to_vec()
         });
-        assert_eq!(s.min_max, Some((Value::Uint(0), Value::Uint(u64::MAX.into()))));
+        assert_eq!(
+            s.min_max,
+            Some((Value::Uint(0), Value::Uint(u64::MAX.into())))
+        );
     }
 
     #[test]
@@ -483,9 +491,11 @@ mod tests {
             s.min_max,
             Some((Value::Float(f64::NEG_INFINITY), Value::Float(f64::INFINITY)))
         );
-        let s = stats_of(StatField::scalar(ElType::Float, 4), &[f32::NAN], |v: f32| {
-            v.to_le_bytes().to_vec()
-        });
+        let s = stats_of(
+            StatField::scalar(ElType::Float, 4),
+            &[f32::NAN],
+            |v: f32| v.to_le_bytes().to_vec(),
+        );
         assert_eq!((s.nan, s.min_max), (1, None));
         let s = stats_of(
             StatField::scalar(ElType::BFloat16, 2),
@@ -499,9 +509,11 @@ mod tests {
     fn complex_keeps_only_the_nan_count() {
         let f = StatField::scalar(ElType::Complex, 8);
         assert_eq!(f.record_len(), 8);
-        let s = stats_of(f, &[(1.0f32, f32::NAN), (2.0, 3.0), (f32::NAN, 0.0)], |(a, b)| {
-            [a.to_le_bytes(), b.to_le_bytes()].concat()
-        });
+        let s = stats_of(
+            f,
+            &[(1.0f32, f32::NAN), (2.0, 3.0), (f32::NAN, 0.0)],
+            |(a, b)| [a.to_le_bytes(), b.to_le_bytes()].concat(),
+        );
         assert_eq!((s.nan, s.min_max), (2, None));
     }
 
@@ -535,11 +547,15 @@ mod tests {
         };
         let fields = StatField::for_elements(ElType::User, 20, Some(&layout));
         assert_eq!(fields.len(), 2);
-        assert_eq!((fields[1].offset, fields[1].count, fields[1].width), (8, 3, 4));
+        assert_eq!(
+            (fields[1].offset, fields[1].count, fields[1].width),
+            (8, 3, 4)
+        );
         let mut raw = Vec::new();
         for (step, p) in [(4u64, [1.0f32, -2.0, 3.0]), (9, [0.5, 7.0, f32::NAN])] {
             raw.extend_from_slice(&step.to_le_bytes());
-            p.iter().for_each(|v| raw.extend_from_slice(&v.to_le_bytes()));
+            p.iter()
+                .for_each(|v| raw.extend_from_slice(&v.to_le_bytes()));
         }
         let s = parse(&fields, &compute(&fields, &raw, 20, false));
         assert_eq!(s[0].min_max, Some((Value::Uint(4), Value::Uint(9))));

@@ -158,7 +158,10 @@ fn gather(
     match codec {
         Codec::None => {
             if stored.len() as u64 != len {
-                return Err(format!("stored block of {} bytes, expected {len}", stored.len()));
+                return Err(format!(
+                    "stored block of {} bytes, expected {len}",
+                    stored.len()
+                ));
             }
             for piece in stored.chunks(PIECE) {
                 if take(piece).is_break() {
@@ -199,7 +202,9 @@ fn gather(
                 }
             }
             if produced < end {
-                return Err(format!("zstd frame ends at {produced} bytes, expected {len}"));
+                return Err(format!(
+                    "zstd frame ends at {produced} bytes, expected {len}"
+                ));
             }
         }
         Codec::Pco => return Err("a pco block is never over 16 MiB".into()),
@@ -247,7 +252,12 @@ mod tests {
 
     #[test]
     fn a_short_or_long_frame_is_an_error() {
-        let p = Pipeline::new(vec![], Codec::Zstd, 3, Elements::new(ElType::Uint, 1, false));
+        let p = Pipeline::new(
+            vec![],
+            Codec::Zstd,
+            3,
+            Elements::new(ElType::Uint, 1, false),
+        );
         let mut stored = Vec::new();
         p.encode_block(&[5u8; 1000], &mut stored).unwrap();
         let mut out = [0u8; 10];

@@ -581,7 +581,10 @@ mod tests {
             assert_eq!(Codec::from_id(row.id).unwrap(), row.codec);
             assert_eq!(Codec::parse(row.name).unwrap(), row.codec);
             assert_eq!(row.codec.info(), row);
-            assert_eq!(row.codec.check_level(row.default_level).unwrap(), row.default_level);
+            assert_eq!(
+                row.codec.check_level(row.default_level).unwrap(),
+                row.default_level
+            );
         }
         let e = Codec::from_id(99).unwrap_err().to_string();
         assert!(e.contains("99") && e.contains("3 pco"), "{e}");

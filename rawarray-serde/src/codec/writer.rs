@@ -469,7 +469,11 @@ impl ChunkWriter {
     /// Writes entry `e` of chunk `n`, with its statistics bytes `stats`, at `slot` (a section
     /// offset from [`ChunkWriter::append`]) with one `pwrite`.
     pub fn put_entry(&self, file: &File, slot: u64, n: u64, e: &Entry, stats: &[u8]) -> Result<()> {
-        write_all_at(file, &e.encode_for(&self.config, n, stats), self.base + slot)?;
+        write_all_at(
+            file,
+            &e.encode_for(&self.config, n, stats),
+            self.base + slot,
+        )?;
         Ok(())
     }
 

@@ -60,7 +60,12 @@ impl BlockCodec for Zstd {
             Ok(())
         })
     }
-    fn decompress(&self, src: &[u8], _el: &Elements, dst: &mut [u8]) -> std::result::Result<(), String> {
+    fn decompress(
+        &self,
+        src: &[u8],
+        _el: &Elements,
+        dst: &mut [u8],
+    ) -> std::result::Result<(), String> {
         DECOMPRESSOR.with(|d| {
             let mut d = d.borrow_mut();
             if d.is_none() {

@@ -12,13 +12,13 @@ use super::spec::{ElementSpec, RecordShape};
 use super::writer::{DynRecordWriter, RecordWriter, Writer};
 use crate::atomic::create_atomic;
 use crate::codec::{Codec, Shuffle};
-use crate::options::WriteOptions;
 use crate::element::Element;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::write_all_at;
 use crate::header::Header;
 use crate::layout::SchemaCheck;
 use crate::lock::open_locked;
+use crate::options::WriteOptions;
 use crate::trailer::{data_end, encode_block_into, locate, probe_backward, Probe, Trailer};
 
 /// Buffered record bytes at which the writer writes them out (uncommitted), unless told otherwise.
@@ -316,7 +316,8 @@ impl RecordOptions {
     /// ```
     #[must_use]
     pub fn storage(mut self, opts: WriteOptions) -> RecordOptions {
-        self.chunked = (opts.storage() != crate::section::Storage::Plain).then(|| opts.into_chunked());
+        self.chunked =
+            (opts.storage() != crate::section::Storage::Plain).then(|| opts.into_chunked());
         self
     }
 

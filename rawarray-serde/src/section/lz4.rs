@@ -425,11 +425,19 @@ mod tests {
 
     fn pieces(block: &[u8], plain: u64, limit: u64, unit: usize, piece: usize) -> Result<Vec<u8>> {
         let mut got = Vec::new();
-        decode_pieces(&mut Trickle(block, 0), block.len() as u64, plain, limit, unit, piece, |c| {
-            assert!(c.len() % unit == 0 || got.len() + c.len() == limit.min(plain) as usize);
-            got.extend_from_slice(c);
-            ControlFlow::Continue(())
-        })?;
+        decode_pieces(
+            &mut Trickle(block, 0),
+            block.len() as u64,
+            plain,
+            limit,
+            unit,
+            piece,
+            |c| {
+                assert!(c.len() % unit == 0 || got.len() + c.len() == limit.min(plain) as usize);
+                got.extend_from_slice(c);
+                ControlFlow::Continue(())
+            },
+        )?;
         Ok(got)
     }
 
@@ -456,7 +464,10 @@ mod tests {
             let block = lz4_flex::block::compress(&data);
             assert_eq!(decode(&block, n).unwrap(), data);
             for (unit, piece) in [(1, 1), (8, 4096), (3, 1 << 20), (80, 100)] {
-                assert_eq!(pieces(&block, n as u64, u64::MAX, unit, piece).unwrap(), data);
+                assert_eq!(
+                    pieces(&block, n as u64, u64::MAX, unit, piece).unwrap(),
+                    data
+                );
             }
             let head = (n / 3) as u64;
             assert_eq!(
@@ -471,10 +482,18 @@ mod tests {
         let data = sample(300_000);
         let block = lz4_flex::block::compress(&data);
         let mut calls = 0;
-        decode_pieces(&mut &block[..], block.len() as u64, 300_000, u64::MAX, 1, 1000, |_| {
-            calls += 1;
-            ControlFlow::Break(())
-        })
+        decode_pieces(
+            &mut &block[..],
+            block.len() as u64,
+            300_000,
+            u64::MAX,
+            1,
+            1000,
+            |_| {
+                calls += 1;
+                ControlFlow::Break(())
+            },
+        )
         .unwrap();
         assert_eq!(calls, 1);
     }

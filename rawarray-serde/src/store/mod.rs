@@ -4,12 +4,14 @@
 use std::fmt;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
-use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt};
+
+mod pieces;
 
 use crate::array::{element_dims, RawArray};
 use crate::codec::{ChunkMap as Layout, Config};
@@ -17,12 +19,14 @@ use crate::data;
 use crate::element::Element;
 use crate::error::{Error, Result};
 use crate::header::{Header, FIXED_HEADER_LEN, MAX_NDIMS};
+use crate::io::ReadAt;
 use crate::reader::{
     block_header_and_bytes, check_out_len, decode_into_slice, header_ranges, typed_plan, IoStats,
 };
+use crate::section::Section;
 use crate::subset::SubsetPlan;
-use crate::io::ReadAt;
 use crate::trailer::{data_end, locate, Probe, Trailer};
+use pieces::{Call, Fetched};
 
 /// Bytes of the first request: at least every header up to [`MAX_NDIMS`] dims (so a second
 /// header request is never needed), and enough that a small file comes whole in one request.
@@ -84,7 +88,7 @@ const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::sync::Arc;
-/// use object_store::{memory::InMemory, path::Path, ObjectStore, PutPayload};
+/// use object_store::{memory::InMemory, path::Path, ObjectStore, ObjectStoreExt, PutPayload};
 /// use rawarray_serde::{RawArray, StoreArrayReader};
 ///
 /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -110,10 +114,10 @@ pub struct StoreArrayReader {
     header: Header,
     trailer: Option<Trailer>,
     trailer_error: Option<String>,
-    /// The decompressed data section of an LZ4 file, once fetched.
-    plain: OnceLock<Vec<u8>>,
-    /// The validated config and index of a chunked object.
-    chunked: Option<Layout>,
+    /// A compressed object's section (whole-section LZ4 or chunked), read through the pieces
+    /// fetched for each read over those shared by all reads (`None` for a plain object, whose
+    /// runs are fetched straight into the caller's buffer).
+    section: Option<Section<Fetched>>,
     counter: Counter,
 }
 
@@ -170,11 +174,12 @@ impl StoreArrayReader {
         let object_len = object.pinned.size;
         let header = Header::decode_any(&first)?;
         header.check_input_len(object_len)?;
-        let chunked = if header.flags.is_chunked() {
-            Some(chunked_layout(&object, &header, &first, &counter).await?)
-        } else {
-            None
-        };
+        // The section is opened over what was fetched: the first bytes, and for a chunked
+        // object its config and index segments, fetched as the chunk map names them.
+        let mut kept = vec![(0u64, first.clone())];
+        if header.flags.is_chunked() {
+            kept.extend(chunked_layout(&object, &header, &first, &counter).await?);
+        }
         let end = data_end(&header);
         let mut pieces = vec![(0u64, first)];
         let mut probe = Probe::Absent;
@@ -220,13 +225,17 @@ impl StoreArrayReader {
             Probe::Damaged(why) => (None, Some(why)),
             Probe::Valid(block) => (Some(block.trailer), None),
         };
+        let section = if header.flags.is_chunked() || header.flags.is_compressed() {
+            Some(Section::open(&header, Fetched::new(object_len, kept))?)
+        } else {
+            None
+        };
         Ok(StoreArrayReader {
             object,
             header,
             trailer,
             trailer_error,
-            plain: OnceLock::new(),
-            chunked,
+            section,
             counter,
         })
     }
@@ -253,7 +262,7 @@ impl StoreArrayReader {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use std::sync::Arc;
-    /// use object_store::{memory::InMemory, ObjectStore, PutPayload};
+    /// use object_store::{memory::InMemory, ObjectStore, ObjectStoreExt, PutPayload};
     /// use rawarray_serde::{codec::Codec, RawArray, StoreArrayReader, WriteOptions};
     ///
     /// let dir = tempfile::tempdir().unwrap();
@@ -272,7 +281,10 @@ impl StoreArrayReader {
     /// # }
     /// ```
     pub fn chunk_config(&self) -> Option<&Config> {
-        self.chunked.as_ref().map(Layout::config)
+        self.section
+            .as_ref()
+            .and_then(Section::chunk_map)
+            .map(Layout::config)
     }
 
     /// The object's length in bytes, as the store said at open.
@@ -288,7 +300,7 @@ impl StoreArrayReader {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use std::sync::Arc;
-    /// use object_store::{memory::InMemory, ObjectStore, PutPayload};
+    /// use object_store::{memory::InMemory, ObjectStore, ObjectStoreExt, PutPayload};
     /// use rawarray_serde::{RawArray, StoreArrayReader};
     ///
     /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -381,15 +393,10 @@ impl StoreArrayReader {
         if plan.run_count() == 0 || run == 0 {
             return Ok(());
         }
-        if let Some(layout) = &self.chunked {
+        if let Some(section) = &self.section {
             return self
-                .fill_chunked(layout, &header_ranges(&self.header, plan), dst)
+                .fill_section(section, &header_ranges(&self.header, plan), dst)
                 .await;
-        }
-        if self.header.is_compressed() {
-            let plain = self.plain().await?;
-            copy_runs(plan, plain, dst, run);
-            return Ok(());
         }
         let base = self.header.encoded_len() as u64;
         let mut runs = plan.runs().map(|r| base + r.start..base + r.end);
@@ -414,100 +421,155 @@ impl StoreArrayReader {
         }
     }
 
-    /// Fetches the stored bytes of the chunks the subset `ranges` (over the header's dims)
-    /// intersects, coalesced, and decodes each into its place in `dst` (in the subset's shape).
-    /// At most [`COALESCE_SPAN`] stored bytes are held at once (one larger chunk alone).
-    async fn fill_chunked(
+    /// Reads the box `ranges` (over the header's dims) of a compressed object through the
+    /// section's own reader: asks it which bytes the read needs ([`Section::box_fetches`]),
+    /// fetches them (neighbours by one request, several at once), asks again until nothing
+    /// is missing (a chunk's blocks are known once its block table came), then decodes. A box
+    /// whose chunks hold more than [`SLAB_BYTES`] stored bytes is read in slabs along the
+    /// last dim, so that the stored bytes held at once stay near that bound.
+    async fn fill_section(
         &self,
-        layout: &Layout,
+        section: &Section<Fetched>,
         ranges: &[Range<u64>],
         dst: &mut [u8],
     ) -> Result<()> {
-        let base = self.header.encoded_len() as u64;
-        let mut stored: Vec<(u64, Range<u64>)> = Vec::new();
-        for n in layout.grid().touched(ranges) {
-            match layout.chunk_range(n) {
-                Some(r) => stored.push((n, base + r.start..base + r.end)),
-                // Never written: zeros (the caller's buffer may hold anything).
-                None => {
-                    for (_, d, len) in layout.subset_runs(n, ranges) {
-                        dst[d as usize..(d + len) as usize].fill(0);
-                    }
-                }
-            }
+        let slabs = slabs(section, ranges);
+        if slabs.len() <= 1 {
+            return self.fill_box(section, ranges, dst).await;
         }
-        // In object order, so that neighbours share a request.
-        stored.sort_by_key(|(_, r)| r.start);
-        let mut first = 0;
-        while first < stored.len() {
-            let mut last = first;
-            let mut bytes = 0u64;
-            while let Some((_, r)) = stored.get(last) {
-                let len = r.end - r.start;
-                if last > first && bytes + len > COALESCE_SPAN {
-                    break;
-                }
-                bytes += len;
-                last += 1;
-            }
-            let batch = &stored[first..last];
-            let runs: Vec<Range<u64>> = batch.iter().map(|(_, r)| r.clone()).collect();
-            let mut buf = data::try_zeroed_bytes(bytes)?;
-            let mut rest = &mut buf[..];
-            let mut requests = Vec::new();
-            for group in coalesce(&runs, COALESCE_GAP, COALESCE_SPAN) {
-                let group = &runs[group];
-                let len: u64 = group.iter().map(|r| r.end - r.start).sum();
-                let (mine, more) = std::mem::take(&mut rest).split_at_mut(len as usize);
-                rest = more;
-                requests.push(self.object.read_runs(group, mine, &self.counter));
-            }
-            futures::stream::iter(requests)
-                .buffer_unordered(PARALLEL)
-                .try_collect::<()>()
-                .await?;
-            let mut at = 0usize;
-            for (n, r) in batch {
-                let len = (r.end - r.start) as usize;
-                let mut raw = data::try_zeroed_bytes(layout.grid().raw_len(*n))?;
-                layout.decode_chunk(*n, &buf[at..at + len], &mut raw)?;
-                for (s, d, l) in layout.subset_runs(*n, ranges) {
-                    let (s, d, l) = (s as usize, d as usize, l as usize);
-                    dst[d..d + l].copy_from_slice(&raw[s..s + l]);
-                }
-                at += len;
-            }
-            first = last;
+        // Each slab is a run of `dst`: the last dim varies slowest.
+        let plane: u64 = ranges[..ranges.len() - 1]
+            .iter()
+            .map(|r| r.end - r.start)
+            .product::<u64>()
+            * self.header.elbyte;
+        let last = ranges.len() - 1;
+        let mut rest = dst;
+        let mut part = ranges.to_vec();
+        for slab in slabs {
+            let len = data::to_usize((slab.end - slab.start) * plane)?;
+            let (mine, more) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = more;
+            part[last] = slab;
+            self.fill_box(section, &part, mine).await?;
         }
         Ok(())
     }
 
-    /// The decompressed data section, fetched with one request and decompressed on first use.
-    async fn plain(&self) -> Result<&[u8]> {
-        if let Some(p) = self.plain.get() {
-            return Ok(p);
+    async fn fill_box(
+        &self,
+        section: &Section<Fetched>,
+        ranges: &[Range<u64>],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let mut call = Call::new(section.source());
+        for _ in 0..MAX_ROUNDS {
+            let mut need = section.box_fetches(&call, ranges, COALESCE_GAP)?;
+            if need.is_empty() {
+                match section.read_box_from(&call, ranges, dst) {
+                    Ok(()) => return Ok(()),
+                    // Bytes the plan had in the shared cache, dropped since by another read.
+                    Err(e) => {
+                        need = call.take_missed();
+                        if need.is_empty() {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            self.fetch(&mut call, need).await?;
         }
-        let mut packed = data::try_zeroed_bytes(self.header.size)?;
-        let base = self.header.encoded_len() as u64;
-        let section = base..base + self.header.size;
-        self.object
-            .read_runs(std::slice::from_ref(&section), &mut packed, &self.counter)
-            .await?;
-        let mut plain = data::try_zeroed_bytes(self.header.data_len())?;
-        crate::section::lz4::decode_into(&mut &packed[..], self.header.size, &mut plain)?;
-        Ok(self.plain.get_or_init(|| plain))
+        Err(io::Error::other(format!(
+            "object {}: a read still missed bytes after {MAX_ROUNDS} rounds of requests",
+            self.object.path
+        ))
+        .into())
+    }
+
+    /// Fetches `need` (ranges of the object in any order, perhaps overlapping) into `call`:
+    /// neighbours less than [`COALESCE_GAP`] apart by one request over their span (the gap's
+    /// bytes kept: they are often the next round's blocks), up to [`PARALLEL`] at once.
+    async fn fetch(&self, call: &mut Call<'_>, mut need: Vec<Range<u64>>) -> Result<()> {
+        need.sort_by_key(|r| r.start);
+        let mut spans: Vec<Range<u64>> = Vec::new();
+        for r in need {
+            match spans.last_mut() {
+                Some(s)
+                    if r.start <= s.end.saturating_add(COALESCE_GAP)
+                        && r.end.max(s.end) - s.start <= COALESCE_SPAN =>
+                {
+                    s.end = s.end.max(r.end);
+                }
+                _ => spans.push(r),
+            }
+        }
+        let got: Vec<(u64, Bytes)> = futures::stream::iter(spans.into_iter().map(|s| async move {
+            let b = self.object.bytes(s.clone(), &self.counter).await?;
+            Ok::<_, Error>((s.start, b))
+        }))
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await?;
+        for (start, b) in got {
+            call.add(start, b);
+        }
+        Ok(())
     }
 }
 
-/// The validated config and index of the chunked object whose header is `header`: taken from
+/// Rounds of requests one box read may take: the bytes at open, then tables, then blocks;
+/// more only when another read's bytes the plan counted on were dropped from the shared cache.
+const MAX_ROUNDS: usize = 6;
+
+/// Stored bytes a box read holds at once, about: a larger box is read in slabs.
+const SLAB_BYTES: u64 = 256 << 20;
+
+/// The slabs (ranges of the last dim, at chunk boundaries) the box `ranges` is read in, each
+/// of chunks holding about [`SLAB_BYTES`] stored bytes; one slab for a small box or a section
+/// that is not chunked.
+fn slabs(section: &Section<Fetched>, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
+    let (Some(map), Some(last)) = (section.chunk_map(), ranges.last()) else {
+        return vec![];
+    };
+    let n = ranges.len() - 1;
+    let step = map.grid().chunk()[n].max(1);
+    let mut out = Vec::new();
+    let mut start = last.start;
+    let mut bytes = 0u64;
+    let mut part = ranges.to_vec();
+    let mut at = last.start;
+    while at < last.end {
+        let end = ((at / step + 1) * step).min(last.end);
+        part[n] = at..end;
+        let here: u64 = map
+            .grid()
+            .touched(&part)
+            .filter_map(|c| map.chunk_range(c))
+            .map(|r| r.end - r.start)
+            .sum();
+        if bytes > 0 && bytes + here > SLAB_BYTES {
+            out.push(start..at);
+            start = at;
+            bytes = 0;
+        }
+        bytes += here;
+        at = end;
+    }
+    out.push(start..last.end);
+    out
+}
+
+/// The config and index segments of the chunked object whose header is `header`, as pieces
+/// of the object (offset, bytes) for its section to be opened over, validated: taken from
 /// `first` (the object's first bytes, already fetched) where it holds them, the rest fetched
-/// (the config, then the index segments the config names, neighbours by one request).
+/// (the config, then the index segments the config names, neighbours by one request), as
+/// the chunk map's sans-I/O steps name them.
 async fn chunked_layout(
     object: &Object,
     header: &Header,
     first: &Bytes,
     counter: &Counter,
-) -> Result<Layout> {
+) -> Result<Vec<(u64, Bytes)>> {
     let base = header.encoded_len() as u64;
     let probe = Layout::config_probe(header);
     let mut config = fetch_ranges(
@@ -520,8 +582,13 @@ async fn chunked_layout(
     let len = Layout::config_len(header, &config[0])?;
     if len > probe.end {
         // A version 2 config with statistics fields past the probe: fetched whole.
-        config = fetch_ranges(object, first, std::slice::from_ref(&(base..base + len)), counter)
-            .await?;
+        config = fetch_ranges(
+            object,
+            first,
+            std::slice::from_ref(&(base..base + len)),
+            counter,
+        )
+        .await?;
     }
     let pending = Layout::start(header, &config[0][..len as usize])?;
     let reads: Vec<Range<u64>> = pending
@@ -531,7 +598,10 @@ async fn chunked_layout(
         .collect();
     let segments = fetch_ranges(object, first, &reads, counter).await?;
     let refs: Vec<&[u8]> = segments.iter().map(|b| &b[..]).collect();
-    pending.finish(&refs)
+    pending.finish(&refs)?;
+    let mut pieces = vec![(base, config[0].slice(..len as usize))];
+    pieces.extend(reads.iter().map(|r| r.start).zip(segments));
+    Ok(pieces)
 }
 
 /// The bytes of each of `ranges` (in the object): sliced from `first` (the object's first
@@ -794,16 +864,6 @@ impl Counter {
             reads: self.reads.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
         }
-    }
-}
-
-/// Copies the plan's runs out of a whole data section held in memory.
-fn copy_runs(plan: &SubsetPlan, section: &[u8], dst: &mut [u8], run: usize) {
-    for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
-        // Runs lie within the section: the plan was checked against the header's dims, and the
-        // section holds all of them.
-        let start = r.start as usize;
-        chunk.copy_from_slice(&section[start..start + run]);
     }
 }
 
