@@ -1,5 +1,6 @@
-//! Reading `.ra` files and blocks of them from object storage (S3, GCS, Azure, HTTP, local
-//! files) through the `object_store` crate: [`StoreArrayReader`] (feature `object_store`).
+//! `.ra` files in object storage (S3, GCS, Azure, HTTP, local files) through the
+//! `object_store` crate (feature `object_store`): [`StoreArrayReader`] reads arrays and blocks
+//! of them by ranged requests; with feature `cloud`, [`StoreUrl`] opens a URL's store.
 
 use std::fmt;
 use std::io;
@@ -12,6 +13,12 @@ use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt};
 
 mod pieces;
+#[cfg(feature = "cloud")]
+mod url;
+
+#[cfg(feature = "cloud")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
+pub use url::{StorageOptions, StoreUrl, SCHEMES};
 
 use crate::array::{element_dims, RawArray};
 use crate::codec::{ChunkMap as Layout, Config};
