@@ -125,6 +125,17 @@ pub fn input(path: &Path) -> Result<PathBuf> {
 /// memory's, use does not). Errors about the copy name it as the command line does: `<stdin>`,
 /// or the pipe's name (see [`shown`]).
 pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
+    if crate::remote::is_url(path) {
+        if let Some(copy) = STDIN_COPY
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .find(|c| c.source == path)
+        {
+            return Ok(copy.path.clone());
+        }
+        return crate::remote::input(path);
+    }
     if !is_stream(path) {
         return Ok(path.to_path_buf());
     }
@@ -335,6 +346,28 @@ fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
         .tempfile()?
         .into_parts();
     Ok((file, Some(path)))
+}
+
+/// A temporary local file standing for `source` (an object-store URL's copy, see
+/// `remote.rs`), kept open until the command ends and named as `source` in messages; returns
+/// the name to open it by.
+pub fn keep_copy(source: &Path, file: File, named: Option<tempfile::TempPath>) -> Result<PathBuf> {
+    let path = reopenable(&file, named.as_deref(), source)?;
+    STDIN_COPY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(StdinCopy {
+            source: source.to_path_buf(),
+            file,
+            path: path.clone(),
+            named,
+        });
+    Ok(path)
+}
+
+/// An empty temporary file for a copy: anonymous on Linux, named elsewhere.
+pub fn new_temp() -> io::Result<(File, Option<tempfile::TempPath>)> {
+    new_copy()
 }
 
 /// The name to open the copy by: its own, or on Linux `/proc/self/fd/N` (each open has its own

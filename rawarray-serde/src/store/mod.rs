@@ -14,7 +14,12 @@ use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, Obj
 
 mod pieces;
 #[cfg(feature = "cloud")]
+mod s3;
+#[cfg(feature = "cloud")]
 mod url;
+mod write;
+
+pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
 #[cfg(feature = "cloud")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
@@ -125,6 +130,9 @@ pub struct StoreArrayReader {
     /// fetched for each read over those shared by all reads (`None` for a plain object, whose
     /// runs are fetched straight into the caller's buffer).
     section: Option<Section<Fetched>>,
+    /// What was fetched at open: the first bytes, a chunked object's config and index, the
+    /// trailer's pieces.
+    held: Vec<(u64, Bytes)>,
     counter: Counter,
 }
 
@@ -232,8 +240,12 @@ impl StoreArrayReader {
             Probe::Damaged(why) => (None, Some(why)),
             Probe::Valid(block) => (Some(block.trailer), None),
         };
+        kept.extend(pieces.into_iter().skip(1));
         let section = if header.flags.is_chunked() || header.flags.is_compressed() {
-            Some(Section::open(&header, Fetched::new(object_len, kept))?)
+            Some(Section::open(
+                &header,
+                Fetched::new(object_len, kept.clone()),
+            )?)
         } else {
             None
         };
@@ -243,6 +255,7 @@ impl StoreArrayReader {
             trailer,
             trailer_error,
             section,
+            held: kept,
             counter,
         })
     }
@@ -332,6 +345,58 @@ impl StoreArrayReader {
     /// The plan of a subset in the file's dims and elements (see [`SubsetPlan`]).
     pub fn plan(&self, ranges: &[Range<u64>]) -> Result<SubsetPlan> {
         SubsetPlan::new(&self.header.dims, self.header.elbyte, ranges)
+    }
+
+    /// The pieces of the object (offset, bytes) that hold what a read of the box `ranges` (one
+    /// range per dim, over the header's dims) reads, fetched as that read fetches them, and
+    /// those fetched at open (header, a chunked object's config and index, the trailer): all a
+    /// local reader needs of the object to read that box, its header and its trailer, written
+    /// at their offsets into a sparse local file (`ra slice` of a URL does so). Call it on a
+    /// reader that has read nothing yet: bytes earlier reads left in its caches are not
+    /// fetched again, so not handed out.
+    pub async fn fetch_box(&self, ranges: &[Range<u64>]) -> Result<Vec<(u64, Bytes)>> {
+        let mut out = self.held.clone();
+        let plan = self.plan(ranges)?;
+        if plan.is_empty() {
+            return Ok(out);
+        }
+        let Some(section) = &self.section else {
+            let base = self.header.encoded_len() as u64;
+            let mut runs = plan.runs().map(|r| base + r.start..base + r.end);
+            loop {
+                let batch: Vec<Range<u64>> = runs.by_ref().take(BATCH_RANGES).collect();
+                if batch.is_empty() {
+                    return Ok(out);
+                }
+                let spans: Vec<Range<u64>> = coalesce(&batch, COALESCE_GAP, COALESCE_SPAN)
+                    .into_iter()
+                    .map(|g| batch[g.start].start..batch[g.end - 1].end)
+                    .collect();
+                let got: Vec<(u64, Bytes)> =
+                    futures::stream::iter(spans.into_iter().map(|s| async move {
+                        let b = self.object.bytes(s.clone(), &self.counter).await?;
+                        Ok::<_, Error>((s.start, b))
+                    }))
+                    .buffer_unordered(PARALLEL)
+                    .try_collect()
+                    .await?;
+                out.extend(got);
+            }
+        };
+        let mut call = Call::new(section.source());
+        for _ in 0..MAX_ROUNDS {
+            let need = section.box_fetches(&call, ranges, COALESCE_GAP)?;
+            if need.is_empty() {
+                out.extend(call.into_pieces());
+                return Ok(out);
+            }
+            self.fetch(&mut call, need).await?;
+        }
+        Err(io::Error::other(format!(
+            "object {}: a read still missed bytes after {MAX_ROUNDS} rounds of requests",
+            self.object.path
+        ))
+        .into())
     }
 
     /// Reads the block `ranges` (one per dim of the array of `T`, first fastest), as

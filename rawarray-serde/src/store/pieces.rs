@@ -132,6 +132,11 @@ impl<'a> Call<'a> {
         self.mine.push((start, bytes));
     }
 
+    /// The pieces this read fetched.
+    pub(crate) fn into_pieces(self) -> Vec<(u64, Bytes)> {
+        self.mine
+    }
+
     /// The reads that found nothing since the last call, forgotten.
     pub(crate) fn take_missed(&self) -> Vec<Range<u64>> {
         std::mem::take(&mut *self.missed.lock().expect("missed lock"))

@@ -13,11 +13,11 @@ use object_store::local::LocalFileSystem;
 use object_store::path::Path as StorePath;
 use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 
+use super::s3::{abort_pending, S3Bucket};
 use crate::error::{Error, Result};
 
 /// The URL kinds rawarray opens, for messages.
-pub const SCHEMES: &str =
-    "s3://, s3a://, gs://, az://, abfs(s)://, azure://, http(s)://, file://";
+pub const SCHEMES: &str = "s3://, s3a://, gs://, az://, abfs(s)://, azure://, http(s)://, file://";
 
 /// Options for a store, by name: fsspec's (s3fs, gcsfs, adlfs: `key`, `secret`, `token`,
 /// `endpoint_url`, `region_name`, `anon`, `account_name`, `account_key`, ...) or
@@ -58,6 +58,7 @@ pub struct StoreUrl {
     pub url: String,
     /// The S3 store, when the URL is one: the writer copies parts server-side through it.
     pub s3: Option<Arc<AmazonS3>>,
+    bucket: Option<S3Bucket>,
     credentials: Credentials,
 }
 
@@ -113,29 +114,44 @@ impl StoreUrl {
         let parsed = url::Url::parse(url)
             .map_err(|e| Error::msg(format!("{url}: not a URL ({e}); rawarray opens {SCHEMES}")))?;
         let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| {
-            Error::msg(format!("{url}: not an object-store URL that rawarray opens ({SCHEMES}): {e}"))
+            Error::msg(format!(
+                "{url}: not an object-store URL that rawarray opens ({SCHEMES}): {e}"
+            ))
         })?;
-        let built = |e: object_store::Error| Error::msg(format!("{url}: {}", scrub(&e.to_string(), options)));
+        let built = |e: object_store::Error| {
+            Error::msg(format!("{url}: {}", scrub(&e.to_string(), options)))
+        };
         let mut s3 = None;
+        let mut bucket = None;
         let (store, credentials): (Arc<dyn ObjectStore>, Credentials) = match scheme {
             ObjectStoreScheme::AmazonS3 => {
                 let mut b = AmazonS3Builder::from_env().with_url(url);
                 let mut given = Vec::new();
                 for (k, v) in options {
                     let (key, value) = s3_option(url, k, v)?;
-                    if matches!(key, AmazonS3ConfigKey::AccessKeyId | AmazonS3ConfigKey::SecretAccessKey | AmazonS3ConfigKey::Token) {
+                    if matches!(
+                        key,
+                        AmazonS3ConfigKey::AccessKeyId
+                            | AmazonS3ConfigKey::SecretAccessKey
+                            | AmazonS3ConfigKey::Token
+                    ) {
                         given.push(k.clone());
                     }
                     b = b.with_config(key, value);
                 }
-                let env = ["AWS_ACCESS_KEY_ID", "AWS_WEB_IDENTITY_TOKEN_FILE", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI"]
-                    .iter()
-                    .filter(|v| std::env::var_os(v).is_some())
-                    .map(|v| (*v).to_string());
+                let env = [
+                    "AWS_ACCESS_KEY_ID",
+                    "AWS_WEB_IDENTITY_TOKEN_FILE",
+                    "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+                ]
+                .iter()
+                .filter(|v| std::env::var_os(v).is_some())
+                .map(|v| (*v).to_string());
                 given.extend(env);
                 let skip = b
                     .get_config_value(&AmazonS3ConfigKey::SkipSignature)
                     .is_some_and(|v| v == "true");
+                bucket = S3Bucket::of(&b);
                 let s = Arc::new(b.build().map_err(built)?);
                 s3 = Some(Arc::clone(&s));
                 let c = if skip {
@@ -149,17 +165,24 @@ impl StoreUrl {
             }
             ObjectStoreScheme::GoogleCloudStorage => {
                 let mut b = GoogleCloudStorageBuilder::from_env().with_url(url);
-                let mut given: Vec<String> = ["GOOGLE_SERVICE_ACCOUNT", "GOOGLE_SERVICE_ACCOUNT_PATH", "GOOGLE_SERVICE_ACCOUNT_KEY", "GOOGLE_APPLICATION_CREDENTIALS"]
-                    .iter()
-                    .filter(|v| std::env::var_os(v).is_some())
-                    .map(|v| (*v).to_string())
-                    .collect();
+                let mut given: Vec<String> = [
+                    "GOOGLE_SERVICE_ACCOUNT",
+                    "GOOGLE_SERVICE_ACCOUNT_PATH",
+                    "GOOGLE_SERVICE_ACCOUNT_KEY",
+                    "GOOGLE_APPLICATION_CREDENTIALS",
+                ]
+                .iter()
+                .filter(|v| std::env::var_os(v).is_some())
+                .map(|v| (*v).to_string())
+                .collect();
                 let mut skip = false;
                 for (k, v) in options {
                     let (key, value) = gcs_option(url, k, v)?;
                     match key {
                         GoogleConfigKey::SkipSignature => skip = value == "true",
-                        GoogleConfigKey::ServiceAccount | GoogleConfigKey::ServiceAccountKey | GoogleConfigKey::ApplicationCredentials => given.push(k.clone()),
+                        GoogleConfigKey::ServiceAccount
+                        | GoogleConfigKey::ServiceAccountKey
+                        | GoogleConfigKey::ApplicationCredentials => given.push(k.clone()),
                         _ => {}
                     }
                     b = b.with_config(key, value);
@@ -175,17 +198,28 @@ impl StoreUrl {
             }
             ObjectStoreScheme::MicrosoftAzure => {
                 let mut b = MicrosoftAzureBuilder::from_env().with_url(url);
-                let mut given: Vec<String> = ["AZURE_STORAGE_ACCOUNT_KEY", "AZURE_STORAGE_ACCESS_KEY", "AZURE_STORAGE_SAS_KEY", "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE"]
-                    .iter()
-                    .filter(|v| std::env::var_os(v).is_some())
-                    .map(|v| (*v).to_string())
-                    .collect();
+                let mut given: Vec<String> = [
+                    "AZURE_STORAGE_ACCOUNT_KEY",
+                    "AZURE_STORAGE_ACCESS_KEY",
+                    "AZURE_STORAGE_SAS_KEY",
+                    "AZURE_CLIENT_SECRET",
+                    "AZURE_FEDERATED_TOKEN_FILE",
+                ]
+                .iter()
+                .filter(|v| std::env::var_os(v).is_some())
+                .map(|v| (*v).to_string())
+                .collect();
                 let mut none = false;
                 for (k, v) in options {
                     for (key, value) in azure_options(url, k, v)? {
                         match key {
-                            AzureConfigKey::SkipSignature | AzureConfigKey::UseEmulator => none |= value == "true",
-                            AzureConfigKey::AccessKey | AzureConfigKey::SasKey | AzureConfigKey::ClientSecret | AzureConfigKey::Token => given.push(k.clone()),
+                            AzureConfigKey::SkipSignature | AzureConfigKey::UseEmulator => {
+                                none |= value == "true"
+                            }
+                            AzureConfigKey::AccessKey
+                            | AzureConfigKey::SasKey
+                            | AzureConfigKey::ClientSecret
+                            | AzureConfigKey::Token => given.push(k.clone()),
                             _ => {}
                         }
                         b = b.with_config(key, value);
@@ -204,9 +238,19 @@ impl StoreUrl {
                 let mut b = HttpBuilder::new()
                     .with_url(&parsed[..url::Position::BeforePath])
                     // An http:// URL asks for plain HTTP (object_store refuses it by default).
-                    .with_config(ClientConfigKey::AllowHttp, (parsed.scheme() == "http").to_string());
+                    .with_config(
+                        ClientConfigKey::AllowHttp,
+                        (parsed.scheme() == "http").to_string(),
+                    );
                 for (k, v) in options {
-                    let key: ClientConfigKey = k.parse().map_err(|_| unknown(url, k, "HTTP", "object_store's client keys (timeout, allow_http, ...)"))?;
+                    let key: ClientConfigKey = k.parse().map_err(|_| {
+                        unknown(
+                            url,
+                            k,
+                            "HTTP",
+                            "object_store's client keys (timeout, allow_http, ...)",
+                        )
+                    })?;
                     b = b.with_config(key, v);
                 }
                 (Arc::new(b.build().map_err(built)?), Credentials::None)
@@ -229,17 +273,69 @@ impl StoreUrl {
             path,
             url: url.to_string(),
             s3,
+            bucket,
             credentials,
         })
+    }
+
+    /// Aborts the multipart uploads that writers which died left at this URL's path, and says
+    /// how many: S3's, listed by its ListMultipartUploads. Other stores keep none that matter
+    /// (Azure drops uncommitted blocks within 7 days; HTTP and local files have no uploads).
+    pub async fn recover(&self) -> Result<usize> {
+        match (&self.s3, &self.bucket) {
+            (Some(s3), Some(b)) => abort_pending(b, s3, &self.path)
+                .await
+                .map_err(|e| Error::msg(self.explain(&e.to_string()))),
+            _ => Ok(0),
+        }
+    }
+
+    /// Writes the object at this URL whatever `write` writes, as
+    /// [`put_atomic`](super::put_atomic) does, after aborting what a writer that died left
+    /// here ([`StoreUrl::recover`]; a store that refuses the listing is written all the same).
+    /// Errors start with the URL and say where credentials were looked for when that is the
+    /// trouble.
+    pub fn put_atomic<F>(
+        &self,
+        handle: &tokio::runtime::Handle,
+        opts: &super::UploadOptions,
+        write: F,
+    ) -> Result<object_store::PutResult>
+    where
+        F: FnOnce(&mut dyn std::io::Write) -> Result<()>,
+    {
+        let _ = handle.block_on(self.recover());
+        super::put_atomic(handle, &self.store, &self.path, opts, write).map_err(|e| self.rewrap(e))
+    }
+
+    /// A library error of a request to this store, explained (see [`StoreUrl::explain`]),
+    /// of the same category.
+    pub fn rewrap(&self, e: Error) -> Error {
+        let msg = self.explain(&e.to_string());
+        if e.category() == crate::Category::Io {
+            let io: std::io::Error = e.into();
+            return std::io::Error::new(io.kind(), msg).into();
+        }
+        Error::msg(msg)
     }
 
     /// `message` (a failed request's) with the URL in front, and, for an answer that looks
     /// like missing or refused credentials, where credentials were looked for (never a secret).
     pub fn explain(&self, message: &str) -> String {
         let lower = message.to_ascii_lowercase();
-        let about_credentials = ["credential", "403", "401", "forbidden", "unauthorized", "metadata", "accessdenied", "access denied", "signature"]
-            .iter()
-            .any(|w| lower.contains(w));
+        let about_credentials = [
+            "credential",
+            "403",
+            "401",
+            "forbidden",
+            "unauthorized",
+            "metadata",
+            "accessdenied",
+            "access denied",
+            "signature",
+        ]
+        .iter()
+        .any(|w| lower.contains(w));
         let hint = match (&self.credentials, about_credentials) {
             (Credentials::Looked(looked), true) => format!(" ({looked})"),
             (Credentials::Given(names), true) => format!(
@@ -372,12 +468,22 @@ mod tests {
     use super::*;
 
     fn opts(kv: &[(&str, &str)]) -> StorageOptions {
-        kv.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        kv.iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn every_scheme_parses_and_unknown_options_are_named() {
-        for url in ["s3://b/k.ra", "s3a://b/k.ra", "gs://b/k.ra", "az://c/k.ra", "abfs://c@acct.dfs.core.windows.net/k.ra", "https://example.invalid/k.ra", "file:///tmp/k.ra"] {
+        for url in [
+            "s3://b/k.ra",
+            "s3a://b/k.ra",
+            "gs://b/k.ra",
+            "az://c/k.ra",
+            "abfs://c@acct.dfs.core.windows.net/k.ra",
+            "https://example.invalid/k.ra",
+            "file:///tmp/k.ra",
+        ] {
             let o = if url.starts_with("az") || url.starts_with("abfs") {
                 opts(&[("account_name", "acct"), ("anon", "true")])
             } else {
@@ -386,25 +492,46 @@ mod tests {
             let u = StoreUrl::parse(url, &o).unwrap_or_else(|e| panic!("{url}: {e}"));
             assert!(u.path.as_ref().ends_with("k.ra"), "{url}: {}", u.path);
         }
-        let e = StoreUrl::parse("gs://b/k.ra", &opts(&[("colour", "red")])).unwrap_err().to_string();
+        let e = StoreUrl::parse("gs://b/k.ra", &opts(&[("colour", "red")]))
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`colour`") && e.contains("gcsfs's token"), "{e}");
-        let e = StoreUrl::parse("memory:///k.ra", &StorageOptions::new()).unwrap_err().to_string();
+        let e = StoreUrl::parse("memory:///k.ra", &StorageOptions::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("s3://"), "{e}");
-        let e = StoreUrl::parse("ftp://host/k.ra", &StorageOptions::new()).unwrap_err().to_string();
+        let e = StoreUrl::parse("ftp://host/k.ra", &StorageOptions::new())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("ftp://host/k.ra"), "{e}");
     }
 
     #[test]
     fn credential_hints_name_what_was_looked_for_and_no_secret() {
         let u = StoreUrl::parse("s3://b/k.ra", &opts(&[("region_name", "us-east-1")])).unwrap();
-        let m = u.explain("Generic S3 error: Error fetching token from instance metadata: 403 Forbidden");
+        let m = u.explain(
+            "Generic S3 error: Error fetching token from instance metadata: 403 Forbidden",
+        );
         if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-            assert!(m.contains("AWS_ACCESS_KEY_ID") && m.contains("storage_options"), "{m}");
+            assert!(
+                m.contains("AWS_ACCESS_KEY_ID") && m.contains("storage_options"),
+                "{m}"
+            );
         }
-        let u = StoreUrl::parse("s3://b/k.ra", &opts(&[("key", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI")])).unwrap();
+        let u = StoreUrl::parse(
+            "s3://b/k.ra",
+            &opts(&[("key", "AKIDEXAMPLE"), ("secret", "wJalrXUtnFEMI")]),
+        )
+        .unwrap();
         let m = u.explain("403 Forbidden: SignatureDoesNotMatch");
-        assert!(m.contains("given by") && m.contains("key") && !m.contains("wJalrXUtnFEMI"), "{m}");
-        assert_eq!(scrub("a wJalrXUtnFEMI b", &opts(&[("secret", "wJalrXUtnFEMI")])), "a *** b");
+        assert!(
+            m.contains("given by") && m.contains("key") && !m.contains("wJalrXUtnFEMI"),
+            "{m}"
+        );
+        assert_eq!(
+            scrub("a wJalrXUtnFEMI b", &opts(&[("secret", "wJalrXUtnFEMI")])),
+            "a *** b"
+        );
         // Not about credentials: no hint.
         assert_eq!(u.explain("404 Not Found"), "s3://b/k.ra: 404 Not Found");
     }
