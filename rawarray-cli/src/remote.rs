@@ -59,8 +59,8 @@ pub enum Need {
 static NEED: std::sync::Mutex<Option<Need>> = std::sync::Mutex::new(None);
 
 /// The ETag and version of each URL read whole, for an in-place rewrite's precondition.
-type Read = (PathBuf, Option<String>, Option<String>);
-static READ: std::sync::Mutex<Vec<Read>> = std::sync::Mutex::new(Vec::new());
+type ReadAs = (PathBuf, Option<String>, Option<String>);
+static READ: std::sync::Mutex<Vec<ReadAs>> = std::sync::Mutex::new(Vec::new());
 
 /// Says what the command about to run reads of its URL inputs (every byte, unless said).
 pub fn set_need(need: Need) {
@@ -126,7 +126,7 @@ pub fn input(url: &Path) -> Result<PathBuf> {
             let dims = &reader.header().dims;
             let ranges: Vec<Range<u64>> = match need {
                 Need::Slice(spec) => {
-                    bounding_box(spec, dims).map_err(|m| Failure::usage("slice", m))?
+                    bounding_box(&spec, dims).map_err(|m| Failure::usage("slice", m))?
                 }
                 _ => dims.iter().map(|_| 0..0).collect(),
             };
@@ -215,6 +215,7 @@ pub fn output(url: &Path, in_place: bool) -> Result<Option<Output>> {
         .tempfile()
         .at(url)?
         .into_temp_path();
+    crate::source::alias(&local, url);
     Ok(Some(Output {
         url: url.to_path_buf(),
         local,

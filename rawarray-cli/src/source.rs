@@ -414,7 +414,37 @@ pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
     if let Some(c) = copies.iter().find(|c| c.path == path) {
         return stream_name(&c.source).to_string_lossy().into_owned().into();
     }
+    let aliases = ALIASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, url)) = aliases.iter().find(|(local, _)| local == path) {
+        return url.to_string_lossy().into_owned().into();
+    }
     path.to_string_lossy()
+}
+
+/// Local files named in messages as what they stand for (an object-store URL an output is
+/// uploaded to: see `remote.rs`).
+static ALIASES: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+/// `line` with every aliased local file named as what it stands for.
+pub fn unalias(line: &str) -> String {
+    let aliases = ALIASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = line.to_string();
+    for (local, url) in aliases.iter() {
+        out = out.replace(&*local.to_string_lossy(), &url.to_string_lossy());
+    }
+    out
+}
+
+/// Names the local file `local` as `shown_as` in messages.
+pub fn alias(local: &Path, shown_as: &Path) {
+    ALIASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((local.to_path_buf(), shown_as.to_path_buf()));
 }
 
 /// The error of a command that needs a file it can seek in or rewrite, given `-` or a pipe.
