@@ -156,7 +156,7 @@ mod store {
 
     use object_store::local::LocalFileSystem;
     use object_store::memory::InMemory;
-    use object_store::{ObjectStore, PutPayload};
+    use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
     use rawarray_serde::StoreArrayReader;
 
     use super::*;

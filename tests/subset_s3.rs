@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use object_store::aws::AmazonS3Builder;
-use object_store::{ObjectStore, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use rawarray_serde::{ArrayReader, DynArray, RawArray, Trailer};
 
 /// The moto server, killed (by its pid) when dropped.

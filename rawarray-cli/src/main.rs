@@ -20,6 +20,7 @@ mod output;
 mod progress;
 mod ragged;
 mod recover;
+mod remote;
 mod report;
 mod reshape;
 mod slice;
@@ -441,7 +442,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
-        Command::Info { files, json } => info::run(&files, json, &mut out),
+        Command::Info { files, json } => {
+            remote::set_need(remote::Need::Meta);
+            info::run(&files, json, &mut out)
+        }
         Command::Cat { file, head, json } => {
             let file = source::input(&file)?;
             if ragged::is_ragged(&file) {
@@ -460,21 +464,25 @@ fn run(cli: Cli) -> Result<(), Failure> {
             batch_rows,
             #[cfg(feature = "arrow")]
             zstd,
-        } => convert::run(
-            &convert::Request {
-                input: &input,
-                output: &output,
-                from,
-                to,
-                rgb,
-                max_image_bytes,
-                #[cfg(feature = "arrow")]
-                batch_rows,
-                #[cfg(feature = "arrow")]
-                zstd,
-            },
-            &mut out,
-        ),
+        } => {
+            let up = remote::output(&output, false)?;
+            convert::run(
+                &convert::Request {
+                    input: &input,
+                    output: up.as_ref().map_or(output.as_path(), remote::Output::local),
+                    from,
+                    to,
+                    rgb,
+                    max_image_bytes,
+                    #[cfg(feature = "arrow")]
+                    batch_rows,
+                    #[cfg(feature = "arrow")]
+                    zstd,
+                },
+                &mut out,
+            )?;
+            up.map_or(Ok(()), remote::Output::upload)
+        }
         Command::Compress {
             file,
             output,
@@ -484,7 +492,9 @@ fn run(cli: Cli) -> Result<(), Failure> {
             chunks,
             threads,
         } => {
-            let file = rewritable("compress", &file, output.as_deref())?;
+            let up = remote::rewrite(&file, output.as_deref())?;
+            let output = up.as_ref().map(remote::Output::local).or(output.as_deref());
+            let file = rewritable("compress", &file, output)?;
             let packing = compress::Packing {
                 codec,
                 level,
@@ -493,20 +503,29 @@ fn run(cli: Cli) -> Result<(), Failure> {
                 threads,
             };
             if ragged::is_ragged(&file) {
-                return ragged::compress(&file, output.as_deref(), Some(&packing));
+                ragged::compress(&file, output, Some(&packing))?;
+            } else {
+                compress::run(&file, output, Some(&packing))?;
             }
-            compress::run(&file, output.as_deref(), Some(&packing))
+            up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Decompress { file, output } => {
-            let file = rewritable("decompress", &file, output.as_deref())?;
+            let up = remote::rewrite(&file, output.as_deref())?;
+            let output = up.as_ref().map(remote::Output::local).or(output.as_deref());
+            let file = rewritable("decompress", &file, output)?;
             if ragged::is_ragged(&file) {
-                return ragged::compress(&file, output.as_deref(), None);
+                ragged::compress(&file, output, None)?;
+            } else {
+                compress::run(&file, output, None)?;
             }
-            compress::run(&file, output.as_deref(), None)
+            up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Reshape { file, dims, output } => {
-            let file = rewritable("reshape", &file, output.as_deref())?;
-            reshape::run(&file, &dims, output.as_deref())
+            let up = remote::rewrite(&file, output.as_deref())?;
+            let output = up.as_ref().map(remote::Output::local).or(output.as_deref());
+            let file = rewritable("reshape", &file, output)?;
+            reshape::run(&file, &dims, output)?;
+            up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Slice {
             input,
@@ -514,11 +533,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             ranges,
             squeeze,
         } => {
+            remote::set_need(remote::Need::Slice(ranges.clone()));
             let input = source::input(&input)?;
+            let up = remote::output(&output, false)?;
+            let output = up.as_ref().map_or(output.as_path(), remote::Output::local);
             if ragged::is_ragged(&input) {
-                return ragged::slice(&input, &output, &ranges, &mut out);
+                ragged::slice(&input, output, &ranges, &mut out)?;
+            } else {
+                slice::run(&input, output, &ranges, squeeze, &mut out)?;
             }
-            slice::run(&input, &output, &ranges, squeeze, &mut out)
+            up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Diff {
             a,
@@ -561,6 +585,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             last,
             summary,
         } => {
+            remote::refuse("watch", &file)?;
             if source::is_stream(&file) {
                 return Err(source::needs_a_file(
                     "watch",
@@ -575,14 +600,24 @@ fn run(cli: Cli) -> Result<(), Failure> {
             "ra recover repairs a file in place",
             &file,
         )),
-        Command::Recover { file, force } => recover::run(&file, force, &mut out),
+        Command::Recover { file, force } => {
+            remote::refuse("recover", &file)?;
+            recover::run(&file, force, &mut out)
+        }
         Command::Checksum {
             files,
             algo,
             tag,
             data,
         } => checksum::run(&files, checksum::Style { algo, tag, data }, &mut out),
-        Command::Verify { sums } => checksum::verify(&sums, &mut out),
+        Command::Verify { sums } => {
+            let sums = if remote::is_url(&sums) {
+                source::input(&sums)?
+            } else {
+                sums
+            };
+            checksum::verify(&sums, &mut out)
+        }
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "ra", &mut out);
             Ok(())

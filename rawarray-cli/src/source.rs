@@ -125,6 +125,17 @@ pub fn input(path: &Path) -> Result<PathBuf> {
 /// memory's, use does not). Errors about the copy name it as the command line does: `<stdin>`,
 /// or the pipe's name (see [`shown`]).
 pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
+    if crate::remote::is_url(path) {
+        if let Some(copy) = STDIN_COPY
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .find(|c| c.source == path)
+        {
+            return Ok(copy.path.clone());
+        }
+        return crate::remote::input(path);
+    }
     if !is_stream(path) {
         return Ok(path.to_path_buf());
     }
@@ -337,6 +348,28 @@ fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
     Ok((file, Some(path)))
 }
 
+/// A temporary local file standing for `source` (an object-store URL's copy, see
+/// `remote.rs`), kept open until the command ends and named as `source` in messages; returns
+/// the name to open it by.
+pub fn keep_copy(source: &Path, file: File, named: Option<tempfile::TempPath>) -> Result<PathBuf> {
+    let path = reopenable(&file, named.as_deref(), source)?;
+    STDIN_COPY
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push(StdinCopy {
+            source: source.to_path_buf(),
+            file,
+            path: path.clone(),
+            named,
+        });
+    Ok(path)
+}
+
+/// An empty temporary file for a copy: anonymous on Linux, named elsewhere.
+pub fn new_temp() -> io::Result<(File, Option<tempfile::TempPath>)> {
+    new_copy()
+}
+
 /// The name to open the copy by: its own, or on Linux `/proc/self/fd/N` (each open has its own
 /// offset).
 fn reopenable(file: &File, named: Option<&Path>, name: &Path) -> Result<PathBuf> {
@@ -381,7 +414,37 @@ pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
     if let Some(c) = copies.iter().find(|c| c.path == path) {
         return stream_name(&c.source).to_string_lossy().into_owned().into();
     }
+    let aliases = ALIASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, url)) = aliases.iter().find(|(local, _)| local == path) {
+        return url.to_string_lossy().into_owned().into();
+    }
     path.to_string_lossy()
+}
+
+/// Local files named in messages as what they stand for (an object-store URL an output is
+/// uploaded to: see `remote.rs`).
+static ALIASES: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
+
+/// `line` with every aliased local file named as what it stands for.
+pub fn unalias(line: &str) -> String {
+    let aliases = ALIASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let mut out = line.to_string();
+    for (local, url) in aliases.iter() {
+        out = out.replace(&*local.to_string_lossy(), &url.to_string_lossy());
+    }
+    out
+}
+
+/// Names the local file `local` as `shown_as` in messages.
+pub fn alias(local: &Path, shown_as: &Path) {
+    ALIASES
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .push((local.to_path_buf(), shown_as.to_path_buf()));
 }
 
 /// The error of a command that needs a file it can seek in or rewrite, given `-` or a pipe.

@@ -121,10 +121,11 @@ pub(crate) fn shuffle_named(name: &str) -> PyResult<Shuffle> {
         })
 }
 
-/// Writes the chunked file atomically: `header` (plain), its data encoded by the library's
+X
 /// encoder (chunks compressed in parallel), and the trailer block placed after the section.
-pub(crate) fn write_chunked(
-    path: &Path,
+/// Into `w`: a temporary file, or an object-store upload.
+pub(crate) fn write_chunked_to(
+    w: &mut dyn Write,
     header: &Header,
     raw: &[u8],
     opts: &WriteOptions,
@@ -133,14 +134,12 @@ pub(crate) fn write_chunked(
     let schema = trailer.and_then(|t| t.schema.as_ref());
     let (header, section) = rawarray_serde::codec::encode_with(header, raw, opts, schema)?;
     let end = header.encoded_len() as u64 + header.size;
-    rawarray_serde::atomic::write_atomic(path, |w: &mut dyn Write| -> rawarray_serde::Result<()> {
-        w.write_all(&header.encode())?;
-        w.write_all(&section)?;
-        if let Some(t) = trailer {
-            w.write_all(&t.encode_block(end))?;
-        }
-        Ok(())
-    })
+    w.write_all(&header.encode())?;
+    w.write_all(&section)?;
+    if let Some(t) = trailer {
+        w.write_all(&t.encode_block(end))?;
+    }
+    Ok(())
 }
 
 /// A chunked file's settings: `(codec, level, shuffle, chunk shape in the file's dim order,

@@ -1,29 +1,26 @@
-//! `rawarray.open("s3://bucket/key")`: a `.ra` object in an object store, read through the
-//! library's `StoreArrayReader` (ranged requests, pinned to the object opened). Built with the
-//! package's Cargo feature `cloud` (object_store's S3 and HTTP backends, and local files), which
-//! the default wheel leaves out: it brings an HTTP client and TLS.
+//! `rawarray.open("s3://bucket/key")` and `rawarray.write("s3://...", a)`: `.ra` objects in an
+//! object store, read through the library's `StoreArrayReader` (ranged requests, pinned to the
+//! object opened) and written through its `StoreUrl::put_atomic` (one request, or a multipart
+//! upload streamed part by part; nothing at the URL until it completes). Every wheel carries
+//! the backends (feature `cloud`, on by default): `s3://`, `s3a://`, `gs://`, `az://`,
+//! `abfs(s)://`, `http(s)://`, `file://`.
 //!
-//! Each URL is read as object_store reads it (`ObjectStoreScheme::parse`), and its store is
-//! configured from the environment as object_store's builders read it (`AmazonS3Builder::from_env`
-//! reads every `AWS_*` variable: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
-//! `AWS_ENDPOINT`, `AWS_ALLOW_HTTP`, ...),
-//! so a Dask worker on another machine opens the object with its own credentials.
+//! Each URL's store is configured from the environment as object_store's builders read it
+//! (`AWS_*`, `GOOGLE_*`, `AZURE_*`), so a Dask worker on another machine opens the object with
+//! its own credentials, and from `storage_options` (fsspec's names, or object_store's), which
+//! the library reads (`rawarray_serde::store::StoreUrl`).
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
 
-use object_store::aws::AmazonS3Builder;
-use object_store::http::HttpBuilder;
-use object_store::local::LocalFileSystem;
-use object_store::{ClientOptions, ObjectStore, ObjectStoreScheme};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rawarray_serde::store::{StorageOptions, StoreUrl, UploadOptions};
 use rawarray_serde::{Header, StoreArrayReader};
 
 use crate::buffer::{Buffer, Bytes};
 use crate::chunked::{settings_of, ChunkSettings};
 use crate::dtype::element_kind;
-use crate::errors::ra_err;
-use rawarray_serde::{Category, Error};
+use crate::errors::{ra_err, to_py};
 
 /// A `.ra` object opened in an object store: its validated header and trailer (at most two
 /// requests), then blocks by ranged requests, every one pinned to the object opened (its ETag
@@ -36,74 +33,77 @@ use rawarray_serde::{Category, Error};
 pub(crate) struct StoreFile {
     reader: StoreArrayReader,
     runtime: tokio::runtime::Runtime,
-    url: String,
+    url: StoreUrl,
 }
 
-/// The store and the object's path in it that `url` names, the store configured from the
-/// environment as object_store's builders read it.
-fn store_for(url: &str) -> PyResult<(Arc<dyn ObjectStore>, object_store::path::Path)> {
-    let parsed = url::Url::parse(url)
-        .map_err(|e| ra_err(format!("{url}: not an object-store URL ({e})")))?;
-    let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| {
-        ra_err(format!(
-            "{url}: not an object-store URL that rawarray reads (s3://, s3a://, http(s)://, \
-             file://): {e}"
-        ))
-    })?;
-    let built = |e: object_store::Error| ra_err(format!("{url}: {e}"));
-    let store: Arc<dyn ObjectStore> = match scheme {
-        ObjectStoreScheme::AmazonS3 => Arc::new(
-            AmazonS3Builder::from_env()
-                .with_url(url)
-                .build()
-                .map_err(built)?,
-        ),
-        // The server's root: the object's path is the URL's.
-        ObjectStoreScheme::Http => Arc::new(
-            HttpBuilder::new()
-                .with_url(&parsed[..url::Position::BeforePath])
-                // An http:// URL asks for plain HTTP (object_store refuses it by default).
-                .with_client_options(
-                    ClientOptions::new().with_allow_http(parsed.scheme() == "http"),
-                )
-                .build()
-                .map_err(built)?,
-        ),
-        ObjectStoreScheme::Local => Arc::new(LocalFileSystem::new()),
-        // A memory:// store is empty in every process that builds one: nothing to open. GCS
-        // and Azure need object_store's `gcp` and `azure` backends, not built in.
-        other => {
-            return Err(ra_err(format!(
-            "{url}: rawarray reads s3://, s3a://, http(s):// and file:// URLs, not {other:?} ones"
-        )))
-        }
-    };
-    Ok((store, path))
+/// The store and object `url` names, with `options` (text values; the Python layer turns
+/// booleans and numbers into text).
+pub(crate) fn store_url(url: &str, options: Option<BTreeMap<String, String>>) -> PyResult<StoreUrl> {
+    let options: StorageOptions = options.unwrap_or_default();
+    StoreUrl::parse(url, &options).map_err(to_py)
 }
 
-/// The library's error as `to_py` maps it (I/O as `OSError`, the rest as `RaError`), its
-/// message starting with the URL (the library names the object by its path in the store,
-/// which does not say which store).
-fn url_error(url: &str, e: Error) -> PyErr {
-    if e.category() == Category::Io {
-        let io: std::io::Error = e.into();
-        return PyErr::from(std::io::Error::new(io.kind(), format!("{url}: {io}")));
-    }
-    ra_err(format!("{url}: {e}"))
+/// The library's error of a request to `url`, as `to_py` maps it (I/O as `OSError`, the rest
+/// as `RaError`), its message starting with the URL and saying where credentials were looked
+/// for when that is the trouble.
+fn url_error(url: &StoreUrl, e: rawarray_serde::Error) -> PyErr {
+    to_py(url.rewrap(e))
+}
+
+/// Writes the object at `url` whatever `write` writes (see `StoreUrl::put_atomic`), on a
+/// runtime of two threads made for this write (parts go up while the next is filled), the GIL
+/// released.
+pub(crate) fn put_url(
+    py: Python<'_>,
+    url: &StoreUrl,
+    write: impl FnOnce(&mut dyn std::io::Write) -> rawarray_serde::Result<()> + Send,
+) -> PyResult<()> {
+    py.detach(|| -> rawarray_serde::Result<()> {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()?;
+        url.put_atomic(rt.handle(), &UploadOptions::new(), write)?;
+        Ok(())
+    })
+    .map_err(to_py)
+}
+
+/// Aborts the multipart uploads that writers which died left at `url` (S3), and says how many.
+#[pyfunction]
+#[pyo3(signature = (url, storage_options=None))]
+pub(crate) fn recover_url(
+    py: Python<'_>,
+    url: &str,
+    storage_options: Option<BTreeMap<String, String>>,
+) -> PyResult<usize> {
+    let u = store_url(url, storage_options)?;
+    py.detach(|| -> rawarray_serde::Result<usize> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        rt.block_on(u.recover())
+    })
+    .map_err(to_py)
 }
 
 #[pymethods]
 impl StoreFile {
     /// Opens the object `url` names: validates its header and reads its trailer.
     #[new]
-    fn new(py: Python<'_>, url: String) -> PyResult<StoreFile> {
-        let (store, path) = store_for(&url)?;
+    #[pyo3(signature = (url, storage_options=None))]
+    fn new(
+        py: Python<'_>,
+        url: String,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<StoreFile> {
+        let url = store_url(&url, storage_options)?;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(PyErr::from)?;
         let reader = py
-            .detach(|| runtime.block_on(StoreArrayReader::open(store, path)))
+            .detach(|| runtime.block_on(StoreArrayReader::open(url.store.clone(), url.path.clone())))
             .map_err(|e| url_error(&url, e))?;
         Ok(StoreFile {
             reader,
@@ -115,7 +115,7 @@ impl StoreFile {
     /// The URL opened.
     #[getter]
     fn url(&self) -> &str {
-        &self.url
+        &self.url.url
     }
 
     /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
@@ -225,7 +225,7 @@ impl StoreFile {
     ) {
         let meta = self.reader.object_meta();
         (
-            self.url.clone(),
+            self.url.url.clone(),
             meta.e_tag.clone(),
             meta.version.clone(),
             meta.size,

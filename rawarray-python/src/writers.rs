@@ -27,7 +27,7 @@ use crate::errors::{at_path, ra_err, to_py, Doing};
 /// cores); `compress` (or `codec="lz4-whole"`) the whole-section LZ4 block.
 #[pyfunction]
 #[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None,
-                    codec=None, chunks=None, level=None, shuffle=None, threads=0))]
+                    codec=None, chunks=None, level=None, shuffle=None, threads=0, storage_options=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     py: Python<'_>,
@@ -43,7 +43,13 @@ pub(crate) fn write(
     level: Option<i32>,
     shuffle: Option<&str>,
     threads: usize,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
 ) -> PyResult<()> {
+    // An object-store URL (`s3://...`): the same bytes, uploaded (see src/store.rs).
+    let url = match path.to_str() {
+        Some(p) if is_url(p) => Some(p.to_string()),
+        _ => None,
+    };
     let (opts, chunk_opts) =
         chunked::write_options(compress, codec, chunks, level, shuffle, threads)?;
     let (eltype, elbyte, layout) = element_of(descr_json)?;
@@ -106,31 +112,69 @@ pub(crate) fn write(
     } else {
         unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
     };
-    let result = py.detach(|| -> rawarray_serde::Result<()> {
+    // The file's bytes, written into a local temporary file or an upload alike.
+    let body = |w: &mut dyn Write| -> rawarray_serde::Result<()> {
         if let Some(co) = &chunk_opts {
-            return chunked::write_chunked(&path, &header, bytes, co, trailer.as_ref());
+            return chunked::write_chunked_to(w, &header, bytes, co, trailer.as_ref());
         }
         if opts.is_compressed() {
             let mut array = DynArray::new(eltype, elbyte, header.dims.clone(), bytes.to_vec())?;
             if let Some(t) = &trailer {
                 array.set_trailer(t);
             }
-            return array.write_file_with(&path, &opts);
+            return array.write_to_with(w, &opts);
         }
         let end = header.encoded_len() as u64 + header.data_len();
-        rawarray_serde::atomic::write_atomic(
-            &path,
-            |w: &mut dyn Write| -> rawarray_serde::Result<()> {
-                w.write_all(&header.encode())?;
-                w.write_all(bytes)?;
-                if let Some(t) = &trailer {
-                    w.write_all(&t.encode_block(end))?;
-                }
-                Ok(())
-            },
-        )
-    });
+        w.write_all(&header.encode())?;
+        w.write_all(bytes)?;
+        if let Some(t) = &trailer {
+            w.write_all(&t.encode_block(end))?;
+        }
+        Ok(())
+    };
+    if let Some(url) = url {
+        return write_url(py, &url, storage_options, body);
+    }
+    if storage_options.is_some() {
+        return Err(ra_err(format!(
+            "{}: storage_options apply to object-store URLs (s3://, gs://, ...), not to a local path",
+            path.display()
+        )));
+    }
+    let result = py.detach(|| rawarray_serde::atomic::write_atomic(&path, body));
     result.map_err(|e| at_path(e, &path, Doing::Writing))
+}
+
+/// Whether `path` is an object-store URL (`scheme://`), as the Python layer tells them.
+fn is_url(path: &str) -> bool {
+    path.split_once("://").is_some_and(|(scheme, _)| {
+        let mut c = scheme.chars();
+        c.next().is_some_and(|f| f.is_ascii_alphabetic())
+            && c.all(|x| x.is_ascii_alphanumeric() || "+.-".contains(x))
+    })
+}
+
+#[cfg(feature = "cloud")]
+fn write_url(
+    py: Python<'_>,
+    url: &str,
+    storage_options: Option<std::collections::BTreeMap<String, String>>,
+    body: impl FnOnce(&mut dyn Write) -> rawarray_serde::Result<()> + Send,
+) -> PyResult<()> {
+    let u = crate::store::store_url(url, storage_options)?;
+    crate::store::put_url(py, &u, body)
+}
+
+#[cfg(not(feature = "cloud"))]
+fn write_url(
+    _py: Python<'_>,
+    url: &str,
+    _storage_options: Option<std::collections::BTreeMap<String, String>>,
+    _body: impl FnOnce(&mut dyn Write) -> rawarray_serde::Result<()> + Send,
+) -> PyResult<()> {
+    Err(ra_err(format!(
+        "{url}: this build of rawarray writes no object-store URLs (built without its Cargo feature `cloud`, which is on by default)"
+    )))
 }
 
 /// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,

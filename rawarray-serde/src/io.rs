@@ -55,6 +55,17 @@ pub trait ReadAt: Sync {
     fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
         then.holds_in(now)
     }
+
+    /// Whether the bytes `range` can be read now. A local source reads anything it has (the
+    /// default: `true`); a source over fetched pieces of a remote object (the object-store
+    /// reader's) answers `false` for bytes not fetched yet, so that a reader can ask a
+    /// [`Section`](crate::section::Section) which bytes a read needs
+    /// ([`Section::box_fetches`](crate::section::Section::box_fetches)), fetch them its own
+    /// way, and then read through the source.
+    fn has(&self, range: std::ops::Range<u64>) -> bool {
+        let _ = range;
+        true
+    }
 }
 
 impl ReadAt for File {
@@ -111,6 +122,9 @@ impl<T: ReadAt + ?Sized> ReadAt for &T {
     fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
         (**self).still_holds(then, now)
     }
+    fn has(&self, range: std::ops::Range<u64>) -> bool {
+        (**self).has(range)
+    }
 }
 
 impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
@@ -125,6 +139,9 @@ impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
     }
     fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
         (**self).still_holds(then, now)
+    }
+    fn has(&self, range: std::ops::Range<u64>) -> bool {
+        (**self).has(range)
     }
 }
 

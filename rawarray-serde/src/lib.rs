@@ -129,7 +129,8 @@ pub mod section;
 mod ser;
 pub mod sniff;
 #[cfg(feature = "object_store")]
-mod store;
+#[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+pub mod store;
 pub mod subset;
 mod target;
 mod temp;

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use object_store::memory::InMemory;
 use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use proptest::prelude::*;
 use rawarray_serde::codec::{self, ChunkOptions, Codec, Layout, SectionReader, Shuffle};
 use rawarray_serde::{ElType, ErrorKind, Header, RawArray, StoreArrayReader};
@@ -108,17 +108,34 @@ async fn one_element_and_one_plane_fetch_only_their_chunks() {
     assert_eq!(t.bytes - s.bytes, plane_chunks);
 
     // The plane i = 9 across the first dim: 16 chunks, each three chunks apart (far less
-    // than 1 MiB): one request spanning them, the bytes between dropped.
+    // than 1 MiB): one request spanning those not fetched before (the 4 of them in the plane
+    // k = 9 are in the reader's shared cache), the bytes between them included.
     let side: RawArray<f32> = r.read_subset(&[9..10, 0..64, 0..32]).await.unwrap();
     for (idx, x) in side.as_slice().iter().enumerate() {
         let (j, k) = (idx as u64 % 64, idx as u64 / 64);
         assert_eq!(*x, at(&v, 9, j, k));
     }
+    let side_chunks: Vec<u64> = (0..64).step_by(4).collect();
+    let fresh: u64 = side_chunks
+        .iter()
+        .filter(|n| !(16..32).contains(*n))
+        .map(|&n| stored_len(&layout, n))
+        .sum();
     let first = layout.chunk_range(0).unwrap().start;
     let last = layout.chunk_range(60).unwrap().end;
     let u = r.io_stats();
     assert_eq!(u.reads - t.reads, 1);
-    assert_eq!(u.bytes - t.bytes, last - first);
+    assert!(
+        u.bytes - t.bytes >= fresh && u.bytes - t.bytes < last - first,
+        "{} bytes for {fresh} bytes of chunks not held, in a span of {}",
+        u.bytes - t.bytes,
+        last - first
+    );
+
+    // The same plane again: every byte is held (decoded blocks and fetched pieces): no request.
+    let again: RawArray<f32> = r.read_subset(&[9..10, 0..64, 0..32]).await.unwrap();
+    assert_eq!(again.as_slice(), side.as_slice());
+    assert_eq!(r.io_stats(), u);
 
     // The whole array equals what was written.
     let all: RawArray<f32> = r.read_all().await.unwrap();
@@ -225,7 +242,83 @@ proptest! {
             .iter()
             .filter_map(|&c| layout.chunk_range(c))
             .fold((u64::MAX, 0), |(lo, hi), r| (lo.min(r.start), hi.max(r.end)));
-        // The touched chunks' bytes, plus at most the gaps between them.
-        prop_assert!(bytes >= stored && bytes <= hi.saturating_sub(lo).max(stored));
+        // At most the touched chunks' bytes and the gaps between them (none when the first
+        // 64 KiB fetched at open held them).
+        prop_assert!(bytes <= hi.saturating_sub(lo).max(stored));
     }
+}
+
+/// A chunk of many blocks larger than 1 MiB stored: one element costs its block (one request
+/// of about 64 KiB: the block table came with the first 64 KiB at open), not the chunk; a neighbouring element of the same block
+/// costs nothing more, and one of another block only that block.
+#[tokio::test]
+async fn an_element_of_a_large_chunk_fetches_its_block_table_and_one_block() {
+    let dims = [256u64, 256, 16];
+    let n: u64 = dims.iter().product();
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    // Noise of 4 bits a byte: each block compresses about 2:1 (not stored raw, which would
+    // need the whole chunk for its CRC), so the chunk is about 2 MiB stored.
+    let raw: Vec<u8> = (0..n * 4)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x % 16) as u8
+        })
+        .collect();
+    let header = Header::new(ElType::Float, 4, dims.to_vec()).unwrap();
+    let opts = rawarray_serde::WriteOptions::new()
+        .codec(Codec::Zstd)
+        .chunks(dims.to_vec())
+        .blocks(vec![64, 64, 4]);
+    let (h, section) = codec::encode(&header, &raw, &opts).unwrap();
+    let mut file = h.encode();
+    file.extend_from_slice(&section);
+    let layout = SectionReader::open(&h, &file[..])
+        .unwrap()
+        .chunk_map()
+        .unwrap()
+        .clone();
+    let chunk = stored_len(&layout, 0);
+    assert!(chunk > 3 << 19, "{chunk}");
+    let (store, path) = put(file).await;
+    let r = StoreArrayReader::open(store, path).await.unwrap();
+    let open = r.io_stats();
+
+    let value = |i: u64, j: u64, k: u64| {
+        let at = ((i + 256 * (j + 256 * k)) * 4) as usize;
+        f32::from_le_bytes(raw[at..at + 4].try_into().unwrap())
+    };
+    let one: RawArray<f32> = r.read_subset(&[100..101, 7..8, 5..6]).await.unwrap();
+    assert_eq!(one.as_slice()[0].to_bits(), value(100, 7, 5).to_bits());
+    let s = r.io_stats();
+    assert!(layout.chunk_range(0).unwrap().start + 64 * 4 * 16 < 64 << 10);
+    assert_eq!(s.reads - open.reads, 1, "the block alone");
+    // 64 x 64 x 4 floats a block: 64 KiB raw, about half that stored.
+    assert!(
+        s.bytes - open.bytes < 200 << 10,
+        "{} bytes",
+        s.bytes - open.bytes
+    );
+
+    let near: RawArray<f32> = r.read_subset(&[101..103, 8..9, 6..7]).await.unwrap();
+    assert_eq!(near.as_slice()[1].to_bits(), value(102, 8, 6).to_bits());
+    assert_eq!(r.io_stats(), s, "the same block: nothing fetched");
+
+    let other: RawArray<f32> = r.read_subset(&[200..201, 7..8, 5..6]).await.unwrap();
+    assert_eq!(other.as_slice()[0].to_bits(), value(200, 7, 5).to_bits());
+    let t = r.io_stats();
+    assert_eq!(
+        t.reads - s.reads,
+        1,
+        "another block: one request, the table is held"
+    );
+
+    let all: RawArray<f32> = r.read_all().await.unwrap();
+    let bits: Vec<u8> = all
+        .as_slice()
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    assert!(bits == raw);
 }

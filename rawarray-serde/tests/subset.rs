@@ -716,7 +716,7 @@ mod store {
     use object_store::path::Path as StorePath;
     use object_store::{
         GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-        PutMultipartOptions, PutOptions, PutPayload, PutResult,
+        ObjectStoreExt, PutMultipartOptions, PutOptions, PutPayload, PutResult,
     };
     use rawarray_serde::StoreArrayReader;
 
@@ -802,8 +802,11 @@ mod store {
             Ok(got)
         }
 
-        async fn delete(&self, location: &StorePath) -> object_store::Result<()> {
-            self.inner.delete(location).await
+        fn delete_stream(
+            &self,
+            locations: BoxStream<'static, object_store::Result<StorePath>>,
+        ) -> BoxStream<'static, object_store::Result<StorePath>> {
+            self.inner.delete_stream(locations)
         }
 
         fn list(
@@ -820,16 +823,13 @@ mod store {
             self.inner.list_with_delimiter(prefix).await
         }
 
-        async fn copy(&self, from: &StorePath, to: &StorePath) -> object_store::Result<()> {
-            self.inner.copy(from, to).await
-        }
-
-        async fn copy_if_not_exists(
+        async fn copy_opts(
             &self,
             from: &StorePath,
             to: &StorePath,
+            options: object_store::CopyOptions,
         ) -> object_store::Result<()> {
-            self.inner.copy_if_not_exists(from, to).await
+            self.inner.copy_opts(from, to, options).await
         }
     }
 

@@ -22,7 +22,7 @@ moves any data.
 
 from importlib.metadata import version as _version
 
-from ._api import loads, open, read, to_dask, write
+from ._api import loads, open, read, recover_url, to_dask, write
 from ._dtype import RaWarning
 from ._file import File
 from ._rawarray import RaError
@@ -33,7 +33,7 @@ from ._writers import ArrayWriter, RaggedWriter, RecordWriter
 __version__ = _version("rawarray")
 
 __all__ = ["read", "open", "write", "File", "RecordWriter", "ArrayWriter", "RaError", "RaWarning",
-           "loads", "to_dask", "Ragged", "RaggedFile", "RaggedWriter"]
+           "loads", "to_dask", "Ragged", "RaggedFile", "RaggedWriter", "recover_url"]
 
 # The classes are the package's: their reprs, and pickles, name `rawarray`, not the private
 # module they are defined in.

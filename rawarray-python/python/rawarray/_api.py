@@ -14,26 +14,32 @@ from ._rawarray import RaError
 from ._rawarray import write as _write
 from ._axes import file_chunks, in_numpy_order
 from ._dtype import _check_storable, _descr_json, _little_endian
-from ._file import File
+from ._file import File, _is_url, _storage_options
 from ._ragged import RaggedFile, _as_ragged, is_ragged
 from . import _arrow
 
 
-def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A001 (the package's public name)
+def open(path: str | os.PathLike[str], *, mmap: bool = True,  # noqa: A001 (the package's public name)
+         storage_options: dict[str, Any] | None = None) -> File:
     """Opens a ``.ra`` file lazily; see :class:`File`. ``mmap=False`` indexes a plain file
     with positioned reads (counted by ``File.io_stats``) instead of views of a memory map:
     for files others may truncate, and network filesystems.
 
-    ``path`` may be an object-store URL, ``s3://bucket/key`` (also ``s3a://``, ``http(s)://``
-    and ``file://``; the package built with its Cargo feature ``cloud``, as its tests build it):
-    the library's ``StoreArrayReader`` opens the object with at most two ranged requests and
-    pins every later one to it (its ETag), so an object written again meanwhile is an error,
-    never other bytes. ``f[key]`` then fetches only the byte runs the key touches (runs less
-    than 1 MiB apart share a request) and ``io_stats`` counts every request, open included. The
-    store is configured from the environment as object_store's builders read it:
-    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT``,
-    ``AWS_ALLOW_HTTP`` and the other ``AWS_*`` variables, so Dask workers on other machines
-    (``rawarray.to_dask("s3://...")``) open it with their own.
+    ``path`` may be an object-store URL: ``s3://bucket/key`` (also ``s3a://``), ``gs://``,
+    ``az://`` and ``abfs(s)://``, ``http(s)://`` and ``file://``. The library's
+    ``StoreArrayReader`` opens the object with at most two ranged requests and pins every later
+    one to it (its ETag), so an object written again meanwhile is an error, never other bytes.
+    ``f[key]`` then fetches only what the key touches (a plain object's byte runs; a chunked
+    object's blocks, with a cache of the pieces fetched and blocks decoded shared by the reads of
+    the File; requests less than 1 MiB apart joined) and ``io_stats`` counts every request, open
+    included. The store is configured from the environment as object_store's builders read it
+    (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_REGION``, ``AWS_ENDPOINT``,
+    ``GOOGLE_SERVICE_ACCOUNT``, ``AZURE_STORAGE_ACCOUNT_NAME``, ... ), so Dask workers on other
+    machines (``rawarray.to_dask("s3://...")``) open it with their own, and from
+    ``storage_options``, a dict under fsspec's names (s3fs's ``key``, ``secret``, ``token``,
+    ``endpoint_url``, ``region_name``, ``anon``, ``client_kwargs``; gcsfs's ``token``; adlfs's
+    ``account_name``, ``account_key``, ``sas_token``, ``connection_string``) or
+    object_store's own (``aws_endpoint``, ``allow_http``, ``azure_storage_use_emulator``, ...).
 
     >>> with rawarray.open("run.ra") as f:                        # doctest: +SKIP
     ...     f.shape, f.dtype, f.params["dt"]
@@ -43,13 +49,14 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True) -> File:  # noqa: A
     A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row; ``mmap``
     as for a ``File``: views of a map, or copies each of one state of the file).
     """
-    if is_ragged(path):
+    if storage_options is None and is_ragged(path):
         return RaggedFile(path, mmap=mmap)
-    return File(path, mmap=mmap)
+    return File(path, mmap=mmap, storage_options=storage_options)
 
 
 def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True,
-         filters: Any = None) -> np.ndarray:
+         filters: Any = None,
+         storage_options: dict[str, Any] | None = None) -> np.ndarray:
     """The array in a ``.ra`` file, as numpy sees it: shape the dims reversed (``order="C"``,
     C-contiguous) or the dims as they are (``order="F"``, F-contiguous). Plain little-endian
     files come back as a read-only view over a memory map; ``mmap=False`` reads them into a new,
@@ -59,7 +66,8 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True,
     read-only (``np.array(a)`` makes a writable copy). Raises
     :class:`RaError` for an invalid file and ``OSError`` for I/O errors. A ragged file
     (``rawarray.Ragged`` rows) comes back as a :class:`Ragged` over its memory map (``mmap=False``:
-    over copies read into memory).
+    over copies read into memory). ``path`` may be an object-store URL, as for :func:`open`
+    (``storage_options`` too).
 
     ``filters`` (as :meth:`File.to_arrow` takes them: ``[("step", ">=", 1000), ("step", "<",
     1010)]``) returns only the records of a record file that match, as a new 1-d structured
@@ -69,15 +77,17 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True,
 
     >>> window = rawarray.read("run.ra", filters=[("step", ">=", 1000), ("step", "<", 1010)])  # doctest: +SKIP
     """
+    ragged = storage_options is None and is_ragged(path)
     if filters is not None:
-        if is_ragged(path):
+        if ragged:
             raise RaError(f"{os.fspath(path)}: filters= takes record files; this is a ragged "
                           "file, whose rows have no fields to compare")
-        with File(path) as f:
+        with File(path, storage_options=storage_options) as f:
             return f._select(filters).copy()
-    if is_ragged(path):
+    if ragged:
         return RaggedFile(path, mmap=mmap).ragged()
-    return File(path).array(order, mmap=mmap)
+    with File(path, storage_options=storage_options) as f:
+        return f.array(order, mmap=mmap)
 
 
 def loads(data: bytes | bytearray | memoryview | np.void, *, order: str = "C") -> np.ndarray:
@@ -107,9 +117,18 @@ def write(
     level: int | None = None,
     shuffle: str | None = None,
     threads: int | None = None,
+    storage_options: dict[str, Any] | None = None,
 ) -> None:
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
     over ``path``: a failed write leaves the old file as it was).
+
+    ``path`` may be an object-store URL (``s3://``, ``gs://``, ``az://``, ``file://``; see
+    :func:`open`, and ``storage_options`` there): the object goes up by one request, or by a
+    multipart upload streamed in parts of 16 MiB (memory holds a few parts beyond the array and,
+    for the chunked layout, its compressed bytes); nothing is at the URL until the upload
+    completes, a failed write aborts it and leaves the previous object, and the parts a killed
+    process left are aborted by the next write to the URL or by :func:`recover_url`. Arrays
+    only: tables and ragged files are written locally and uploaded.
 
     ``order="C"`` (the default) stores numpy's shape reversed as the dims, ``order="F"`` stores
     the shape as the dims; either way :func:`read` with the same ``order`` gives the array back.
@@ -160,6 +179,9 @@ def write(
             ["order"] if order != "C" else [])
         if unused:
             raise ValueError(f"a table is written as records: {', '.join(unused)} do not apply")
+        if _is_url(path):
+            raise RaError(f"{path}: a table is written to a local file; upload it from there "
+                          "(record files are appended in place, which objects cannot be)")
         _arrow.write_table(path, array, params)
         return
     if isinstance(array, np.ndarray) and array.dtype.kind == "U" and array.ndim == 1:
@@ -171,6 +193,8 @@ def write(
         if given or order != "C":
             raise RaError(f"a ragged file keeps no {', '.join(given) or 'order'}: write its rows "
                           "alone (ragged values are one run, in row order)")
+        if _is_url(path):
+            raise RaError(f"{path}: a ragged file is written to a local file; upload it from there")
         ragged._write(path, codec=codec, level=level, shuffle=shuffle, chunks=chunks,
                       threads=threads)
         return
@@ -192,7 +216,8 @@ def write(
     with in_numpy_order(len(dims), reverse=order == "C"):
         _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
                json.dumps(extra) if extra else None, codec, file_chunks(chunks, order),
-               level, shuffle, 0 if threads is None else int(threads))
+               level, shuffle, 0 if threads is None else int(threads),
+               _storage_options(storage_options))
 
 
 def _dims_and_coords(
@@ -228,7 +253,8 @@ def _dims_and_coords(
     return extra
 
 
-def to_dask(path: str | os.PathLike[str], chunks: Any = None, *, mmap: bool = True) -> Any:
+def to_dask(path: str | os.PathLike[str], chunks: Any = None, *, mmap: bool = True,
+            storage_options: dict[str, Any] | None = None) -> Any:
     """The array in a ``.ra`` file as a lazy ``dask.array.Array``: each task opens the file
     where it runs (a :class:`File` pickles as its path and identity, and refuses a file that
     changed) and reads only its chunk. ``chunks`` as dask's ``from_array`` takes them; by
@@ -238,4 +264,14 @@ def to_dask(path: str | os.PathLike[str], chunks: Any = None, *, mmap: bool = Tr
     >>> x = rawarray.to_dask("field.ra", chunks=(16, 256, 256))   # doctest: +SKIP
     >>> x.mean(axis=0).compute()                                  # doctest: +SKIP
     """
-    return File(path, mmap=mmap).to_dask(chunks)
+    return File(path, mmap=mmap, storage_options=storage_options).to_dask(chunks)
+
+
+def recover_url(url: str, *, storage_options: dict[str, Any] | None = None) -> int:
+    """Aborts the multipart uploads that writers which died (a killed process, a lost worker)
+    left at the object-store URL ``url``, and returns how many: S3's (and S3-compatible
+    stores'), listed by the store. The next :func:`write` to the URL does this itself. Other
+    stores keep none that cost anything (Azure drops uncommitted blocks within a week)."""
+    from ._rawarray import recover_url as _recover
+
+    return int(_recover(url, _storage_options(storage_options)))

@@ -22,7 +22,7 @@ from . import _arrow
 
 try:
     from ._rawarray import StoreFile as _StoreFile
-except ImportError:  # built without the Cargo feature `cloud`
+except ImportError:  # built without the Cargo feature `cloud` (on by default)
     _StoreFile = None
 
 # `scheme://`: an object-store URL (a Windows path `C:\...` has no `//` after its colon).
@@ -33,17 +33,38 @@ def _is_url(path: Any) -> bool:
     return isinstance(path, str) and _URL.match(path) is not None
 
 
-def _open_raw(path: str) -> Any:
-    """The Rust side of a :class:`File`: a local file, or an object (``s3://``, ``http(s)://``,
-    ``file://``) read by the library's ``StoreArrayReader``."""
+def _storage_options(options: Any) -> dict[str, str] | None:
+    """``storage_options`` as the library takes them: text values (``True`` as ``"true"``),
+    s3fs's ``client_kwargs`` (``endpoint_url``, ``region_name``) taken up among the others."""
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise TypeError(f"storage_options: expected a dict, found {type(options).__name__}")
+    out: dict[str, str] = {}
+    for k, v in options.items():
+        if k == "client_kwargs" and isinstance(v, dict):
+            out.update(_storage_options(v) or {})
+        elif isinstance(v, bool):
+            out[str(k)] = "true" if v else "false"
+        elif v is not None:
+            out[str(k)] = str(v)
+    return out
+
+
+def _open_raw(path: str, storage_options: Any = None) -> Any:
+    """The Rust side of a :class:`File`: a local file, or an object (``s3://``, ``gs://``,
+    ``az://``, ``http(s)://``, ``file://``) read by the library's ``StoreArrayReader``."""
     if not _is_url(path):
+        if storage_options is not None:
+            raise RaError(f"{path}: storage_options apply to object-store URLs (s3://, gs://, "
+                          "az://, ...), not to a local path")
         return RawFile(path)
     if _StoreFile is None:
         raise RaError(
-            f"{path}: this build of rawarray reads no object-store URLs; build it with the Cargo "
-            'feature `cloud` (MATURIN_PEP517_ARGS="--features cloud" pip install ./rawarray-python)'
+            f"{path}: this build of rawarray reads no object-store URLs; it was built without "
+            "its Cargo feature `cloud`, which is on by default"
         )
-    return _StoreFile(path)
+    return _StoreFile(path, _storage_options(storage_options))
 
 
 def _where(path: str) -> str:
@@ -88,11 +109,13 @@ class File:
     :class:`RaError` naming the path if it is no longer that file, unchanged.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True,
+                 storage_options: dict[str, Any] | None = None) -> None:
         self.path = path if _is_url(path) else os.fspath(path)
         self._mmap = mmap
+        self._storage_options = storage_options
         try:
-            self._raw = _open_raw(self.path)
+            self._raw = _open_raw(self.path, storage_options)
         except RaError:
             if is_ragged(self.path):
                 raise RaError(f"{self.path}: a ragged array (flag bit 3), not an n-d array: "
@@ -266,7 +289,10 @@ class File:
         if self.closed:
             raise ValueError("cannot pickle a closed rawarray.File")
         # Absolute: the process that unpickles it may run in another folder.
-        return (_reopen, (_where(self.path), self._raw.identity(), self._mmap))
+        # storage_options travel with it (credentials too, as fsspec's do): a worker opens the
+        # object as this process did.
+        return (_reopen, (_where(self.path), self._raw.identity(), self._mmap,
+                          self._storage_options))
 
     # -- metadata --------------------------------------------------------------------------
     @property
@@ -511,9 +537,10 @@ class File:
         self.close()
 
 
-def _reopen(path: str, identity: tuple[Any, ...], mmap: bool = True) -> File:
+def _reopen(path: str, identity: tuple[Any, ...], mmap: bool = True,
+            storage_options: dict[str, Any] | None = None) -> File:
     """A pickled :class:`File` opened again: the same path, and the file it named then."""
-    f = File(path, mmap=mmap)
+    f = File(path, mmap=mmap, storage_options=storage_options)
     now = f._raw.identity()
     if now != identity:
         # A file's identity is (device, inode, length, header); an object's (URL, ETag,

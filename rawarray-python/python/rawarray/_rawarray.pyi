@@ -72,7 +72,11 @@ def write(
     level: int | None = None,
     shuffle: str | None = None,
     threads: int = 0,
+    storage_options: dict[str, str] | None = None,
 ) -> None: ...
+
+def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
+    """Aborts the multipart uploads that dead writers left at an object-store URL (S3)."""
 
 def storable_dtypes() -> list[str]:
     """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
@@ -84,11 +88,12 @@ def read_chunked_into(raw: RawFile, out: memoryview) -> None:
     """Decodes a chunked file's whole array into a writable buffer, the GIL released."""
 
 class StoreFile:
-    """A .ra object in an object store (s3://, s3a://, http(s)://, file://), read by the
-    library's StoreArrayReader; present when the package is built with its Cargo feature
-    `cloud`. The same getters as RawFile, and blocks by ranged requests."""
+    """A .ra object in an object store (s3://, s3a://, gs://, az://, abfs://, http(s)://,
+    file://), read by the library's StoreArrayReader; present when the package is built with its
+    Cargo feature `cloud` (on by default). The same getters as RawFile, and blocks by ranged
+    requests."""
 
-    def __init__(self, url: str) -> None: ...
+    def __init__(self, url: str, storage_options: dict[str, str] | None = None) -> None: ...
     @property
     def url(self) -> str: ...
     @property

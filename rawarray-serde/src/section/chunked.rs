@@ -512,6 +512,90 @@ impl Chunked {
         Ok(())
     }
 
+    /// The stored bytes (offsets in the section) that [`Chunked::read_box`] of `ranges` would
+    /// read and that neither this section's caches nor `io.source` hold ([`ReadAt::has`]). A
+    /// chunk's blocks can be named only once its block table is in hand: until then its table
+    /// is named, or the whole chunk when it has at most `whole` stored bytes or the box covers
+    /// it (one request instead of two, and no bytes the read does not decode but the table's
+    /// and the blocks' of a small chunk). Tables the source holds are read (and cached) here.
+    pub(crate) fn box_needs<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        ranges: &[Range<u64>],
+        whole: u64,
+    ) -> Result<Vec<Range<u64>>> {
+        let mut need = Vec::new();
+        let has = |r: &Range<u64>| io.source.has(io.base + r.start..io.base + r.end);
+        for n in self.map.grid().touched(ranges) {
+            let e = self.map.entry(n);
+            if e.is_empty() {
+                continue;
+            }
+            let all = e.offset..e.offset + e.len;
+            if has(&all) {
+                continue;
+            }
+            if e.is_raw() {
+                let cached = self
+                    .cache
+                    .lock()
+                    .expect("cache lock")
+                    .blocks
+                    .contains_key(&(n, u64::MAX));
+                if !cached {
+                    need.push(all);
+                }
+                continue;
+            }
+            let (local, _) = self.map.local_box(n, ranges);
+            let cached = self
+                .cache
+                .lock()
+                .expect("cache lock")
+                .tables
+                .get(&n)
+                .cloned();
+            let table = match cached {
+                Some(t) => t,
+                None => {
+                    let shape = self.map.grid().shape(n);
+                    let covers = local
+                        .iter()
+                        .zip(&shape)
+                        .all(|(r, &s)| r.start == 0 && r.end >= s);
+                    if e.len <= whole || covers {
+                        need.push(all);
+                        continue;
+                    }
+                    let g = self.map.block_grid(n)?;
+                    let tlen = g.table_len().map_or(e.len, |t| t.min(e.len));
+                    let t = e.offset..e.offset + tlen;
+                    if !has(&t) {
+                        need.push(t);
+                        continue;
+                    }
+                    self.table(io, n, &e)?
+                }
+            };
+            let g = self.map.block_grid(n)?;
+            for b in g.touched(&local) {
+                let kept = g.raw_len(b) <= crate::codec::chain::STREAM_BLOCK_BYTES
+                    && self
+                        .cache
+                        .lock()
+                        .expect("cache lock")
+                        .blocks
+                        .contains_key(&(n, b));
+                let r = &table[b as usize];
+                let stored = e.offset + r.start..e.offset + r.start + r.len;
+                if !kept && !has(&stored) {
+                    need.push(stored);
+                }
+            }
+        }
+        Ok(need)
+    }
+
     /// Reads every written chunk whole, checking its entry's CRC and every block's, and
     /// decodes it: what `verify` reports.
     pub(crate) fn verify<S: ReadAt + ?Sized>(&self, io: &Io<'_, S>) -> Result<u64> {

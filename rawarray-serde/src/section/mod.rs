@@ -327,8 +327,12 @@ impl<S: ReadAt> Section<S> {
     }
 
     fn io(&self) -> Io<'_, S> {
+        self.io_from(&self.source)
+    }
+
+    fn io_from<'a, T: ReadAt + ?Sized>(&'a self, source: &'a T) -> Io<'a, T> {
         Io {
-            source: &self.source,
+            source,
             base: self.base,
             threads: self.threads,
             counters: &self.counters,
@@ -445,7 +449,76 @@ impl<S: ReadAt> Section<S> {
         self.checked(|| self.fill_plan(plan, out))
     }
 
+    /// The byte ranges of the file (offsets from its first byte, in no particular order) that
+    /// a read of the box `ranges` would read and that `source` does not hold
+    /// ([`ReadAt::has`]) and the section's caches do not spare: how a reader with I/O of its
+    /// own (the object-store reader) drives the section. It fetches these into `source`, asks
+    /// again (a chunk's blocks are named once its block table was fetched) until the answer is
+    /// empty, then reads with [`Section::read_box_from`]. Chunks of at most `whole` stored
+    /// bytes, and those the box covers, are named whole rather than table first.
+    pub fn box_fetches<T: ReadAt + ?Sized>(
+        &self,
+        source: &T,
+        ranges: &[Range<u64>],
+        whole: u64,
+    ) -> Result<Vec<Range<u64>>> {
+        let h = &self.header;
+        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
+        if plan.is_empty() {
+            return Ok(Vec::new());
+        }
+        let base = self.base;
+        let need = match &self.kind {
+            Kind::Plain => plan
+                .runs()
+                .filter(|r| !source.has(base + r.start..base + r.end))
+                .collect(),
+            Kind::Lz4Whole(cache) => {
+                let all = 0..h.size;
+                if cache.lock().expect("cache lock").is_some() || source.has(base..base + h.size) {
+                    Vec::new()
+                } else {
+                    vec![all]
+                }
+            }
+            Kind::Chunked(c) => c.box_needs(&self.io_from(source), plan.ranges(), whole)?,
+        };
+        Ok(need
+            .into_iter()
+            .map(|r| base + r.start..base + r.end)
+            .collect())
+    }
+
+    /// [`Section::read_box`] through `source`, another reader of the same file's bytes (the
+    /// pieces an object-store reader fetched for this read; see [`Section::box_fetches`]).
+    pub fn read_box_from<T: ReadAt + ?Sized>(
+        &self,
+        source: &T,
+        ranges: &[Range<u64>],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let h = &self.header;
+        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
+        if out.len() as u64 != plan.bytes() {
+            return Err(chunked::shape_mismatch(
+                plan.dims(),
+                plan.bytes(),
+                out.len(),
+            ));
+        }
+        self.checked(|| self.fill_plan_from(source, &plan, out))
+    }
+
     fn fill_plan(&self, plan: &SubsetPlan, out: &mut [u8]) -> Result<()> {
+        self.fill_plan_from(&self.source, plan, out)
+    }
+
+    fn fill_plan_from<T: ReadAt + ?Sized>(
+        &self,
+        source: &T,
+        plan: &SubsetPlan,
+        out: &mut [u8],
+    ) -> Result<()> {
         if plan.is_empty() {
             return Ok(());
         }
@@ -454,8 +527,7 @@ impl<S: ReadAt> Section<S> {
                 let mut at = 0usize;
                 for run in plan.runs() {
                     let len = (run.end - run.start) as usize;
-                    self.source
-                        .read_exact_at(&mut out[at..at + len], self.base + run.start)?;
+                    source.read_exact_at(&mut out[at..at + len], self.base + run.start)?;
                     self.counters.read(len as u64);
                     at += len;
                 }
@@ -468,7 +540,7 @@ impl<S: ReadAt> Section<S> {
                     None => {
                         let size = self.header.size;
                         let mut p = crate::data::try_zeroed_bytes(self.header.data_len())?;
-                        let mut r = ReadAtCursor::new(&self.source, self.base, size);
+                        let mut r = ReadAtCursor::new(source, self.base, size);
                         self.counters.read(size);
                         lz4::decode_into(&mut r, size, &mut p)?;
                         let p = std::sync::Arc::new(p);
@@ -484,7 +556,7 @@ impl<S: ReadAt> Section<S> {
                 }
                 Ok(())
             }
-            Kind::Chunked(c) => c.read_box(&self.io(), plan.ranges(), out),
+            Kind::Chunked(c) => c.read_box(&self.io_from(source), plan.ranges(), out),
         }
     }
 

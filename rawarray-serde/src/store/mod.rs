@@ -1,15 +1,29 @@
-//! Reading `.ra` files and blocks of them from object storage (S3, GCS, Azure, HTTP, local
-//! files) through the `object_store` crate: [`StoreArrayReader`] (feature `object_store`).
+//! `.ra` files in object storage (S3, GCS, Azure, HTTP, local files) through the
+//! `object_store` crate (feature `object_store`): [`StoreArrayReader`] reads arrays and blocks
+//! of them by ranged requests; with feature `cloud`, [`StoreUrl`] opens a URL's store.
 
 use std::fmt;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
-use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore};
+use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt};
+
+mod pieces;
+#[cfg(feature = "cloud")]
+mod s3;
+#[cfg(feature = "cloud")]
+mod url;
+mod write;
+
+pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
+
+#[cfg(feature = "cloud")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
+pub use url::{StorageOptions, StoreUrl, SCHEMES};
 
 use crate::array::{element_dims, RawArray};
 use crate::codec::{ChunkMap as Layout, Config};
@@ -21,9 +35,10 @@ use crate::io::ReadAt;
 use crate::reader::{
     block_header_and_bytes, check_out_len, decode_into_slice, header_ranges, typed_plan, IoStats,
 };
-use crate::section::Storage;
+use crate::section::{Section, Storage};
 use crate::subset::SubsetPlan;
 use crate::trailer::{data_end, locate, Probe, Trailer};
+use pieces::{Call, Fetched};
 
 /// Bytes of the first request: at least every header up to [`MAX_NDIMS`] dims (so a second
 /// header request is never needed), and enough that a small file comes whole in one request.
@@ -85,7 +100,7 @@ const _: () = assert!(FIRST_FETCH >= FIXED_HEADER_LEN as u64 + 8 * MAX_NDIMS);
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use std::sync::Arc;
-/// use object_store::{memory::InMemory, path::Path, ObjectStore, PutPayload};
+/// use object_store::{memory::InMemory, path::Path, ObjectStore, ObjectStoreExt, PutPayload};
 /// use rawarray_serde::{RawArray, StoreArrayReader};
 ///
 /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -111,10 +126,13 @@ pub struct StoreArrayReader {
     header: Header,
     trailer: Option<Trailer>,
     trailer_error: Option<String>,
-    /// The decompressed data section of an LZ4 file, once fetched.
-    plain: OnceLock<Vec<u8>>,
-    /// The validated config and index of a chunked object.
-    chunked: Option<Layout>,
+    /// A compressed object's section (whole-section LZ4 or chunked), read through the pieces
+    /// fetched for each read over those shared by all reads (`None` for a plain object, whose
+    /// runs are fetched straight into the caller's buffer).
+    section: Option<Section<Fetched>>,
+    /// What was fetched at open: the first bytes, a chunked object's config and index, the
+    /// trailer's pieces.
+    held: Vec<(u64, Bytes)>,
     counter: Counter,
 }
 
@@ -171,11 +189,12 @@ impl StoreArrayReader {
         let object_len = object.pinned.size;
         let header = Header::decode_any(&first)?;
         header.check_input_len(object_len)?;
-        let chunked = if Storage::of(&header) == Storage::Chunked {
-            Some(chunked_layout(&object, &header, &first, &counter).await?)
-        } else {
-            None
-        };
+        // The section is opened over what was fetched: the first bytes, and for a chunked
+        // object its config and index segments, fetched as the chunk map names them.
+        let mut kept = vec![(0u64, first.clone())];
+        if Storage::of(&header) == Storage::Chunked {
+            kept.extend(chunked_layout(&object, &header, &first, &counter).await?);
+        }
         let end = data_end(&header);
         let mut pieces = vec![(0u64, first)];
         let mut probe = Probe::Absent;
@@ -221,13 +240,22 @@ impl StoreArrayReader {
             Probe::Damaged(why) => (None, Some(why)),
             Probe::Valid(block) => (Some(block.trailer), None),
         };
+        kept.extend(pieces.into_iter().skip(1));
+        let section = if Storage::of(&header) != Storage::Plain {
+            Some(Section::open(
+                &header,
+                Fetched::new(object_len, kept.clone()),
+            )?)
+        } else {
+            None
+        };
         Ok(StoreArrayReader {
             object,
             header,
             trailer,
             trailer_error,
-            plain: OnceLock::new(),
-            chunked,
+            section,
+            held: kept,
             counter,
         })
     }
@@ -254,7 +282,7 @@ impl StoreArrayReader {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use std::sync::Arc;
-    /// use object_store::{memory::InMemory, ObjectStore, PutPayload};
+    /// use object_store::{memory::InMemory, ObjectStore, ObjectStoreExt, PutPayload};
     /// use rawarray_serde::{codec::Codec, RawArray, StoreArrayReader, WriteOptions};
     ///
     /// let dir = tempfile::tempdir().unwrap();
@@ -273,7 +301,10 @@ impl StoreArrayReader {
     /// # }
     /// ```
     pub fn chunk_config(&self) -> Option<&Config> {
-        self.chunked.as_ref().map(Layout::config)
+        self.section
+            .as_ref()
+            .and_then(Section::chunk_map)
+            .map(Layout::config)
     }
 
     /// The object's length in bytes, as the store said at open.
@@ -289,7 +320,7 @@ impl StoreArrayReader {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use std::sync::Arc;
-    /// use object_store::{memory::InMemory, ObjectStore, PutPayload};
+    /// use object_store::{memory::InMemory, ObjectStore, ObjectStoreExt, PutPayload};
     /// use rawarray_serde::{RawArray, StoreArrayReader};
     ///
     /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
@@ -314,6 +345,58 @@ impl StoreArrayReader {
     /// The plan of a subset in the file's dims and elements (see [`SubsetPlan`]).
     pub fn plan(&self, ranges: &[Range<u64>]) -> Result<SubsetPlan> {
         SubsetPlan::new(&self.header.dims, self.header.elbyte, ranges)
+    }
+
+    /// The pieces of the object (offset, bytes) that hold what a read of the box `ranges` (one
+    /// range per dim, over the header's dims) reads, fetched as that read fetches them, and
+    /// those fetched at open (header, a chunked object's config and index, the trailer): all a
+    /// local reader needs of the object to read that box, its header and its trailer, written
+    /// at their offsets into a sparse local file (`ra slice` of a URL does so). Call it on a
+    /// reader that has read nothing yet: bytes earlier reads left in its caches are not
+    /// fetched again, so not handed out.
+    pub async fn fetch_box(&self, ranges: &[Range<u64>]) -> Result<Vec<(u64, Bytes)>> {
+        let mut out = self.held.clone();
+        let plan = self.plan(ranges)?;
+        if plan.is_empty() {
+            return Ok(out);
+        }
+        let Some(section) = &self.section else {
+            let base = self.header.encoded_len() as u64;
+            let mut runs = plan.runs().map(|r| base + r.start..base + r.end);
+            loop {
+                let batch: Vec<Range<u64>> = runs.by_ref().take(BATCH_RANGES).collect();
+                if batch.is_empty() {
+                    return Ok(out);
+                }
+                let spans: Vec<Range<u64>> = coalesce(&batch, COALESCE_GAP, COALESCE_SPAN)
+                    .into_iter()
+                    .map(|g| batch[g.start].start..batch[g.end - 1].end)
+                    .collect();
+                let got: Vec<(u64, Bytes)> =
+                    futures::stream::iter(spans.into_iter().map(|s| async move {
+                        let b = self.object.bytes(s.clone(), &self.counter).await?;
+                        Ok::<_, Error>((s.start, b))
+                    }))
+                    .buffer_unordered(PARALLEL)
+                    .try_collect()
+                    .await?;
+                out.extend(got);
+            }
+        };
+        let mut call = Call::new(section.source());
+        for _ in 0..MAX_ROUNDS {
+            let need = section.box_fetches(&call, ranges, COALESCE_GAP)?;
+            if need.is_empty() {
+                out.extend(call.into_pieces());
+                return Ok(out);
+            }
+            self.fetch(&mut call, need).await?;
+        }
+        Err(io::Error::other(format!(
+            "object {}: a read still missed bytes after {MAX_ROUNDS} rounds of requests",
+            self.object.path
+        ))
+        .into())
     }
 
     /// Reads the block `ranges` (one per dim of the array of `T`, first fastest), as
@@ -382,15 +465,10 @@ impl StoreArrayReader {
         if plan.run_count() == 0 || run == 0 {
             return Ok(());
         }
-        if let Some(layout) = &self.chunked {
+        if let Some(section) = &self.section {
             return self
-                .fill_chunked(layout, &header_ranges(&self.header, plan), dst)
+                .fill_section(section, &header_ranges(&self.header, plan), dst)
                 .await;
-        }
-        if Storage::of(&self.header) == Storage::Lz4Whole {
-            let plain = self.plain().await?;
-            copy_runs(plan, plain, dst, run);
-            return Ok(());
         }
         let base = self.header.encoded_len() as u64;
         let mut runs = plan.runs().map(|r| base + r.start..base + r.end);
@@ -415,100 +493,155 @@ impl StoreArrayReader {
         }
     }
 
-    /// Fetches the stored bytes of the chunks the subset `ranges` (over the header's dims)
-    /// intersects, coalesced, and decodes each into its place in `dst` (in the subset's shape).
-    /// At most [`COALESCE_SPAN`] stored bytes are held at once (one larger chunk alone).
-    async fn fill_chunked(
+    /// Reads the box `ranges` (over the header's dims) of a compressed object through the
+    /// section's own reader: asks it which bytes the read needs ([`Section::box_fetches`]),
+    /// fetches them (neighbours by one request, several at once), asks again until nothing
+    /// is missing (a chunk's blocks are known once its block table came), then decodes. A box
+    /// whose chunks hold more than [`SLAB_BYTES`] stored bytes is read in slabs along the
+    /// last dim, so that the stored bytes held at once stay near that bound.
+    async fn fill_section(
         &self,
-        layout: &Layout,
+        section: &Section<Fetched>,
         ranges: &[Range<u64>],
         dst: &mut [u8],
     ) -> Result<()> {
-        let base = self.header.encoded_len() as u64;
-        let mut stored: Vec<(u64, Range<u64>)> = Vec::new();
-        for n in layout.grid().touched(ranges) {
-            match layout.chunk_range(n) {
-                Some(r) => stored.push((n, base + r.start..base + r.end)),
-                // Never written: zeros (the caller's buffer may hold anything).
-                None => {
-                    for (_, d, len) in layout.subset_runs(n, ranges) {
-                        dst[d as usize..(d + len) as usize].fill(0);
-                    }
-                }
-            }
+        let slabs = slabs(section, ranges);
+        if slabs.len() <= 1 {
+            return self.fill_box(section, ranges, dst).await;
         }
-        // In object order, so that neighbours share a request.
-        stored.sort_by_key(|(_, r)| r.start);
-        let mut first = 0;
-        while first < stored.len() {
-            let mut last = first;
-            let mut bytes = 0u64;
-            while let Some((_, r)) = stored.get(last) {
-                let len = r.end - r.start;
-                if last > first && bytes + len > COALESCE_SPAN {
-                    break;
-                }
-                bytes += len;
-                last += 1;
-            }
-            let batch = &stored[first..last];
-            let runs: Vec<Range<u64>> = batch.iter().map(|(_, r)| r.clone()).collect();
-            let mut buf = data::try_zeroed_bytes(bytes)?;
-            let mut rest = &mut buf[..];
-            let mut requests = Vec::new();
-            for group in coalesce(&runs, COALESCE_GAP, COALESCE_SPAN) {
-                let group = &runs[group];
-                let len: u64 = group.iter().map(|r| r.end - r.start).sum();
-                let (mine, more) = std::mem::take(&mut rest).split_at_mut(len as usize);
-                rest = more;
-                requests.push(self.object.read_runs(group, mine, &self.counter));
-            }
-            futures::stream::iter(requests)
-                .buffer_unordered(PARALLEL)
-                .try_collect::<()>()
-                .await?;
-            let mut at = 0usize;
-            for (n, r) in batch {
-                let len = (r.end - r.start) as usize;
-                let mut raw = data::try_zeroed_bytes(layout.grid().raw_len(*n))?;
-                layout.decode_chunk(*n, &buf[at..at + len], &mut raw)?;
-                for (s, d, l) in layout.subset_runs(*n, ranges) {
-                    let (s, d, l) = (s as usize, d as usize, l as usize);
-                    dst[d..d + l].copy_from_slice(&raw[s..s + l]);
-                }
-                at += len;
-            }
-            first = last;
+        // Each slab is a run of `dst`: the last dim varies slowest.
+        let plane: u64 = ranges[..ranges.len() - 1]
+            .iter()
+            .map(|r| r.end - r.start)
+            .product::<u64>()
+            * self.header.elbyte;
+        let last = ranges.len() - 1;
+        let mut rest = dst;
+        let mut part = ranges.to_vec();
+        for slab in slabs {
+            let len = data::to_usize((slab.end - slab.start) * plane)?;
+            let (mine, more) = std::mem::take(&mut rest).split_at_mut(len);
+            rest = more;
+            part[last] = slab;
+            self.fill_box(section, &part, mine).await?;
         }
         Ok(())
     }
 
-    /// The decompressed data section, fetched with one request and decompressed on first use.
-    async fn plain(&self) -> Result<&[u8]> {
-        if let Some(p) = self.plain.get() {
-            return Ok(p);
+    async fn fill_box(
+        &self,
+        section: &Section<Fetched>,
+        ranges: &[Range<u64>],
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let mut call = Call::new(section.source());
+        for _ in 0..MAX_ROUNDS {
+            let mut need = section.box_fetches(&call, ranges, COALESCE_GAP)?;
+            if need.is_empty() {
+                match section.read_box_from(&call, ranges, dst) {
+                    Ok(()) => return Ok(()),
+                    // Bytes the plan had in the shared cache, dropped since by another read.
+                    Err(e) => {
+                        need = call.take_missed();
+                        if need.is_empty() {
+                            return Err(e);
+                        }
+                    }
+                }
+            }
+            self.fetch(&mut call, need).await?;
         }
-        let mut packed = data::try_zeroed_bytes(self.header.size)?;
-        let base = self.header.encoded_len() as u64;
-        let section = base..base + self.header.size;
-        self.object
-            .read_runs(std::slice::from_ref(&section), &mut packed, &self.counter)
-            .await?;
-        let mut plain = data::try_zeroed_bytes(self.header.data_len())?;
-        crate::section::lz4::decode_into(&mut &packed[..], self.header.size, &mut plain)?;
-        Ok(self.plain.get_or_init(|| plain))
+        Err(io::Error::other(format!(
+            "object {}: a read still missed bytes after {MAX_ROUNDS} rounds of requests",
+            self.object.path
+        ))
+        .into())
+    }
+
+    /// Fetches `need` (ranges of the object in any order, perhaps overlapping) into `call`:
+    /// neighbours less than [`COALESCE_GAP`] apart by one request over their span (the gap's
+    /// bytes kept: they are often the next round's blocks), up to [`PARALLEL`] at once.
+    async fn fetch(&self, call: &mut Call<'_>, mut need: Vec<Range<u64>>) -> Result<()> {
+        need.sort_by_key(|r| r.start);
+        let mut spans: Vec<Range<u64>> = Vec::new();
+        for r in need {
+            match spans.last_mut() {
+                Some(s)
+                    if r.start <= s.end.saturating_add(COALESCE_GAP)
+                        && r.end.max(s.end) - s.start <= COALESCE_SPAN =>
+                {
+                    s.end = s.end.max(r.end);
+                }
+                _ => spans.push(r),
+            }
+        }
+        let got: Vec<(u64, Bytes)> = futures::stream::iter(spans.into_iter().map(|s| async move {
+            let b = self.object.bytes(s.clone(), &self.counter).await?;
+            Ok::<_, Error>((s.start, b))
+        }))
+        .buffer_unordered(PARALLEL)
+        .try_collect()
+        .await?;
+        for (start, b) in got {
+            call.add(start, b);
+        }
+        Ok(())
     }
 }
 
-/// The validated config and index of the chunked object whose header is `header`: taken from
+/// Rounds of requests one box read may take: the bytes at open, then tables, then blocks;
+/// more only when another read's bytes the plan counted on were dropped from the shared cache.
+const MAX_ROUNDS: usize = 6;
+
+/// Stored bytes a box read holds at once, about: a larger box is read in slabs.
+const SLAB_BYTES: u64 = 256 << 20;
+
+/// The slabs (ranges of the last dim, at chunk boundaries) the box `ranges` is read in, each
+/// of chunks holding about [`SLAB_BYTES`] stored bytes; one slab for a small box or a section
+/// that is not chunked.
+fn slabs(section: &Section<Fetched>, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
+    let (Some(map), Some(last)) = (section.chunk_map(), ranges.last()) else {
+        return vec![];
+    };
+    let n = ranges.len() - 1;
+    let step = map.grid().chunk()[n].max(1);
+    let mut out = Vec::new();
+    let mut start = last.start;
+    let mut bytes = 0u64;
+    let mut part = ranges.to_vec();
+    let mut at = last.start;
+    while at < last.end {
+        let end = ((at / step + 1) * step).min(last.end);
+        part[n] = at..end;
+        let here: u64 = map
+            .grid()
+            .touched(&part)
+            .filter_map(|c| map.chunk_range(c))
+            .map(|r| r.end - r.start)
+            .sum();
+        if bytes > 0 && bytes + here > SLAB_BYTES {
+            out.push(start..at);
+            start = at;
+            bytes = 0;
+        }
+        bytes += here;
+        at = end;
+    }
+    out.push(start..last.end);
+    out
+}
+
+/// The config and index segments of the chunked object whose header is `header`, as pieces
+/// of the object (offset, bytes) for its section to be opened over, validated: taken from
 /// `first` (the object's first bytes, already fetched) where it holds them, the rest fetched
-/// (the config, then the index segments the config names, neighbours by one request).
+/// (the config, then the index segments the config names, neighbours by one request), as
+/// the chunk map's sans-I/O steps name them.
 async fn chunked_layout(
     object: &Object,
     header: &Header,
     first: &Bytes,
     counter: &Counter,
-) -> Result<Layout> {
+) -> Result<Vec<(u64, Bytes)>> {
     let base = header.encoded_len() as u64;
     let probe = Layout::config_probe(header);
     let mut config = fetch_ranges(
@@ -537,7 +670,10 @@ async fn chunked_layout(
         .collect();
     let segments = fetch_ranges(object, first, &reads, counter).await?;
     let refs: Vec<&[u8]> = segments.iter().map(|b| &b[..]).collect();
-    pending.finish(&refs)
+    pending.finish(&refs)?;
+    let mut pieces = vec![(base, config[0].slice(..len as usize))];
+    pieces.extend(reads.iter().map(|r| r.start).zip(segments));
+    Ok(pieces)
 }
 
 /// The bytes of each of `ranges` (in the object): sliced from `first` (the object's first
@@ -800,16 +936,6 @@ impl Counter {
             reads: self.reads.load(Relaxed),
             bytes: self.bytes.load(Relaxed),
         }
-    }
-}
-
-/// Copies the plan's runs out of a whole data section held in memory.
-fn copy_runs(plan: &SubsetPlan, section: &[u8], dst: &mut [u8], run: usize) {
-    for (r, chunk) in plan.runs().zip(dst.chunks_exact_mut(run)) {
-        // Runs lie within the section: the plan was checked against the header's dims, and the
-        // section holds all of them.
-        let start = r.start as usize;
-        chunk.copy_from_slice(&section[start..start + run]);
     }
 }
 
