@@ -1,4 +1,4 @@
-//! Chunked compression: a smooth 3-D field written with zstd after a byte shuffle, in chunks of
+//! Chunked compression: a smooth 3-D field (quantized, as measurements are) written with zstd after a byte shuffle, in chunks of
 //! 16 planes, then one plane read back through `ArrayReader`, which decodes only the chunk
 //! holding it, and the whole array read back to check every value.
 //!
@@ -32,7 +32,9 @@ pub fn run(dir: &Path) -> Result<Outcome, Box<dyn std::error::Error>> {
     let values: Vec<f32> = (0..nx * ny * nz)
         .map(|k| {
             let (x, y, z) = (k % nx, (k / nx) % ny, k / (nx * ny));
-            (x as f32 * 0.05).sin() * (y as f32 * 0.03).cos() + z as f32 * 0.01
+            // Quantized to 1/256, as a measurement is: the low mantissa bits are zeros.
+            let v = (x as f32 * 0.05).sin() * (y as f32 * 0.03).cos() + z as f32 * 0.01;
+            (v * 256.0).round() / 256.0
         })
         .collect();
     let field = RawArray::from_shape_vec(DIMS.to_vec(), values)?;
