@@ -1,5 +1,5 @@
-"""The Python blocks of the README and of the Python guide (doc/python.md) run as written, each
-file's in order in a scratch folder of its own."""
+"""The Python blocks of the README and of the guides (doc/python.md, doc/arrow.md) run as
+written, each file's in order in a scratch folder of its own."""
 
 import os
 import re
@@ -23,6 +23,26 @@ def test_the_python_blocks_run(doc, tmp_path, monkeypatch):
     for block in blocks:
         exec(compile(block, str(doc), "exec"), {"__name__": "readme"})
     assert os.path.exists("field.ra")
+
+
+def test_the_arrow_guide_python_blocks_run(tmp_path, monkeypatch):
+    # The blocks query a record file run.ra of steps and energies, and its Parquet twin (which
+    # the guide makes with `ra convert run.ra run.parquet`, here pyarrow's own writer).
+    import numpy as np
+    import pyarrow.parquet as pq
+    import rawarray
+
+    doc = ROOT / "doc" / "arrow.md"
+    blocks = python_blocks(doc)
+    assert len(blocks) >= 2
+    monkeypatch.chdir(tmp_path)
+    run = np.zeros(4, [("step", "<u4"), ("energy", "<f8")])
+    run["step"], run["energy"] = [0, 0, 1, 1], [1.0, 3.0, 2.0, 4.0]
+    rawarray.write("run.ra", run)
+    pq.write_table(rawarray.open("run.ra").to_arrow(), "run.parquet")
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), {"__name__": "readme"})
+    assert (rawarray.read("copy.ra") == run).all()
 
 
 def test_the_ragged_example_stores_the_float32_it_shows(tmp_path, monkeypatch):
