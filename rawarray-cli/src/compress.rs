@@ -46,6 +46,48 @@ pub enum Shuffle {
     None,
 }
 
+/// `--codec`, `--level`, `--shuffle`, `--chunks` and `--threads`: how a data section is
+/// packed, as `ra compress` and `ra slice` take them. One definition for both: `ra compress`
+/// gives `--codec` and `--shuffle` its defaults (zstd, byte), `ra slice` takes what it is not
+/// given from its input.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackingArgs {
+    /// How the data section is packed.
+    #[arg(long, value_enum)]
+    pub codec: Option<Codec>,
+    /// The codec's level (zstd: 1 to 22, negative for faster; 3 unless given).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+    /// The filter before the codec.
+    #[arg(long, value_enum)]
+    pub shuffle: Option<Shuffle>,
+    /// The chunk shape, one size per dim, as ra info lists dims (64,64,64).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    pub chunks: Option<Vec<u64>>,
+    /// Threads compressing chunks (0: all cores).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
+}
+
+impl PackingArgs {
+    /// What was asked, codec and filter defaulting as `ra compress`'s (zstd, byte shuffle).
+    pub fn or_defaults(&self) -> Packing {
+        Packing {
+            codec: self.codec.unwrap_or_default(),
+            level: self.level,
+            shuffle: self.shuffle.unwrap_or_default(),
+            chunks: self.chunks.clone(),
+            threads: self.threads,
+        }
+    }
+
+    /// Whether any of `--level`, `--shuffle` or `--chunks` was given: settings of the chunked
+    /// layout.
+    pub fn has_chunk_settings(&self) -> bool {
+        self.level.is_some() || self.shuffle.is_some() || self.chunks.is_some()
+    }
+}
+
 /// What `ra compress` was asked for: the codec and, for the chunked ones, its settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Packing {
@@ -91,7 +133,7 @@ impl Packing {
     /// An error naming the file unless this packing suits a data section of `dims` x
     /// `elbyte`: the LZ4 block's limit, or the chunk shape and level (checked by the codec
     /// layer's own config), before any data is read.
-    fn check_fits(&self, input: &Path, header: &Header) -> Result<()> {
+    pub(crate) fn check_fits(&self, input: &Path, header: &Header) -> Result<()> {
         let plain = header.data_len();
         if self.codec == Codec::Lz4Whole {
             if self.chunks.is_some() || self.level.is_some() || self.shuffle != Shuffle::Byte {

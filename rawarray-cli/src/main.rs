@@ -188,27 +188,18 @@ and compressed alone behind an index, so a reader decodes only the chunks it tou
 file is re-encoded with the settings given. Byte order and the trailer are kept. One LZ4 block
 (--codec lz4-whole) holds at most 2,113,929,216 bytes: a larger data section is refused from its
 header, before any of it is read.")]
+    #[command(
+        mut_arg("codec", |a| a.default_value("zstd")),
+        mut_arg("shuffle", |a| a.default_value("byte"))
+    )]
     Compress {
         /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
-        /// How the data section is packed.
-        #[arg(long, value_enum, default_value_t = compress::Codec::Zstd)]
-        codec: compress::Codec,
-        /// The codec's level (zstd: 1 to 22, negative for faster; default 3).
-        #[arg(long, value_name = "N", allow_negative_numbers = true)]
-        level: Option<i32>,
-        /// The filter before the codec.
-        #[arg(long, value_enum, default_value_t = compress::Shuffle::Byte)]
-        shuffle: compress::Shuffle,
-        /// The chunk shape, one size per dim, as ra info lists dims (64,64,64).
-        #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
-        chunks: Option<Vec<u64>>,
-        /// Threads compressing chunks (0: all cores).
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        threads: usize,
+        #[command(flatten)]
+        packing: compress::PackingArgs,
     },
     /// Decompress a compressed data section (chunked or one LZ4 block) to plain bytes.
     #[command(after_help = "\
@@ -261,10 +252,16 @@ the end; a negative step walks backward (its defaults are the last index and bef
 first). As in numpy, start and stop are clipped to the dim (a slice past the end is shorter or
 empty) and an index outside the dim is an error.
 
-The block is little-endian and uncompressed; the trailer (params, record schema) is kept.
-Elements a step skips are not read when they lie more than a page apart. A chunked file decodes
-only the chunks the slice touches; an LZ4-compressed file (one block) is decompressed whole. The output is written to a temporary file and renamed (OUT -:
-copied to standard output once whole): a failure leaves nothing.")]
+The slice is stored as its input is: a chunked input's slice is chunked with the same codec,
+level, filter and chunk shape (each chunk size at most its dim), an LZ4 block's slice one LZ4
+block, a plain input's slice plain; --codec, --level, --shuffle and --chunks (as ra compress
+takes them) say otherwise, and --codec none writes it plain. One line on stderr says how it was
+stored. Data is written little-endian; the trailer (params, record schema) is kept. Elements a
+step skips are not read when they lie more than a page apart. A chunked file decodes only the
+chunks the slice touches; an LZ4-compressed file (one block) is decompressed whole. A
+compressed slice is made in memory (as ra compress makes it). The output is written to a
+temporary file and renamed (OUT -: copied to standard output once whole): a failure leaves
+nothing.")]
     Slice {
         /// The .ra file to cut from; - reads standard input.
         input: PathBuf,
@@ -276,6 +273,8 @@ copied to standard output once whole): a failure leaves nothing.")]
         /// Drop the dims given as a single index.
         #[arg(long)]
         squeeze: bool,
+        #[command(flatten)]
+        packing: compress::PackingArgs,
     },
     /// Compare two .ra files: header, dims, trailer params and values (not bytes: byte order
     /// and compression do not count).
@@ -483,20 +482,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Compress {
             file,
             output,
-            codec,
-            level,
-            shuffle,
-            chunks,
-            threads,
+            packing,
         } => {
             let file = rewritable("compress", &file, output.as_deref())?;
-            let packing = compress::Packing {
-                codec,
-                level,
-                shuffle,
-                chunks,
-                threads,
-            };
+            let packing = packing.or_defaults();
             if ragged::is_ragged(&file) {
                 return ragged::compress(&file, output.as_deref(), Some(&packing));
             }
@@ -518,12 +507,13 @@ fn run(cli: Cli) -> Result<(), Failure> {
             output,
             ranges,
             squeeze,
+            packing,
         } => {
             let input = source::input(&input)?;
             if ragged::is_ragged(&input) {
-                return ragged::slice(&input, &output, &ranges, &mut out);
+                return ragged::slice(&input, &output, &ranges, &packing, &mut out);
             }
-            slice::run(&input, &output, &ranges, squeeze, &mut out)
+            slice::run(&input, &output, &ranges, squeeze, &packing, &mut out)
         }
         Command::Diff {
             a,

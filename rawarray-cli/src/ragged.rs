@@ -9,7 +9,7 @@ use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{Layout, RaggedHeader};
 use serde::Serialize;
 
-use crate::compress::Packing;
+use crate::compress::{Packing, PackingArgs};
 use crate::fail::{At, Failure, Result};
 use crate::report;
 use crate::value::{layout_text, Decoder};
@@ -179,8 +179,16 @@ pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> R
     out.flush().map_err(Failure::stdout)
 }
 
-/// `ra slice` of a ragged file: one range of rows, `start:stop` (numpy's, step 1).
-pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) -> Result<()> {
+/// `ra slice` of a ragged file: one range of rows, `start:stop` (numpy's, step 1). Its values
+/// are stored as the input's are (chunked with the same codec, level and filter, or plain),
+/// unless `packing` says otherwise; text rows are checked to be UTF-8 first.
+pub fn slice(
+    input: &Path,
+    output: &Path,
+    ranges: &str,
+    packing: &PackingArgs,
+    stdout: &mut dyn Write,
+) -> Result<()> {
     let r = DynRagged::open(input).at(input)?;
     let n = r.rows() as i64;
     let specs = crate::slice::parse(ranges).map_err(|m| Failure::usage("slice", m))?;
@@ -211,13 +219,116 @@ pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) 
             ))
         }
     };
+    check_text(input, &r, rows.clone())?;
+    let opts = values_options(input, &r, rows.clone(), packing)?;
     let mut bytes = Vec::new();
-    r.write_rows(rows, &mut bytes).at(input)?;
+    r.write_rows_with(rows.clone(), &mut bytes, opts.as_ref())
+        .at(input)?;
+    let how = match &opts {
+        Some(o) => format!(
+            "values chunked ({}, level {}, {} shuffle)",
+            o.get_codec().name(),
+            o.get_level(),
+            o.get_shuffle().name()
+        ),
+        None => "values plain".into(),
+    };
     if crate::source::is_stdio(output) {
         stdout.write_all(&bytes).map_err(Failure::stdout)?;
-        return stdout.flush().map_err(Failure::stdout);
+        stdout.flush().map_err(Failure::stdout)?;
+    } else {
+        rawarray_serde::atomic::write_atomic(output, |w| w.write_all(&bytes)).at(output)?;
     }
-    rawarray_serde::atomic::write_atomic(output, |w| w.write_all(&bytes)).at(output)
+    report::done(format_args!(
+        "{} -> {}: rows {}..{}, {how}",
+        crate::source::shown(input),
+        if crate::source::is_stdio(output) {
+            "<stdout>".into()
+        } else {
+            output.display().to_string()
+        },
+        rows.start,
+        rows.end
+    ));
+    Ok(())
+}
+
+/// The values' packing of a slice of `rows` of `r`: the input's (its values' chunked section,
+/// if any) unless `packing` says otherwise; `None` is plain. One LZ4 block does not apply to a
+/// ragged file.
+fn values_options(
+    input: &Path,
+    r: &DynRagged,
+    rows: std::ops::Range<u64>,
+    packing: &PackingArgs,
+) -> Result<Option<rawarray_serde::codec::ChunkOptions>> {
+    let h = r.header();
+    let own = match h.values_section_header() {
+        Some(vh) => {
+            let file = std::fs::File::open(input).at(input)?;
+            let section = rawarray_serde::codec::SectionReader::open_at(&vh, &file, h.values_at())
+                .at(input)?;
+            let cfg = section.layout().config().clone();
+            // The values the slice keeps: the chunk of the last (values) dim at most that.
+            let offsets = r.offsets_bytes().at(input)?;
+            let at = |k: u64| {
+                let i = 8 * k as usize;
+                offsets
+                    .get(i..i + 8)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            };
+            let values = at(rows.end).saturating_sub(at(rows.start)).max(1);
+            let mut chunks = cfg.chunk.clone();
+            if let Some(last) = chunks.last_mut() {
+                *last = (*last).min(values);
+            }
+            Some(crate::slice::packing_of_config(&cfg, chunks))
+        }
+        None => None,
+    };
+    match crate::slice::merged(packing, own)? {
+        None => Ok(None),
+        Some(p) => p
+            .chunk_options()
+            .map(Some)
+            .ok_or_else(|| lz4_whole_refused(input)),
+    }
+}
+
+fn lz4_whole_refused(input: &Path) -> Failure {
+    Failure::file(
+        input,
+        "a ragged file's values are compressed in chunks (the offsets stay plain for O(1) \
+         rows): --codec lz4-whole does not apply; use zstd, lz4 or none",
+    )
+}
+
+/// Refuses, naming the row, a row of a text file that is not UTF-8: every writer of text
+/// (`ra slice`, `ra compress`) checks the rows it copies, as readers check them. The values
+/// are read once (a chunked section decoded once), not row by row.
+fn check_text(input: &Path, r: &DynRagged, rows: std::ops::Range<u64>) -> Result<()> {
+    if !r.is_text() || rows.is_empty() {
+        return Ok(());
+    }
+    // Every offset is checked by the library before these are handed out.
+    let offsets = r.offsets_bytes().at(input)?;
+    let values = r.values_bytes().at(input)?;
+    let at = |k: u64| {
+        let i = 8 * k as usize;
+        u64::from_le_bytes(offsets[i..i + 8].try_into().expect("8 bytes")) as usize
+    };
+    for k in rows {
+        if let Err(e) = std::str::from_utf8(&values[at(k)..at(k + 1)]) {
+            return Err(Failure::file(
+                input,
+                format!(
+                    "row {k} is not UTF-8 text ({e}), yet the file marks its rows as text; \
+                     nothing was written"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `ra compress` / `ra decompress` of a ragged file: its values through the codec layer (a
@@ -226,13 +337,7 @@ pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) 
 /// the values, `[value dims..., values]`.
 pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Result<()> {
     let opts = match packing {
-        Some(p) => Some(p.chunk_options().ok_or_else(|| {
-            Failure::file(
-                input,
-                "a ragged file's values are compressed in chunks (the offsets stay plain for \
-                 O(1) rows): --codec lz4-whole does not apply; use zstd, lz4 or none",
-            )
-        })?),
+        Some(p) => Some(p.chunk_options().ok_or_else(|| lz4_whole_refused(input))?),
         None => None,
     };
     let output = output.unwrap_or(input);
@@ -247,6 +352,7 @@ pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) 
         ));
         return Ok(());
     }
+    check_text(input, &r, 0..r.rows())?;
     let before = std::fs::metadata(input).at(input)?.len();
     let mut w = std::io::BufWriter::new(out.file());
     r.write_rows_with(0..r.rows(), &mut w, opts.as_ref())

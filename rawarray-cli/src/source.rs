@@ -241,7 +241,7 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
                 inner: &mut stream,
                 seen: &mut head,
             };
-            let read = Header::read_from(&mut tee);
+            let read = Header::read_from_any(&mut tee);
             match read {
                 Ok(header) => Some(header),
                 // Not a .ra stream at all: say what it looks like, as `ra info` does for files.

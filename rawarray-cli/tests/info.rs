@@ -219,7 +219,10 @@ fn info_reports_uncommitted_records_of_a_writer_that_did_not_finish() {
     w.append_slice(&all[10..]).unwrap();
     std::mem::forget(w); // no finish, no final flush: what a kill leaves
     let text = stdout_of(ra().arg("info").arg(&path));
-    assert!(text.contains("[10] (numpy shape (10,)), 10 elements"), "{text}");
+    assert!(
+        text.contains("[10] (numpy shape (10,)), 10 elements"),
+        "{text}"
+    );
     assert!(
         text.contains("bytes after the data are not committed"),
         "{text}"
@@ -290,7 +293,10 @@ fn info_shows_dims_and_chunks_in_the_files_order_and_in_numpys() {
         text.contains("dims:        [80, 96, 16] (numpy shape (16, 96, 80)), 122880 elements"),
         "{text}"
     );
-    assert!(text.contains("chunks [40, 96, 4] (numpy (4, 96, 40))"), "{text}");
+    assert!(
+        text.contains("chunks [40, 96, 4] (numpy (4, 96, 40))"),
+        "{text}"
+    );
     let j: Value =
         serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
     assert_eq!(j["dims"], serde_json::json!([80, 96, 16]));
@@ -307,12 +313,18 @@ fn info_shows_dims_and_chunks_in_the_files_order_and_in_numpys() {
     let scalar = dir.path().join("scalar.ra");
     RawArray::scalar(7u8).write_file(&scalar).unwrap();
     let out = stdout_of(ra().args(["info", "--json"]).arg(&plain).arg(&scalar));
-    let lines: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
     assert_eq!(lines[0]["numpy_shape"], serde_json::json!([2, 3]));
     assert_eq!(lines[0]["numpy_chunks"], Value::Null);
     assert_eq!(lines[1]["numpy_shape"], serde_json::json!([]));
     let text = stdout_of(ra().arg("info").arg(&scalar));
-    assert!(text.contains("dims:        [] (numpy shape ()), 1 element"), "{text}");
+    assert!(
+        text.contains("dims:        [] (numpy shape ()), 1 element"),
+        "{text}"
+    );
 }
 
 /// Every key `ra info --json` prints is named in `ra info --help` and in the CLI guide, which
@@ -323,7 +335,10 @@ fn every_info_json_key_is_documented() {
     let path = dir.path().join("field.ra");
     RawArray::from_shape_vec(vec![8, 4], vec![1u16; 32])
         .unwrap()
-        .write_file_with(&path, &WriteOptions::new().codec(rawarray_serde::Codec::Lz4))
+        .write_file_with(
+            &path,
+            &WriteOptions::new().codec(rawarray_serde::Codec::Lz4),
+        )
         .unwrap();
     let j: Value =
         serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();

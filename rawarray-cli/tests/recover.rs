@@ -25,7 +25,10 @@ fn a_record_file_cut_short_is_described_and_salvaged() {
         .get_output()
         .clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("[30] (numpy shape (30,)), 30 elements"), "{text}");
+    assert!(
+        text.contains("[30] (numpy shape (30,)), 30 elements"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "missing:     {} of {} data bytes (the file was cut short); it holds 12 complete \
