@@ -88,6 +88,20 @@ impl PackingArgs {
     }
 }
 
+/// The chunked settings in words, as every command's stderr line and `ra info` say them:
+/// `zstd level 3, byte shuffle` (a level only for the codec that has one).
+pub(crate) fn describe_options(o: &ChunkOptions) -> String {
+    let level = match o.get_codec() {
+        codec::Codec::Zstd => format!(" level {}", o.get_level()),
+        _ => String::new(),
+    };
+    format!(
+        "{}{level}, {} shuffle",
+        o.get_codec().name(),
+        o.get_shuffle().name()
+    )
+}
+
 /// What `ra compress` was asked for: the codec and, for the chunked ones, its settings.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Packing {
@@ -261,12 +275,7 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
         ));
     } else {
         let how = match &chunk_opts {
-            Some(o) => format!(
-                " ({}, level {}, {} shuffle)",
-                o.get_codec().name(),
-                o.get_level(),
-                o.get_shuffle().name()
-            ),
+            Some(o) => format!(" ({})", describe_options(o)),
             None => String::new(),
         };
         report::done(format_args!(

@@ -105,9 +105,13 @@ Examples:
   ra cat --head 3 --json test.ra  {\"index\":[0,0],\"value\":{\"re\":0.0,\"im\":\"-inf\"}} ...
   gunzip -c a.ra.gz | ra cat -    standard input
 
-Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, user-defined
-elements by field name when the trailer holds their record schema (as hex otherwise). In JSON, NaN and infinities are
-the strings \"NaN\", \"inf\", \"-inf\".")]
+Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, NaN and infinities
+as NaN, inf, -inf, user-defined elements by field name when the trailer holds their record
+schema (as hex otherwise). A ragged file prints a row per line, [k]<TAB>values; a row of text
+prints as its text with a backslash as \\\\, newline, carriage return and tab as \\n, \\r, \\t
+and any other control character as \\u{..} (its code point in hex), so that every row is one
+line. In JSON, NaN and infinities are the strings \"NaN\", \"inf\", \"-inf\", and text is a JSON
+string.")]
     Cat {
         /// A .ra file; - reads standard input.
         file: PathBuf,

@@ -112,14 +112,25 @@ impl RowText {
         Ok(RowText { r, schema, decoder })
     }
 
-    /// Row `k`'s values, separated by `sep`, or its text; `json` writes JSON values.
-    fn push(&self, k: u64, sep: &str, json: bool, line: &mut String) -> rawarray_serde::Result<()> {
+    /// Row `k`'s values, separated by `sep`, or its text; `json` writes JSON values. Text is
+    /// escaped ([`push_escaped`]) so that a row stays one line, except for CSV (`csv`), which
+    /// quotes it instead.
+    fn push(
+        &self,
+        k: u64,
+        sep: &str,
+        json: bool,
+        csv: bool,
+        line: &mut String,
+    ) -> rawarray_serde::Result<()> {
         if self.r.is_text() {
             let s = &*self.r.row_str(k)?;
             if json {
                 line.push_str(&serde_json::to_string(s).expect("a string"));
-            } else {
+            } else if csv {
                 line.push_str(s);
+            } else {
+                push_escaped(s, line);
             }
             return Ok(());
         }
@@ -158,6 +169,22 @@ impl RowText {
     }
 }
 
+/// Text as `ra cat` prints it, one line whatever it holds: a backslash as `\\`, newline, carriage
+/// return and tab as `\n`, `\r`, `\t`, and any other control character as `\u{..}` (its code
+/// point in hex), as Rust writes them; everything else as it is.
+fn push_escaped(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+}
+
 /// `ra cat` of a ragged file: `[k]<TAB>values` lines (the text of a text row), or with `json`
 /// `{"row":k,"value":[...]}`; at most `head` rows.
 pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> Result<()> {
@@ -171,7 +198,7 @@ pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> R
         } else {
             line.push_str(&format!("[{k}]\t"));
         }
-        t.push(k, if json { "," } else { ", " }, json, &mut line)
+        t.push(k, if json { "," } else { ", " }, json, false, &mut line)
             .at(path)?;
         line.push_str(if json { "}\n" } else { "\n" });
         out.write_all(line.as_bytes()).map_err(Failure::stdout)?;
@@ -225,12 +252,7 @@ pub fn slice(
     r.write_rows_with(rows.clone(), &mut bytes, opts.as_ref())
         .at(input)?;
     let how = match &opts {
-        Some(o) => format!(
-            "values chunked ({}, level {}, {} shuffle)",
-            o.get_codec().name(),
-            o.get_level(),
-            o.get_shuffle().name()
-        ),
+        Some(o) => format!("values chunked ({})", crate::compress::describe_options(o)),
         None => "values plain".into(),
     };
     if crate::source::is_stdio(output) {
@@ -367,12 +389,7 @@ pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) 
         format!(" -> {}", output.display())
     };
     let how = match &opts {
-        Some(o) => format!(
-            "compressed ({}, level {}, {} shuffle)",
-            o.get_codec().name(),
-            o.get_level(),
-            o.get_shuffle().name()
-        ),
+        Some(o) => format!("compressed ({})", crate::compress::describe_options(o)),
         None => "decompressed".into(),
     };
     report::done(format_args!(
@@ -410,7 +427,7 @@ pub fn to_csv(input: &Path, output: &Path) -> Result<()> {
         let mut line = String::new();
         for k in 0..t.r.rows() {
             line.clear();
-            if let Err(e) = t.push(k, ",", false, &mut line) {
+            if let Err(e) = t.push(k, ",", false, true, &mut line) {
                 inner = Some(Failure::file(input, e));
                 return Err(std::io::Error::other("row"));
             }

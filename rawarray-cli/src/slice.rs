@@ -36,14 +36,9 @@ impl Storage {
                 let chunks = o
                     .get_chunks()
                     .map_or_else(|| codec::default_chunks(dims, elbyte), <[u64]>::to_vec);
-                let level = match o.get_codec() {
-                    codec::Codec::Zstd => format!(" level {}", o.get_level()),
-                    _ => String::new(),
-                };
                 format!(
-                    "chunked ({}{level}, {} shuffle, chunks {chunks:?})",
-                    o.get_codec().name(),
-                    o.get_shuffle().name()
+                    "chunked ({}, chunks {chunks:?})",
+                    crate::compress::describe_options(o)
                 )
             }
         }
