@@ -126,6 +126,10 @@ fn hostile_offsets_are_one_line_naming_the_row() {
     assert!(err.contains("row 0"), "{err}");
     let err = fails_with_one_line(ra().arg("info").arg(&path));
     assert!(err.contains("row 0"), "{err}");
+    // recover reports the damage as readers do (not "unchanged"), and changes nothing.
+    let err = fails_with_one_line(ra().arg("recover").arg(&path));
+    assert!(err.contains("row 0 ends at value 9"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
 #[test]

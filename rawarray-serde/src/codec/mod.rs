@@ -70,7 +70,7 @@ pub use index::{Entry, Index};
 pub use section::{
     decode_all, decode_subset, Layout, PendingIndex, ReadAt, SectionReader, SectionStats,
 };
-pub use writer::ChunkWriter;
+pub use writer::{ChunkWriter, Reclaimed};
 
 use crate::error::{ErrorKind, Result};
 
