@@ -300,7 +300,10 @@ fn a_slice_on_standard_output_is_read_by_ra_itself() {
 
 /// What the chunked config of a file says, read from its bytes as doc/chunked.md lays them out
 /// (the config follows the header): filter id, codec id, level, chunk shape.
-fn chunked_config(path: &std::path::Path) -> (u64, u32, u32, i32, Vec<u64>) {
+/// flags, filter id, codec id, level, chunk shape (zeros and none for a file not chunked).
+type ChunkedConfig = (u64, u32, u32, i32, Vec<u64>);
+
+fn chunked_config(path: &std::path::Path) -> ChunkedConfig {
     let b = std::fs::read(path).unwrap();
     let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
     let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
@@ -353,7 +356,7 @@ fn a_slice_of_a_chunked_file_is_chunked_as_it_is() {
     // filter 2 (bit shuffle), codec 2 (zstd), level 9.
     assert_eq!(chunked_config(&z), (4, 2, 2, 9, vec![16, 30, 4]));
 
-    let cases: [(&str, &[&str], (u64, u32, u32, i32, Vec<u64>), &str); 5] = [
+    let cases: [(&str, &[&str], ChunkedConfig, &str); 5] = [
         // The input's settings; chunks cut to the slice's dims (30 -> 5, 4 -> 3).
         (
             "2:38:2,5:10,3:6",
