@@ -238,3 +238,36 @@ fn every_cargo_install_the_docs_show_is_locked() {
         unlocked.join("\n")
     );
 }
+
+#[test]
+fn every_benchmark_table_names_the_command_that_produced_it() {
+    // A table's command is a code span starting with cargo, python, valgrind or an
+    // environment assignment before one, between the previous table (or the top) and it.
+    let text = include_str!("../doc/benchmarks.md");
+    let is_command = |span: &str| {
+        let first_program = span
+            .split_whitespace()
+            .find(|w| !w.contains('='))
+            .unwrap_or_default();
+        ["cargo", "python", "valgrind"].contains(&first_program)
+    };
+    let (mut in_table, mut command, mut tables) = (false, false, 0);
+    for (n, line) in text.lines().enumerate() {
+        if line.starts_with('|') {
+            if !in_table {
+                assert!(
+                    command,
+                    "doc/benchmarks.md:{}: a table without its command",
+                    n + 1
+                );
+                tables += 1;
+                command = false;
+            }
+            in_table = true;
+            continue;
+        }
+        in_table = false;
+        command |= line.split('`').skip(1).step_by(2).any(is_command);
+    }
+    assert!(tables >= 15, "{tables} tables");
+}
