@@ -459,27 +459,23 @@ pub fn run(
                 let end = header.encoded_len() as u64 + header.size;
                 w.write_all(&trailer(end)).at(shown_out)?;
             }
-            packed => {
+            Storage::Chunked(opts) => {
                 let data = slice_in_memory(&reader, &axes, &header, input)?;
-                match packed {
-                    Storage::Chunked(opts) => {
-                        let (h, section) = codec::encode(&header, &data, opts).at(input)?;
-                        drop(data);
-                        w.write_all(&h.encode()).at(shown_out)?;
-                        w.write_all(&section).at(shown_out)?;
-                        let end = h.encoded_len() as u64 + h.size;
-                        w.write_all(&trailer(end)).at(shown_out)?;
-                    }
-                    _ => {
-                        let array =
-                            DynArray::new(header.eltype, header.elbyte, header.dims.clone(), data)
-                                .at(input)?;
-                        array
-                            .write_to_with(&mut w, &WriteOptions::new().compress(true))
-                            .at(shown_out)?;
-                        w.write_all(&trailer(0)).at(shown_out)?;
-                    }
-                }
+                let (h, section) = codec::encode(&header, &data, opts).at(input)?;
+                drop(data);
+                w.write_all(&h.encode()).at(shown_out)?;
+                w.write_all(&section).at(shown_out)?;
+                let end = h.encoded_len() as u64 + h.size;
+                w.write_all(&trailer(end)).at(shown_out)?;
+            }
+            Storage::Lz4Whole => {
+                let data = slice_in_memory(&reader, &axes, &header, input)?;
+                let array = DynArray::new(header.eltype, header.elbyte, header.dims.clone(), data)
+                    .at(input)?;
+                array
+                    .write_to_with(&mut w, &WriteOptions::new().compress(true))
+                    .at(shown_out)?;
+                w.write_all(&trailer(0)).at(shown_out)?;
             }
         }
         w.flush().at(shown_out)?;
