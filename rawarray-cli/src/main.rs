@@ -266,6 +266,13 @@ chunks the slice touches; an LZ4-compressed file (one block) is decompressed who
 compressed slice is made in memory (as ra compress makes it). The output is written to a
 temporary file and renamed (OUT -: copied to standard output once whole): a failure leaves
 nothing.")]
+    // `--codec none` means plain here (ra compress's none is chunked blocks stored as they are).
+    #[command(mut_arg("codec", |a| {
+        a.hide_possible_values(true).help(
+            "How the slice is stored: zstd, lz4 or lz4-whole as ra compress stores them, none \
+             plain [default: as its input is]",
+        )
+    }))]
     Slice {
         /// The .ra file to cut from; - reads standard input.
         input: PathBuf,

@@ -463,5 +463,8 @@ fn help_documents_the_range_syntax() {
         .assert()
         .success()
         .stdout(predicate::str::contains("ra slice big.ra plane.ra :,:,42"))
-        .stdout(predicate::str::contains("the order ra info"));
+        .stdout(predicate::str::contains("the order ra info"))
+        // --codec none is plain here, and its help says so (not ra compress's chunked none).
+        .stdout(predicate::str::contains("none plain"))
+        .stdout(predicate::str::contains("Chunked, blocks stored").not());
 }
