@@ -108,18 +108,18 @@ fn paths(code: &str) -> Vec<Vec<String>> {
             }
             j += 1;
         }
-        expand(&code[i..j], &mut Vec::new(), &mut out);
+        expand(&code[i..j], &[], &mut out);
         i += head.len().max(1);
     }
     out
 }
 
 /// Expands one use tree into its paths.
-fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
+fn expand(tree: &str, prefix: &[String], out: &mut Vec<Vec<String>>) {
     let tree = tree.trim();
     match tree.find('{') {
         None => {
-            let mut p = prefix.clone();
+            let mut p = prefix.to_vec();
             p.extend(
                 tree.split("::")
                     .map(str::trim)
@@ -131,7 +131,7 @@ fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
         Some(open) => {
             let head = &tree[..open];
             let close = tree.rfind('}').unwrap_or(tree.len());
-            let mut p = prefix.clone();
+            let mut p = prefix.to_vec();
             p.extend(
                 head.split("::")
                     .map(str::trim)
@@ -146,14 +146,14 @@ fn expand(tree: &str, prefix: &mut Vec<String>, out: &mut Vec<Vec<String>>) {
                     '{' => depth += 1,
                     '}' => depth -= 1,
                     ',' if depth == 0 => {
-                        expand(&inside[start..k], &mut p.clone(), out);
+                        expand(&inside[start..k], &p, out);
                         start = k + 1;
                     }
                     _ => {}
                 }
             }
             if !inside[start..].trim().is_empty() {
-                expand(&inside[start..], &mut p, out);
+                expand(&inside[start..], &p, out);
             }
         }
     }
@@ -172,7 +172,7 @@ fn reexports(module: &str, code: &str) -> BTreeMap<String, Vec<String>> {
         };
         let mut trees = Vec::new();
         let rest = rest.trim_start_matches("crate::");
-        expand(rest, &mut Vec::new(), &mut trees);
+        expand(rest, &[], &mut trees);
         for t in trees {
             if let Some((name, from)) = t.split_last() {
                 let mut m: Vec<String> = if module.is_empty() {

@@ -102,31 +102,36 @@ fn the_main_jobs_python_lines_read_its_records() {
     );
 }
 
-/// The README shows the lines the default run prints for `/tmp/nbody.ra`, word for word.
+/// The Rust guide shows the lines the default run prints for `/tmp/nbody.ra`, word for word.
 #[test]
-fn the_readme_shows_the_main_jobs_python_lines() {
+fn the_rust_guide_shows_the_main_jobs_python_lines() {
     let defaults = simulation::Params::default();
     let records = defaults.particles as usize * (defaults.steps as usize + 1);
     let header_len = 48 + 8; // one dim
     let descr = simulation::Body::layout().numpy_descr();
     let lines = simulation::python_lines(Path::new("/tmp/nbody.ra"), header_len, records, &descr);
-    let readme = include_str!("../README.md");
+    let guide = include_str!("../doc/rust.md");
     assert!(
-        readme.contains(&format!("```python\n{lines}\n```")),
-        "README.md should show:\n{lines}"
+        guide.contains(&format!("```python\n{lines}\n```")),
+        "doc/rust.md should show:\n{lines}"
     );
 }
 
 /// The main job is a package of its own that needs only the library and serde (a root example
 /// built the root's dev-dependencies first: proptest, trybuild, bincode, object_store, tokio),
-/// and the README runs it so; the command it prints to inspect the file builds `ra` first, since
+/// and the docs run it so; the command it prints to inspect the file builds `ra` first, since
 /// the demo does not.
 #[test]
 fn the_main_job_builds_only_what_it_needs_and_prints_no_bare_ra() {
     let readme = include_str!("../README.md");
     assert!(
-        readme.starts_with("```sh\ncargo run --release -p rawarray-demo "),
-        "the README's first line runs the demo package"
+        readme.contains("`cargo run --release -p rawarray-demo`"),
+        "the README names the command of the main job"
+    );
+    let guide = include_str!("../doc/development.md");
+    assert!(
+        guide.contains("```sh\ncargo run --release -p rawarray-demo "),
+        "doc/development.md's getting started runs the demo package first"
     );
     assert!(!readme.contains("--example simulation"));
     let manifest = include_str!("../rawarray-demo/Cargo.toml");
@@ -147,5 +152,5 @@ fn the_main_job_builds_only_what_it_needs_and_prints_no_bare_ra() {
         command,
         "cargo run --release -p rawarray-cli -- info /tmp/nbody.ra"
     );
-    assert!(readme.contains(&format!("`{command}`")));
+    assert!(include_str!("../doc/rust.md").contains(&format!("`{command}`")));
 }

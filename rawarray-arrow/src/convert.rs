@@ -191,18 +191,67 @@ pub fn parquet_to_ra(
     Ok(())
 }
 
-/// Arrow IPC file (`.arrow`, `.feather`) -> `.ra` record file, as [`parquet_to_ra`].
+/// Arrow IPC file (`.arrow`, `.feather`) -> `.ra` record file, as [`parquet_to_ra`]: the
+/// record dims come back too, the row count being read from the file's footer and the
+/// metadata of its batches first (a few small reads, no data).
 pub fn ipc_to_ra(
     input: &Path,
     output: &Path,
     _opts: &ConvertOptions,
     progress: impl FnMut(u64, u64),
 ) -> Result<()> {
-    let reader = FileReader::try_new(open(input)?, None)?;
-    let mut w = RecordFileWriter::create(output, &reader.schema(), None)?;
-    w.write_all(reader, None, progress)?;
+    let mut file = open(input)?;
+    let total = ipc_rows(&mut file);
+    let reader = FileReader::try_new(file, None)?;
+    let mut w = RecordFileWriter::create(output, &reader.schema(), total)?;
+    w.write_all(reader, total, progress)?;
     w.finish()?;
     Ok(())
+}
+
+/// The rows of an Arrow IPC file, summed over its record batches from the footer's blocks and
+/// each batch's message header (the length field of its `RecordBatch`), without reading the
+/// data; `None` if any of it cannot be read, which the reader proper then reports. Every
+/// length is checked against the file's before anything is read: at most the footer and the
+/// messages' metadata are held.
+fn ipc_rows(file: &mut File) -> Option<u64> {
+    use std::io::{Read, Seek, SeekFrom};
+    let len = file.metadata().ok()?.len();
+    let mut tail = [0u8; 10];
+    file.seek(SeekFrom::Start(len.checked_sub(10)?)).ok()?;
+    file.read_exact(&mut tail).ok()?;
+    let footer_len = arrow_ipc::reader::read_footer_length(tail).ok()? as u64;
+    let mut footer = vec![
+        0u8;
+        usize::try_from(footer_len)
+            .ok()
+            .filter(|&n| n as u64 + 10 <= len)?
+    ];
+    file.seek(SeekFrom::Start(len - 10 - footer_len)).ok()?;
+    file.read_exact(&mut footer).ok()?;
+    let footer = arrow_ipc::root_as_footer(&footer).ok()?;
+    let mut rows = 0u64;
+    for block in footer.recordBatches()?.iter() {
+        let at = u64::try_from(block.offset()).ok()?;
+        let meta = u64::try_from(block.metaDataLength()).ok()?;
+        if meta < 8 || at.checked_add(meta)? > len {
+            return None;
+        }
+        let mut buf = vec![0u8; meta as usize];
+        file.seek(SeekFrom::Start(at)).ok()?;
+        file.read_exact(&mut buf).ok()?;
+        // A message is prefixed by its length (after the 0xFFFFFFFF continuation marker of
+        // format version 5; without it in older files).
+        let body = if buf[..4] == [0xff; 4] {
+            &buf[8..]
+        } else {
+            &buf[4..]
+        };
+        let message = arrow_ipc::root_as_message(body).ok()?;
+        rows = rows.checked_add(u64::try_from(message.header_as_record_batch()?.length()).ok()?)?;
+    }
+    file.rewind().ok()?;
+    Some(rows)
 }
 
 /// Opens an input; the error names it.

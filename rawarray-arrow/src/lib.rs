@@ -46,3 +46,8 @@ pub use error::{Error, Result};
 pub use reader::{schema_of, RaBatchReader, RaTable, ScanOptions, DEFAULT_BATCH_ROWS};
 pub use schema::{arrow_field, arrow_schema, layout_of_field, layout_of_schema, VALUES_COLUMN};
 pub use write::RecordFileWriter;
+
+/// The guide `doc/arrow.md`, whose Rust blocks run as this crate's doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../../doc/arrow.md")]
+pub struct ArrowGuide;

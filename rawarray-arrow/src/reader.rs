@@ -291,7 +291,13 @@ impl RaTable {
     /// read in whole steps of its last dim (so a batch holds at least one step); an LZ4 file's
     /// data section is decompressed whole on the first batch, as every reader of it does.
     pub fn batches(&self, batch_rows: usize) -> RaBatchReader {
-        self.reader(batch_rows, None, vec![0..self.0.rows], None, None)
+        self.reader(
+            batch_rows,
+            None,
+            std::iter::once(0..self.0.rows).collect(),
+            None,
+            None,
+        )
     }
 
     /// The batch reader of `ranges` of rows (whole steps of the last dim for a decoded file,
@@ -397,7 +403,7 @@ impl RaTable {
             None => None,
         };
         let (ranges, filter) = match &options.filter {
-            None => (vec![0..self.0.rows], None),
+            None => (std::iter::once(0..self.0.rows).collect(), None),
             Some(predicate) => {
                 let filter = self.row_filter(predicate)?;
                 let ranges = self.pruning(&filter).ranges().to_vec();

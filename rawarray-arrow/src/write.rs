@@ -4,6 +4,7 @@ use std::path::Path;
 
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, Schema};
+use rawarray_serde::atomic::AtomicFile;
 use rawarray_serde::{DynRecordWriter, ElementSpec, Layout, RecordOptions};
 
 use crate::columns::scatter;
@@ -14,7 +15,10 @@ use crate::schema::{layout_of_schema, DIMS_KEY, PARAMS_KEY};
 /// [`layout_of_schema`]: the schema's own columns, or the layout recorded in its metadata.
 /// The file is written under a temporary name and renamed over `path` by
 /// [`RecordFileWriter::finish`]: a failed or interrupted conversion leaves what was at
-/// `path` alone.
+/// `path` alone. The destination is treated as the library's atomic writes treat it
+/// ([`AtomicFile`]): checked and locked before anything is written; a symlink is followed; a
+/// new file gets the permissions the umask gives (0644 under umask 022), a replaced one keeps
+/// its own.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -41,7 +45,11 @@ pub struct RecordFileWriter {
     layout: Layout,
     writer: DynRecordWriter,
     temp: tempfile::TempPath,
-    path: std::path::PathBuf,
+    /// Where the file goes: `path`, or the file it links to.
+    target: std::path::PathBuf,
+    /// The destination, checked and (if a file is there) locked until the rename; its own
+    /// temporary file is never used (the record writer needs a path of its own).
+    dest: AtomicFile,
     rows: u64,
     /// Bytes of one record of the writer: the rows of one step of the record dims.
     record_bytes: usize,
@@ -77,24 +85,35 @@ impl RecordFileWriter {
             record_bytes *= record_dims.iter().product::<u64>() as usize;
             opts = opts.record_dims(record_dims);
         }
-        let dir = match path.parent() {
+        // Refuses what an atomic write refuses (a folder, a FIFO, a hard-linked or protected
+        // file) and holds a file there locked: before a byte is written.
+        let dest = AtomicFile::create(path)?;
+        let target = match std::fs::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(path)?,
+            _ => path.to_path_buf(),
+        };
+        let dir = match target.parent() {
             Some(d) if !d.as_os_str().is_empty() => d,
             _ => Path::new("."),
         };
-        let name = path
+        let name = target
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let temp = tempfile::Builder::new()
-            .prefix(&format!(".{name}."))
-            .suffix(".ra-tmp")
-            .tempfile_in(dir)?
-            .into_temp_path();
+        let prefix = format!(".{name}.");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".ra-tmp");
+        // What File::create gives (0o666 less the umask), not tempfile's private 0600: the
+        // record writer replaces this file keeping its mode, and the rename keeps it too.
+        #[cfg(unix)]
+        builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+        let temp = builder.tempfile_in(dir)?.into_temp_path();
         let writer = opts.create_dyn(&temp, &spec)?;
         Ok(RecordFileWriter {
             layout,
             writer,
             temp,
-            path: path.to_path_buf(),
+            target,
+            dest,
             rows: 0,
             record_bytes,
             pending: Vec::new(),
@@ -188,7 +207,21 @@ impl RecordFileWriter {
             )));
         }
         self.writer.finish()?;
-        self.temp.persist(&self.path).map_err(|e| e.error)?;
+        if self.dest.replaces_existing() {
+            // A replaced file keeps its mode (setuid and setgid dropped: the owner may differ).
+            if let Ok(meta) = std::fs::metadata(&self.target) {
+                let mut perms = meta.permissions();
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    perms.set_mode(meta.permissions().mode() & 0o1777);
+                }
+                std::fs::set_permissions(&self.temp, perms)?;
+            }
+        }
+        self.temp.persist(&self.target).map_err(|e| e.error)?;
+        // The old file, replaced, is unlocked; the destination's unused temporary goes.
+        drop(self.dest);
         Ok(self.rows)
     }
 }

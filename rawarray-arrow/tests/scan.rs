@@ -63,12 +63,15 @@ fn scan(table: &RaTable, opts: &ScanOptions) -> Vec<RecordBatch> {
     table.scan(opts).unwrap().map(Result::unwrap).collect()
 }
 
+/// Which rows a predicate keeps, as the test computes it itself.
+type RowTest = Box<dyn Fn(&Body) -> bool>;
+
 #[test]
 fn a_filtered_scan_keeps_the_matching_rows_and_reads_their_chunks() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("run.ra");
     let all = write_run(&path, 100); // 25 chunks
-    let cases: Vec<(Predicate, Box<dyn Fn(&Body) -> bool>, u64)> = vec![
+    let cases: Vec<(Predicate, RowTest, u64)> = vec![
         (
             Predicate::between("step", 40, 43),
             Box::new(|b: &Body| (40..=43).contains(&b.step)),

@@ -19,32 +19,182 @@ use crate::fail::{At, Failure, Result};
 use crate::report;
 use crate::source::RaSource;
 
-/// How `ra compress` packs a data section (`--codec`). Each codec says its own limits, which
-/// are checked from the header before any data is read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+/// How `ra compress` packs a data section (`--codec`): a codec of the library's table
+/// ([`codec::table::CODECS`], chunked) or whole-section LZ4 ([`codec::table::LZ4_WHOLE`]).
+/// Each says its own limits, which are checked from the header before any data is read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Codec {
-    /// Chunked, each block a zstd frame (`--level`, default 3).
-    #[default]
-    Zstd,
-    /// Chunked, each block a raw LZ4 block.
-    Lz4,
-    /// Chunked, blocks stored as they are (the shuffle and chunk index still apply).
-    None,
+    /// The chunked layout, each block through this codec.
+    Chunked(codec::Codec),
     /// The whole data section as one raw LZ4 block (flag bit 1), as the C reference and Julia
     /// read it: at most 2,113,929,216 plain bytes; no chunks, no random access.
     Lz4Whole,
 }
 
-/// The filter each block goes through before its codec (`--shuffle`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
-pub enum Shuffle {
-    /// Byte shuffle by the element size (a record is shuffled as a whole).
-    #[default]
-    Byte,
-    /// Bit shuffle by the element size.
-    Bit,
-    /// No filter.
-    None,
+impl Default for Codec {
+    fn default() -> Codec {
+        Codec::Chunked(codec::Codec::default())
+    }
+}
+
+/// `--codec`'s parser: the names and help lines come from the library's tables, so a codec
+/// added there is offered here with no change.
+#[derive(Clone, Copy, Debug)]
+pub struct CodecParser;
+
+impl clap::builder::TypedValueParser for CodecParser {
+    type Value = Codec;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> std::result::Result<Codec, clap::Error> {
+        let text = value.to_string_lossy();
+        if text.eq_ignore_ascii_case(codec::table::LZ4_WHOLE) {
+            return Ok(Codec::Lz4Whole);
+        }
+        codec::Codec::parse(&text).map(Codec::Chunked).map_err(|e| {
+            let arg = arg.map_or_else(|| "--codec".into(), ToString::to_string);
+            clap::Error::raw(
+                clap::error::ErrorKind::InvalidValue,
+                format!("invalid value '{text}' for '{arg}': {e}\n"),
+            )
+            .with_cmd(cmd)
+        })
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        let chunked = codec::table::CODECS
+            .iter()
+            .map(|c| clap::builder::PossibleValue::new(c.name).help(c.help));
+        let whole = codec::table::STORAGES
+            .iter()
+            .filter(|s| s.name == codec::table::LZ4_WHOLE)
+            .map(|s| clap::builder::PossibleValue::new(s.name).help(s.help));
+        Some(Box::new(chunked.chain(whole)))
+    }
+}
+
+/// `--filter`'s parser: `NAME` or `NAME:PARAM` of the library's filter table.
+fn parse_filter(text: &str) -> std::result::Result<codec::Filter, String> {
+    codec::Filter::parse(text).map_err(|e| e.to_string())
+}
+
+/// `--shuffle`'s parser: `byte`, `bit` or `none`, the one-filter shorthand.
+fn parse_shuffle(text: &str) -> std::result::Result<codec::Shuffle, String> {
+    codec::Shuffle::parse(text).map_err(|e| e.to_string())
+}
+
+/// The filters in the words of `--help`: every row of the library's table.
+fn filter_help() -> String {
+    let rows: Vec<String> = codec::table::FILTERS
+        .iter()
+        .map(|f| match f.param {
+            Some(p) => format!("{}:{} ({})", f.name, p.to_uppercase(), f.help),
+            None => format!("{} ({})", f.name, f.help),
+        })
+        .collect();
+    format!(
+        "A filter before the codec, in order; repeat it or separate by commas for a pipeline \
+         (--filter shuffle,bytedelta). Filters: {}. Default: shuffle",
+        rows.join("; ")
+    )
+}
+
+/// `--codec`, `--level`, `--filter`, `--shuffle`, `--chunks`, `--blocks`, `--layout-version`,
+/// `--no-stats` and `--threads`: how a data section is packed, as `ra compress` and `ra slice`
+/// take them. One definition for both: `ra compress` gives `--codec` and the filters its
+/// defaults (zstd, byte shuffle), `ra slice` takes what it is not given from its input.
+#[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
+pub struct PackingArgs {
+    /// How the data section is packed.
+    #[arg(long, value_parser = CodecParser)]
+    pub codec: Option<Codec>,
+    /// The codec's level (zstd: -7 to 22, 3 unless given; pco: 0 to 12, 8 unless given).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+    /// The filter pipeline, in order (see --help).
+    #[arg(long = "filter", value_name = "NAME[:PARAM]", value_delimiter = ',',
+          value_parser = parse_filter, long_help = filter_help(), conflicts_with = "shuffle")]
+    pub filters: Vec<codec::Filter>,
+    /// The one-filter shorthand: byte, bit or none (--filter shuffle, --filter bitshuffle, no
+    /// filter).
+    #[arg(long, value_name = "byte|bit|none", value_parser = parse_shuffle)]
+    pub shuffle: Option<codec::Shuffle>,
+    /// The chunk shape, one size per dim, as ra info lists dims (64,64,64).
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    pub chunks: Option<Vec<u64>>,
+    /// The n-d block shape inside each chunk, one size per dim as for --chunks (a read of a
+    /// box decodes only the blocks it crosses); default: from the element size and cache.
+    #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
+    pub blocks: Option<Vec<u64>>,
+    /// The chunked layout version to write: 2 (default) or 1 (RACHUNK1, for readers of
+    /// rawarray 0.1: one shuffle, no statistics, no index checksums).
+    #[arg(long, value_name = "1|2")]
+    pub layout_version: Option<u32>,
+    /// Write no per-chunk statistics (min, max, NaN count), which queries use to skip chunks.
+    #[arg(long)]
+    pub no_stats: bool,
+    /// Threads compressing chunks (0: all cores).
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub threads: usize,
+}
+
+impl PackingArgs {
+    /// What was asked, codec and filters defaulting as `ra compress`'s (zstd, byte shuffle).
+    pub fn or_defaults(&self) -> Packing {
+        Packing {
+            codec: self.codec.unwrap_or_default(),
+            level: self.level,
+            filters: self.filters(),
+            chunks: self.chunks.clone(),
+            blocks: self.blocks.clone(),
+            layout_version: self.layout_version,
+            statistics: !self.no_stats,
+            threads: self.threads,
+        }
+    }
+
+    /// The filters asked for, by `--filter` or its `--shuffle` shorthand; `None` if neither.
+    pub fn filters(&self) -> Option<Vec<codec::Filter>> {
+        if !self.filters.is_empty() {
+            return Some(self.filters.clone());
+        }
+        self.shuffle.map(codec::Shuffle::filters)
+    }
+
+    /// Whether any setting of the chunked layout was given (all but `--codec`, `--threads`).
+    pub fn has_chunk_settings(&self) -> bool {
+        self.level.is_some()
+            || self.filters().is_some()
+            || self.chunks.is_some()
+            || self.blocks.is_some()
+            || self.layout_version.is_some()
+            || self.no_stats
+    }
+}
+
+/// The chunked settings in words, as every command's stderr line says them:
+/// `zstd level 3, filters [shuffle, bytedelta]` (a level only for codecs that have one).
+pub(crate) fn describe_options(o: &WriteOptions) -> String {
+    let c = o.get_codec();
+    let level = match c.levels() {
+        Some(_) => format!(" level {}", o.get_level()),
+        None => String::new(),
+    };
+    let filters: Vec<String> = o.get_filters().iter().map(ToString::to_string).collect();
+    let mut s = format!("{}{level}, filters [{}]", c.name(), filters.join(", "));
+    if let Some(b) = o.get_blocks() {
+        s += &format!(", blocks {b:?}");
+    }
+    if o.get_version() != 2 {
+        s += &format!(", RACHUNK{}", o.get_version());
+    }
+    s
 }
 
 /// What `ra compress` was asked for: the codec and, for the chunked ones, its settings.
@@ -52,40 +202,46 @@ pub enum Shuffle {
 pub struct Packing {
     /// The codec.
     pub codec: Codec,
-    /// The codec's level (zstd), if given.
+    /// The codec's level, if given.
     pub level: Option<i32>,
-    /// The filter.
-    pub shuffle: Shuffle,
+    /// The filters in order, if given (`None`: the library's default, byte shuffle).
+    pub filters: Option<Vec<codec::Filter>>,
     /// The chunk shape in the header's dim order (as `ra info` lists dims), if given.
     pub chunks: Option<Vec<u64>>,
+    /// The block shape in the header's dim order, if given.
+    pub blocks: Option<Vec<u64>>,
+    /// The layout version, if given.
+    pub layout_version: Option<u32>,
+    /// Whether per-chunk statistics are written.
+    pub statistics: bool,
     /// Threads compressing chunks (0: all cores).
     pub threads: usize,
 }
 
 impl Packing {
-    /// The library's write options of a chunked codec, `None` for the LZ4 whole block. The
-    /// names are the library's table's ([`codec::table`]).
+    /// The library's write options of a chunked codec, `None` for the LZ4 whole block.
     pub(crate) fn chunk_options(&self) -> Option<WriteOptions> {
-        let name = match self.codec {
-            Codec::Zstd => "zstd",
-            Codec::Lz4 => "lz4",
-            Codec::None => "none",
-            Codec::Lz4Whole => return None,
+        let Codec::Chunked(c) = self.codec else {
+            return None;
         };
-        let shuffle = match self.shuffle {
-            Shuffle::Byte => codec::Shuffle::Byte,
-            Shuffle::Bit => codec::Shuffle::Bit,
-            Shuffle::None => codec::Shuffle::None,
-        };
-        let mut o = WriteOptions::for_name(name)
-            .expect("a name of the codec table")
-            .shuffle(shuffle)
+        let mut o = WriteOptions::new()
+            .codec(c)
+            .statistics(self.statistics)
             .threads(self.threads);
+        if let Some(f) = &self.filters {
+            o = o.filters(f.clone());
+        }
         if let Some(l) = self.level {
             o = o.level(l);
         }
         if let Some(c) = &self.chunks {
             o = o.chunks(c.clone());
+        }
+        if let Some(b) = &self.blocks {
+            o = o.blocks(b.clone());
+        }
+        if let Some(v) = self.layout_version {
+            o = o.layout_version(v);
         }
         Some(o)
     }
@@ -93,13 +249,19 @@ impl Packing {
     /// An error naming the file unless this packing suits a data section of `dims` x
     /// `elbyte`: the LZ4 block's limit, or the chunk shape and level (checked by the codec
     /// layer's own config), before any data is read.
-    fn check_fits(&self, input: &Path, header: &Header) -> Result<()> {
+    pub(crate) fn check_fits(&self, input: &Path, header: &Header) -> Result<()> {
         let plain = header.data_len();
         if self.codec == Codec::Lz4Whole {
-            if self.chunks.is_some() || self.level.is_some() || self.shuffle != Shuffle::Byte {
+            if self.chunks.is_some()
+                || self.level.is_some()
+                || self.filters.is_some()
+                || self.blocks.is_some()
+                || self.layout_version.is_some()
+            {
                 return Err(Failure::usage(
                     "compress",
-                    "--codec lz4-whole is one LZ4 block: it takes no --chunks, --level or --shuffle",
+                    "--codec lz4-whole is one LZ4 block: it takes no --chunks, --blocks, --level, \
+                     --filter, --shuffle or --layout-version",
                 ));
             }
             if plain > LZ4_MAX_INPUT {
@@ -113,18 +275,20 @@ impl Packing {
             }
             return Ok(());
         }
-        if let Some(c) = &self.chunks {
-            if c.len() != header.dims.len() {
-                return Err(Failure::file(
-                    input,
-                    format!(
-                        "--chunks has {} sizes for {} dims {:?}: give one per dim, in the order \
-                         ra info lists them",
-                        c.len(),
-                        header.dims.len(),
-                        header.dims
-                    ),
-                ));
+        for (flag, shape) in [("--chunks", &self.chunks), ("--blocks", &self.blocks)] {
+            if let Some(c) = shape {
+                if c.len() != header.dims.len() {
+                    return Err(Failure::file(
+                        input,
+                        format!(
+                            "{flag} has {} sizes for {} dims {:?}: give one per dim, in the \
+                             order ra info lists them",
+                            c.len(),
+                            header.dims.len(),
+                            header.dims
+                        ),
+                    ));
+                }
             }
         }
         if let Some(o) = self.chunk_options() {
@@ -236,16 +400,7 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
         ));
     } else {
         let how = match &chunk_opts {
-            Some(o) => format!(
-                " ({}, level {}, filters [{}])",
-                o.get_codec().name(),
-                o.get_level(),
-                o.get_filters()
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Some(o) => format!(" ({})", describe_options(o)),
             None => String::new(),
         };
         report::done(format_args!(

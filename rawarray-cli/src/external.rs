@@ -56,7 +56,7 @@ pub fn run(args: &[OsString]) -> ExitCode {
     }
     let name = name.to_string_lossy();
     let hint = match name.as_ref() {
-        "sql" => " (it is the crate rawarray-sql's: cargo install --path rawarray-sql)",
+        "sql" => " (it is the crate rawarray-sql's: cargo install --locked --path rawarray-sql)",
         _ => "",
     };
     let _ = writeln!(

@@ -20,7 +20,10 @@ struct InfoJson<'a> {
     elbyte: u64,
     size: u64,
     ndims: usize,
+    /// In the file's order: the first varies fastest.
     dims: &'a [u64],
+    /// numpy's shape of the array: `dims` reversed.
+    numpy_shape: Vec<u64>,
     big_endian: bool,
     /// True for any compressed data section: one LZ4 block (flag bit 1) or chunked (bit 2).
     compressed: bool,
@@ -28,6 +31,8 @@ struct InfoJson<'a> {
     codec: Option<&'static str>,
     /// The chunk shape in the order of `dims`, `null` unless chunked.
     chunks: Option<&'a [u64]>,
+    /// The chunk shape in numpy's order (`chunks` reversed), `null` unless chunked.
+    numpy_chunks: Option<Vec<u64>>,
     /// The filter before the codec (`byte`, `bit`, `none`), `null` unless chunked.
     shuffle: Option<&'static str>,
     /// The codec's level as stored, `null` unless chunked.
@@ -301,6 +306,7 @@ fn json_line(path: &Path, d: &Described) -> String {
         size: h.size,
         ndims: h.dims.len(),
         dims: &h.dims,
+        numpy_shape: reversed(&h.dims),
         big_endian: h.is_big_endian(),
         compressed: h.is_compressed() || h.flags.is_chunked(),
         codec: match &chunked {
@@ -309,6 +315,7 @@ fn json_line(path: &Path, d: &Described) -> String {
             None => None,
         },
         chunks: chunked.map(|c| &c.config.chunk[..]),
+        numpy_chunks: chunked.map(|c| reversed(&c.config.chunk)),
         shuffle: chunked.map(|c| c.config.shuffle().map_or("pipeline", |s| s.name())),
         level: chunked.map(|c| c.config.level),
         ratio: ratio(h),
@@ -332,10 +339,21 @@ fn json_line(path: &Path, d: &Described) -> String {
     serde_json::to_string(&j).expect("plain data serializes") + "\n"
 }
 
+/// A list in the other order: the file's dims as numpy's shape (and back).
+fn reversed(dims: &[u64]) -> Vec<u64> {
+    dims.iter().rev().copied().collect()
+}
+
+/// `[80, 96, 16] (numpy (16, 96, 80))`: a list of sizes in the file's order, and in numpy's.
+fn both_orders(dims: &[u64], numpy: &str) -> String {
+    format!(
+        "{dims:?} ({numpy} {})",
+        rawarray_serde::numpy::shape(&reversed(dims))
+    )
+}
+
 fn text_block(path: &Path, d: &Described, gap: bool) -> String {
     let (h, t) = (&d.header, &d.trailer);
-    let reversed: Vec<u64> = h.dims.iter().rev().copied().collect();
-    let shape = rawarray_serde::numpy::shape(&reversed);
     let elements = h.num_elements();
     let rows = [
         (
@@ -355,8 +373,8 @@ fn text_block(path: &Path, d: &Described, gap: bool) -> String {
         (
             "dims",
             format!(
-                "{:?}, {elements} element{} (numpy shape {shape})",
-                h.dims,
+                "{}, {elements} element{}",
+                both_orders(&h.dims, "numpy shape"),
                 if elements == 1 { "" } else { "s" },
             ),
         ),
@@ -422,12 +440,12 @@ fn compression_text(
             };
             let filters: Vec<String> = cfg.filters.iter().map(ToString::to_string).collect();
             format!(
-                "chunked (flag bit 2, RACHUNK{}): {}{level}, filters [{}], chunks {:?}, grid {:?} = {total} \
+                "chunked (flag bit 2, RACHUNK{}): {}{level}, filters [{}], chunks {}, grid {:?} = {total} \
                  chunk{} ({} written), {blocks}{}",
                 cfg.version,
                 cfg.codec.name(),
                 filters.join(", "),
-                cfg.chunk,
+                both_orders(&cfg.chunk, "numpy"),
                 c.counts,
                 if total == 1 { "" } else { "s" },
                 c.written,

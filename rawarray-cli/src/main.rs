@@ -80,11 +80,15 @@ Examples:
   ssh host cat run.ra | ra info -  standard input
 
 --json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
-dims, big_endian, compressed, dtype (null where numpy has none), type, header_bytes,
-trailer_bytes, trailer (the trailer block: version, params, schema, numpy_descr, and any keys
-a later version added; or null),
-trailer_error (why a damaged block cannot be read; or null) and schema_error (why the record
-schema does not describe the elements, which are then shown as bytes; or null).")]
+dims (the file's order: first fastest), numpy_shape (dims reversed: numpy's shape),
+big_endian, compressed, codec (zstd, lz4, none, lz4-whole or null), chunks (the file's order;
+null unless chunked), numpy_chunks (chunks reversed), shuffle, level, ratio, dtype (null where
+numpy has none), type, header_bytes, trailer_bytes, trailer (the trailer block: version,
+params, schema, numpy_descr, and any keys a later version added; or null), trailer_error (why
+a damaged block cannot be read; or null), schema_error (why the record schema does not
+describe the elements, which are then shown as bytes; or null), uncommitted_bytes,
+missing_bytes, uncommitted_blocks and journal_error. Later versions may add keys, never rename
+or remove one.")]
     Info {
         /// .ra files; - reads standard input.
         #[arg(required = true)]
@@ -101,9 +105,13 @@ Examples:
   ra cat --head 3 --json test.ra  {\"index\":[0,0],\"value\":{\"re\":0.0,\"im\":\"-inf\"}} ...
   gunzip -c a.ra.gz | ra cat -    standard input
 
-Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, user-defined
-elements by field name when the trailer holds their record schema (as hex otherwise). In JSON, NaN and infinities are
-the strings \"NaN\", \"inf\", \"-inf\".")]
+Complex values print as a+bi, f16 and bfloat16 as their shortest decimals, NaN and infinities
+as NaN, inf, -inf, user-defined elements by field name when the trailer holds their record
+schema (as hex otherwise). A ragged file prints a row per line, [k]<TAB>values; a row of text
+prints as its text with a backslash as \\\\, newline, carriage return and tab as \\n, \\r, \\t
+and any other control character as \\u{..} (its code point in hex), so that every row is one
+line. In JSON, NaN and infinities are the strings \"NaN\", \"inf\", \"-inf\", and text is a JSON
+string.")]
     Cat {
         /// A .ra file; - reads standard input.
         file: PathBuf,
@@ -184,27 +192,18 @@ and compressed alone behind an index, so a reader decodes only the chunks it tou
 file is re-encoded with the settings given. Byte order and the trailer are kept. One LZ4 block
 (--codec lz4-whole) holds at most 2,113,929,216 bytes: a larger data section is refused from its
 header, before any of it is read.")]
+    #[command(
+        mut_arg("codec", |a| a.default_value("zstd")),
+        mut_arg("shuffle", |a| a.default_value("byte"))
+    )]
     Compress {
         /// A .ra file (- reads standard input, with -o).
         file: PathBuf,
         /// Write here instead of replacing FILE.
         #[arg(short, long, value_name = "OUT")]
         output: Option<PathBuf>,
-        /// How the data section is packed.
-        #[arg(long, value_enum, default_value_t = compress::Codec::Zstd)]
-        codec: compress::Codec,
-        /// The codec's level (zstd: 1 to 22, negative for faster; default 3).
-        #[arg(long, value_name = "N", allow_negative_numbers = true)]
-        level: Option<i32>,
-        /// The filter before the codec.
-        #[arg(long, value_enum, default_value_t = compress::Shuffle::Byte)]
-        shuffle: compress::Shuffle,
-        /// The chunk shape, one size per dim, as ra info lists dims (64,64,64).
-        #[arg(long, value_name = "N,N,...", value_delimiter = ',')]
-        chunks: Option<Vec<u64>>,
-        /// Threads compressing chunks (0: all cores).
-        #[arg(long, value_name = "N", default_value_t = 0)]
-        threads: usize,
+        #[command(flatten)]
+        packing: compress::PackingArgs,
     },
     /// Decompress a compressed data section (chunked or one LZ4 block) to plain bytes.
     #[command(after_help = "\
@@ -257,10 +256,23 @@ the end; a negative step walks backward (its defaults are the last index and bef
 first). As in numpy, start and stop are clipped to the dim (a slice past the end is shorter or
 empty) and an index outside the dim is an error.
 
-The block is little-endian and uncompressed; the trailer (params, record schema) is kept.
-Elements a step skips are not read when they lie more than a page apart. A chunked file decodes
-only the chunks the slice touches; an LZ4-compressed file (one block) is decompressed whole. The output is written to a temporary file and renamed (OUT -:
-copied to standard output once whole): a failure leaves nothing.")]
+The slice is stored as its input is: a chunked input's slice is chunked with the same codec,
+level, filter and chunk shape (each chunk size at most its dim), an LZ4 block's slice one LZ4
+block, a plain input's slice plain; --codec, --level, --shuffle and --chunks (as ra compress
+takes them) say otherwise, and --codec none writes it plain. One line on stderr says how it was
+stored. Data is written little-endian; the trailer (params, record schema) is kept. Elements a
+step skips are not read when they lie more than a page apart. A chunked file decodes only the
+chunks the slice touches; an LZ4-compressed file (one block) is decompressed whole. A
+compressed slice is made in memory (as ra compress makes it). The output is written to a
+temporary file and renamed (OUT -: copied to standard output once whole): a failure leaves
+nothing.")]
+    // `--codec none` means plain here (ra compress's none is chunked blocks stored as they are).
+    #[command(mut_arg("codec", |a| {
+        a.hide_possible_values(true).help(
+            "How the slice is stored: zstd, lz4 or lz4-whole as ra compress stores them, none \
+             plain [default: as its input is]",
+        )
+    }))]
     Slice {
         /// The .ra file to cut from; - reads standard input.
         input: PathBuf,
@@ -272,6 +284,8 @@ copied to standard output once whole): a failure leaves nothing.")]
         /// Drop the dims given as a single index.
         #[arg(long)]
         squeeze: bool,
+        #[command(flatten)]
+        packing: compress::PackingArgs,
     },
     /// Compare two .ra files: header, dims, trailer params and values (not bytes: byte order
     /// and compression do not count).
@@ -486,22 +500,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         Command::Compress {
             file,
             output,
-            codec,
-            level,
-            shuffle,
-            chunks,
-            threads,
+            packing,
         } => {
             let up = remote::rewrite(&file, output.as_deref())?;
             let output = up.as_ref().map(remote::Output::local).or(output.as_deref());
             let file = rewritable("compress", &file, output)?;
-            let packing = compress::Packing {
-                codec,
-                level,
-                shuffle,
-                chunks,
-                threads,
-            };
+            let packing = packing.or_defaults();
             if ragged::is_ragged(&file) {
                 ragged::compress(&file, output, Some(&packing))?;
             } else {
@@ -532,15 +536,16 @@ fn run(cli: Cli) -> Result<(), Failure> {
             output,
             ranges,
             squeeze,
+            packing,
         } => {
             remote::set_need(remote::Need::Slice(ranges.clone()));
             let input = source::input(&input)?;
             let up = remote::output(&output, false)?;
             let output = up.as_ref().map_or(output.as_path(), remote::Output::local);
             if ragged::is_ragged(&input) {
-                ragged::slice(&input, output, &ranges, &mut out)?;
+                ragged::slice(&input, output, &ranges, &packing, &mut out)?;
             } else {
-                slice::run(&input, output, &ranges, squeeze, &mut out)?;
+                slice::run(&input, output, &ranges, squeeze, &packing, &mut out)?;
             }
             up.map_or(Ok(()), remote::Output::upload)
         }

@@ -5,11 +5,13 @@ use std::io::{Read, Write};
 use std::path::Path;
 
 use rawarray_serde::atomic::AtomicFile;
+use rawarray_serde::layout::Layout;
 use rawarray_serde::ragged::DynRagged;
-use rawarray_serde::{Layout, RaggedHeader};
+use rawarray_serde::ragged::RaggedHeader;
+use rawarray_serde::WriteOptions;
 use serde::Serialize;
 
-use crate::compress::Packing;
+use crate::compress::{Packing, PackingArgs};
 use crate::fail::{At, Failure, Result};
 use crate::report;
 use crate::value::{layout_text, Decoder};
@@ -112,14 +114,25 @@ impl RowText {
         Ok(RowText { r, schema, decoder })
     }
 
-    /// Row `k`'s values, separated by `sep`, or its text; `json` writes JSON values.
-    fn push(&self, k: u64, sep: &str, json: bool, line: &mut String) -> rawarray_serde::Result<()> {
+    /// Row `k`'s values, separated by `sep`, or its text; `json` writes JSON values. Text is
+    /// escaped ([`push_escaped`]) so that a row stays one line, except for CSV (`csv`), which
+    /// quotes it instead.
+    fn push(
+        &self,
+        k: u64,
+        sep: &str,
+        json: bool,
+        csv: bool,
+        line: &mut String,
+    ) -> rawarray_serde::Result<()> {
         if self.r.is_text() {
             let s = &*self.r.row_str(k)?;
             if json {
                 line.push_str(&serde_json::to_string(s).expect("a string"));
-            } else {
+            } else if csv {
                 line.push_str(s);
+            } else {
+                push_escaped(s, line);
             }
             return Ok(());
         }
@@ -158,6 +171,22 @@ impl RowText {
     }
 }
 
+/// Text as `ra cat` prints it, one line whatever it holds: a backslash as `\\`, newline, carriage
+/// return and tab as `\n`, `\r`, `\t`, and any other control character as `\u{..}` (its code
+/// point in hex), as Rust writes them; everything else as it is.
+fn push_escaped(s: &str, out: &mut String) {
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+}
+
 /// `ra cat` of a ragged file: `[k]<TAB>values` lines (the text of a text row), or with `json`
 /// `{"row":k,"value":[...]}`; at most `head` rows.
 pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> Result<()> {
@@ -171,7 +200,7 @@ pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> R
         } else {
             line.push_str(&format!("[{k}]\t"));
         }
-        t.push(k, if json { "," } else { ", " }, json, &mut line)
+        t.push(k, if json { "," } else { ", " }, json, false, &mut line)
             .at(path)?;
         line.push_str(if json { "}\n" } else { "\n" });
         out.write_all(line.as_bytes()).map_err(Failure::stdout)?;
@@ -179,8 +208,16 @@ pub fn cat(path: &Path, head: Option<u64>, json: bool, out: &mut dyn Write) -> R
     out.flush().map_err(Failure::stdout)
 }
 
-/// `ra slice` of a ragged file: one range of rows, `start:stop` (numpy's, step 1).
-pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) -> Result<()> {
+/// `ra slice` of a ragged file: one range of rows, `start:stop` (numpy's, step 1). Its values
+/// are stored as the input's are (chunked with the same codec, level and filter, or plain),
+/// unless `packing` says otherwise; text rows are checked to be UTF-8 first.
+pub fn slice(
+    input: &Path,
+    output: &Path,
+    ranges: &str,
+    packing: &PackingArgs,
+    stdout: &mut dyn Write,
+) -> Result<()> {
     let r = DynRagged::open(input).at(input)?;
     let n = r.rows() as i64;
     let specs = crate::slice::parse(ranges).map_err(|m| Failure::usage("slice", m))?;
@@ -211,13 +248,120 @@ pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) 
             ))
         }
     };
+    check_text(input, &r, rows.clone())?;
+    let opts = values_options(input, &r, rows.clone(), packing)?;
     let mut bytes = Vec::new();
-    r.write_rows(rows, &mut bytes).at(input)?;
+    r.write_rows_with(rows.clone(), &mut bytes, opts.as_ref())
+        .at(input)?;
+    let how = match &opts {
+        Some(o) => format!("values chunked ({})", crate::compress::describe_options(o)),
+        None => "values plain".into(),
+    };
     if crate::source::is_stdio(output) {
         stdout.write_all(&bytes).map_err(Failure::stdout)?;
-        return stdout.flush().map_err(Failure::stdout);
+        stdout.flush().map_err(Failure::stdout)?;
+    } else {
+        rawarray_serde::atomic::write_atomic(output, |w| w.write_all(&bytes)).at(output)?;
     }
-    rawarray_serde::atomic::write_atomic(output, |w| w.write_all(&bytes)).at(output)
+    report::done(format_args!(
+        "{} -> {}: rows {}..{}, {how}",
+        crate::source::shown(input),
+        if crate::source::is_stdio(output) {
+            "<stdout>".into()
+        } else {
+            output.display().to_string()
+        },
+        rows.start,
+        rows.end
+    ));
+    Ok(())
+}
+
+/// The values' packing of a slice of `rows` of `r`: the input's (its values' chunked section,
+/// if any) unless `packing` says otherwise; `None` is plain. One LZ4 block does not apply to a
+/// ragged file.
+fn values_options(
+    input: &Path,
+    r: &DynRagged,
+    rows: std::ops::Range<u64>,
+    packing: &PackingArgs,
+) -> Result<Option<WriteOptions>> {
+    let h = r.header();
+    let own = match h.values_section_header() {
+        Some(vh) => {
+            let file = std::fs::File::open(input).at(input)?;
+            let section =
+                rawarray_serde::section::Section::open_at(&vh, &file, h.values_at()).at(input)?;
+            let Some(map) = section.chunk_map() else {
+                return Err(Failure::file(input, "its values section is not chunked"));
+            };
+            let cfg = map.config().clone();
+            // The values the slice keeps: the chunk of the last (values) dim at most that.
+            let offsets = r.offsets_bytes().at(input)?;
+            let at = |k: u64| {
+                let i = 8 * k as usize;
+                offsets
+                    .get(i..i + 8)
+                    .map_or(0, |b| u64::from_le_bytes(b.try_into().expect("8 bytes")))
+            };
+            let values = at(rows.end).saturating_sub(at(rows.start)).max(1);
+            let mut chunks = cfg.chunk.clone();
+            if let Some(last) = chunks.last_mut() {
+                *last = (*last).min(values);
+            }
+            let blocks = match &cfg.blocks {
+                rawarray_serde::codec::Blocks::Shape(b) => {
+                    Some(b.iter().zip(&chunks).map(|(&b, &c)| b.min(c)).collect())
+                }
+                rawarray_serde::codec::Blocks::Bytes(_) => None,
+            };
+            Some(crate::slice::packing_of_config(&cfg, chunks, blocks))
+        }
+        None => None,
+    };
+    match crate::slice::merged(packing, own)? {
+        None => Ok(None),
+        Some(p) => p
+            .chunk_options()
+            .map(Some)
+            .ok_or_else(|| lz4_whole_refused(input)),
+    }
+}
+
+fn lz4_whole_refused(input: &Path) -> Failure {
+    Failure::file(
+        input,
+        "a ragged file's values are compressed in chunks (the offsets stay plain for O(1) \
+         rows): --codec lz4-whole does not apply; use zstd, lz4 or none",
+    )
+}
+
+/// Refuses, naming the row, a row of a text file that is not UTF-8: every writer of text
+/// (`ra slice`, `ra compress`) checks the rows it copies, as readers check them. The values
+/// are read once (a chunked section decoded once), not row by row.
+fn check_text(input: &Path, r: &DynRagged, rows: std::ops::Range<u64>) -> Result<()> {
+    if !r.is_text() || rows.is_empty() {
+        return Ok(());
+    }
+    // Every offset is checked by the library before these are handed out.
+    let offsets = r.offsets_bytes().at(input)?;
+    let values = r.values_bytes().at(input)?;
+    let at = |k: u64| {
+        let i = 8 * k as usize;
+        u64::from_le_bytes(offsets[i..i + 8].try_into().expect("8 bytes")) as usize
+    };
+    for k in rows {
+        if let Err(e) = std::str::from_utf8(&values[at(k)..at(k + 1)]) {
+            return Err(Failure::file(
+                input,
+                format!(
+                    "row {k} is not UTF-8 text ({e}), yet the file marks its rows as text; \
+                     nothing was written"
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `ra compress` / `ra decompress` of a ragged file: its values through the codec layer (a
@@ -226,13 +370,7 @@ pub fn slice(input: &Path, output: &Path, ranges: &str, stdout: &mut dyn Write) 
 /// the values, `[value dims..., values]`.
 pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Result<()> {
     let opts = match packing {
-        Some(p) => Some(p.chunk_options().ok_or_else(|| {
-            Failure::file(
-                input,
-                "a ragged file's values are compressed in chunks (the offsets stay plain for \
-                 O(1) rows): --codec lz4-whole does not apply; use zstd, lz4 or none",
-            )
-        })?),
+        Some(p) => Some(p.chunk_options().ok_or_else(|| lz4_whole_refused(input))?),
         None => None,
     };
     let output = output.unwrap_or(input);
@@ -247,6 +385,7 @@ pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) 
         ));
         return Ok(());
     }
+    check_text(input, &r, 0..r.rows())?;
     let before = std::fs::metadata(input).at(input)?.len();
     let mut w = std::io::BufWriter::new(out.file());
     r.write_rows_with(0..r.rows(), &mut w, opts.as_ref())
@@ -261,16 +400,7 @@ pub fn compress(input: &Path, output: Option<&Path>, packing: Option<&Packing>) 
         format!(" -> {}", output.display())
     };
     let how = match &opts {
-        Some(o) => format!(
-            "compressed ({}, level {}, filters [{}])",
-            o.get_codec().name(),
-            o.get_level(),
-            o.get_filters()
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Some(o) => format!("compressed ({})", crate::compress::describe_options(o)),
         None => "decompressed".into(),
     };
     report::done(format_args!(
@@ -308,7 +438,7 @@ pub fn to_csv(input: &Path, output: &Path) -> Result<()> {
         let mut line = String::new();
         for k in 0..t.r.rows() {
             line.clear();
-            if let Err(e) = t.push(k, ",", false, &mut line) {
+            if let Err(e) = t.push(k, ",", false, true, &mut line) {
                 inner = Some(Failure::file(input, e));
                 return Err(std::io::Error::other("row"));
             }

@@ -7,11 +7,169 @@ use std::io::{BufWriter, IsTerminal, Write};
 use std::ops::Range;
 use std::path::Path;
 
-use rawarray_serde::ArrayReader;
+use rawarray_serde::codec;
+use rawarray_serde::{ArrayReader, DynArray, Header, WriteOptions};
 
+use crate::compress::{Codec, Packing, PackingArgs};
 use crate::fail::{At, Failure, Result};
 use crate::output::OutFile;
 use crate::source::{is_stdio, RaSource};
+
+/// How a slice is stored: as its input is, unless `--codec` and friends say otherwise.
+#[derive(Debug)]
+enum Storage {
+    /// Plain bytes after the header.
+    Plain,
+    /// One raw LZ4 block (flag bit 1).
+    Lz4Whole,
+    /// The chunked layout (flag bit 2).
+    Chunked(WriteOptions),
+}
+
+impl Storage {
+    /// Words for the stderr line: `chunked (zstd level 3, byte shuffle, chunks [64, 48, 1])`.
+    fn describe(&self, dims: &[u64], elbyte: u64) -> String {
+        match self {
+            Storage::Plain => "plain".into(),
+            Storage::Lz4Whole => "one LZ4 block".into(),
+            Storage::Chunked(o) => {
+                let chunks = o.get_chunks().map_or_else(
+                    || rawarray_serde::options::default_chunks(dims, elbyte),
+                    <[u64]>::to_vec,
+                );
+                format!(
+                    "chunked ({}, chunks {chunks:?})",
+                    crate::compress::describe_options(o)
+                )
+            }
+        }
+    }
+}
+
+/// The input's packing as `ra compress` would be asked for it: its codec, level, filter and
+/// chunk shape, the chunks cut to the slice's dims (`kept` says which input dims the slice
+/// keeps, `dims` are its sizes). `None` for plain input, `Lz4Whole` for one LZ4 block.
+fn packing_of(src: &RaSource, kept: &[bool], dims: &[u64]) -> Result<Option<Packing>> {
+    let section = src.section()?;
+    Ok(match section.chunk_map() {
+        Some(map) => {
+            let cfg = map.config();
+            // The chunk (and block) shape of the dims the slice keeps, cut to its sizes.
+            let cut = |shape: &[u64]| -> Vec<u64> {
+                shape
+                    .iter()
+                    .zip(kept)
+                    .filter(|(_, &k)| k)
+                    .map(|(&c, _)| c)
+                    .zip(dims)
+                    .map(|(c, &d)| c.min(d.max(1)))
+                    .collect()
+            };
+            let chunks = cut(&cfg.chunk);
+            let blocks = match &cfg.blocks {
+                codec::Blocks::Shape(b) => Some(cut(b)),
+                codec::Blocks::Bytes(_) => None,
+            };
+            Some(packing_of_config(cfg, chunks, blocks))
+        }
+        None if section.storage() == rawarray_serde::section::Storage::Lz4Whole => Some(Packing {
+            codec: Codec::Lz4Whole,
+            ..Packing::default()
+        }),
+        None => None,
+    })
+}
+
+/// How the slice of `src` with `header` (its plain, little-endian header) is stored: what
+/// `args` give, the rest taken from the input (see [`packing_of`], [`merged`]).
+fn storage(src: &RaSource, args: &PackingArgs, kept: &[bool], header: &Header) -> Result<Storage> {
+    let Some(packing) = merged(args, packing_of(src, kept, &header.dims)?)? else {
+        return Ok(Storage::Plain);
+    };
+    packing.check_fits(src.path(), header)?;
+    Ok(match packing.chunk_options() {
+        Some(o) => Storage::Chunked(o),
+        None => Storage::Lz4Whole,
+    })
+}
+
+/// How a slice whose input is packed as `own` (`None`: plain) is packed, given `args`:
+/// `None` for plain. Nothing asked keeps the input's packing; `--codec none` is plain; other
+/// settings take what they do not say from the input (its level only for its own codec),
+/// else from `ra compress`'s defaults.
+pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<Packing>> {
+    let none = Codec::Chunked(codec::Codec::None);
+    Ok(Some(match (args.codec, own) {
+        (Some(c), _) if c == none && args.has_chunk_settings() => {
+            return Err(Failure::usage(
+                "slice",
+                "--codec none writes the slice plain: it takes no --chunks, --blocks, --level, \
+                 --filter or --shuffle (ra compress --codec none makes a chunked file of stored \
+                 blocks)",
+            ))
+        }
+        (Some(c), _) if c == none => return Ok(None),
+        (None, own) if !args.has_chunk_settings() => match own {
+            None => return Ok(None),
+            Some(p) => Packing {
+                threads: args.threads,
+                ..p
+            },
+        },
+        (Some(Codec::Lz4Whole), _) => Packing {
+            codec: Codec::Lz4Whole,
+            ..args.or_defaults()
+        },
+        // Chunk settings for an LZ4 block or plain input: ra compress's defaults for the rest.
+        (
+            None,
+            None
+            | Some(Packing {
+                codec: Codec::Lz4Whole,
+                ..
+            }),
+        ) => args.or_defaults(),
+        (Some(codec), None) => Packing {
+            codec,
+            ..args.or_defaults()
+        },
+        (codec, Some(p)) => {
+            let codec = codec.unwrap_or(p.codec);
+            let own_chunked = p.codec != Codec::Lz4Whole;
+            Packing {
+                codec,
+                level: args.level.or(if codec == p.codec { p.level } else { None }),
+                filters: args
+                    .filters()
+                    .or(if own_chunked { p.filters } else { None }),
+                chunks: args.chunks.clone().or(p.chunks),
+                blocks: args.blocks.clone().or(p.blocks),
+                layout_version: args.layout_version.or(p.layout_version),
+                statistics: !args.no_stats && p.statistics,
+                threads: args.threads,
+            }
+        }
+    }))
+}
+
+/// The packing `ra compress` would be asked for to make a chunked section of `config`, its
+/// chunks (and n-d blocks, if it has them) those given.
+pub(crate) fn packing_of_config(
+    config: &codec::Config,
+    chunks: Vec<u64>,
+    blocks: Option<Vec<u64>>,
+) -> Packing {
+    Packing {
+        codec: Codec::Chunked(config.codec),
+        level: config.codec.levels().map(|_| config.level),
+        filters: Some(config.filters.clone()),
+        chunks: Some(chunks),
+        blocks,
+        layout_version: Some(config.version),
+        statistics: config.stats.is_some() || config.version == 1,
+        threads: 0,
+    }
+}
 
 /// One comma-separated item of RANGES, as numpy writes it: `start:stop:step` with every part
 /// optional (`a:b`, `a:`, `:b`, `::s`, `:`), or a single index `i`; negatives count from the end.
@@ -224,12 +382,14 @@ fn input_of(src: &RaSource) -> Result<ArrayReader> {
     ArrayReader::from_open_file(file, path).at(path)
 }
 
-/// Writes the slice `ranges` of `input` to `output` (`-`: standard output, as a `.ra` stream).
+/// Writes the slice `ranges` of `input` to `output` (`-`: standard output, as a `.ra` stream),
+/// stored as the input is unless `packing` says otherwise.
 pub fn run(
     input: &Path,
     output: &Path,
     ranges: &str,
     squeeze: bool,
+    packing: &PackingArgs,
     stdout: &mut dyn Write,
 ) -> Result<()> {
     let specs = parse(ranges).map_err(|m| Failure::usage("slice", m))?;
@@ -242,7 +402,8 @@ pub fn run(
     }
     // A pipe or device named as a file is refused at once, not waited on (pipes and `-` were
     // copied to a file before this).
-    let reader = input_of(&RaSource::open(input)?)?;
+    let src = RaSource::open(input)?;
+    let reader = input_of(&src)?;
     let dims = reader.header().dims.clone();
     if specs.len() != dims.len() {
         return Err(Failure::file(
@@ -270,15 +431,12 @@ pub fn run(
     header.dims = axes.iter().map(|a| a.count).collect();
     // At most the input's data length: a slice takes each element once.
     header.size = header.data_len();
+    let kept: Vec<bool> = axes.iter().map(|a| !(squeeze && a.index)).collect();
     if squeeze {
         header.dims = axes.iter().filter(|a| !a.index).map(|a| a.count).collect();
     }
-    // The trailer (params, record schema) describes the elements, which the block keeps: it is
-    // placed again at the block's data end. Other trailing bytes are not carried over.
-    let trailing = reader
-        .trailer()
-        .map(|t| t.encode_block(header.encoded_len() as u64 + header.size))
-        .unwrap_or_default();
+    let storage = storage(&src, packing, &kept, &header)?;
+    drop(src);
 
     // Standard output gets the stream only once it is whole: it is written to the unlinked
     // spool first, as `ra convert` does.
@@ -295,11 +453,44 @@ pub fn run(
     let mut out = OutFile::create(&target).at(shown_out)?;
     {
         let mut w = BufWriter::with_capacity(1 << 20, out.file());
-        w.write_all(&header.encode()).at(shown_out)?;
-        if header.size > 0 {
-            write_slice(&reader, &axes, &mut w, input, shown_out)?;
+        // The trailer (params, record schema) describes the elements, which the block keeps:
+        // it is placed again at the block's data end (an LZ4 block's copy at 0: its place is
+        // not where the data ends, as `ra compress` marks it). Other trailing bytes are not
+        // carried over.
+        let trailer = |data_end: u64| {
+            reader
+                .trailer()
+                .map(|t| t.encode_block(data_end))
+                .unwrap_or_default()
+        };
+        match &storage {
+            Storage::Plain => {
+                w.write_all(&header.encode()).at(shown_out)?;
+                if header.size > 0 {
+                    write_slice(&reader, &axes, &mut w, input, shown_out)?;
+                }
+                let end = header.encoded_len() as u64 + header.size;
+                w.write_all(&trailer(end)).at(shown_out)?;
+            }
+            Storage::Chunked(opts) => {
+                let data = slice_in_memory(&reader, &axes, &header, input)?;
+                let (h, section) = codec::encode(&header, &data, opts).at(input)?;
+                drop(data);
+                w.write_all(&h.encode()).at(shown_out)?;
+                w.write_all(&section).at(shown_out)?;
+                let end = h.encoded_len() as u64 + h.size;
+                w.write_all(&trailer(end)).at(shown_out)?;
+            }
+            Storage::Lz4Whole => {
+                let data = slice_in_memory(&reader, &axes, &header, input)?;
+                let array = DynArray::new(header.eltype, header.elbyte, header.dims.clone(), data)
+                    .at(input)?;
+                array
+                    .write_to_with(&mut w, &WriteOptions::new().compress(true))
+                    .at(shown_out)?;
+                w.write_all(&trailer(0)).at(shown_out)?;
+            }
         }
-        w.write_all(&trailing).at(shown_out)?;
         w.flush().at(shown_out)?;
     }
     out.commit().at(shown_out)?;
@@ -308,12 +499,39 @@ pub fn run(
         stdout.flush().map_err(Failure::stdout)?;
     }
     crate::report::done(format_args!(
-        "{} -> {}: dims {:?}",
+        "{} -> {}: dims {:?}, {}",
         crate::source::shown(input),
         shown_out.display(),
-        header.dims
+        header.dims,
+        storage.describe(&header.dims, header.elbyte)
     ));
     Ok(())
+}
+
+/// The slice's elements in memory, for a codec that needs all of its input at once; the
+/// allocation is the slice's size (at most the input's data), and fallible.
+fn slice_in_memory(
+    reader: &ArrayReader,
+    axes: &[Axis],
+    header: &Header,
+    input: &Path,
+) -> Result<Vec<u8>> {
+    let mut data = Vec::new();
+    let len = usize::try_from(header.size).unwrap_or(usize::MAX);
+    data.try_reserve_exact(len).map_err(|_| {
+        Failure::file(
+            input,
+            format!(
+                "the slice's {} bytes do not fit in memory to be compressed; --codec none \
+                 writes it plain, as a stream",
+                header.size
+            ),
+        )
+    })?;
+    if header.size > 0 {
+        write_slice(reader, axes, &mut data, input, Path::new("<memory>"))?;
+    }
+    Ok(data)
 }
 
 /// Writes the elements of the slice `axes` (none empty) in column-major order: each read is

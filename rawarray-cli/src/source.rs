@@ -251,7 +251,7 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
                 inner: &mut stream,
                 seen: &mut head,
             };
-            let read = Header::read_from(&mut tee);
+            let read = Header::read_from_any(&mut tee);
             match read {
                 Ok(header) => Some(header),
                 // Not a .ra stream at all: say what it looks like, as `ra info` does for files.
@@ -515,7 +515,10 @@ impl RaSource {
         let header = Header::read_from_any(&mut BufReader::new(&mut file)).at(path)?;
         header.check_input_len(file_len).at(path)?;
         let section = Section::open(&header, file.try_clone().at(path)?);
-        for w in section.iter().flat_map(|s| s.warnings()) {
+        for w in section
+            .iter()
+            .flat_map(rawarray_serde::section::Section::warnings)
+        {
             crate::report::note(format_args!("{}: {w}", path.display()));
         }
         Ok(RaSource {

@@ -179,7 +179,7 @@ fn rewrites_say_what_they_did_and_q_silences_them() {
     let s = dir.path().join("s.ra");
     assert_eq!(
         said(&[&"slice", &m, &s, &":,:,0"]),
-        format!("{p} -> {}: dims [28, 28, 1]\n", s.display())
+        format!("{p} -> {}: dims [28, 28, 1], plain\n", s.display())
     );
     // Incompressible bytes (a xorshift stream) grow by LZ4's framing: kept, and noted.
     let mut x = 0x9e3779b97f4a7c15u64;

@@ -80,7 +80,7 @@ fn info_in_words() {
         "uint8 (eltype 2, uint)",
         "numpy dtype: |u1",
         "elbyte:      1",
-        "[28, 28, 3], 2352 elements (numpy shape (3, 28, 28))",
+        "[28, 28, 3] (numpy shape (3, 28, 28)), 2352 elements",
         "486 bytes stored, 2352 plain",
         "little-endian",
         "LZ4 block",
@@ -219,7 +219,10 @@ fn info_reports_uncommitted_records_of_a_writer_that_did_not_finish() {
     w.append_slice(&all[10..]).unwrap();
     std::mem::forget(w); // no finish, no final flush: what a kill leaves
     let text = stdout_of(ra().arg("info").arg(&path));
-    assert!(text.contains("[10], 10 elements"), "{text}");
+    assert!(
+        text.contains("[10] (numpy shape (10,)), 10 elements"),
+        "{text}"
+    );
     assert!(
         text.contains("bytes after the data are not committed"),
         "{text}"
@@ -268,4 +271,85 @@ fn json_codec_of_plain_and_lz4_whole_files() {
         .product();
     let ratio = z["ratio"].as_f64().unwrap();
     assert!((ratio - dims as f64 / z["size"].as_f64().unwrap()).abs() < 1e-9);
+}
+
+/// The dims and chunks in the file's order (first fastest) beside numpy's (reversed), in words
+/// and in JSON, for a chunked file of dims [80, 96, 16] (numpy shape (16, 96, 80)) in chunks
+/// of [40, 96, 4].
+#[test]
+fn info_shows_dims_and_chunks_in_the_files_order_and_in_numpys() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("field.ra");
+    let a = RawArray::from_shape_vec(vec![80, 96, 16], vec![0.5f32; 80 * 96 * 16]).unwrap();
+    a.write_file_with(
+        &path,
+        &WriteOptions::new()
+            .codec(rawarray_serde::Codec::Zstd)
+            .chunks(vec![40, 96, 4]),
+    )
+    .unwrap();
+    let text = stdout_of(ra().arg("info").arg(&path));
+    assert!(
+        text.contains("dims:        [80, 96, 16] (numpy shape (16, 96, 80)), 122880 elements"),
+        "{text}"
+    );
+    assert!(
+        text.contains("chunks [40, 96, 4] (numpy (4, 96, 40))"),
+        "{text}"
+    );
+    let j: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    assert_eq!(j["dims"], serde_json::json!([80, 96, 16]));
+    assert_eq!(j["numpy_shape"], serde_json::json!([16, 96, 80]));
+    assert_eq!(j["chunks"], serde_json::json!([40, 96, 4]));
+    assert_eq!(j["numpy_chunks"], serde_json::json!([4, 96, 40]));
+
+    // A plain file has a numpy shape and no chunks; a scalar's shape is ().
+    let plain = dir.path().join("plain.ra");
+    RawArray::from_shape_vec(vec![3, 2], vec![1u8; 6])
+        .unwrap()
+        .write_file(&plain)
+        .unwrap();
+    let scalar = dir.path().join("scalar.ra");
+    RawArray::scalar(7u8).write_file(&scalar).unwrap();
+    let out = stdout_of(ra().args(["info", "--json"]).arg(&plain).arg(&scalar));
+    let lines: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["numpy_shape"], serde_json::json!([2, 3]));
+    assert_eq!(lines[0]["numpy_chunks"], Value::Null);
+    assert_eq!(lines[1]["numpy_shape"], serde_json::json!([]));
+    let text = stdout_of(ra().arg("info").arg(&scalar));
+    assert!(
+        text.contains("dims:        [] (numpy shape ()), 1 element"),
+        "{text}"
+    );
+}
+
+/// Every key `ra info --json` prints is named in `ra info --help` and in the CLI guide, which
+/// say the keys are stable.
+#[test]
+fn every_info_json_key_is_documented() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("field.ra");
+    RawArray::from_shape_vec(vec![8, 4], vec![1u16; 32])
+        .unwrap()
+        .write_file_with(
+            &path,
+            &WriteOptions::new().codec(rawarray_serde::Codec::Lz4),
+        )
+        .unwrap();
+    let j: Value =
+        serde_json::from_str(&stdout_of(ra().args(["info", "--json"]).arg(&path))).unwrap();
+    let help = stdout_of(ra().args(["info", "--help"]));
+    let guide = include_str!("../../doc/cli.md");
+    for key in j.as_object().unwrap().keys() {
+        let word = |text: &str| {
+            text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == key)
+        };
+        assert!(word(&help), "{key} is not in ra info --help:\n{help}");
+        assert!(word(guide), "{key} is not in doc/cli.md");
+    }
 }

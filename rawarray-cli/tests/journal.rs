@@ -285,3 +285,60 @@ fn a_chunked_block_of_a_killed_writer_is_reported_by_verify_info_and_recover() {
     let out = stdout_of(ra().arg("recover").arg(&path));
     assert!(out.contains("16 records (unchanged)"), "{out}");
 }
+
+/// A chunked file whose second block's writer died between entering its chunk in the index
+/// and committing the header (the entry points past the committed size), copied without its
+/// journal (a journal belongs to the file it was made for): `ra verify` names the chunk;
+/// `ra recover` drops the entry and says so, by chunk, never "unchanged"; then `ra verify`
+/// says OK, and the chunk reads as never written (zeros).
+#[test]
+fn recover_of_a_copy_reports_the_chunks_it_drops() {
+    use rawarray_serde::codec::ChunkOptions;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("field.ra");
+    let w =
+        ArrayWriter::create_chunked::<u32>(&path, &[8, 8], &ChunkOptions::new().chunks(vec![8, 4]))
+            .unwrap();
+    w.write_subset(&[0..8, 0..4], &[1u32; 32]).unwrap();
+    let header_len = 48 + 8 * 2;
+    let committed_a = std::fs::read(&path).unwrap()[..header_len].to_vec();
+    w.write_subset(&[0..8, 4..8], &[2u32; 32]).unwrap();
+    w.finish().unwrap();
+    // The header as it was before block 2's commit: its chunk (1) and entry lie past the size.
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[..header_len].copy_from_slice(&committed_a);
+    let copy = dir.path().join("copy.ra");
+    std::fs::write(&copy, &bytes).unwrap();
+
+    let out = ra()
+        .arg("verify")
+        .arg(&copy)
+        .assert()
+        .code(1)
+        .get_output()
+        .clone();
+    let said = String::from_utf8(out.stdout).unwrap();
+    assert!(said.contains("chunk 1"), "{said}");
+
+    let said = stdout_of(ra().arg("recover").arg(&copy));
+    assert!(!said.contains("unchanged"), "{said}");
+    assert!(said.contains("dropped chunk 1"), "{said}");
+    assert_ne!(
+        std::fs::read(&copy).unwrap(),
+        bytes,
+        "the entry was cleared"
+    );
+    assert_eq!(
+        stdout_of(ra().arg("verify").arg(&copy)),
+        format!("{}: OK\n", copy.display())
+    );
+    let a: rawarray_serde::RawArray<u32> = rawarray_serde::RawArray::read_file(&copy).unwrap();
+    assert_eq!(&a.as_slice()[..32], &[1u32; 32][..]);
+    assert_eq!(&a.as_slice()[32..], &[0u32; 32][..]);
+    // Recovered again, nothing is left to do: now it is unchanged.
+    let said = stdout_of(ra().arg("recover").arg(&copy));
+    assert!(
+        said.contains("(unchanged)") && said.contains("0 bytes removed"),
+        "{said}"
+    );
+}

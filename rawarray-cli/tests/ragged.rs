@@ -129,6 +129,10 @@ fn hostile_offsets_are_one_line_naming_the_row() {
     assert!(err.contains("row 0"), "{err}");
     let err = fails_with_one_line(ra().arg("info").arg(&path));
     assert!(err.contains("row 0"), "{err}");
+    // recover reports the damage as readers do (not "unchanged"), and changes nothing.
+    let err = fails_with_one_line(ra().arg("recover").arg(&path));
+    assert!(err.contains("row 0 ends at value 9"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
 }
 
 #[test]
@@ -242,4 +246,122 @@ fn commands_for_rectangular_arrays_say_a_ragged_file_is_one() {
             "{args:?}: {err}"
         );
     }
+}
+
+/// A text row holding newlines, tabs, a backslash and other control characters prints on one
+/// line, escaped (as `ra cat --help` says), and in JSON as the JSON string of the text.
+#[test]
+fn cat_escapes_the_control_characters_of_text_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("t.ra");
+    Ragged::from_strs([
+        "two\nlines",
+        "tab\there",
+        "back\\slash",
+        "bell\u{7}esc\u{1b}[31m",
+        "crlf\r\n",
+        "\u{85}é",
+    ])
+    .write_file(&text)
+    .unwrap();
+    let out = stdout_of(ra().arg("cat").arg(&text));
+    assert_eq!(
+        out,
+        "[0]\ttwo\\nlines\n[1]\ttab\\there\n[2]\tback\\\\slash\n[3]\tbell\\u{7}esc\\u{1b}[31m\n\
+         [4]\tcrlf\\r\\n\n[5]\t\\u{85}é\n"
+    );
+    assert_eq!(out.lines().count(), 6, "one line per row");
+    let json = stdout_of(ra().args(["cat", "--json", "--head", "1"]).arg(&text));
+    assert_eq!(json, "{\"row\":0,\"value\":\"two\\nlines\"}\n");
+    let help = stdout_of(ra().args(["cat", "--help"]));
+    assert!(
+        help.contains("newline, carriage return and tab as \\n, \\r, \\t"),
+        "{help}"
+    );
+}
+
+/// A text file whose row 1 is not UTF-8 (a byte flipped on disk): `ra slice` of rows holding
+/// it and `ra compress` refuse, naming the row, and write nothing; a slice of the good rows
+/// is written.
+#[test]
+fn slice_and_compress_refuse_text_rows_that_are_not_utf8() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("t.ra");
+    Ragged::from_strs(["fine", "b@d!", "also fine"])
+        .write_file(&text)
+        .unwrap();
+    let mut bytes = std::fs::read(&text).unwrap();
+    let at = bytes.windows(4).position(|w| w == b"b@d!").unwrap();
+    bytes[at + 1] = 0xff; // a byte no UTF-8 text holds
+    std::fs::write(&text, &bytes).unwrap();
+
+    let out = dir.path().join("out.ra");
+    let err = fails_with_one_line(ra().arg("slice").arg(&text).arg(&out).arg("0:3"));
+    assert!(err.contains("row 1 is not UTF-8"), "{err}");
+    assert!(!out.exists());
+    let err = fails_with_one_line(ra().arg("compress").arg(&text).arg("-o").arg(&out));
+    assert!(err.contains("row 1 is not UTF-8"), "{err}");
+    assert!(!out.exists());
+    // In place, the file is left as it was.
+    let err = fails_with_one_line(ra().arg("compress").arg(&text));
+    assert!(err.contains("row 1 is not UTF-8"), "{err}");
+    assert_eq!(std::fs::read(&text).unwrap(), bytes);
+    // Rows 2.. are text: their slice is written, and reads back.
+    ra().args(["-q", "slice"])
+        .arg(&text)
+        .arg(&out)
+        .arg("2:")
+        .assert()
+        .success();
+    assert_eq!(
+        Ragged::<u8>::read_file(&out).unwrap().to_strings().unwrap(),
+        ["also fine"]
+    );
+}
+
+/// A slice of a ragged file whose values are compressed keeps them compressed, with the
+/// input's codec, level and filter (its own bytes say so: flags 12); `--codec none` writes them
+/// plain (flags 8).
+#[test]
+fn a_slice_of_compressed_rows_stays_compressed() {
+    let dir = tempfile::tempdir().unwrap();
+    let plain = dir.path().join("r.ra");
+    let rows: Vec<Vec<f64>> = (0..50).map(|k| vec![k as f64 * 0.5; k % 7]).collect();
+    Ragged::from_rows(rows.clone()).write_file(&plain).unwrap();
+    let z = dir.path().join("z.ra");
+    ra().args(["-q", "compress", "--codec", "lz4", "--shuffle", "bit"])
+        .arg(&plain)
+        .arg("-o")
+        .arg(&z)
+        .assert()
+        .success();
+    let flags = |p: &std::path::Path| {
+        u64::from_le_bytes(std::fs::read(p).unwrap()[8..16].try_into().unwrap())
+    };
+    assert_eq!(flags(&z), 12);
+    let out = dir.path().join("s.ra");
+    let run = ra()
+        .arg("slice")
+        .arg(&z)
+        .arg(&out)
+        .arg("10:30")
+        .assert()
+        .success()
+        .get_output()
+        .clone();
+    let err = String::from_utf8(run.stderr).unwrap();
+    assert!(
+        err.contains("rows 10..30, values chunked (lz4, bit shuffle)"),
+        "{err}"
+    );
+    assert_eq!(flags(&out), 12);
+    let back = Ragged::<f64>::read_file(&out).unwrap();
+    assert_eq!(back.iter().collect::<Vec<_>>(), rows[10..30].to_vec());
+    ra().args(["-q", "slice", "--codec", "none"])
+        .arg(&z)
+        .arg(&out)
+        .arg("10:30")
+        .assert()
+        .success();
+    assert_eq!(flags(&out), 8);
 }

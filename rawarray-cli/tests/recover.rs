@@ -25,7 +25,10 @@ fn a_record_file_cut_short_is_described_and_salvaged() {
         .get_output()
         .clone();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("[30], 30 elements"), "{text}");
+    assert!(
+        text.contains("[30] (numpy shape (30,)), 30 elements"),
+        "{text}"
+    );
     assert!(
         text.contains(&format!(
             "missing:     {} of {} data bytes (the file was cut short); it holds 12 complete \
@@ -54,6 +57,12 @@ fn a_record_file_cut_short_is_described_and_salvaged() {
 
     let err = fails_with_one_line(ra().arg("recover").arg(&path));
     assert!(err.contains("12 complete records of the 30"), "{err}");
+    // The flag that forces it, in ra's words: no Rust call.
+    assert!(
+        err.contains("(force it: ra recover --force keeps those)"),
+        "{err}"
+    );
+    assert!(!err.contains("::") && !err.contains("Options"), "{err}");
     let said = stdout_of(ra().args(["recover", "--force"]).arg(&path));
     assert!(
         said.contains("30 records -> 12 records; no trailer; 7 bytes removed"),
@@ -76,9 +85,10 @@ fn recover_extends_the_header_over_complete_records() {
     let err = fails_with_one_line(ra().arg("recover").arg(&plain));
     assert!(
         err.contains("the 14 bytes after the data are not a record trailer (bytes 030000000400000005000000060")
-            && err.contains("--force"),
+            && err.contains("(force it: ra recover --force)"),
         "{err}"
     );
+    assert!(!err.contains("::") && !err.contains("Options"), "{err}");
     assert_eq!(std::fs::read(&plain).unwrap(), bytes);
     let out = stdout_of(ra().arg("recover").arg("--force").arg(&plain));
     assert_eq!(

@@ -262,7 +262,10 @@ fn a_slice_on_standard_output_is_read_by_ra_itself() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(
         err,
-        format!("{} -> <stdout>: dims [2, 1, 2]\n", input.display())
+        format!(
+            "{} -> <stdout>: dims [2, 1, 2], one LZ4 block\n",
+            input.display()
+        )
     );
     // Piped: ra slice IN - RANGES | ra cat -.
     let bin = assert_cmd::cargo::cargo_bin("ra");
@@ -295,11 +298,173 @@ fn a_slice_on_standard_output_is_read_by_ra_itself() {
     assert!(String::from_utf8(info).unwrap().contains("[2, 1, 2]"));
 }
 
+/// What the chunked config of a file says, read from its bytes as doc/chunked.md lays them out
+/// (the config follows the header): filter id, codec id, level, chunk shape.
+/// flags, filter id, codec id, level, chunk shape (zeros and none for a file not chunked).
+type ChunkedConfig = (u64, u32, u32, i32, Vec<u64>);
+
+fn chunked_config(path: &std::path::Path) -> ChunkedConfig {
+    let b = std::fs::read(path).unwrap();
+    let u64_at = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().unwrap());
+    let u32_at = |i: usize| u32::from_le_bytes(b[i..i + 4].try_into().unwrap());
+    let flags = u64_at(8);
+    let ndims = u64_at(40) as usize;
+    let c = 48 + 8 * ndims;
+    if flags & 4 == 0 {
+        return (flags, 0, 0, 0, Vec::new());
+    }
+    assert_eq!(&b[c..c + 8], b"RACHUNK1");
+    let chunks = (0..ndims).map(|d| u64_at(c + 48 + 8 * d)).collect();
+    (
+        flags,
+        u32_at(c + 8),
+        u32_at(c + 12),
+        u32_at(c + 16) as i32,
+        chunks,
+    )
+}
+
+/// A slice of a chunked zstd file is a chunked zstd file with the input's filter and level and
+/// chunk shape (each size at most the slice's dim), as its own bytes say, and its values are
+/// numpy's slice of the plain file; stderr says what was written. Flags say otherwise:
+/// `--codec none` writes plain, `--codec lz4` keeps the filter, `--level` the codec.
+#[test]
+#[cfg_attr(skip_python, ignore = "RAWARRAY_SKIP_PYTHON=1: numpy interop skipped")]
+fn a_slice_of_a_chunked_file_is_chunked_as_it_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let dims = vec![40u64, 30, 12];
+    let n: u64 = dims.iter().product();
+    let a = RawArray::from_shape_vec(dims, (0..n as i32).map(|k| k / 7 - 300).collect()).unwrap();
+    let plain = dir.path().join("plain.ra");
+    a.write_file(&plain).unwrap();
+    let z = dir.path().join("z.ra");
+    ra().args([
+        "-q",
+        "compress",
+        "--level",
+        "9",
+        "--shuffle",
+        "bit",
+        "--chunks",
+        "16,30,4",
+    ])
+    .arg(&plain)
+    .arg("-o")
+    .arg(&z)
+    .assert()
+    .success();
+    // filter 2 (bit shuffle), codec 2 (zstd), level 9.
+    assert_eq!(chunked_config(&z), (4, 2, 2, 9, vec![16, 30, 4]));
+
+    let cases: [(&str, &[&str], ChunkedConfig, &str); 5] = [
+        // The input's settings; chunks cut to the slice's dims (30 -> 5, 4 -> 3).
+        (
+            "2:38:2,5:10,3:6",
+            &[],
+            (4, 2, 2, 9, vec![16, 5, 3]),
+            "chunked (zstd level 9, bit shuffle, chunks [16, 5, 3])",
+        ),
+        // --squeeze drops the dim, and its chunk size.
+        (
+            ":,7,::-1",
+            &["--squeeze"],
+            (4, 2, 2, 9, vec![16, 4]),
+            "chunked (zstd level 9, bit shuffle, chunks [16, 4])",
+        ),
+        (":,:,5", &["--codec", "none"], (0, 0, 0, 0, vec![]), "plain"),
+        // Another codec: the input's filter and chunks, that codec's level (lz4's is 0).
+        (
+            "::-3,:,:",
+            &["--codec", "lz4"],
+            (4, 2, 1, 0, vec![14, 30, 4]),
+            "chunked (lz4, bit shuffle, chunks [14, 30, 4])",
+        ),
+        (
+            ":,:,:",
+            &["--level", "1", "--chunks", "40,10,12"],
+            (4, 2, 2, 1, vec![40, 10, 12]),
+            "chunked (zstd level 1, bit shuffle, chunks [40, 10, 12])",
+        ),
+    ];
+    for (i, (ranges, flags, config, said)) in cases.iter().enumerate() {
+        let out = dir.path().join(format!("s{i}.ra"));
+        let run = ra()
+            .arg("slice")
+            .args(*flags)
+            .arg(&z)
+            .arg(&out)
+            .arg(ranges)
+            .assert()
+            .success()
+            .get_output()
+            .clone();
+        let err = String::from_utf8(run.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.trim_end().ends_with(said), "{ranges}: {err}");
+        assert_eq!(&chunked_config(&out), config, "{ranges} {flags:?}");
+        // The values: numpy's slice of the plain file (decoded to plain bytes first).
+        let decoded = dir.path().join(format!("s{i}_plain.ra"));
+        ra().args(["-q", "decompress"])
+            .arg(&out)
+            .arg("-o")
+            .arg(&decoded)
+            .assert()
+            .success();
+        let squeeze = if flags.contains(&"--squeeze") {
+            "1"
+        } else {
+            "0"
+        };
+        let ok = python(&[&"slice", &plain, &decoded, ranges, &squeeze]);
+        assert!(ok.starts_with("ok"), "{ranges}: {ok}");
+    }
+
+    // --codec none takes no chunk settings: a usage error, nothing written.
+    let never = dir.path().join("never.ra");
+    ra().args(["slice", "--codec", "none", "--level", "3"])
+        .arg(&z)
+        .arg(&never)
+        .arg(":,:,1")
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--codec none writes the slice plain",
+        ));
+    assert!(!never.exists());
+    // A slice of a plain file stays plain; of an LZ4 block, one LZ4 block (flag bit 1).
+    let p = dir.path().join("p.ra");
+    ra().args(["-q", "slice"])
+        .arg(&plain)
+        .arg(&p)
+        .arg(":,:,1")
+        .assert()
+        .success();
+    assert_eq!(chunked_config(&p).0, 0);
+    let l = dir.path().join("l.ra");
+    ra().args(["-q", "compress", "--codec", "lz4-whole"])
+        .arg(&plain)
+        .arg("-o")
+        .arg(&l)
+        .assert()
+        .success();
+    let ls = dir.path().join("ls.ra");
+    ra().args(["-q", "slice"])
+        .arg(&l)
+        .arg(&ls)
+        .arg(":,:,1")
+        .assert()
+        .success();
+    assert_eq!(chunked_config(&ls).0, 2);
+}
+
 #[test]
 fn help_documents_the_range_syntax() {
     ra().args(["slice", "--help"])
         .assert()
         .success()
         .stdout(predicate::str::contains("ra slice big.ra plane.ra :,:,42"))
-        .stdout(predicate::str::contains("the order ra info"));
+        .stdout(predicate::str::contains("the order ra info"))
+        // --codec none is plain here, and its help says so (not ra compress's chunked none).
+        .stdout(predicate::str::contains("none plain"))
+        .stdout(predicate::str::contains("Chunked, blocks stored").not());
 }

@@ -276,7 +276,7 @@ fn dev_stdin_on_a_pipe_is_read_as_dash_is() {
     assert_eq!(out, stdout_of(ra().arg("cat").arg(&path)).into_bytes());
     let (code, out, err) = piped(
         tmp.path(),
-        &["slice", "/dev/stdin", "-", "::-1,-1,0"],
+        &["slice", "--codec", "none", "/dev/stdin", "-", "::-1,-1,0"],
         &bytes,
     );
     assert_eq!(code, 0, "{err}");

@@ -230,11 +230,11 @@ steps; then reads the file back through a memory map and prints a summary, the c
 inspects the file, and two lines of Python that read its records by field name.";
 
 /// How to look into the file with `ra`. The demo does not build `ra` (its own package), so the
-/// command is the one that builds it first; `cargo install --path rawarray-cli` puts `ra` on
+/// command is the one that builds it first; `cargo install --locked --path rawarray-cli` puts `ra` on
 /// the PATH for `ra info FILE`.
 pub fn inspect_command(path: &Path) -> String {
     format!(
-        "Look into the file (the first run builds ra; `cargo install --path rawarray-cli` installs it):\n  \
+        "Look into the file (the first run builds ra; `cargo install --locked --path rawarray-cli` installs it):\n  \
          cargo run --release -p rawarray-cli -- info {}",
         path.display()
     )

@@ -316,9 +316,7 @@ impl PinnedFile {
 
 /// "its length went from 100 to 80 bytes" and the like, for the error.
 fn describe_change(then: &FileState, now: &FileState) -> String {
-    if then.len != now.len && then.header == now.header {
-        format!("its length went from {} to {} bytes", then.len, now.len)
-    } else if then.len != now.len {
+    if then.len != now.len {
         format!("its length went from {} to {} bytes", then.len, now.len)
     } else if then.header != now.header {
         "its header is not the one it had".into()

@@ -867,7 +867,7 @@ impl Pruning {
         let Some(map) = map else {
             let n = header.num_elements();
             return Pruning {
-                ranges: if n > 0 { vec![0..n] } else { Vec::new() },
+                ranges: std::iter::once(0..n).filter(|r| !r.is_empty()).collect(),
                 ..Pruning::default()
             };
         };
@@ -897,7 +897,7 @@ impl Pruning {
         let per_slab: u64 = grid.counts()[..lead.len()].iter().product();
         let plane: u64 = lead.iter().product();
         let step = grid.chunk()[lead.len()];
-        let slabs = if per_slab == 0 { 0 } else { count / per_slab };
+        let slabs = count.checked_div(per_slab).unwrap_or(0);
         for s in 0..slabs {
             let chunks = s * per_slab..(s + 1) * per_slab;
             let mut read = false;
@@ -1015,6 +1015,9 @@ fn collect_names(layout: &Layout, base: u64, prefix: &str, out: &mut Vec<(u64, S
     }
 }
 
+/// One chunk's element range (when it has one) and, if present and readable, its statistics.
+type ChunkStats = (Option<Range<u64>>, Option<Vec<FieldStats>>);
+
 /// A file's statistics, from its index alone (no data read): per statistics field, the
 /// statistics of each chunk and of the whole file.
 ///
@@ -1038,7 +1041,7 @@ pub struct FileStats {
     fields: Vec<StatField>,
     names: Vec<String>,
     /// Per chunk: its element range (when one) and, if present and readable, its statistics.
-    chunks: Vec<(Option<Range<u64>>, Option<Vec<FieldStats>>)>,
+    chunks: Vec<ChunkStats>,
     /// Written chunks without readable statistics.
     missing: Vec<u64>,
 }

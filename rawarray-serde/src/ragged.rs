@@ -1450,12 +1450,21 @@ pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
         }
         .into());
     }
+    // The committed rows must be sound before rows are taken back after them: offsets that
+    // are not (a damaged file, not a torn flush) are the error readers give, and nothing is
+    // written. Reading them costs what the file holds (`rows + 1 <= slots`, checked above).
+    let mut offsets = vec![0u8; 8 * (header.rows as usize + 1)];
+    read_exact_at(file, &mut offsets, header.offsets_at())?;
+    let offsets: Vec<u64> = offsets.chunks_exact(8).map(le_u64).collect();
+    check_offsets(&offsets, header.values)?;
     let before = header.rows;
     let mut recovery = Recovery {
         records_before: before,
         records_after: before,
         trailer: true,
         bytes_removed: 0,
+        dropped_chunks: Vec::new(),
+        dropped_segments: Vec::new(),
     };
     let spare = probe_backward(file, end, file_len).valid();
     let limit = spare

@@ -936,10 +936,13 @@ pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery
         }
     }
     header.check_input_len(file.metadata()?.len())?;
-    if Storage::of(&header) == Storage::Chunked {
-        // Validates config and index; zeroes (and syncs) what lies past the committed size.
-        ChunkWriter::open(file)?;
-    }
+    let reclaimed = if Storage::of(&header) == Storage::Chunked {
+        // Validates config and index; zeroes (and syncs) what lies past the committed size,
+        // and says what that was: the recovery reports it, by chunk.
+        ChunkWriter::open(file)?.reclaimed().clone()
+    } else {
+        crate::codec::Reclaimed::default()
+    };
     let end = crate::trailer::data_end(&header);
     let trailer = matches!(
         crate::trailer::locate(file, end, file.metadata()?.len()),
@@ -951,6 +954,8 @@ pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery
         records_after: n,
         trailer,
         bytes_removed: 0,
+        dropped_chunks: reclaimed.chunks,
+        dropped_segments: reclaimed.segments,
     })
 }
 

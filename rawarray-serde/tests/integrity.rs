@@ -182,7 +182,7 @@ fn every_bit_flip_in_a_v2_record_index_is_the_original_or_an_error() {
                 if let Ok(a) = RawArray::<u32>::from_bytes(&bad) {
                     let flat: Vec<u32> = records.iter().flatten().copied().collect();
                     assert_eq!(
-                        &a.as_slice()[..],
+                        a.as_slice(),
                         &flat[..a.len().min(flat.len())],
                         "{codec:?}: byte {at} bit {bit}"
                     );

@@ -96,10 +96,7 @@ fn round_trip(header: &Header, raw: &[u8], opts: &WriteOptions) -> Vec<u8> {
     file.extend_from_slice(&section);
     let s = Section::open(&h, &file[..]).unwrap();
     let back = s.read_all().unwrap();
-    assert_eq!(
-        s.verify().unwrap() as u64,
-        s.chunk_map().unwrap().grid().count()
-    );
+    assert_eq!(s.verify().unwrap(), s.chunk_map().unwrap().grid().count());
     // A box from the middle to the far corner: edge chunks and edge blocks.
     let ranges: Vec<_> = h.dims.iter().map(|&d| d / 3..d).collect();
     let plan = rawarray_serde::SubsetPlan::new(&h.dims, h.elbyte, &ranges).unwrap();

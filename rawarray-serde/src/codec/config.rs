@@ -384,7 +384,10 @@ fn decode_v1(header: &Header, b: &[u8]) -> Result<Config> {
     let level = i32::from_le_bytes(b[16..20].try_into().expect("4 bytes"));
     let block_bytes = le_u64(&b[24..]);
     let elbyte = header.elbyte;
-    if block_bytes == 0 || block_bytes % elbyte != 0 || block_bytes > MAX_BLOCK_BYTES.max(elbyte) {
+    if block_bytes == 0
+        || !block_bytes.is_multiple_of(elbyte)
+        || block_bytes > MAX_BLOCK_BYTES.max(elbyte)
+    {
         return Err(bad(
             "config block bytes",
             format!(

@@ -81,7 +81,7 @@ pub use map::{ChunkMap, PendingIndex};
 pub use pipeline::Pipeline;
 pub use table::{Codec, Filter, Shuffle};
 pub use traits::{BlockCodec, ByteFilter, Elements};
-pub use writer::ChunkWriter;
+pub use writer::{ChunkWriter, Reclaimed};
 
 /// Entry flag bit 0: the chunk is stored raw (its raw bytes, no block table).
 pub const ENTRY_RAW: u32 = 1;

@@ -73,6 +73,19 @@ pub struct ChunkWriter {
     committed: u64,
     /// Whether [`ChunkWriter::commit`] makes the appended bytes durable before the header.
     durable: bool,
+    /// What [`ChunkWriter::open`] cleared: a dead writer's entries (by chunk) and segment slots.
+    reclaimed: Reclaimed,
+}
+
+/// What [`ChunkWriter::open`] found left by a writer that died before its commit, and cleared:
+/// index entries pointing past the committed size (by chunk number) and index segment slots
+/// past it (by slot).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Reclaimed {
+    /// Chunks whose index entries were cleared: they read as never written.
+    pub chunks: Vec<u64>,
+    /// Index segment slots that were cleared (segments allocated past the committed size).
+    pub segments: Vec<usize>,
 }
 
 impl ChunkWriter {
@@ -120,6 +133,7 @@ impl ChunkWriter {
             chain,
             base,
             durable: true,
+            reclaimed: Reclaimed::default(),
         })
     }
 
@@ -136,7 +150,7 @@ impl ChunkWriter {
         let layout = crate::section::chunked::read_map(&h, file, base)?;
         let mut config = layout.config().clone();
         let elen = config.entry_len();
-        let mut cleared = false;
+        let mut reclaimed = Reclaimed::default();
         // Segments past the committed size are not allocated, whatever their slot says.
         let mut allocated = SEGMENTS;
         for g in 1..SEGMENTS {
@@ -157,13 +171,13 @@ impl ChunkWriter {
                     base + config.segment_slot_offset(g),
                 )?;
                 config.segments[g] = 0;
-                cleared = true;
+                reclaimed.segments.push(g);
             }
         }
         // Entries of the allocated segments that end past the committed size, a bounded read
         // at a time (segments lie inside the committed size, so this reads at most the file).
         for g in 0..allocated {
-            let Some((_, cap)) = segment_span(config.s0, g) else {
+            let Some((first, cap)) = segment_span(config.s0, g) else {
                 break;
             };
             let start = config.segments[g];
@@ -176,7 +190,6 @@ impl ChunkWriter {
                 // ignore it whole, and nothing here is read through it.
                 break;
             }
-            let (first, _) = segment_span(config.s0, g).unwrap_or((0, 0));
             let mut buf = vec![0u8; (cap.min(4096) * elen) as usize];
             let zeros = vec![0u8; elen as usize];
             let mut done = 0u64;
@@ -189,13 +202,13 @@ impl ChunkWriter {
                     let e = decode_entry(&config, e, first + done + i as u64)?;
                     if !e.is_empty() && e.offset.checked_add(e.len).is_none_or(|end| end > h.size) {
                         write_all_at(file, &zeros, at + i as u64 * elen)?;
-                        cleared = true;
+                        reclaimed.chunks.push(first + done + i as u64);
                     }
                 }
                 done += take;
             }
         }
-        if cleared {
+        if reclaimed != Reclaimed::default() {
             file.sync_data()?;
         }
         Ok(ChunkWriter {
@@ -207,7 +220,14 @@ impl ChunkWriter {
             header: h,
             config,
             durable: true,
+            reclaimed,
         })
+    }
+
+    /// What [`ChunkWriter::open`] cleared of a writer that died before its commit (nothing
+    /// for a writer that [`ChunkWriter::create`]d the file).
+    pub fn reclaimed(&self) -> &Reclaimed {
+        &self.reclaimed
     }
 
     /// Whether [`ChunkWriter::commit`] syncs the appended bytes before writing the header (the

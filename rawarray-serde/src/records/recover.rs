@@ -45,6 +45,8 @@ fn salvage_truncated(
         records_after: complete,
         trailer: false,
         bytes_removed: held - header.size,
+        dropped_chunks: Vec::new(),
+        dropped_segments: Vec::new(),
     })
 }
 
@@ -59,6 +61,24 @@ pub struct Recovery {
     pub trailer: bool,
     /// Bytes cut from the end of the file (free space, spare copy, torn records).
     pub bytes_removed: u64,
+    /// Chunks of a chunked file whose index entries a writer that died before its commit
+    /// had written (they pointed past the committed size): cleared, they read as never
+    /// written. Empty for other files.
+    pub dropped_chunks: Vec<u64>,
+    /// Index segment slots of a chunked file allocated past the committed size by such a
+    /// writer, cleared.
+    pub dropped_segments: Vec<usize>,
+}
+
+impl Recovery {
+    /// Whether the repair changed the file: records taken back, bytes cut or index entries
+    /// cleared.
+    pub fn changed(&self) -> bool {
+        self.records_after != self.records_before
+            || self.bytes_removed > 0
+            || !self.dropped_chunks.is_empty()
+            || !self.dropped_segments.is_empty()
+    }
 }
 
 /// Repairs a record file after a crash: extends the header over the complete records that
@@ -221,6 +241,8 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
         records_after: before,
         trailer: true,
         bytes_removed: 0,
+        dropped_chunks: Vec::new(),
+        dropped_segments: Vec::new(),
     };
     if let Some((k, block)) = scan_forward(&file, end, record_bytes, limit)? {
         if k > 0 {

@@ -23,12 +23,15 @@ use crate::header::Header;
 use crate::layout::Layout;
 use crate::options::WriteOptions;
 
+/// Writes the plain bytes of a section piece by piece into the writer it is given.
+type WritePieces<'a> = dyn Fn(&mut dyn Write) -> Result<()> + 'a;
+
 /// The plain bytes of a data section, in the file's byte order: whole in memory, or written
 /// piece by piece where packing them whole would cost a copy of the array.
 pub struct PlainBytes<'a> {
     bytes: Option<&'a [u8]>,
     len: u64,
-    pieces: Option<&'a dyn Fn(&mut dyn Write) -> Result<()>>,
+    pieces: Option<&'a WritePieces<'a>>,
     whole: Option<&'a dyn Fn() -> Result<Vec<u8>>>,
 }
 

@@ -115,6 +115,9 @@ impl S3Bucket {
 
     /// Copies bytes `range` of the object `from` as part `part` (1-based) of the upload `id`
     /// to `to`, server-side; returns the part's ETag.
+    // Not called yet: the many-writer upload that assembles parts server-side is unfinished
+    // (issue 36 item 3); the call is tested for its request shape only.
+    #[allow(dead_code)]
     pub(crate) async fn upload_part_copy(
         &self,
         s3: &AmazonS3,

@@ -214,7 +214,7 @@ impl StoreUrl {
                     for (key, value) in azure_options(url, k, v)? {
                         match key {
                             AzureConfigKey::SkipSignature | AzureConfigKey::UseEmulator => {
-                                none |= value == "true"
+                                none |= value == "true";
                             }
                             AzureConfigKey::AccessKey
                             | AzureConfigKey::SasKey

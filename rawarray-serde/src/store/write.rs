@@ -193,7 +193,7 @@ impl Parts<'_> {
         };
         self.inflight.push(part);
         self.sent += 1;
-        if self.sent % 1000 == 0 {
+        if self.sent.is_multiple_of(1000) {
             self.part = self.part.saturating_mul(2);
         }
         while self.inflight.len() > self.opts.parallel {
@@ -318,7 +318,7 @@ impl Write for Parts<'_> {
             self.buf.extend_from_slice(&rest[..n]);
             rest = &rest[n..];
             if self.buf.len() == self.part {
-                let full = std::mem::replace(&mut self.buf, Vec::new());
+                let full = std::mem::take(&mut self.buf);
                 if let Err(e) = self.send(full) {
                     let msg = e.to_string();
                     self.failed = Some(e);

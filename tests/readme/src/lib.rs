@@ -1,7 +1,12 @@
 #![doc = include_str!("../../../README.md")]
-//! (The workspace README, whose Rust code blocks run here as doc tests.)
+//! (The workspace README, whose Rust code blocks run here as doc tests; the guides' blocks run
+//! as the docs of the modules below.)
 
-/// Makes a fresh scratch folder the current directory, so that the README's examples can write
+/// The Rust guide, `doc/rust.md`, whose Rust code blocks run here as doc tests.
+#[doc = include_str!("../../../doc/rust.md")]
+pub mod rust_guide {}
+
+/// Makes a fresh scratch folder the current directory, so that the examples can write
 /// `a.ra` and friends as a user would without writing into the source tree. Called from the
 /// hidden first line of each example.
 #[doc(hidden)]
