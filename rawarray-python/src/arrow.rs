@@ -227,13 +227,19 @@ fn open_stream(path: &Path, batch_rows: usize) -> PyResult<ArrowStream> {
 impl ArrowStream {
     /// The schema of the stream's batches: the table's, projected to the columns asked for.
     fn schema(&self) -> PyResult<SchemaRef> {
-        let reader = self.table.scan(&self.scan.clone().limit(0)).map_err(arrow_py)?;
+        let reader = self
+            .table
+            .scan(&self.scan.clone().limit(0))
+            .map_err(arrow_py)?;
         Ok(reader.schema())
     }
 }
 
 /// The table's batches, each read only while the file is in the state it was opened in, its
 /// reads added to the stream's counter.
+// rustc's dead-code pass does not follow the batches into `FFI_ArrowArrayStream`'s trait
+// object, where `Iterator::next` (which reads these fields) is called.
+#[allow(dead_code)]
 struct CheckedBatches {
     inner: RaBatchReader,
     schema: SchemaRef,
@@ -245,13 +251,17 @@ struct CheckedBatches {
     counted: Arc<Mutex<IoStats>>,
 }
 
+#[allow(dead_code)] // see the struct
 impl CheckedBatches {
     /// Adds what the table read since it was last counted to the counter.
     fn count(&self) {
         let (Some(c), Some(now)) = (&self.counter, self.table.io_stats()) else {
             return;
         };
-        let mut last = self.counted.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut last = self
+            .counted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         c.reads
             .fetch_add(now.reads.saturating_sub(last.reads), Ordering::Relaxed);
         c.bytes

@@ -5,7 +5,6 @@
 //! encoding run on its thread pool with the GIL released.
 
 use std::io::Write;
-use std::path::Path;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
@@ -78,29 +77,35 @@ pub(crate) fn record_options(
 ) -> PyResult<RecordOptions> {
     let mut storage: Option<WriteOptions> = None;
     if let Some(name) = codec {
-        let codec = Codec::all()
-            .find(|c| c.name() == name)
-            .ok_or_else(|| {
-                let names = Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ");
-                ra_err(if name == LZ4_WHOLE {
-                    format!(
-                        "codec: a RecordWriter cannot write {LZ4_WHOLE:?} (one LZ4 block over the \
+        let codec = Codec::all().find(|c| c.name() == name).ok_or_else(|| {
+            let names = Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ");
+            ra_err(if name == LZ4_WHOLE {
+                format!(
+                    "codec: a RecordWriter cannot write {LZ4_WHOLE:?} (one LZ4 block over the \
                          whole data section cannot be appended to): expected one of {names}"
-                    )
-                } else {
-                    format!("codec: expected one of {names}, found {name:?}")
-                })
-            })?;
+                )
+            } else {
+                format!("codec: expected one of {names}, found {name:?}")
+            })
+        })?;
         storage = Some(storage.unwrap_or_else(WriteOptions::chunked).codec(codec));
     }
     if let Some(name) = shuffle {
-        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).shuffle(shuffle_named(name)?));
+        storage = Some(
+            storage
+                .unwrap_or_else(WriteOptions::chunked)
+                .shuffle(shuffle_named(name)?),
+        );
     }
     if let Some(l) = level {
         storage = Some(storage.unwrap_or_else(WriteOptions::chunked).level(l));
     }
     if let Some(n) = chunk_records {
-        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).chunks(vec![n]));
+        storage = Some(
+            storage
+                .unwrap_or_else(WriteOptions::chunked)
+                .chunks(vec![n]),
+        );
     }
     if let Some(s) = storage {
         opts = opts.storage(s.threads(threads));
@@ -121,7 +126,7 @@ pub(crate) fn shuffle_named(name: &str) -> PyResult<Shuffle> {
         })
 }
 
-X
+/// Writes a chunked file: `header` (plain), its data encoded by the library's
 /// encoder (chunks compressed in parallel), and the trailer block placed after the section.
 /// Into `w`: a temporary file, or an object-store upload.
 pub(crate) fn write_chunked_to(

@@ -169,11 +169,8 @@ impl RawFile {
             return Err(ra_err("select needs filters"));
         };
         let schema = self.reader.trailer().and_then(|t| t.schema.as_ref());
-        let layout = crate::query::record_layout(
-            self.header(),
-            schema,
-            &self.path.display().to_string(),
-        )?;
+        let layout =
+            crate::query::record_layout(self.header(), schema, &self.path.display().to_string())?;
         let filter = RowFilter::new(&predicate, &layout).map_err(to_py)?;
         py.detach(|| {
             self.checked(|| crate::query::select(&self.reader, &filter, &layout))

@@ -78,9 +78,10 @@ fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
                 t.repr().map_or_else(|_| "?".into(), |r| r.to_string())
             ))
         })?;
-        let op: String = t.get_item(1)?.extract().map_err(|_| {
-            ra_err(format!("filter on column '{column}': the op must be a str"))
-        })?;
+        let op: String = t
+            .get_item(1)?
+            .extract()
+            .map_err(|_| ra_err(format!("filter on column '{column}': the op must be a str")))?;
         let value = t.get_item(2)?;
         let op_l = op.trim().to_lowercase();
         all.push(match op_l.as_str() {
@@ -149,7 +150,11 @@ fn value_of(column: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
 
 /// The layout of a record file's records (elements with named fields), or an error saying
 /// that filters take record files and what this file holds.
-pub(crate) fn record_layout(header: &Header, schema: Option<&Layout>, path: &str) -> PyResult<Layout> {
+pub(crate) fn record_layout(
+    header: &Header,
+    schema: Option<&Layout>,
+    path: &str,
+) -> PyResult<Layout> {
     match element_layout(header, schema) {
         Some(l @ Layout::Record { .. }) => Ok(l),
         _ => Err(ra_err(format!(

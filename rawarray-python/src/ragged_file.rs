@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rawarray_serde::section::Section;
 use rawarray_serde::ragged::{check_offsets, DynRagged};
+use rawarray_serde::section::Section;
 use rawarray_serde::{ElType, Error, ErrorKind, Layout, Logical, RaggedHeader, Trailer};
 
 use crate::buffer::{Buffer, Bytes};
@@ -227,10 +227,13 @@ impl RaggedFile {
         };
         py.detach(|| {
             self.checked(|| {
-                let config = read_config(&vh, h.values_at(), |b, at| {
-                    read_exact_at(&self.file, b, at)
-                })?;
-                Ok(Some((settings_of(&config, vh.elbyte), h.values_len(), vh.size)))
+                let config =
+                    read_config(&vh, h.values_at(), |b, at| read_exact_at(&self.file, b, at))?;
+                Ok(Some((
+                    settings_of(&config, vh.elbyte),
+                    h.values_len(),
+                    vh.size,
+                )))
             })
         })
         .map_err(to_py)

@@ -20,7 +20,7 @@ use rawarray_serde::{Header, StoreArrayReader};
 use crate::buffer::{Buffer, Bytes};
 use crate::chunked::{settings_of, ChunkSettings};
 use crate::dtype::element_kind;
-use crate::errors::{ra_err, to_py};
+use crate::errors::to_py;
 
 /// A `.ra` object opened in an object store: its validated header and trailer (at most two
 /// requests), then blocks by ranged requests, every one pinned to the object opened (its ETag
@@ -38,7 +38,10 @@ pub(crate) struct StoreFile {
 
 /// The store and object `url` names, with `options` (text values; the Python layer turns
 /// booleans and numbers into text).
-pub(crate) fn store_url(url: &str, options: Option<BTreeMap<String, String>>) -> PyResult<StoreUrl> {
+pub(crate) fn store_url(
+    url: &str,
+    options: Option<BTreeMap<String, String>>,
+) -> PyResult<StoreUrl> {
     let options: StorageOptions = options.unwrap_or_default();
     StoreUrl::parse(url, &options).map_err(to_py)
 }
@@ -103,7 +106,9 @@ impl StoreFile {
             .build()
             .map_err(PyErr::from)?;
         let reader = py
-            .detach(|| runtime.block_on(StoreArrayReader::open(url.store.clone(), url.path.clone())))
+            .detach(|| {
+                runtime.block_on(StoreArrayReader::open(url.store.clone(), url.path.clone()))
+            })
             .map_err(|e| url_error(&url, e))?;
         Ok(StoreFile {
             reader,

@@ -434,7 +434,9 @@ impl ArrayWriter {
             .detach(|| -> rawarray_serde::Result<LibArrayWriter> {
                 let opts = LibArrayWriter::options().threads(threads);
                 let w = match (header, &chunked) {
-                    (Some(h), Some(c)) => opts.header(h).storage(c.clone()).open_or_create(&path)?,
+                    (Some(h), Some(c)) => {
+                        opts.header(h).storage(c.clone()).open_or_create(&path)?
+                    }
                     (Some(h), None) => opts.header(h).open_or_create(&path)?,
                     // An opened file keeps its own chunk settings; only the threads apply.
                     (None, _) => opts.open(&path)?,
