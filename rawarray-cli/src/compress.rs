@@ -332,7 +332,7 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
     // re-encodes, since its settings may differ from the file's.
     let as_asked = match &chunk_opts {
         Some(_) => false,
-        None if compress => stored.is_compressed(),
+        None if compress => src.storage() == Storage::Lz4Whole,
         None => !packed,
     };
     if as_asked && output == input {
