@@ -25,8 +25,8 @@ const DIMS: [u64; 2] = [50, 40];
 fn version(sign: i32, opts: &WriteOptions) -> Vec<u8> {
     let opts = opts.clone().big_endian(sign < 0);
     let n: u64 = DIMS.iter().product();
-    let a = RawArray::from_shape_vec(DIMS.to_vec(), (0..n as i32).map(|k| sign * k).collect())
-        .unwrap();
+    let a =
+        RawArray::from_shape_vec(DIMS.to_vec(), (0..n as i32).map(|k| sign * k).collect()).unwrap();
     let mut out = Vec::new();
     a.write_to_with(&mut out, &opts).unwrap();
     out
@@ -34,14 +34,22 @@ fn version(sign: i32, opts: &WriteOptions) -> Vec<u8> {
 
 /// Rewrites `path` in place, alternating `a` and `b`, until told to stop: truncate, then
 /// write, as `cp` does.
-fn rewriter(path: &Path, a: Vec<u8>, b: Vec<u8>, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
+fn rewriter(
+    path: &Path,
+    a: Vec<u8>,
+    b: Vec<u8>,
+    stop: Arc<AtomicBool>,
+) -> std::thread::JoinHandle<u64> {
     let path = path.to_path_buf();
     std::thread::spawn(move || {
         let mut rounds = 0u64;
         while !stop.load(Ordering::Relaxed) {
             let bytes = if rounds % 2 == 0 { &b } else { &a };
             // A failed open or write ends the thread (the test is over: its folder is gone).
-            let Ok(mut f) = std::fs::OpenOptions::new().write(true).truncate(true).open(&path)
+            let Ok(mut f) = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&path)
             else {
                 break;
             };
@@ -107,7 +115,10 @@ fn rounds_for(name: &str, opts: WriteOptions) {
     }
     stop.store(true, Ordering::Relaxed);
     let rewrites = writer.join().unwrap();
-    assert!(rewrites > 0, "{name}: the file was rewritten under the reader");
+    assert!(
+        rewrites > 0,
+        "{name}: the file was rewritten under the reader"
+    );
     println!("{name}: {ok} reads of one version, {changed} 'file changed', {rewrites} rewrites");
 }
 
