@@ -283,6 +283,37 @@ fn verify_names_a_chunk_whose_entry_points_past_the_size() {
         out.contains("FAILED (chunk 1: index entry points past the committed size"),
         "{out}"
     );
+    // Every other command reads chunk 1 as zeros, as version 1 says, and notes it on stderr
+    // naming the chunk (version 1 cannot tell damage from a writer still appending).
+    let run = ra().args(["cat", "--head", "1"]).arg(&z).assert().success();
+    let err = String::from_utf8_lossy(&run.get_output().stderr).into_owned();
+    assert!(
+        err.contains("ra: note: ")
+            && err.contains("chunk 1: its index entry points past the committed data"),
+        "{err}"
+    );
+    // The same flip in a version 2 file is an error naming the chunk, from every command.
+    let z2 = dir.path().join("z2.ra");
+    compress(&p, &z2, &["--chunks", "16,16,1"]);
+    let mut b2 = std::fs::read(&z2).unwrap();
+    let h2 = Header::decode_any(&b2).unwrap();
+    let base = h2.encoded_len();
+    let section = rawarray_serde::section::Section::open(&h2, &b2).unwrap();
+    let map = section.chunk_map().unwrap();
+    let entry_at = base as u64 + map.config().segments[0] + map.config().entry_len();
+    b2[entry_at as usize + 5] ^= 0x10;
+    std::fs::write(&z2, &b2).unwrap();
+    for cmd in [&["cat"][..], &["verify"], &["convert"]] {
+        let mut c = ra();
+        c.args(cmd).arg(&z2);
+        if cmd[0] == "convert" {
+            c.arg(dir.path().join("o.npy"));
+        }
+        let out = c.assert().failure().get_output().clone();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("chunk 1"), "{cmd:?}: {text}");
+    }
 }
 
 /// CRC-32 (IEEE), bitwise: the config's checksum computed independently of the codec layer.
