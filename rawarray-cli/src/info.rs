@@ -90,7 +90,7 @@ pub fn run(files: &[PathBuf], json: bool, stats: Option<Stats>, out: &mut dyn Wr
         match ragged.and_then(|(_, p)| describe(&p).map(|d| (p, d))) {
             Ok((p, d)) => {
                 let kept = match stats {
-                    Some(_) if d.chunking.as_ref().is_some_and(|c| c.is_ok()) => {
+                    Some(_) if d.chunking.as_ref().is_some_and(std::result::Result::is_ok) => {
                         crate::stats::of(&p)?
                     }
                     _ => None,
