@@ -44,7 +44,7 @@ fn rewriter(
     std::thread::spawn(move || {
         let mut rounds = 0u64;
         while !stop.load(Ordering::Relaxed) {
-            let bytes = if rounds % 2 == 0 { &b } else { &a };
+            let bytes = if rounds.is_multiple_of(2) { &b } else { &a };
             // A failed open or write ends the thread (the test is over: its folder is gone).
             let Ok(mut f) = std::fs::OpenOptions::new()
                 .write(true)
