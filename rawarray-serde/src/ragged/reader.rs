@@ -27,7 +27,7 @@ use crate::trailer::{locate, Trailer};
 /// bytes, borrowed from the map for plain-old-data elements whose bytes are aligned. Chunked
 /// values (section 10.2) are decoded from the chunks the row touches (a decoded copy).
 ///
-/// The reader sees the rows of the header it read at open: a [`RaggedWriter`] appending at the
+/// The reader sees the rows of the header it read at open: a [`RaggedWriter`](super::RaggedWriter) appending at the
 /// same time writes only into offsets slots past those rows and after the data end, so what
 /// the reader sees never changes.
 ///
