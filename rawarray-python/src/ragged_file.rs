@@ -217,6 +217,13 @@ impl RaggedFile {
         }
     }
 
+    /// The mantissa bits the values were rounded to, as the trailer's lossy mark says
+    /// (`RawFile.rounded_to`), `None` without a mark.
+    #[getter]
+    fn rounded_to(&self) -> Option<u32> {
+        self.trailer().and_then(Trailer::rounded_to)
+    }
+
     /// The chunked values' settings, `None` for values stored plain: `(codec, level, shuffle,
     /// chunk shape in the file's dim order, raw bytes per block)`, with the values' plain bytes
     /// and their bytes as stored.

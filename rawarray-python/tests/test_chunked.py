@@ -294,8 +294,10 @@ def test_chunks_are_in_numpys_axis_order_and_compression_describes_the_file(tmp)
     with rawarray.open(tmp / "c.ra") as f:
         assert f.chunks == (2, 5, 20)
         h = parse_by_hand((tmp / "c.ra").read_bytes())[0]
-        assert f.compression == {"codec": "zstd", "level": 5, "shuffle": "bit",
-                                 "chunks": (2, 5, 20), "ratio": a.nbytes / h["size"]}
+        c = f.compression
+        assert {k: c[k] for k in ("codec", "level", "shuffle", "filters", "chunks", "ratio")} == {
+            "codec": "zstd", "level": 5, "shuffle": "bit", "filters": ["bitshuffle"],
+            "chunks": (2, 5, 20), "ratio": a.nbytes / h["size"]}
         assert f.header["compressed"] and f.header["flags"] == 4
     # order="F" stores the shape as the dims: the chunks follow the array as given.
     rawarray.write(tmp / "f.ra", a, order="F", chunks=(2, 5, 20), codec="lz4")
