@@ -335,13 +335,6 @@ pub(crate) struct ChunkSettings {
     rounded_to: Option<u32>,
 }
 
-impl ChunkSettings {
-    /// The chunk shape (the file's dim order).
-    pub(crate) fn chunk(&self) -> &[u64] {
-        &self.chunk
-    }
-}
-
 /// A validated config's settings ([`ChunkSettings`]).
 pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
     let (blocks, block_bytes) = match &c.blocks {

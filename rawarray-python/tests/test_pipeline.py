@@ -24,7 +24,7 @@ EMIN = {"f2": -14, "f4": -126, "f8": -1022}
 UINT = {"f2": np.uint16, "f4": np.uint32, "f8": np.uint64}
 
 NUMBERS = ["i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8", "c8", "c16"]
-RECORD = np.dtype([("step", "<u4"), ("pos", "<f8", (3,)), ("tag", "S3")])
+RECORD = np.dtype([("step", "<u4"), ("pos", "<f8", (3,)), ("tag", "u1", (3,))])
 
 
 @pytest.fixture
@@ -72,7 +72,7 @@ def sample(dtype, shape, seed=0):
         a = np.zeros(n, dt)
         a["step"] = np.arange(n)
         a["pos"] = rng.normal(0, 1, (n, 3))
-        a["tag"] = [b"abc"[: k % 4] for k in range(n)]
+        a["tag"] = np.arange(3 * n).reshape(n, 3) % 251
     return a.reshape(shape)
 
 
@@ -274,7 +274,8 @@ def test_bitround_keeps_the_documented_error_bound(tmp, code, keep):
     assert (err[normal] <= bound[normal]).all()
     assert (err[~normal] <= 2.0 ** (EMIN[code] - keep - 1)).all()
     assert np.isfinite(gs).all()        # nothing finite became infinite
-    assert truncated.any()              # the largest finite reached the overflow case
+    if keep < MANTISSA[code]:
+        assert truncated.any()          # the largest finite reached the overflow case
 
 
 @pytest.mark.parametrize("code", ["f2", "f4", "f8"])
@@ -442,7 +443,7 @@ def test_readers_refuse_a_codec_pipeline_saying_which_filters_is_which(tmp):
 
 
 @pytest.mark.parametrize("kw, words", [
-    (dict(filters=["snappy"]), r"filters\[0\]: .*snappy.*shuffle, bitshuffle, delta, bytedelta, bitround"),
+    (dict(filters=["snappy"]), r"filters\[0\]: .*snappy.*shuffle, bitshuffle, delta, bytedelta and bitround"),
     (dict(filters=["shuffle"] * 1000), r"filters: expected at most 8, found 1000"),
     (dict(filters=[("bitround", -1)]), r"filters\[0\].*whole number"),
     (dict(filters=[("shuffle", 3)]), r"filters\[0\].*shuffle takes no parameter"),

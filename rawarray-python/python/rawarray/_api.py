@@ -153,12 +153,12 @@ def write(
     Compression (doc/chunked.md): any of ``codec``, ``level``, ``filters``, ``shuffle``,
     ``chunks``, ``blocks``, ``layout_version`` and ``statistics`` writes the chunked layout, by
     default zstd level 3 after a byte shuffle, in chunks of about 1 MiB cut in n-d blocks, with
-    per-chunk statistics, layout version 2. ``codec`` is one of the library's codecs
-    (``"zstd"``, ``"lz4"``, ``"none"``, ``"pco"`` for numbers; ``ra compress --help`` lists
-    them). ``filters`` is the codec pipeline, applied in order before the codec: each a name
-    or a ``(name, param)`` tuple, such as ``[("bitround", 10), "shuffle", "bytedelta"]``
-    (``shuffle``, ``bitshuffle``, ``delta``, ``bytedelta``, and ``bitround`` which is lossy:
-    floats keep that many mantissa bits, and :attr:`File.compression` says so ever after);
+    per-chunk statistics, layout version 2. ``codec`` is a codec of the library's table
+    (doc/chunked.md 5.3; ``"pco"`` for numbers; a wrong name's message lists them).
+    ``filters`` is the codec pipeline, applied in order before the codec: each a filter of the
+    library's table (doc/chunked.md 5.2) by name, or a ``(name, param)`` tuple, such as
+    ``[("bitround", 10), "shuffle", "bytedelta"]``. ``bitround`` is lossy (floats keep that
+    many mantissa bits), is applied only when named, and :attr:`File.compression` says so.
     ``shuffle`` (``"byte"``, ``"bit"``, ``"none"``) is the one-filter shorthand of it.
     ``chunks`` and ``blocks`` are in numpy's axis order, like every shape this package shows
     (each at least 1; a chunk may exceed its axis, a block is at most its chunk): a read

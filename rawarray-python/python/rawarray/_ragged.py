@@ -16,7 +16,7 @@ from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
-from ._axes import in_numpy_order
+from ._axes import compression_of, in_numpy_order
 from . import _arrow
 from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
                      _little_endian)
@@ -270,8 +270,8 @@ class RaggedFile:
                 self._compression = None
             else:
                 settings, plain, stored = config
-                self._compression = _compression(settings, self._raw.rounded_to,
-                                                 plain / stored if stored else None)
+                self._compression = compression_of(settings, self._raw.rounded_to,
+                                                   plain / stored if stored else None)
         return None if self._compression is None else dict(self._compression)
 
     def longest_row(self) -> int:
