@@ -114,8 +114,7 @@ pub(crate) fn write(
         .as_ref()
         .map(WriteOptions::get_filters)
         .filter(|f| f.iter().any(|f| f.is_lossy()));
-    let trailer = if params.is_null() && layout.is_none() && extra.is_empty() && lossy.is_none()
-    {
+    let trailer = if params.is_null() && layout.is_none() && extra.is_empty() && lossy.is_none() {
         None
     } else {
         let mut t = Trailer::new(params).map_err(to_py)?;
