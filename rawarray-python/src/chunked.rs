@@ -194,7 +194,13 @@ impl Packing {
         match self.codec.as_deref() {
             Some(LZ4_WHOLE) | None => {}
             Some(name) => {
-                let codec = codec_named(name)?;
+                // The chunked codecs only: `write` checked "lz4-whole" and named it first.
+                let codec = Codec::all().find(|c| c.name() == name).ok_or_else(|| {
+                    ra_err(format!(
+                        "codec: expected one of {}, found {name:?}",
+                        Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ")
+                    ))
+                })?;
                 set(&|o| o.codec(codec));
             }
         }
@@ -233,6 +239,9 @@ pub(crate) fn write_options(
     p: &Packing,
 ) -> PyResult<(WriteOptions, Option<WriteOptions>)> {
     let whole = compress || p.codec.as_deref() == Some(LZ4_WHOLE);
+    if let Some(name) = p.codec.as_deref().filter(|&n| n != LZ4_WHOLE) {
+        codec_named(name)?; // the message of `write`, which takes "lz4-whole" too
+    }
     let chunked = p.chunked()?;
     let opts = match &chunked {
         Some(c) => c.clone().compress(whole),

@@ -34,8 +34,8 @@ def test_plain_values_have_no_compression(tmp, mmap):
     assert rawarray.open(tmp / "a.ra").compression is None
 
 
-@pytest.mark.parametrize("codec, shuffle, level", [("zstd", "byte", 7), ("lz4", "bit", 1),
-                                                   ("none", "none", 0)])
+@pytest.mark.parametrize("codec, shuffle, level", [("zstd", "byte", 7), ("lz4", "bit", None),
+                                                   ("none", "none", None)])
 @pytest.mark.parametrize("value_shape", [(), (3,)])
 def test_compression_is_files_answer_for_the_values(tmp, codec, shuffle, level, value_shape):
     data = rows(value_shape=value_shape)

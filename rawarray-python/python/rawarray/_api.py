@@ -223,6 +223,7 @@ def write(
                       layout_version=layout_version, statistics=statistics)
         return
     arr = np.asarray(array)
+    arr_shape = arr.shape
     _check_storable(arr.dtype)
     extra = _dims_and_coords(arr.shape, dim_names, coords)
     if order == "C":
@@ -239,10 +240,11 @@ def write(
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
     with in_numpy_order(len(dims), reverse=order == "C"):
         _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
-               json.dumps(extra) if extra else None, codec, file_chunks(chunks, order),
+               json.dumps(extra) if extra else None, codec, file_chunks(chunks, order, "chunks",
+                                                                        arr_shape),
                level, shuffle, 0 if threads is None else int(threads),
                _storage_options(storage_options), filters,
-               file_chunks(blocks, order, "blocks"), layout_version, statistics)
+               file_chunks(blocks, order, "blocks", arr_shape), layout_version, statistics)
 
 
 def _dims_and_coords(

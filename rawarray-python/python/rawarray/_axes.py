@@ -78,16 +78,22 @@ def reraise_in_numpy_order(e: Exception, ndim: int, reverse: bool = True) -> Non
     raise type(e)(again) from None
 
 
-def file_chunks(chunks: Sequence[int] | None, order: str, what: str = "chunks") -> list[int] | None:
+def file_chunks(chunks: Sequence[int] | None, order: str, what: str = "chunks",
+                shape: tuple[int, ...] | None = None) -> list[int] | None:
     """A chunk (or block, ``what="blocks"``) shape given in numpy's axis order, in the file's
-    dim order (as the dims are stored for ``order``); the library checks its length and sizes
-    (and its messages come back through :func:`in_numpy_order`)."""
+    dim order (as the dims are stored for ``order``). Its length is checked here against the
+    array's ``shape`` when given (a message in numpy's order: the library's would show the
+    sizes reversed); the library checks the rest (and its messages come back through
+    :func:`in_numpy_order`)."""
     if chunks is None:
         return None
     if hasattr(chunks, "__index__"):
         raise RaError(f"{what}: expected a shape in numpy's axis order (a tuple, one size per "
                       f"axis), found the int {chunks!r}")
     sizes = [operator.index(c) for c in chunks]
+    if shape is not None and len(sizes) != len(shape):
+        raise RaError(f"{what} {tuple(sizes)}: expected {len(shape)} axes, found {len(sizes)} "
+                      f"(one size per axis of shape {tuple(shape)})")
     for axis, c in enumerate(sizes):
         if c < 1:
             raise RaError(

@@ -247,8 +247,9 @@ class ArrayWriter:
             dims = list(reversed([int(n) for n in shape]))
             with in_numpy_order(len(dims)):
                 self._w = _ArrayWriter(self.path, _descr_json(dt), dims, codec,
-                                       file_chunks(chunks, "C"), level, shuffle, self._threads,
-                                       filters, file_chunks(blocks, "C", "blocks"),
+                                       file_chunks(chunks, "C", "chunks", tuple(shape)),
+                                       level, shuffle, self._threads, filters,
+                                       file_chunks(blocks, "C", "blocks", tuple(shape)),
                                        layout_version, statistics)
         # The dtype, chunks and compression numpy users see, by the same reading of the file
         # as rawarray.open's (without its warnings: other ranks may be writing chunks that are
