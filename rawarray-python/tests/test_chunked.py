@@ -446,7 +446,7 @@ def test_threads_change_nothing_in_the_file(tmp):
     (dict(codec="gzip"), "codec: expected one of none, lz4, zstd, pco, lz4-whole, found \"gzip\""),
     (dict(shuffle="bytes"), "shuffle: expected one of none, byte, bit, found \"bytes\""),
     (dict(level=99), "level 99 for codec zstd: it takes -7 ..= 22"),
-    (dict(chunks=(2,)), "chunks: expected one size per dim"),
+    (dict(chunks=(2,)), "chunks (2,): expected 2 axes, found 1"),
     (dict(chunks=(2, 0)), "at least 1"),
     (dict(chunks=(2, -1)), "at least 1"),
 ])
