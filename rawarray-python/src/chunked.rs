@@ -116,7 +116,21 @@ pub(crate) fn filters_from_py(filters: &Bound<'_, PyAny>) -> PyResult<Vec<Filter
                 shown(&item)
             )));
         };
-        out.push(Filter::parse(&spec).map_err(|e| ra_err(format!("filters[{i}]: {e}")))?);
+        out.push(Filter::parse(&spec).map_err(|e| {
+            // A filter that needs its parameter, named alone: Python's way to give it (the
+            // library's message shows `ra`'s NAME:PARAM).
+            let needs = FILTERS
+                .iter()
+                .find(|f| f.name == spec)
+                .and_then(|f| f.param);
+            ra_err(match needs {
+                Some(p) => format!(
+                    "filters[{i}]: filter {spec} needs its {p}: give it as a tuple, ({spec:?}, {})",
+                    p.to_uppercase()
+                ),
+                None => format!("filters[{i}]: {e}"),
+            })
+        })?);
     }
     Ok(out)
 }

@@ -447,7 +447,8 @@ def test_readers_refuse_a_codec_pipeline_saying_which_filters_is_which(tmp):
     (dict(filters=["shuffle"] * 1000), r"filters: expected at most 8, found 1000"),
     (dict(filters=[("bitround", -1)]), r"filters\[0\].*whole number"),
     (dict(filters=[("shuffle", 3)]), r"filters\[0\].*shuffle takes no parameter"),
-    (dict(filters=["bitround"]), r"bitround needs its keepbits"),
+    (dict(filters=["bitround"]), r"filters\[0\]: filter bitround needs its keepbits: give it "
+                                 r"as a tuple, \(\"bitround\", KEEPBITS\)"),
     (dict(filters=[("bitround", 24)]), r"bitround:24.*keep at most 23"),
     (dict(filters=["shuffle", ("bitround", 5)]), r"before every lossless filter"),
     (dict(filters="shuffle"), r"not a list"),
@@ -533,3 +534,24 @@ def test_a_rachunk2_entry_with_a_flipped_bit_is_an_error_naming_the_chunk(tmp):
         with pytest.raises(rawarray.RaError, match="chunk 2"):
             with rawarray.open(path, mmap=False) as f:
                 f[2]
+
+
+def test_a_ragged_files_rachunk1_values_warn_naming_the_chunk(tmp):
+    rows = [np.full(k % 7, k, dtype="<f4") for k in range(150)]        # 447 values
+    path = tmp / "g.ra"
+    rawarray.write(path, rows, chunks=100, codec="zstd", layout_version=1)
+    raw = path.read_bytes()
+    # doc/format.md 10.2 by hand: header (ndims 2), the slot count, the offsets' slots, then
+    # the values' section; its RACHUNK1 config (doc/chunked.md 6.1, n = 1) and 24-byte entries.
+    (slots,) = struct.unpack_from("<Q", raw, 64)
+    section = 72 + 8 * slots
+    assert raw[section:section + 8] == b"RACHUNK1"
+    (segment0,) = struct.unpack_from("<Q", raw, section + 56 + 8)
+    flip_offset_bit(path, section + segment0 + 24 * 1)               # values 100..200
+    with pytest.warns(rawarray.RaWarning, match=r"chunk 1 \(grid coordinates \(1,\)\)"):
+        got = rawarray.read(path)
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])])
+    for k, r in enumerate(rows):
+        if offsets[k] >= 200 or offsets[k + 1] <= 100:                 # outside chunk 1
+            np.testing.assert_array_equal(got[k], r)
+    assert (got.values[100:200] == 0).all()

@@ -8,6 +8,7 @@ library's."""
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Iterator
 
 import numpy as np
@@ -16,10 +17,10 @@ from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
-from ._axes import compression_of, in_numpy_order
+from ._axes import compression_of, in_numpy_order, numpy_order
 from . import _arrow
-from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
-                     _little_endian)
+from ._dtype import (RaWarning, _check_storable, _checked_bools, _descr_json, _element_dtype,
+                     _little_endian, _user_stacklevel)
 
 _BYTES = (bytes, bytearray, memoryview)
 # RaggedFile.compression before its one read of the values' config.
@@ -240,6 +241,10 @@ class RaggedFile:
     def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
         self._raw = _RaggedFile(self.path, mmap)
+        # As File warns: a RACHUNK1 entry of the values past the committed size reads as zeros.
+        for message in self._raw.warnings:
+            warnings.warn(numpy_order(message, len(self._raw.value_dims) + 1), RaWarning,
+                          stacklevel=_user_stacklevel())
         self.dtype = _element_dtype(self._raw) if not self._raw.is_text else np.dtype(np.uint8)
         self.value_shape = tuple(reversed(self._raw.value_dims))
         #: Whether the rows are UTF-8 text (``f[k]`` is a ``str``).
