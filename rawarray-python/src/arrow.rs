@@ -40,7 +40,9 @@ fn arrow_py(e: rawarray_arrow::Error) -> PyErr {
 }
 
 /// A `.ra` file as an Arrow table: `__arrow_c_stream__` hands out its rows in batches of
-/// `batch_rows`, each read when the consumer asks for it, so the memory in use is one batch's.
+/// `batch_rows`, each read when the consumer asks for it, so the memory in use is one batch's
+/// (a compressed chunked file's are read in whole chunks, as `rawarray-arrow` reads them, and
+/// handed out `batch_rows` at a time).
 ///
 /// The table reads the file through its own open file; a descriptor of the same file, opened
 /// with it, checks before and after each batch that the file is still the one opened
@@ -50,6 +52,7 @@ fn arrow_py(e: rawarray_arrow::Error) -> PyErr {
 pub(crate) struct ArrowStream {
     table: RaTable,
     scan: ScanOptions,
+    batch_rows: usize,
     file: Arc<File>,
     path: PathBuf,
     opened: Opened,
@@ -176,6 +179,8 @@ impl ArrowStream {
         let _ = requested_schema;
         let batches = CheckedBatches {
             inner: self.table.scan(&self.scan).map_err(arrow_py)?,
+            rows: self.batch_rows,
+            rest: None,
             schema: self.schema()?,
             table: self.table.clone(),
             file: Arc::clone(&self.file),
@@ -216,6 +221,7 @@ fn open_stream(path: &Path, batch_rows: usize) -> PyResult<ArrowStream> {
     Ok(ArrowStream {
         table,
         scan: ScanOptions::new().batch_rows(batch_rows),
+        batch_rows,
         file: Arc::new(file),
         path: path.to_path_buf(),
         opened,
@@ -237,11 +243,13 @@ impl ArrowStream {
 
 /// The table's batches, each read only while the file is in the state it was opened in, its
 /// reads added to the stream's counter.
-// rustc's dead-code pass does not follow the batches into `FFI_ArrowArrayStream`'s trait
-// object, where `Iterator::next` (which reads these fields) is called.
-#[allow(dead_code)]
 struct CheckedBatches {
     inner: RaBatchReader,
+    /// The most rows a batch handed out holds: `rawarray-arrow` reads a chunked record file in
+    /// whole chunks (no chunk decoded twice), which may be more.
+    rows: usize,
+    /// What is left of the last batch read, to hand out before reading the next.
+    rest: Option<RecordBatch>,
     schema: SchemaRef,
     table: RaTable,
     file: Arc<File>,
@@ -251,10 +259,12 @@ struct CheckedBatches {
     counted: Arc<Mutex<IoStats>>,
 }
 
-#[allow(dead_code)] // see the struct
 impl CheckedBatches {
     /// Adds what the table read since it was last counted to the counter.
-    fn count(&self) {
+    // Not `count`: in `next`, `self.count()` on a `&mut Self` resolves to `Iterator::count` of
+    // `&mut CheckedBatches` before this method, which drains the stream by calling `next`
+    // again, without end.
+    fn add_reads(&self) {
         let (Some(c), Some(now)) = (&self.counter, self.table.io_stats()) else {
             return;
         };
@@ -274,10 +284,22 @@ impl Iterator for CheckedBatches {
     type Item = Result<RecordBatch, ArrowError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let inner = &mut self.inner;
-        let batch = one_state(&self.file, &self.path, &self.opened, || Ok(inner.next()));
-        self.count();
+        let batch = match self.rest.take() {
+            // Read before, while the file was checked; checked again, so that a file changed
+            // since is refused at the batch after the change, as with a batch read now.
+            Some(rest) => one_state(&self.file, &self.path, &self.opened, || Ok(Some(Ok(rest)))),
+            None => {
+                let inner = &mut self.inner;
+                let batch = one_state(&self.file, &self.path, &self.opened, || Ok(inner.next()));
+                self.add_reads();
+                batch
+            }
+        };
         match batch {
+            Ok(Some(Ok(b))) if b.num_rows() > self.rows => {
+                self.rest = Some(b.slice(self.rows, b.num_rows() - self.rows));
+                Some(Ok(b.slice(0, self.rows)))
+            }
             Ok(b) => b,
             Err(e) => Some(Err(ArrowError::ExternalError(Box::new(e)))),
         }

@@ -8,8 +8,10 @@ use std::io::Write;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use rawarray_serde::codec::{ChunkMap, Config};
-use rawarray_serde::section::{Section, Storage};
+use pyo3::types::{PyBool, PyList, PyString, PyTuple};
+use rawarray_serde::codec::table::FILTERS;
+use rawarray_serde::codec::{ChunkMap, Config, Filter};
+use rawarray_serde::section::{Section, Warning};
 use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
 
 use crate::errors::{ra_err, to_py};
@@ -17,39 +19,250 @@ use crate::file::{read_exact_at, RawFile};
 
 /// The whole-section LZ4 block of flag bit 1, by the name the library's table gives it.
 pub(crate) const LZ4_WHOLE: &str = rawarray_serde::codec::table::LZ4_WHOLE;
-/// The filters, known by the names the library gives them (`Shuffle::name`).
+/// The one-filter shorthand, known by the names the library gives it (`Shuffle::name`).
 const SHUFFLES: [Shuffle; 3] = [Shuffle::None, Shuffle::Byte, Shuffle::Bit];
 
+/// What `filters=` of a writer is, for messages that tell it apart from a reader's (the
+/// filter names are the library's table's).
+fn writer_filters() -> String {
+    format!(
+        "filters= of a writer is the codec pipeline: a list of filters applied in order before \
+         the codec, each a name or a (name, param) tuple, such as [(\"bitround\", 10), \
+         \"shuffle\", \"bytedelta\"] (the filters: {})",
+        FILTERS
+            .iter()
+            .map(|f| match f.param {
+                Some(p) => format!("({:?}, {p})", f.name),
+                None => format!("{:?}", f.name),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+/// A writer's `filters=` (a list of names and `(name, param)` tuples) as the library's
+/// filters, in order; a reader's row predicates (`(column, op, value)` tuples) are refused
+/// with a message saying which `filters=` is which.
+pub(crate) fn filters_from_py(filters: &Bound<'_, PyAny>) -> PyResult<Vec<Filter>> {
+    let shown = |o: &Bound<'_, PyAny>| o.repr().map_or_else(|_| "?".into(), |r| r.to_string());
+    let predicate_form = |found: &Bound<'_, PyAny>| {
+        ra_err(format!(
+            "{}; found {}, a row predicate (column, op, value): that is the filters= of a \
+             reader (rawarray.read, File.to_arrow), which selects rows",
+            writer_filters(),
+            shown(found)
+        ))
+    };
+    if filters.is_instance_of::<PyString>() {
+        return Err(ra_err(format!(
+            "{}; found the str {}, not a list: give [{}]",
+            writer_filters(),
+            shown(filters),
+            shown(filters)
+        )));
+    }
+    let Ok(items) = filters.try_iter() else {
+        return Err(ra_err(format!(
+            "{}; found a {}",
+            writer_filters(),
+            filters.get_type().name()?
+        )));
+    };
+    let mut out = Vec::new();
+    for (i, item) in items.enumerate() {
+        let item = item?;
+        let spec = if let Ok(name) = item.extract::<String>() {
+            name
+        } else if let Ok(t) = item.cast::<PyTuple>() {
+            match t.len() {
+                2 => {
+                    let name: String = t.get_item(0)?.extract().map_err(|_| {
+                        ra_err(format!(
+                            "filters[{i}]: {}: the name must be a str",
+                            shown(&item)
+                        ))
+                    })?;
+                    let param = t.get_item(1)?;
+                    let param: u32 = if param.is_instance_of::<PyBool>() {
+                        None
+                    } else {
+                        param.extract().ok()
+                    }
+                    .ok_or_else(|| {
+                        ra_err(format!(
+                            "filters[{i}]: {}: the parameter must be a whole number of 0 or more",
+                            shown(&item)
+                        ))
+                    })?;
+                    format!("{name}:{param}")
+                }
+                3 => return Err(predicate_form(&item)),
+                _ => {
+                    return Err(ra_err(format!(
+                        "{}; found {} at filters[{i}], a tuple of {} items",
+                        writer_filters(),
+                        shown(&item),
+                        t.len()
+                    )))
+                }
+            }
+        } else if item.is_instance_of::<PyList>() {
+            // A reader's OR-ed lists of predicates.
+            return Err(predicate_form(&item));
+        } else {
+            return Err(ra_err(format!(
+                "{}; found {} at filters[{i}]",
+                writer_filters(),
+                shown(&item)
+            )));
+        };
+        out.push(Filter::parse(&spec).map_err(|e| {
+            // A filter that needs its parameter, named alone: Python's way to give it (the
+            // library's message shows `ra`'s NAME:PARAM).
+            let needs = FILTERS
+                .iter()
+                .find(|f| f.name == spec)
+                .and_then(|f| f.param);
+            ra_err(match needs {
+                Some(p) => format!(
+                    "filters[{i}]: filter {spec} needs its {p}: give it as a tuple, ({spec:?}, {})",
+                    p.to_uppercase()
+                ),
+                None => format!("filters[{i}]: {e}"),
+            })
+        })?);
+    }
+    Ok(out)
+}
+
+/// The chunked layout's keywords, as every writer of the package takes them (dims in the
+/// file's order). Any of them but `threads` selects the chunked layout, as in the library.
+#[derive(Default)]
+pub(crate) struct Packing {
+    /// `codec=`: a name of the library's table, or `"lz4-whole"`.
+    pub(crate) codec: Option<String>,
+    /// `level=`.
+    pub(crate) level: Option<i32>,
+    /// `shuffle=`: the one-filter shorthand (`"byte"`, `"bit"`, `"none"`).
+    pub(crate) shuffle: Option<String>,
+    /// `filters=`, parsed ([`filters_from_py`]).
+    pub(crate) filters: Option<Vec<Filter>>,
+    /// `chunks=`, file order.
+    pub(crate) chunks: Option<Vec<u64>>,
+    /// `blocks=`, file order.
+    pub(crate) blocks: Option<Vec<u64>>,
+    /// `layout_version=`: 1 (`RACHUNK1`) or 2.
+    pub(crate) layout_version: Option<u32>,
+    /// `statistics=`.
+    pub(crate) statistics: Option<bool>,
+    /// `threads=` (0: all cores).
+    pub(crate) threads: usize,
+}
+
+impl Packing {
+    /// The keywords with `filters` parsed from Python's value.
+    #[allow(clippy::too_many_arguments)] // Python's keywords, one each
+    pub(crate) fn new(
+        codec: Option<&str>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        filters: Option<&Bound<'_, PyAny>>,
+        chunks: Option<Vec<u64>>,
+        blocks: Option<Vec<u64>>,
+        layout_version: Option<u32>,
+        statistics: Option<bool>,
+        threads: usize,
+    ) -> PyResult<Packing> {
+        let filters = match filters {
+            Some(f) if !f.is_none() => Some(filters_from_py(f)?),
+            _ => None,
+        };
+        if let (Some(s), Some(_)) = (shuffle, &filters) {
+            return Err(ra_err(format!(
+                "shuffle={s:?} and filters= at once: shuffle= is the one-filter shorthand of \
+                 filters= (\"byte\" is [\"shuffle\"], \"bit\" is [\"bitshuffle\"], \"none\" \
+                 is []); give one of them"
+            )));
+        }
+        Ok(Packing {
+            codec: codec.map(str::to_string),
+            level,
+            shuffle: shuffle.map(str::to_string),
+            filters,
+            chunks,
+            blocks,
+            layout_version,
+            statistics,
+            threads,
+        })
+    }
+
+    /// The chunked layout's options if any keyword selects it (a chunked codec, a level,
+    /// filters, chunks, blocks, a layout version or statistics); the codec `"lz4-whole"` is
+    /// left to the caller.
+    fn chunked(&self) -> PyResult<Option<WriteOptions>> {
+        let mut opts: Option<WriteOptions> = None;
+        let mut set = |f: &dyn Fn(WriteOptions) -> WriteOptions| {
+            opts = Some(f(opts.take().unwrap_or_else(WriteOptions::chunked)));
+        };
+        match self.codec.as_deref() {
+            Some(LZ4_WHOLE) | None => {}
+            Some(name) => {
+                // The chunked codecs only: `write` checked "lz4-whole" and named it first.
+                let codec = Codec::all().find(|c| c.name() == name).ok_or_else(|| {
+                    ra_err(format!(
+                        "codec: expected one of {}, found {name:?}",
+                        Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ")
+                    ))
+                })?;
+                set(&|o| o.codec(codec));
+            }
+        }
+        if let Some(name) = &self.shuffle {
+            let s = shuffle_named(name)?;
+            set(&|o| o.shuffle(s));
+        }
+        if let Some(f) = &self.filters {
+            set(&|o| o.filters(f.clone()));
+        }
+        if let Some(l) = self.level {
+            set(&|o| o.level(l));
+        }
+        if let Some(c) = &self.chunks {
+            set(&|o| o.chunks(c.clone()));
+        }
+        if let Some(b) = &self.blocks {
+            set(&|o| o.blocks(b.clone()));
+        }
+        if let Some(v) = self.layout_version {
+            set(&|o| o.layout_version(v));
+        }
+        if let Some(s) = self.statistics {
+            set(&|o| o.statistics(s));
+        }
+        Ok(opts.map(|o| o.threads(self.threads)))
+    }
+}
+
 /// `write`'s keywords as write options, and the chunked layout's if they select it. As in the
-/// library, any of `codec`, `chunks` (file order), `level` and `shuffle` selects the chunked
-/// layout, `compress` (or the codec `"lz4-whole"`) the whole-section LZ4 block, and both at
-/// once is an error ([`WriteOptions::chunked`] says so).
+/// library, any chunked keyword ([`Packing`]) selects the chunked layout, `compress` (or the
+/// codec `"lz4-whole"`) the whole-section LZ4 block, and both at once is an error
+/// ([`WriteOptions::flags`] says so).
 pub(crate) fn write_options(
     compress: bool,
-    codec: Option<&str>,
-    chunks: Option<Vec<u64>>,
-    level: Option<i32>,
-    shuffle: Option<&str>,
-    threads: usize,
+    p: &Packing,
 ) -> PyResult<(WriteOptions, Option<WriteOptions>)> {
-    let mut opts = WriteOptions::new().compress(compress).threads(threads);
-    match codec {
-        Some(LZ4_WHOLE) => opts = opts.compress(true),
-        Some(name) => opts = opts.codec(codec_named(name)?),
-        None => {}
+    let whole = compress || p.codec.as_deref() == Some(LZ4_WHOLE);
+    if let Some(name) = p.codec.as_deref().filter(|&n| n != LZ4_WHOLE) {
+        codec_named(name)?; // the message of `write`, which takes "lz4-whole" too
     }
-    if let Some(name) = shuffle {
-        opts = opts.shuffle(shuffle_named(name)?);
-    }
-    if let Some(l) = level {
-        opts = opts.level(l);
-    }
-    if let Some(c) = chunks {
-        opts = opts.chunks(c);
-    }
+    let chunked = p.chunked()?;
+    let opts = match &chunked {
+        Some(c) => c.clone().compress(whole),
+        None => WriteOptions::new().compress(whole).threads(p.threads),
+    };
     // The library's own check, before anything is written: both layouts at once.
     opts.flags().map_err(to_py)?;
-    let chunked = (opts.storage() == Storage::Chunked).then(|| opts.clone());
     Ok((opts, chunked))
 }
 
@@ -63,54 +276,23 @@ pub(crate) fn codec_named(name: &str) -> PyResult<Codec> {
     })
 }
 
-/// `RecordWriter`'s keywords as the library's record options. Any of `codec`, `level`,
-/// `shuffle` and `chunk_records` selects compression, as in the library; `threads` alone
-/// selects nothing. The whole-section LZ4 block is refused by name: a record file grows by
-/// appended chunks, and one LZ4 block over the whole section cannot be appended to.
-pub(crate) fn record_options(
-    mut opts: RecordOptions,
-    codec: Option<&str>,
-    level: Option<i32>,
-    shuffle: Option<&str>,
-    chunk_records: Option<u64>,
-    threads: usize,
-) -> PyResult<RecordOptions> {
-    let mut storage: Option<WriteOptions> = None;
-    if let Some(name) = codec {
-        let codec = Codec::all().find(|c| c.name() == name).ok_or_else(|| {
-            let names = Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ");
-            ra_err(if name == LZ4_WHOLE {
-                format!(
-                    "codec: a RecordWriter cannot write {LZ4_WHOLE:?} (one LZ4 block over the \
-                         whole data section cannot be appended to): expected one of {names}"
-                )
-            } else {
-                format!("codec: expected one of {names}, found {name:?}")
-            })
-        })?;
-        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).codec(codec));
+/// `RecordWriter`'s keywords as the library's record options (`p.chunks`: the records per
+/// chunk, one entry). Any chunked keyword selects compression, as in the library; `threads`
+/// alone selects nothing. The whole-section LZ4 block is refused by name: a record file grows
+/// by appended chunks, and one LZ4 block over the whole section cannot be appended to.
+pub(crate) fn record_options(opts: RecordOptions, p: &Packing) -> PyResult<RecordOptions> {
+    if p.codec.as_deref() == Some(LZ4_WHOLE) {
+        let names = Codec::all().map(Codec::name).collect::<Vec<_>>().join(", ");
+        return Err(ra_err(format!(
+            "codec: a RecordWriter cannot write {LZ4_WHOLE:?} (one LZ4 block over the whole \
+             data section cannot be appended to): expected one of {names}"
+        )));
     }
-    if let Some(name) = shuffle {
-        storage = Some(
-            storage
-                .unwrap_or_else(WriteOptions::chunked)
-                .shuffle(shuffle_named(name)?),
-        );
-    }
-    if let Some(l) = level {
-        storage = Some(storage.unwrap_or_else(WriteOptions::chunked).level(l));
-    }
-    if let Some(n) = chunk_records {
-        storage = Some(
-            storage
-                .unwrap_or_else(WriteOptions::chunked)
-                .chunks(vec![n]),
-        );
-    }
-    if let Some(s) = storage {
-        opts = opts.storage(s.threads(threads));
-    }
-    Ok(opts.threads(threads))
+    let opts = match p.chunked()? {
+        Some(s) => opts.storage(s),
+        None => opts,
+    };
+    Ok(opts.threads(p.threads))
 }
 
 /// The filter of a name (`Shuffle::name`), or an error listing the names.
@@ -147,33 +329,102 @@ pub(crate) fn write_chunked_to(
     Ok(())
 }
 
-/// A chunked file's settings: `(codec, level, shuffle, chunk shape in the file's dim order,
-/// raw bytes per block)`.
-pub(crate) type ChunkSettings = (String, i32, String, Vec<u64>, u64);
+/// A chunked file's settings, as `File.chunks` and `File.compression` show them (a dict in
+/// Python, keyed by the field names). Dims are in the file's order; the Python layer turns
+/// them to numpy's.
+#[derive(IntoPyObject)]
+pub(crate) struct ChunkSettings {
+    /// The codec's name.
+    codec: String,
+    /// Its level.
+    level: i32,
+    /// The one-filter shorthand of the pipeline (`"byte"`, `"bit"`, `"none"`), `None` when it
+    /// is not one.
+    shuffle: Option<String>,
+    /// The pipeline in the order a writer applies it: each filter's name and its parameter
+    /// (`None` for filters that take none).
+    filters: Vec<(String, Option<u32>)>,
+    /// The chunk shape.
+    chunk: Vec<u64>,
+    /// Version 2's n-d block shape; `None` for version 1's byte runs.
+    blocks: Option<Vec<u64>>,
+    /// Raw bytes per block: version 1's block bytes, or version 2's block shape times elbyte.
+    block_bytes: u64,
+    /// The layout version: 1 (`RACHUNK1`) or 2 (`RACHUNK2`).
+    layout_version: u32,
+    /// Whether index entries carry statistics.
+    statistics: bool,
+    /// The mantissa bits a lossy filter of the pipeline keeps, if it has one.
+    rounded_to: Option<u32>,
+}
 
-/// A validated config's settings, as `File.chunks` and `File.compression` show them (the
-/// blocks' raw bytes: version 1's block bytes, or version 2's block shape times `elbyte`).
+/// A validated config's settings ([`ChunkSettings`]).
 pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
-    let block = match &c.blocks {
-        rawarray_serde::codec::Blocks::Bytes(b) => *b,
-        rawarray_serde::codec::Blocks::Shape(s) => s.iter().product::<u64>() * elbyte,
+    let (blocks, block_bytes) = match &c.blocks {
+        rawarray_serde::codec::Blocks::Bytes(b) => (None, *b),
+        rawarray_serde::codec::Blocks::Shape(s) => {
+            (Some(s.clone()), s.iter().product::<u64>() * elbyte)
+        }
     };
-    (
-        c.codec.name().to_string(),
-        c.level,
-        c.shuffle().map_or_else(
-            || {
-                c.filters
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("+")
-            },
-            |s| s.name().to_string(),
-        ),
-        c.chunk.clone(),
-        block,
-    )
+    ChunkSettings {
+        codec: c.codec.name().to_string(),
+        level: c.level,
+        shuffle: c.shuffle().map(|s| s.name().to_string()),
+        filters: c
+            .filters
+            .iter()
+            .map(|f| (f.name().to_string(), f.info().param.map(|_| f.param())))
+            .collect(),
+        chunk: c.chunk.clone(),
+        blocks,
+        block_bytes,
+        layout_version: c.version,
+        statistics: c.stats.is_some(),
+        rounded_to: c.filters.iter().filter_map(|f| f.kept_bits()).min(),
+    }
+}
+
+/// What a reader noticed about a section that is not an error but that a user must hear of
+/// (the library's [`Section::warnings`]: a `RACHUNK1` index entry pointing past the committed
+/// size, which reads as zeros; statistics failing their CRC), each naming the chunk by its
+/// number and its grid coordinates in the file's dim order (the Python layer shows them in
+/// numpy's) and saying what to do.
+pub(crate) fn section_warnings(
+    section: &Section<impl rawarray_serde::io::ReadAt>,
+    path: &std::path::Path,
+) -> Vec<String> {
+    let Some(map) = section.chunk_map() else {
+        return Vec::new();
+    };
+    section
+        .warnings()
+        .iter()
+        .map(|w| {
+            let (chunk, next) = match w {
+                Warning::Uncommitted { chunk } => (
+                    *chunk,
+                    format!(
+                        "if no writer is appending to it, the index is damaged and those zeros \
+                         are not the data: `ra verify {}` checks it; restore the file from a copy",
+                        path.display()
+                    ),
+                ),
+                Warning::StatisticsDamaged { chunk } => (
+                    *chunk,
+                    format!("`ra verify {}` checks the file", path.display()),
+                ),
+            };
+            let text = w.to_string();
+            let rest = text
+                .strip_prefix(&format!("chunk {chunk}"))
+                .unwrap_or(&text);
+            format!(
+                "{}: chunk {chunk} (grid coordinates {:?}){rest}; {next}",
+                path.display(),
+                map.grid().coords(chunk)
+            )
+        })
+        .collect()
 }
 
 /// The config of the chunked section at `base` of `read`'s source (two reads: the config's

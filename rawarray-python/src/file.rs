@@ -10,7 +10,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rawarray_serde::query::RowFilter;
-use rawarray_serde::{ArrayReader, DynArray, ElType, Header};
+use rawarray_serde::{ArrayReader, DynArray, ElType, Header, Trailer};
 
 use crate::buffer::{Buffer, Bytes};
 use crate::dtype::element_kind;
@@ -136,6 +136,20 @@ impl RawFile {
     #[getter]
     fn trailer_error(&self) -> Option<String> {
         self.reader.trailer_error().map(str::to_string)
+    }
+
+    /// The mantissa bits the data were rounded to by a lossy filter, as the trailer's lossy
+    /// mark says (it outlives the filter: every rewrite keeps it), `None` without a mark.
+    #[getter]
+    fn rounded_to(&self) -> Option<u32> {
+        self.reader.trailer().and_then(Trailer::rounded_to)
+    }
+
+    /// What the library noticed at open that is not an error but that a user must hear of
+    /// (`chunked::section_warnings`), one message each.
+    #[getter]
+    fn warnings(&self) -> Vec<String> {
+        crate::chunked::section_warnings(self.reader.section(), &self.path)
     }
 
     /// The trailer's top-level keys this version of the library does not interpret (such as

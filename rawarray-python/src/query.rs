@@ -65,6 +65,15 @@ fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
                 item.repr()?
             )));
         };
+        if t.len() == 2 && t.get_item(0)?.is_instance_of::<PyString>() {
+            // A writer's ("bitround", 10).
+            return Err(ra_err(format!(
+                "{READER_FILTERS}; found {}, which looks like a filter of a codec pipeline \
+                 (name, param): that is the filters= of a writer (rawarray.write, \
+                 RecordWriter, ArrayWriter)",
+                t.repr()?
+            )));
+        }
         if t.len() != 3 {
             return Err(ra_err(format!(
                 "{READER_FILTERS}; found {}, a tuple of {} items",

@@ -13,7 +13,7 @@ use rawarray_serde::{
     RaggedWriter as LibRaggedWriter,
 };
 
-use crate::chunked::{write_options, LZ4_WHOLE};
+use crate::chunked::{write_options, Packing, LZ4_WHOLE};
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
 
@@ -64,11 +64,13 @@ fn value_layout(element: Layout, value_dims: &[u64]) -> Layout {
 /// Writes a ragged file atomically (a temporary file renamed over `path`): `offsets`
 /// (`rows + 1` little-endian `u64`s) into `values` (packed little-endian, values of
 /// `descr_json` elements inside `value_dims`). With `text` the rows are UTF-8 (`|u1` values),
-/// marked as text. Any of `codec`, `level`, `shuffle` and `chunk_values` (values per chunk)
+/// marked as text. Any of `write`'s chunked keywords (`chunk_values`: values per chunk,
+/// `block_values`: values per block)
 /// compresses the values (doc/format.md, section 10.2) on `threads` threads, as `write` does
 /// an array; the library's `RaggedHeader::write_file` lays the file out and checks it.
 #[pyfunction]
-#[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false, codec=None, level=None, shuffle=None, chunk_values=None, threads=0))]
+#[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false, codec=None, level=None, shuffle=None, chunk_values=None, threads=0,
+                    filters=None, block_values=None, layout_version=None, statistics=None))]
 #[allow(clippy::too_many_arguments)] // the Python keywords, one each
 pub(crate) fn write_ragged(
     py: Python<'_>,
@@ -83,6 +85,10 @@ pub(crate) fn write_ragged(
     shuffle: Option<&str>,
     chunk_values: Option<u64>,
     threads: usize,
+    filters: Option<Bound<'_, PyAny>>,
+    block_values: Option<u64>,
+    layout_version: Option<u32>,
+    statistics: Option<bool>,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let offset_bytes = buffer_bytes(&offsets, "offsets")?;
@@ -108,8 +114,19 @@ pub(crate) fn write_ragged(
     }
     // `write`'s rule: any of the keywords selects the chunked codecs. The values' chunk shape
     // is whole values, `chunk_values` of them (default: about 1 MiB).
-    let chunks = chunk_values.map(|n| value_dims.iter().copied().chain([n]).collect());
-    let (whole, opts) = write_options(false, codec, chunks, level, shuffle, threads)?;
+    let whole_values = |n: u64| value_dims.iter().copied().chain([n]).collect();
+    let packing = Packing::new(
+        codec,
+        level,
+        shuffle,
+        filters.as_ref(),
+        chunk_values.map(whole_values),
+        block_values.map(whole_values),
+        layout_version,
+        statistics,
+        threads,
+    )?;
+    let (whole, opts) = write_options(false, &packing)?;
     if whole.is_compressed() {
         return Err(ra_err(format!(
             "codec: a ragged file's values cannot be {LZ4_WHOLE:?} (one LZ4 block over the \

@@ -217,6 +217,29 @@ impl RaggedFile {
         }
     }
 
+    /// What the library notices about the values' chunked section that a user must hear of
+    /// (`RawFile.warnings`: a `RACHUNK1` entry past the committed size), one message each;
+    /// empty for plain values. One read of the config and index.
+    #[getter]
+    fn warnings(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        let h = self.header();
+        let Some(vh) = h.values_section_header() else {
+            return Ok(Vec::new());
+        };
+        py.detach(|| -> rawarray_serde::Result<Vec<String>> {
+            let section = Section::open_at(&vh, self.file.try_clone()?, h.values_at())?;
+            Ok(crate::chunked::section_warnings(&section, &self.path))
+        })
+        .map_err(to_py)
+    }
+
+    /// The mantissa bits the values were rounded to, as the trailer's lossy mark says
+    /// (`RawFile.rounded_to`), `None` without a mark.
+    #[getter]
+    fn rounded_to(&self) -> Option<u32> {
+        self.trailer().and_then(Trailer::rounded_to)
+    }
+
     /// The chunked values' settings, `None` for values stored plain: `(codec, level, shuffle,
     /// chunk shape in the file's dim order, raw bytes per block)`, with the values' plain bytes
     /// and their bytes as stored.

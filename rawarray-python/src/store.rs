@@ -238,6 +238,15 @@ impl StoreFile {
         )
     }
 
+    /// The mantissa bits the data were rounded to, as the trailer's lossy mark says
+    /// (`RawFile.rounded_to`), `None` without a mark.
+    #[getter]
+    fn rounded_to(&self) -> Option<u32> {
+        self.reader
+            .trailer()
+            .and_then(rawarray_serde::Trailer::rounded_to)
+    }
+
     /// The chunk settings of a chunked object, as `chunk_config` gives a file's; `None` for any
     /// other object. The library validated them at open: no request is made.
     fn chunk_config(&self) -> Option<ChunkSettings> {

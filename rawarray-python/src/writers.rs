@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::{
     ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, Element, ElementSpec, Header, Layout,
-    RecordOptions, Trailer,
+    RecordOptions, Trailer, WriteOptions,
 };
 
 use crate::chunked;
@@ -27,7 +27,8 @@ use crate::errors::{at_path, ra_err, to_py, Doing};
 /// cores); `compress` (or `codec="lz4-whole"`) the whole-section LZ4 block.
 #[pyfunction]
 #[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None,
-                    codec=None, chunks=None, level=None, shuffle=None, threads=0, storage_options=None))]
+                    codec=None, chunks=None, level=None, shuffle=None, threads=0, storage_options=None,
+                    filters=None, blocks=None, layout_version=None, statistics=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     py: Python<'_>,
@@ -44,14 +45,28 @@ pub(crate) fn write(
     shuffle: Option<&str>,
     threads: usize,
     storage_options: Option<std::collections::BTreeMap<String, String>>,
+    filters: Option<Bound<'_, PyAny>>,
+    blocks: Option<Vec<u64>>,
+    layout_version: Option<u32>,
+    statistics: Option<bool>,
 ) -> PyResult<()> {
     // An object-store URL (`s3://...`): the same bytes, uploaded (see src/store.rs).
     let url = match path.to_str() {
         Some(p) if is_url(p) => Some(p.to_string()),
         _ => None,
     };
-    let (opts, chunk_opts) =
-        chunked::write_options(compress, codec, chunks, level, shuffle, threads)?;
+    let packing = chunked::Packing::new(
+        codec,
+        level,
+        shuffle,
+        filters.as_ref(),
+        chunks,
+        blocks,
+        layout_version,
+        statistics,
+        threads,
+    )?;
+    let (opts, chunk_opts) = chunked::write_options(compress, &packing)?;
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
     if !data.is_c_contiguous() {
@@ -93,11 +108,20 @@ pub(crate) fn write(
             "trailer key '{k}' is the library's own: pass it as params or let the schema fill it"
         )));
     }
-    let trailer = if params.is_null() && layout.is_none() && extra.is_empty() {
+    // Rounded by a lossy filter: the trailer says so and to how many bits (the library's
+    // mark, which every rewrite keeps), a trailer made for it if there was none.
+    let lossy = chunk_opts
+        .as_ref()
+        .map(WriteOptions::get_filters)
+        .filter(|f| f.iter().any(|f| f.is_lossy()));
+    let trailer = if params.is_null() && layout.is_none() && extra.is_empty() && lossy.is_none() {
         None
     } else {
         let mut t = Trailer::new(params).map_err(to_py)?;
         t.extra = extra;
+        if let Some(f) = &lossy {
+            t.mark_lossy(f);
+        }
         Some(match layout {
             Some(l) => t.with_schema(l),
             None => t,
@@ -196,7 +220,8 @@ impl RecordWriter {
     /// the compression keywords of [`chunked::record_options`].
     #[new]
     #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false,
-                        codec=None, level=None, shuffle=None, chunk_records=None, threads=0))]
+                        codec=None, level=None, shuffle=None, chunk_records=None, threads=0,
+                        filters=None, blocks=None, layout_version=None, statistics=None))]
     #[allow(clippy::too_many_arguments)] // Python's keywords, one each
     fn new(
         py: Python<'_>,
@@ -210,18 +235,27 @@ impl RecordWriter {
         shuffle: Option<&str>,
         chunk_records: Option<u64>,
         threads: usize,
+        filters: Option<Bound<'_, PyAny>>,
+        blocks: Option<Vec<u64>>,
+        layout_version: Option<u32>,
+        statistics: Option<bool>,
     ) -> PyResult<RecordWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
         let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
         let spec = ElementSpec::from_layout(layout).map_err(to_py)?;
-        let mut opts = chunked::record_options(
-            RecordOptions::new().record_dims(record_dims),
+        let packing = chunked::Packing::new(
             codec,
             level,
             shuffle,
-            chunk_records,
+            filters.as_ref(),
+            chunk_records.map(|n| vec![n]),
+            blocks,
+            layout_version,
+            statistics,
             threads,
         )?;
+        let mut opts =
+            chunked::record_options(RecordOptions::new().record_dims(record_dims), &packing)?;
         if let Some(p) = params_json {
             let params: serde_json::Value =
                 serde_json::from_str(p).map_err(|e| ra_err(format!("params are not JSON: {e}")))?;
@@ -365,7 +399,8 @@ impl ArrayWriter {
     /// file must then be chunked with those settings); a chunked file's blocks are compressed
     /// on `threads` threads (0: all cores).
     #[new]
-    #[pyo3(signature = (path, descr_json=None, dims=None, codec=None, chunks=None, level=None, shuffle=None, threads=0))]
+    #[pyo3(signature = (path, descr_json=None, dims=None, codec=None, chunks=None, level=None, shuffle=None, threads=0,
+                        filters=None, blocks=None, layout_version=None, statistics=None))]
     #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
@@ -377,9 +412,23 @@ impl ArrayWriter {
         level: Option<i32>,
         shuffle: Option<&str>,
         threads: usize,
+        filters: Option<Bound<'_, PyAny>>,
+        blocks: Option<Vec<u64>>,
+        layout_version: Option<u32>,
+        statistics: Option<bool>,
     ) -> PyResult<ArrayWriter> {
-        let (opts, chunked) =
-            chunked::write_options(false, codec, chunks, level, shuffle, threads)?;
+        let packing = chunked::Packing::new(
+            codec,
+            level,
+            shuffle,
+            filters.as_ref(),
+            chunks,
+            blocks,
+            layout_version,
+            statistics,
+            threads,
+        )?;
+        let (opts, chunked) = chunked::write_options(false, &packing)?;
         if opts.is_compressed() {
             return Err(ra_err(
                 "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \

@@ -147,11 +147,113 @@ def encode_by_hand(arr, chunk, codec, filt, level=3, block_bytes=None, raw_chunk
     return header + section
 
 
+def undo_delta(b, width, big):
+    """doc/chunked.md 5.2's delta undone: a running sum of the scalars (as unsigned integers of
+    their width, wrapping)."""
+    u = np.dtype(f"{'>' if big else '<'}u{width}")
+    return np.cumsum(np.frombuffer(b, u), dtype=u).tobytes()
+
+
+def undo_bytedelta(b, w):
+    """Blosc2's bytedelta undone: a running sum mod 256 within each of the ``w`` streams."""
+    k = len(b) // w
+    out = bytearray(b)
+    for j in range(w):
+        out[j * k:(j + 1) * k] = np.cumsum(np.frombuffer(b[j * k:(j + 1) * k], np.uint8),
+                                           dtype=np.uint8).tobytes()
+    return bytes(out)
+
+
+def decode_v2_by_hand(h, s):
+    """decode_by_hand for a RACHUNK2 section (doc/chunked.md 5.1 to 5.5): entries with their
+    own CRC, a filter pipeline undone in reverse, n-d blocks numbered column-major."""
+    dims, elbyte, big = h["dims"], h["elbyte"], bool(h["flags"] & 1)
+    codec, level, nf, features, s0, nd = struct.unpack_from("<IiIIQQ", s, 8)
+    chunk = list(struct.unpack_from(f"<{nd}Q", s, 40))
+    block = list(struct.unpack_from(f"<{nd}Q", s, 40 + 8 * nd))
+    filters = [struct.unpack_from("<II", s, 40 + 16 * nd + 8 * i) for i in range(nf)]
+    at = 40 + 16 * nd + 8 * nf
+    (nstats,) = struct.unpack_from("<I", s, at)
+    fields = [struct.unpack_from("<IIHHI", s, at + 8 + 16 * i) for i in range(nstats)]
+    p = 48 + 16 * nd + 8 * nf + 16 * nstats
+    assert struct.unpack_from("<I", s, p)[0] == zlib.crc32(s[:p])
+    slots = [struct.unpack_from("<Q", s, p + 8 + 16 * g)[0] for g in range(SEGMENTS)]
+    # Entry bytes: 32, then per statistics field 8 + round8(2 m) (m 0 for complex).
+    entry_len = 32 + sum(8 + -(-2 * (0 if et == 4 else width) // 8) * 8
+                         for _, _, et, width, _ in fields)
+    count = int(np.prod(grid_counts(dims, chunk))) if dims else 1
+    full = np.zeros(tuple(reversed(dims)) + (elbyte,), np.uint8)
+    entries = []
+    for c in range(count):
+        g, first, cap = 0, 0, s0
+        while c >= first + cap:
+            g += 1
+            first, cap = s0 << (g - 1), s0 << (g - 1)
+        e = slots[g] + entry_len * (c - first)
+        off, ln, ecrc, eflags, entry_crc = struct.unpack_from("<QQIII", s, e)
+        entries.append((off, ln))
+        if ln == 0:
+            continue
+        assert entry_crc == zlib.crc32(s[e:e + 24] + struct.pack("<Q", c)), c
+        idx = chunk_slices(c, dims, chunk)
+        extent = [sl.stop - sl.start for sl in reversed(idx)]          # the file's order
+        stored = s[off:off + ln]
+        assert zlib.crc32(stored) == ecrc, c
+        if eflags & 1:
+            full[idx] = np.frombuffer(stored, np.uint8).reshape(
+                tuple(reversed(extent)) + (elbyte,))
+            continue
+        counts = [-(-x // b) for x, b in zip(extent, block)]
+        nb = int(np.prod(counts))
+        payload, prev = stored[12 * nb:], 0
+        out = np.zeros(tuple(reversed(extent)) + (elbyte,), np.uint8)
+        for b in range(nb):
+            coords, rest = [], b
+            for n in counts:                                             # dim 0 fastest
+                coords.append(rest % n)
+                rest //= n
+            lo = [i * w for i, w in zip(coords, block)]
+            hi = [min(l + w, x) for l, w, x in zip(lo, block, extent)]
+            clip = [y - x for x, y in zip(lo, hi)]
+            want = int(np.prod(clip)) * elbyte
+            end, bcrc = struct.unpack_from("<QI", stored, 12 * b)
+            blk = payload[prev:end]
+            prev = end
+            assert zlib.crc32(blk) == bcrc, (c, b)
+            if codec == 1:
+                blk = lz4.block.decompress(blk, uncompressed_size=want)
+            elif codec == 2:
+                blk = zstandard.ZstdDecompressor().decompress(blk, max_output_size=want)
+            elif codec == 3:
+                from pcodec import standalone
+                blk = standalone.simple_decompress(blk).tobytes()
+            assert len(blk) == want, (c, b)
+            for fid, _param in reversed(filters):
+                if fid == 1:
+                    blk = unshuffle(blk, elbyte)
+                elif fid == 2:
+                    blk = unbitshuffle(blk, elbyte)
+                elif fid == 3:
+                    blk = undo_delta(blk, elbyte // 2 if h["eltype"] == 4 else elbyte, big)
+                elif fid == 4:
+                    blk = undo_bytedelta(blk, elbyte)
+            region = tuple(slice(x, y) for x, y in zip(reversed(lo), reversed(hi)))
+            out[region] = np.frombuffer(blk, np.uint8).reshape(tuple(reversed(clip)) + (elbyte,))
+        full[idx] = out
+    shorthand = {(): 0, ((1, 0),): 1, ((2, 0),): 2}.get(tuple(filters))
+    config = dict(filter=shorthand, filters=filters, codec=codec, level=level, chunk=chunk,
+                  block=block, block_bytes=int(np.prod(block)) * elbyte, version=2)
+    return full.tobytes(), config, entries
+
+
 def decode_by_hand(raw_file):
     """(the plain data section in the file's byte order, config dict, index entries) of a
-    chunked file's bytes, decoded with the reference codecs."""
+    chunked file's bytes, decoded with the reference codecs: RACHUNK1 (doc/chunked.md 6) or
+    RACHUNK2 (5)."""
     h, s, _ = parse_by_hand(raw_file)
-    assert h["flags"] & 4 and s[:8] == b"RACHUNK1"
+    assert h["flags"] & 4 and s[:8] in (b"RACHUNK1", b"RACHUNK2"), s[:8]
+    if s[:8] == b"RACHUNK2":
+        return decode_v2_by_hand(h, s)
     dims, elbyte = h["dims"], h["elbyte"]
     filt, codec, level, _ = struct.unpack_from("<IIiI", s, 8)
     block_bytes, s0, nd = struct.unpack_from("<QQQ", s, 24)
@@ -194,7 +296,8 @@ def decode_by_hand(raw_file):
                 raw += unshuffle(blk, elbyte) if filt == 1 else unbitshuffle(blk, elbyte) if filt == 2 else blk
                 prev = end
         full[idx] = np.frombuffer(raw, np.uint8).reshape(tuple(shape) + (elbyte,))
-    config = dict(filter=filt, codec=codec, level=level, block_bytes=block_bytes, chunk=chunk)
+    config = dict(filter=filt, codec=codec, level=level, block_bytes=block_bytes, chunk=chunk,
+                  version=1)
     return full.tobytes(), config, entries
 
 
@@ -225,7 +328,9 @@ def test_numpy_reads_the_same_values_as_from_the_uncompressed_file(tmp, dtype, c
     for kind in CHUNK_SHAPES:
         chunks = numpy_chunks(kind, a.shape)
         path = tmp / f"c_{kind}.ra"
-        rawarray.write(path, a, chunks=chunks, codec=codec, shuffle=shuffle_name, level=1)
+        # Only codecs with levels take one (the library refuses the others' level).
+        rawarray.write(path, a, chunks=chunks, codec=codec, shuffle=shuffle_name,
+                       level=1 if codec == "zstd" else None)
         got = rawarray.read(path)
         assert_same(got, plain, kind)
         assert_same(got, a, kind)
@@ -294,8 +399,10 @@ def test_chunks_are_in_numpys_axis_order_and_compression_describes_the_file(tmp)
     with rawarray.open(tmp / "c.ra") as f:
         assert f.chunks == (2, 5, 20)
         h = parse_by_hand((tmp / "c.ra").read_bytes())[0]
-        assert f.compression == {"codec": "zstd", "level": 5, "shuffle": "bit",
-                                 "chunks": (2, 5, 20), "ratio": a.nbytes / h["size"]}
+        c = f.compression
+        assert {k: c[k] for k in ("codec", "level", "shuffle", "filters", "chunks", "ratio")} == {
+            "codec": "zstd", "level": 5, "shuffle": "bit", "filters": ["bitshuffle"],
+            "chunks": (2, 5, 20), "ratio": a.nbytes / h["size"]}
         assert f.header["compressed"] and f.header["flags"] == 4
     # order="F" stores the shape as the dims: the chunks follow the array as given.
     rawarray.write(tmp / "f.ra", a, order="F", chunks=(2, 5, 20), codec="lz4")
@@ -336,10 +443,10 @@ def test_threads_change_nothing_in_the_file(tmp):
 @pytest.mark.parametrize("kw, words", [
     (dict(compress=True, codec="zstd"), "choose one"),
     (dict(compress=True, chunks=(2, 2)), "choose one"),
-    (dict(codec="gzip"), "codec: expected one of none, lz4, zstd, lz4-whole, found \"gzip\""),
+    (dict(codec="gzip"), "codec: expected one of none, lz4, zstd, pco, lz4-whole, found \"gzip\""),
     (dict(shuffle="bytes"), "shuffle: expected one of none, byte, bit, found \"bytes\""),
-    (dict(level=99), "zstd level"),
-    (dict(chunks=(2,)), "chunk shape"),
+    (dict(level=99), "level 99 for codec zstd: it takes -7 ..= 22"),
+    (dict(chunks=(2,)), "chunks (2,): expected 2 axes, found 1"),
     (dict(chunks=(2, 0)), "at least 1"),
     (dict(chunks=(2, -1)), "at least 1"),
 ])

@@ -467,12 +467,14 @@ def test_the_api_names_are_exported():
         assert name in rawarray.__all__ and repr(getattr(rawarray, name)).startswith(f"<class 'rawarray.{name}'")
 
 
+@pytest.mark.parametrize("version", [1, 2])
 @pytest.mark.parametrize("codec, filt", [("zstd", "byte"), ("lz4", "bit"), ("none", "none")])
-def test_compressed_values_keep_plain_offsets_and_round_trip(tmp, codec, filt):
+def test_compressed_values_keep_plain_offsets_and_round_trip(tmp, codec, filt, version):
     rng = np.random.default_rng(7)
     rows = [np.round(rng.standard_normal(int(k)), 1).astype("<f4") for k in rng.integers(0, 40, 300)]
     offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype("<u8")
-    rawarray.write(tmp / "z.ra", rows, codec=codec, shuffle=filt, chunks=1000, threads=2)
+    rawarray.write(tmp / "z.ra", rows, codec=codec, shuffle=filt, chunks=1000, threads=2,
+                   layout_version=version)
     raw = (tmp / "z.ra").read_bytes()
     # doc/format.md 10.2, by hand: flags 12, dims [m, n], then slots, the plain offsets, and a
     # chunked section of the values (its config names the codec and filter).
@@ -483,10 +485,21 @@ def test_compressed_values_keep_plain_offsets_and_round_trip(tmp, codec, filt):
     assert slots == len(rows) + 1
     assert np.array_equal(np.frombuffer(raw, "<u8", len(offsets), 72), offsets)
     section = 72 + 8 * slots
-    assert raw[section:section + 8] == b"RACHUNK1"
-    assert struct.unpack_from("<II", raw, section + 8) == ({"none": 0, "byte": 1, "bit": 2}[filt],
-                                                           {"none": 0, "lz4": 1, "zstd": 2}[codec])
-    chunk_dims = struct.unpack_from("<Q", raw, section + 48)
+    codec_id = {"none": 0, "lz4": 1, "zstd": 2}[codec]
+    if version == 1:
+        # doc/chunked.md 6.1: filter id, codec id, ..., the chunk shape at 48.
+        assert raw[section:section + 8] == b"RACHUNK1"
+        assert struct.unpack_from("<II", raw, section + 8) == (
+            {"none": 0, "byte": 1, "bit": 2}[filt], codec_id)
+        chunk_dims = struct.unpack_from("<Q", raw, section + 48)
+    else:
+        # doc/chunked.md 5.1: codec id, level, filter count, ..., the chunk shape at 40, the
+        # block shape, then the filters (id, parameter).
+        assert raw[section:section + 8] == b"RACHUNK2"
+        (got_codec, _level, nf) = struct.unpack_from("<IiI", raw, section + 8)
+        filters = [struct.unpack_from("<II", raw, section + 56 + 8 * i)[0] for i in range(nf)]
+        assert (got_codec, filters) == (codec_id, {"none": [], "byte": [1], "bit": [2]}[filt])
+        chunk_dims = struct.unpack_from("<Q", raw, section + 40)
     assert chunk_dims == (1000,)
     if codec != "none":
         assert len(raw) < 72 + offsets.nbytes + 4 * int(offsets[-1])   # smaller than plain values

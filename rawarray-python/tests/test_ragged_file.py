@@ -34,8 +34,8 @@ def test_plain_values_have_no_compression(tmp, mmap):
     assert rawarray.open(tmp / "a.ra").compression is None
 
 
-@pytest.mark.parametrize("codec, shuffle, level", [("zstd", "byte", 7), ("lz4", "bit", 1),
-                                                   ("none", "none", 0)])
+@pytest.mark.parametrize("codec, shuffle, level", [("zstd", "byte", 7), ("lz4", "bit", None),
+                                                   ("none", "none", None)])
 @pytest.mark.parametrize("value_shape", [(), (3,)])
 def test_compression_is_files_answer_for_the_values(tmp, codec, shuffle, level, value_shape):
     data = rows(value_shape=value_shape)
@@ -56,7 +56,10 @@ def test_compression_is_files_answer_for_the_values(tmp, codec, shuffle, level, 
     for mmap in (True, False):
         with rawarray.open(path, mmap=mmap) as f:
             c = f.compression
-            assert set(c) == set(want) == {"codec", "level", "shuffle", "chunks", "ratio"}
+            assert set(c) == set(want) == {"codec", "level", "filters", "shuffle", "chunks",
+                                           "blocks", "block_bytes", "layout_version",
+                                           "statistics", "rounded_to", "ratio"}
+            assert (c["filters"], c["layout_version"]) == (want["filters"], 2)
             assert (c["codec"], c["shuffle"], c["chunks"]) == (codec, shuffle, (500,) + value_shape)
             assert c["level"] == want["level"]
             assert c["ratio"] == pytest.approx(values.nbytes / stored)

@@ -118,6 +118,10 @@ def write(
     shuffle: str | None = None,
     threads: int | None = None,
     storage_options: dict[str, Any] | None = None,
+    filters: Sequence[str | tuple[str, int]] | None = None,
+    blocks: Sequence[int] | int | None = None,
+    layout_version: int | None = None,
+    statistics: bool | None = None,
 ) -> None:
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
     over ``path``: a failed write leaves the old file as it was).
@@ -146,13 +150,28 @@ def write(
     in the trailer (keys ``dim_names`` and ``coords``, doc/format.md section 6.5), and
     :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
 
-    Compression (doc/chunked.md): any of ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``),
-    ``chunks``, ``level`` and ``shuffle`` (``"byte"``, ``"bit"``, ``"none"``) writes the chunked
-    layout, by default zstd level 3 after a byte shuffle in chunks of about 1 MiB. ``chunks``
-    is in numpy's axis order, like every shape this package shows (each at least 1; it may
-    exceed its axis). The chunks are compressed on ``threads`` threads (default: all cores),
-    the GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole
-    data section as one LZ4 block, the format the C reference reads; both at once is an error.
+    Compression (doc/chunked.md): any of ``codec``, ``level``, ``filters``, ``shuffle``,
+    ``chunks``, ``blocks``, ``layout_version`` and ``statistics`` writes the chunked layout, by
+    default zstd level 3 after a byte shuffle, in chunks of about 1 MiB cut in n-d blocks, with
+    per-chunk statistics, layout version 2. ``codec`` is a codec of the library's table
+    (doc/chunked.md 5.3; ``"pco"`` for numbers; a wrong name's message lists them).
+    ``filters`` is the codec pipeline, applied in order before the codec: each a filter of the
+    library's table (doc/chunked.md 5.2) by name, or a ``(name, param)`` tuple, such as
+    ``[("bitround", 10), "shuffle", "bytedelta"]``. ``bitround`` is lossy (floats keep that
+    many mantissa bits), is applied only when named, and :attr:`File.compression` says so.
+    ``shuffle`` (``"byte"``, ``"bit"``, ``"none"``) is the one-filter shorthand of it.
+    ``chunks`` and ``blocks`` are in numpy's axis order, like every shape this package shows
+    (each at least 1; a chunk may exceed its axis, a block is at most its chunk): a read
+    decodes only the blocks it crosses. ``layout_version=1`` writes ``RACHUNK1`` for readers of
+    older releases (one shuffle at most, codecs none, lz4 and zstd, no blocks, no statistics);
+    ``statistics=False`` leaves out the per-chunk min/max that ``filters=`` of readers use to
+    skip chunks. The chunks are compressed on ``threads`` threads (default: all cores), the
+    GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole data
+    section as one LZ4 block, the format the C reference reads; both at once is an error.
+
+    Note the two ``filters=``: on writers it is this codec pipeline (as in Blosc2 and zarr), on
+    readers (:func:`read`, :meth:`File.to_arrow`) row predicates (as in pyarrow); each refuses
+    the other's form.
 
     A table (a ``pyarrow.Table`` or ``RecordBatchReader``, a pandas ``DataFrame`` without its
     index, anything with ``__arrow_c_stream__`` such as a polars ``DataFrame``) is written as a
@@ -162,19 +181,23 @@ def write(
     and its type, before anything is written. Only ``params`` applies to a table.
 
     >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), codec="zstd", level=3, shuffle="byte")   # doctest: +SKIP
+    >>> rawarray.write("field.ra", field, chunks=(64, 64, 64), blocks=(16, 16, 64),
+    ...                filters=[("bitround", 10), "shuffle", "bytedelta"], codec="zstd")   # doctest: +SKIP
 
     A :class:`Ragged`, a list of arrays of unequal lengths, or a list (or 1-d array) of ``str``
     or of ``bytes`` is written as a ragged file (doc/format.md, section 10; text as UTF-8,
     marked as text); its trailer holds the values' schema only, so ``params``, ``dim_names``,
-    ``coords``, ``compress`` and ``order="F"`` are refused for it. ``codec``, ``level``,
-    ``shuffle`` and ``threads`` compress its values as they do an array's (section 10.2: the
-    offsets stay plain, so a row still reads alone); ``chunks`` is then the values per chunk,
-    an int.
+    ``coords``, ``compress`` and ``order="F"`` are refused for it. The compression keywords
+    compress its values as they do an array's (section 10.2: the offsets stay plain, so a row
+    still reads alone); ``chunks`` and ``blocks`` are then the values per chunk and per block,
+    ints.
     """
     # An opened .ra file has an Arrow stream too, but is written as the array it holds.
     if _arrow.is_table(array) and not isinstance(array, (File, RaggedFile)):
         given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
-                 "codec": codec, "level": level, "shuffle": shuffle, "threads": threads}
+                 "codec": codec, "level": level, "shuffle": shuffle, "threads": threads,
+                 "filters": filters, "blocks": blocks, "layout_version": layout_version,
+                 "statistics": statistics}
         unused = [k for k, v in given.items() if v not in (None, False)] + (
             ["order"] if order != "C" else [])
         if unused:
@@ -196,9 +219,11 @@ def write(
         if _is_url(path):
             raise RaError(f"{path}: a ragged file is written to a local file; upload it from there")
         ragged._write(path, codec=codec, level=level, shuffle=shuffle, chunks=chunks,
-                      threads=threads)
+                      threads=threads, filters=filters, blocks=blocks,
+                      layout_version=layout_version, statistics=statistics)
         return
     arr = np.asarray(array)
+    arr_shape = arr.shape
     _check_storable(arr.dtype)
     extra = _dims_and_coords(arr.shape, dim_names, coords)
     if order == "C":
@@ -215,9 +240,11 @@ def write(
     data = arr.reshape(-1).view(np.uint8) if arr.size else np.zeros(0, np.uint8)
     with in_numpy_order(len(dims), reverse=order == "C"):
         _write(os.fspath(path), _descr_json(arr.dtype), dims, data, params_json, compress,
-               json.dumps(extra) if extra else None, codec, file_chunks(chunks, order),
+               json.dumps(extra) if extra else None, codec, file_chunks(chunks, order, "chunks",
+                                                                        arr_shape),
                level, shuffle, 0 if threads is None else int(threads),
-               _storage_options(storage_options))
+               _storage_options(storage_options), filters,
+               file_chunks(blocks, order, "blocks", arr_shape), layout_version, statistics)
 
 
 def _dims_and_coords(

@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import operator
 import re
-from typing import Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from ._rawarray import RaError
 
@@ -78,18 +78,57 @@ def reraise_in_numpy_order(e: Exception, ndim: int, reverse: bool = True) -> Non
     raise type(e)(again) from None
 
 
-def file_chunks(chunks: Sequence[int] | None, order: str) -> list[int] | None:
-    """A chunk shape given in numpy's axis order, in the file's dim order (as the dims are
-    stored for ``order``); the library checks its length and sizes (and its messages come back
-    through :func:`in_numpy_order`)."""
+def file_chunks(chunks: Sequence[int] | None, order: str, what: str = "chunks",
+                shape: tuple[int, ...] | None = None) -> list[int] | None:
+    """A chunk (or block, ``what="blocks"``) shape given in numpy's axis order, in the file's
+    dim order (as the dims are stored for ``order``). Its length is checked here against the
+    array's ``shape`` when given (a message in numpy's order: the library's would show the
+    sizes reversed); the library checks the rest (and its messages come back through
+    :func:`in_numpy_order`)."""
     if chunks is None:
         return None
+    if hasattr(chunks, "__index__"):
+        raise RaError(f"{what}: expected a shape in numpy's axis order (a tuple, one size per "
+                      f"axis), found the int {chunks!r}")
     sizes = [operator.index(c) for c in chunks]
+    if shape is not None and len(sizes) != len(shape):
+        raise RaError(f"{what} {tuple(sizes)}: expected {len(shape)} axes, found {len(sizes)} "
+                      f"(one size per axis of shape {tuple(shape)})")
     for axis, c in enumerate(sizes):
         if c < 1:
             raise RaError(
-                f"chunks {tuple(sizes)}: axis {axis} is {c}, and a chunk is at least 1 along "
-                "every axis: give each axis its chunk size (a size larger than the axis, or "
-                "the axis' length, makes one chunk along it)"
+                f"{what} {tuple(sizes)}: axis {axis} is {c}, and a {what[:-1]} is at least 1 "
+                f"along every axis: give each axis its {what[:-1]} size"
+                + (" (a size larger than the axis, or the axis' length, makes one chunk along "
+                   "it)" if what == "chunks" else " (at most its chunk's)")
             )
     return list(reversed(sizes)) if order == "C" else sizes
+
+
+#: The keys of ``File.compression`` (and ``RaggedFile.compression``), in the order shown.
+COMPRESSION_KEYS = ("codec", "level", "filters", "shuffle", "chunks", "blocks", "block_bytes",
+                    "layout_version", "statistics", "rounded_to", "ratio")
+
+
+def compression_of(settings: dict[str, Any], marked: int | None,
+                   ratio: float | None) -> dict[str, Any]:
+    """A chunked section's settings as the library read them (dims in the file's order) as
+    ``File.compression`` shows them: shapes in numpy's order, each filter as :func:`write`
+    takes it (a name, or ``(name, param)``), and ``rounded_to`` the fewest mantissa bits kept
+    by the pipeline's lossy filter or said by the trailer's lossy mark (``marked``)."""
+    bits = [b for b in (settings["rounded_to"], marked) if b is not None]
+    blocks = settings["blocks"]
+    return {
+        "codec": settings["codec"],
+        "level": settings["level"],
+        "filters": [name if param is None else (name, param)
+                    for name, param in settings["filters"]],
+        "shuffle": settings["shuffle"],
+        "chunks": tuple(reversed(settings["chunk"])),
+        "blocks": None if blocks is None else tuple(reversed(blocks)),
+        "block_bytes": settings["block_bytes"],
+        "layout_version": settings["layout_version"],
+        "statistics": settings["statistics"],
+        "rounded_to": min(bits) if bits else None,
+        "ratio": ratio,
+    }

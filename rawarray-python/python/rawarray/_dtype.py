@@ -5,6 +5,8 @@ store one, with what numpy has and ``.ra`` cannot keep refused by name."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 import warnings
 from typing import Any
 
@@ -16,7 +18,11 @@ from ._rawarray import storable_dtypes as _storable
 
 class RaWarning(UserWarning):
     """Data read with less meaning than the file intends (raw bits of bfloat16 without
-    ml_dtypes, records whose schema is damaged)."""
+    ml_dtypes, records whose schema is damaged), or that may not be the data: a ``RACHUNK1``
+    chunk whose index entry points past the committed size reads as zeros, as the format
+    says of a chunk a writer has not committed yet, but a damaged entry looks the same (the
+    message names the chunk; ``ra verify`` checks the file). ``warnings.simplefilter("error",
+    rawarray.RaWarning)`` makes these errors."""
 
 
 def _dtype_from_json(descr: Any) -> np.dtype:
@@ -177,3 +183,16 @@ def _little_endian(dtype: np.dtype) -> np.dtype:
     if dtype.kind == "V" and dtype.fields is None or dtype.name == "bfloat16":
         return dtype
     return dtype.newbyteorder("<")
+
+
+def _user_stacklevel() -> int:
+    """The ``stacklevel`` at which a warning issued by the caller of this function points at
+    the first frame outside the package: the user's line, however deep in the package the
+    warning was raised."""
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame = sys._getframe(1)
+    level = 1
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(package):
+        frame = frame.f_back
+        level += 1
+    return level

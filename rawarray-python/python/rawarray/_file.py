@@ -7,6 +7,7 @@ import json
 import os
 import re
 import types
+import warnings
 from typing import Any
 
 import numpy as np
@@ -15,8 +16,8 @@ from ._rawarray import Buffer, RaError, RawFile
 from ._rawarray import chunk_config as _chunk_config
 from ._rawarray import read_chunked_into as _read_chunked_into
 from ._indexing import read_key
-from ._axes import reraise_in_numpy_order
-from ._dtype import _bool_views, _checked_bools, _element_dtype
+from ._axes import COMPRESSION_KEYS, compression_of, numpy_order, reraise_in_numpy_order
+from ._dtype import RaWarning, _bool_views, _checked_bools, _element_dtype, _user_stacklevel
 from ._ragged import is_ragged
 from . import _arrow
 
@@ -76,7 +77,7 @@ def _where(path: str) -> str:
 # What a closed File keeps of its RawFile (every getter that reads no byte of the file).
 _METADATA = ("eltype", "elbyte", "dims", "flags", "size", "num_elements", "header_len",
              "type_label", "params_json", "schema_json", "extra_json", "trailer_error",
-             "big_endian_records", "file_len")
+             "big_endian_records", "file_len", "rounded_to")
 
 
 class File:
@@ -110,7 +111,7 @@ class File:
     """
 
     def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True,
-                 storage_options: dict[str, Any] | None = None) -> None:
+                 storage_options: dict[str, Any] | None = None, _warn: bool = True) -> None:
         self.path = path if _is_url(path) else os.fspath(path)
         self._mmap = mmap
         self._storage_options = storage_options
@@ -122,6 +123,12 @@ class File:
                               "rawarray.open gives a rawarray.RaggedFile, rawarray.read a "
                               "rawarray.Ragged") from None
             raise
+        if _warn:
+            # What the library noticed at open (a RACHUNK1 index entry past the committed
+            # size, which reads as zeros, and why that may be damage), each naming its chunk.
+            for message in getattr(self._raw, "warnings", ()):
+                warnings.warn(numpy_order(message, len(self._raw.dims)), RaWarning,
+                              stacklevel=_user_stacklevel())
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self._bools_checked = False
@@ -134,7 +141,8 @@ class File:
         self._is_plain = not (self._raw.flags & 7) and not _is_url(self.path)
         self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
                             else self._dtype)
-        self._np_chunks = None if self._chunking is None else tuple(reversed(self._chunking[3]))
+        self._np_chunks = (None if self._chunking is None
+                           else tuple(reversed(self._chunking["chunk"])))
         # The reads of this File's Arrow streams (each opens the file itself).
         self._arrow_reads = _arrow.IoCounter()
         self.closed = False
@@ -148,21 +156,27 @@ class File:
 
     @property
     def compression(self) -> dict[str, Any] | None:
-        """How the data is stored, or None for plain data: ``{"codec", "level", "shuffle",
-        "chunks", "ratio"}``, with ``codec`` ``"zstd"``, ``"lz4"`` or ``"none"`` for a chunked
-        file (``chunks`` in numpy's order) and ``"lz4-whole"`` for the whole-section LZ4 block
-        (``level``, ``shuffle`` and ``chunks`` None), as ``ra info`` names them; ``ratio`` is
-        the plain data bytes over the bytes stored."""
+        """How the data is stored, or None for plain data. For a chunked file, a dict:
+        ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``, ``"pco"``) and ``level``; ``filters``,
+        the pipeline in the order it was applied, as :func:`write` takes it (each a name or a
+        ``(name, param)`` tuple: ``[("bitround", 10), "shuffle", "bytedelta"]``); ``shuffle``,
+        its one-filter shorthand (``"byte"``, ``"bit"``, ``"none"``, or None when the pipeline
+        is not one); ``chunks`` and ``blocks`` in numpy's order (``blocks`` None for
+        ``RACHUNK1``'s byte runs) and ``block_bytes``, the raw bytes of a block;
+        ``layout_version`` (1 or 2) and ``statistics`` (whether chunks carry min/max);
+        ``rounded_to``, the mantissa bits a lossy filter kept (from the trailer's mark, which
+        every rewrite keeps, or the pipeline), None when the data were not rounded; and
+        ``ratio``, the plain data bytes over the bytes stored. The whole-section LZ4 block is
+        ``{"codec": "lz4-whole", "ratio": ...}`` with every other key None, as ``ra info``
+        names it."""
         r = self._raw
         plain = r.num_elements * r.elbyte
         ratio = plain / r.size if r.size else None
         if self._chunking is not None:
-            codec, level, shuffle, _, _ = self._chunking
-            return {"codec": codec, "level": level, "shuffle": shuffle, "chunks": self.chunks,
-                    "ratio": ratio}
+            return compression_of(self._chunking, r.rounded_to, ratio)
         if r.flags & 2:
-            return {"codec": "lz4-whole", "level": None, "shuffle": None, "chunks": None,
-                    "ratio": ratio}
+            return {**dict.fromkeys(COMPRESSION_KEYS), "codec": "lz4-whole",
+                    "rounded_to": r.rounded_to, "ratio": ratio}
         return None
 
     def to_dask(self, chunks: Any = None) -> Any:

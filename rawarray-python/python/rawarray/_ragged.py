@@ -8,6 +8,7 @@ library's."""
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Iterator
 
 import numpy as np
@@ -16,10 +17,10 @@ from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
-from ._axes import in_numpy_order
+from ._axes import compression_of, in_numpy_order, numpy_order
 from . import _arrow
-from ._dtype import (_check_storable, _checked_bools, _descr_json, _element_dtype,
-                     _little_endian)
+from ._dtype import (RaWarning, _check_storable, _checked_bools, _descr_json, _element_dtype,
+                     _little_endian, _user_stacklevel)
 
 _BYTES = (bytes, bytearray, memoryview)
 # RaggedFile.compression before its one read of the values' config.
@@ -149,20 +150,24 @@ class Ragged:
 
     def _write(self, path: str | os.PathLike[str], codec: str | None = None,
                level: int | None = None, shuffle: str | None = None,
-               chunks: int | None = None, threads: int | None = None) -> None:
+               chunks: int | None = None, threads: int | None = None, filters: Any = None,
+               blocks: int | None = None, layout_version: int | None = None,
+               statistics: bool | None = None) -> None:
         """Writes the file; any of the codec keywords compresses the values (see ``write``)."""
         values = np.ascontiguousarray(self._values, dtype=_little_endian(self._values.dtype))
         value_dims = list(reversed(values.shape[1:]))
         data = values.reshape(-1).view(np.uint8) if values.size else np.zeros(0, np.uint8)
-        if chunks is not None and (isinstance(chunks, bool) or not isinstance(chunks, (int, np.integer))
-                                   or chunks < 1):
-            raise RaError(f"chunks: a ragged file's values are chunked by count: expected an int "
-                          f"of at least 1 (values per chunk), found {chunks!r}")
+        for what, n in (("chunks", chunks), ("blocks", blocks)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))
+                                  or n < 1):
+                raise RaError(f"{what}: a ragged file's values are cut by count: expected an "
+                              f"int of at least 1 (values per {what[:-1]}), found {n!r}")
         with in_numpy_order(values.ndim):
             _write_ragged(os.fspath(path), _descr_json(values.dtype), value_dims,
                           np.ascontiguousarray(self._offsets, dtype="<u8").view(np.uint8), data,
                           self._text, codec, level, shuffle, None if chunks is None else int(chunks),
-                          0 if threads is None else int(threads))
+                          0 if threads is None else int(threads), filters,
+                          None if blocks is None else int(blocks), layout_version, statistics)
 
 
 def _row_index(k: Any, n: int) -> int:
@@ -236,6 +241,10 @@ class RaggedFile:
     def __init__(self, path: str | os.PathLike[str], *, mmap: bool = True) -> None:
         self.path = os.fspath(path)
         self._raw = _RaggedFile(self.path, mmap)
+        # As File warns: a RACHUNK1 entry of the values past the committed size reads as zeros.
+        for message in self._raw.warnings:
+            warnings.warn(numpy_order(message, len(self._raw.value_dims) + 1), RaWarning,
+                          stacklevel=_user_stacklevel())
         self.dtype = _element_dtype(self._raw) if not self._raw.is_text else np.dtype(np.uint8)
         self.value_shape = tuple(reversed(self._raw.value_dims))
         #: Whether the rows are UTF-8 text (``f[k]`` is a ``str``).
@@ -256,20 +265,18 @@ class RaggedFile:
     @property
     def compression(self) -> dict[str, Any] | None:
         """How the values are stored, as :attr:`rawarray.File.compression` says it: None for
-        plain values, else ``{"codec", "level", "shuffle", "chunks", "ratio"}``, ``chunks``
-        the values' chunk shape in numpy's order (values per chunk, then the value shape) and
-        ``ratio`` the values' plain bytes over their bytes stored (the offsets are stored
-        plain)."""
+        plain values, else the same keys, ``chunks`` and ``blocks`` the values' shapes in
+        numpy's order (values per chunk or block, then the value shape) and ``ratio`` the
+        values' plain bytes over their bytes stored (the offsets are stored plain)."""
         if self._compression is _UNREAD:
             self._check_open()
             config = self._raw.chunk_config()
             if config is None:
                 self._compression = None
             else:
-                (codec, level, shuffle, chunk, _), plain, stored = config
-                self._compression = {"codec": codec, "level": level, "shuffle": shuffle,
-                                     "chunks": tuple(reversed(chunk)),
-                                     "ratio": plain / stored if stored else None}
+                settings, plain, stored = config
+                self._compression = compression_of(settings, self._raw.rounded_to,
+                                                   plain / stored if stored else None)
         return None if self._compression is None else dict(self._compression)
 
     def longest_row(self) -> int:

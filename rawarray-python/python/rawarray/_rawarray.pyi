@@ -1,7 +1,24 @@
 """Type stubs for the Rust half of the package (rawarray._rawarray)."""
 
 from os import PathLike
-from typing import Any
+from typing import Any, Sequence, TypedDict
+
+#: A writer's codec pipeline: each filter a name or a (name, param) tuple, in order.
+Filters = Sequence[str | tuple[str, int]]
+
+class ChunkSettings(TypedDict):
+    """A chunked section's settings as the library read them (dims in the file's order)."""
+
+    codec: str
+    level: int
+    shuffle: str | None
+    filters: list[tuple[str, int | None]]
+    chunk: list[int]
+    blocks: list[int] | None
+    block_bytes: int
+    layout_version: int
+    statistics: bool
+    rounded_to: int | None
 
 class RaError(ValueError):
     """A file that is not a valid .ra file, or a value that cannot be stored in one."""
@@ -55,6 +72,13 @@ class RawFile:
     def read_block(self, ranges: list[tuple[int, int]]) -> Buffer: ...
     @property
     def extra_json(self) -> str | None: ...
+    @property
+    def rounded_to(self) -> int | None:
+        """The mantissa bits the trailer's lossy mark says the data were rounded to."""
+    @property
+    def warnings(self) -> list[str]:
+        """What the library noticed at open that a user must hear of (a RACHUNK1 index entry
+        past the committed size), one message each, naming the chunk in file order."""
     def io_stats(self) -> tuple[int, int]: ...
     def stats(self, per_chunk: bool) -> dict[str, Any] | None: ...
     def select(self, filters: object) -> Buffer: ...
@@ -73,6 +97,10 @@ def write(
     shuffle: str | None = None,
     threads: int = 0,
     storage_options: dict[str, str] | None = None,
+    filters: Filters | None = None,
+    blocks: list[int] | None = None,
+    layout_version: int | None = None,
+    statistics: bool | None = None,
 ) -> None: ...
 
 def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
@@ -81,8 +109,8 @@ def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
 def storable_dtypes() -> list[str]:
     """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
 
-def chunk_config(raw: RawFile) -> tuple[str, int, str, list[int], int] | None:
-    """(codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file."""
+def chunk_config(raw: RawFile) -> ChunkSettings | None:
+    """The settings of a chunked file, None for any other."""
 
 def read_chunked_into(raw: RawFile, out: memoryview) -> None:
     """Decodes a chunked file's whole array into a writable buffer, the GIL released."""
@@ -126,7 +154,9 @@ class StoreFile:
     def file_len(self) -> int: ...
     def io_stats(self) -> tuple[int, int]: ...
     def identity(self) -> tuple[str, str | None, str | None, int, bytes]: ...
-    def chunk_config(self) -> tuple[str, int, str, list[int], int] | None: ...
+    def chunk_config(self) -> ChunkSettings | None: ...
+    @property
+    def rounded_to(self) -> int | None: ...
     def element_kind(self) -> tuple[str, str]: ...
     def decode(self) -> Buffer: ...
     def read_block(self, ranges: list[tuple[int, int]]) -> Buffer: ...
@@ -144,6 +174,10 @@ class ArrayWriter:
         level: int | None = None,
         shuffle: str | None = None,
         threads: int = 0,
+        filters: Filters | None = None,
+        blocks: list[int] | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
     ) -> None: ...
     def header(self) -> tuple[int, int, list[int]]: ...
     def identity(self) -> tuple[int, int, bytes]: ...
@@ -171,6 +205,10 @@ class RecordWriter:
         shuffle: str | None = None,
         chunk_records: int | None = None,
         threads: int = 0,
+        filters: Filters | None = None,
+        blocks: list[int] | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...
@@ -193,7 +231,11 @@ class RaggedFile:
     def identity(self) -> tuple[int, int, int, bytes]: ...
     @property
     def is_mapped(self) -> bool: ...
-    def chunk_config(self) -> tuple[tuple[str, int, str, list[int], int], int, int] | None: ...
+    def chunk_config(self) -> tuple[ChunkSettings, int, int] | None: ...
+    @property
+    def rounded_to(self) -> int | None: ...
+    @property
+    def warnings(self) -> list[str]: ...
     @property
     def rows(self) -> int: ...
     @property
@@ -235,6 +277,10 @@ def write_ragged(
     shuffle: str | None = None,
     chunk_values: int | None = None,
     threads: int = 0,
+    filters: Filters | None = None,
+    block_values: int | None = None,
+    layout_version: int | None = None,
+    statistics: bool | None = None,
 ) -> None: ...
 
 class RaggedWriter:

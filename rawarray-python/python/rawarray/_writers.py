@@ -33,11 +33,12 @@ class RecordWriter:
     ``(count,) + shape``. ``params`` (anything ``json.dumps`` takes) go in the trailer.
     ``mode="a"`` opens an existing file to append (same dtype and shape).
 
-    ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``), ``level``, ``shuffle`` (``"byte"``,
-    ``"bit"``, ``"none"``) and ``chunks`` (records per chunk: an int, or ``(n,) + shape``)
-    compress the records a chunk at a time in the chunked layout (``File.compression``), on
-    ``threads`` threads (0: all cores); any of them selects it, zstd with byte shuffle by
-    default. ``flush`` still commits every record appended so far. The whole-section
+    ``codec``, ``level``, ``filters``, ``shuffle``, ``chunks`` (records per chunk: an int, or
+    ``(n,) + shape``), ``blocks`` (likewise, at most the chunk), ``layout_version`` and
+    ``statistics``, as :func:`rawarray.write` takes them, compress the records a chunk at a time
+    in the chunked layout (``File.compression``), on ``threads`` threads (0: all cores); any of
+    them selects it, zstd with byte shuffle by default. ``filters`` is the codec pipeline
+    (``[("bitround", 10), "shuffle", "bytedelta"]``), not the row predicates of readers. ``flush`` still commits every record appended so far. The whole-section
     ``"lz4-whole"`` block cannot be appended to and is refused. A compressed file opened with
     ``mode="a"`` stays compressed as it was written (options given then are not applied to it);
     a plain file that holds records cannot take compression options.
@@ -61,6 +62,10 @@ class RecordWriter:
         shuffle: str | None = None,
         chunks: int | tuple[int, ...] | None = None,
         threads: int = 0,
+        filters: Sequence[str | tuple[str, int]] | None = None,
+        blocks: int | tuple[int, ...] | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
     ) -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
@@ -76,7 +81,9 @@ class RecordWriter:
             self._w = _RecordWriter(
                 self.path, _descr_json(self.dtype), list(reversed(self.shape)), params_json,
                 mode == "a", codec=codec, level=level, shuffle=shuffle,
-                chunk_records=self._chunk_records(chunks), threads=threads,
+                chunk_records=self._chunk_records(chunks), threads=threads, filters=filters,
+                blocks=self._record_blocks(blocks), layout_version=layout_version,
+                statistics=statistics,
             )
 
     def _check_appendable(self) -> None:
@@ -107,6 +114,21 @@ class RecordWriter:
                 f"{self.shape}, found {tuple(chunks)}"
             )
         return c[0]
+
+    def _record_blocks(self, blocks: int | tuple[int, ...] | None) -> list[int] | None:
+        """A block shape of records (an int, records per block, or ``(n,) + shape`` in numpy's
+        order) in the file's dim order; the library checks it against the chunk."""
+        if blocks is None:
+            return None
+        if isinstance(blocks, (int, np.integer)) and not isinstance(blocks, bool):
+            blocks = (int(blocks),) + self.shape
+        b = tuple(blocks)
+        if len(b) != 1 + len(self.shape):
+            raise RaError(
+                f"blocks: expected records per block, as an int or (n,) + a block of the record "
+                f"shape {self.shape}, found {b}"
+            )
+        return file_chunks(b, "C", "blocks")
 
     def append(self, records: Any) -> None:
         """Appends records: an array of shape ``(n,) + shape`` (or ``shape`` for one record) of
@@ -164,11 +186,12 @@ class ArrayWriter:
     all get writers of the same file, and exactly one creates it (:attr:`created`).
     ``ArrayWriter(path)`` opens an existing little-endian file, plain or chunked.
 
-    Compression (doc/chunked.md): any of ``chunks`` (numpy's axis order), ``codec``
-    (``"zstd"``, ``"lz4"``, ``"none"``), ``level`` and ``shuffle`` (``"byte"``, ``"bit"``,
-    ``"none"``) creates a chunked file, with the defaults of :func:`write` (zstd level 3 after
-    a byte shuffle, chunks of about 1 MiB); an existing file at the path must have the same
-    chunks, codec and shuffle (its own level is kept). Its blocks are compressed on ``threads`` threads (default: all cores) with the GIL
+    Compression (doc/chunked.md): any of ``chunks`` and ``blocks`` (numpy's axis order),
+    ``codec``, ``level``, ``filters`` (the codec pipeline, ``[("bitround", 10), "shuffle",
+    "bytedelta"]``), ``shuffle`` (its one-filter shorthand), ``layout_version`` and
+    ``statistics``, as :func:`write` takes them, creates a chunked file, with the defaults of
+    :func:`write` (zstd level 3 after a byte shuffle, chunks of about 1 MiB); an existing file
+    at the path must have the same chunks, codec and filters (its own level is kept). Its blocks are compressed on ``threads`` threads (default: all cores) with the GIL
     released, and each block must cover whole chunks (:attr:`chunks`; the last chunk of an
     axis may be cut by the axis' end): a block that does not is refused with a ``ValueError``
     naming the block and the chunks, before anything is written, rather than merged under a
@@ -200,6 +223,10 @@ class ArrayWriter:
         level: int | None = None,
         shuffle: str | None = None,
         threads: int | None = None,
+        filters: Sequence[str | tuple[str, int]] | None = None,
+        blocks: Sequence[int] | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
     ) -> None:
         self.path = os.fspath(path)
         if (shape is None) != (dtype is None):
@@ -207,7 +234,9 @@ class ArrayWriter:
         self._threads = 0 if threads is None else int(threads)
         if shape is None:
             given = [k for k, v in (("chunks", chunks), ("codec", codec), ("level", level),
-                                    ("shuffle", shuffle)) if v is not None]
+                                    ("shuffle", shuffle), ("filters", filters),
+                                    ("blocks", blocks), ("layout_version", layout_version),
+                                    ("statistics", statistics)) if v is not None]
             if given:
                 raise TypeError(f"ArrayWriter(path) opens a file as it was created: "
                                 f"{', '.join(given)} apply only with a shape and dtype")
@@ -218,10 +247,14 @@ class ArrayWriter:
             dims = list(reversed([int(n) for n in shape]))
             with in_numpy_order(len(dims)):
                 self._w = _ArrayWriter(self.path, _descr_json(dt), dims, codec,
-                                       file_chunks(chunks, "C"), level, shuffle, self._threads)
+                                       file_chunks(chunks, "C", "chunks", tuple(shape)),
+                                       level, shuffle, self._threads, filters,
+                                       file_chunks(blocks, "C", "blocks", tuple(shape)),
+                                       layout_version, statistics)
         # The dtype, chunks and compression numpy users see, by the same reading of the file
-        # as rawarray.open's.
-        with File(self.path) as f:
+        # as rawarray.open's (without its warnings: other ranks may be writing chunks that are
+        # not committed yet).
+        with File(self.path, _warn=False) as f:
             self.dtype = _little_endian(f.dtype)
             self.chunks: tuple[int, ...] | None = f.chunks
             comp = f.compression
