@@ -154,3 +154,34 @@ fn the_main_job_builds_only_what_it_needs_and_prints_no_bare_ra() {
     );
     assert!(include_str!("../doc/rust.md").contains(&format!("`{command}`")));
 }
+
+/// The compressed copy the demo also writes (issue 35): a window of steps read by a query is
+/// exactly those steps' records of the simulation kept in memory, read from a small part of
+/// the file (its chunks hold 20 steps each; 10 steps touch one or two of them).
+#[test]
+fn a_window_of_steps_of_the_compressed_run_reads_a_small_part_of_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nbody_z.ra");
+    let params = simulation::Params {
+        particles: 8,
+        steps: 400,
+        flush_every: 7,
+        ..Default::default()
+    };
+    simulation::run_compressed(&path, &params).unwrap();
+    let truth = simulation::all_records(&params);
+    let (got, fraction) = simulation::window(&path, 200..=209).unwrap();
+    let want: Vec<_> = truth
+        .iter()
+        .filter(|b| (200..=209).contains(&b.step))
+        .cloned()
+        .collect();
+    assert_eq!(got.len(), 80);
+    assert_eq!(got, want);
+    // 21 chunks of 20 steps (the last has 1): the window lies in chunk 10 alone.
+    assert!(fraction > 0.0 && fraction < 0.1, "read {fraction} of the stored bytes");
+    // What the demo prints names this file and this window in both languages.
+    let lines = simulation::query_lines(&path, 200..=209);
+    assert!(lines.contains("WHERE step BETWEEN 200 AND 209"), "{lines}");
+    assert!(lines.contains("(\"step\", \">=\", 200), (\"step\", \"<=\", 209)"), "{lines}");
+}

@@ -19,7 +19,8 @@ use std::error::Error;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rawarray_serde::{RaRecord, RecordOptions, RecordReader, RecordWriter};
+use rawarray_serde::query::Predicate;
+use rawarray_serde::{RaRecord, RecordOptions, RecordReader, RecordWriter, WriteOptions};
 use serde::{Deserialize, Serialize};
 
 /// One particle at one step.
@@ -216,6 +217,58 @@ pub fn run(path: &Path, params: &Params) -> Result<(), Box<dyn Error>> {
     Ok(())
 }
 
+/// Steps per chunk of the compressed copy: a window of a few steps reads one or two chunks.
+pub const STEPS_PER_CHUNK: u64 = 20;
+
+/// Runs the simulation as [`run`] does, its records compressed (zstd, chunks of
+/// [`STEPS_PER_CHUNK`] steps) with per-chunk statistics, as a run written for later queries
+/// would be: a query of a window of steps reads only the chunks whose steps can match.
+pub fn run_compressed(path: &Path, params: &Params) -> Result<(), Box<dyn Error>> {
+    let chunk = STEPS_PER_CHUNK * u64::from(params.particles);
+    let storage = WriteOptions::for_name("zstd")?.chunks(vec![chunk]);
+    let mut writer: RecordWriter<Body> = RecordOptions::new()
+        .params(params)
+        .storage(storage)
+        .create(path)?;
+    let mut sim = Simulation::new(params);
+    for step in 0..=params.steps {
+        writer.append_slice(&sim.records())?;
+        if step % params.flush_every == 0 {
+            writer.flush()?;
+        }
+        if step < params.steps {
+            sim.advance();
+        }
+    }
+    writer.finish()?;
+    Ok(())
+}
+
+/// The records of steps `steps` (inclusive) of a compressed run, and the fraction of its
+/// stored bytes the query read (the chunks whose statistics allow a match).
+pub fn window(
+    path: &Path,
+    steps: std::ops::RangeInclusive<u64>,
+) -> Result<(Vec<Body>, f64), Box<dyn Error>> {
+    let reader = RecordReader::<Body>::open(path)?;
+    let q = reader.query(&Predicate::between("step", *steps.start(), *steps.end()))?;
+    let (stored, read) = q.pruning().stored_bytes();
+    let fraction = read as f64 / stored.max(1) as f64;
+    let records = q.collect::<Result<Vec<_>, _>>()?;
+    Ok((records, fraction))
+}
+
+/// The `ra sql` query and the Python line that read steps `steps` of the compressed run at
+/// `path`, each reading only the chunks that can match.
+pub fn query_lines(path: &Path, steps: std::ops::RangeInclusive<u64>) -> String {
+    let (lo, hi) = (steps.start(), steps.end());
+    let path = path.display();
+    format!(
+        "ra sql \"SELECT step, sum(energy) FROM '{path}' WHERE step BETWEEN {lo} AND {hi} GROUP BY step ORDER BY step\"\n\
+         python3 -c 'import rawarray; w = rawarray.read(\"{path}\", filters=[(\"step\", \">=\", {lo}), (\"step\", \"<=\", {hi})]); print(len(w), w[\"energy\"][:4])'"
+    )
+}
+
 fn total_energy(bodies: &[Body]) -> f64 {
     bodies.iter().map(|b| b.energy).sum()
 }
@@ -321,6 +374,26 @@ fn main() -> Result<(), Box<dyn Error>> {
     println!("\n{}", inspect_command(&path));
     println!("Read it from Python (numpy; the parameters are the trailer's JSON at the end):");
     for line in python_lines(&path, header_len, reader.len(), &descr).lines() {
+        println!("  {line}");
+    }
+
+    // The same run compressed with per-chunk statistics: a window of steps reads only the
+    // chunks whose statistics allow a match.
+    let zpath = dir.join("nbody_z.ra");
+    run_compressed(&zpath, &params)?;
+    let steps_window = 1000..=1009;
+    let (records, fraction) = window(&zpath, steps_window.clone())?;
+    println!(
+        "\nCompressed with per-chunk statistics: {} ({:.1} MiB). Steps {}..={}: {} records, read \
+         from {:.1}% of its stored bytes:",
+        zpath.display(),
+        std::fs::metadata(&zpath)?.len() as f64 / f64::from(1 << 20),
+        steps_window.start(),
+        steps_window.end(),
+        records.len(),
+        100.0 * fraction
+    );
+    for line in query_lines(&zpath, steps_window).lines() {
         println!("  {line}");
     }
     Ok(())
