@@ -271,8 +271,24 @@ const LOSSY_BITS: [u32; 3] = [7, 10, 14];
 /// An array of the compression table: its key in the peers' JSON, its name, header and bytes.
 type DataSet = (&'static str, String, (Header, Vec<u8>));
 
+/// The arrays made here: the field `n^3`, and as many bytes of random f32 and N-body records.
+fn own_sets(n: u64) -> Vec<DataSet> {
+    let bytes = n * n * n * 4;
+    vec![
+        ("field", "smooth f32 field".into(), field(n)),
+        ("random", "random normal f32".into(), random(bytes / 4)),
+        ("nbody", "N-body records (76 B)".into(), nbody(bytes / 76)),
+    ]
+}
+
 /// The compression table: our settings and the peers' on the same arrays.
-fn codecs_part(work: &Path, peers: Option<&str>, threads: usize, runs: usize, mb: u64) {
+fn codecs_part(
+    work: &Path,
+    peers: Option<&str>,
+    threads: usize,
+    runs: usize,
+    mb: u64,
+) -> (Vec<DataSet>, Vec<Row>) {
     let n = (((mb << 20) / 4) as f64).cbrt().round() as u64;
     let data_dir = work.join("data");
     let peer_json = peers.and_then(|py| {
@@ -309,12 +325,7 @@ fn codecs_part(work: &Path, peers: Option<&str>, threads: usize, runs: usize, mb
             ),
         ]
     } else {
-        let bytes = n * n * n * 4;
-        vec![
-            ("field", "smooth f32 field".into(), field(n)),
-            ("random", "random normal f32".into(), random(bytes / 4)),
-            ("nbody", "N-body records (76 B)".into(), nbody(bytes / 76)),
-        ]
+        own_sets(n)
     };
     let mut rows = Vec::new();
     for (key, name, (header, raw)) in &sets {
@@ -455,6 +466,7 @@ fn codecs_part(work: &Path, peers: Option<&str>, threads: usize, runs: usize, mb
         }
     }
     println!();
+    (sets, rows)
 }
 
 /// Any axis-aligned plane and one element of a ~1 GiB field (numpy shape (MB, 512, 512)),
@@ -546,14 +558,41 @@ fn planes_part(work: &Path, peers: Option<&str>, threads: usize, runs: usize) {
     if let Some((_, who, r)) = peer("one element [k, j, i]") {
         println!("Peer: {who}, ratio {r:.3}.");
     }
-    println!("\n| read | ours ms | Blosc2 ms | ours / Blosc2 (time) | target |");
-    println!("|---|---:|---:|---:|---|");
+    // Ours again at B2ND's block shape (its blocks in file order), to separate the block shape
+    // from the rest of the read path.
+    let b2nd_blocks: Option<Vec<u64>> = peer_json.as_ref().map(|j| {
+        let mut b: Vec<u64> = j["rows"][0]["blocks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_u64().unwrap())
+            .collect();
+        b.reverse();
+        b
+    });
+    let path_b = work.join("plane_b2nd_blocks.ra");
+    if let Some(b) = &b2nd_blocks {
+        let opts_b = opts.clone().blocks(b.clone());
+        a.write_file_with(&path_b, &opts_b).unwrap();
+        println!(
+            "Ours at B2ND's blocks {b:?} (file order): ratio {:.3}.",
+            (n * 4) as f64 / std::fs::metadata(&path_b).unwrap().len() as f64
+        );
+    }
+    println!("\n| read | ours ms | Blosc2 ms | ours / Blosc2 (time) | target | ours at B2ND's block shape ms | that / Blosc2 |");
+    println!("|---|---:|---:|---:|---|---:|---:|");
+    let read = |p: &Path, ranges: &[std::ops::Range<u64>]| {
+        ArrayReader::open(p)
+            .unwrap()
+            .read_subset_bytes(ranges)
+            .unwrap()
+    };
     for (what, ranges) in &reads {
-        let (t, (_, got)) = best(runs, || {
-            ArrayReader::open(&path)
-                .unwrap()
-                .read_subset_bytes(ranges)
-                .unwrap()
+        let (t, (_, got)) = best(runs, || read(&path, ranges));
+        let tb = b2nd_blocks.as_ref().map(|_| {
+            let (t, (_, got_b)) = best(runs, || read(&path_b, ranges));
+            assert!(got_b == got, "{what}, B2ND's blocks");
+            t.as_secs_f64() * 1e3
         });
         // Checked against the array itself.
         let want: Vec<u8> = {
@@ -571,16 +610,18 @@ fn planes_part(work: &Path, peers: Option<&str>, threads: usize, runs: usize) {
         assert!(got == want, "{what}");
         let ms = t.as_secs_f64() * 1e3;
         let limit = if what.starts_with("one") { 1.0 } else { 1.5 };
-        match peer(what) {
-            Some((p, _, _)) => println!(
-                "| {what} | {ms:.3} | {p:.3} | {:.2} | <= {limit}: {} |",
+        match (peer(what), tb) {
+            (Some((p, _, _)), Some(tb)) => println!(
+                "| {what} | {ms:.3} | {p:.3} | {:.2} | <= {limit}: {} | {tb:.3} | {:.2} |",
                 ms / p,
-                if ms / p <= limit { "met" } else { "not met" }
+                if ms / p <= limit { "met" } else { "not met" },
+                tb / p
             ),
-            None => println!("| {what} | {ms:.3} | - | - | <= {limit} |"),
+            _ => println!("| {what} | {ms:.3} | - | - | <= {limit} | - | - |"),
         }
     }
     std::fs::remove_file(&path).unwrap();
+    let _ = std::fs::remove_file(&path_b);
     println!();
 }
 
@@ -613,13 +654,13 @@ fn lz4_encoders() -> Vec<(&'static str, Setter)> {
 /// lz4_flex's encoder against C liblz4's behind the same codec (feature `lz4-c`), and the bare
 /// block encoders on the same shuffled blocks, with liblz4's `LZ4_compress_fast` at Blosc2's
 /// acceleration for its clevel 5 (10 - clevel).
-fn lz4_part(sets: &[(&str, (Header, Vec<u8>))], runs: usize) {
+fn lz4_part(sets: &[DataSet], peer_rows: &[Row], runs: usize) {
     println!("# lz4 encoders on the f32 arrays, one thread, best of {runs}\n");
     println!(
         "| data | encoder | ratio | compress GB/s | decompress GB/s | compress speed / lz4_flex |"
     );
     println!("|---|---|---:|---:|---:|---:|");
-    for (name, (header, raw)) in &sets[..2] {
+    for (_, name, (header, raw)) in &sets[..2] {
         let opts = WriteOptions::chunked()
             .codec(Codec::Lz4)
             .filters([Filter::Shuffle])
@@ -655,6 +696,20 @@ fn lz4_part(sets: &[(&str, (Header, Vec<u8>))], runs: usize) {
                 raw.len() as f64 / *len as f64,
                 gbs(raw.len(), *td),
                 c / b
+            );
+        }
+        let ours = base.expect("an encoder");
+        for r in peer_rows
+            .iter()
+            .filter(|r| r.data == *name && r.who.starts_with("blosc2 shuffle+lz4"))
+        {
+            println!(
+                "| {name} | {} (the peers' run above) | {:.3} | {:.2} | {:.2} | {:.2} |",
+                r.who,
+                r.ratio,
+                r.c_gbs,
+                r.d_gbs,
+                r.c_gbs / ours
             );
         }
         // The bare block encoders on the codec's shuffled 128 KiB blocks.
@@ -722,11 +777,23 @@ fn main() {
         Err(_) => tempfile::tempdir(),
     }
     .unwrap();
-    if part("codecs") {
-        codecs_part(work.path(), peers.as_deref(), threads, runs, mb);
-    }
+    let (data, rows) = if part("codecs") {
+        codecs_part(work.path(), peers.as_deref(), threads, runs, mb)
+    } else if part("lz4") {
+        let n = (((mb << 20) / 4) as f64).cbrt().round() as u64;
+        (own_sets(n), Vec::new())
+    } else {
+        (Vec::new(), Vec::new())
+    };
     if part("planes") {
         planes_part(work.path(), peers.as_deref(), threads, runs);
+    }
+    if part("lz4") {
+        lz4_part(&data, &rows, runs);
+    }
+    drop(data);
+    if !part("rest") {
+        return;
     }
     let bytes = mb << 20;
     let n = ((bytes / 4) as f64).cbrt() as u64;
@@ -735,12 +802,6 @@ fn main() {
         ("random f32", random(bytes / 4)),
         ("N-body 76 B", nbody(bytes / 76)),
     ];
-    if part("lz4") {
-        lz4_part(&sets, runs);
-    }
-    if !part("rest") {
-        return;
-    }
     let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
 
     // The filters alone against a memcpy of the same bytes.

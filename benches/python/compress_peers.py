@@ -132,8 +132,8 @@ def compression(a, rows):
             td, _ = best(lambda: dz.decompress(comp), a.runs)
             row('zstd 3 whole buffer (no shuffle)', len(comp), tc, td)
         if blosc2 is not None:
-            def b2nd(label, filters, meta_, lossy=None):
-                cp = blosc2.CParams(codec=blosc2.Codec.ZSTD, clevel=3, typesize=arr.dtype.itemsize,
+            def b2nd(label, filters, meta_, lossy=None, codec=blosc2.Codec.ZSTD, clevel=3):
+                cp = blosc2.CParams(codec=codec, clevel=clevel, typesize=arr.dtype.itemsize,
                                     filters=filters, filters_meta=meta_, nthreads=a.threads)
                 dp = blosc2.DParams(nthreads=a.threads)
                 if arr.dtype.names is None:
@@ -152,6 +152,10 @@ def compression(a, rows):
             S, BD, TP = blosc2.Filter.SHUFFLE, blosc2.Filter.BYTEDELTA, blosc2.Filter.TRUNC_PREC
             b2nd('shuffle+zstd 3', [S], [0])
             b2nd('shuffle+bytedelta+zstd 3', [S, BD], [0, 0])
+            # LZ4 at clevel 5 (Blosc2's LZ4_compress_fast acceleration 10 - clevel = 5) and 9 (acceleration 1,
+            # LZ4_compress_default's effort, as our lz4 codec).
+            b2nd('shuffle+lz4 5', [S], [0], codec=blosc2.Codec.LZ4, clevel=5)
+            b2nd('shuffle+lz4 9', [S], [0], codec=blosc2.Codec.LZ4, clevel=9)
             if floats:
                 for bits in LOSSY_BITS:
                     b2nd(f'trunc_prec({bits})+shuffle+zstd 3', [TP, S], [bits, 0], lossy=True)
@@ -222,6 +226,7 @@ def planes(a, rows):
     dp = blosc2.DParams(nthreads=a.threads)
     b = blosc2.asarray(arr, urlpath=path, mode='w', cparams=cp, dparams=dp)
     who = f'blosc2 B2ND shuffle+zstd 3, default chunks {b.chunks}, blocks {b.blocks}'
+    blocks = b.blocks
     size = os.path.getsize(path)
     del b
     mid = tuple(s // 2 for s in arr.shape)
@@ -234,7 +239,7 @@ def planes(a, rows):
     for what, key in keys.items():
         t, got = best(lambda: blosc2.open(path, dparams=dp)[key], a.runs)
         assert np.array_equal(got, arr[key]), what
-        rows.append(dict(data='plane_field', who=who, read=what, ms=t * 1e3, ratio=arr.nbytes / size,
+        rows.append(dict(data='plane_field', who=who, read=what, ms=t * 1e3, ratio=arr.nbytes / size, blocks=list(blocks),
                          key=[[k.start, k.stop] if isinstance(k, slice) else k for k in key]))
 
 
