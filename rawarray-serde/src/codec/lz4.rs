@@ -5,6 +5,13 @@
 //! chunk grid, so none is stored. LZ4 has no levels here (`lz4_flex` has one); the config's
 //! level is kept but not used.
 //!
+//! Blocks are compressed by `lz4_flex` (pure Rust), or with the feature `lz4-c` by C liblz4's
+//! `LZ4_compress_default` (the faster encoder on f32 arrays: doc/benchmarks.md, "LZ4 encoders";
+//! both write the same format at the same effort, acceleration 1). [`set_encoder`] chooses
+//! between them at run time, for comparisons. Either way blocks are decoded by `lz4_flex`'s
+//! bounds-checked decoder (`safe-decode`): a hostile block is an error, never a read outside
+//! the buffers.
+//!
 //! ```
 //! use rawarray_serde::codec::{lz4::Lz4, BlockCodec, Elements};
 //! use rawarray_serde::ElType;
@@ -24,6 +31,60 @@ use crate::error::Result;
 #[derive(Clone, Copy, Debug, Default)]
 pub struct Lz4;
 
+/// The encoders the `lz4` codec can compress with (feature `lz4-c`).
+#[cfg(feature = "lz4-c")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Encoder {
+    /// `lz4_flex::block::compress_into`.
+    Flex,
+    /// C liblz4's `LZ4_compress_default` (the default with the feature `lz4-c`).
+    C,
+}
+
+#[cfg(feature = "lz4-c")]
+static ENCODER_IS_FLEX: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Chooses the encoder of every `lz4` block compressed from now on, in this process (feature
+/// `lz4-c`; without it, blocks are compressed by `lz4_flex`). Both write the same blocks; this
+/// is for comparing them (`cargo bench --bench compress --features lz4-c`).
+///
+/// ```
+/// # #[cfg(feature = "lz4-c")] {
+/// use rawarray_serde::codec::lz4::{encoder, set_encoder, Encoder};
+/// assert_eq!(encoder(), Encoder::C);
+/// set_encoder(Encoder::Flex);
+/// assert_eq!(encoder(), Encoder::Flex);
+/// set_encoder(Encoder::C);
+/// # }
+/// ```
+#[cfg(feature = "lz4-c")]
+pub fn set_encoder(e: Encoder) {
+    ENCODER_IS_FLEX.store(e == Encoder::Flex, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// The encoder `lz4` blocks are compressed with (feature `lz4-c`).
+#[cfg(feature = "lz4-c")]
+pub fn encoder() -> Encoder {
+    if ENCODER_IS_FLEX.load(std::sync::atomic::Ordering::Relaxed) {
+        Encoder::Flex
+    } else {
+        Encoder::C
+    }
+}
+
+/// `src` compressed into `dst` (at least `lz4_flex`'s bound long); the compressed length.
+fn compress_block(src: &[u8], dst: &mut [u8]) -> Result<usize> {
+    #[cfg(feature = "lz4-c")]
+    if encoder() == Encoder::C {
+        // liblz4 takes an i32 length; blocks are at most MAX_BLOCK_BYTES (far below 2 GiB), and
+        // lz4_flex's bound is at least LZ4_compressBound, so the output fits.
+        return ::lz4::block::compress_to_buffer(src, None, false, dst)
+            .map_err(|e| crate::Error::msg(format!("LZ4 compression (liblz4): {e}")));
+    }
+    lz4_flex::block::compress_into(src, dst)
+        .map_err(|e| crate::Error::msg(format!("LZ4 compression: {e}")))
+}
+
 impl BlockCodec for Lz4 {
     fn max_ratio(&self) -> u64 {
         // Each extra length byte of a match adds at most 255 bytes of output.
@@ -35,8 +96,7 @@ impl BlockCodec for Lz4 {
             start + lz4_flex::block::get_maximum_output_size(src.len()),
             0,
         );
-        let n = lz4_flex::block::compress_into(src, &mut out[start..])
-            .map_err(|e| crate::Error::msg(format!("LZ4 compression: {e}")))?;
+        let n = compress_block(src, &mut out[start..])?;
         out.truncate(start + n);
         Ok(())
     }
