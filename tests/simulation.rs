@@ -179,9 +179,15 @@ fn a_window_of_steps_of_the_compressed_run_reads_a_small_part_of_it() {
     assert_eq!(got.len(), 80);
     assert_eq!(got, want);
     // 21 chunks of 20 steps (the last has 1): the window lies in chunk 10 alone.
-    assert!(fraction > 0.0 && fraction < 0.1, "read {fraction} of the stored bytes");
+    assert!(
+        fraction > 0.0 && fraction < 0.1,
+        "read {fraction} of the stored bytes"
+    );
     // What the demo prints names this file and this window in both languages.
     let lines = simulation::query_lines(&path, 200..=209);
     assert!(lines.contains("WHERE step BETWEEN 200 AND 209"), "{lines}");
-    assert!(lines.contains("(\"step\", \">=\", 200), (\"step\", \"<=\", 209)"), "{lines}");
+    assert!(
+        lines.contains("(\"step\", \">=\", 200), (\"step\", \"<=\", 209)"),
+        "{lines}"
+    );
 }
