@@ -34,7 +34,8 @@ typedef struct {
       exit(1);                                                                       \
     }                                                                                \
   } while (0)
-#define H5CHECK(x)                                                                   \
+/* Not H5CHECK: H5Fpublic.h defines that name itself (inside H5F_ACC_RDONLY and the rest). */
+#define H5TRY(x)                                                                     \
   do {                                                                               \
     if ((x) < 0) {                                                                   \
       fprintf(stderr, "HDF5: %s failed\n", #x);                                     \
@@ -133,12 +134,12 @@ static void h5_write_array(int compressed) {
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
   if (compressed) {
     hsize_t chunk[3] = {1, NY, NX};
-    H5CHECK(H5Pset_chunk(dcpl, 3, chunk));
-    H5CHECK(H5Pset_shuffle(dcpl));
-    H5CHECK(H5Pset_deflate(dcpl, 1));
+    H5TRY(H5Pset_chunk(dcpl, 3, chunk));
+    H5TRY(H5Pset_shuffle(dcpl));
+    H5TRY(H5Pset_deflate(dcpl, 1));
   }
   hid_t ds = H5Dcreate2(file, "field", H5T_NATIVE_FLOAT, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  H5CHECK(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, field));
+  H5TRY(H5Dwrite(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, field));
   H5Dclose(ds);
   H5Pclose(dcpl);
   H5Sclose(space);
@@ -149,7 +150,7 @@ static void h5_write_array(int compressed) {
 static void h5_read_array(int compressed) {
   hid_t file = H5Fopen(at(compressed ? "h5_z.h5" : "h5.h5"), H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t ds = H5Dopen2(file, "field", H5P_DEFAULT);
-  H5CHECK(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, field));
+  H5TRY(H5Dread(ds, H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT, field));
   H5Dclose(ds);
   H5Fclose(file);
 }
@@ -158,9 +159,9 @@ static hid_t h5_sample_type(int packed) {
   hid_t t = H5Tcreate(H5T_COMPOUND, packed ? 28 : sizeof(sample));
   hsize_t three = 3;
   hid_t f3 = H5Tarray_create2(H5T_NATIVE_FLOAT, 1, &three);
-  H5CHECK(H5Tinsert(t, "step", packed ? 0 : offsetof(sample, step), H5T_NATIVE_UINT64));
-  H5CHECK(H5Tinsert(t, "position", packed ? 8 : offsetof(sample, position), f3));
-  H5CHECK(H5Tinsert(t, "energy", packed ? 20 : offsetof(sample, energy), H5T_NATIVE_DOUBLE));
+  H5TRY(H5Tinsert(t, "step", packed ? 0 : offsetof(sample, step), H5T_NATIVE_UINT64));
+  H5TRY(H5Tinsert(t, "position", packed ? 8 : offsetof(sample, position), f3));
+  H5TRY(H5Tinsert(t, "energy", packed ? 20 : offsetof(sample, energy), H5T_NATIVE_DOUBLE));
   H5Tclose(f3);
   return t;
 }
@@ -173,10 +174,10 @@ static void h5_write_records(int compressed) {
   hsize_t zero = 0, unlimited = H5S_UNLIMITED, chunk = 1u << 15;
   hid_t space = H5Screate_simple(1, &zero, &unlimited);
   hid_t dcpl = H5Pcreate(H5P_DATASET_CREATE);
-  H5CHECK(H5Pset_chunk(dcpl, 1, &chunk));
+  H5TRY(H5Pset_chunk(dcpl, 1, &chunk));
   if (compressed) {
-    H5CHECK(H5Pset_shuffle(dcpl));
-    H5CHECK(H5Pset_deflate(dcpl, 1));
+    H5TRY(H5Pset_shuffle(dcpl));
+    H5TRY(H5Pset_deflate(dcpl, 1));
   }
   hid_t file_type = h5_sample_type(1), mem_type = h5_sample_type(0);
   hid_t ds = H5Dcreate2(file, "samples", file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
@@ -185,12 +186,12 @@ static void h5_write_records(int compressed) {
   hid_t mem = H5Screate_simple(1, &n, NULL);
   for (uint32_t i = 0; i < NREC; i += BATCH) {
     hsize_t size = i + BATCH, start = i;
-    H5CHECK(H5Dset_extent(ds, &size));
+    H5TRY(H5Dset_extent(ds, &size));
     hid_t fs = H5Dget_space(ds);
-    H5CHECK(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &n, NULL));
-    H5CHECK(H5Dwrite(ds, mem_type, mem, fs, H5P_DEFAULT, recs + i));
+    H5TRY(H5Sselect_hyperslab(fs, H5S_SELECT_SET, &start, NULL, &n, NULL));
+    H5TRY(H5Dwrite(ds, mem_type, mem, fs, H5P_DEFAULT, recs + i));
     H5Sclose(fs);
-    if ((i + BATCH) % FLUSH == 0) H5CHECK(H5Fflush(file, H5F_SCOPE_LOCAL));
+    if ((i + BATCH) % FLUSH == 0) H5TRY(H5Fflush(file, H5F_SCOPE_LOCAL));
   }
   H5Sclose(mem);
   H5Tclose(file_type);
@@ -205,7 +206,7 @@ static void h5_read_records(int compressed) {
   hid_t file = H5Fopen(at(compressed ? "h5_rz.h5" : "h5_r.h5"), H5F_ACC_RDONLY, H5P_DEFAULT);
   hid_t ds = H5Dopen2(file, "samples", H5P_DEFAULT);
   hid_t mem_type = h5_sample_type(0);
-  H5CHECK(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, back));
+  H5TRY(H5Dread(ds, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, back));
   H5Tclose(mem_type);
   H5Dclose(ds);
   H5Fclose(file);
