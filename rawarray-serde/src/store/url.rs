@@ -278,16 +278,68 @@ impl StoreUrl {
         })
     }
 
-    /// Aborts the multipart uploads that writers which died left at this URL's path, and says
-    /// how many: S3's, listed by its ListMultipartUploads. Other stores keep none that matter
-    /// (Azure drops uncommitted blocks within 7 days; HTTP and local files have no uploads).
+    /// Removes what writers which died left at this URL's path, and says how many uploads and
+    /// objects it removed: S3's multipart uploads of the object (listed by its
+    /// ListMultipartUploads), and the blocks of [`StoreArrayWriter`](super::StoreArrayWriter)s
+    /// never finished (the hidden folder `.NAME.rawarray-parts/` beside the object, every
+    /// session, and S3's uploads under it). Run it when no writer of the path is running: a
+    /// running many-writer session loses its blocks (its finish then refuses, naming the
+    /// chunks missing). Other stores keep no uploads that matter (Azure drops uncommitted
+    /// blocks within 7 days; HTTP and local files have none).
     pub async fn recover(&self) -> Result<usize> {
-        match (&self.s3, &self.bucket) {
-            (Some(s3), Some(b)) => abort_pending(b, s3, &self.path)
+        use futures::{StreamExt, TryStreamExt};
+        let explain = |e: Error| Error::msg(self.explain(&e.to_string()));
+        let parts = super::many::parts_prefix(&self.path);
+        let mut n = 0;
+        if let (Some(s3), Some(b)) = (&self.s3, &self.bucket) {
+            n += abort_pending(b, s3, &self.path).await.map_err(explain)?;
+            n += super::s3::abort_under(b, s3, &parts)
                 .await
-                .map_err(|e| Error::msg(self.explain(&e.to_string()))),
-            _ => Ok(0),
+                .map_err(explain)?;
         }
+        let store_err = |e: object_store::Error| explain(Error::msg(e.to_string()));
+        let listed: Vec<object_store::ObjectMeta> = self
+            .store
+            .list(Some(&parts))
+            .try_collect()
+            .await
+            .map_err(store_err)?;
+        n += listed.len();
+        let stream = futures::stream::iter(listed.into_iter().map(|m| Ok(m.location))).boxed();
+        self.store
+            .delete_stream(stream)
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(store_err)?;
+        Ok(n)
+    }
+
+    /// A [`StoreArrayWriter`](super::StoreArrayWriter) of the object at this URL (a new
+    /// session, or a worker's of `session`), copying parts server-side when the store is S3.
+    pub fn array_writer(
+        &self,
+        header: crate::Header,
+        opts: &crate::WriteOptions,
+        session: Option<&str>,
+    ) -> Result<super::StoreArrayWriter> {
+        let w = match session {
+            Some(s) => super::StoreArrayWriter::resume(
+                self.store.clone(),
+                self.path.clone(),
+                header,
+                opts,
+                s,
+            )?,
+            None => super::StoreArrayWriter::new(self.store.clone(), self.path.clone(), header, opts)?,
+        };
+        let s3 = match (&self.s3, &self.bucket) {
+            (Some(store), Some(bucket)) => Some(super::many::S3 {
+                store: store.clone(),
+                bucket: bucket.clone(),
+            }),
+            _ => None,
+        };
+        Ok(w.with_s3(s3))
     }
 
     /// Writes the object at this URL whatever `write` writes, as
