@@ -126,6 +126,11 @@ impl StoreUrl {
         let (store, credentials): (Arc<dyn ObjectStore>, Credentials) = match scheme {
             ObjectStoreScheme::AmazonS3 => {
                 let mut b = AmazonS3Builder::from_env().with_url(url);
+                // The builder parses the URL only when built: the bucket is set here too, so
+                // that `S3Bucket::of` (recover's listing, the part copies) sees it.
+                if let ("s3" | "s3a", Some(host)) = (parsed.scheme(), parsed.host_str()) {
+                    b = b.with_bucket_name(host);
+                }
                 let mut given = Vec::new();
                 for (k, v) in options {
                     let (key, value) = s3_option(url, k, v)?;
@@ -523,6 +528,14 @@ mod tests {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn an_s3_url_names_its_bucket_for_the_calls_object_store_does_not_make() {
+        let u = StoreUrl::parse("s3://data/runs/x.ra", &StorageOptions::new()).unwrap();
+        assert!(u.s3.is_some());
+        let b = u.bucket.expect("the bucket of an s3:// URL");
+        assert!(format!("{b:?}").contains("data"), "{b:?}");
     }
 
     #[test]
