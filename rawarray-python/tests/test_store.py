@@ -272,8 +272,9 @@ def test_an_unfinished_store_writes_nothing_and_recover_removes_its_blocks(s3):
     w[4:8] = a[4:8]
     with pytest.raises(ValueError, match=r"not whole chunks"):
         w[1:3] = a[1:3]
-    # Two chunks missing (axis 0 at 2:4, named in numpy's order): refused, nothing written.
-    with pytest.raises(rawarray.RaError, match=r"2 of 4 chunks were never written \(the first: \[2:4, 0:6, 0:10\]"):
+    # A chunk missing (axis 0 at 2:4, named in numpy's order): refused, nothing written.
+    with pytest.raises(rawarray.RaError,
+                       match=r"1 of 4 chunks were never written \(the first: block \[2:4, 0:6, 0:10\]\)"):
         w.close()
     with pytest.raises(FileNotFoundError):
         rawarray.open(url)

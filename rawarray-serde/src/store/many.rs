@@ -91,7 +91,7 @@ pub struct StoreArrayWriter {
     config: Config,
     grid: Grid,
     chain: Chain,
-    /// A CRC of the header and config: every block must have been written with the same.
+    /// A hash of the header and config: every block must have been written with the same.
     settings: u32,
     fill_missing: bool,
     #[cfg(feature = "cloud")]
@@ -177,14 +177,17 @@ impl StoreArrayWriter {
         let config = opts.chunk_config(&plain, None)?;
         let grid = Grid::new(&plain.dims, &config.chunk, plain.elbyte)?;
         let chain = Chain::from_config(&config, &plain)?;
-        let mut h = crc32fast::Hasher::new();
-        h.update(&plain.encode());
-        h.update(&config.encode());
+        // FNV-1a, not a CRC: the config ends with its own CRC, after which a CRC's state is
+        // the same whatever the config said.
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for b in plain.encode().iter().chain(&config.encode()) {
+            h = (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3);
+        }
         Ok(StoreArrayWriter {
             store,
             path,
             session: session.to_string(),
-            settings: h.finalize(),
+            settings: (h ^ (h >> 32)) as u32,
             header: plain,
             config,
             grid,
@@ -590,7 +593,8 @@ impl StoreArrayWriter {
                 .map(|&n| {
                     let o = self.grid.origin(n);
                     let s = self.grid.shape(n);
-                    block_text(&o.iter().zip(&s).map(|(a, l)| *a..a + l).collect::<Vec<_>>())
+                    let r: Vec<Range<u64>> = o.iter().zip(&s).map(|(a, l)| *a..a + l).collect();
+                    format!("block {}", block_text(&r))
                 })
                 .collect();
             return Err(Error::msg(format!(
