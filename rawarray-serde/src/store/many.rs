@@ -598,7 +598,7 @@ impl StoreArrayWriter {
                 })
                 .collect();
             return Err(Error::msg(format!(
-                "{}: {} of {count} chunks were never written (the first: {}), perhaps by a worker that died: nothing was written at the path; write those blocks and finish again, or abort (removes the blocks written), or finish with missing chunks filled with zeros",
+                "{}: {} of {count} chunks were never written, perhaps by a worker that died; nothing was written at the path. Write those blocks and finish again, abort to remove the blocks written, or finish with missing chunks filled with zeros. The first missing: {}",
                 self.path,
                 count - written,
                 shown.join(", ")
