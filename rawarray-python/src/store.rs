@@ -383,7 +383,11 @@ impl StoreBlockWriter {
     /// Assembles the object from the blocks uploaded and removes them: `(bytes, blocks,
     /// chunks, parts, bytes copied by the store, bytes streamed through this process)`.
     #[pyo3(signature = (fill_missing=false))]
-    fn finish(&self, py: Python<'_>, fill_missing: bool) -> PyResult<(u64, usize, u64, usize, u64, u64)> {
+    fn finish(
+        &self,
+        py: Python<'_>,
+        fill_missing: bool,
+    ) -> PyResult<(u64, usize, u64, usize, u64, u64)> {
         let w = self.writer.clone().fill_missing(fill_missing);
         let done = py
             .detach(|| -> rawarray_serde::Result<_> {

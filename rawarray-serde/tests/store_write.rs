@@ -157,7 +157,9 @@ fn many_writers_make_one_object_and_refuse_what_is_incomplete() {
     let values = noise(n);
     let a = RawArray::from_shape_vec(dims.clone(), values.clone()).unwrap();
     let header = Header::new(ElType::Uint, 4, dims.clone()).unwrap();
-    let opts = WriteOptions::new().codec(Codec::Zstd).chunks(vec![30, 20, 4]);
+    let opts = WriteOptions::new()
+        .codec(Codec::Zstd)
+        .chunks(vec![30, 20, 4]);
     let client = StoreArrayWriter::new(store.clone(), path.clone(), header.clone(), &opts).unwrap();
     let worker = |session: &str| {
         StoreArrayWriter::resume(store.clone(), path.clone(), header.clone(), &opts, session)
@@ -188,18 +190,25 @@ fn many_writers_make_one_object_and_refuse_what_is_incomplete() {
         .unwrap();
     let e = client.finish(rt.handle()).unwrap_err().to_string();
     assert!(e.contains("1 of 3 chunks were never written"), "{e}");
-    assert!(e.ends_with("The first missing: block [0..30, 0..20, 4..8)"), "{e}");
+    assert!(
+        e.ends_with("The first missing: block [0..30, 0..20, 4..8)"),
+        "{e}"
+    );
     assert!(!exists(&rt));
     // A writer of other settings in the same session: its block is refused by name.
     let other = StoreArrayWriter::resume(
         store.clone(),
         path.clone(),
         header.clone(),
-        &WriteOptions::new().codec(Codec::Lz4).chunks(vec![30, 20, 4]),
+        &WriteOptions::new()
+            .codec(Codec::Lz4)
+            .chunks(vec![30, 20, 4]),
         client.session(),
     )
     .unwrap();
-    other.write_block(rt.handle(), &full(4..8), &block(4)).unwrap();
+    other
+        .write_block(rt.handle(), &full(4..8), &block(4))
+        .unwrap();
     let e = client.finish(rt.handle()).unwrap_err().to_string();
     assert!(e.contains("written with other settings"), "{e}");
     assert!(!exists(&rt));
@@ -210,7 +219,9 @@ fn many_writers_make_one_object_and_refuse_what_is_incomplete() {
     let done = client.finish(rt.handle()).unwrap();
     assert_eq!((done.blocks, done.chunks, done.copied), (3, 3, 0));
     assert_eq!(done.streamed, done.bytes);
-    let r = rt.block_on(StoreArrayReader::open(store.clone(), path.clone())).unwrap();
+    let r = rt
+        .block_on(StoreArrayReader::open(store.clone(), path.clone()))
+        .unwrap();
     assert_eq!(r.object_len(), done.bytes);
     let back: RawArray<u32> = rt.block_on(r.read_all()).unwrap();
     assert_eq!(back, a);
@@ -233,7 +244,9 @@ fn many_writers_make_one_object_and_refuse_what_is_incomplete() {
         .write_block(rt.handle(), &full(0..4), &block(0))
         .unwrap();
     assert_eq!(s2.abort(rt.handle()).unwrap(), 1);
-    assert!(rt.block_on(futures_list(&store, &s2.session_prefix())).is_empty());
+    assert!(rt
+        .block_on(futures_list(&store, &s2.session_prefix()))
+        .is_empty());
     let again: RawArray<u32> = rt
         .block_on(async {
             StoreArrayReader::open(store.clone(), path.clone())

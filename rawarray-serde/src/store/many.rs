@@ -331,7 +331,13 @@ impl StoreArrayWriter {
             w.write_all(&manifest)?;
             Ok(())
         })
-        .map_err(|e| Error::msg(format!("block {} of {}: {e}", block_text(ranges), self.path)))?;
+        .map_err(|e| {
+            Error::msg(format!(
+                "block {} of {}: {e}",
+                block_text(ranges),
+                self.path
+            ))
+        })?;
         Ok(())
     }
 
@@ -643,8 +649,9 @@ impl StoreArrayWriter {
                 // Each piece is taken off the body, then written outside the runtime: the
                 // upload's own requests run on it while this writes.
                 while let Some(piece) = handle.block_on(body.next()) {
-                    let piece = piece
-                        .map_err(|e| self.error(&format!("reading block {}", b.meta.location), e))?;
+                    let piece = piece.map_err(|e| {
+                        self.error(&format!("reading block {}", b.meta.location), e)
+                    })?;
                     n += piece.len() as u64;
                     if n > b.data_len {
                         break;
@@ -662,7 +669,9 @@ impl StoreArrayWriter {
             Ok(())
         })?;
         let total = done.bytes;
-        done.parts = parts.max(total.div_ceil(opts.part_len() as u64) as usize).max(1);
+        done.parts = parts
+            .max(total.div_ceil(opts.part_len() as u64) as usize)
+            .max(1);
         done.streamed = total;
         Ok(())
     }
@@ -708,9 +717,9 @@ impl StoreArrayWriter {
                         let mut buf = Vec::new();
                         for p in pieces {
                             match p {
-                                Piece::Head(r) => buf.extend_from_slice(
-                                    &head[r.start as usize..r.end as usize],
-                                ),
+                                Piece::Head(r) => {
+                                    buf.extend_from_slice(&head[r.start as usize..r.end as usize])
+                                }
                                 Piece::Block { block, range } => buf.extend_from_slice(
                                     &self.fetch(&blocks[*block].meta, range.clone()).await?,
                                 ),
@@ -837,8 +846,12 @@ fn plan_parts(head: u64, blocks: &[u64], min: u64) -> Vec<Part> {
 /// The hidden folder beside `path` where writers of it leave their blocks:
 /// `DIR/.NAME.rawarray-parts`.
 pub(crate) fn parts_prefix(path: &StorePath) -> StorePath {
-    let mut parts: Vec<PathPart<'static>> = path.parts().map(|p| p.as_ref().to_owned().into()).collect();
-    let name = parts.pop().map(|p| p.as_ref().to_string()).unwrap_or_default();
+    let mut parts: Vec<PathPart<'static>> =
+        path.parts().map(|p| p.as_ref().to_owned().into()).collect();
+    let name = parts
+        .pop()
+        .map(|p| p.as_ref().to_string())
+        .unwrap_or_default();
     parts.push(format!(".{name}{PARTS_SUFFIX}").into());
     StorePath::from_iter(parts)
 }
@@ -976,7 +989,10 @@ mod tests {
             parts_prefix(&"runs/a/out.ra".into()).as_ref(),
             "runs/a/.out.ra.rawarray-parts"
         );
-        assert_eq!(parts_prefix(&"x.ra".into()).as_ref(), ".x.ra.rawarray-parts");
+        assert_eq!(
+            parts_prefix(&"x.ra".into()).as_ref(),
+            ".x.ra.rawarray-parts"
+        );
         assert_eq!(block_name(&[0..4, 8..10]), "b0-4_8-10");
     }
 }

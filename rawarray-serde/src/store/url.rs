@@ -335,7 +335,9 @@ impl StoreUrl {
                 opts,
                 s,
             )?,
-            None => super::StoreArrayWriter::new(self.store.clone(), self.path.clone(), header, opts)?,
+            None => {
+                super::StoreArrayWriter::new(self.store.clone(), self.path.clone(), header, opts)?
+            }
         };
         let s3 = match (&self.s3, &self.bucket) {
             (Some(store), Some(bucket)) => Some(super::many::S3 {
