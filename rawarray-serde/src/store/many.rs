@@ -718,7 +718,7 @@ impl StoreArrayWriter {
                         for p in pieces {
                             match p {
                                 Piece::Head(r) => {
-                                    buf.extend_from_slice(&head[r.start as usize..r.end as usize])
+                                    buf.extend_from_slice(&head[r.start as usize..r.end as usize]);
                                 }
                                 Piece::Block { block, range } => buf.extend_from_slice(
                                     &self.fetch(&blocks[*block].meta, range.clone()).await?,
