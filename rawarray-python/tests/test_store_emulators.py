@@ -164,7 +164,7 @@ def azurite(tmp_path_factory):
     data = tmp_path_factory.mktemp("azurite")
     server = subprocess.Popen([str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(port),
                                "--location", str(data), "--silent", "--skipApiVersionCheck",
-                               "--loose", "--inMemoryPersistence"],
+                               "--loose"],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     saved = os.environ.get("AZURITE_BLOB_STORAGE_URL")
     try:
