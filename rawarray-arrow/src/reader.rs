@@ -1,6 +1,7 @@
 //! A `.ra` file as a table: [`RaTable`] reads its header, trailer and schema once, and hands
 //! out its rows as Arrow record batches, streamed ([`RaTable::batches`]) or whole.
 
+use rawarray_serde::section::Storage;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -145,7 +146,7 @@ impl RaTable {
         };
         let source = if rows == 0 {
             Source::Empty
-        } else if header.is_compressed() || header.flags.is_chunked() {
+        } else if Storage::of(&header) != Storage::Plain {
             Source::Decoded(Box::new(ArrayReader::from_open_file(file, path)?))
         } else {
             let len = usize::try_from(header.size).map_err(|_| {

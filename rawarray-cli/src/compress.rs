@@ -55,11 +55,20 @@ impl clap::builder::TypedValueParser for CodecParser {
         if text.eq_ignore_ascii_case(codec::table::LZ4_WHOLE) {
             return Ok(Codec::Lz4Whole);
         }
-        codec::Codec::parse(&text).map(Codec::Chunked).map_err(|e| {
+        codec::Codec::parse(&text).map(Codec::Chunked).map_err(|_| {
             let arg = arg.map_or_else(|| "--codec".into(), ToString::to_string);
+            let names: Vec<String> = self
+                .possible_values()
+                .into_iter()
+                .flatten()
+                .map(|v| v.get_name().to_string())
+                .collect();
             clap::Error::raw(
                 clap::error::ErrorKind::InvalidValue,
-                format!("invalid value '{text}' for '{arg}': {e}\n"),
+                format!(
+                    "invalid value '{text}' for '{arg}'\n  [possible values: {}]\n",
+                    names.join(", ")
+                ),
             )
             .with_cmd(cmd)
         })
@@ -154,7 +163,7 @@ impl PackingArgs {
             chunks: self.chunks.clone(),
             blocks: self.blocks.clone(),
             layout_version: self.layout_version,
-            statistics: !self.no_stats,
+            statistics: self.no_stats.then_some(false),
             threads: self.threads,
         }
     }
@@ -212,8 +221,9 @@ pub struct Packing {
     pub blocks: Option<Vec<u64>>,
     /// The layout version, if given.
     pub layout_version: Option<u32>,
-    /// Whether per-chunk statistics are written.
-    pub statistics: bool,
+    /// Whether per-chunk statistics are written (`None`: the library's default, on where the
+    /// layout version holds them).
+    pub statistics: Option<bool>,
     /// Threads compressing chunks (0: all cores).
     pub threads: usize,
 }
@@ -224,10 +234,10 @@ impl Packing {
         let Codec::Chunked(c) = self.codec else {
             return None;
         };
-        let mut o = WriteOptions::new()
-            .codec(c)
-            .statistics(self.statistics)
-            .threads(self.threads);
+        let mut o = WriteOptions::new().codec(c).threads(self.threads);
+        if let Some(on) = self.statistics {
+            o = o.statistics(on);
+        }
         if let Some(f) = &self.filters {
             o = o.filters(f.clone());
         }
@@ -322,7 +332,7 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
     // re-encodes, since its settings may differ from the file's.
     let as_asked = match &chunk_opts {
         Some(_) => false,
-        None if compress => stored.is_compressed(),
+        None if compress => src.storage() == Storage::Lz4Whole,
         None => !packed,
     };
     if as_asked && output == input {

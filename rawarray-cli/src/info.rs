@@ -1,5 +1,6 @@
 //! `ra info`: the header of each file in words, or as one JSON object per file.
 
+use rawarray_serde::section::Storage;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -157,7 +158,7 @@ impl Chunking {
 
 /// Plain bytes over stored bytes of a compressed section.
 fn ratio(h: &Header) -> Option<f64> {
-    (h.is_compressed() || h.flags.is_chunked()).then(|| h.data_len() as f64 / h.size.max(1) as f64)
+    (Storage::of(h) != Storage::Plain).then(|| h.data_len() as f64 / h.size.max(1) as f64)
 }
 
 /// What an `ArrayWriter`'s journal says of a file: the blocks never committed, or why it
@@ -231,7 +232,7 @@ fn describe(path: &Path) -> Result<Described> {
         }
     };
     let trailer = src.trailer_info();
-    let chunking = src.header.flags.is_chunked().then(|| Chunking::of(&src));
+    let chunking = (src.storage() == Storage::Chunked).then(|| Chunking::of(&src));
     let cut_error = match &chunking {
         Some(Err(why)) => Some(Failure::file(path, why)),
         _ => None,
@@ -274,7 +275,7 @@ fn missing_text(path: &Path, h: &Header, missing: u64) -> String {
             .try_fold(h.elbyte, |a, &d| a.checked_mul(d))
             .filter(|&b| b > 0)
     });
-    if let (Some(bytes), false) = (record_bytes, h.is_compressed() || h.flags.is_chunked()) {
+    if let (Some(bytes), false) = (record_bytes, Storage::of(h) != Storage::Plain) {
         let held = h.size - missing;
         let claimed = h.dims.last().copied().unwrap_or(0);
         s.push_str(&format!(
@@ -308,10 +309,10 @@ fn json_line(path: &Path, d: &Described) -> String {
         dims: &h.dims,
         numpy_shape: reversed(&h.dims),
         big_endian: h.is_big_endian(),
-        compressed: h.is_compressed() || h.flags.is_chunked(),
+        compressed: Storage::of(h) != Storage::Plain,
         codec: match &chunked {
             Some(c) => Some(c.config.codec.name()),
-            None if h.is_compressed() => Some("lz4-whole"),
+            None if Storage::of(h) == Storage::Lz4Whole => Some(Storage::Lz4Whole.name()),
             None => None,
         },
         chunks: chunked.map(|c| &c.config.chunk[..]),
@@ -453,9 +454,11 @@ fn compression_text(
             )
         }
         Some(Err(why)) => format!("chunked (flag bit 2), unreadable: {why}"),
-        None if h.flags.is_chunked() => "chunked (flag bit 2)".to_string(),
-        None if h.is_compressed() => "LZ4 block (flag bit 1)".to_string(),
-        None => "none".to_string(),
+        None => match Storage::of(h) {
+            Storage::Chunked => "chunked (flag bit 2)".to_string(),
+            Storage::Lz4Whole => "LZ4 block (flag bit 1)".to_string(),
+            Storage::Plain => "none".to_string(),
+        },
     }
 }
 

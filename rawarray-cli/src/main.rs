@@ -184,6 +184,11 @@ Examples:
   ra compress big.ra              in place, chunked, zstd level 3, byte shuffle
   ra compress big.ra -o big_z.ra --codec lz4 --shuffle bit
   ra compress field.ra --chunks 64,64,64 --level 9 --threads 4
+  ra compress field.ra --filter shuffle,bytedelta          lossless, a better ratio for smooth floats
+  ra compress field.ra --codec pco                          numbers compressed as numbers
+  ra compress field.ra --filter bitround:10,shuffle         LOSSY: 10 mantissa bits kept
+  ra compress field.ra --blocks 16,16,16                    n-d blocks: any plane decodes little
+  ra compress big.ra --layout-version 1                     RACHUNK1, for rawarray 0.1's readers
   ra compress big.ra --codec lz4-whole     one LZ4 block, as the C reference reads it
 
 The chunked layout splits the array into n-d chunks (--chunks, one size per dim in the order
@@ -191,11 +196,9 @@ ra info lists dims; default about 1 MiB of raw bytes, whole leading dims first),
 and compressed alone behind an index, so a reader decodes only the chunks it touches. A chunked
 file is re-encoded with the settings given. Byte order and the trailer are kept. One LZ4 block
 (--codec lz4-whole) holds at most 2,113,929,216 bytes: a larger data section is refused from its
-header, before any of it is read.")]
-    #[command(
-        mut_arg("codec", |a| a.default_value("zstd")),
-        mut_arg("shuffle", |a| a.default_value("byte"))
-    )]
+header, before any of it is read. Statistics per chunk (min, max, NaN count) are written unless
+--no-stats; ra info --stats shows them.")]
+    #[command(mut_arg("codec", |a| a.default_value("zstd")))]
     Compress {
         /// A .ra file (- reads standard input, with -o).
         file: PathBuf,

@@ -2,6 +2,7 @@
 //! (compressed or not) behind the new header, through a temporary file, then the trailing
 //! bytes (a trailer block placed again for the new data end).
 
+use rawarray_serde::section::Storage;
 use std::io::Write;
 use std::path::Path;
 
@@ -20,7 +21,7 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
     let mut out = AtomicFile::create(output).at(output)?;
     let mut src = RaSource::open(input)?;
     let old = src.header.clone();
-    if old.flags.is_chunked() {
+    if src.storage() == Storage::Chunked {
         // The chunked section's config and index are laid out for the old dims: copied behind
         // new ones, they would describe chunks the data does not hold.
         return Err(Failure::file(

@@ -145,7 +145,11 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
                 chunks: args.chunks.clone().or(p.chunks),
                 blocks: args.blocks.clone().or(p.blocks),
                 layout_version: args.layout_version.or(p.layout_version),
-                statistics: !args.no_stats && p.statistics,
+                statistics: if args.no_stats {
+                    Some(false)
+                } else {
+                    p.statistics
+                },
                 threads: args.threads,
             }
         }
@@ -166,7 +170,7 @@ pub(crate) fn packing_of_config(
         chunks: Some(chunks),
         blocks,
         layout_version: Some(config.version),
-        statistics: config.stats.is_some() || config.version == 1,
+        statistics: (config.version >= 2).then_some(config.stats.is_some()),
         threads: 0,
     }
 }

@@ -30,7 +30,7 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
     let mut file = open_regular(path)?;
     let opened = identity(&file.metadata().at(path)?);
     let first = read_header_retrying(&mut file, path)?;
-    if first.is_compressed() {
+    if Storage::of(&first) == Storage::Lz4Whole {
         return Err(Failure::file(
             path,
             "is LZ4-compressed: a file being appended to is not; nothing to follow",

@@ -351,7 +351,7 @@ fn a_slice_of_compressed_rows_stays_compressed() {
         .clone();
     let err = String::from_utf8(run.stderr).unwrap();
     assert!(
-        err.contains("rows 10..30, values chunked (lz4, bit shuffle)"),
+        err.contains("rows 10..30, values chunked (lz4, filters [bitshuffle]"),
         "{err}"
     );
     assert_eq!(flags(&out), 12);

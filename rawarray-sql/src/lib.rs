@@ -35,6 +35,7 @@
 //! ```
 #![deny(missing_docs)]
 
+use rawarray_serde::section::Storage;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -178,7 +179,7 @@ impl TableProvider for RaTableProvider {
             .collect();
         if !conjuncts.is_empty() {
             scan = scan.filter(Predicate::And(conjuncts));
-            if self.table.header().flags.is_chunked() {
+            if Storage::of(self.table.header()) == Storage::Chunked {
                 // A chunk a batch (batches are whole chunks), so that a LIMIT above the filter
                 // stops the reading within a chunk of where it could.
                 scan = scan.batch_rows(1);

@@ -87,6 +87,10 @@ impl StatField {
             _ if StatField::supports(eltype, elbyte) => out.push(StatField::scalar(eltype, elbyte)),
             _ => {}
         }
+        // The schema comes from the file's trailer: a field that does not lie inside the
+        // element (a damaged or hostile schema) gets no statistics, rather than a read past
+        // the element's bytes.
+        out.retain(|f| u64::from(f.offset) + u64::from(f.count) * u64::from(f.width) <= elbyte);
         out.truncate(super::config::MAX_STAT_FIELDS);
         out
     }
