@@ -302,13 +302,18 @@ impl StoreUrl {
                 .await
                 .map_err(explain)?;
         }
+        if self.s3.is_none() && self.url.starts_with("http") {
+            // A plain HTTP server lists nothing and holds no writers' blocks.
+            return Ok(n);
+        }
         let store_err = |e: object_store::Error| explain(Error::msg(e.to_string()));
-        let listed: Vec<object_store::ObjectMeta> = self
-            .store
-            .list(Some(&parts))
-            .try_collect()
-            .await
-            .map_err(store_err)?;
+        let listed: Vec<object_store::ObjectMeta> =
+            match self.store.list(Some(&parts)).try_collect().await {
+                Ok(l) => l,
+                // A store that cannot list (HTTP) holds no writers' blocks.
+                Err(object_store::Error::NotImplemented { .. }) => return Ok(n),
+                Err(e) => return Err(store_err(e)),
+            };
         n += listed.len();
         let stream = futures::stream::iter(listed.into_iter().map(|m| Ok(m.location))).boxed();
         self.store
@@ -350,8 +355,9 @@ impl StoreUrl {
     }
 
     /// Writes the object at this URL whatever `write` writes, as
-    /// [`put_atomic`](super::put_atomic) does, after aborting what a writer that died left
-    /// here ([`StoreUrl::recover`]; a store that refuses the listing is written all the same).
+    /// [`put_atomic`](super::put_atomic) does, after aborting the S3 multipart uploads a writer
+    /// that died left at this path (as [`StoreUrl::recover`] does; a store that refuses the
+    /// listing is written all the same).
     /// Errors start with the URL and say where credentials were looked for when that is the
     /// trouble.
     pub fn put_atomic<F>(
@@ -363,7 +369,9 @@ impl StoreUrl {
     where
         F: FnOnce(&mut dyn std::io::Write) -> Result<()>,
     {
-        let _ = handle.block_on(self.recover());
+        if let (Some(s3), Some(b)) = (&self.s3, &self.bucket) {
+            let _ = handle.block_on(abort_pending(b, s3, &self.path));
+        }
         super::put_atomic(handle, &self.store, &self.path, opts, write).map_err(|e| self.rewrap(e))
     }
 
