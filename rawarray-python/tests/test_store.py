@@ -288,9 +288,15 @@ def test_an_unfinished_store_writes_nothing_and_recover_removes_its_blocks(s3):
     with pytest.raises(FileNotFoundError):
         rawarray.open(url)
     assert len(_leftovers(s3, "many/partial.ra")[0]) == 2
-    # The client died here: recover removes what its session left.
-    assert rawarray.recover_url(url) == 2
+    # A whole write of the URL killed mid-upload: its multipart upload left open at the key.
+    c = _boto(s3)
+    up = c.create_multipart_upload(Bucket=BUCKET, Key="many/partial.ra")
+    c.upload_part(Bucket=BUCKET, Key="many/partial.ra", UploadId=up["UploadId"], PartNumber=1,
+                  Body=b"x" * 100)
+    # The client died here: recover removes what its session and the dead upload left.
+    assert rawarray.recover_url(url) == 3
     assert _leftovers(s3, "many/partial.ra") == ([], [])
+    assert c.list_multipart_uploads(Bucket=BUCKET, Prefix="many/partial.ra").get("Uploads", []) == []
     # An exception inside `with` aborts: the blocks go, nothing is written.
     with pytest.raises(KeyError), rawarray.ArrayWriter(url, a.shape, a.dtype, chunks=(2, 6, 10)) as w:
         w[0:2] = a[0:2]
