@@ -32,6 +32,8 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     #[cfg(feature = "cloud")]
     m.add_class::<store::StoreFile>()?;
     #[cfg(feature = "cloud")]
+    m.add_class::<store::StoreBlockWriter>()?;
+    #[cfg(feature = "cloud")]
     m.add_function(wrap_pyfunction!(store::recover_url, m)?)?;
     m.add_function(wrap_pyfunction!(writers::write, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::storable_dtypes, m)?)?;

@@ -292,3 +292,142 @@ impl StoreFile {
         self.reader.header()
     }
 }
+
+/// Many writers of one chunked object (the library's `StoreArrayWriter`): the client's, made
+/// without `session`, and the workers', made with the client's. Each worker compresses and
+/// uploads its chunk-aligned blocks; the client's `finish` assembles the object (on S3, copying
+/// blocks server-side) and removes the blocks.
+#[pyclass(frozen, module = "rawarray._rawarray")]
+pub(crate) struct StoreBlockWriter {
+    writer: rawarray_serde::store::StoreArrayWriter,
+    url: StoreUrl,
+}
+
+#[pymethods]
+impl StoreBlockWriter {
+    /// A writer of the array of `descr_json` and `dims` (file order) at `url`, chunked as
+    /// `codec`, `chunks` (file order), `level` and `shuffle` say (`write`'s defaults
+    /// otherwise); of the session `session`, or of a new one. Nothing is sent to the store.
+    #[new]
+    #[pyo3(signature = (url, descr_json, dims, codec=None, chunks=None, level=None, shuffle=None, session=None, storage_options=None))]
+    #[allow(clippy::too_many_arguments)] // the Python keywords, one each
+    fn new(
+        url: &str,
+        descr_json: &str,
+        dims: Vec<u64>,
+        codec: Option<&str>,
+        chunks: Option<Vec<u64>>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        session: Option<&str>,
+        storage_options: Option<BTreeMap<String, String>>,
+    ) -> PyResult<StoreBlockWriter> {
+        let (opts, _) = crate::chunked::write_options(false, codec, chunks, level, shuffle, 0)?;
+        if opts.is_compressed() {
+            return Err(crate::errors::ra_err(
+                "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \
+                 data section cannot be written block by block): expected \"zstd\", \"lz4\" or \
+                 \"none\", which write the chunked layout",
+            ));
+        }
+        let (eltype, elbyte, layout) = crate::dtype::element_of(descr_json)?;
+        if layout.is_some() {
+            return Err(crate::errors::ra_err(
+                "an ArrayWriter of an object-store URL writes arrays of numbers: a bool or \
+                 structured dtype needs a trailer, which rawarray.write writes",
+            ));
+        }
+        let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
+        let url = store_url(url, storage_options)?;
+        let writer = url
+            .array_writer(header, &opts, session)
+            .map_err(|e| url_error(&url, e))?;
+        Ok(StoreBlockWriter { writer, url })
+    }
+
+    /// The session, for the workers' writers.
+    #[getter]
+    fn session(&self) -> &str {
+        self.writer.session()
+    }
+
+    /// The chunk shape, file order.
+    #[getter]
+    fn chunks(&self) -> Vec<u64> {
+        self.writer.chunks().to_vec()
+    }
+
+    /// The hidden folder (a path in the store) where the session's blocks wait.
+    #[getter]
+    fn session_prefix(&self) -> String {
+        self.writer.session_prefix().to_string()
+    }
+
+    /// Compresses and uploads the block `ranges` (one `(start, end)` per dim, file order) from
+    /// its packed little-endian bytes, the GIL released.
+    fn write_block(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        data: pyo3::buffer::PyBuffer<u8>,
+    ) -> PyResult<()> {
+        if !data.is_c_contiguous() {
+            return Err(crate::errors::ra_err("a block must be C-contiguous bytes"));
+        }
+        // SAFETY: as in `ArrayWriter::write_block`: the buffer is held, contiguous and only
+        // read, for the length it exports.
+        let bytes: &[u8] = if data.len_bytes() == 0 {
+            &[] // an empty buffer may export a null pointer, which no slice may hold
+        } else {
+            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
+        };
+        let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
+        py.detach(|| -> rawarray_serde::Result<()> {
+            let rt = runtime()?;
+            self.writer.write_block(rt.handle(), &ranges, bytes)
+        })
+        .map_err(|e| url_error(&self.url, e))
+    }
+
+    /// Assembles the object from the blocks uploaded and removes them: `(bytes, blocks,
+    /// chunks, parts, bytes copied by the store, bytes streamed through this process)`.
+    #[pyo3(signature = (fill_missing=false))]
+    fn finish(
+        &self,
+        py: Python<'_>,
+        fill_missing: bool,
+    ) -> PyResult<(u64, usize, u64, usize, u64, u64)> {
+        let w = self.writer.clone().fill_missing(fill_missing);
+        let done = py
+            .detach(|| -> rawarray_serde::Result<_> {
+                let rt = runtime()?;
+                w.finish(rt.handle())
+            })
+            .map_err(|e| url_error(&self.url, e))?;
+        Ok((
+            done.bytes,
+            done.blocks,
+            done.chunks,
+            done.parts,
+            done.copied,
+            done.streamed,
+        ))
+    }
+
+    /// Removes the blocks uploaded in this session; says how many.
+    fn abort(&self, py: Python<'_>) -> PyResult<usize> {
+        py.detach(|| -> rawarray_serde::Result<usize> {
+            let rt = runtime()?;
+            self.writer.abort(rt.handle())
+        })
+        .map_err(|e| url_error(&self.url, e))
+    }
+}
+
+/// A runtime of two threads for one call (parts go up while the next is filled).
+fn runtime() -> rawarray_serde::Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?)
+}

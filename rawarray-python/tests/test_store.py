@@ -230,3 +230,146 @@ def test_other_urls(tmp, s3, monkeypatch):
     # A URL kind it does not read lists those it does.
     with pytest.raises(rawarray.RaError, match="not an object-store URL.*s3://, s3a://, gs://"):
         rawarray.open("ftp://host/field.ra")
+
+
+# Many writers of one object: rawarray.ArrayWriter(url, ...) (doc/cloud.md).
+
+def _boto(endpoint: str):
+    import boto3  # noqa: PLC0415
+
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id="test", aws_secret_access_key="test")
+
+
+def _leftovers(endpoint: str, key: str) -> tuple[list[str], list[str]]:
+    """The objects and the multipart uploads under the hidden folder of ``key``'s writers,
+    as S3 lists them (boto3, independent of the library)."""
+    folder, name = key.rsplit("/", 1)
+    prefix = f"{folder}/.{name}.rawarray-parts/"
+    c = _boto(endpoint)
+    objects = [o["Key"] for o in c.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", [])]
+    uploads = [u["Key"] for u in c.list_multipart_uploads(Bucket=BUCKET, Prefix=prefix).get("Uploads", [])]
+    return objects, uploads
+
+
+def test_blocks_from_many_writers_make_one_object_copied_by_the_store(s3):
+    # Raw chunks (codec "none") of 6 MiB: blocks of 5 MiB or more go by UploadPartCopy.
+    a = np.random.default_rng(7).random((18, 512, 512), dtype=np.float32)
+    url = f"s3://{BUCKET}/many/copied.ra"
+    w = rawarray.ArrayWriter(url, a.shape, a.dtype, chunks=(6, 512, 512), codec="none")
+    assert isinstance(w, rawarray.ArrayWriter) and w.chunks == (6, 512, 512)
+    # Each "worker" gets the writer pickled, as dask sends it.
+    for z in (12, 0, 6):
+        worker = pickle.loads(pickle.dumps(w))
+        assert not worker.created and worker.session == w.session
+        worker[z:z + 6] = a[z:z + 6]
+    # A block upload killed mid-way: its multipart upload left open in the session's folder.
+    c = _boto(s3)
+    dead = f"many/.copied.ra.rawarray-parts/{w.session}/b0-1_0-1_0-1"
+    up = c.create_multipart_upload(Bucket=BUCKET, Key=dead)
+    c.upload_part(Bucket=BUCKET, Key=dead, UploadId=up["UploadId"], PartNumber=1, Body=b"x" * 100)
+    with pytest.raises(FileNotFoundError):
+        rawarray.open(url)  # nothing at the URL before close
+    w.close()
+    done = w.finished
+    assert done["blocks"] == 3 and done["chunks"] == 3, done
+    # The first block's first 5 MiB (less the header) go with the header; the rest of it
+    # is under 5 MiB and is streamed; the other two blocks (12 MiB) are copied by the store.
+    assert done["copied"] == 12 << 20 and done["parts"] == 3, done
+    assert done["streamed"] == done["bytes"] - done["copied"] < 7 << 20, done
+    with rawarray.open(url) as f:
+        assert f.chunks == (6, 512, 512)
+        np.testing.assert_array_equal(f[...], a)
+    assert _leftovers(s3, "many/copied.ra") == ([], [])
+
+
+def test_an_unfinished_store_writes_nothing_and_recover_removes_its_blocks(s3):
+    a = field((8, 6, 10))
+    url = f"s3://{BUCKET}/many/partial.ra"
+    w = rawarray.ArrayWriter(url, a.shape, a.dtype, chunks=(2, 6, 10), codec="zstd")
+    w[0:2] = a[0:2]
+    w[4:8] = a[4:8]
+    with pytest.raises(ValueError, match=r"not whole chunks"):
+        w[1:3] = a[1:3]
+    # A chunk missing (axis 0 at 2:4, named in numpy's order): refused, nothing written.
+    with pytest.raises(rawarray.RaError,
+                       match=r"1 of 4 chunks were never written.*The first missing: block \[2:4, 0:6, 0:10\]$"):
+        w.close()
+    with pytest.raises(FileNotFoundError):
+        rawarray.open(url)
+    assert len(_leftovers(s3, "many/partial.ra")[0]) == 2
+    # A whole write of the URL killed mid-upload: its multipart upload left open at the key.
+    c = _boto(s3)
+    up = c.create_multipart_upload(Bucket=BUCKET, Key="many/partial.ra")
+    c.upload_part(Bucket=BUCKET, Key="many/partial.ra", UploadId=up["UploadId"], PartNumber=1,
+                  Body=b"x" * 100)
+    # The client died here: recover removes what its session and the dead upload left.
+    assert rawarray.recover_url(url) == 3
+    assert _leftovers(s3, "many/partial.ra") == ([], [])
+    assert c.list_multipart_uploads(Bucket=BUCKET, Prefix="many/partial.ra").get("Uploads", []) == []
+    # An exception inside `with` aborts: the blocks go, nothing is written.
+    with pytest.raises(KeyError), rawarray.ArrayWriter(url, a.shape, a.dtype, chunks=(2, 6, 10)) as w:
+        w[0:2] = a[0:2]
+        raise KeyError("the computation failed")
+    assert _leftovers(s3, "many/partial.ra") == ([], [])
+    with pytest.raises(FileNotFoundError):
+        rawarray.open(url)
+    # fill_missing writes the chunks never written as zeros.
+    w = rawarray.ArrayWriter(url, a.shape, a.dtype, chunks=(2, 6, 10))
+    w[6:8] = a[6:8]
+    w.close(fill_missing=True)
+    want = np.zeros_like(a)
+    want[6:8] = a[6:8]
+    np.testing.assert_array_equal(rawarray.read(url), want)
+
+
+def test_da_store_from_a_two_process_cluster_writes_the_array(tmp, s3):
+    da = pytest.importorskip("dask.array", reason="dask is not installed")
+    distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")
+    a = field((24, 16, 30)).astype("<f8")
+    url = f"s3://{BUCKET}/many/dask.ra"
+    marker = tmp / "killed"
+
+    def compute(block, block_info=None):
+        # The worker running the block at z = 8 dies the first time: dask runs it again on the
+        # other worker (or the restarted one); its dead attempt left no block.
+        z = block_info[0]["array-location"][0][0]
+        if z == 8 and not marker.exists():
+            marker.write_text("killed")
+            os.kill(os.getpid(), 9)
+        return block
+
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        assert len(set(client.run(os.getpid).values())) == 2
+        x = da.from_array(a, chunks=(4, 16, 30)).map_blocks(compute, dtype=a.dtype)
+        with rawarray.ArrayWriter(url, a.shape, a.dtype, chunks=(4, 16, 30), codec="zstd") as w:
+            da.store(x, w, lock=False)
+        assert marker.exists()
+        assert w.finished["blocks"] == 6 and w.finished["chunks"] == 6, w.finished
+        np.testing.assert_array_equal(rawarray.read(url), a)
+        assert _leftovers(s3, "many/dask.ra") == ([], [])
+
+        # A store that fails (a block that cannot be computed): nothing at the URL, no blocks.
+        def fail(block, block_info=None):
+            if block_info[0]["array-location"][0][0] == 12:
+                raise ArithmeticError("this block cannot be computed")
+            return block
+
+        url2 = f"s3://{BUCKET}/many/failed.ra"
+        y = da.from_array(a, chunks=(4, 16, 30)).map_blocks(fail, dtype=a.dtype)
+        with pytest.raises(ArithmeticError), \
+                rawarray.ArrayWriter(url2, a.shape, a.dtype, chunks=(4, 16, 30)) as w:
+            da.store(y, w, lock=False)
+        with pytest.raises(FileNotFoundError):
+            rawarray.open(url2)
+        # The abort removed the blocks written before the failure; a task still running then
+        # may upload its block after it: recover removes those once the cluster is idle.
+        deadline = time.monotonic() + 30
+        while any(client.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        rawarray.recover_url(url2)
+        assert _leftovers(s3, "many/failed.ra") == ([], [])
+        with pytest.raises(FileNotFoundError):
+            rawarray.open(url2)

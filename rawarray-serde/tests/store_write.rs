@@ -140,3 +140,131 @@ fn an_update_refuses_an_object_changed_since_it_was_read() {
     let now = rt.block_on(async { store.get(&path).await.unwrap().bytes().await.unwrap() });
     assert_eq!(&now[..], &big.to_bytes()[..]);
 }
+
+/// Many writers of one object (`StoreArrayWriter`), on a store without server-side part copies
+/// (the finish streams the blocks): the object reads as the array, its bytes after the head
+/// equal a whole write's chunks, and every failure leaves nothing at the path.
+#[test]
+fn many_writers_make_one_object_and_refuse_what_is_incomplete() {
+    use rawarray_serde::codec::Codec;
+    use rawarray_serde::store::StoreArrayWriter;
+    use rawarray_serde::{ElType, Header};
+    let rt = rt();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let path = StorePath::from("runs/many.ra");
+    let dims = vec![30u64, 20, 12];
+    let n = 30 * 20 * 12;
+    let values = noise(n);
+    let a = RawArray::from_shape_vec(dims.clone(), values.clone()).unwrap();
+    let header = Header::new(ElType::Uint, 4, dims.clone()).unwrap();
+    let opts = WriteOptions::new()
+        .codec(Codec::Zstd)
+        .chunks(vec![30, 20, 4]);
+    let client = StoreArrayWriter::new(store.clone(), path.clone(), header.clone(), &opts).unwrap();
+    let worker = |session: &str| {
+        StoreArrayWriter::resume(store.clone(), path.clone(), header.clone(), &opts, session)
+            .unwrap()
+    };
+    // The block of dim 2 at z..z+4: its values, little-endian, column-major.
+    let block = |z: u64| -> Vec<u8> {
+        let plane = 30 * 20;
+        values[z as usize * plane..(z as usize + 4) * plane]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect()
+    };
+    let exists = |rt: &tokio::runtime::Runtime| rt.block_on(store.head(&path)).is_ok();
+    let full = |r: std::ops::Range<u64>| vec![0..30, 0..20, r];
+
+    // A misaligned block is refused before anything is uploaded.
+    let e = worker(client.session())
+        .write_block(rt.handle(), &full(2..6), &block(2))
+        .unwrap_err();
+    assert!(e.to_string().contains("aligned to the chunk grid"), "{e}");
+    // Two of three blocks: the finish names the missing chunk and writes nothing.
+    worker(client.session())
+        .write_block(rt.handle(), &full(8..12), &block(8))
+        .unwrap();
+    worker(client.session())
+        .write_block(rt.handle(), &full(0..4), &block(0))
+        .unwrap();
+    let e = client.finish(rt.handle()).unwrap_err().to_string();
+    assert!(e.contains("1 of 3 chunks were never written"), "{e}");
+    assert!(
+        e.ends_with("The first missing: block [0..30, 0..20, 4..8)"),
+        "{e}"
+    );
+    assert!(!exists(&rt));
+    // A writer of other settings in the same session: its block is refused by name.
+    let other = StoreArrayWriter::resume(
+        store.clone(),
+        path.clone(),
+        header.clone(),
+        &WriteOptions::new()
+            .codec(Codec::Lz4)
+            .chunks(vec![30, 20, 4]),
+        client.session(),
+    )
+    .unwrap();
+    other
+        .write_block(rt.handle(), &full(4..8), &block(4))
+        .unwrap();
+    let e = client.finish(rt.handle()).unwrap_err().to_string();
+    assert!(e.contains("written with other settings"), "{e}");
+    assert!(!exists(&rt));
+    // The block written again by a writer of the same settings (a task run twice) replaces it.
+    worker(client.session())
+        .write_block(rt.handle(), &full(4..8), &block(4))
+        .unwrap();
+    let done = client.finish(rt.handle()).unwrap();
+    assert_eq!((done.blocks, done.chunks, done.copied), (3, 3, 0));
+    assert_eq!(done.streamed, done.bytes);
+    let r = rt
+        .block_on(StoreArrayReader::open(store.clone(), path.clone()))
+        .unwrap();
+    assert_eq!(r.object_len(), done.bytes);
+    let back: RawArray<u32> = rt.block_on(r.read_all()).unwrap();
+    assert_eq!(back, a);
+    // The chunks' bytes are those of a whole write with the same settings, in the same order.
+    let mut whole = Vec::new();
+    a.write_to_with(&mut whole, &opts).unwrap();
+    let object = rt.block_on(async { store.get(&path).await.unwrap().bytes().await.unwrap() });
+    assert_eq!(object.len(), whole.len());
+    assert_eq!(object[..], whole[..]);
+    // The blocks are gone.
+    let left: Vec<_> = rt
+        .block_on(futures_list(&store, &client.session_prefix()))
+        .into_iter()
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+
+    // A session given up: abort removes its blocks, and the object written before stays.
+    let s2 = StoreArrayWriter::new(store.clone(), path.clone(), header.clone(), &opts).unwrap();
+    worker(s2.session())
+        .write_block(rt.handle(), &full(0..4), &block(0))
+        .unwrap();
+    assert_eq!(s2.abort(rt.handle()).unwrap(), 1);
+    assert!(rt
+        .block_on(futures_list(&store, &s2.session_prefix()))
+        .is_empty());
+    let again: RawArray<u32> = rt
+        .block_on(async {
+            StoreArrayReader::open(store.clone(), path.clone())
+                .await
+                .unwrap()
+                .read_all()
+                .await
+        })
+        .unwrap();
+    assert_eq!(again, a);
+}
+
+async fn futures_list(store: &Arc<dyn ObjectStore>, prefix: &StorePath) -> Vec<StorePath> {
+    use futures::TryStreamExt;
+    store
+        .list(Some(prefix))
+        .map_ok(|m| m.location)
+        .try_collect()
+        .await
+        .unwrap()
+}

@@ -16,7 +16,7 @@ from ._rawarray import RaggedWriter as _RaggedWriter
 from ._rawarray import RecordWriter as _RecordWriter
 from ._axes import file_chunks, in_numpy_order
 from ._dtype import _check_storable, _descr_json, _little_endian
-from ._file import File
+from ._file import File, _is_url, _storage_options
 from ._ragged import _BYTES, RaggedFile
 from ._values import _as_writer_dtype
 
@@ -210,7 +210,20 @@ class ArrayWriter:
     ...     w[0:2, :500] = 0.5
     >>> w = rawarray.ArrayWriter("z.ra", (64, 512, 512), "<f4", chunks=(8, 512, 512),
     ...                          codec="zstd", shuffle="byte")   # doctest: +SKIP
+
+    Given an object-store URL (``s3://``, ``gs://``, ``az://``, ...; ``storage_options`` as for
+    :func:`open`), it is a :class:`StoreArrayWriter`: every block is compressed and uploaded by
+    the process that writes it, and :meth:`StoreArrayWriter.close` on the client assembles the
+    object, which exists at the URL only from then on::
+
+        with rawarray.ArrayWriter("s3://bucket/out.ra", x.shape, x.dtype, chunks=c) as w:
+            da.store(x.rechunk(w.chunks), w, lock=False)
     """
+
+    def __new__(cls, path: Any, *args: Any, **kwargs: Any) -> "ArrayWriter":
+        if cls is ArrayWriter and _is_url(path):
+            return object.__new__(StoreArrayWriter)
+        return object.__new__(cls)
 
     def __init__(
         self,
@@ -364,6 +377,131 @@ def _reopen_writer(path: str, identity: tuple[int, int, bytes], threads: int = 0
         w.close()
         raise RaError(f"{path}: the file changed since this rawarray.ArrayWriter was pickled ({why})")
     return w
+
+
+class StoreArrayWriter(ArrayWriter):
+    """Blocks of one chunked array written into one object of an object store by many
+    processes (a Dask cluster): what ``rawarray.ArrayWriter(url, shape, dtype, ...)`` gives
+    (design and cost: doc/cloud.md, "Many writers to one object").
+
+    The writer made on the client starts a session; pickled, it goes to the workers as a writer
+    of the same session. ``w[key] = block`` (chunk-aligned blocks, as for a chunked
+    :class:`ArrayWriter`) compresses the block's chunks and uploads them as one temporary
+    object under a hidden folder beside the URL (``.NAME.rawarray-parts/``). :meth:`close` on
+    the client writes the header and index and assembles the object from the blocks (on S3,
+    blocks of 5 MiB or more are copied by the store itself, never through the client), then
+    removes them. Until then nothing is at the URL (an object already there stays as it was);
+    a worker killed mid-write leaves no block, and a chunk no block holds makes :meth:`close`
+    refuse, naming it, rather than write zeros for it (``close(fill_missing=True)`` writes
+    them). Leaving a ``with`` block by an exception removes the blocks (:meth:`abort`);
+    :func:`rawarray.recover_url` removes what clients that died left.
+
+    The object is always chunked: with no ``chunks``, ``codec``, ``level`` or ``shuffle``,
+    those of :func:`write` (zstd after a byte shuffle, chunks of about 1 MiB).
+    """
+
+    def __init__(
+        self,
+        path: str,
+        shape: tuple[int, ...] | None = None,
+        dtype: Any = None,
+        *,
+        chunks: Sequence[int] | None = None,
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        threads: int | None = None,
+        storage_options: dict[str, Any] | None = None,
+        _session: str | None = None,
+    ) -> None:
+        try:
+            from ._rawarray import StoreBlockWriter  # noqa: PLC0415 (absent without `cloud`)
+        except ImportError:
+            raise RaError(f"{path}: this build of rawarray writes no object-store URLs; build "
+                          "it with the Cargo feature `cloud`") from None
+        if shape is None or dtype is None:
+            raise TypeError(f"ArrayWriter({path!r}): an object is written whole, once: give its "
+                            "shape and dtype (an existing object cannot be opened to write blocks "
+                            "into)")
+        self.path = path
+        dt = _little_endian(np.dtype(dtype))
+        _check_storable(dt)
+        self.shape = tuple(int(n) for n in shape)
+        self.dtype = dt
+        self._threads = 0 if threads is None else int(threads)
+        self._args = (path, self.shape, dt.str, chunks, codec, level, shuffle, storage_options)
+        dims = list(reversed(self.shape))
+        with in_numpy_order(len(dims)):
+            self._w = StoreBlockWriter(path, _descr_json(dt), dims, codec,
+                                       file_chunks(chunks, "C"), level, shuffle, _session,
+                                       _storage_options(storage_options))
+        self.chunks = tuple(reversed(self._w.chunks))
+        self.compression = None
+        self._client = _session is None
+        self._closed = False
+        #: What :meth:`close` did: bytes written, blocks, chunks, parts, bytes the store copied
+        #: and bytes streamed through this process (``None`` until then).
+        self.finished: dict[str, int] | None = None
+
+    @property
+    def created(self) -> bool:
+        """Whether this is the client's writer (it started the session, and closes it)."""
+        return self._client
+
+    @property
+    def session(self) -> str:
+        """The session the workers' writers share."""
+        return str(self._w.session)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self._closed:
+            raise ValueError("cannot pickle a closed rawarray.ArrayWriter")
+        return (_store_writer, self._args + (self.session,))
+
+    def sync(self) -> None:
+        """Nothing to sync: each block is uploaded by its write."""
+
+    def close(self, fill_missing: bool = False) -> None:
+        """On the client, assembles the object from the blocks written and removes them
+        (closing twice is allowed); on a worker, does nothing. :class:`RaError` names the chunks
+        no block holds (and leaves everything as it was: write them and close again, or
+        :meth:`abort`), unless ``fill_missing``, which writes them as zeros."""
+        if self._closed or not self._client:
+            self._closed = True
+            return
+        with in_numpy_order(len(self.shape)):
+            done = self._w.finish(fill_missing)
+        self.finished = dict(zip(("bytes", "blocks", "chunks", "parts", "copied", "streamed"),
+                                 done))
+        self._closed = True
+
+    def abort(self) -> int:
+        """Removes the blocks written in this session (nothing is written at the URL); says
+        how many."""
+        self._closed = True
+        return int(self._w.abort())
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` or :meth:`abort` has run."""
+        return self._closed
+
+    def __repr__(self) -> str:
+        return (f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype} "
+                f"session={self.session}>")
+
+    def __exit__(self, exc_type: Any, *exc: object) -> None:
+        if exc_type is not None and self._client and not self._closed:
+            self.abort()
+        else:
+            self.close()
+
+
+def _store_writer(path: str, shape: tuple[int, ...], dtype: str, chunks: Any, codec: Any,
+                  level: Any, shuffle: Any, storage_options: Any, session: str) -> ArrayWriter:
+    """A pickled :class:`StoreArrayWriter`: a worker's writer of the same session."""
+    return StoreArrayWriter(path, shape, dtype, chunks=chunks, codec=codec, level=level,
+                            shuffle=shuffle, storage_options=storage_options, _session=session)
 
 
 class RaggedWriter:

@@ -12,6 +12,7 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path as StorePath;
 use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, ObjectStoreExt};
 
+mod many;
 mod pieces;
 #[cfg(feature = "cloud")]
 mod s3;
@@ -19,6 +20,7 @@ mod s3;
 mod url;
 mod write;
 
+pub use many::{Finished, StoreArrayWriter};
 pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
 #[cfg(feature = "cloud")]

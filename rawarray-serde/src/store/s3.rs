@@ -113,11 +113,59 @@ impl S3Bucket {
         Ok(ids)
     }
 
-    /// Copies bytes `range` of the object `from` as part `part` (1-based) of the upload `id`
-    /// to `to`, server-side; returns the part's ETag.
-    // Not called yet: the many-writer upload that assembles parts server-side is unfinished
-    // (issue 36 item 3); the call is tested for its request shape only.
-    #[allow(dead_code)]
+    /// The keys and upload ids of the multipart uploads in progress under `prefix` (a folder).
+    pub(crate) async fn pending_under(
+        &self,
+        s3: &AmazonS3,
+        prefix: &StorePath,
+    ) -> Result<Vec<(String, String)>> {
+        let mut out = Vec::new();
+        // Pages of up to 1000 uploads, followed by their markers.
+        let mut marker: Option<(String, String)> = None;
+        for _ in 0..10_000 {
+            let mut url = format!(
+                "{}/?uploads&prefix={}",
+                self.base,
+                encode(&format!("{}/", prefix.as_ref()))
+            );
+            if let Some((k, id)) = &marker {
+                url.push_str(&format!(
+                    "&key-marker={}&upload-id-marker={}",
+                    encode(k),
+                    encode(id)
+                ));
+            }
+            let req = http::Request::builder()
+                .method("GET")
+                .uri(&url)
+                .body(HttpRequestBody::empty())
+                .map_err(|e| Error::msg(format!("ListMultipartUploads: {e}")))?;
+            let body = self.send(s3, req, "S3 ListMultipartUploads").await?;
+            let text = String::from_utf8_lossy(&body);
+            for upload in text.split("<Upload>").skip(1) {
+                let k = between(upload, "<Key>", "</Key>").map(unescape);
+                let id = between(upload, "<UploadId>", "</UploadId>").map(unescape);
+                if let (Some(k), Some(id)) = (k, id) {
+                    out.push((k, id));
+                }
+            }
+            let truncated = between(&text, "<IsTruncated>", "</IsTruncated>") == Some("true");
+            let next = (
+                between(&text, "<NextKeyMarker>", "</NextKeyMarker>").map(unescape),
+                between(&text, "<NextUploadIdMarker>", "</NextUploadIdMarker>").map(unescape),
+            );
+            match next {
+                (Some(k), Some(id)) if truncated => marker = Some((k, id)),
+                _ => break,
+            }
+        }
+        Ok(out)
+    }
+
+    /// Copies bytes `range` of the object `from` (of ETag `if_match`, when given: a source
+    /// replaced meanwhile is refused) as part `part` (1-based) of the upload `id` to `to`,
+    /// server-side; returns the part's ETag.
+    #[allow(clippy::too_many_arguments)] // one per field of S3's request
     pub(crate) async fn upload_part_copy(
         &self,
         s3: &AmazonS3,
@@ -126,6 +174,7 @@ impl S3Bucket {
         part: usize,
         from: &StorePath,
         range: std::ops::Range<u64>,
+        if_match: Option<&str>,
     ) -> Result<String> {
         let bucket = self.bucket_name();
         let url = format!(
@@ -144,7 +193,12 @@ impl S3Bucket {
             .header(
                 "x-amz-copy-source-range",
                 format!("bytes={}-{}", range.start, range.end - 1),
-            )
+            );
+        let req = match if_match {
+            Some(e) => req.header("x-amz-copy-source-if-match", e),
+            None => req,
+        };
+        let req = req
             .body(HttpRequestBody::empty())
             .map_err(|e| Error::msg(format!("UploadPartCopy: {e}")))?;
         let body = self.send(s3, req, "S3 UploadPartCopy").await?;
@@ -177,6 +231,22 @@ pub(crate) async fn abort_pending(
             .map_err(|e| Error::msg(format!("aborting upload {id} of {path}: {e}")))?;
     }
     Ok(ids.len())
+}
+
+/// Aborts every multipart upload in progress under the folder `prefix`: what writers of
+/// blocks that died left.
+pub(crate) async fn abort_under(
+    bucket: &S3Bucket,
+    s3: &Arc<AmazonS3>,
+    prefix: &StorePath,
+) -> Result<usize> {
+    let ups = bucket.pending_under(s3, prefix).await?;
+    for (key, id) in &ups {
+        s3.abort_multipart(&StorePath::from(key.as_str()), &id.clone())
+            .await
+            .map_err(|e| Error::msg(format!("aborting upload {id} of {key}: {e}")))?;
+    }
+    Ok(ups.len())
 }
 
 fn between<'a>(s: &'a str, open: &str, close: &str) -> Option<&'a str> {

@@ -126,6 +126,11 @@ impl StoreUrl {
         let (store, credentials): (Arc<dyn ObjectStore>, Credentials) = match scheme {
             ObjectStoreScheme::AmazonS3 => {
                 let mut b = AmazonS3Builder::from_env().with_url(url);
+                // The builder parses the URL only when built: the bucket is set here too, so
+                // that `S3Bucket::of` (recover's listing, the part copies) sees it.
+                if let ("s3" | "s3a", Some(host)) = (parsed.scheme(), parsed.host_str()) {
+                    b = b.with_bucket_name(host);
+                }
                 let mut given = Vec::new();
                 for (k, v) in options {
                     let (key, value) = s3_option(url, k, v)?;
@@ -278,21 +283,81 @@ impl StoreUrl {
         })
     }
 
-    /// Aborts the multipart uploads that writers which died left at this URL's path, and says
-    /// how many: S3's, listed by its ListMultipartUploads. Other stores keep none that matter
-    /// (Azure drops uncommitted blocks within 7 days; HTTP and local files have no uploads).
+    /// Removes what writers which died left at this URL's path, and says how many uploads and
+    /// objects it removed: S3's multipart uploads of the object (listed by its
+    /// ListMultipartUploads), and the blocks of [`StoreArrayWriter`](super::StoreArrayWriter)s
+    /// never finished (the hidden folder `.NAME.rawarray-parts/` beside the object, every
+    /// session, and S3's uploads under it). Run it when no writer of the path is running: a
+    /// running many-writer session loses its blocks (its finish then refuses, naming the
+    /// chunks missing). Other stores keep no uploads that matter (Azure drops uncommitted
+    /// blocks within 7 days; HTTP and local files have none).
     pub async fn recover(&self) -> Result<usize> {
-        match (&self.s3, &self.bucket) {
-            (Some(s3), Some(b)) => abort_pending(b, s3, &self.path)
+        use futures::{StreamExt, TryStreamExt};
+        let explain = |e: Error| Error::msg(self.explain(&e.to_string()));
+        let parts = super::many::parts_prefix(&self.path);
+        let mut n = 0;
+        if let (Some(s3), Some(b)) = (&self.s3, &self.bucket) {
+            n += abort_pending(b, s3, &self.path).await.map_err(explain)?;
+            n += super::s3::abort_under(b, s3, &parts)
                 .await
-                .map_err(|e| Error::msg(self.explain(&e.to_string()))),
-            _ => Ok(0),
+                .map_err(explain)?;
         }
+        if self.s3.is_none() && self.url.starts_with("http") {
+            // A plain HTTP server lists nothing and holds no writers' blocks.
+            return Ok(n);
+        }
+        let store_err = |e: object_store::Error| explain(Error::msg(e.to_string()));
+        let listed: Vec<object_store::ObjectMeta> =
+            match self.store.list(Some(&parts)).try_collect().await {
+                Ok(l) => l,
+                // A store that cannot list (HTTP) holds no writers' blocks.
+                Err(object_store::Error::NotImplemented { .. }) => return Ok(n),
+                Err(e) => return Err(store_err(e)),
+            };
+        n += listed.len();
+        let stream = futures::stream::iter(listed.into_iter().map(|m| Ok(m.location))).boxed();
+        self.store
+            .delete_stream(stream)
+            .try_collect::<Vec<_>>()
+            .await
+            .map_err(store_err)?;
+        Ok(n)
+    }
+
+    /// A [`StoreArrayWriter`](super::StoreArrayWriter) of the object at this URL (a new
+    /// session, or a worker's of `session`), copying parts server-side when the store is S3.
+    pub fn array_writer(
+        &self,
+        header: crate::Header,
+        opts: &crate::WriteOptions,
+        session: Option<&str>,
+    ) -> Result<super::StoreArrayWriter> {
+        let w = match session {
+            Some(s) => super::StoreArrayWriter::resume(
+                self.store.clone(),
+                self.path.clone(),
+                header,
+                opts,
+                s,
+            )?,
+            None => {
+                super::StoreArrayWriter::new(self.store.clone(), self.path.clone(), header, opts)?
+            }
+        };
+        let s3 = match (&self.s3, &self.bucket) {
+            (Some(store), Some(bucket)) => Some(super::many::S3 {
+                store: store.clone(),
+                bucket: bucket.clone(),
+            }),
+            _ => None,
+        };
+        Ok(w.with_s3(s3))
     }
 
     /// Writes the object at this URL whatever `write` writes, as
-    /// [`put_atomic`](super::put_atomic) does, after aborting what a writer that died left
-    /// here ([`StoreUrl::recover`]; a store that refuses the listing is written all the same).
+    /// [`put_atomic`](super::put_atomic) does, after aborting the S3 multipart uploads a writer
+    /// that died left at this path (as [`StoreUrl::recover`] does; a store that refuses the
+    /// listing is written all the same).
     /// Errors start with the URL and say where credentials were looked for when that is the
     /// trouble.
     pub fn put_atomic<F>(
@@ -304,7 +369,9 @@ impl StoreUrl {
     where
         F: FnOnce(&mut dyn std::io::Write) -> Result<()>,
     {
-        let _ = handle.block_on(self.recover());
+        if let (Some(s3), Some(b)) = (&self.s3, &self.bucket) {
+            let _ = handle.block_on(abort_pending(b, s3, &self.path));
+        }
         super::put_atomic(handle, &self.store, &self.path, opts, write).map_err(|e| self.rewrap(e))
     }
 
@@ -471,6 +538,14 @@ mod tests {
         kv.iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn an_s3_url_names_its_bucket_for_the_calls_object_store_does_not_make() {
+        let u = StoreUrl::parse("s3://data/runs/x.ra", &StorageOptions::new()).unwrap();
+        assert!(u.s3.is_some());
+        let b = u.bucket.expect("the bucket of an s3:// URL");
+        assert!(format!("{b:?}").contains("data"), "{b:?}");
     }
 
     #[test]

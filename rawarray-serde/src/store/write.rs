@@ -68,6 +68,11 @@ impl UploadOptions {
         self
     }
 
+    /// Bytes of each part (the first thousand).
+    pub(crate) fn part_len(&self) -> usize {
+        self.part
+    }
+
     /// Parts in flight at once (at least 1): memory holds about this many parts, and one more
     /// being filled.
     #[must_use]
