@@ -322,7 +322,14 @@ impl StoreBlockWriter {
         session: Option<&str>,
         storage_options: Option<BTreeMap<String, String>>,
     ) -> PyResult<StoreBlockWriter> {
-        let (opts, _) = crate::chunked::write_options(false, codec, chunks, level, shuffle, 0)?;
+        let packing = crate::chunked::Packing {
+            codec: codec.map(str::to_string),
+            chunks,
+            level,
+            shuffle: shuffle.map(str::to_string),
+            ..Default::default()
+        };
+        let (opts, _) = crate::chunked::write_options(false, &packing)?;
         if opts.is_compressed() {
             return Err(crate::errors::ra_err(
                 "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \
