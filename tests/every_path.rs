@@ -152,11 +152,7 @@ impl Val for Rec {
                 b: -(i as i32),
                 c: i as f64 * 0.5,
             },
-            Mode::Constant => Rec {
-                a: 1,
-                b: 2,
-                c: 3.0,
-            },
+            Mode::Constant => Rec { a: 1, b: 2, c: 3.0 },
         }
     }
     fn bytes(&self, big_endian: bool) -> Vec<u8> {
@@ -192,7 +188,8 @@ fn write_case<T: Val>(path: &Path, a: &RawArray<T>, opts: &WriteOptions) -> Resu
     let header = Header::decode_any(&file).map_err(err)?;
     let end = header.encoded_len() as u64 + header.size;
     assert_eq!(end, file.len() as u64, "no trailer yet");
-    let trailer = rawarray_serde::Trailer::for_element::<T>(serde_json::Value::Null).map_err(err)?;
+    let trailer =
+        rawarray_serde::Trailer::for_element::<T>(serde_json::Value::Null).map_err(err)?;
     file.extend(trailer.encode_block(end));
     std::fs::write(path, file).map_err(err)
 }
@@ -305,8 +302,11 @@ fn draw_case<T: Val>(rng: &mut Rng) -> Case {
                     .collect()
             };
             // Chunk sizes up to one past the dim: edge chunks, and chunks larger than the array.
-            let chunks = (ndims > 0 && rng.chance(85))
-                .then(|| dims.iter().map(|&d| 1 + rng.below(d + 1)).collect::<Vec<u64>>());
+            let chunks = (ndims > 0 && rng.chance(85)).then(|| {
+                dims.iter()
+                    .map(|&d| 1 + rng.below(d + 1))
+                    .collect::<Vec<u64>>()
+            });
             let blocks = match (&chunks, version) {
                 (Some(c), 2) if rng.chance(60) => {
                     Some(c.iter().map(|&c| 1 + rng.below(c)).collect())
@@ -436,8 +436,14 @@ fn serde_paths<T: Val, N: Nested<T> + DeserializeOwned>(
         r.map_err(err)?.flat(dims, &mut v)?;
         Ok(le(&v))
     };
-    out.push(("serde from_file", flat(rawarray_serde::from_file::<N>(path))));
-    out.push(("serde from_reader", flat(rawarray_serde::from_reader::<N>(bytes))));
+    out.push((
+        "serde from_file",
+        flat(rawarray_serde::from_file::<N>(path)),
+    ));
+    out.push((
+        "serde from_reader",
+        flat(rawarray_serde::from_reader::<N>(bytes)),
+    ));
     // from_slice borrows: an owned value of the same type.
     let owned: rawarray_serde::Result<N> = rawarray_serde::from_slice(bytes);
     out.push(("serde from_slice", flat(owned)));
@@ -454,15 +460,27 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
     };
 
     // RawArray and DynArray.
-    r.typed.push(("RawArray::read_file", typed_of(RawArray::<T>::read_file(path), dims)));
-    r.typed.push(("RawArray::from_bytes", typed_of(RawArray::<T>::from_bytes(&bytes), dims)));
-    r.typed.push(("RawArray::read_from", typed_of(RawArray::<T>::read_from(&bytes[..]), dims)));
+    r.typed.push((
+        "RawArray::read_file",
+        typed_of(RawArray::<T>::read_file(path), dims),
+    ));
+    r.typed.push((
+        "RawArray::from_bytes",
+        typed_of(RawArray::<T>::from_bytes(&bytes), dims),
+    ));
+    r.typed.push((
+        "RawArray::read_from",
+        typed_of(RawArray::<T>::read_from(&bytes[..]), dims),
+    ));
     for (name, d) in [
         ("DynArray::from_bytes", DynArray::from_bytes(&bytes)),
         ("DynArray::read_file", DynArray::read_file(path)),
         ("DynArray::read_from", DynArray::read_from(&bytes[..])),
     ] {
-        let typed = d.as_ref().map_err(err).and_then(|d| typed_of(d.to_typed::<T>(), dims));
+        let typed = d
+            .as_ref()
+            .map_err(err)
+            .and_then(|d| typed_of(d.to_typed::<T>(), dims));
         r.typed.push((name, typed));
         // Its bytes, in the byte order its header now says.
         r.raw.push((
@@ -488,7 +506,11 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
     // ArrayReader: positioned reads and the map.
     let box_dims: Vec<u64> = case.cut.iter().map(|r| r.end - r.start).collect();
     for (name, sub, reader) in [
-        ("ArrayReader::open", "ArrayReader::open read_subset", ArrayReader::open(path)),
+        (
+            "ArrayReader::open",
+            "ArrayReader::open read_subset",
+            ArrayReader::open(path),
+        ),
         (
             "ArrayReader::open_mapped",
             "ArrayReader::open_mapped read_subset",
@@ -498,7 +520,8 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
         match reader {
             Ok(reader) => {
                 r.typed.push((name, typed_of(reader.read_all::<T>(), dims)));
-                r.boxes.push((sub, typed_of(reader.read_subset::<T>(&case.cut), &box_dims)));
+                r.boxes
+                    .push((sub, typed_of(reader.read_subset::<T>(&case.cut), &box_dims)));
             }
             Err(e) => {
                 r.typed.push((name, Err(err(&e))));
@@ -512,11 +535,18 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
         Ok(header) => {
             let be = header.is_big_endian();
             let sec = Section::open(&header, &bytes[..]);
-            r.raw.push(("Section::read_all", sec.as_ref().map_err(err).and_then(|s| s.read_all().map_err(err))));
+            r.raw.push((
+                "Section::read_all",
+                sec.as_ref()
+                    .map_err(err)
+                    .and_then(|s| s.read_all().map_err(err)),
+            ));
             let file = std::fs::File::open(path).expect("open");
             r.raw.push((
                 "Section::open(File)::read_all",
-                Section::open(&header, &file).map_err(err).and_then(|s| s.read_all().map_err(err)),
+                Section::open(&header, &file)
+                    .map_err(err)
+                    .and_then(|s| s.read_all().map_err(err)),
             ));
             r.raw.push((
                 "Section::for_each_piece",
@@ -535,7 +565,11 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
                 sec.as_ref()
                     .map_err(err)
                     .and_then(|s| s.verify().map_err(err))
-                    .and_then(|_| sec.as_ref().map_err(err).and_then(|s| s.read_all().map_err(err))),
+                    .and_then(|_| {
+                        sec.as_ref()
+                            .map_err(err)
+                            .and_then(|s| s.read_all().map_err(err))
+                    }),
             ));
             let box_bytes = (case.cut.len() == header.dims.len())
                 .then(|| case.cut.iter().map(|r| r.end - r.start).product::<u64>() * header.elbyte);
@@ -544,9 +578,13 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
                 match (sec.as_ref(), box_bytes) {
                     (Ok(s), Some(n)) => {
                         let mut out = vec![0u8; n as usize];
-                        s.read_box(&case.cut, &mut out)
-                            .map_err(err)
-                            .map(|()| if be { swap_elements::<T>(&out) } else { out })
+                        s.read_box(&case.cut, &mut out).map_err(err).map(|()| {
+                            if be {
+                                swap_elements::<T>(&out)
+                            } else {
+                                out
+                            }
+                        })
                     }
                     (Err(e), _) => Err(err(e)),
                     (_, None) => Err("the header's rank differs from the box's".into()),
@@ -554,7 +592,12 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
             ));
         }
         Err(e) => {
-            for name in ["Section::read_all", "Section::open(File)::read_all", "Section::for_each_piece", "Section::verify"] {
+            for name in [
+                "Section::read_all",
+                "Section::open(File)::read_all",
+                "Section::for_each_piece",
+                "Section::verify",
+            ] {
                 r.raw.push((name, Err(err(&e))));
             }
             r.boxes.push(("Section::read_box", Err(err(e))));
@@ -563,16 +606,25 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
 
     // Arrow: a 1-d array is a table of one column of numbers, or a column per record field.
     if dims.len() == 1 {
-        r.typed.push(("rawarray_arrow::RaTable::read_all", arrow_values::<T>(path, None)));
-        r.typed.push(("rawarray_arrow::RaTable::batches", arrow_values::<T>(path, Some(case.batch))));
+        r.typed.push((
+            "rawarray_arrow::RaTable::read_all",
+            arrow_values::<T>(path, None),
+        ));
+        r.typed.push((
+            "rawarray_arrow::RaTable::batches",
+            arrow_values::<T>(path, Some(case.batch)),
+        ));
     } else {
-        r.skipped.push(format!("Arrow: {}-d array (a table is 1-d)", dims.len()));
+        r.skipped
+            .push(format!("Arrow: {}-d array (a table is 1-d)", dims.len()));
     }
 
     // The `ra` binary.
     match ra {
         Some(ra) => ra_paths::<T>(ra, path, case, &mut r),
-        None => r.skipped.push("ra: binary not built (cargo build -p rawarray-cli)".into()),
+        None => r
+            .skipped
+            .push("ra: binary not built (cargo build -p rawarray-cli)".into()),
     }
     r
 }
@@ -602,15 +654,26 @@ fn arrow_values<T: Val>(path: &Path, batch: Option<usize>) -> Outcome {
     let table = rawarray_arrow::RaTable::open(path).map_err(err)?;
     let batches = match batch {
         None => vec![table.read_all().map_err(err)?],
-        Some(n) => table.batches(n).collect::<Result<Vec<_>, _>>().map_err(err)?,
+        Some(n) => table
+            .batches(n)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(err)?,
     };
     // Each column's values, as bytes (little-endian, Arrow's order), then interleaved as the
     // elements' fields.
-    let widths: Vec<usize> = if T::NUMBER { vec![T::ELBYTE] } else { vec![1, 4, 8] };
+    let widths: Vec<usize> = if T::NUMBER {
+        vec![T::ELBYTE]
+    } else {
+        vec![1, 4, 8]
+    };
     let mut cols: Vec<Vec<u8>> = vec![Vec::new(); widths.len()];
     for b in &batches {
         if b.num_columns() != widths.len() {
-            return Err(format!("{} columns, expected {}", b.num_columns(), widths.len()));
+            return Err(format!(
+                "{} columns, expected {}",
+                b.num_columns(),
+                widths.len()
+            ));
         }
         for (k, w) in widths.iter().enumerate() {
             let data = b.column(k).to_data();
@@ -634,7 +697,12 @@ fn ra_paths<T: Val>(ra: &Path, path: &Path, case: &Case, r: &mut Reads) {
     let dir = path.parent().expect("a folder");
 
     // ra cat --json: one line per element, in file order, with its index.
-    let out = Command::new(ra).arg("cat").arg("--json").arg(path).output().expect("run ra");
+    let out = Command::new(ra)
+        .arg("cat")
+        .arg("--json")
+        .arg(path)
+        .output()
+        .expect("run ra");
     r.typed.push((
         "ra cat --json",
         if out.status.success() {
@@ -648,7 +716,11 @@ fn ra_paths<T: Val>(ra: &Path, path: &Path, case: &Case, r: &mut Reads) {
     if dims.is_empty() {
         r.skipped.push("ra slice: a 0-d array has no ranges".into());
     } else {
-        let ranges: Vec<String> = case.cut.iter().map(|c| format!("{}:{}", c.start, c.end)).collect();
+        let ranges: Vec<String> = case
+            .cut
+            .iter()
+            .map(|c| format!("{}:{}", c.start, c.end))
+            .collect();
         let sliced = dir.join("sliced.ra");
         let _ = std::fs::remove_file(&sliced);
         let out = Command::new(ra)
@@ -672,7 +744,12 @@ fn ra_paths<T: Val>(ra: &Path, path: &Path, case: &Case, r: &mut Reads) {
     // ra convert IN OUT.npy: the .npy read here, from its own header.
     let npy = dir.join("converted.npy");
     let _ = std::fs::remove_file(&npy);
-    let out = Command::new(ra).arg("convert").arg(path).arg(&npy).output().expect("run ra");
+    let out = Command::new(ra)
+        .arg("convert")
+        .arg(path)
+        .arg(&npy)
+        .output()
+        .expect("run ra");
     r.typed.push((
         "ra convert .npy",
         if out.status.success() {
@@ -689,7 +766,8 @@ fn ra_paths<T: Val>(ra: &Path, path: &Path, case: &Case, r: &mut Reads) {
 fn cat_values<T: Val>(text: &str, dims: &[u64]) -> Outcome {
     let mut lines = Vec::new();
     for (k, line) in text.lines().enumerate() {
-        let v: serde_json::Value = serde_json::from_str(line).map_err(|e| format!("line {k}: {e}: {line}"))?;
+        let v: serde_json::Value =
+            serde_json::from_str(line).map_err(|e| format!("line {k}: {e}: {line}"))?;
         let index: Vec<u64> = v["index"]
             .as_array()
             .ok_or(format!("line {k}: no index: {line}"))?
@@ -705,7 +783,10 @@ fn cat_values<T: Val>(text: &str, dims: &[u64]) -> Outcome {
             return Err(format!("line {k}: index {index:?}, expected {expect:?}"));
         }
         // The value's own text, as printed.
-        let at = line.find("\"value\":").ok_or(format!("line {k}: no value"))? + 8;
+        let at = line
+            .find("\"value\":")
+            .ok_or(format!("line {k}: no value"))?
+            + 8;
         lines.push(line[at..line.len() - 1].to_string());
     }
     Ok(lines.join("\n").into_bytes())
@@ -718,7 +799,10 @@ fn npy_values<T: Val>(npy: &[u8], dims: &[u64]) -> Outcome {
     let (hlen, start) = if npy[6] == 1 {
         (u16::from_le_bytes([npy[8], npy[9]]) as usize, 10)
     } else {
-        (u32::from_le_bytes(npy[8..12].try_into().unwrap()) as usize, 12)
+        (
+            u32::from_le_bytes(npy[8..12].try_into().unwrap()) as usize,
+            12,
+        )
     };
     let head = String::from_utf8_lossy(&npy[start..start + hlen]).into_owned();
     let fortran = head.contains("'fortran_order': True");
@@ -737,12 +821,18 @@ fn npy_values<T: Val>(npy: &[u8], dims: &[u64]) -> Outcome {
         expect.reverse();
     }
     if shape != expect {
-        return Err(format!("npy shape {shape:?} (fortran {fortran}), dims {dims:?}"));
+        return Err(format!(
+            "npy shape {shape:?} (fortran {fortran}), dims {dims:?}"
+        ));
     }
     let data = &npy[start + hlen..];
     let n: u64 = dims.iter().product();
     if data.len() as u64 != n * T::ELBYTE as u64 {
-        return Err(format!("npy data of {} bytes, expected {}", data.len(), n * T::ELBYTE as u64));
+        return Err(format!(
+            "npy data of {} bytes, expected {}",
+            data.len(),
+            n * T::ELBYTE as u64
+        ));
     }
     // Either byte order is numpy's to choose: the descr says which.
     if head.contains('>') {
@@ -755,13 +845,20 @@ fn npy_values<T: Val>(npy: &[u8], dims: &[u64]) -> Outcome {
 /// The `ra` binary next to this test's folder (`target/debug/ra`), if it was built.
 fn ra_binary() -> Option<PathBuf> {
     let exe = std::env::current_exe().ok()?;
-    let ra = exe.parent()?.parent()?.join(format!("ra{}", std::env::consts::EXE_SUFFIX));
+    let ra = exe
+        .parent()?
+        .parent()?
+        .join(format!("ra{}", std::env::consts::EXE_SUFFIX));
     ra.is_file().then_some(ra)
 }
 
 fn failures_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test's path");
-    let target = exe.ancestors().nth(3).expect("target/debug/deps").to_path_buf();
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .expect("target/debug/deps")
+        .to_path_buf();
     target.join("every_path_failures")
 }
 
@@ -772,7 +869,10 @@ fn save_failure(name: &str, file: &[u8], note: &str) -> String {
     std::fs::write(dir.join(format!("{name}.ra")), file).expect("save the file");
     let mut f = std::fs::File::create(dir.join(format!("{name}.txt"))).expect("save the note");
     f.write_all(note.as_bytes()).expect("save the note");
-    format!("{note}\n(saved as {})", dir.join(format!("{name}.ra")).display())
+    format!(
+        "{note}\n(saved as {})",
+        dir.join(format!("{name}.ra")).display()
+    )
 }
 
 fn show(o: &Outcome) -> String {
@@ -832,12 +932,23 @@ fn check_all_paths<T: Val>(seed: u64) -> Result<(), String> {
         show(&Ok(want)),
         wrong.join("\n")
     );
-    Err(save_failure(&format!("p1-{}-{seed:016x}", std::any::type_name::<T>().rsplit("::").next().unwrap()), &file, &note))
+    Err(save_failure(
+        &format!(
+            "p1-{}-{seed:016x}",
+            std::any::type_name::<T>().rsplit("::").next().unwrap()
+        ),
+        &file,
+        &note,
+    ))
 }
 
 fn cat_matches<T: Val>(values: &[T], text: &[u8]) -> bool {
     let text = String::from_utf8_lossy(text);
-    let lines: Vec<&str> = if text.is_empty() { Vec::new() } else { text.split('\n').collect() };
+    let lines: Vec<&str> = if text.is_empty() {
+        Vec::new()
+    } else {
+        text.split('\n').collect()
+    };
     lines.len() == values.len() && values.iter().zip(&lines).all(|(v, t)| v.cat_is(t))
 }
 
@@ -864,7 +975,10 @@ macro_rules! by_type {
 fn run_cases(name: &str, cases: u32, check: impl Fn(u8, u64) -> Result<(), String>) {
     use proptest::test_runner::{Config, TestRunner};
     // A fixed seed unless EVERY_PATH_SEED gives one: a failure is reproduced by rerunning.
-    let seed: u64 = std::env::var("EVERY_PATH_SEED").ok().and_then(|c| c.parse().ok()).unwrap_or(32);
+    let seed: u64 = std::env::var("EVERY_PATH_SEED")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(32);
     let mut seed_bytes = [0u8; 32];
     seed_bytes[..8].copy_from_slice(&seed.to_le_bytes());
     let mut runner = TestRunner::new_with_rng(
@@ -874,7 +988,10 @@ fn run_cases(name: &str, cases: u32, check: impl Fn(u8, u64) -> Result<(), Strin
             max_shrink_iters: 0,
             ..Config::default()
         },
-        proptest::test_runner::TestRng::from_seed(proptest::test_runner::RngAlgorithm::ChaCha, &seed_bytes),
+        proptest::test_runner::TestRng::from_seed(
+            proptest::test_runner::RngAlgorithm::ChaCha,
+            &seed_bytes,
+        ),
     );
     let failures = std::cell::RefCell::new(Vec::new());
     let started = std::time::Instant::now();
@@ -887,30 +1004,36 @@ fn run_cases(name: &str, cases: u32, check: impl Fn(u8, u64) -> Result<(), Strin
         })
         .expect("the runner runs");
     let failures = failures.into_inner();
+    match ra_binary() {
+        Some(ra) => eprintln!("every_path {name}: the ra paths ran {}", ra.display()),
+        None => eprintln!(
+            "every_path {name}: SKIPPED the ra paths: no ra binary next to this test's folder \
+             (build it: cargo build -p rawarray-cli)"
+        ),
+    }
     eprintln!(
         "every_path {name}: {cases} cases (EVERY_PATH_SEED={seed}) in {:.1?}, {} failing",
         started.elapsed(),
         failures.len()
     );
-    assert!(failures.is_empty(), "{} of {cases} cases fail:\n\n{}", failures.len(), failures.join("\n\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {cases} cases fail:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
 }
 
 /// Property 1: every path gives the values written, for every storage kind.
 #[test]
 fn every_path_returns_the_values_written() {
-    let cases = std::env::var("EVERY_PATH_CASES").ok().and_then(|c| c.parse().ok()).unwrap_or(64);
-    run_cases("values", cases, |ty, seed| by_type!(ty, check_all_paths, seed));
-}
-
-#[test]
-fn the_ra_binary_is_there_or_the_skip_says_why() {
-    match ra_binary() {
-        Some(ra) => eprintln!("every_path: ra paths run with {}", ra.display()),
-        None => eprintln!(
-            "every_path: SKIPPED the ra paths: no ra binary next to this test (build it with \
-             cargo build -p rawarray-cli)"
-        ),
-    }
+    let cases = std::env::var("EVERY_PATH_CASES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(64);
+    run_cases("values", cases, |ty, seed| {
+        by_type!(ty, check_all_paths, seed)
+    });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -923,7 +1046,11 @@ fn crc32(parts: &[&[u8]]) -> u32 {
         for &b in *p {
             c ^= u32::from(b);
             for _ in 0..8 {
-                c = if c & 1 == 1 { (c >> 1) ^ 0xedb8_8320 } else { c >> 1 };
+                c = if c & 1 == 1 {
+                    (c >> 1) ^ 0xedb8_8320
+                } else {
+                    c >> 1
+                };
             }
         }
     }
@@ -980,8 +1107,16 @@ fn v2_layout(file: &[u8]) -> V2Layout {
     let dims: Vec<u64> = (0..ndims).map(|i| u64_at(file, 48 + 8 * i)).collect();
     let size = u64_at(file, 32) as usize;
     if file.len() < base + size {
-        save_failure("v2-layout", file, "v2_layout: the file is shorter than its header says");
-        panic!("v2_layout: {} bytes, header + size {}", file.len(), base + size);
+        save_failure(
+            "v2-layout",
+            file,
+            "v2_layout: the file is shorter than its header says",
+        );
+        panic!(
+            "v2_layout: {} bytes, header + size {}",
+            file.len(),
+            base + size
+        );
     }
     let c = &file[base..base + size];
     assert_eq!(&c[..8], b"RACHUNK2", "a version 2 config");
@@ -989,7 +1124,9 @@ fn v2_layout(file: &[u8]) -> V2Layout {
     let f = u32_at(c, 16) as usize;
     let s0 = u64_at(c, 24) as usize;
     let chunk: Vec<u64> = (0..ndims).map(|i| u64_at(c, 40 + 8 * i)).collect();
-    let block: Vec<u64> = (0..ndims).map(|i| u64_at(c, 40 + 8 * ndims + 8 * i)).collect();
+    let block: Vec<u64> = (0..ndims)
+        .map(|i| u64_at(c, 40 + 8 * ndims + 8 * i))
+        .collect();
     let s = u32_at(c, 40 + 16 * ndims + 8 * f) as usize;
     let mut t = 0usize;
     for k in 0..s {
@@ -1000,7 +1137,11 @@ fn v2_layout(file: &[u8]) -> V2Layout {
         t += 8 + (2 * m).div_ceil(8) * 8;
     }
     let p = 48 + 16 * ndims + 8 * f + 16 * s;
-    assert_eq!(crc32(&[&c[..p]]), u32_at(c, p), "the config CRC as the spec says");
+    assert_eq!(
+        crc32(&[&c[..p]]),
+        u32_at(c, p),
+        "the config CRC as the spec says"
+    );
     let seg0 = u64_at(c, p + 8) as usize;
     assert_eq!(seg0, p + 1032, "segment 0 follows the config");
     let e = 32 + t;
@@ -1023,10 +1164,22 @@ fn v2_layout(file: &[u8]) -> V2Layout {
             continue;
         }
         let crc = crc32(&[&en[..24], &(k as u64).to_le_bytes()]);
-        assert_eq!(crc, u32_at(en, 24), "chunk {k}'s entry CRC as the spec says");
-        let (off, len, flags) = (u64_at(en, 0) as usize, u64_at(en, 8) as usize, u32_at(en, 20));
+        assert_eq!(
+            crc,
+            u32_at(en, 24),
+            "chunk {k}'s entry CRC as the spec says"
+        );
+        let (off, len, flags) = (
+            u64_at(en, 0) as usize,
+            u64_at(en, 8) as usize,
+            u32_at(en, 20),
+        );
         let stored = base + off..base + off + len;
-        assert_eq!(crc32(&[&file[stored.clone()]]), u32_at(en, 16), "chunk {k}'s CRC");
+        assert_eq!(
+            crc32(&[&file[stored.clone()]]),
+            u32_at(en, 16),
+            "chunk {k}'s CRC"
+        );
         let raw = flags & 1 == 1;
         // The chunk's extent, then its blocks (5.5).
         let (mut rest, mut blocks) = (k as u64, 1u64);
@@ -1048,9 +1201,19 @@ fn v2_layout(file: &[u8]) -> V2Layout {
         if len > table {
             parts.push((Part::Payload, stored.start + table..stored.end));
         }
-        chunks.push(Chunk { number: k as u64, entry, stored, table, raw });
+        chunks.push(Chunk {
+            number: k as u64,
+            entry,
+            stored,
+            table,
+            raw,
+        });
     }
-    V2Layout { parts, chunks, entry_len: e }
+    V2Layout {
+        parts,
+        chunks,
+        entry_len: e,
+    }
 }
 
 /// Tallies of property 2, printed at its end.
@@ -1106,15 +1269,22 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
     // Where to flip.
     let (part, at, mut fixed) = if checksummed {
         let layout = v2_layout(&file);
-        let parts: Vec<&(Part, Range<usize>)> =
-            layout.parts.iter().filter(|(p, r)| *p != Part::Header && !r.is_empty()).collect();
+        let parts: Vec<&(Part, Range<usize>)> = layout
+            .parts
+            .iter()
+            .filter(|(p, r)| *p != Part::Header && !r.is_empty())
+            .collect();
         let (part, range) = parts[rng.below(parts.len() as u64) as usize].clone();
         let at = range.start + rng.below((range.end - range.start) as u64) as usize;
         file[at] ^= 1 + rng.below(255) as u8;
         // In half the cases a coded chunk's CRC and entry CRC are made to hold again.
         let mut fixed = false;
         if rng.chance(50) {
-            if let Some(c) = layout.chunks.iter().find(|c| c.stored.contains(&at) && !c.raw) {
+            if let Some(c) = layout
+                .chunks
+                .iter()
+                .find(|c| c.stored.contains(&at) && !c.raw)
+            {
                 let crc = crc32(&[&file[c.stored.clone()]]);
                 file[c.entry + 16..c.entry + 20].copy_from_slice(&crc.to_le_bytes());
                 let k = c.number.to_le_bytes();
@@ -1134,8 +1304,14 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
         }
         (part, at, fixed)
     } else {
-        let data = matches!(case.storage, Storage::Plain | Storage::Lz4Whole) && size > 0 && rng.chance(60);
-        let (part, range) = if data { (Part::Data, base..base + size) } else { (Part::Header, 0..base) };
+        let data = matches!(case.storage, Storage::Plain | Storage::Lz4Whole)
+            && size > 0
+            && rng.chance(60);
+        let (part, range) = if data {
+            (Part::Data, base..base + size)
+        } else {
+            (Part::Header, 0..base)
+        };
         let at = range.start + rng.below((range.end - range.start) as u64) as usize;
         file[at] ^= 1 + rng.below(255) as u8;
         (part, at, false)
@@ -1160,13 +1336,20 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
     let want_box = le(&cut_of(&values, &case.dims, &case.cut));
     let mut wrong = Vec::new();
     let all = reads.typed.iter().chain(&reads.raw).chain(&reads.boxes);
-    let (errs, oks) = all.clone().fold((0, 0), |(e, o), (_, r)| if r.is_err() { (e + 1, o) } else { (e, o + 1) });
+    let (errs, oks) = all.clone().fold(
+        (0, 0),
+        |(e, o), (_, r)| if r.is_err() { (e + 1, o) } else { (e, o + 1) },
+    );
 
     if checksummed {
         // The original values or an error, never a third answer.
         for (name, got) in &reads.typed {
             if let Ok(b) = got {
-                let same = if name.starts_with("ra cat") { cat_matches(&values, b) } else { *b == want };
+                let same = if name.starts_with("ra cat") {
+                    cat_matches(&values, b)
+                } else {
+                    *b == want
+                };
                 if !same {
                     wrong.push(format!("  {name}: {} (other values)", show(got)));
                 }
@@ -1184,25 +1367,44 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
         }
     } else {
         // No checksum: all paths agree with each other.
-        let untyped_text = |name: &str| name.starts_with("ra cat") || name.starts_with("ra convert");
-        let strict: Vec<&(&str, Outcome)> = reads.typed.iter().filter(|(n, _)| !untyped_text(n)).collect();
+        let untyped_text =
+            |name: &str| name.starts_with("ra cat") || name.starts_with("ra convert");
+        let strict: Vec<&(&str, Outcome)> = reads
+            .typed
+            .iter()
+            .filter(|(n, _)| !untyped_text(n))
+            .collect();
         let first = &strict[0].1;
         for (name, got) in &strict {
             if got.is_ok() != first.is_ok() || (got.is_ok() && got != first) {
-                wrong.push(format!("  {name}: {} but {}: {}", show(got), strict[0].0, show(first)));
+                wrong.push(format!(
+                    "  {name}: {} but {}: {}",
+                    show(got),
+                    strict[0].0,
+                    show(first)
+                ));
             }
         }
         let raw0 = &reads.raw[0];
         for (name, got) in &reads.raw {
             if got.is_ok() != raw0.1.is_ok() || (got.is_ok() && *got != raw0.1) {
-                wrong.push(format!("  {name}: {} but {}: {}", show(got), raw0.0, show(&raw0.1)));
+                wrong.push(format!(
+                    "  {name}: {} but {}: {}",
+                    show(got),
+                    raw0.0,
+                    show(&raw0.1)
+                ));
             }
         }
         match first {
             Ok(v) => {
                 let got_values = decode::<T>(v);
                 if raw0.1.is_err() {
-                    wrong.push(format!("  {}: {} but typed reads succeed", raw0.0, show(&raw0.1)));
+                    wrong.push(format!(
+                        "  {}: {} but typed reads succeed",
+                        raw0.0,
+                        show(&raw0.1)
+                    ));
                 }
                 for (name, got) in reads.typed.iter().filter(|(n, _)| untyped_text(n)) {
                     let same = match got {
@@ -1211,13 +1413,22 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
                         Err(_) => false,
                     };
                     if !same {
-                        wrong.push(format!("  {name}: {} but {}: {}", show(got), strict[0].0, show(first)));
+                        wrong.push(format!(
+                            "  {name}: {} but {}: {}",
+                            show(got),
+                            strict[0].0,
+                            show(first)
+                        ));
                     }
                 }
                 let cut = le(&cut_of(&got_values, &case.dims, &case.cut));
                 for (name, got) in &reads.boxes {
                     if !matches!(got, Ok(b) if *b == cut) {
-                        wrong.push(format!("  {name}: {} but the whole reads give {}", show(got), show(&Ok(cut.clone()))));
+                        wrong.push(format!(
+                            "  {name}: {} but the whole reads give {}",
+                            show(got),
+                            show(&Ok(cut.clone()))
+                        ));
                     }
                 }
             }
@@ -1225,20 +1436,30 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
                 // Unreadable: every whole path says so.
                 for (name, got) in reads.typed.iter().filter(|(n, _)| untyped_text(n)) {
                     if got.is_ok() {
-                        wrong.push(format!("  {name}: {} but every whole read fails ({})", show(got), show(first)));
+                        wrong.push(format!(
+                            "  {name}: {} but every whole read fails ({})",
+                            show(got),
+                            show(first)
+                        ));
                     }
                 }
                 // A box may be read where the damage lies past it: a whole-LZ4 block is decoded
                 // only as far as the box's last byte (Section::read_box), and an empty box
                 // reads nothing. Otherwise the box paths fail too; and they agree.
-                let may_read = case.cut.iter().any(|r| r.is_empty())
+                let may_read = case.cut.iter().any(Range::is_empty)
                     || (part == Part::Data && matches!(case.storage, Storage::Lz4Whole));
                 let b0 = &reads.boxes[0];
                 for (name, got) in &reads.boxes {
-                    if (got.is_ok() && !may_read) || got.is_ok() != b0.1.is_ok() || (got.is_ok() && *got != b0.1) {
+                    if (got.is_ok() && !may_read)
+                        || got.is_ok() != b0.1.is_ok()
+                        || (got.is_ok() && *got != b0.1)
+                    {
                         wrong.push(format!(
                             "  {name}: {} but every whole read fails ({}), and {}: {}",
-                            show(got), show(first), b0.0, show(&b0.1)
+                            show(got),
+                            show(first),
+                            b0.0,
+                            show(&b0.1)
                         ));
                     }
                 }
@@ -1271,14 +1492,24 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
         show(&Ok(want)),
         wrong.join("\n")
     );
-    Err(save_failure(&format!("p2-{}-{seed:016x}", std::any::type_name::<T>().rsplit("::").next().unwrap()), &file, &note))
+    Err(save_failure(
+        &format!(
+            "p2-{}-{seed:016x}",
+            std::any::type_name::<T>().rsplit("::").next().unwrap()
+        ),
+        &file,
+        &note,
+    ))
 }
 
 /// Property 2: one flipped byte gives the original values or an error (checksummed parts), or
 /// the same answer on every path (parts without a checksum).
 #[test]
 fn a_flipped_byte_gives_the_values_or_an_error_never_a_third_answer() {
-    let cases = std::env::var("EVERY_PATH_FLIPS").ok().and_then(|c| c.parse().ok()).unwrap_or(96);
+    let cases = std::env::var("EVERY_PATH_FLIPS")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(96);
     let result = std::panic::catch_unwind(|| {
         run_cases("flips", cases, |ty, seed| by_type!(ty, check_flip, seed));
     });
