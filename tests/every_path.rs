@@ -1571,3 +1571,14 @@ fn a_flipped_byte_gives_the_values_or_an_error_never_a_third_answer() {
         std::panic::resume_unwind(e);
     }
 }
+
+/// Cases found by the properties, kept so that each runs whatever the seed: a big-endian record
+/// array stored as one LZ4 block cut by `ra slice` (values check), and an empty whole-LZ4
+/// array whose one-byte block is damaged (flip check).
+#[test]
+fn cases_found_by_the_properties() {
+    let mut failures = Vec::new();
+    failures.extend(check_all_paths::<Rec>(0xcda7_c152_cc41_9857).err());
+    failures.extend(check_flip::<i32>(0x2cc3_7324_d70f_88a6).err());
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
