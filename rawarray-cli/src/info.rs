@@ -67,9 +67,16 @@ struct InfoJson<'a> {
     journal_error: Option<&'a str>,
 }
 
-/// Prints every file's header; a file that cannot be read is reported on stderr and the
-/// others are still printed.
-pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
+/// `--stats` (and `--per-chunk`): what of the per-chunk statistics `ra info` prints.
+#[derive(Clone, Copy, Debug)]
+pub struct Stats {
+    /// Each written chunk's statistics too, not only the whole file's.
+    pub per_chunk: bool,
+}
+
+/// Prints every file's header (and, asked for, its statistics); a file that cannot be read is
+/// reported on stderr and the others are still printed.
+pub fn run(files: &[PathBuf], json: bool, stats: Option<Stats>, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for (i, path) in files.iter().enumerate() {
         let ragged = crate::source::input(path).map(|p| (crate::ragged::is_ragged(&p), p));
@@ -80,12 +87,34 @@ pub fn run(files: &[PathBuf], json: bool, out: &mut dyn Write) -> Result<()> {
             }
             continue;
         }
-        match ragged.and_then(|(_, p)| describe(&p)) {
-            Ok(d) => {
-                let text = if json {
-                    json_line(path, &d)
-                } else {
-                    text_block(path, &d, i > 0)
+        match ragged.and_then(|(_, p)| describe(&p).map(|d| (p, d))) {
+            Ok((p, d)) => {
+                let kept = match stats {
+                    Some(_) if d.chunking.as_ref().is_some_and(std::result::Result::is_ok) => {
+                        crate::stats::of(&p)?
+                    }
+                    _ => None,
+                };
+                let text = match (json, stats) {
+                    (false, None) => text_block(path, &d, i > 0),
+                    (true, None) => json_line(path, &d),
+                    (false, Some(s)) => {
+                        let extra = match &kept {
+                            Some(k) => crate::stats::text_lines(k, s.per_chunk),
+                            None => "  statistics: none (not chunked, layout version 1, or \
+                                     written with --no-stats)\n"
+                                .into(),
+                        };
+                        text_block(path, &d, i > 0) + &extra
+                    }
+                    (true, Some(s)) => {
+                        let mut v: serde_json::Value =
+                            serde_json::from_str(&json_line(path, &d)).expect("ra's own JSON");
+                        v["stats"] = kept.as_ref().map_or(serde_json::Value::Null, |k| {
+                            crate::stats::json(k, s.per_chunk)
+                        });
+                        format!("{v}\n")
+                    }
                 };
                 out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
                 // A file cut short or with a torn block is described, and still a failure.

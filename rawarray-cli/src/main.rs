@@ -26,6 +26,7 @@ mod reshape;
 mod slice;
 mod sniff;
 mod source;
+mod stats;
 #[cfg(feature = "arrow")]
 mod table;
 mod trailer;
@@ -96,6 +97,13 @@ or remove one.")]
         /// One JSON object per file, one per line.
         #[arg(long)]
         json: bool,
+        /// The per-chunk statistics of a chunked file for the whole file (min, max, NaN count
+        /// of every scalar field), read from its index alone (JSON: a "stats" object).
+        #[arg(long)]
+        stats: bool,
+        /// With --stats: each written chunk's statistics too.
+        #[arg(long, requires = "stats")]
+        per_chunk: bool,
     },
     /// Print the values with their indices, in file (column-major) order: the first index
     /// varies fastest.
@@ -459,9 +467,15 @@ fn run(cli: Cli) -> Result<(), Failure> {
     let stdout = io::stdout();
     let mut out = BufWriter::new(stdout.lock());
     match cli.command {
-        Command::Info { files, json } => {
+        Command::Info {
+            files,
+            json,
+            stats,
+            per_chunk,
+        } => {
             remote::set_need(remote::Need::Meta);
-            info::run(&files, json, &mut out)
+            let stats = stats.then_some(info::Stats { per_chunk });
+            info::run(&files, json, stats, &mut out)
         }
         Command::Cat { file, head, json } => {
             let file = source::input(&file)?;

@@ -283,6 +283,37 @@ fn verify_names_a_chunk_whose_entry_points_past_the_size() {
         out.contains("FAILED (chunk 1: index entry points past the committed size"),
         "{out}"
     );
+    // Every other command reads chunk 1 as zeros, as version 1 says, and notes it on stderr
+    // naming the chunk (version 1 cannot tell damage from a writer still appending).
+    let run = ra().args(["cat", "--head", "1"]).arg(&z).assert().success();
+    let err = String::from_utf8_lossy(&run.get_output().stderr).into_owned();
+    assert!(
+        err.contains("ra: note: ")
+            && err.contains("chunk 1: its index entry points past the committed data"),
+        "{err}"
+    );
+    // The same flip in a version 2 file is an error naming the chunk, from every command.
+    let z2 = dir.path().join("z2.ra");
+    compress(&p, &z2, &["--chunks", "16,16,1"]);
+    let mut b2 = std::fs::read(&z2).unwrap();
+    let h2 = Header::decode_any(&b2).unwrap();
+    let base = h2.encoded_len();
+    let section = rawarray_serde::section::Section::open(&h2, &b2).unwrap();
+    let map = section.chunk_map().unwrap();
+    let entry_at = base as u64 + map.config().segments[0] + map.config().entry_len();
+    b2[entry_at as usize + 5] ^= 0x10;
+    std::fs::write(&z2, &b2).unwrap();
+    for cmd in [&["cat"][..], &["verify"], &["convert"]] {
+        let mut c = ra();
+        c.args(cmd).arg(&z2);
+        if cmd[0] == "convert" {
+            c.arg(dir.path().join("o.npy"));
+        }
+        let out = c.assert().failure().get_output().clone();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned()
+            + &String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("chunk 1"), "{cmd:?}: {text}");
+    }
 }
 
 /// CRC-32 (IEEE), bitwise: the config's checksum computed independently of the codec layer.
@@ -530,4 +561,80 @@ fn verify_of_a_sparse_file_with_2_62_chunks_is_bounded_by_its_index() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
     assert!(text.contains("FAILED (chunk 2: crc32"), "{text}");
+}
+
+/// `ra info --stats`: the whole file's and each chunk's minimum, maximum and NaN count, from
+/// the index alone, equal to what this test computes from the values it wrote (NaN ignored by
+/// min and max, counted apart); `--no-stats` and version 1 files keep none (`"stats": null`).
+#[test]
+fn info_stats_are_the_values_min_max_and_nan_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("f.ra");
+    let mut v: Vec<f32> = (0..40 * 30)
+        .map(|k| ((k as f32) * 0.37).sin() * 50.0)
+        .collect();
+    for k in [3, 4, 700] {
+        v[k] = f32::NAN;
+    }
+    v[900] = -1e30;
+    RawArray::from_shape_vec(vec![40, 30], v.clone())
+        .unwrap()
+        .write_file(&p)
+        .unwrap();
+    let z = dir.path().join("z.ra");
+    compress(&p, &z, &["--chunks", "40,10"]);
+    let out = stdout_of(
+        ra().args(["info", "--json", "--stats", "--per-chunk"])
+            .arg(&z),
+    );
+    let j: Value = serde_json::from_str(out.trim()).unwrap();
+    let stats = &j["stats"];
+    // The truth: per chunk of 400 values (chunks of whole columns, 10 columns each).
+    let summary = |vals: &[f32]| {
+        let ok: Vec<f64> = vals
+            .iter()
+            .filter(|x| !x.is_nan())
+            .map(|&x| f64::from(x))
+            .collect();
+        let lo = ok.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = ok.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (lo, hi, vals.iter().filter(|x| x.is_nan()).count() as u64)
+    };
+    let field = &stats["fields"][0];
+    let (lo, hi, nan) = summary(&v);
+    assert_eq!(field["name"], "values");
+    assert_eq!(
+        (field["min"].as_f64(), field["max"].as_f64()),
+        (Some(lo), Some(hi))
+    );
+    assert_eq!(field["nan"], nan);
+    let chunks = stats["chunks"].as_array().unwrap();
+    assert_eq!(chunks.len(), 3);
+    for (n, c) in chunks.iter().enumerate() {
+        let (lo, hi, nan) = summary(&v[400 * n..400 * (n + 1)]);
+        let f = &c["fields"][0];
+        assert_eq!(c["chunk"], n as u64);
+        assert_eq!(
+            (f["min"].as_f64(), f["max"].as_f64(), f["nan"].as_u64()),
+            (Some(lo), Some(hi), Some(nan)),
+            "chunk {n}"
+        );
+    }
+    // The text form names the field and the NaN count.
+    let text = stdout_of(ra().args(["info", "--stats"]).arg(&z));
+    assert!(
+        text.contains(&format!("values  min {lo}, max {hi}, 3 NaN")),
+        "{text}"
+    );
+    // Written without statistics, or as version 1: none.
+    for (name, flags) in [
+        ("n.ra", &["--no-stats"][..]),
+        ("v1.ra", &["--layout-version", "1"][..]),
+    ] {
+        let q = dir.path().join(name);
+        compress(&p, &q, flags);
+        let out = stdout_of(ra().args(["info", "--json", "--stats"]).arg(&q));
+        let j: Value = serde_json::from_str(out.trim()).unwrap();
+        assert!(j["stats"].is_null(), "{name}: {out}");
+    }
 }

@@ -350,7 +350,15 @@ impl<S: ReadAt> Section<S> {
                 last.clone_from(&before);
             }
         }
-        let out = read()?;
+        // A read that fails may have failed because the file changed under it (cut short by
+        // a rewrite in place): then the change is the error, not the short read.
+        let out = match read() {
+            Ok(out) => out,
+            Err(e) => {
+                self.source.state()?;
+                return Err(e);
+            }
+        };
         let after = self.source.state()?;
         if let (Some(b), Some(a)) = (&before, &after) {
             // Grown during the read (a writer appending) leaves what was read alone; any other

@@ -1,0 +1,421 @@
+//! Reading ragged files: [`RaggedReader`] (typed rows over a memory map) and [`DynRagged`]
+//! (rows of a type known at run time, mapped or read with positioned reads).
+
+use super::header::{bad, check_ends, check_offsets, read_header, RaggedHeader};
+use super::values::{is_text_trailer, text_marked, text_of, write_chunked, write_head, write_tail};
+use std::borrow::Cow;
+use std::fs::File;
+use std::io::Write;
+use std::marker::PhantomData;
+use std::path::Path;
+
+use memmap2::{Mmap, MmapOptions};
+
+use crate::data;
+use crate::element::Element;
+use crate::eltype::ElType;
+use crate::error::{Error, ErrorKind, Result};
+use crate::header::le_u64;
+use crate::io::PinnedFile;
+use crate::layout::Layout;
+use crate::options::WriteOptions;
+use crate::records::ElementSpec;
+use crate::section::Section;
+use crate::trailer::{locate, Trailer};
+
+/// A ragged file through a memory map: open is O(1), row `k` reads two offsets and the row's
+/// bytes, borrowed from the map for plain-old-data elements whose bytes are aligned. Chunked
+/// values (section 10.2) are decoded from the chunks the row touches (a decoded copy).
+///
+/// The reader sees the rows of the header it read at open: a [`RaggedWriter`](super::RaggedWriter) appending at the
+/// same time writes only into offsets slots past those rows and after the data end, so what
+/// the reader sees never changes.
+///
+/// ```
+/// use std::borrow::Cow;
+/// use rawarray_serde::{Ragged, RaggedReader};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("r.ra");
+/// Ragged::from_rows([vec![1u32, 2], vec![3]]).write_file(&path).unwrap();
+/// let r = RaggedReader::<u32>::open(&path).unwrap();
+/// assert_eq!(r.rows(), 2);
+/// let row = r.row(0).unwrap();
+/// assert_eq!(*row, [1, 2]);
+/// assert!(matches!(row, Cow::Borrowed(_)));
+/// ```
+#[derive(Debug)]
+pub struct RaggedReader<T> {
+    mapped: Mapped,
+    _element: PhantomData<fn() -> T>,
+}
+
+impl<T: Element + Clone> RaggedReader<T> {
+    /// Opens and maps the file; checks the header, the element type and the first and last
+    /// offsets (each row's offsets are checked when the row is read).
+    pub fn open(path: impl AsRef<Path>) -> Result<RaggedReader<T>> {
+        let mapped = Mapped::open(path.as_ref())?;
+        mapped
+            .header
+            .check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        Ok(RaggedReader {
+            mapped,
+            _element: PhantomData,
+        })
+    }
+
+    /// Number of rows (as the header said at open).
+    pub fn rows(&self) -> usize {
+        self.mapped.header.rows as usize
+    }
+
+    /// The header read at open.
+    pub fn header(&self) -> &RaggedHeader {
+        &self.mapped.header
+    }
+
+    /// The trailer read at open, if any.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.mapped.trailer.as_ref()
+    }
+
+    /// Row `k`: borrowed from the map where `T`'s bytes can be (plain-old-data, aligned, values
+    /// not chunked), a decoded copy otherwise. A row whose offsets break the rules is an error
+    /// naming it.
+    pub fn row(&self, k: usize) -> Result<Cow<'_, [T]>> {
+        let bytes = self.mapped.row_bytes(k)?;
+        if let Cow::Borrowed(bytes) = bytes {
+            if let Some(values) = T::cast_pod_slice(bytes) {
+                return Ok(Cow::Borrowed(values));
+            }
+        }
+        data::decode_values(&bytes, false).map(Cow::Owned)
+    }
+}
+
+/// A ragged file opened for reading: its header, its trailer, its data section mapped, and
+/// for chunked values the section reader that decodes them (through the same open file).
+#[derive(Debug)]
+pub(super) struct Mapped {
+    header: RaggedHeader,
+    trailer: Option<Trailer>,
+    map: Mmap,
+    values: Option<Section<PinnedFile>>,
+}
+
+impl Mapped {
+    /// Opens a ragged file and maps its data section; checks the first and last offsets.
+    fn open(path: &Path) -> Result<Mapped> {
+        let file = File::open(path)?;
+        // The header and the trailer probe of one moment: a writer appending may commit a new
+        // header (and write values over the old trailer) between the two reads, as
+        // `RecordReader` allows for.
+        let (header, _len, probe) = {
+            let mut seen = None;
+            for _ in 0..100 {
+                let header = read_header(&file)?;
+                let len = file.metadata()?.len();
+                if len < header.data_end() {
+                    return Err(ErrorKind::Truncated {
+                        expected: header.size,
+                        found: len.saturating_sub(header.encoded_len()),
+                    }
+                    .into());
+                }
+                let probe = locate(&file, header.data_end(), len);
+                let again = read_header(&file)?;
+                let settled = again == header;
+                seen = Some((header, len, probe));
+                if settled {
+                    break;
+                }
+                std::thread::yield_now();
+            }
+            seen.expect("tried at least once")
+        };
+        let trailer = probe.into_result()?;
+        let size = data::to_usize(header.size)?;
+        // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
+        // while mapped. The map covers the data section of the header read above. A
+        // `RaggedWriter` never changes the bytes this reader uses: it writes offsets only into
+        // slots past `rows + 1` of any header it committed, values and trailers only after the
+        // data end, cuts the file only after the data end, and grows by renaming a new file
+        // over the path (this one is left alone); writers hold the file's lock. Other programs
+        // editing the file in place break this, as for any map (see `ReadMode`).
+        let map = unsafe {
+            MmapOptions::new()
+                .offset(header.encoded_len())
+                .len(size)
+                .map(&file)?
+        };
+        let values = match header.values_section_header() {
+            Some(vh) => Some(Section::open_at(
+                &vh,
+                PinnedFile::new(file, path)?,
+                header.values_at(),
+            )?),
+            None => None,
+        };
+        let m = Mapped {
+            header,
+            trailer,
+            map,
+            values,
+        };
+        let rows = m.header.rows;
+        check_ends(
+            m.offset(0),
+            rows,
+            Some(m.offset(rows as usize)),
+            m.header.values,
+        )?;
+        Ok(m)
+    }
+
+    /// `offsets[k]`, for `k <= rows` (the header guarantees the slots are in the map).
+    fn offset(&self, k: usize) -> u64 {
+        let at = (self.header.offsets_at() - self.header.encoded_len()) as usize + 8 * k;
+        le_u64(&self.map[at..at + 8])
+    }
+
+    /// The packed bytes of values `start..end` (offsets already checked against the count).
+    fn values_bytes(&self, start: u64, end: u64) -> Result<Cow<'_, [u8]>> {
+        let h = &self.header;
+        let vb = h.value_bytes();
+        match &self.values {
+            None => {
+                let base = (h.values_at() - h.encoded_len()) as usize;
+                let (s, e) = ((start * vb) as usize, (end * vb) as usize);
+                Ok(Cow::Borrowed(&self.map[base + s..base + e]))
+            }
+            Some(section) => {
+                // The value count is the file's word and compressed values never written read
+                // as zeros, so a small file may claim more than memory holds: an error, not an
+                // abort.
+                let len = (end - start).checked_mul(vb).ok_or_else(|| {
+                    Error::msg(format!("{} values of {vb} bytes: too large", end - start))
+                })?;
+                let mut out = data::try_zeroed_bytes(len)?;
+                if start < end {
+                    let mut ranges: Vec<std::ops::Range<u64>> =
+                        h.value_dims.iter().map(|&d| 0..d).collect();
+                    ranges.push(start..end);
+                    section.read_box(&ranges, &mut out)?;
+                }
+                Ok(Cow::Owned(out))
+            }
+        }
+    }
+
+    /// The bytes of row `k`, its offsets checked.
+    fn row_bytes(&self, k: usize) -> Result<Cow<'_, [u8]>> {
+        let h = &self.header;
+        if k as u64 >= h.rows {
+            return Err(ErrorKind::OutOfBounds {
+                start: k as u64,
+                end: k as u64 + 1,
+                len: h.rows,
+            }
+            .into());
+        }
+        let (start, end) = (self.offset(k), self.offset(k + 1));
+        if start > end || end > h.values || (k == 0 && start != 0) {
+            return Err(bad(format!(
+                "row {k} spans values {start}..{end} of {} (offsets[{k}], offsets[{}])",
+                h.values,
+                k + 1
+            )));
+        }
+        self.values_bytes(start, end)
+    }
+
+    /// `offsets[rows.start..=rows.end]`.
+    fn offsets(&self, rows: std::ops::Range<u64>) -> Vec<u64> {
+        (rows.start as usize..=rows.end as usize)
+            .map(|k| self.offset(k))
+            .collect()
+    }
+}
+
+/// A ragged file of any element type, for tools (`ra info`, `ra cat`): rows as packed
+/// little-endian bytes, the element described by the header and the trailer's schema.
+///
+/// ```
+/// use rawarray_serde::{Ragged, ragged::DynRagged};
+/// let dir = tempfile::tempdir().unwrap();
+/// let path = dir.path().join("t.ra");
+/// Ragged::from_strs(["a", "bcd"]).write_file(&path).unwrap();
+/// let d = DynRagged::open(&path).unwrap();
+/// assert_eq!((d.rows(), d.header().values, d.longest_row().unwrap()), (2, 4, 3));
+/// assert!(d.is_text());
+/// assert_eq!(&*d.row_bytes(1).unwrap(), b"bcd");
+/// ```
+#[derive(Debug)]
+pub struct DynRagged {
+    mapped: Mapped,
+}
+
+impl DynRagged {
+    /// Opens and maps a ragged file of any element type.
+    pub fn open(path: impl AsRef<Path>) -> Result<DynRagged> {
+        Ok(DynRagged {
+            mapped: Mapped::open(path.as_ref())?,
+        })
+    }
+
+    /// Number of rows.
+    pub fn rows(&self) -> u64 {
+        self.mapped.header.rows
+    }
+
+    /// The header.
+    pub fn header(&self) -> &RaggedHeader {
+        &self.mapped.header
+    }
+
+    /// The trailer, if any.
+    pub fn trailer(&self) -> Option<&Trailer> {
+        self.mapped.trailer.as_ref()
+    }
+
+    /// The element's layout: the trailer's schema, else the header's scalar.
+    pub fn layout(&self) -> Option<Layout> {
+        let h = &self.mapped.header;
+        self.mapped
+            .trailer
+            .as_ref()
+            .and_then(|t| t.schema.clone())
+            .or_else(|| {
+                (h.eltype != ElType::User).then_some(Layout::Scalar {
+                    eltype: h.eltype,
+                    elbyte: h.elbyte,
+                    logical: None,
+                })
+            })
+    }
+
+    /// Whether the rows are text.
+    pub fn is_text(&self) -> bool {
+        is_text_trailer(self.mapped.trailer.as_ref())
+    }
+
+    /// Row `k`'s packed little-endian bytes: borrowed from the map, or decoded from the
+    /// chunks it touches when the values are chunked.
+    pub fn row_bytes(&self, k: u64) -> Result<Cow<'_, [u8]>> {
+        let k = usize::try_from(k).unwrap_or(usize::MAX);
+        self.mapped.row_bytes(k)
+    }
+
+    /// Row `k` as text (an error naming the row if it is not UTF-8).
+    pub fn row_str(&self, k: u64) -> Result<Cow<'_, str>> {
+        match self.row_bytes(k)? {
+            Cow::Borrowed(b) => text_of(b, k as usize).map(Cow::Borrowed),
+            Cow::Owned(b) => text_of(&b, k as usize).map(|s| Cow::Owned(s.to_owned())),
+        }
+    }
+
+    /// `offsets[0..=rows]` as little-endian `u64` bytes, every one checked first
+    /// ([`check_offsets`], each failure naming the row): for readers that hand the whole
+    /// offsets array out (the Python package's `Ragged.offsets`, a numpy view). Borrowed from
+    /// the map; a `Cow` so that a layout whose offsets are not stored plain can decode them.
+    ///
+    /// ```
+    /// use rawarray_serde::{Ragged, ragged::DynRagged};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// Ragged::from_rows([vec![7u16, 8], vec![9]]).write_file(&path).unwrap();
+    /// let d = DynRagged::open(&path).unwrap();
+    /// let words: Vec<u64> = d.offsets_bytes().unwrap().chunks(8)
+    ///     .map(|w| u64::from_le_bytes(w.try_into().unwrap())).collect();
+    /// assert_eq!(words, [0, 2, 3]);
+    /// assert_eq!(*d.values_bytes().unwrap(), [7, 0, 8, 0, 9, 0]);
+    /// ```
+    pub fn offsets_bytes(&self) -> Result<Cow<'_, [u8]>> {
+        let m = &self.mapped;
+        let at = (m.header.offsets_at() - m.header.encoded_len()) as usize;
+        let bytes = &m.map[at..at + 8 * (m.header.rows as usize + 1)];
+        let offsets: Vec<u64> = bytes.chunks_exact(8).map(le_u64).collect();
+        check_offsets(&offsets, m.header.values)?;
+        Ok(Cow::Borrowed(bytes))
+    }
+
+    /// Every value, row after row, as packed little-endian bytes (`values x value bytes`; row
+    /// `k` is the bytes of values `offsets[k]..offsets[k + 1]`): borrowed from the map; a `Cow`
+    /// so that values stored compressed can be decoded.
+    pub fn values_bytes(&self) -> Result<Cow<'_, [u8]>> {
+        self.mapped.values_bytes(0, self.mapped.header.values)
+    }
+
+    /// Writes rows `rows` (a range of row indices) as a ragged file of their own, with this
+    /// file's element and trailer (`ra slice`), its values plain.
+    pub fn write_rows<W: Write + ?Sized>(
+        &self,
+        rows: std::ops::Range<u64>,
+        w: &mut W,
+    ) -> Result<()> {
+        self.write_rows_with(rows, w, None)
+    }
+
+    /// [`DynRagged::write_rows`], the values compressed as `opts` say (`None`: plain), as
+    /// `ra compress` and `ra decompress` write a ragged file.
+    pub fn write_rows_with<W: Write + ?Sized>(
+        &self,
+        rows: std::ops::Range<u64>,
+        w: &mut W,
+        opts: Option<&WriteOptions>,
+    ) -> Result<()> {
+        let h = &self.mapped.header;
+        if rows.start > rows.end || rows.end > h.rows {
+            return Err(ErrorKind::OutOfBounds {
+                start: rows.start,
+                end: rows.end,
+                len: h.rows,
+            }
+            .into());
+        }
+        let offsets = self.mapped.offsets(rows.clone());
+        let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
+        if first > last || last > h.values {
+            return Err(bad(format!(
+                "rows {}..{} span values {first}..{last} of {} (offsets[{}], offsets[{}])",
+                rows.start, rows.end, h.values, rows.start, rows.end
+            )));
+        }
+        let shifted: Vec<u64> = offsets.iter().map(|o| o.wrapping_sub(first)).collect();
+        let values = last - first;
+        // Rows named by their place in this file, not in the slice.
+        check_offsets(&shifted, values).map_err(|e| {
+            bad(format!(
+                "in rows {}..{} (row 0 is row {}): {e}",
+                rows.start, rows.end, rows.start
+            ))
+        })?;
+        let out = RaggedHeader::new(
+            h.eltype,
+            h.elbyte,
+            h.value_dims.clone(),
+            values,
+            rows.end - rows.start,
+            rows.end - rows.start + 1,
+        )?;
+        let trailer = match &self.mapped.trailer {
+            Some(t) => t.clone(),
+            None => text_marked(self.layout(), false),
+        };
+        let bytes = self.mapped.values_bytes(first, last)?;
+        match opts {
+            Some(opts) => write_chunked(w, &out, &shifted, &bytes, opts, &trailer),
+            None => {
+                write_head(w, &out, &shifted)?;
+                w.write_all(&bytes)?;
+                write_tail(w, &out, &trailer)
+            }
+        }
+    }
+
+    /// The length of the longest row, in values, checking every row's offsets.
+    pub fn longest_row(&self) -> Result<u64> {
+        let offsets = self.mapped.offsets(0..self.mapped.header.rows);
+        check_offsets(&offsets, self.mapped.header.values)?;
+        Ok(offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0))
+    }
+}
