@@ -145,6 +145,14 @@ impl RaTable {
             rows.max(1)
         };
         let source = if rows == 0 {
+            if Storage::of(&header) != Storage::Plain {
+                // No rows, but a coded section is still decoded once: damaged, it is refused
+                // here as every other reader of the file refuses it.
+                ArrayReader::from_open_file(file, path)?
+                    .section()
+                    .read_all_into(&mut [])
+                    .map_err(named)?;
+            }
             Source::Empty
         } else if Storage::of(&header) != Storage::Plain {
             Source::Decoded(Box::new(ArrayReader::from_open_file(file, path)?))

@@ -8,7 +8,7 @@ use std::ops::Range;
 use std::path::Path;
 
 use rawarray_serde::codec;
-use rawarray_serde::{ArrayReader, DynArray, Header, WriteOptions};
+use rawarray_serde::{ArrayReader, Header, WriteOptions};
 
 use crate::compress::{Codec, Packing, PackingArgs};
 use crate::fail::{At, Failure, Result};
@@ -487,11 +487,21 @@ pub fn run(
             }
             Storage::Lz4Whole => {
                 let data = slice_in_memory(&reader, &axes, &header, input)?;
-                let array = DynArray::new(header.eltype, header.elbyte, header.dims.clone(), data)
-                    .at(input)?;
-                array
-                    .write_to_with(&mut w, &WriteOptions::new().compress(true))
-                    .at(shown_out)?;
+                // The block keeps the byte order it was read in: big-endian user-defined
+                // elements (which the library cannot swap without their schema) stay so, and
+                // the flag written says it, as the plain path's header does.
+                let opts = WriteOptions::new()
+                    .compress(true)
+                    .big_endian(header.is_big_endian());
+                let schema = reader.trailer().and_then(|t| t.schema.clone());
+                rawarray_serde::section::write::write_section(
+                    &mut w,
+                    &header,
+                    &opts,
+                    schema.as_ref(),
+                    &rawarray_serde::section::write::PlainBytes::new(&data),
+                )
+                .at(shown_out)?;
                 w.write_all(&trailer(0)).at(shown_out)?;
             }
         }

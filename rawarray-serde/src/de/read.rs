@@ -15,6 +15,7 @@ use std::io::Read;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::{read_full, Header};
 use crate::section::{Section, Storage};
+use crate::trailer::{Trailer, TRAILER_FRAME, TRAILER_TAG};
 
 /// The window a stream is read through, and the first allocation a stream's claims justify
 /// before any of its bytes have arrived.
@@ -104,8 +105,14 @@ impl<'de> SliceInput<'de> {
         let start = header.encoded_len();
         // A chunked or compressed section is decoded whole, once, by `plain`: the deserializer
         // reads the plain bytes as for any file.
-        let section = &file[start..start + crate::data::to_usize(header.size)?];
-        let data = plain(Cow::Borrowed(section), header)?;
+        let end = start + crate::data::to_usize(header.size)?;
+        let section = &file[start..end];
+        let trailer = if needs_schema(header) {
+            Trailer::from_trailing_bytes(&file[end..])?
+        } else {
+            None
+        };
+        let data = plain(Cow::Borrowed(section), header, trailer.as_ref())?;
         Ok(SliceInput { file, data })
     }
 }
@@ -204,7 +211,14 @@ impl<R: Read> StreamInput<R> {
             // Decoded whole, as from a slice: these are not the one-copy formats (the section
             // layer decodes as it reads, within what the stream holds).
             let mut data = crate::section::stream::read_bytes(header, &mut reader, available)?;
-            to_little_endian(&mut data, header)?;
+            // Big-endian records are swapped by the schema in the trailer that follows the
+            // section: the stream is then left after that block, not after the section.
+            let trailer = if needs_schema(header) {
+                trailer_block(&mut reader)?
+            } else {
+                None
+            };
+            to_little_endian(&mut data, header, trailer.as_ref())?;
             return Ok(StreamInput {
                 reader,
                 len: data.len(),
@@ -374,24 +388,61 @@ impl<'de, R: Read> Input<'de> for StreamInput<R> {
 /// The data section as plain little-endian bytes: decompressed, and swapped once up front if
 /// big-endian (in a copy of borrowed bytes, in place in owned ones): swapping scalar by
 /// scalar instead costs every little-endian read about a tenth of its speed.
-fn plain<'a>(section: Cow<'a, [u8]>, header: &Header) -> Result<Cow<'a, [u8]>> {
+fn plain<'a>(
+    section: Cow<'a, [u8]>,
+    header: &Header,
+    trailer: Option<&Trailer>,
+) -> Result<Cow<'a, [u8]>> {
     let mut data = match Storage::of(header) {
         Storage::Plain => section,
         _ => Cow::Owned(Section::open_at(header, &section[..], 0)?.read_all()?),
     };
     if header.is_big_endian() {
-        to_little_endian(data.to_mut(), header)?;
+        to_little_endian(data.to_mut(), header, trailer)?;
     }
     Ok(data)
 }
 
-/// Swaps a big-endian section's scalars to little-endian, in place.
-fn to_little_endian(data: &mut [u8], header: &Header) -> Result<()> {
+/// Whether a section's scalars are swapped by a schema, not by the header: big-endian
+/// user-defined elements.
+fn needs_schema(header: &Header) -> bool {
+    header.is_big_endian() && header.eltype.swap_width(header.elbyte).is_none()
+}
+
+/// The trailer block at the start of `reader` (just after a data section), if one is there;
+/// its JSON is read as it arrives, so a length field that lies costs only what the stream holds.
+fn trailer_block(reader: &mut impl Read) -> Result<Option<Trailer>> {
+    let mut block = vec![0u8; TRAILER_FRAME];
+    if read_full(&mut *reader, &mut block)? < TRAILER_FRAME || block[..8] != TRAILER_TAG {
+        return Ok(None);
+    }
+    let json_len = u64::from_le_bytes(block[8..16].try_into().expect("8 bytes"));
+    let rest = json_len.saturating_add(TRAILER_FRAME as u64);
+    reader.take(rest).read_to_end(&mut block)?;
+    Trailer::from_trailing_bytes(&block)
+}
+
+/// Swaps a big-endian section's scalars to little-endian, in place: by the element type, or
+/// for user-defined elements by the record schema of the file's trailer, checked against the
+/// header first.
+fn to_little_endian(data: &mut [u8], header: &Header, trailer: Option<&Trailer>) -> Result<()> {
     if header.is_big_endian() {
         match header.eltype.swap_width(header.elbyte) {
-            None => return Err(Error::unsupported(
-                "big-endian user-defined elements: their scalars are not described by the header",
-            )),
+            None => {
+                let Some(schema) = trailer.and_then(|t| t.schema.as_ref()) else {
+                    return Err(Error::unsupported(
+                        "big-endian user-defined elements: their scalars are not described by \
+                         the header, and the file has no trailer with a record schema; read it \
+                         as RawArray<T> of its record type, which swaps by the type's layout",
+                    ));
+                };
+                let base = schema.check_header(header)?;
+                let eb = crate::data::to_usize(header.elbyte)?;
+                if eb > 0 {
+                    data.chunks_exact_mut(eb)
+                        .for_each(|e| base.swap_byte_order(e));
+                }
+            }
             Some(w) if w > 1 => {
                 crate::data::swap_by_eltype(data, header.eltype, header.elbyte);
             }
