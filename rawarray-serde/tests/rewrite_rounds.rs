@@ -43,8 +43,19 @@ fn rewriter(
     let path = path.to_path_buf();
     std::thread::spawn(move || {
         let mut rounds = 0u64;
-        while !stop.load(Ordering::Relaxed) {
-            let bytes = if rounds.is_multiple_of(2) { &b } else { &a };
+        // Each rewrite is shorter than the last (trailing bytes readers ignore, one fewer each
+        // time), so no rewrite puts back a state a reader opened: the check cannot see a
+        // rewrite that restores length, header and mtime within one clock tick.
+        let mut pad = 200_000usize;
+        while !stop.load(Ordering::Relaxed) && pad > 0 {
+            pad -= 1;
+            let mut bytes = if rounds.is_multiple_of(2) {
+                b.clone()
+            } else {
+                a.clone()
+            };
+            bytes.resize(bytes.len() + pad, 0);
+            let bytes = &bytes;
             // A failed open or write ends the thread (the test is over: its folder is gone).
             let Ok(mut f) = std::fs::OpenOptions::new()
                 .write(true)
