@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use num_complex::Complex;
+use rawarray_serde::section::Storage;
 use rawarray_serde::{
     from_reader, from_slice, recover as recover_file, Durability, DynArray, ElType, Element,
     ErrorKind, Header, RaRecord, RawArray, RecordOptions, RecordReader, Trailer, WriteOptions,
@@ -148,7 +149,7 @@ pub fn header(data: &[u8]) {
                 h.numpy_dtype(),
                 h.check_input_len(data.len() as u64),
             );
-            if !h.is_compressed() {
+            if Storage::of(&h) != Storage::Lz4Whole {
                 assert_eq!(h.size, h.data_len());
             }
         }
@@ -169,7 +170,7 @@ pub fn dynamic(data: &[u8]) {
     agree("DynArray from_bytes/read_file", &a, &c, Clone::clone);
     let Ok(d) = a else { return };
     let h = d.header();
-    assert!(!h.is_compressed());
+    assert!(Storage::of(&h) != Storage::Lz4Whole);
     assert_eq!(h.size, d.data().len() as u64);
     assert_eq!(h.data_len(), h.size);
     let _ = d.trailer();
@@ -388,7 +389,7 @@ pub fn lz4_input(file: &[u8]) -> Option<Vec<u8>> {
     let pick = LZ4_TYPES
         .iter()
         .position(|&(t, b, be)| (t, b, be) == (h.eltype, h.elbyte, h.is_big_endian()))?;
-    if !h.is_compressed() || h.dims.len() > 3 {
+    if Storage::of(&h) != Storage::Lz4Whole || h.dims.len() > 3 {
         return None;
     }
     let mut out = vec![pick as u8, h.dims.len() as u8];
@@ -614,7 +615,7 @@ pub fn subset(data: &[u8]) {
             assert_eq!(le, bytes);
         }
         // Written back into a copy: the file does not change.
-        if !header.is_compressed() && !header.is_big_endian() {
+        if Storage::of(&header) != Storage::Lz4Whole && !header.is_big_endian() {
             let copy = write_scratch("subset-copy.ra", data);
             let w = rawarray_serde::ArrayWriter::open(&copy).expect("a readable plain file opens");
             w.write_subset_bytes(&ranges, &bytes)
@@ -667,7 +668,7 @@ fn cut_bytes(whole: &DynArray, ranges: &[std::ops::Range<u64>]) -> Vec<u8> {
 pub fn chunked(data: &[u8]) {
     use rawarray_serde::codec::{decode_all, SectionReader};
     let (header, file) = match Header::decode_any(data) {
-        Ok(h) if h.flags.is_chunked() => (h, data.to_vec()),
+        Ok(h) if Storage::of(&h) == Storage::Chunked => (h, data.to_vec()),
         _ => {
             // dims [5, 4, 3] of u16, the section = the input.
             let mut h = Header::new(ElType::Uint, 2, vec![5, 4, 3]).expect("a valid header");
@@ -679,7 +680,11 @@ pub fn chunked(data: &[u8]) {
         }
     };
     // Whole reads allocate what the header says: keep them to what the fuzzer can afford.
-    let whole = if header.data_len() <= 64 << 20 { decode_all(&header, &file[..]).ok() } else { None };
+    let whole = if header.data_len() <= 64 << 20 {
+        decode_all(&header, &file[..]).ok()
+    } else {
+        None
+    };
     let Ok(reader) = SectionReader::open(&header, &file[..]) else {
         return;
     };
@@ -700,10 +705,14 @@ pub fn chunked(data: &[u8]) {
             continue;
         }
         let mut out = vec![0u8; n as usize];
-        if reader.read_subset(&ranges, &mut out).is_ok() {
+        if reader.read_box(&ranges, &mut out).is_ok() {
             if let Some(w) = &whole {
-                let plan = rawarray_serde::SubsetPlan::new(&header.dims, header.elbyte, &ranges).expect("ranges checked");
-                let cut: Vec<u8> = plan.runs().flat_map(|r| w[r.start as usize..r.end as usize].iter().copied()).collect();
+                let plan = rawarray_serde::SubsetPlan::new(&header.dims, header.elbyte, &ranges)
+                    .expect("ranges checked");
+                let cut: Vec<u8> = plan
+                    .runs()
+                    .flat_map(|r| w[r.start as usize..r.end as usize].iter().copied())
+                    .collect();
                 assert_eq!(out, cut, "subset {ranges:?} differs from the whole read");
             }
         }
@@ -724,7 +733,10 @@ pub fn ragged(data: &[u8]) {
         if let Ok(r) = &whole {
             let again = Ragged::<T>::from_bytes(&r.to_bytes().expect("a read ragged array writes"));
             // Compared by their Debug text, where a NaN equals a NaN (`==` says it does not).
-            assert_eq!(format!("{:?}", again.as_ref().ok()), format!("{:?}", Some(r)));
+            assert_eq!(
+                format!("{:?}", again.as_ref().ok()),
+                format!("{:?}", Some(r))
+            );
             let m = mapped.expect("the mapped reader opens what the whole reader read");
             assert_eq!(m.rows(), r.rows());
             for k in 0..r.rows().min(MAX_ROWS as usize) {

@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 use rawarray_serde::codec::table::FILTERS;
 use rawarray_serde::codec::{ChunkMap, Config, Filter};
-use rawarray_serde::section::{Section, Warning};
+use rawarray_serde::section::{Section, Storage, Warning};
 use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
 
 use crate::errors::{ra_err, to_py};
@@ -451,7 +451,7 @@ pub(crate) fn read_config(
 #[pyfunction]
 pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<ChunkSettings>> {
     let header = raw.header();
-    if !header.flags.is_chunked() {
+    if Storage::of(header) != Storage::Chunked {
         return Ok(None);
     }
     py.detach(|| -> rawarray_serde::Result<_> {
@@ -472,7 +472,7 @@ pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<Chu
 #[pyfunction]
 pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>) -> PyResult<()> {
     let header = raw.header();
-    if !header.flags.is_chunked() {
+    if Storage::of(header) != Storage::Chunked {
         return Err(ra_err("read_chunked_into reads chunked files (flag bit 2)"));
     }
     if out.readonly() || !out.is_c_contiguous() {

@@ -10,6 +10,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rawarray_serde::query::RowFilter;
+use rawarray_serde::section::Storage;
 use rawarray_serde::{ArrayReader, DynArray, ElType, Header, Trailer};
 
 use crate::buffer::{Buffer, Bytes};
@@ -339,12 +340,12 @@ impl RawFile {
     /// the data section's size.
     fn data_range(&self, start: u64, len: u64) -> PyResult<u64> {
         let header = self.header();
-        if header.is_compressed() {
+        if Storage::of(header) == Storage::Lz4Whole {
             return Err(ra_err(
                 "an LZ4 file is read whole (decode), not by byte range",
             ));
         }
-        if header.flags.is_chunked() {
+        if Storage::of(header) == Storage::Chunked {
             return Err(ra_err(
                 "a chunked file is read whole (decode) or by block (read_block), not by byte range",
             ));

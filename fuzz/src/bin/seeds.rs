@@ -60,10 +60,18 @@ fn main() {
 /// Chunked files (flag bit 2) of each filter and codec, with edge chunks and small blocks.
 fn chunked_files() -> Seeds {
     use rawarray_serde::codec::{Codec, Shuffle};
-    let a = RawArray::from_shape_vec(vec![5, 4, 3], (0..60u16).map(|i| i / 3).collect()).expect("shape");
+    let a = RawArray::from_shape_vec(vec![5, 4, 3], (0..60u16).map(|i| i / 3).collect())
+        .expect("shape");
     let mut out = Seeds::new();
-    for (s, c) in [(Shuffle::Byte, Codec::Zstd), (Shuffle::Bit, Codec::Lz4), (Shuffle::None, Codec::None)] {
-        let opts = WriteOptions::new().shuffle(s).codec(c).chunks(vec![2, 4, 2]);
+    for (s, c) in [
+        (Shuffle::Byte, Codec::Zstd),
+        (Shuffle::Bit, Codec::Lz4),
+        (Shuffle::None, Codec::None),
+    ] {
+        let opts = WriteOptions::new()
+            .shuffle(s)
+            .codec(c)
+            .chunks(vec![2, 4, 2]);
         let mut bytes = Vec::new();
         a.write_to_with(&mut bytes, &opts).expect("write to a Vec");
         out.push((format!("chunked_{}_{}", s.name(), c.name()), bytes));
