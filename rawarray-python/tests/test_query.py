@@ -316,6 +316,35 @@ def test_a_record_writer_appending_to_its_file_again(tmp):
     check_stats(path, r, (64,))
 
 
+@pytest.mark.parametrize("dtype", ["i2", "f4"])
+def test_an_array_writers_chunks_written_in_any_order(tmp, dtype):
+    """Blocks of whole chunks written out of order, one chunk never written (it reads as
+    zeros): each written chunk's statistics are numpy's, the unwritten one has none, and the
+    whole file's are numpy's over the array as it reads, zeros included."""
+    rng = np.random.default_rng(15)
+    a = rng.integers(100, 200, SHAPE).astype(dtype)  # the zeros of the unwritten chunk: the minimum
+    if dtype == "f4":
+        a[3, 3] = np.nan
+    path = tmp / "w.ra"
+    slices = chunk_slices(SHAPE, CHUNKS)
+    skip = 7
+    with rawarray.ArrayWriter(path, SHAPE, dtype, chunks=CHUNKS) as w:
+        for n in rng.permutation(len(slices)):
+            if n != skip:
+                w[slices[n]] = a[slices[n]]
+    a[slices[skip]] = 0
+    assert rawarray.read(path).tobytes() == a.tobytes()
+    with rawarray.open(path) as f:
+        per_chunk = f.stats(per_chunk=True)["values"]
+        whole = f.stats()["values"]
+    for n, sl in enumerate(slices):
+        if n == skip:
+            assert per_chunk[n] is None
+        else:
+            assert_stats(per_chunk[n], numpy_stats(a[sl]), f"chunk {n}")
+    assert_stats(whole, numpy_stats(a), "whole file")
+
+
 def test_statistics_as_written_in_the_index_by_hand(tmp):
     """One field's record read from the entry's bytes (doc/chunked.md 5.4): head (NaN count,
     bit 63 when min and max hold values), then min and max little-endian."""

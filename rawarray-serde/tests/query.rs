@@ -31,8 +31,8 @@ use rawarray_serde::codec::{Codec, Filter};
 use rawarray_serde::query::{FileStats, Predicate};
 use rawarray_serde::section::Warning;
 use rawarray_serde::{
-    bf16, f16, ArrayReader, Complex, Element, Header, RaRecord, RawArray, RecordOptions, RecordReader,
-    WriteOptions,
+    bf16, f16, ArrayReader, Complex, Element, Header, RaRecord, RawArray, RecordOptions,
+    RecordReader, WriteOptions,
 };
 
 /// A value as statistics keep it, or `None` for a NaN.
@@ -205,8 +205,11 @@ fn complex_statistics_without_nan_are_kept() {
     let mut values = vec![Complex::new(1.5f64, -2.0); 10];
     values[7] = Complex::new(0.0, f64::NAN);
     let a = RawArray::from_vec(values);
-    a.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![4]))
-        .unwrap();
+    a.write_file_with(
+        &path,
+        &WriteOptions::new().codec(Codec::Zstd).chunks(vec![4]),
+    )
+    .unwrap();
     let r = ArrayReader::open(&path).unwrap();
     let stats = FileStats::of(r.section().chunk_map().unwrap(), None).unwrap();
     let none = |nan| Some(FieldStats { nan, min_max: None });
