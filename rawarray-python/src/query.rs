@@ -124,6 +124,13 @@ fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
             }
         });
     }
+    if all.is_empty() {
+        // As pyarrow: an empty list is a slip (an empty AND would keep every row, and make an
+        // OR it is part of keep every row too), not a request for the whole file.
+        return Err(ra_err(format!(
+            "{READER_FILTERS}; found an empty list: filters=None reads every row"
+        )));
+    }
     Ok(Predicate::And(all))
 }
 

@@ -1107,9 +1107,10 @@ impl FileStats {
         self.chunks.get(usize::try_from(n).ok()?)?.0.clone()
     }
 
-    /// Field `k`'s statistics over the whole file, merged from every written chunk's; `None`
-    /// when a written chunk has none (see [`FileStats::missing`]). A file no chunk of which was
-    /// written has no values: no NaN, no minimum or maximum.
+    /// Field `k`'s statistics over the whole file as it reads, merged from every written
+    /// chunk's and, when a chunk was never written, its zeros (a chunk never written reads as
+    /// zeros, doc/chunked.md section 4); `None` when a written chunk has none (see
+    /// [`FileStats::missing`]). A file without elements has no NaN, no minimum or maximum.
     pub fn whole(&self, k: usize) -> Option<FieldStats> {
         if !self.missing.is_empty() || k >= self.fields.len() {
             return None;
@@ -1118,8 +1119,26 @@ impl FileStats {
             nan: 0,
             min_max: None,
         };
-        for s in self.chunks.iter().filter_map(|(_, s)| s.as_ref()) {
-            let one = s[k];
+        let field = self.fields[k];
+        let zero = match field.eltype {
+            ElType::Int => Some(Value::Int(0)),
+            ElType::Uint => Some(Value::Uint(0)),
+            ElType::Float | ElType::BFloat16 => Some(Value::Float(0.0)),
+            _ => None,
+        };
+        let unwritten = self
+            .chunks
+            .iter()
+            .any(|(range, s)| s.is_none() && range.as_ref().is_none_or(|r| !r.is_empty()));
+        let zeros = FieldStats {
+            nan: 0,
+            min_max: zero.map(|z| (z, z)),
+        };
+        let written = self
+            .chunks
+            .iter()
+            .filter_map(|(_, s)| s.as_ref().map(|s| s[k]));
+        for one in written.chain(unwritten.then_some(zeros)) {
             acc.nan = acc.nan.saturating_add(one.nan);
             acc.min_max = match (acc.min_max, one.min_max) {
                 (None, m) | (m, None) => m,
@@ -1258,6 +1277,31 @@ mod tests {
             min_max: None,
         };
         assert!(Atom::new(0, Op::Eq, Value::Int(3), false).may_match(&none, false));
+    }
+
+    #[test]
+    fn the_whole_file_counts_the_zeros_of_unwritten_chunks() {
+        let stats = |lo: i128, hi: i128| {
+            Some(vec![FieldStats {
+                nan: 0,
+                min_max: Some((Value::Int(lo), Value::Int(hi))),
+            }])
+        };
+        let mut s = FileStats {
+            fields: vec![StatField::scalar(ElType::Int, 2)],
+            names: vec![VALUES_COLUMN.into()],
+            chunks: vec![(Some(0..4), stats(5, 9)), (Some(4..8), stats(-3, 7))],
+            missing: vec![],
+        };
+        let whole = |s: &FileStats| s.whole(0).unwrap().min_max;
+        assert_eq!(whole(&s), Some((Value::Int(-3), Value::Int(9))));
+        s.chunks[1] = (Some(4..8), None); // never written: reads as zeros
+        assert_eq!(whole(&s), Some((Value::Int(0), Value::Int(9))));
+        s.chunks.truncate(1);
+        s.chunks[0] = (Some(0..4), None);
+        assert_eq!(whole(&s), Some((Value::Int(0), Value::Int(0))));
+        s.chunks.clear();
+        assert_eq!(whole(&s), None);
     }
 
     #[test]

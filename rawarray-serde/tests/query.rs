@@ -31,8 +31,8 @@ use rawarray_serde::codec::{Codec, Filter};
 use rawarray_serde::query::{FileStats, Predicate};
 use rawarray_serde::section::Warning;
 use rawarray_serde::{
-    bf16, f16, ArrayReader, Element, Header, RaRecord, RawArray, RecordOptions, RecordReader,
-    WriteOptions,
+    bf16, f16, ArrayReader, Complex, Element, Header, RaRecord, RawArray, RecordOptions,
+    RecordReader, WriteOptions,
 };
 
 /// A value as statistics keep it, or `None` for a NaN.
@@ -194,6 +194,31 @@ fn statistics_equal_a_reference_per_chunk_for_every_scalar_type() {
     check_type::<bf16>(d, "bf16");
     check_type::<f32>(d, "f32");
     check_type::<f64>(d, "f64");
+}
+
+/// Complex elements keep only a NaN count: a chunk without NaN has statistics of all zero
+/// bytes, which are present (their CRC is written), not absent.
+#[test]
+fn complex_statistics_without_nan_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.ra");
+    let mut values = vec![Complex::new(1.5f64, -2.0); 10];
+    values[7] = Complex::new(0.0, f64::NAN);
+    let a = RawArray::from_vec(values);
+    a.write_file_with(
+        &path,
+        &WriteOptions::new().codec(Codec::Zstd).chunks(vec![4]),
+    )
+    .unwrap();
+    let r = ArrayReader::open(&path).unwrap();
+    let stats = FileStats::of(r.section().chunk_map().unwrap(), None).unwrap();
+    let none = |nan| Some(FieldStats { nan, min_max: None });
+    assert_eq!(
+        (0..3).map(|n| stats.chunk(n, 0)).collect::<Vec<_>>(),
+        [none(0), none(1), none(0)]
+    );
+    assert!(stats.missing().is_empty());
+    assert_eq!(stats.whole(0), none(1));
 }
 
 #[derive(RaRecord, Clone, Copy, Debug, PartialEq)]

@@ -209,7 +209,8 @@ class File:
 
         A column that does not exist, or a type that cannot be compared (complex, a fixed
         array), is a :class:`RaError` naming it; so are ``filters`` on a file that is not a
-        record file."""
+        record file, and an empty list (as pyarrow refuses it: ``filters=None`` reads every
+        row)."""
         return _arrow.to_arrow(self._stream(columns=columns, filters=filters))
 
     def to_arrow_batches(self, rows: int = _arrow.DEFAULT_BATCH_ROWS, columns: Any = None,

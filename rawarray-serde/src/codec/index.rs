@@ -108,8 +108,18 @@ impl Entry {
     }
 
     /// The version 2 bytes of this entry as chunk `n`'s, with statistics bytes `stats` (empty
-    /// for none; all zeros for a chunk without statistics in a file that keeps them). The
+    /// for none) and their CRC. Statistics that are all zero (a complex field without NaN has
+    /// no other bytes) get their CRC too: only a CRC of 0 with zero bytes reads as absent. The
     /// empty entry encodes as zeros.
+    ///
+    /// ```
+    /// use rawarray_serde::codec::Entry;
+    /// let e = Entry { offset: 600, len: 40, crc: 7, flags: 0 };
+    /// // One complex field's statistics record: no NaN, no min or max: all zero, yet present.
+    /// let v2 = e.encode_v2(5, &[0; 8]);
+    /// assert_ne!(v2[28..32], [0; 4]);
+    /// assert_eq!(Entry::decode_v2(&v2, 5).unwrap().1, Some(true));
+    /// ```
     pub fn encode_v2(&self, n: u64, stats: &[u8]) -> Vec<u8> {
         let mut out = vec![0u8; 32 + stats.len()];
         if self.is_empty() {
@@ -118,13 +128,10 @@ impl Entry {
         let head = self.encode();
         out[..24].copy_from_slice(&head);
         out[24..28].copy_from_slice(&crc_with(&[&head], n).to_le_bytes());
-        let stats_crc = if stats.iter().all(|&b| b == 0) {
-            0
-        } else {
-            crc_with(&[stats, &head], n)
-        };
-        out[28..32].copy_from_slice(&stats_crc.to_le_bytes());
-        out[32..].copy_from_slice(stats);
+        if !stats.is_empty() {
+            out[28..32].copy_from_slice(&crc_with(&[stats, &head], n).to_le_bytes());
+            out[32..].copy_from_slice(stats);
+        }
         out
     }
 
@@ -155,17 +162,21 @@ impl Entry {
         Ok((Entry::decode(head), state))
     }
 
-    /// This entry's bytes as chunk `n`'s in a section of `config` (either version).
+    /// This entry's bytes as chunk `n`'s in a section of `config` (either version), with
+    /// statistics bytes `stats`: the config's `T` bytes, or any other length (empty) for a
+    /// chunk without statistics.
     pub fn encode_for(&self, config: &Config, n: u64, stats: &[u8]) -> Vec<u8> {
         if config.version == 1 {
             self.encode().to_vec()
         } else {
             let t = (config.entry_len() - 32) as usize;
-            let mut s = vec![0u8; t];
             if stats.len() == t {
-                s.copy_from_slice(stats);
+                return self.encode_v2(n, stats);
             }
-            self.encode_v2(n, &s)
+            // No statistics for this chunk: absent, their CRC and bytes all zero.
+            let mut out = self.encode_v2(n, &[]);
+            out.resize(32 + t, 0);
+            out
         }
     }
 
