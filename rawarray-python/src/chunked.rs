@@ -4,15 +4,13 @@
 //! ids, levels, the chunk grid, the index) is the library's `codec` module's; decoding and
 //! encoding run on its thread pool with the GIL released.
 
-use std::io::Write;
-
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 use rawarray_serde::codec::table::FILTERS;
 use rawarray_serde::codec::{ChunkMap, Config, Filter};
 use rawarray_serde::section::{Section, Storage, Warning};
-use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, Trailer, WriteOptions};
+use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, WriteOptions};
 
 use crate::errors::{ra_err, to_py};
 use crate::file::{read_exact_at, RawFile};
@@ -306,27 +304,6 @@ pub(crate) fn shuffle_named(name: &str) -> PyResult<Shuffle> {
                 SHUFFLES.map(Shuffle::name).join(", ")
             ))
         })
-}
-
-/// Writes a chunked file: `header` (plain), its data encoded by the library's
-/// encoder (chunks compressed in parallel), and the trailer block placed after the section.
-/// Into `w`: a temporary file, or an object-store upload.
-pub(crate) fn write_chunked_to(
-    w: &mut dyn Write,
-    header: &Header,
-    raw: &[u8],
-    opts: &WriteOptions,
-    trailer: Option<&Trailer>,
-) -> rawarray_serde::Result<()> {
-    let schema = trailer.and_then(|t| t.schema.as_ref());
-    let (header, section) = rawarray_serde::codec::encode_with(header, raw, opts, schema)?;
-    let end = header.encoded_len() as u64 + header.size;
-    w.write_all(&header.encode())?;
-    w.write_all(&section)?;
-    if let Some(t) = trailer {
-        w.write_all(&t.encode_block(end))?;
-    }
-    Ok(())
 }
 
 /// A chunked file's settings, as `File.chunks` and `File.compression` show them (a dict in

@@ -13,7 +13,7 @@ use rawarray_serde::{
     RaggedWriter as LibRaggedWriter,
 };
 
-use crate::chunked::{write_options, Packing, LZ4_WHOLE};
+use crate::chunked::{write_options, Packing};
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
 
@@ -126,17 +126,12 @@ pub(crate) fn write_ragged(
         statistics,
         threads,
     )?;
-    let (whole, opts) = write_options(false, &packing)?;
-    if whole.is_compressed() {
-        return Err(ra_err(format!(
-            "codec: a ragged file's values cannot be {LZ4_WHOLE:?} (one LZ4 block over the \
-             whole section; rows are read alone): expected zstd, lz4 or none"
-        )));
-    }
+    // The library refuses "lz4-whole" (rows are read alone).
+    let (storage, _) = write_options(false, &packing)?;
     // The trailer every ragged file gets: the value's schema (doc/format.md, section 10).
     let element = layout.unwrap_or(Layout::scalar(eltype, elbyte));
     let schema = value_layout(element, &value_dims);
-    py.detach(|| header.write_file(&path, &offs, value_bytes, schema, text, opts.as_ref()))
+    py.detach(|| header.write_file(&path, &offs, value_bytes, schema, text, &storage))
         .map_err(|e| at_path(e, &path, Doing::Writing))
 }
 

@@ -329,14 +329,8 @@ impl StoreBlockWriter {
             shuffle: shuffle.map(str::to_string),
             ..Default::default()
         };
+        // The library refuses "lz4-whole" (one LZ4 block has no place for a block).
         let (opts, _) = crate::chunked::write_options(false, &packing)?;
-        if opts.is_compressed() {
-            return Err(crate::errors::ra_err(
-                "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \
-                 data section cannot be written block by block): expected \"zstd\", \"lz4\" or \
-                 \"none\", which write the chunked layout",
-            ));
-        }
         let (eltype, elbyte, layout) = crate::dtype::element_of(descr_json)?;
         if layout.is_some() {
             return Err(crate::errors::ra_err(

@@ -9,8 +9,9 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use rawarray_serde::section::write::{write_section, PlainBytes};
 use rawarray_serde::{
-    ArrayWriter as LibArrayWriter, DynArray, DynRecordWriter, Element, ElementSpec, Header, Layout,
+    ArrayWriter as LibArrayWriter, DynRecordWriter, Element, ElementSpec, Header, Layout,
     RecordOptions, Trailer, WriteOptions,
 };
 
@@ -136,23 +137,13 @@ pub(crate) fn write(
     } else {
         unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
     };
-    // The file's bytes, written into a local temporary file or an upload alike.
+    // The file's bytes, written into a local temporary file or an upload alike: the section in
+    // the storage `opts` select (the library's one section writer), then the trailer after it.
     let body = |w: &mut dyn Write| -> rawarray_serde::Result<()> {
-        if let Some(co) = &chunk_opts {
-            return chunked::write_chunked_to(w, &header, bytes, co, trailer.as_ref());
-        }
-        if opts.is_compressed() {
-            let mut array = DynArray::new(eltype, elbyte, header.dims.clone(), bytes.to_vec())?;
-            if let Some(t) = &trailer {
-                array.set_trailer(t);
-            }
-            return array.write_to_with(w, &opts);
-        }
-        let end = header.encoded_len() as u64 + header.data_len();
-        w.write_all(&header.encode())?;
-        w.write_all(bytes)?;
+        let schema = trailer.as_ref().and_then(|t| t.schema.as_ref());
+        let written = write_section(w, &header, &opts, schema, &PlainBytes::new(bytes))?;
         if let Some(t) = &trailer {
-            w.write_all(&t.encode_block(end))?;
+            w.write_all(&t.encode_block(written.encoded_len() as u64 + written.size))?;
         }
         Ok(())
     };
@@ -428,14 +419,8 @@ impl ArrayWriter {
             statistics,
             threads,
         )?;
-        let (opts, chunked) = chunked::write_options(false, &packing)?;
-        if opts.is_compressed() {
-            return Err(ra_err(
-                "codec: an ArrayWriter cannot write \"lz4-whole\" (one LZ4 block over the whole \
-                 data section cannot be written block by block): expected \"zstd\", \"lz4\" or \
-                 \"none\", which write the chunked layout",
-            ));
-        }
+        // The library refuses "lz4-whole" (one LZ4 block has no place for a block).
+        let (storage, chunked) = chunked::write_options(false, &packing)?;
         // A bool array is bytes 0 and 1 (u8) marked bool by the schema in the trailer, as
         // `write` stores one: `marker` is that trailer.
         let (header, marker) = match (descr_json, dims) {
@@ -481,14 +466,11 @@ impl ArrayWriter {
         let creating = header.is_some();
         let writer = py
             .detach(|| -> rawarray_serde::Result<LibArrayWriter> {
-                let opts = LibArrayWriter::options().threads(threads);
-                let w = match (header, &chunked) {
-                    (Some(h), Some(c)) => {
-                        opts.header(h).storage(c.clone()).open_or_create(&path)?
-                    }
-                    (Some(h), None) => opts.header(h).open_or_create(&path)?,
+                let opts = LibArrayWriter::options().threads(threads).storage(storage);
+                let w = match header {
+                    Some(h) => opts.header(h).open_or_create(&path)?,
                     // An opened file keeps its own chunk settings; only the threads apply.
-                    (None, _) => opts.open(&path)?,
+                    None => opts.open(&path)?,
                 };
                 if let (Some(t), true) = (&marker, w.created()) {
                     mark_created(&path, w.header(), t)?;

@@ -285,6 +285,17 @@ impl ArrayWriterOptions {
         }
     }
 
+    /// Refuses the one storage no writer of blocks can write, whichever way the writer is
+    /// opened (a binding passes the user's options to `open` too).
+    fn writable_storage(&self) -> Result<()> {
+        if self.storage.storage() == Storage::Lz4Whole {
+            return Err(Error::unsupported(
+                "an ArrayWriter cannot write lz4-whole (one LZ4 block over the whole data section has no place for a block): choose plain or a chunked codec",
+            ));
+        }
+        Ok(())
+    }
+
     fn chunked(&self) -> Option<WriteOptions> {
         (self.storage.storage() == Storage::Chunked)
             .then(|| self.storage.clone().threads(self.threads_or_storage()))
@@ -299,9 +310,7 @@ impl ArrayWriterOptions {
     /// creators racing for one path, exactly one gets a writer.
     pub fn create(&self, path: impl AsRef<Path>) -> Result<ArrayWriter> {
         let path = path.as_ref();
-        if self.storage.storage() == Storage::Lz4Whole {
-            return Err(lz4_whole_refused());
-        }
+        self.writable_storage()?;
         ArrayWriter::create_inner(path, self.array_header()?, false, self.chunked().as_ref())?
             .ok_or_else(|| unreachable_existing(path))
     }
@@ -313,6 +322,7 @@ impl ArrayWriterOptions {
     ///
     /// [`open_or_create`]: ArrayWriterOptions::open_or_create
     pub fn open(&self, path: impl AsRef<Path>) -> Result<ArrayWriter> {
+        self.writable_storage()?;
         ArrayWriter::open_inner(path.as_ref(), self.threads_or_storage())
     }
 
@@ -337,9 +347,7 @@ impl ArrayWriterOptions {
     /// assert!(ArrayWriter::options().array::<u32>(&[5]).open_or_create(&dir.path().join("run.ra")).is_err());
     /// ```
     pub fn open_or_create(&self, path: impl AsRef<Path>) -> Result<ArrayWriter> {
-        if self.storage.storage() == Storage::Lz4Whole {
-            return Err(lz4_whole_refused());
-        }
+        self.writable_storage()?;
         ArrayWriter::open_or_create_inner(
             path.as_ref(),
             self.array_header()?,
@@ -360,12 +368,6 @@ enum ArraySpec {
         elbyte: u64,
         dims: Vec<u64>,
     },
-}
-
-fn lz4_whole_refused() -> Error {
-    Error::unsupported(
-        "an ArrayWriter cannot write lz4-whole (one LZ4 block over the whole data section has no place for a block): choose plain or a chunked codec",
-    )
 }
 
 impl ArrayWriter {

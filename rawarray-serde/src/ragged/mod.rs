@@ -40,8 +40,15 @@ mod tests {
         let u8s = Layout::scalar(ElType::Uint, 1);
         let h = RaggedHeader::new(ElType::Uint, 1, vec![], 3, 2, 3).unwrap();
         let write = |h: &RaggedHeader, offsets: &[u64], values: &[u8], text: bool| {
-            h.write_file(&path, offsets, values, u8s.clone(), text, None)
-                .map_err(|e| e.to_string())
+            h.write_file(
+                &path,
+                offsets,
+                values,
+                u8s.clone(),
+                text,
+                &Default::default(),
+            )
+            .map_err(|e| e.to_string())
         };
         assert!(write(&h, &[0, 1], b"abc", false)
             .unwrap_err()

@@ -18,7 +18,7 @@ use crate::header::{le_u64, Header};
 use crate::layout::{Layout, Logical};
 use crate::options::WriteOptions;
 use crate::records::ElementSpec;
-use crate::section::stream;
+use crate::section::{stream, Storage};
 use crate::trailer::{block_len, encode_block_into, locate, Trailer};
 
 /// The layout of one value of a text file: a `u8` marked [`Logical::Text`].
@@ -471,8 +471,9 @@ impl RaggedHeader {
     /// (`rows + 1` of them, checked as a reader checks them) into `values` (packed
     /// little-endian, as this header's element describes), with `schema` (the element's
     /// layout) in the trailer, or the text marker if `text` (then every row is checked to be
-    /// UTF-8). The values are compressed as `opts` say (doc/format.md, section 10.2), or plain
-    /// for `None`. `self` gives the element and the counts; its slots must be `rows + 1`.
+    /// UTF-8). The values are stored as `opts` select: plain, or chunked (doc/format.md,
+    /// section 10.2); whole-section LZ4 is refused, as rows are read alone. `self` gives the
+    /// element and the counts; its slots must be `rows + 1`.
     /// What a binding that knows the element only at run time (the Python package) calls.
     ///
     /// ```
@@ -484,7 +485,7 @@ impl RaggedHeader {
     /// let h = RaggedHeader::new(ElType::Uint, 2, vec![], 3, 2, 3).unwrap();
     /// let values: Vec<u8> = [1u16, 2, 3].iter().flat_map(|v| v.to_le_bytes()).collect();
     /// let opts = WriteOptions::chunked().codec(Codec::Lz4);
-    /// h.write_file(&path, &[0, 1, 3], &values, Layout::scalar(ElType::Uint, 2), false, Some(&opts)).unwrap();
+    /// h.write_file(&path, &[0, 1, 3], &values, Layout::scalar(ElType::Uint, 2), false, &opts).unwrap();
     /// let r = Ragged::<u16>::read_file(&path).unwrap();
     /// assert_eq!(r.iter().collect::<Vec<_>>(), [&[1u16][..], &[2, 3]]);
     /// ```
@@ -495,9 +496,14 @@ impl RaggedHeader {
         values: &[u8],
         schema: Layout,
         text: bool,
-        opts: Option<&WriteOptions>,
+        opts: &WriteOptions,
     ) -> Result<()> {
         self.validate()?;
+        if opts.storage() == Storage::Lz4Whole {
+            return Err(Error::unsupported(
+                "a ragged file's values cannot be lz4-whole (one LZ4 block over the whole section; rows are read alone): choose plain or a chunked codec",
+            ));
+        }
         if self.chunked || self.slots() != self.rows + 1 || offsets.len() as u64 != self.rows + 1 {
             return Err(bad(format!(
                 "a ragged file written whole has rows + 1 = {} offsets in as many slots, \
@@ -528,9 +534,9 @@ impl RaggedHeader {
         let trailer = text_marked(Some(schema), text);
         write_atomic(path, |f| {
             let mut w = std::io::BufWriter::new(f);
-            match opts {
-                Some(opts) => write_chunked(&mut w, self, offsets, values, opts, &trailer)?,
-                None => {
+            match opts.storage() {
+                Storage::Chunked => write_chunked(&mut w, self, offsets, values, opts, &trailer)?,
+                Storage::Plain | Storage::Lz4Whole => {
                     write_head(&mut w, self, offsets)?;
                     w.write_all(values)?;
                     write_tail(&mut w, self, &trailer)?;

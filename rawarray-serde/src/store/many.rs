@@ -136,8 +136,9 @@ struct Block {
 impl StoreArrayWriter {
     /// A writer of a new session: the client's, before any block is written. `header` gives
     /// the element and dims (little-endian), `opts` the chunked settings (chunks, codec,
-    /// filters, statistics; a plain or whole-LZ4 `opts` gets the chunked defaults of zstd,
-    /// as an object is always written chunked). Nothing is sent to the store.
+    /// filters, statistics; a plain `opts` gets the chunked defaults of zstd, as an object is
+    /// always written chunked; whole-LZ4 is refused, as by an `ArrayWriter`). Nothing is sent
+    /// to the store.
     pub fn new(
         store: Arc<dyn ObjectStore>,
         path: StorePath,
@@ -171,8 +172,14 @@ impl StoreArrayWriter {
             .with(Flags::COMPRESSED, false);
         plain.size = plain.data_len();
         let mut opts = opts.clone();
-        if opts.storage() != crate::section::Storage::Chunked {
-            opts = opts.compress(false).codec(crate::codec::Codec::Zstd);
+        match opts.storage() {
+            crate::section::Storage::Chunked => {}
+            crate::section::Storage::Plain => opts = opts.codec(crate::codec::Codec::Zstd),
+            crate::section::Storage::Lz4Whole => {
+                return Err(Error::unsupported(
+                    "a StoreArrayWriter cannot write lz4-whole (one LZ4 block over the whole data section has no place for a block): choose a chunked codec",
+                ))
+            }
         }
         let config = opts.chunk_config(&plain, None)?;
         let grid = Grid::new(&plain.dims, &config.chunk, plain.elbyte)?;
