@@ -109,40 +109,32 @@ impl ReadAt for memmap2::Mmap {
     }
 }
 
-impl<T: ReadAt + ?Sized> ReadAt for &T {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_exact_at(buf, offset)
-    }
-    fn source_len(&self) -> io::Result<u64> {
-        (**self).source_len()
-    }
-    fn state(&self) -> Result<Option<FileState>> {
-        (**self).state()
-    }
-    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
-        (**self).still_holds(then, now)
-    }
-    fn has(&self, range: std::ops::Range<u64>) -> bool {
-        (**self).has(range)
-    }
+/// `ReadAt` through a pointer: every method asks the pointee.
+macro_rules! read_at_through {
+    ($($ptr:ty where $bound:path);+ $(;)?) => {$(
+        impl<T: ReadAt + ?Sized + $bound> ReadAt for $ptr {
+            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+                (**self).read_exact_at(buf, offset)
+            }
+            fn source_len(&self) -> io::Result<u64> {
+                (**self).source_len()
+            }
+            fn state(&self) -> Result<Option<FileState>> {
+                (**self).state()
+            }
+            fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
+                (**self).still_holds(then, now)
+            }
+            fn has(&self, range: std::ops::Range<u64>) -> bool {
+                (**self).has(range)
+            }
+        }
+    )+};
 }
 
-impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_exact_at(buf, offset)
-    }
-    fn source_len(&self) -> io::Result<u64> {
-        (**self).source_len()
-    }
-    fn state(&self) -> Result<Option<FileState>> {
-        (**self).state()
-    }
-    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
-        (**self).still_holds(then, now)
-    }
-    fn has(&self, range: std::ops::Range<u64>) -> bool {
-        (**self).has(range)
-    }
+read_at_through! {
+    &T where Sync;
+    std::sync::Arc<T> where Send;
 }
 
 /// What identifies one state of a file: its inode, length, modification time to the
@@ -264,6 +256,42 @@ impl PinnedFile {
         })
     }
 
+    /// Pins an open `file` whose header the caller has read from it already (`header`: its
+    /// bytes, as [`Header::encode`] gives them; a ragged header's may go on with its slot count
+    /// word). The pinned state must be of that header, or of the same file grown since
+    /// ([`Header::is_grown_from`]); else the file was rewritten in place between the caller's
+    /// read of the header and the pin, and this is the error saying it changed: every read
+    /// would then be checked against the new state yet laid out by the old header.
+    ///
+    /// ```
+    /// use rawarray_serde::io::PinnedFile;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// rawarray_serde::to_file(&path, &vec![1u8, 2, 3]).unwrap();
+    /// let header = rawarray_serde::Header::read_from_any(&mut std::fs::File::open(&path).unwrap()).unwrap();
+    /// let file = std::fs::File::open(&path).unwrap();
+    /// assert!(PinnedFile::pin_read(file.try_clone().unwrap(), &path, &header.encode()).is_ok());
+    /// // Rewritten in place to another array before the pin.
+    /// std::fs::write(&path, rawarray_serde::to_vec(&vec![9u16; 3]).unwrap()).unwrap();
+    /// assert!(PinnedFile::pin_read(file, &path, &header.encode()).is_err());
+    /// ```
+    pub fn pin_read(file: File, path: impl AsRef<Path>, header: &[u8]) -> Result<PinnedFile> {
+        let pinned = PinnedFile::new(file, path)?;
+        let now = &pinned.state.header;
+        let read = header.get(..header_len(header)).unwrap_or(header);
+        let grown = || match (Header::decode_any(read), Header::decode_any(now)) {
+            (Ok(then), Ok(h)) => h.is_grown_from(&then),
+            _ => false,
+        };
+        if now.as_slice() == read || grown() {
+            return Ok(pinned);
+        }
+        Err(crate::Error::from(ErrorKind::Changed {
+            what: "its header is not the one it had".into(),
+        })
+        .in_file(&pinned.path))
+    }
+
     /// The open file.
     pub fn file(&self) -> &File {
         &self.file
@@ -312,6 +340,18 @@ impl PinnedFile {
             Err(std::fs::TryLockError::Error(_)) => false,
         }
     }
+}
+
+/// Bytes of the header at the start of `bytes` by its ndims word (48 + 8 x ndims), as
+/// [`FileState`] keeps it: without a ragged file's slot count word after the dims.
+fn header_len(bytes: &[u8]) -> usize {
+    let fixed = crate::header::FIXED_HEADER_LEN;
+    bytes
+        .get(fixed - 8..fixed)
+        .map(crate::header::le_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_mul(8)?.checked_add(fixed))
+        .unwrap_or(bytes.len())
 }
 
 /// "its length went from 100 to 80 bytes" and the like, for the error.

@@ -150,7 +150,7 @@ impl Mapped {
         let values = match header.values_section_header() {
             Some(vh) => Some(Section::open_at(
                 &vh,
-                PinnedFile::new(file, path)?,
+                PinnedFile::pin_read(file, path, &header.encode())?,
                 header.values_at(),
             )?),
             None => None,
