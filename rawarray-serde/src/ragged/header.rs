@@ -303,15 +303,7 @@ impl RaggedHeader {
     /// count word after it). A plain array (bit 3 clear) and a ragged file with other flags
     /// (big-endian, one LZ4 block) are refused.
     pub fn decode(bytes: &[u8]) -> Result<RaggedHeader> {
-        // The magic first, on what there is: an input that is no `.ra` file is refused as such,
-        // even when shorter than a header (doc/format.md section 10).
-        crate::header::check_magic(bytes)?;
-        let fixed = bytes
-            .get(..FIXED_HEADER_LEN)
-            .ok_or(ErrorKind::HeaderTruncated {
-                needed: FIXED_HEADER_LEN as u64,
-                found: bytes.len() as u64,
-            })?;
+        let fixed = crate::header::magic_and_fixed(bytes)?;
         let w = |i: usize| le_u64(&fixed[i * 8..i * 8 + 8]);
         let flags = w(1);
         if flags & RAGGED == 0 {

@@ -8,8 +8,8 @@ use std::fs::File;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::le_u64;
-use crate::records::{settle, Recovery};
-use crate::trailer::{block_len, locate, probe_backward, probe_forward, Block, Probe};
+use crate::records::{settle, spare_and_limit, Recovery};
+use crate::trailer::{block_len, locate, probe_forward, Block, Probe};
 
 /// [`recover`](crate::recover) of a ragged file whose exclusive lock `file` holds: extends
 /// the header over the rows of a flush whose header write was lost, found through the offsets
@@ -47,19 +47,8 @@ pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
     let offsets: Vec<u64> = offsets.chunks_exact(8).map(le_u64).collect();
     check_offsets(&offsets, header.values)?;
     let before = header.rows;
-    let mut recovery = Recovery {
-        records_before: before,
-        records_after: before,
-        trailer: true,
-        bytes_removed: 0,
-        dropped_chunks: Vec::new(),
-        dropped_segments: Vec::new(),
-    };
-    let spare = probe_backward(file, end, file_len).valid();
-    let limit = spare
-        .as_ref()
-        .filter(|b| b.start > end)
-        .map_or(file_len, |b| b.start);
+    let mut recovery = Recovery::untouched(before);
+    let (spare, limit) = spare_and_limit(file, end, file_len);
     if let Some((k, block)) = scan_free_slots(file, &header, limit)? {
         let values = header.values + (block.start - end) / header.value_bytes();
         header.size += block.start - end;

@@ -18,6 +18,7 @@ mod writer;
 pub use crate::mapped::{ReadMode, RecordReadOptions, RecordReader};
 pub(crate) use commit::{reserve_spare, settle};
 pub use options::{Durability, RecordOptions};
+pub(crate) use recover::spare_and_limit;
 pub use recover::{recover, recover_with, RecoverOptions, Recovery};
 pub use spec::ElementSpec;
 pub(crate) use spec::RecordShape;

@@ -426,16 +426,18 @@ impl<S: ReadAt> Section<S> {
     /// box's runs; chunked sections only the blocks the box crosses; a whole-section LZ4 block
     /// is decoded as far as the box's last byte, keeping 64 KiB of it at a time.
     pub fn read_box(&self, ranges: &[Range<u64>], out: &mut [u8]) -> Result<()> {
+        let plan = self.box_plan(ranges, out.len())?;
+        self.checked(|| self.fill_plan(&plan, out))
+    }
+
+    /// The plan of the box `ranges`, checked against an output buffer of `len` bytes.
+    fn box_plan(&self, ranges: &[Range<u64>], len: usize) -> Result<SubsetPlan> {
         let h = &self.header;
         let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
-        if out.len() as u64 != plan.bytes() {
-            return Err(chunked::shape_mismatch(
-                plan.dims(),
-                plan.bytes(),
-                out.len(),
-            ));
+        if len as u64 != plan.bytes() {
+            return Err(chunked::shape_mismatch(plan.dims(), plan.bytes(), len));
         }
-        self.checked(|| self.fill_plan(&plan, out))
+        Ok(plan)
     }
 
     /// [`Section::read_box`], by its old name.
@@ -505,15 +507,7 @@ impl<S: ReadAt> Section<S> {
         ranges: &[Range<u64>],
         out: &mut [u8],
     ) -> Result<()> {
-        let h = &self.header;
-        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
-        if out.len() as u64 != plan.bytes() {
-            return Err(chunked::shape_mismatch(
-                plan.dims(),
-                plan.bytes(),
-                out.len(),
-            ));
-        }
+        let plan = self.box_plan(ranges, out.len())?;
         self.checked(|| self.fill_plan_from(source, &plan, out))
     }
 
