@@ -437,14 +437,15 @@ impl Column {
         matches!(self.eltype, ElType::Float | ElType::BFloat16)
     }
 
-    /// The statistics field kept for exactly this column, if any.
-    fn stat_field(&self) -> StatField {
-        StatField {
-            offset: self.offset as u32,
+    /// The statistics field that would be kept for exactly this column (`None` past the
+    /// offsets a field can name: no field is kept for it).
+    fn stat_field(&self) -> Option<StatField> {
+        Some(StatField {
+            offset: u32::try_from(self.offset).ok()?,
             count: 1,
             eltype: self.eltype,
-            width: self.width as u16,
-        }
+            width: u16::try_from(self.width).ok()?,
+        })
     }
 }
 
@@ -723,7 +724,7 @@ impl RowFilter {
         self.columns
             .iter()
             .map(|c| {
-                let want = c.stat_field();
+                let want = c.stat_field()?;
                 fields
                     .iter()
                     .position(|f| *f == want)
