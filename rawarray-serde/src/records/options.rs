@@ -313,7 +313,8 @@ impl RecordOptions {
     /// let mut w: RecordWriter<u64> = opts.create(&path).unwrap();
     /// w.append_slice(&[1, 2, 3]).unwrap();
     /// w.finish().unwrap();
-    /// assert!(rawarray_serde::Header::read_from_any(&mut std::fs::File::open(&path).unwrap()).unwrap().flags.is_chunked());
+    /// let h = rawarray_serde::Header::read_from_any(&mut std::fs::File::open(&path).unwrap()).unwrap();
+    /// assert_eq!(rawarray_serde::section::Storage::of(&h).name(), "chunked");
     /// ```
     #[must_use]
     pub fn storage(mut self, opts: WriteOptions) -> RecordOptions {
