@@ -91,6 +91,25 @@ pub struct Request<'a> {
     /// .ra -> .parquet: zstd instead of snappy.
     #[cfg(feature = "arrow")]
     pub zstd: bool,
+    /// .parquet/.arrow -> .ra: how the records are stored (`ra compress`'s options).
+    pub packing: &'a crate::compress::PackingArgs,
+}
+
+impl Request<'_> {
+    /// The storage the packing options ask for: `None` if none was given (a plain file).
+    pub(crate) fn storage(&self) -> Result<Option<rawarray_serde::WriteOptions>> {
+        let p = self.packing;
+        if p.codec.is_none() && !p.has_chunk_settings() {
+            return Ok(None);
+        }
+        p.or_defaults().chunk_options().map(Some).ok_or_else(|| {
+            Failure::usage(
+                "convert",
+                "--codec lz4-whole: records are written chunked (one LZ4 block over the whole \
+                 data section cannot be appended to); choose zstd, lz4, pco or none",
+            )
+        })
+    }
 }
 
 /// Converts `input` to `output` (either may be `-`); the formats are `--from`/`--to` or the
@@ -156,6 +175,16 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         #[cfg(feature = "arrow")]
         Format::Parquet | Format::Arrow => unreachable!("table::maybe_run converts them"),
     };
+    if req.storage()?.is_some() {
+        return Err(Failure::usage(
+            "convert",
+            format!(
+                "--codec and the other packing options apply to .parquet/.arrow -> .ra: compress \
+                 a .ra converted from .{} with `ra compress`",
+                from.ext()
+            ),
+        ));
+    }
     if req.rgb && (from, to) != (Format::Png, Format::Ra) {
         return Err(Failure::usage(
             "convert",

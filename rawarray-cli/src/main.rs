@@ -141,6 +141,7 @@ Examples:
   ra convert m.csv m.ra           int64, float64 or complex128 (a+bj), whichever fits
   ra convert run.ra run.parquet   records as a table: a column per field (--zstd, --batch-rows)
   ra convert run.parquet run.ra   fixed-width columns back into records (.arrow, .feather too)
+  ra convert run.parquet run.ra --codec zstd   the records chunked, with per-chunk statistics
   curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
 
 - is standard input (as IN) or standard output (as OUT); --from and --to give their formats
@@ -184,6 +185,11 @@ The output is written to a temporary file and renamed: a failed conversion leave
         #[cfg(feature = "arrow")]
         #[arg(long)]
         zstd: bool,
+        /// .parquet/.arrow -> .ra: store the records chunked, as `ra compress` takes these
+        /// options (with per-chunk statistics, which queries use to skip chunks); plain if none
+        /// is given.
+        #[command(flatten)]
+        packing: compress::PackingArgs,
     },
     /// Compress the data section: chunked (zstd 3 and byte shuffle by default), or as one raw
     /// LZ4 block (flag bit 1) for the C reference and Julia.
@@ -495,6 +501,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             batch_rows,
             #[cfg(feature = "arrow")]
             zstd,
+            packing,
         } => {
             let up = remote::output(&output, false)?;
             convert::run(
@@ -509,6 +516,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     batch_rows,
                     #[cfg(feature = "arrow")]
                     zstd,
+                    packing: &packing,
                 },
                 &mut out,
             )?;

@@ -35,7 +35,15 @@ pub fn maybe_run(req: &Request, to: Format, from: Option<Format>) -> Result<Opti
             ),
         ));
     };
+    let storage = req.storage()?;
+    if storage.is_some() && to != Format::Ra {
+        return Err(Failure::usage(
+            "convert",
+            "--codec and the other packing options apply to .parquet/.arrow -> .ra",
+        ));
+    }
     let opts = ConvertOptions::new()
+        .storage(storage.unwrap_or_default())
         .batch_rows(req.batch_rows)
         .compression(if req.zstd {
             ParquetCompression::Zstd(3)
