@@ -90,7 +90,7 @@ pub fn input(path: &Path) -> Result<PathBuf> {
 /// every command reads it as it reads any file (the header, the trailer from the end, more
 /// than one pass); memory stays independent of its size (the disk's, or on a tmpfs the
 /// memory's, use does not). Errors about the copy name it as the command line does: `<stdin>`,
-/// or the pipe's name (see [`shown`]).
+/// or the pipe's name (see [`shown`](crate::names::shown)).
 pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     if crate::remote::is_url(path) {
         if let Some(copy) = copies::find(path) {

@@ -26,16 +26,16 @@ use crate::section::Storage;
 ///
 /// A file with bytes after its data but no trailer block (not written by [`RecordWriter`](crate::RecordWriter):
 /// another program's metadata, a hole) is not changed: the error,
-/// [`ErrorKind::ForeignTrailing`], says how many bytes there are and what they look like.
+/// [`ErrorKind::ForeignTrailing`](crate::ErrorKind::ForeignTrailing), says how many bytes there are and what they look like.
 /// [`recover_with`] and [`RecoverOptions::force`] extend its header over as many whole
 /// records as follow its data all the same.
 ///
 /// It holds the file's exclusive lock while it works: a file a writer is appending to is
-/// refused with [`ErrorKind::Locked`] (its tail is not torn, just not committed yet).
+/// refused with [`ErrorKind::Locked`](crate::ErrorKind::Locked) (its tail is not torn, just not committed yet).
 ///
 /// A file written in blocks by an [`ArrayWriter`](crate::ArrayWriter) has no records to
 /// extend: one whose journal holds a block that was never committed (its writer was killed) is
-/// refused with [`ErrorKind::Uncommitted`], naming the blocks, and left as it is; only writing
+/// refused with [`ErrorKind::Uncommitted`](crate::ErrorKind::Uncommitted), naming the blocks, and left as it is; only writing
 /// those blocks again repairs it.
 ///
 /// Works on any uncompressed `.ra` file whose last dim counts records, on ragged files

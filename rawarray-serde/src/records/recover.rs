@@ -50,7 +50,7 @@ fn salvage_truncated(
     })
 }
 
-/// What [`recover`] did.
+/// What [`recover`](crate::recover) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recovery {
     /// Records the header described before.

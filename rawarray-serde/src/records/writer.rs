@@ -223,7 +223,7 @@ impl<T: Element> RecordWriter<T> {
     /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
     /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
     /// packed into the buffer, which is written out (still uncommitted) when it holds
-    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
+    /// [`buffer_bytes`](crate::RecordOptions::buffer_bytes).
     pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
         let per = self.core.shape.values;
         if per == 0 || !values.len().is_multiple_of(per) {
