@@ -12,6 +12,7 @@ use parquet::basic::{Compression, ZstdLevel};
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use rawarray_serde::atomic::AtomicFile;
+use rawarray_serde::WriteOptions;
 
 use crate::error::{Error, Result};
 use crate::reader::{RaTable, DEFAULT_BATCH_ROWS};
@@ -42,6 +43,9 @@ pub struct ConvertOptions {
     pub batch_rows: usize,
     /// The Parquet codec.
     pub compression: ParquetCompression,
+    /// How the `.ra` records are stored (Parquet or Arrow IPC -> `.ra`): plain by default; a
+    /// chunked codec compresses them, with per-chunk statistics unless turned off.
+    pub storage: WriteOptions,
 }
 
 impl Default for ConvertOptions {
@@ -49,6 +53,7 @@ impl Default for ConvertOptions {
         ConvertOptions {
             batch_rows: DEFAULT_BATCH_ROWS,
             compression: ParquetCompression::Snappy,
+            storage: WriteOptions::new(),
         }
     }
 }
@@ -70,6 +75,21 @@ impl ConvertOptions {
     #[must_use]
     pub fn compression(mut self, c: ParquetCompression) -> ConvertOptions {
         self.compression = c;
+        self
+    }
+
+    /// How the `.ra` records are stored (see [`RecordOptions::storage`]).
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, WriteOptions};
+    /// let o = rawarray_arrow::ConvertOptions::new().storage(WriteOptions::new().codec(Codec::Zstd));
+    /// assert_eq!(o.storage.storage().name(), "chunked");
+    /// ```
+    ///
+    /// [`RecordOptions::storage`]: rawarray_serde::RecordOptions::storage
+    #[must_use]
+    pub fn storage(mut self, storage: WriteOptions) -> ConvertOptions {
+        self.storage = storage;
         self
     }
 }
@@ -185,7 +205,7 @@ pub fn parquet_to_ra(
     // The builder's schema: the built reader's has lost the file's key-value metadata.
     let schema = builder.schema().clone();
     let reader = builder.build()?;
-    let mut w = RecordFileWriter::create(output, &schema, total)?;
+    let mut w = RecordFileWriter::create_with(output, &schema, total, &opts.storage)?;
     w.write_all(reader, total, progress)?;
     w.finish()?;
     Ok(())
@@ -197,13 +217,13 @@ pub fn parquet_to_ra(
 pub fn ipc_to_ra(
     input: &Path,
     output: &Path,
-    _opts: &ConvertOptions,
+    opts: &ConvertOptions,
     progress: impl FnMut(u64, u64),
 ) -> Result<()> {
     let mut file = open(input)?;
     let total = ipc_rows(&mut file);
     let reader = FileReader::try_new(file, None)?;
-    let mut w = RecordFileWriter::create(output, &reader.schema(), total)?;
+    let mut w = RecordFileWriter::create_with(output, &reader.schema(), total, &opts.storage)?;
     w.write_all(reader, total, progress)?;
     w.finish()?;
     Ok(())

@@ -5,7 +5,7 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, Schema};
 use rawarray_serde::atomic::AtomicFile;
-use rawarray_serde::{DynRecordWriter, ElementSpec, Layout, RecordOptions};
+use rawarray_serde::{DynRecordWriter, ElementSpec, Layout, RecordOptions, WriteOptions};
 
 use crate::columns::scatter;
 use crate::error::{Error, Result};
@@ -68,10 +68,37 @@ impl RecordFileWriter {
         schema: &Schema,
         total_rows: Option<u64>,
     ) -> Result<RecordFileWriter> {
+        RecordFileWriter::create_with(path, schema, total_rows, &WriteOptions::new())
+    }
+
+    /// [`RecordFileWriter::create`] of a file whose records are stored as `storage` says
+    /// (plain, or chunked with per-chunk statistics: see [`RecordOptions::storage`]).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use arrow_array::{Float64Array, RecordBatch};
+    /// use arrow_schema::{DataType, Field, Schema};
+    /// use rawarray_serde::{codec::Codec, WriteOptions};
+    /// let schema = Arc::new(Schema::new(vec![Field::new("e", DataType::Float64, false)]));
+    /// let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(Float64Array::from(vec![0.5; 1000]))]).unwrap();
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("z.ra");
+    /// let zstd = WriteOptions::new().codec(Codec::Zstd);
+    /// let mut w = rawarray_arrow::RecordFileWriter::create_with(&path, &schema, None, &zstd).unwrap();
+    /// w.write(&batch).unwrap();
+    /// w.finish().unwrap();
+    /// assert!(std::fs::metadata(&path).unwrap().len() < 8000);
+    /// ```
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        schema: &Schema,
+        total_rows: Option<u64>,
+        storage: &WriteOptions,
+    ) -> Result<RecordFileWriter> {
         let path = path.as_ref();
         let layout = layout_of_schema(schema)?;
         let spec = ElementSpec::from_layout(layout.clone())?;
-        let mut opts = RecordOptions::new();
+        let mut opts = RecordOptions::new().storage(storage.clone());
         if let Some(params) = schema.metadata().get(PARAMS_KEY) {
             let params: serde_json::Value = serde_json::from_str(params).map_err(|e| {
                 Error::NoTable(format!(

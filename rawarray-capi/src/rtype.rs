@@ -99,12 +99,36 @@ impl RaRecordType {
         at == self.c_size
     }
 
+    /// The struct's bytes that make a packed record, as `(offset in the struct, length)` runs
+    /// in the record's order: fields that follow each other in the struct with no padding
+    /// between them are one run, so a typical struct (padding at a few places) is copied a few
+    /// runs at a time, not a field at a time.
+    fn runs(&self) -> Vec<(usize, usize)> {
+        let mut runs: Vec<(usize, usize)> = Vec::new();
+        for f in &self.fields {
+            let (at, n) = (f.c_offset as usize, f.bytes() as usize);
+            match runs.last_mut() {
+                Some((start, len)) if *start + *len == at => *len += n,
+                _ => runs.push((at, n)),
+            }
+        }
+        runs
+    }
+
     /// Gathers structs (`c_size` bytes each) into packed records appended to `out`.
     pub(crate) fn pack(&self, structs: &[u8], out: &mut Vec<u8>) {
-        for s in structs.chunks_exact(self.c_size as usize) {
-            for f in &self.fields {
-                let at = f.c_offset as usize;
-                out.extend_from_slice(&s[at..at + f.bytes() as usize]);
+        let (c_size, size) = (self.c_size as usize, self.packed_size() as usize);
+        let runs = self.runs();
+        let start = out.len();
+        out.resize(start + structs.len() / c_size * size, 0);
+        for (s, p) in structs
+            .chunks_exact(c_size)
+            .zip(out[start..].chunks_exact_mut(size))
+        {
+            let mut to = 0;
+            for &(at, n) in &runs {
+                p[to..to + n].copy_from_slice(&s[at..at + n]);
+                to += n;
             }
         }
     }
@@ -112,13 +136,13 @@ impl RaRecordType {
     /// Scatters packed records into structs (`c_size` bytes each), leaving their padding.
     pub(crate) fn unpack(&self, packed: &[u8], structs: &mut [u8]) {
         let size = self.packed_size() as usize;
+        let runs = self.runs();
         for (p, s) in packed
             .chunks_exact(size)
             .zip(structs.chunks_exact_mut(self.c_size as usize))
         {
             let mut from = 0;
-            for f in &self.fields {
-                let (at, n) = (f.c_offset as usize, f.bytes() as usize);
+            for &(at, n) in &runs {
                 s[at..at + n].copy_from_slice(&p[from..from + n]);
                 from += n;
             }
@@ -256,5 +280,58 @@ pub unsafe extern "C" fn ra_record_type_free(r#type: *mut RaRecordType) {
     if !r#type.is_null() {
         // SAFETY: a handle from `ra_record_type_new` (a leaked Box), freed once.
         drop(unsafe { Box::from_raw(r#type) });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `struct { uint64_t step; float pos[3]; /* 4 bytes padding */ double e; uint8_t tag; }`
+    /// (40 bytes), its fields added out of struct order to make the record's order differ.
+    fn sample() -> RaRecordType {
+        let field = |name: &str, eltype, elbyte, count, c_offset| CField {
+            name: name.into(),
+            eltype,
+            elbyte,
+            count,
+            c_offset,
+        };
+        RaRecordType {
+            name: "sample".into(),
+            c_size: 40,
+            fields: vec![
+                field("step", ElType::Uint, 8, 1, 0),
+                field("pos", ElType::Float, 4, 3, 8),
+                field("tag", ElType::Uint, 1, 1, 32),
+                field("e", ElType::Float, 8, 1, 24),
+            ],
+        }
+    }
+
+    #[test]
+    fn structs_pack_by_runs_and_unpack_leaving_padding() {
+        let t = sample();
+        // step and pos are one run; tag then e come in the record's order.
+        assert_eq!(t.runs(), [(0, 20), (32, 1), (24, 8)]);
+        assert!(!t.is_packed());
+        // Two structs whose every byte is its own index (padding included).
+        let structs: Vec<u8> = (0..80u8).collect();
+        let mut packed = vec![0xEE]; // appended to, not replaced
+        t.pack(&structs, &mut packed);
+        let mut want = vec![0xEE];
+        for base in [0u8, 40] {
+            want.extend(base..base + 20); // step, pos
+            want.push(base + 32); // tag
+            want.extend(base + 24..base + 32); // e
+        }
+        assert_eq!(packed, want);
+        // Back into structs whose padding (bytes 20..24 and 33..40) is left as it was.
+        let mut back = vec![0xAAu8; 80];
+        t.unpack(&packed[1..], &mut back);
+        for (k, (&b, &s)) in back.iter().zip(&structs).enumerate() {
+            let padding = matches!(k % 40, 20..=23 | 33..=39);
+            assert_eq!(b, if padding { 0xAA } else { s }, "byte {k}");
+        }
     }
 }

@@ -22,76 +22,8 @@ const TABLE_EXTS_PAIRS: &str = ", .ra <-> .parquet, .ra <-> .arrow/.feather";
 #[cfg(not(feature = "arrow"))]
 const TABLE_EXTS_PAIRS: &str = "";
 
-/// A format `convert` knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// RawArray.
-    Ra,
-    /// numpy's .npy.
-    Npy,
-    /// PNG image.
-    Png,
-    /// Comma-separated values.
-    Csv,
-    /// Apache Parquet (.parquet): records as a table, one column per field.
-    #[cfg(feature = "arrow")]
-    Parquet,
-    /// Arrow IPC file (.arrow, .feather): records as a table, one column per field.
-    #[cfg(feature = "arrow")]
-    Arrow,
-}
-
-impl Format {
-    fn ext(self) -> &'static str {
-        match self {
-            Format::Ra => "ra",
-            Format::Npy => "npy",
-            Format::Png => "png",
-            Format::Csv => "csv",
-            #[cfg(feature = "arrow")]
-            Format::Parquet => "parquet",
-            #[cfg(feature = "arrow")]
-            Format::Arrow => "arrow",
-        }
-    }
-}
-
-fn format_of(path: &Path) -> Option<Format> {
-    let ext = path.extension()?.to_str()?.to_ascii_lowercase();
-    Some(match ext.as_str() {
-        "ra" => Format::Ra,
-        "npy" => Format::Npy,
-        "png" => Format::Png,
-        "csv" => Format::Csv,
-        #[cfg(feature = "arrow")]
-        "parquet" => Format::Parquet,
-        #[cfg(feature = "arrow")]
-        "arrow" | "feather" => Format::Arrow,
-        _ => return None,
-    })
-}
-
-/// What `ra convert` is asked.
-pub struct Request<'a> {
-    /// Input file, or `-` for standard input.
-    pub input: &'a Path,
-    /// Output file, or `-` for standard output.
-    pub output: &'a Path,
-    /// The input's format when its name does not say (`--from`).
-    pub from: Option<Format>,
-    /// The output's format when its name does not say (`--to`).
-    pub to: Option<Format>,
-    /// .png -> .ra: expand gray to RGB.
-    pub rgb: bool,
-    /// .png -> .ra: the most bytes the image may decode to.
-    pub max_image_bytes: u64,
-    /// .ra <-> .parquet/.arrow: rows per batch (and Parquet row group).
-    #[cfg(feature = "arrow")]
-    pub batch_rows: usize,
-    /// .ra -> .parquet: zstd instead of snappy.
-    #[cfg(feature = "arrow")]
-    pub zstd: bool,
-}
+use crate::formats::format_of;
+pub use crate::formats::{Format, Request};
 
 /// Converts `input` to `output` (either may be `-`); the formats are `--from`/`--to` or the
 /// extensions. Standard output gets the converted bytes only once the whole conversion has
@@ -156,6 +88,16 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         #[cfg(feature = "arrow")]
         Format::Parquet | Format::Arrow => unreachable!("table::maybe_run converts them"),
     };
+    if req.storage()?.is_some() {
+        return Err(Failure::usage(
+            "convert",
+            format!(
+                "--codec and the other packing options apply to .parquet/.arrow -> .ra: compress \
+                 a .ra converted from .{} with `ra compress`",
+                from.ext()
+            ),
+        ));
+    }
     if req.rgb && (from, to) != (Format::Png, Format::Ra) {
         return Err(Failure::usage(
             "convert",

@@ -8,13 +8,16 @@ mod cat;
 mod checksum;
 mod compress;
 mod convert;
+mod copies;
 mod csv;
 mod diff;
 mod external;
 mod fail;
+mod formats;
 mod image;
 mod info;
 mod manual;
+mod names;
 mod npy;
 mod output;
 mod progress;
@@ -141,6 +144,7 @@ Examples:
   ra convert m.csv m.ra           int64, float64 or complex128 (a+bj), whichever fits
   ra convert run.ra run.parquet   records as a table: a column per field (--zstd, --batch-rows)
   ra convert run.parquet run.ra   fixed-width columns back into records (.arrow, .feather too)
+  ra convert run.parquet run.ra --codec zstd   the records chunked, with per-chunk statistics
   curl -s URL/a.ra | ra convert - --to npy - > a.npy   standard input and output
 
 - is standard input (as IN) or standard output (as OUT); --from and --to give their formats
@@ -184,6 +188,11 @@ The output is written to a temporary file and renamed: a failed conversion leave
         #[cfg(feature = "arrow")]
         #[arg(long)]
         zstd: bool,
+        /// .parquet/.arrow -> .ra: store the records chunked, as `ra compress` takes these
+        /// options (with per-chunk statistics, which queries use to skip chunks); plain if none
+        /// is given.
+        #[command(flatten)]
+        packing: compress::PackingArgs,
     },
     /// Compress the data section: chunked (zstd 3 and byte shuffle by default), or as one raw
     /// LZ4 block (flag bit 1) for the C reference and Julia.
@@ -495,6 +504,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
             batch_rows,
             #[cfg(feature = "arrow")]
             zstd,
+            packing,
         } => {
             let up = remote::output(&output, false)?;
             convert::run(
@@ -509,6 +519,7 @@ fn run(cli: Cli) -> Result<(), Failure> {
                     batch_rows,
                     #[cfg(feature = "arrow")]
                     zstd,
+                    packing: &packing,
                 },
                 &mut out,
             )?;
@@ -555,7 +566,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             squeeze,
             packing,
         } => {
-            remote::set_need(remote::Need::Slice(ranges.clone()));
+            let spec = ranges.clone();
+            remote::set_need(remote::Need::Box(std::sync::Arc::new(
+                move |dims: &[u64]| slice::bounding_box(&spec, dims).map_err(|m| ("slice", m)),
+            )));
             let input = source::input(&input)?;
             let up = remote::output(&output, false)?;
             let output = up.as_ref().map_or(output.as_path(), remote::Output::local);
@@ -690,7 +704,7 @@ fn main() -> ExitCode {
     let is_diff = matches!(cli.command, Command::Diff { .. });
     let error_code = if is_diff { 2 } else { 1 };
     let result = run(cli);
-    source::remove_stdin_copy();
+    copies::remove_stdin_copy();
     match result {
         // ra diff writes only when the files differ: a reader that stopped early
         // (`ra diff a b | head`) saw differences, and the status must say so.

@@ -6,8 +6,8 @@ use std::path::Path;
 
 use rawarray_arrow::{ConvertOptions, ParquetCompression};
 
-use crate::convert::{Format, Request};
 use crate::fail::{Failure, Result};
+use crate::formats::{Format, Request};
 use crate::progress::Progress;
 use crate::source::is_stdio;
 
@@ -35,7 +35,15 @@ pub fn maybe_run(req: &Request, to: Format, from: Option<Format>) -> Result<Opti
             ),
         ));
     };
+    let storage = req.storage()?;
+    if storage.is_some() && to != Format::Ra {
+        return Err(Failure::usage(
+            "convert",
+            "--codec and the other packing options apply to .parquet/.arrow -> .ra",
+        ));
+    }
     let opts = ConvertOptions::new()
+        .storage(storage.unwrap_or_default())
         .batch_rows(req.batch_rows)
         .compression(if req.zstd {
             ParquetCompression::Zstd(3)

@@ -261,3 +261,83 @@ fn pyarrow_and_duckdb_read_the_values_numpy_reads() {
     let out = python_env::run_script(&script, &[&spec_path]);
     assert_eq!(out.trim(), "checked 4");
 }
+
+#[test]
+fn parquet_converts_to_chunked_records_with_statistics() {
+    let dir = tempfile::tempdir().unwrap();
+    let (run, pq) = (dir.path().join("run.ra"), dir.path().join("run.parquet"));
+    write_rows(&run, 500, &RecordOptions::new());
+    ra().arg("convert").arg(&run).arg(&pq).assert().success();
+    let z = dir.path().join("z.ra");
+    ra().args(["convert", "--codec", "zstd", "--chunks", "128"])
+        .arg(&pq)
+        .arg(&z)
+        .assert()
+        .success();
+    // The records are those written, stored chunked (flag bit 2), 128 a chunk.
+    let back = rawarray_serde::RecordReader::<Row>::open(&z)
+        .unwrap()
+        .slice(..)
+        .unwrap()
+        .into_owned();
+    assert_eq!(back, (0..500).map(row).collect::<Vec<_>>());
+    let h = Header::read_from_any(&mut std::fs::File::open(&z).unwrap()).unwrap();
+    assert_eq!(
+        h.flags.bits() & 0b110,
+        0b100,
+        "chunked, not LZ4: {:?}",
+        h.flags
+    );
+    // Per-chunk statistics, as the rows say: `step` is i / 4, so chunk n holds 32n..32n+31.
+    let out = stdout_of(
+        ra().args(["info", "--json", "--stats", "--per-chunk"])
+            .arg(&z),
+    );
+    let j: serde_json::Value = serde_json::from_str(out.trim()).unwrap();
+    let chunks = j["stats"]["chunks"].as_array().unwrap();
+    assert_eq!(chunks.len(), 4); // 500 records, 128 a chunk
+    for (n, c) in chunks.iter().enumerate() {
+        let step = c["fields"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "step")
+            .unwrap();
+        let last = (128 * (n + 1)).min(500) - 1;
+        assert_eq!(
+            (step["min"].as_u64(), step["max"].as_u64()),
+            (Some(32 * n as u64), Some(last as u64 / 4)),
+            "chunk {n}: {step}"
+        );
+    }
+    // lz4-whole and non-table inputs are refused by name, writing nothing (the .npy is not
+    // read: its name decides).
+    let refused = |args: &[&str], input: &Path, out: &Path| {
+        let o = ra()
+            .arg("convert")
+            .args(args)
+            .arg(input)
+            .arg(out)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "a usage error");
+        assert!(!out.exists());
+        String::from_utf8(o.stderr).unwrap()
+    };
+    let err = refused(
+        &["--codec", "lz4-whole"],
+        &pq,
+        &dir.path().join("refused.ra"),
+    );
+    assert!(
+        err.contains("--codec lz4-whole: records are written chunked"),
+        "{err}"
+    );
+    let npy = dir.path().join("a.npy");
+    std::fs::write(&npy, b"not read").unwrap();
+    let err = refused(&["--codec", "zstd"], &npy, &dir.path().join("a.ra"));
+    assert!(
+        err.contains("compress a .ra converted from .npy with `ra compress`"),
+        "{err}"
+    );
+}

@@ -123,7 +123,8 @@ impl Header {
     /// file.extend_from_slice(&section);
     /// std::fs::write(&path, file).unwrap();
     /// let f = std::fs::File::open(&path).unwrap();
-    /// assert!(Header::read_stable_any(&f).unwrap().flags.is_chunked());
+    /// let h = Header::read_stable_any(&f).unwrap();
+    /// assert_eq!(rawarray_serde::section::Storage::of(&h).name(), "chunked");
     /// assert!(Header::read_stable(&f).is_err());
     /// ```
     pub fn read_stable_any(file: &std::fs::File) -> Result<Header> {

@@ -481,12 +481,11 @@ fn pieces_of_a_chunked_section_hold_a_piece_not_a_plane() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("wide.ra");
     // dims [2^32, 2] of u8: a plane of 4 GiB; only the first chunk (2^20 x 1) is written.
-    let w = ArrayWriter::create_chunked::<u8>(
-        &path,
-        &[1 << 32, 2],
-        &WriteOptions::new().chunks(vec![1 << 20, 1]),
-    )
-    .unwrap();
+    let w = ArrayWriter::options()
+        .array::<u8>(&[1 << 32, 2])
+        .storage(WriteOptions::new().chunks(vec![1 << 20, 1]))
+        .create(&path)
+        .unwrap();
     let values: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
     w.write_subset(&[0..1 << 20, 0..1], &values).unwrap();
     w.finish().unwrap();

@@ -199,7 +199,7 @@ impl Grid {
             return Ok(());
         }
         Err(bad(
-            &format!("block {}", crate::journal::block_text(ranges)),
+            &format!("block {}", crate::error::block_text(ranges)),
             format!(
                 "a block aligned to the chunk grid (chunks {:?} over dims {:?}: each range starts at a multiple of its chunk and ends at one or at the dim)",
                 self.chunk, self.dims

@@ -29,9 +29,9 @@ use super::write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 use crate::codec::config::bad;
 use crate::codec::{Chain, Config, Entry, Grid};
 use crate::data;
+use crate::error::block_text;
 use crate::error::{Error, Result};
 use crate::header::{Flags, Header};
-use crate::journal::block_text;
 use crate::options::WriteOptions;
 use crate::subset::SubsetPlan;
 
