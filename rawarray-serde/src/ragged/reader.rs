@@ -225,9 +225,9 @@ impl Mapped {
         }
         // The value count is the file's word and compressed values never written read as
         // zeros, so a small file may claim more than memory holds: an error, not an abort.
-        let len = (end - start)
-            .checked_mul(vb)
-            .ok_or_else(|| Error::msg(format!("{} values of {vb} bytes: too large", end - start)))?;
+        let len = (end - start).checked_mul(vb).ok_or_else(|| {
+            Error::msg(format!("{} values of {vb} bytes: too large", end - start))
+        })?;
         let mut out = data::try_zeroed_bytes(len)?;
         if start < end {
             match (&self.values, &self.data) {
