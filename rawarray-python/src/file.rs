@@ -16,7 +16,7 @@ use rawarray_serde::{ArrayReader, DynArray, ElType, Header, Trailer};
 use crate::buffer::{Buffer, Bytes};
 use crate::dtype::element_kind;
 use crate::errors::{at_path, ra_err, to_py, Doing};
-use crate::state::{one_state, Opened};
+use crate::state::{file_id, one_state, Opened};
 
 /// Fills `buf` from `at` with positioned reads (no shared cursor).
 #[cfg(unix)]
@@ -369,20 +369,13 @@ fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
         |r: &ArrayReader| (r.header().clone(), r.header().encoded_len() as u64),
         Header::decode_any,
     )?;
-    let meta = file.metadata()?;
-    #[cfg(unix)]
-    let (dev, ino) = {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    };
-    #[cfg(not(unix))]
-    let (dev, ino) = (0, 0);
+    let (dev, ino) = file_id(&file)?;
     Ok(RawFile {
-        file,
-        reader,
         // The length after the header: a record writer appends data before the header that
         // counts it, so a length taken first could be shorter than what the header describes.
-        file_len: meta.len(),
+        file_len: file.metadata()?.len(),
+        file,
+        reader,
         dev,
         ino,
         path: path.to_path_buf(),

@@ -18,6 +18,7 @@ use rawarray_serde::{
 use crate::chunked;
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::state::file_id;
 
 /// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
 /// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
@@ -489,7 +490,9 @@ impl ArrayWriter {
                     },
                 )
             })?;
-        let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
+        let (dev, ino) = std::fs::File::open(&path)
+            .and_then(|f| file_id(&f))
+            .map_err(|e| to_py(e.into()))?;
         Ok(ArrayWriter {
             inner: Mutex::new(Some(std::sync::Arc::new(writer))),
             dev,
@@ -612,16 +615,3 @@ fn mark_created(path: &Path, h: &Header, t: &Trailer) -> rawarray_serde::Result<
     Ok(())
 }
 
-/// Device and inode of the file at `path` (zero where the platform has none).
-fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path)?;
-        Ok((m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::metadata(path).map(|_| (0, 0))
-    }
-}
