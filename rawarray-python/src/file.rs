@@ -10,12 +10,13 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 use rawarray_serde::query::RowFilter;
-use rawarray_serde::section::Storage;
-use rawarray_serde::{ArrayReader, DynArray, ElType, Header, Trailer};
+use rawarray_serde::section::{Section, Storage};
+use rawarray_serde::{ArrayReader, DynArray, Header};
 
 use crate::buffer::{Buffer, Bytes};
-use crate::dtype::element_kind;
+use crate::chunked::{settings_of, ChunkSettings};
 use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::head::array_methods;
 use crate::state::{file_id, one_state, Opened};
 
 /// Fills `buf` from `at` with positioned reads (no shared cursor).
@@ -63,8 +64,7 @@ pub(crate) struct RawFile {
     opened: Opened,
 }
 
-#[pymethods]
-impl RawFile {
+array_methods!(RawFile {
     /// Opens the file once, reads and validates its header, and finds the trailer from the end.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<RawFile> {
@@ -72,102 +72,11 @@ impl RawFile {
             .map_err(|e| at_path(e, &path, Doing::Reading))
     }
 
-    /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
-    #[getter]
-    fn eltype(&self) -> u64 {
-        self.header().eltype.code()
-    }
-
-    /// Bytes per element.
-    #[getter]
-    fn elbyte(&self) -> u64 {
-        self.header().elbyte
-    }
-
-    /// The dims, first fastest (the file's order; numpy's shape is their reverse).
-    #[getter]
-    fn dims(&self) -> Vec<u64> {
-        self.header().dims.clone()
-    }
-
-    /// The flag bits (1: big-endian, 2: LZ4).
-    #[getter]
-    fn flags(&self) -> u64 {
-        self.header().flags.bits()
-    }
-
-    /// Stored data bytes (compressed length for LZ4 files).
-    #[getter]
-    fn size(&self) -> u64 {
-        self.header().size
-    }
-
-    /// Elements in the array (the product of the dims).
-    #[getter]
-    fn num_elements(&self) -> u64 {
-        self.header().num_elements()
-    }
-
-    /// Bytes of the header: the data starts here.
-    #[getter]
-    fn header_len(&self) -> usize {
-        self.header().encoded_len()
-    }
-
-    /// The type in words, e.g. `float32`, `complex64`, `user-defined (80 bytes)`.
-    #[getter]
-    fn type_label(&self) -> String {
-        self.header().type_label()
-    }
-
-    /// The trailer's parameters as JSON, `None` without a trailer.
-    #[getter]
-    fn params_json(&self) -> Option<String> {
-        self.reader.trailer().map(|t| t.params.to_string())
-    }
-
-    /// The trailer's record schema as JSON, if any.
-    #[getter]
-    fn schema_json(&self) -> Option<String> {
-        let schema = self.reader.trailer()?.schema.as_ref()?;
-        serde_json::to_string(schema).ok()
-    }
-
-    /// Why the trailer could not be read, if it is damaged (the data is still readable).
-    #[getter]
-    fn trailer_error(&self) -> Option<String> {
-        self.reader.trailer_error().map(str::to_string)
-    }
-
-    /// The mantissa bits the data were rounded to by a lossy filter, as the trailer's lossy
-    /// mark says (it outlives the filter: every rewrite keeps it), `None` without a mark.
-    #[getter]
-    fn rounded_to(&self) -> Option<u32> {
-        self.reader.trailer().and_then(Trailer::rounded_to)
-    }
-
     /// What the library noticed at open that is not an error but that a user must hear of
     /// (`chunked::section_warnings`), one message each.
     #[getter]
     fn warnings(&self) -> Vec<String> {
         crate::chunked::section_warnings(self.reader.section(), &self.path)
-    }
-
-    /// The trailer's top-level keys this version of the library does not interpret (such as
-    /// the Python package's `dim_names` and `coords`), as a JSON object; `None` without a
-    /// trailer.
-    #[getter]
-    fn extra_json(&self) -> Option<String> {
-        self.reader
-            .trailer()
-            .map(|t| serde_json::Value::Object(t.extra.clone()).to_string())
-    }
-
-    /// The library's count of the data reads made through `read_block` so far:
-    /// `(reads, bytes)` (an LZ4 file counts its one whole read).
-    fn io_stats(&self) -> (u64, u64) {
-        let s = self.reader.io_stats();
-        (s.reads, s.bytes)
     }
 
     /// The file's per-chunk statistics (doc/chunked.md section 5.4), from its index alone: per
@@ -204,17 +113,6 @@ impl RawFile {
             self.ino,
             self.file_len,
             PyBytes::new(py, &self.header().encode()),
-        )
-    }
-
-    /// How numpy should see one element: `("dtype", "<f4")`, `("record", json_descr)` for a
-    /// record with a valid schema, `("bfloat16", "<u2")`, `("complex32", "<f2")` or
-    /// `("void", reason)` for bytes with no numpy type (the reason says why).
-    fn element_kind(&self) -> (String, String) {
-        element_kind(
-            self.header(),
-            self.reader.trailer(),
-            self.reader.trailer_error(),
         )
     }
 
@@ -272,13 +170,6 @@ impl RawFile {
         .map_err(to_py)
     }
 
-    /// Whether decoded user-defined elements are still big-endian (their fields' byte order
-    /// is the header's, as the format does not describe them).
-    #[getter]
-    fn big_endian_records(&self) -> bool {
-        self.header().is_big_endian() && self.header().eltype == ElType::User
-    }
-
     /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
     /// read with one positioned read (for callers that want bytes without a map).
     fn read_data(&self, py: Python<'_>, start: u64, len: u64) -> PyResult<Buffer> {
@@ -320,7 +211,14 @@ impl RawFile {
     fn file_len(&self) -> u64 {
         self.file_len
     }
-}
+
+    /// The chunk settings of a chunked file, as stored in its config; `None` for any other
+    /// file. From the config the library read and validated at open: no read.
+    fn chunk_config(&self) -> Option<ChunkSettings> {
+        let config = self.reader.section().chunk_map()?.config();
+        Some(settings_of(config, self.header().elbyte))
+    }
+});
 
 impl RawFile {
     /// Runs `read`, a copying read through the descriptor, and returns its bytes only if they
@@ -334,6 +232,11 @@ impl RawFile {
 
     pub(crate) fn header(&self) -> &Header {
         self.reader.header()
+    }
+
+    /// The data section as the library's reader opened it (its config and index read then).
+    pub(crate) fn section(&self) -> &Section<impl rawarray_serde::io::ReadAt> {
+        self.reader.section()
     }
 
     /// The file offset of data bytes `start..start + len` of a plain file, or an error naming
