@@ -12,6 +12,7 @@ use rawarray_serde::codec::{Config, Filter};
 use rawarray_serde::section::{Section, Storage, Warning};
 use rawarray_serde::{Codec, RecordOptions, Shuffle, WriteOptions};
 
+use crate::buffer::output_bytes;
 use crate::errors::{ra_err, to_py};
 use crate::file::RawFile;
 
@@ -409,32 +410,26 @@ pub(crate) fn section_warnings(
 /// its memory): chunks decoded in parallel on the library's pool, the GIL released. Primitive
 /// scalars come out little-endian, as `decode` gives them.
 #[pyfunction]
-pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>) -> PyResult<()> {
+pub(crate) fn read_chunked_into(
+    py: Python<'_>,
+    raw: &RawFile,
+    mut out: PyBuffer<u8>,
+) -> PyResult<()> {
     let header = raw.header();
     if Storage::of(header) != Storage::Chunked {
         return Err(ra_err("read_chunked_into reads chunked files (flag bit 2)"));
     }
-    if out.readonly() || !out.is_c_contiguous() {
-        return Err(ra_err(
-            "read_chunked_into needs a writable, C-contiguous buffer",
-        ));
-    }
-    if out.len_bytes() as u64 != header.data_len() {
+    let bytes = output_bytes(&mut out, "read_chunked_into")?;
+    if bytes.len() as u64 != header.data_len() {
         return Err(ra_err(format!(
             "read_chunked_into: expected a buffer of {} bytes, found {}",
             header.data_len(),
-            out.len_bytes()
+            bytes.len()
         )));
     }
-    if out.len_bytes() == 0 {
-        return Ok(()); // an empty buffer may export a null pointer: nothing to decode
+    if bytes.is_empty() {
+        return Ok(()); // nothing to decode
     }
-    // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
-    // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
-    // thread could touch the array while the GIL is released below, as with numpy's own
-    // `readinto`; it would see partly decoded bytes, never memory outside the buffer.
-    let bytes: &mut [u8] =
-        unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
     py.detach(|| -> rawarray_serde::Result<()> {
         // The section read at open, through the descriptor the file was opened by: the bytes
         // of the file opened, whatever the path names now.

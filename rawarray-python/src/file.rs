@@ -13,7 +13,7 @@ use rawarray_serde::query::RowFilter;
 use rawarray_serde::section::{Section, Storage};
 use rawarray_serde::{ArrayReader, DynArray, Header};
 
-use crate::buffer::{Buffer, Bytes};
+use crate::buffer::{output_bytes, Buffer, Bytes};
 use crate::chunked::{settings_of, ChunkSettings};
 use crate::errors::{at_path, ra_err, to_py, Doing};
 use crate::head::array_methods;
@@ -188,20 +188,12 @@ array_methods!(RawFile {
     /// into `out` (a writable, C-contiguous buffer: a numpy array the caller allocated, so the
     /// result is an ordinary array that owns its memory), with positioned reads and the GIL
     /// released.
-    fn read_into(&self, py: Python<'_>, start: u64, out: PyBuffer<u8>) -> PyResult<()> {
-        if out.readonly() || !out.is_c_contiguous() {
-            return Err(ra_err("read_into needs a writable, C-contiguous buffer"));
+    fn read_into(&self, py: Python<'_>, start: u64, mut out: PyBuffer<u8>) -> PyResult<()> {
+        let bytes = output_bytes(&mut out, "read_into")?;
+        let at = self.data_range(start, bytes.len() as u64)?;
+        if bytes.is_empty() {
+            return Ok(());
         }
-        let at = self.data_range(start, out.len_bytes() as u64)?;
-        if out.len_bytes() == 0 {
-            return Ok(()); // an empty buffer may export a null pointer: nothing to read
-        }
-        // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
-        // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
-        // thread could touch the array while the GIL is released, as with numpy's own
-        // `readinto`; it would see partly read bytes, never memory outside the buffer.
-        let bytes: &mut [u8] =
-            unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
         py.detach(|| self.checked(|| Ok(read_exact_at(&self.file, bytes, at)?)))
             .map_err(to_py)
     }

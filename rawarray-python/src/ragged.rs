@@ -13,6 +13,7 @@ use rawarray_serde::{
     RaggedWriter as LibRaggedWriter,
 };
 
+use crate::buffer::input_bytes;
 use crate::chunked::{write_options, Packing};
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
@@ -35,21 +36,6 @@ pub(crate) fn is_ragged(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
             format!("{}: {e}", path.display()),
         ))
     })
-}
-
-/// The bytes of a C-contiguous buffer, only read (an empty one may export a null pointer).
-fn buffer_bytes<'a>(data: &'a PyBuffer<u8>, what: &str) -> PyResult<&'a [u8]> {
-    if !data.is_c_contiguous() {
-        return Err(ra_err(format!("{what} must be C-contiguous bytes")));
-    }
-    if data.len_bytes() == 0 {
-        return Ok(&[]);
-    }
-    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid while borrowed
-    // from it) and was checked C-contiguous with len_bytes() bytes at buf_ptr(); it is only
-    // read. Python code in another thread could write to it while the GIL is released, as
-    // with numpy's own `tofile`: the file then holds some mix of old and new bytes.
-    Ok(unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) })
 }
 
 /// The layout of one value: the element's, inside one array per value dim (innermost first,
@@ -91,8 +77,8 @@ pub(crate) fn write_ragged(
     statistics: Option<bool>,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
-    let offset_bytes = buffer_bytes(&offsets, "offsets")?;
-    let value_bytes = buffer_bytes(&values, "values")?;
+    let offset_bytes = input_bytes(&offsets, "offsets")?;
+    let value_bytes = input_bytes(&values, "values")?;
     if !offset_bytes.len().is_multiple_of(8) || offset_bytes.is_empty() {
         return Err(ra_err(format!(
             "offsets: expected rows + 1 little-endian u64s, found {} bytes",
@@ -292,7 +278,7 @@ impl RaggedWriter {
     /// Appends one row, its values packed little-endian (C-contiguous bytes); not committed
     /// until `flush`.
     fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
-        let bytes = buffer_bytes(&data, "a row")?;
+        let bytes = input_bytes(&data, "a row")?;
         self.with_writer(py, |w| w.append(bytes))
     }
 

@@ -266,16 +266,7 @@ impl StoreBlockWriter {
         ranges: Vec<(u64, u64)>,
         data: pyo3::buffer::PyBuffer<u8>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(crate::errors::ra_err("a block must be C-contiguous bytes"));
-        }
-        // SAFETY: as in `ArrayWriter::write_block`: the buffer is held, contiguous and only
-        // read, for the length it exports.
-        let bytes: &[u8] = if data.len_bytes() == 0 {
-            &[] // an empty buffer may export a null pointer, which no slice may hold
-        } else {
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
-        };
+        let bytes = crate::buffer::input_bytes(&data, "a block")?;
         let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
         py.detach(|| -> rawarray_serde::Result<()> {
             let rt = runtime()?;

@@ -15,6 +15,7 @@ use rawarray_serde::{
     RecordOptions, Trailer, WriteOptions,
 };
 
+use crate::buffer::input_bytes;
 use crate::chunked;
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
@@ -71,15 +72,13 @@ pub(crate) fn write(
     let (opts, chunk_opts) = chunked::write_options(compress, &packing)?;
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
-    if !data.is_c_contiguous() {
-        return Err(ra_err("data must be C-contiguous bytes"));
-    }
-    if data.len_bytes() as u64 != header.data_len() {
+    let bytes = input_bytes(&data, "data")?;
+    if bytes.len() as u64 != header.data_len() {
         return Err(ra_err(format!(
             "data: expected {} bytes for dims {:?} of {elbyte} bytes, found {}",
             header.data_len(),
             header.dims,
-            data.len_bytes()
+            bytes.len()
         )));
     }
     let params: serde_json::Value = match params_json {
@@ -128,15 +127,6 @@ pub(crate) fn write(
             Some(l) => t.with_schema(l),
             None => t,
         })
-    };
-    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid) and was checked
-    // C-contiguous with len_bytes() bytes at buf_ptr(); it is only read. Python code in another
-    // thread could write to the array while the GIL is released below, as with numpy's own
-    // `tofile`; the file then holds some mix of the old and new bytes, never out-of-bounds data.
-    let bytes: &[u8] = if data.len_bytes() == 0 {
-        &[] // an empty buffer may export a null pointer, which no slice may hold
-    } else {
-        unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
     };
     // The file's bytes, written into a local temporary file or an upload alike: the section in
     // the storage `opts` select (the library's one section writer), then the trailer after it.
@@ -281,15 +271,7 @@ impl RecordWriter {
     /// Appends whole records, packed little-endian (C-contiguous bytes); not committed until
     /// `flush`.
     fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(ra_err("records must be C-contiguous bytes"));
-        }
-        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
-        let bytes: &[u8] = if data.len_bytes() == 0 {
-            &[] // an empty buffer may export a null pointer, which no slice may hold
-        } else {
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
-        };
+        let bytes = input_bytes(&data, "records")?;
         self.with_writer(py, |w| w.append_bytes(bytes))
     }
 
@@ -531,16 +513,8 @@ impl ArrayWriter {
         ranges: Vec<(u64, u64)>,
         data: PyBuffer<u8>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(ra_err("a block must be C-contiguous bytes"));
-        }
+        let bytes = input_bytes(&data, "a block")?;
         let w = self.writer()?;
-        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
-        let bytes: &[u8] = if data.len_bytes() == 0 {
-            &[] // an empty buffer may export a null pointer, which no slice may hold
-        } else {
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
-        };
         let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
         py.detach(|| w.write_subset_bytes(&ranges, bytes))
             .map_err(to_py)
