@@ -3,10 +3,8 @@
 //! header, the offsets, the text marker) is the library's.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rawarray_serde::{
     bf16, f16, Complex, ElType, Element, Layout, RaggedHeader, RaggedOptions,
@@ -17,6 +15,7 @@ use crate::buffer::input_bytes;
 use crate::chunked::{write_options, Packing};
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::writers::Held;
 
 /// Whether the file at `path` is a ragged array (flag bit 3, by the library's test of its
 /// first 16 bytes); false for a file too short to tell, whose reader reports it.
@@ -211,8 +210,7 @@ fn open_writer<T: Element>(
 /// Threads may share one: a mutex serializes its calls, with the GIL released.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 pub(crate) struct RaggedWriter {
-    /// `None` once closed.
-    inner: Mutex<Option<Writer>>,
+    inner: Held<Writer>,
 }
 
 #[pymethods]
@@ -267,7 +265,7 @@ impl RaggedWriter {
         };
         match writer.map_err(|e| at_path(e, &path, doing))? {
             Some(w) => Ok(RaggedWriter {
-                inner: Mutex::new(Some(w)),
+                inner: Held::new(w, "rawarray.RaggedWriter"),
             }),
             None => Err(ra_err(format!(
                 "RaggedWriter appends rows of numpy's scalar types, not {descr_json}"
@@ -279,65 +277,38 @@ impl RaggedWriter {
     /// until `flush`.
     fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
         let bytes = input_bytes(&data, "a row")?;
-        self.with_writer(py, |w| w.append(bytes))
+        self.inner.with(py, |w| w.append(bytes))
     }
 
     /// Commits the rows appended so far: readers see them, a killed process keeps them.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, Writer::flush)
+        self.inner.with(py, Writer::flush)
     }
 
     /// Commits and syncs: the rows survive a power cut too.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, Writer::sync)
+        self.inner.with(py, Writer::sync)
     }
 
     /// Commits, trims the file and releases its lock. Closing twice is allowed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match lock(&self.inner).take() {
-            Some(w) => w.finish(),
-            None => Ok(()),
-        })
-        .map_err(to_py)
+        self.inner.close(py, Writer::finish)
     }
 
     /// Rows appended, committed or not.
     fn __len__(&self, py: Python<'_>) -> usize {
-        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.rows() as usize))
+        self.inner.peek(py, 0, |w| w.rows() as usize)
     }
 
     /// Rows the file's header covers: those of the last flush.
     #[getter]
     fn flushed_len(&self, py: Python<'_>) -> u64 {
-        py.detach(|| lock(&self.inner).as_ref().map_or(0, Writer::flushed_rows))
+        self.inner.peek(py, 0, Writer::flushed_rows)
     }
 
     /// Whether `close` has run.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.inner).is_none())
-    }
-}
-
-/// The writer's lock; a panic while it was held leaves the writer as the library left it.
-fn lock(m: &Mutex<Option<Writer>>) -> MutexGuard<'_, Option<Writer>> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl RaggedWriter {
-    /// Runs `op` on the open writer, holding its lock, with the GIL released.
-    fn with_writer<T: Send>(
-        &self,
-        py: Python<'_>,
-        op: impl FnOnce(&mut Writer) -> rawarray_serde::Result<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| match lock(&self.inner).as_mut() {
-            Some(w) => op(w).map_err(Some),
-            None => Err(None),
-        })
-        .map_err(|e| match e {
-            Some(e) => to_py(e),
-            None => PyValueError::new_err("I/O operation on a closed rawarray.RaggedWriter"),
-        })
+        self.inner.is_closed(py)
     }
 }

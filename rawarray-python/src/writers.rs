@@ -183,6 +183,75 @@ fn write_url(
     )))
 }
 
+/// A writer Python holds until `close`: the library's writer behind a mutex, `None` once
+/// closed. Threads may share the Python object: each call waits for the one before, and the
+/// lock is taken with the GIL released, so a thread waiting for it never blocks the thread
+/// holding it. A panic while it was held (a bug) leaves the writer as the library left it,
+/// which the library's own crash safety covers: its state is still usable.
+pub(crate) struct Held<W> {
+    inner: Mutex<Option<W>>,
+    /// The Python class, for the error of a closed writer.
+    class: &'static str,
+}
+
+impl<W: Send> Held<W> {
+    /// `writer`, open, held by an object of the Python class `class`.
+    pub(crate) fn new(writer: W, class: &'static str) -> Held<W> {
+        Held {
+            inner: Mutex::new(Some(writer)),
+            class,
+        }
+    }
+
+    /// The lock, without the GIL question (for calls that never wait long).
+    fn lock(&self) -> MutexGuard<'_, Option<W>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The error of a call on a closed writer: Python's, as for a closed file.
+    fn closed_error(&self) -> PyErr {
+        PyValueError::new_err(format!("I/O operation on a closed {}", self.class))
+    }
+
+    /// Runs `op` on the open writer, holding its lock, with the GIL released.
+    pub(crate) fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        op: impl FnOnce(&mut W) -> rawarray_serde::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| self.lock().as_mut().map(|w| op(w).map_err(to_py)))
+            .unwrap_or_else(|| Err(self.closed_error()))
+    }
+
+    /// What `get` says of the open writer, `closed` once it is closed.
+    pub(crate) fn peek<T: Send>(
+        &self,
+        py: Python<'_>,
+        closed: T,
+        get: impl FnOnce(&W) -> T + Send,
+    ) -> T {
+        py.detach(|| self.lock().as_ref().map_or(closed, get))
+    }
+
+    /// Closes: takes the writer out and runs `finish` on it (the library's commit and
+    /// release), the GIL released. Closing twice is allowed.
+    pub(crate) fn close(
+        &self,
+        py: Python<'_>,
+        finish: impl FnOnce(W) -> rawarray_serde::Result<()> + Send,
+    ) -> PyResult<()> {
+        py.detach(|| self.lock().take().map_or(Ok(()), finish))
+            .map_err(to_py)
+    }
+
+    /// Whether `close` has run.
+    pub(crate) fn is_closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.lock().is_none())
+    }
+}
+
 /// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
 /// its trailer with the schema and parameters) fed with packed little-endian bytes.
 ///
@@ -190,8 +259,7 @@ fn write_url(
 /// GIL released), so appends from several threads land whole, one after another.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 pub(crate) struct RecordWriter {
-    /// `None` once closed.
-    inner: Mutex<Option<DynRecordWriter>>,
+    inner: Held<DynRecordWriter>,
 }
 
 #[pymethods]
@@ -264,7 +332,7 @@ impl RecordWriter {
                 )
             })?;
         Ok(RecordWriter {
-            inner: Mutex::new(Some(inner)),
+            inner: Held::new(inner, "rawarray.RecordWriter"),
         })
     }
 
@@ -272,82 +340,45 @@ impl RecordWriter {
     /// `flush`.
     fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
         let bytes = input_bytes(&data, "records")?;
-        self.with_writer(py, |w| w.append_bytes(bytes))
+        self.inner.with(py, |w| w.append_bytes(bytes))
     }
 
     /// Commits the records appended so far: readers see them, a killed process keeps them.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, DynRecordWriter::flush)
+        self.inner.with(py, DynRecordWriter::flush)
     }
 
     /// Commits and syncs: the records survive a power cut too.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, DynRecordWriter::sync)
+        self.inner.with(py, DynRecordWriter::sync)
     }
 
     /// Commits, trims the file and releases its lock. Closing twice is allowed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match lock(&self.inner).take() {
-            Some(writer) => writer.finish().map(|_| ()),
-            None => Ok(()),
-        })
-        .map_err(to_py)
+        self.inner.close(py, |w| w.finish().map(|_| ()))
     }
 
     /// Records appended, committed or not.
     fn __len__(&self, py: Python<'_>) -> usize {
-        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.len() as usize))
+        self.inner.peek(py, 0, |w| w.len() as usize)
     }
 
     /// Records the file's header covers: those of the last flush.
     #[getter]
     fn flushed_len(&self, py: Python<'_>) -> u64 {
-        py.detach(|| {
-            lock(&self.inner)
-                .as_ref()
-                .map_or(0, DynRecordWriter::flushed_len)
-        })
+        self.inner.peek(py, 0, DynRecordWriter::flushed_len)
     }
 
     /// Bytes of one record.
     #[getter]
     fn record_bytes(&self, py: Python<'_>) -> u64 {
-        py.detach(|| {
-            lock(&self.inner)
-                .as_ref()
-                .map_or(0, DynRecordWriter::record_bytes)
-        })
+        self.inner.peek(py, 0, DynRecordWriter::record_bytes)
     }
 
     /// Whether `close` has run.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.inner).is_none())
-    }
-}
-
-/// The writer's lock. A panic while it was held (a bug) leaves the writer as the library left
-/// it, which the library's own crash safety covers: its state is still usable.
-fn lock(m: &Mutex<Option<DynRecordWriter>>) -> MutexGuard<'_, Option<DynRecordWriter>> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl RecordWriter {
-    /// Runs `op` on the open writer, holding its lock, with the GIL released: the lock is taken
-    /// without the GIL, so a thread waiting for it never blocks the thread holding it.
-    fn with_writer<T: Send>(
-        &self,
-        py: Python<'_>,
-        op: impl FnOnce(&mut DynRecordWriter) -> rawarray_serde::Result<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| match lock(&self.inner).as_mut() {
-            Some(w) => op(w).map_err(Some),
-            None => Err(None),
-        })
-        .map_err(|e| match e {
-            Some(e) => to_py(e),
-            None => PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"),
-        })
+        self.inner.is_closed(py)
     }
 }
 
@@ -358,7 +389,9 @@ impl RecordWriter {
 /// per run, so writers of disjoint blocks never disturb each other. `None` once closed.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 pub(crate) struct ArrayWriter {
-    inner: Mutex<Option<std::sync::Arc<LibArrayWriter>>>,
+    /// Shared with the call that uses it (so `close` in another thread waits for a block being
+    /// written rather than pulling the file from under it).
+    inner: Held<std::sync::Arc<LibArrayWriter>>,
     dev: u64,
     ino: u64,
 }
@@ -476,7 +509,7 @@ impl ArrayWriter {
             .and_then(|f| file_id(&f))
             .map_err(|e| to_py(e.into()))?;
         Ok(ArrayWriter {
-            inner: Mutex::new(Some(std::sync::Arc::new(writer))),
+            inner: Held::new(std::sync::Arc::new(writer), "rawarray.ArrayWriter"),
             dev,
             ino,
         })
@@ -529,49 +562,32 @@ impl ArrayWriter {
     /// Syncs and closes (the library's `finish`: the last writer removes a clean journal, and
     /// reports blocks another writer left unfinished). Closing twice is allowed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(arc) = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        else {
-            return Ok(());
-        };
         // A block another thread is writing holds a clone; its end waits for it.
-        py.detach(|| {
-            let mut arc = arc;
-            loop {
-                match std::sync::Arc::try_unwrap(arc) {
-                    Ok(w) => return w.finish(),
-                    Err(again) => {
-                        arc = again;
-                        std::thread::yield_now();
-                    }
+        self.inner.close(py, |mut arc| loop {
+            match std::sync::Arc::try_unwrap(arc) {
+                Ok(w) => return w.finish(),
+                Err(again) => {
+                    arc = again;
+                    std::thread::yield_now();
                 }
             }
         })
-        .map_err(to_py)
     }
 
     /// Whether `close` has run.
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        self.inner.is_closed(py)
     }
 }
 
 impl ArrayWriter {
-    /// The open writer, shared with the call that uses it (so `close` in another thread waits
-    /// for a block being written rather than pulling the file from under it).
+    /// The open writer, shared with the call that uses it.
     fn writer(&self) -> PyResult<std::sync::Arc<LibArrayWriter>> {
         self.inner
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
-            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.ArrayWriter"))
+            .ok_or_else(|| self.inner.closed_error())
     }
 }
 
