@@ -163,7 +163,10 @@ impl RaggedFile {
         match self.header().values_header() {
             // A ragged file's trailer is read whole at open: it is valid, or the open failed.
             Ok(values) => element_kind(&values, self.trailer(), None),
-            Err(e) => ("void".into(), format!("the header's element is invalid: {e}")),
+            Err(e) => (
+                "void".into(),
+                format!("the header's element is invalid: {e}"),
+            ),
         }
     }
 
@@ -172,9 +175,9 @@ impl RaggedFile {
     /// empty for plain values. From the index read at open.
     #[getter]
     fn warnings(&self) -> Vec<String> {
-        self.reader
-            .values_section()
-            .map_or_else(Vec::new, |s| crate::chunked::section_warnings(s, &self.path))
+        self.reader.values_section().map_or_else(Vec::new, |s| {
+            crate::chunked::section_warnings(s, &self.path)
+        })
     }
 
     /// The mantissa bits the values were rounded to, as the trailer's lossy mark says

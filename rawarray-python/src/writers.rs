@@ -604,4 +604,3 @@ fn mark_created(path: &Path, h: &Header, t: &Trailer) -> rawarray_serde::Result<
     file.write_all(&t.encode_block(end))?;
     Ok(())
 }
-
