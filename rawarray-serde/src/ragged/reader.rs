@@ -238,7 +238,7 @@ impl Mapped {
                     section.read_box(&ranges, &mut out)?;
                 }
                 (None, Data::Positioned(file)) => {
-                    read_exact_at(file, &mut out, h.values_at() + start * vb)?
+                    read_exact_at(file, &mut out, h.values_at() + start * vb)?;
                 }
                 (None, Data::Map(_)) => unreachable!("borrowed above"),
             }
