@@ -354,109 +354,28 @@ fn cycles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<Vec<String>> {
     t.out
 }
 
+/// Fails naming the modules of each import cycle of `krate`'s `src/`.
 fn check(krate: &str) {
-    check_known(krate, &[]);
-}
-
-/// As [`check`], for a crate whose cycles are not all broken yet (issue 32 item 4): the cycles
-/// found must be exactly `known` (each a sorted list of modules), so a new cycle, or a module
-/// joining a known one, fails; a known cycle that is gone fails too, until it is taken off the
-/// list. The list is the work left, not an allowance.
-fn check_known(krate: &str, known: &[&[&str]]) {
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(krate)
         .join("src");
     let g = graph(&src);
     assert!(g.len() > 3, "{krate}: only {} modules found", g.len());
-    let mut found: Vec<Vec<String>> = cycles(&g)
-        .into_iter()
-        .map(|mut c| {
-            c.sort();
-            c
-        })
-        .collect();
-    found.sort();
-    let mut want: Vec<Vec<String>> = known
-        .iter()
-        .map(|c| {
-            let mut c: Vec<String> = c.iter().map(ToString::to_string).collect();
-            c.sort();
-            c
-        })
-        .collect();
-    want.sort();
-    let show = |cs: &[Vec<String>]| {
-        cs.iter()
+    let found = cycles(&g);
+    assert!(
+        found.is_empty(),
+        "{krate}: import cycles between modules (each list imports itself through the others):\n{}",
+        found
+            .iter()
             .map(|c| format!("  {}", c.join(", ")))
             .collect::<Vec<_>>()
             .join("\n")
-    };
-    assert!(
-        found == want,
-        "{krate}: import cycles between modules (each list imports itself through the others):\n{}\n\
-         known (still to break):\n{}",
-        show(&found),
-        show(&want)
     );
 }
 
-/// The cycles rawarray-serde still has (issue 32 item 4, not done): the codec layer and the
-/// modules around `error`/`header`/`io` import each other, `mapped` and `query` do, and the
-/// record writer's recovery calls into the ragged writer and back.
 #[test]
-fn rawarray_serde_has_no_import_cycle_but_the_known_ones() {
-    check_known(
-        "rawarray-serde",
-        &[
-            &[
-                "codec",
-                "codec::bitround",
-                "codec::bitshuffle",
-                "codec::blocks",
-                "codec::bytedelta",
-                "codec::chain",
-                "codec::config",
-                "codec::delta",
-                "codec::grid",
-                "codec::index",
-                "codec::lz4",
-                "codec::map",
-                "codec::none",
-                "codec::pco",
-                "codec::pipeline",
-                "codec::shuffle",
-                "codec::stats",
-                "codec::stream",
-                "codec::table",
-                "codec::traits",
-                "codec::zstd",
-                "data",
-                "element",
-                "error",
-                "fileio",
-                "header",
-                "io",
-                "journal",
-                "layout",
-                "lock",
-                "options",
-                "section",
-                "section::chunked",
-                "section::lz4",
-                "sniff",
-                "subset",
-                "target",
-            ],
-            &["mapped", "query"],
-            &[
-                "ragged::recover",
-                "ragged::writer",
-                "records::options",
-                "records::recover",
-                "records::writer",
-            ],
-        ],
-    );
+fn rawarray_serde_has_no_import_cycle() {
+    check("rawarray-serde");
 }
 
 #[test]
@@ -464,17 +383,9 @@ fn rawarray_arrow_has_no_import_cycle() {
     check("rawarray-arrow");
 }
 
-/// The cycles `ra` still has (issue 32 item 4, not done): its packing flags, messages, URL
-/// handling and inputs import each other, and so do `convert` and `table`.
 #[test]
-fn rawarray_cli_has_no_import_cycle_but_the_known_ones() {
-    check_known(
-        "rawarray-cli",
-        &[
-            &["compress", "fail", "remote", "report", "slice", "source"],
-            &["convert", "table"],
-        ],
-    );
+fn rawarray_cli_has_no_import_cycle() {
+    check("rawarray-cli");
 }
 
 /// The checker finds a cycle where there is one: two modules naming each other, through a

@@ -415,7 +415,7 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
         };
         report::done(format_args!(
             "{}{target}: {verb}{how}, {} -> {}",
-            crate::source::shown(input),
+            crate::names::shown(input),
             report::bytes(src.file_len),
             report::bytes(new_len)
         ));

@@ -40,7 +40,7 @@ impl Failure {
     /// A problem with `path`.
     pub fn file(path: &Path, message: impl fmt::Display) -> Failure {
         let raw = path.display().to_string();
-        let path = crate::source::shown(path).into_owned();
+        let path = crate::names::shown(path).into_owned();
         let mut message = in_ra_words(&one_line(&message.to_string()));
         if raw != path {
             // The temporary copy of standard input is named as what it stands for.

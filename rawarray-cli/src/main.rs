@@ -8,13 +8,16 @@ mod cat;
 mod checksum;
 mod compress;
 mod convert;
+mod copies;
 mod csv;
 mod diff;
 mod external;
 mod fail;
+mod formats;
 mod image;
 mod info;
 mod manual;
+mod names;
 mod npy;
 mod output;
 mod progress;
@@ -563,7 +566,10 @@ fn run(cli: Cli) -> Result<(), Failure> {
             squeeze,
             packing,
         } => {
-            remote::set_need(remote::Need::Slice(ranges.clone()));
+            let spec = ranges.clone();
+            remote::set_need(remote::Need::Box(std::sync::Arc::new(
+                move |dims: &[u64]| slice::bounding_box(&spec, dims).map_err(|m| ("slice", m)),
+            )));
             let input = source::input(&input)?;
             let up = remote::output(&output, false)?;
             let output = up.as_ref().map_or(output.as_path(), remote::Output::local);
@@ -698,7 +704,7 @@ fn main() -> ExitCode {
     let is_diff = matches!(cli.command, Command::Diff { .. });
     let error_code = if is_diff { 2 } else { 1 };
     let result = run(cli);
-    source::remove_stdin_copy();
+    copies::remove_stdin_copy();
     match result {
         // ra diff writes only when the files differ: a reader that stopped early
         // (`ra diff a b | head`) saw differences, and the status must say so.

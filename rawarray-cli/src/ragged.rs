@@ -56,7 +56,7 @@ pub fn info(path: &Path, json: bool, first: bool, out: &mut dyn Write) -> Result
         .map_or(h.values_len(), |vh| vh.size);
     let text = if json {
         let j = InfoJson {
-            file: crate::source::shown(path).into_owned(),
+            file: crate::names::shown(path).into_owned(),
             ragged: true,
             eltype: h.eltype.code(),
             elbyte: h.elbyte,
@@ -81,7 +81,7 @@ pub fn info(path: &Path, json: bool, first: bool, out: &mut dyn Write) -> Result
         format!(
             "{}{}\n  ragged array of {what}{}\n  rows: {}\n  values: {}\n  longest row: {longest}\n",
             if first { "" } else { "\n" },
-            crate::source::shown(path),
+            crate::names::shown(path),
             if h.value_dims.is_empty() {
                 String::new()
             } else {
@@ -265,7 +265,7 @@ pub fn slice(
     }
     report::done(format_args!(
         "{} -> {}: rows {}..{}, {how}",
-        crate::source::shown(input),
+        crate::names::shown(input),
         if crate::source::is_stdio(output) {
             "<stdout>".into()
         } else {

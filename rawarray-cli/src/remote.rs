@@ -45,14 +45,30 @@ pub fn is_url(arg: &Path) -> bool {
 }
 
 /// What of an object a command reads.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub enum Need {
     /// Its header, a chunked object's config and index, its trailer (`ra info`).
     Meta,
     /// Every byte.
     All,
-    /// What `ra slice` of these ranges (its RANGES argument) reads.
-    Slice(String),
+    /// The box of the file's dims (given them) that a command reads, or a usage error of
+    /// that command (`ra slice`'s RANGES, which only it parses).
+    Box(BoxOf),
+}
+
+/// The box a command reads, given the file's dims, or its usage error: `(command, message)`.
+pub type BoxOf = std::sync::Arc<
+    dyn Fn(&[u64]) -> std::result::Result<Vec<Range<u64>>, (&'static str, String)> + Send + Sync,
+>;
+
+impl std::fmt::Debug for Need {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Need::Meta => "Meta",
+            Need::All => "All",
+            Need::Box(_) => "Box",
+        })
+    }
 }
 
 /// What the command running reads of its URL inputs (set by `main` before it runs).
@@ -98,7 +114,7 @@ pub fn input(url: &Path) -> Result<PathBuf> {
         .unwrap_or(Need::All);
     let u = open_url(url)?;
     let rt = runtime()?;
-    let (file, named) = crate::source::new_temp().at(url)?;
+    let (file, named) = crate::copies::new_temp().at(url)?;
     match need {
         Need::All => {
             let got = rt
@@ -119,15 +135,13 @@ pub fn input(url: &Path) -> Result<PathBuf> {
             }
             w.flush().at(url)?;
         }
-        Need::Meta | Need::Slice(_) => {
+        Need::Meta | Need::Box(_) => {
             let reader = rt
                 .block_on(StoreArrayReader::open(u.store.clone(), u.path.clone()))
                 .map_err(|e| failed(&u, url, e))?;
             let dims = &reader.header().dims;
             let ranges: Vec<Range<u64>> = match need {
-                Need::Slice(spec) => {
-                    bounding_box(&spec, dims).map_err(|m| Failure::usage("slice", m))?
-                }
+                Need::Box(of) => of(dims).map_err(|(command, m)| Failure::usage(command, m))?,
                 _ => dims.iter().map(|_| 0..0).collect(),
             };
             let pieces = rt
@@ -139,7 +153,7 @@ pub fn input(url: &Path) -> Result<PathBuf> {
             }
         }
     }
-    crate::source::keep_copy(url, file, named)
+    crate::copies::keep_copy(url, file, named)
 }
 
 #[cfg(unix)]
@@ -153,41 +167,6 @@ fn write_at(file: &File, bytes: &[u8], at: u64) -> std::io::Result<()> {
     let mut f = file;
     f.seek(SeekFrom::Start(at))?;
     f.write_all(bytes)
-}
-
-/// A box in the file's dims holding every element `ra slice` of `spec` reads: each dim's
-/// smallest to largest index (the whole dim where a step runs backwards); a dim given wrong is
-/// left whole, for `ra slice` itself to name.
-fn bounding_box(spec: &str, dims: &[u64]) -> std::result::Result<Vec<Range<u64>>, String> {
-    let specs = crate::slice::parse(spec)?;
-    if specs.len() != dims.len() {
-        return Ok(dims.iter().map(|&d| 0..d).collect());
-    }
-    let at = |i: i64, n: u64| -> u64 {
-        let n = i128::from(n);
-        let v = if i < 0 {
-            n + i128::from(i)
-        } else {
-            i128::from(i)
-        };
-        v.clamp(0, n) as u64
-    };
-    Ok(specs
-        .iter()
-        .zip(dims)
-        .map(|(s, &n)| match *s {
-            crate::slice::Spec::Index(i) => {
-                let a = at(i, n);
-                a..(a + 1).min(n)
-            }
-            crate::slice::Spec::Slice { start, stop, step } if step.unwrap_or(1) > 0 => {
-                let a = start.map_or(0, |i| at(i, n));
-                let b = stop.map_or(n, |i| at(i, n));
-                a..b.max(a)
-            }
-            crate::slice::Spec::Slice { .. } => 0..n,
-        })
-        .collect())
 }
 
 /// An output URL's local stand-in: the file a command writes, and where it goes after.
@@ -215,7 +194,7 @@ pub fn output(url: &Path, in_place: bool) -> Result<Option<Output>> {
         .tempfile()
         .at(url)?
         .into_temp_path();
-    crate::source::alias(&local, url);
+    crate::names::alias(&local, url);
     Ok(Some(Output {
         url: url.to_path_buf(),
         local,

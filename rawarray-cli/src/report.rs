@@ -16,7 +16,7 @@ pub fn set_quiet(quiet: bool) {
 /// The one line of a successful command: `a.ra -> a.npy: 2424 bytes`.
 pub fn done(line: impl Display) {
     if !QUIET.load(Ordering::Relaxed) {
-        eprintln!("{}", crate::source::unalias(&line.to_string()));
+        eprintln!("{}", crate::names::unalias(&line.to_string()));
     }
 }
 

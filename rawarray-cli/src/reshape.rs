@@ -66,7 +66,7 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
     };
     crate::report::done(format_args!(
         "{}{target}: dims {:?} -> {dims:?}",
-        crate::source::shown(input),
+        crate::names::shown(input),
         old.dims
     ));
     Ok(())

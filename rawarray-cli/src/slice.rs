@@ -514,7 +514,7 @@ pub fn run(
     }
     crate::report::done(format_args!(
         "{} -> {}: dims {:?}, {}",
-        crate::source::shown(input),
+        crate::names::shown(input),
         shown_out.display(),
         header.dims,
         storage.describe(&header.dims, header.elbyte)
@@ -648,6 +648,41 @@ fn pick(
             d += 1;
         }
     }
+}
+
+/// A box in the file's dims holding every element `ra slice` of `spec` reads: each dim's
+/// smallest to largest index (the whole dim where a step runs backwards); a dim given wrong is
+/// left whole, for `ra slice` itself to name.
+pub fn bounding_box(spec: &str, dims: &[u64]) -> std::result::Result<Vec<Range<u64>>, String> {
+    let specs = parse(spec)?;
+    if specs.len() != dims.len() {
+        return Ok(dims.iter().map(|&d| 0..d).collect());
+    }
+    let at = |i: i64, n: u64| -> u64 {
+        let n = i128::from(n);
+        let v = if i < 0 {
+            n + i128::from(i)
+        } else {
+            i128::from(i)
+        };
+        v.clamp(0, n) as u64
+    };
+    Ok(specs
+        .iter()
+        .zip(dims)
+        .map(|(s, &n)| match *s {
+            Spec::Index(i) => {
+                let a = at(i, n);
+                a..(a + 1).min(n)
+            }
+            Spec::Slice { start, stop, step } if step.unwrap_or(1) > 0 => {
+                let a = start.map_or(0, |i| at(i, n));
+                let b = stop.map_or(n, |i| at(i, n));
+                a..b.max(a)
+            }
+            Spec::Slice { .. } => 0..n,
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use rawarray_serde::section::{Section, Storage};
 use rawarray_serde::sniff::{self, FileKind};
 use rawarray_serde::{Flags, Header};
 
+use crate::copies::{self, Copy};
 use crate::fail::{At, Failure, Result};
 use crate::progress::Progress;
 use crate::trailer::TrailerInfo;
@@ -20,40 +21,6 @@ pub const CHUNK: usize = 1 << 20;
 
 /// What `-` means on the command line.
 pub const STDIN: &str = "-";
-
-/// Standard input, copied to a temporary file the first time a command names `-`, and each
-/// pipe named as an input (`/dev/stdin`, `<(...)`, a FIFO), with the names they are read by.
-/// On Linux the files are anonymous (unlinked from the start: nothing is left behind however
-/// `ra` ends, and the space is freed when the process goes), read by their `/proc/self/fd/N`
-/// names; elsewhere they are named temporary files, deleted by [`remove_stdin_copy`] when the
-/// command ends (a killed `ra` leaves them).
-static STDIN_COPY: Mutex<Vec<StdinCopy>> = Mutex::new(Vec::new());
-
-struct StdinCopy {
-    /// What was copied, as the command line names it: `-`, or the pipe's name.
-    source: PathBuf,
-    /// Kept open: on Linux the file lives as long as this.
-    file: File,
-    path: PathBuf,
-    /// The named file to delete (not on Linux).
-    named: Option<tempfile::TempPath>,
-}
-
-/// Deletes the named copies of standard input and of pipes, if any were made (nothing to do
-/// on Linux).
-pub fn remove_stdin_copy() {
-    let copies = std::mem::take(
-        &mut *STDIN_COPY
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner),
-    );
-    for StdinCopy { file, named, .. } in copies {
-        drop(file);
-        if let Some(named) = named {
-            let _ = named.close();
-        }
-    }
-}
 
 /// The most bytes after the data section that standard input may bring: a trailer block at
 /// its largest (the library's 64 MiB of JSON and its frame). More is not a `.ra` file's tail,
@@ -123,29 +90,19 @@ pub fn input(path: &Path) -> Result<PathBuf> {
 /// every command reads it as it reads any file (the header, the trailer from the end, more
 /// than one pass); memory stays independent of its size (the disk's, or on a tmpfs the
 /// memory's, use does not). Errors about the copy name it as the command line does: `<stdin>`,
-/// or the pipe's name (see [`shown`]).
+/// or the pipe's name (see [`shown`](crate::names::shown)).
 pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
     if crate::remote::is_url(path) {
-        if let Some(copy) = STDIN_COPY
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .find(|c| c.source == path)
-        {
-            return Ok(copy.path.clone());
+        if let Some(copy) = copies::find(path) {
+            return Ok(copy);
         }
         return crate::remote::input(path);
     }
     if !is_stream(path) {
         return Ok(path.to_path_buf());
     }
-    if let Some(copy) = STDIN_COPY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .iter()
-        .find(|c| c.source == path)
-    {
-        return Ok(copy.path.clone());
+    if let Some(copy) = copies::find(path) {
+        return Ok(copy);
     }
     // Not holding the lock: the errors of the copy name it through `shown`, which takes it.
     let copy = match open_stream(path)? {
@@ -153,10 +110,8 @@ pub fn input_as(path: &Path, kind: Kind) -> Result<PathBuf> {
         None => copy_stream(path, &mut io::stdin().lock(), kind)?,
     };
     let p = copy.path.clone();
-    STDIN_COPY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(copy);
+    crate::names::name_copy(&p, stream_name(&copy.source));
+    copies::keep(copy);
     Ok(p)
 }
 
@@ -229,7 +184,7 @@ fn kind_of(head: &[u8]) -> Option<Kind> {
 /// Copies the stream `source` names, read from `stdin` (after any bytes [`sniff()`] read), to an
 /// anonymous temporary file, checking its start first; returns the file and the name to open
 /// it by.
-fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinCopy> {
+fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<Copy> {
     let name = stream_name(source);
     let peeked = {
         let mut p = PEEKED
@@ -297,7 +252,7 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
             None
         }
     };
-    let (mut file, named) = new_copy()
+    let (mut file, named) = copies::new_temp()
         .map_err(|e| Failure::file(name, format!("cannot make a temporary copy: {e}")))?;
     file.write_all(&head).at(name)?;
     match header {
@@ -323,72 +278,13 @@ fn copy_stream(source: &Path, stdin: &mut dyn Read, kind: Kind) -> Result<StdinC
             io::copy(&mut stream, &mut file).at(name)?;
         }
     }
-    let path = reopenable(&file, named.as_deref(), name)?;
-    Ok(StdinCopy {
+    let path = copies::reopenable(&file, named.as_deref(), name)?;
+    Ok(Copy {
         source: source.to_path_buf(),
         file,
         path,
         named,
     })
-}
-
-/// An anonymous temporary file (Linux), opened afresh by its `/proc/self/fd/N` name.
-#[cfg(target_os = "linux")]
-fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
-    Ok((tempfile::tempfile()?, None))
-}
-
-/// A named temporary file where there is no `/proc/self/fd`.
-#[cfg(not(target_os = "linux"))]
-fn new_copy() -> io::Result<(File, Option<tempfile::TempPath>)> {
-    let (file, path) = tempfile::Builder::new()
-        .prefix(".ra-stdin-")
-        .tempfile()?
-        .into_parts();
-    Ok((file, Some(path)))
-}
-
-/// A temporary local file standing for `source` (an object-store URL's copy, see
-/// `remote.rs`), kept open until the command ends and named as `source` in messages; returns
-/// the name to open it by.
-pub fn keep_copy(source: &Path, file: File, named: Option<tempfile::TempPath>) -> Result<PathBuf> {
-    let path = reopenable(&file, named.as_deref(), source)?;
-    STDIN_COPY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push(StdinCopy {
-            source: source.to_path_buf(),
-            file,
-            path: path.clone(),
-            named,
-        });
-    Ok(path)
-}
-
-/// An empty temporary file for a copy: anonymous on Linux, named elsewhere.
-pub fn new_temp() -> io::Result<(File, Option<tempfile::TempPath>)> {
-    new_copy()
-}
-
-/// The name to open the copy by: its own, or on Linux `/proc/self/fd/N` (each open has its own
-/// offset).
-fn reopenable(file: &File, named: Option<&Path>, name: &Path) -> Result<PathBuf> {
-    if let Some(p) = named {
-        return Ok(p.to_path_buf());
-    }
-    #[cfg(target_os = "linux")]
-    {
-        use std::os::fd::AsRawFd;
-        let path = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        if File::open(&path).is_ok() {
-            return Ok(path);
-        }
-    }
-    let _ = file;
-    Err(Failure::file(
-        name,
-        "cannot reopen the temporary copy of standard input (is /proc mounted?)",
-    ))
 }
 
 /// A reader that keeps what it reads.
@@ -403,48 +299,6 @@ impl<R: Read> Read for Tee<'_, R> {
         self.seen.extend_from_slice(&buf[..n]);
         Ok(n)
     }
-}
-
-/// How to name `path` in a message: `<stdin>` for the copy of standard input, a pipe's own
-/// name for its copy.
-pub fn shown(path: &Path) -> std::borrow::Cow<'_, str> {
-    let copies = STDIN_COPY
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some(c) = copies.iter().find(|c| c.path == path) {
-        return stream_name(&c.source).to_string_lossy().into_owned().into();
-    }
-    let aliases = ALIASES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, url)) = aliases.iter().find(|(local, _)| local == path) {
-        return url.to_string_lossy().into_owned().into();
-    }
-    path.to_string_lossy()
-}
-
-/// Local files named in messages as what they stand for (an object-store URL an output is
-/// uploaded to: see `remote.rs`).
-static ALIASES: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
-
-/// `line` with every aliased local file named as what it stands for.
-pub fn unalias(line: &str) -> String {
-    let aliases = ALIASES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let mut out = line.to_string();
-    for (local, url) in aliases.iter() {
-        out = out.replace(&*local.to_string_lossy(), &url.to_string_lossy());
-    }
-    out
-}
-
-/// Names the local file `local` as `shown_as` in messages.
-pub fn alias(local: &Path, shown_as: &Path) {
-    ALIASES
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .push((local.to_path_buf(), shown_as.to_path_buf()));
 }
 
 /// The error of a command that needs a file it can seek in or rewrite, given `-` or a pipe.

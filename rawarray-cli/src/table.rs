@@ -6,8 +6,8 @@ use std::path::Path;
 
 use rawarray_arrow::{ConvertOptions, ParquetCompression};
 
-use crate::convert::{Format, Request};
 use crate::fail::{Failure, Result};
+use crate::formats::{Format, Request};
 use crate::progress::Progress;
 use crate::source::is_stdio;
 

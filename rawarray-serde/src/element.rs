@@ -145,7 +145,7 @@ macro_rules! pod_hooks {
         }
 
         fn zeroed_pod_vec(len: usize) -> Option<Result<Vec<Self>>> {
-            cfg!(target_endian = "little").then(|| crate::data::try_zeroed_vec(len))
+            cfg!(target_endian = "little").then(|| crate::memory::try_zeroed_vec(len))
         }
 
         fn cast_pod_slice(bytes: &[u8]) -> Option<&[Self]> {

@@ -464,12 +464,32 @@ pub enum ErrorKind {
     BadFilter(String),
 }
 
+/// A [`ErrorKind::ChunkLayout`] error.
+pub(crate) fn chunk_layout(
+    field: &str,
+    expected: impl std::fmt::Display,
+    found: impl std::fmt::Display,
+) -> Error {
+    ErrorKind::ChunkLayout {
+        field: field.to_string(),
+        expected: expected.to_string(),
+        found: found.to_string(),
+    }
+    .into()
+}
+
+/// Words for a block: `[0..4, 2..3)`.
+pub(crate) fn block_text(ranges: &[std::ops::Range<u64>]) -> String {
+    let dims: Vec<String> = ranges
+        .iter()
+        .map(|r| format!("{}..{}", r.start, r.end))
+        .collect();
+    format!("[{})", dims.join(", "))
+}
+
 /// `block [0..4, 1..2) was`, `blocks [..), [..) were`.
 fn blocks_text(blocks: &[Vec<std::ops::Range<u64>>]) -> String {
-    let list: Vec<String> = blocks
-        .iter()
-        .map(|b| crate::journal::block_text(b))
-        .collect();
+    let list: Vec<String> = blocks.iter().map(|b| block_text(b)).collect();
     if list.len() == 1 {
         format!("block {} was", list[0])
     } else {

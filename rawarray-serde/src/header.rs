@@ -19,7 +19,7 @@ use crate::eltype::{type_label, ElType};
 use crate::error::{ErrorKind, Result};
 
 /// The first eight bytes of every `.ra` file: `b"rawarray"` read as a little-endian `u64`.
-pub const MAGIC: u64 = u64::from_le_bytes(*b"rawarray");
+pub const MAGIC: u64 = u64::from_le_bytes(crate::sniff::RA_SIGNATURE);
 
 /// Bytes of the fixed part of the header (magic .. ndims), before the dims.
 pub const FIXED_HEADER_LEN: usize = 48;

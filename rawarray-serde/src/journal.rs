@@ -544,15 +544,6 @@ impl Drop for CommitTurn<'_> {
     }
 }
 
-/// Words for a block: `[0..4, 2..3)`.
-pub(crate) fn block_text(ranges: &[Range<u64>]) -> String {
-    let dims: Vec<String> = ranges
-        .iter()
-        .map(|r| format!("{}..{}", r.start, r.end))
-        .collect();
-    format!("[{})", dims.join(", "))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -663,6 +654,6 @@ mod tests {
 
     #[test]
     fn a_block_is_shown_as_half_open_ranges() {
-        assert_eq!(block_text(&[0..4, 2..3]), "[0..4, 2..3)");
+        assert_eq!(crate::error::block_text(&[0..4, 2..3]), "[0..4, 2..3)");
     }
 }

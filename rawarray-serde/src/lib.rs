@@ -116,6 +116,7 @@ mod journal;
 pub mod layout;
 mod lock;
 mod mapped;
+mod memory;
 #[cfg(feature = "ndarray")]
 mod ndarray;
 pub mod numpy;
@@ -125,6 +126,7 @@ pub mod ragged;
 mod ragged_serde;
 mod reader;
 pub mod records;
+mod recovery;
 pub mod section;
 mod ser;
 pub mod sniff;

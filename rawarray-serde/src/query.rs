@@ -55,8 +55,6 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
 use crate::layout::Layout;
 
-pub use crate::mapped::RecordQuery;
-
 pub use crate::codec::stats::Value;
 
 /// The name of the one column of a file whose elements are plain scalars (not records), as

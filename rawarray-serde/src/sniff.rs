@@ -44,6 +44,11 @@ impl FileKind {
     }
 }
 
+/// The `.ra` signature, the ASCII bytes `rawarray`: the header's magic
+/// ([`MAGIC`](crate::header::MAGIC) is these bytes read as a little-endian `u64`), kept here
+/// with the other formats' signatures.
+pub(crate) const RA_SIGNATURE: [u8; 8] = *b"rawarray";
+
 /// Whether `head` starts with the whole `.ra` magic: a `.ra` file (maybe a damaged one), the
 /// signature a caller choosing a reader by the first bytes looks for beside [`sniff`]'s.
 ///
@@ -54,18 +59,17 @@ impl FileKind {
 /// assert!(!is_ra(b"\x93NUMPY\x01\0"));
 /// ```
 pub fn is_ra(head: &[u8]) -> bool {
-    head.starts_with(&crate::header::MAGIC.to_le_bytes())
+    head.starts_with(&RA_SIGNATURE)
 }
 
 /// What the file starting with `head` is, if it is recognisably not a `.ra` file. A head that
 /// starts with the `.ra` magic (or is a prefix of it) gives `None`: that is a `.ra` file, maybe
 /// a damaged one, which the error that made the caller ask describes.
 pub fn sniff(head: &[u8]) -> Option<FileKind> {
-    let magic = crate::header::MAGIC.to_le_bytes();
-    let is_ra = if head.len() >= magic.len() {
+    let is_ra = if head.len() >= RA_SIGNATURE.len() {
         is_ra(head)
     } else {
-        !head.is_empty() && magic.starts_with(head)
+        !head.is_empty() && RA_SIGNATURE.starts_with(head)
     };
     if is_ra {
         return None;

@@ -21,10 +21,10 @@
 
 use super::blocks::{BlockGrid, BLOCK_ENTRY_LEN};
 use super::config::{Blocks, Config};
+use super::index::ENTRY_RAW;
 use super::pipeline::Pipeline;
 use super::table::Codec;
 use super::traits::Elements;
-use super::ENTRY_RAW;
 use crate::error::{ErrorKind, Result};
 use crate::header::{le_u64, Header};
 

@@ -30,7 +30,7 @@
 
 use super::stats::StatField;
 use super::table::{Codec, Filter, Shuffle};
-use crate::error::{ErrorKind, Result};
+use crate::error::Result;
 use crate::header::{le_u64, Header};
 
 /// Version 1's magic.
@@ -55,8 +55,7 @@ pub const MAX_BLOCK_BYTES_V2: u64 = 1 << 24;
 /// The most filters a version 2 pipeline holds.
 pub const MAX_FILTERS: usize = 8;
 
-/// The most statistics fields a version 2 config holds.
-pub const MAX_STAT_FIELDS: usize = 4096;
+pub use super::stats::MAX_STAT_FIELDS;
 
 /// Bytes of a version 2 segment slot: offset u64, crc u32, reserved u32.
 const SLOT_V2: usize = 16;
@@ -545,16 +544,4 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
     })
 }
 
-/// A [`ErrorKind::ChunkLayout`] error.
-pub(crate) fn bad(
-    field: &str,
-    expected: impl std::fmt::Display,
-    found: impl std::fmt::Display,
-) -> crate::Error {
-    ErrorKind::ChunkLayout {
-        field: field.to_string(),
-        expected: expected.to_string(),
-        found: found.to_string(),
-    }
-    .into()
-}
+pub(crate) use crate::error::chunk_layout as bad;

@@ -33,9 +33,17 @@ use std::ops::Range;
 use super::blocks::BlockGrid;
 use super::config::{bad, Config, SEGMENTS};
 use super::grid::Grid;
-use super::{ENTRY_FULL, ENTRY_RAW};
 use crate::error::Result;
 use crate::header::le_u64;
+
+/// Entry flag bit 0: the chunk is stored raw (its raw bytes, no block table).
+pub const ENTRY_RAW: u32 = 1;
+
+/// Entry flag bit 1: the chunk is stored at its full extent along the last dim
+/// ([`Grid::full_raw_len`](super::Grid::full_raw_len)), even where the dims clip it; readers use the prefix the dims give
+/// it. A record file's last chunk is stored so while it fills: the records a flush adds to it
+/// go into a new version of it, which readers of the old dims read a prefix of.
+pub const ENTRY_FULL: u32 = 2;
 
 /// Bytes of one version 1 index entry (a version 2 entry is [`Config::entry_len`]).
 pub const ENTRY_LEN: u64 = 24;

@@ -33,8 +33,8 @@ use super::blocks::BlockGrid;
 use super::chain::{corrupt, Chain};
 use super::config::{bad, Config};
 use super::grid::{runs, CopyRuns, Grid, Place};
+use super::index::ENTRY_FULL;
 use super::index::{segment_reads, Entry, Index, SegmentRead};
-use super::ENTRY_FULL;
 use crate::error::Result;
 use crate::header::Header;
 

@@ -76,21 +76,12 @@ pub use chain::Chain;
 pub use config::{Blocks, Config};
 pub use encode::{encode, encode_with};
 pub use grid::Grid;
-pub use index::{Entry, Index};
+pub use index::{Entry, Index, ENTRY_FULL, ENTRY_RAW};
 pub use map::{ChunkMap, PendingIndex};
 pub use pipeline::Pipeline;
 pub use table::{Codec, Filter, Shuffle};
 pub use traits::{BlockCodec, ByteFilter, Elements};
 pub use writer::{ChunkWriter, Reclaimed};
-
-/// Entry flag bit 0: the chunk is stored raw (its raw bytes, no block table).
-pub const ENTRY_RAW: u32 = 1;
-
-/// Entry flag bit 1: the chunk is stored at its full extent along the last dim
-/// ([`Grid::full_raw_len`]), even where the dims clip it; readers use the prefix the dims give
-/// it. A record file's last chunk is stored so while it fills: the records a flush adds to it
-/// go into a new version of it, which readers of the old dims read a prefix of.
-pub const ENTRY_FULL: u32 = 2;
 
 /// The write options of the chunked layout: [`WriteOptions`](crate::WriteOptions), which
 /// carry every storage kind now.

@@ -17,7 +17,10 @@ use crate::eltype::ElType;
 use crate::error::Result;
 use crate::layout::Layout;
 
-use super::config::bad;
+use crate::error::chunk_layout as bad;
+
+/// The most statistics fields a version 2 config holds.
+pub const MAX_STAT_FIELDS: usize = 4096;
 
 /// A part of each element that statistics are kept for (16 bytes in the config).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -91,7 +94,7 @@ impl StatField {
         // element (a damaged or hostile schema) gets no statistics, rather than a read past
         // the element's bytes.
         out.retain(|f| u64::from(f.offset) + u64::from(f.count) * u64::from(f.width) <= elbyte);
-        out.truncate(super::config::MAX_STAT_FIELDS);
+        out.truncate(MAX_STAT_FIELDS);
         out
     }
 

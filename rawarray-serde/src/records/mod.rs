@@ -16,9 +16,11 @@ mod spec;
 mod writer;
 
 pub use crate::mapped::{ReadMode, RecordReadOptions, RecordReader};
+pub use crate::recovery::{recover, recover_with, RecoverOptions};
 pub(crate) use commit::{reserve_spare, settle};
-pub use options::{Durability, RecordOptions};
-pub use recover::{recover, recover_with, RecoverOptions, Recovery};
+pub use options::RecordOptions;
+pub(crate) use recover::recover_records;
+pub use recover::Recovery;
 pub use spec::ElementSpec;
 pub(crate) use spec::RecordShape;
-pub use writer::{DynRecordWriter, RecordWriter};
+pub use writer::{Durability, DynRecordWriter, RecordWriter};

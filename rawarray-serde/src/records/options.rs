@@ -9,7 +9,7 @@ use super::chunked::Chunked;
 use super::commit::{check_header_len, settle};
 use super::recover::foreign_trailing;
 use super::spec::{ElementSpec, RecordShape};
-use super::writer::{DynRecordWriter, RecordWriter, Writer};
+use super::writer::{Durability, DynRecordWriter, RecordWriter, Writer};
 use crate::atomic::create_atomic;
 use crate::codec::{Codec, Shuffle};
 use crate::element::Element;
@@ -24,30 +24,6 @@ use crate::trailer::{data_end, encode_block_into, locate, probe_backward, Probe,
 
 /// Buffered record bytes at which the writer writes them out (uncommitted), unless told otherwise.
 const DEFAULT_BUFFER: usize = 8 << 20;
-
-/// What a completed [`RecordWriter::flush`] survives.
-///
-/// Either way a flush commits: readers see the records at once, and a killed process loses
-/// nothing flushed. [`RecordWriter::sync`] makes what is flushed survive a power cut too,
-/// whatever the setting, at the moments the caller chooses.
-///
-/// ```
-/// use rawarray_serde::{Durability, RecordOptions};
-/// let durable = RecordOptions::new().durability(Durability::Fsync);
-/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::NoFsync));
-/// # let _ = durable;
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub enum Durability {
-    /// Each flush syncs the data, then the header (`fdatasync` twice): flushed records survive
-    /// a power cut. A sync costs what the disk takes, often milliseconds, on every flush.
-    Fsync,
-    /// No syncs (the default): flushed records survive the writer being killed (the kernel has
-    /// them, in order), not a power cut or a kernel crash, after which the header may cover
-    /// records whose bytes never reached the disk.
-    #[default]
-    NoFsync,
-}
 
 /// How to create or reopen a record file: the dims of one record, the trailer's parameters,
 /// durability, buffering, and what to do with bytes after the data that are not a trailer.
@@ -331,6 +307,11 @@ impl RecordOptions {
         self.storage(opts.into_chunked())
     }
 
+    /// What the writer itself keeps of these options.
+    fn writing(&self) -> (Durability, usize) {
+        (self.durability, self.buffer_bytes)
+    }
+
     fn chunk_options(&self) -> Option<WriteOptions> {
         self.chunked.clone().map(|o| {
             if o.get_threads() == 0 {
@@ -365,7 +346,7 @@ impl RecordOptions {
                 encode_block_into(&json, end, &mut bytes);
                 Ok(write_all_at(f, &bytes, 0)?)
             })?;
-            let mut w = Writer::new(file, header, shape, trailer, json, self, None);
+            let mut w = Writer::new(file, header, shape, trailer, json, self.writing(), None);
             w.deferred = self.chunk_options();
             return Ok(w);
         };
@@ -384,7 +365,7 @@ impl RecordOptions {
             shape,
             trailer,
             json,
-            self,
+            self.writing(),
             Some(chunked),
         ))
     }
@@ -486,10 +467,24 @@ impl RecordOptions {
             None
         };
         settle(&file, end, &json, file_len, spare, sync)?;
-        let mut w = Writer::new(file, header, shape, trailer, json, self, chunked);
+        let mut w = Writer::new(file, header, shape, trailer, json, self.writing(), chunked);
         if defer {
             w.deferred = self.chunk_options();
         }
         Ok(w)
+    }
+}
+
+/// The two shortest ways in, beside the builder.
+impl<T: Element> RecordWriter<T> {
+    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
+    /// its trailer; see [`RecordOptions`] for the rest.
+    pub fn create(path: impl AsRef<Path>, params: impl Serialize) -> Result<RecordWriter<T>> {
+        RecordOptions::new().params(params).create(path)
+    }
+
+    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
+    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
+        RecordOptions::new().open(path)
     }
 }

@@ -1,4 +1,5 @@
-//! Repairing a record file whose last flush was cut short: [`recover`].
+//! Repairing a record file whose last flush was cut short: [`recover`](crate::recover)'s work for
+//! record files, and the [`Recovery`] every repair reports.
 
 use std::fs::File;
 use std::path::Path;
@@ -7,7 +8,6 @@ use super::commit::{check_header_len, settle};
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::{checked_product, Header};
-use crate::lock::open_locked;
 use crate::section::Storage;
 use crate::trailer::{
     block_len, data_end, locate, probe_backward, probe_forward, Block, Probe, TRAILER_FRAME,
@@ -23,14 +23,14 @@ fn salvage_truncated(
     mut header: Header,
     file_len: u64,
     record_bytes: u64,
-    opts: &RecoverOptions,
+    force: bool,
     truncated: Error,
 ) -> Result<Recovery> {
     let start = header.encoded_len() as u64;
     let held = file_len.saturating_sub(start);
     let complete = held / record_bytes;
     let before = *header.dims.last().expect("the caller checked the dims");
-    if !opts.force {
+    if !force {
         return Err(Error::unsupported(format!(
             "{truncated}: the file holds {complete} complete records of the {before} its header \
              claims (force it: RecoverOptions::force, ra recover --force keeps those)"
@@ -50,7 +50,7 @@ fn salvage_truncated(
     })
 }
 
-/// What [`recover`] did.
+/// What [`recover`](crate::recover) did.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Recovery {
     /// Records the header described before.
@@ -81,112 +81,14 @@ impl Recovery {
     }
 }
 
-/// Repairs a record file after a crash: extends the header over the complete records that
-/// follow it and leaves the file as [`RecordWriter::finish`](crate::RecordWriter::finish) would.
-///
-/// It looks for the forward trailer block of a flush whose header update was lost (see
-/// [`RecordWriter`](crate::RecordWriter) for the layout): at the data end and at each record boundary after it, a
-/// valid block whose `at` field is its own offset ([`Trailer`](crate::Trailer) describes the block). Finding one
-/// `k` records on, it extends the header over those `k` records, which were written (and synced)
-/// before the block. The spare copy has `at = 0`, so a spare that happens to sit on a record
-/// boundary behind a torn flush is never taken for the end of complete records. Without a
-/// forward block, the last flush was torn: the trailer is written back at the data end and
-/// nothing is extended. A damaged trailer and no good copy is an error, and nothing is written.
-/// The scan can only be fooled by record data that itself holds a valid forward trailer block
-/// on a record boundary.
-///
-/// A file with bytes after its data but no trailer block (not written by [`RecordWriter`](crate::RecordWriter):
-/// another program's metadata, a hole) is not changed: the error,
-/// [`ErrorKind::ForeignTrailing`], says how many bytes there are and what they look like.
-/// [`recover_with`] and [`RecoverOptions::force`] extend its header over as many whole
-/// records as follow its data all the same.
-///
-/// It holds the file's exclusive lock while it works: a file a writer is appending to is
-/// refused with [`ErrorKind::Locked`] (its tail is not torn, just not committed yet).
-///
-/// A file written in blocks by an [`ArrayWriter`](crate::ArrayWriter) has no records to
-/// extend: one whose journal holds a block that was never committed (its writer was killed) is
-/// refused with [`ErrorKind::Uncommitted`], naming the blocks, and left as it is; only writing
-/// those blocks again repairs it.
-///
-/// Works on any uncompressed `.ra` file whose last dim counts records, on ragged files
-/// (flag bit 3), whose rows count as its records: the rows of a flush whose header write was
-/// lost are found through the offsets that flush wrote ([`RaggedWriter`](crate::RaggedWriter)),
-/// and on chunked arrays written in blocks ([`ArrayWriter`](crate::ArrayWriter)), whose index
-/// it validates, reclaiming what a killed writer left past the committed size.
-///
-/// ```
-/// use rawarray_serde::{recover, RawArray, RecordWriter};
-/// let dir = tempfile::tempdir().unwrap();
-/// let path = dir.path().join("log.ra");
-/// let mut w = RecordWriter::<u32>::create(&path, serde_json::Value::Null).unwrap();
-/// w.append_slice(&[1, 2]).unwrap();
-/// w.finish().unwrap();
-///
-/// let r = recover(&path).unwrap(); // nothing was lost here
-/// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 2, true));
-/// ```
-pub fn recover(path: impl AsRef<Path>) -> Result<Recovery> {
-    recover_with(path, &RecoverOptions::new())
-}
-
-/// How [`recover_with`] treats a file without a record trailer.
-///
-/// ```
-/// use rawarray_serde::{recover, recover_with, ErrorKind, RawArray, RecoverOptions};
-/// let dir = tempfile::tempdir().unwrap();
-/// let path = dir.path().join("log.ra");
-/// // A header for 2 values, followed by 3 whole u32 values and a torn one: no trailer.
-/// let mut bytes = RawArray::from_vec(vec![1u32, 2]).to_bytes();
-/// bytes.extend([3u32, 4, 5].iter().flat_map(|v| v.to_le_bytes()));
-/// bytes.extend([6, 0]);
-/// std::fs::write(&path, &bytes).unwrap();
-///
-/// let refused = recover(&path).unwrap_err();
-/// assert!(matches!(refused.kind(), ErrorKind::ForeignTrailing { bytes: 14, .. }));
-/// assert_eq!(std::fs::read(&path).unwrap(), bytes);
-///
-/// let r = recover_with(&path, &RecoverOptions::new().force(true)).unwrap();
-/// assert_eq!((r.records_before, r.records_after, r.trailer), (2, 5, false));
-/// let a: RawArray<u32> = RawArray::read_file(&path).unwrap();
-/// assert_eq!(a.as_slice(), [1, 2, 3, 4, 5]);
-/// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct RecoverOptions {
-    force: bool,
-}
-
-impl RecoverOptions {
-    /// The default: a file without a record trailer is refused.
-    pub fn new() -> RecoverOptions {
-        RecoverOptions::default()
-    }
-
-    /// Extend the header of a file without a trailer over the whole records after its data;
-    /// and cut the header of a record file cut short (a partial copy) back to the complete
-    /// records it holds, dropping the partial last one.
-    #[must_use]
-    pub fn force(mut self, on: bool) -> RecoverOptions {
-        self.force = on;
-        self
-    }
-}
-
-/// [`recover`], as `opts` say.
-pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Recovery> {
-    let path = path.as_ref();
-    let file = open_locked(path)?;
-    let head = crate::fileio::stable_header_bytes(&file)?;
-    if crate::ragged::RaggedHeader::is_ragged(&head) {
-        return crate::ragged::recover_locked(&file);
-    }
-    if Storage::of(&Header::decode_any(&head)?) == Storage::Chunked {
-        return crate::writer::recover_locked(path, &file);
-    }
-    let mut header = Header::read_from(&mut &file)?;
+/// Repairs the plain record file `path` (opened locked as `file`; neither ragged nor chunked):
+/// [`recover_with`](crate::recover_with)'s work for record files. `force`:
+/// [`RecoverOptions::force`](crate::RecoverOptions::force).
+pub(crate) fn recover_records(path: &Path, file: &File, force: bool) -> Result<Recovery> {
+    let mut header = Header::read_from(&mut &*file)?;
     // A file written in blocks (`ArrayWriter`) has no records to extend: a block its journal
     // says was never committed is reported, and nothing is changed.
-    if let Some(blocks) = crate::journal::uncommitted(path, &file, &header)? {
+    if let Some(blocks) = crate::journal::uncommitted(path, file, &header)? {
         if !blocks.is_empty() {
             return Err(ErrorKind::Uncommitted {
                 path: path.to_path_buf(),
@@ -216,14 +118,14 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
         })?;
     let file_len = file.metadata()?.len();
     if let Err(truncated) = header.check_input_len(file_len) {
-        return salvage_truncated(&file, header, file_len, record_bytes, opts, truncated);
+        return salvage_truncated(file, header, file_len, record_bytes, force, truncated);
     }
     let end = data_end(&header);
     // A file this crate's writer left always has a valid block at its end or at its data end
     // (see `RecordWriter`): without one, refuse before scanning what may be gigabytes.
-    if file_len > end && !opts.force && matches!(locate(&file, end, file_len), Probe::Absent) {
+    if file_len > end && !force && matches!(locate(file, end, file_len), Probe::Absent) {
         return Err(foreign_trailing(
-            &file,
+            file,
             path,
             end,
             file_len,
@@ -231,7 +133,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
              (force it: RecoverOptions::force, ra recover --force)",
         ));
     }
-    let spare = probe_backward(&file, end, file_len).valid();
+    let spare = probe_backward(file, end, file_len).valid();
     let limit = spare
         .as_ref()
         .filter(|b| b.start > end)
@@ -244,10 +146,10 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
         dropped_chunks: Vec::new(),
         dropped_segments: Vec::new(),
     };
-    if let Some((k, block)) = scan_forward(&file, end, record_bytes, limit)? {
+    if let Some((k, block)) = scan_forward(file, end, record_bytes, limit)? {
         if k > 0 {
             header.set_records(before + k)?;
-            write_all_at(&file, &header.encode(), 0)?;
+            write_all_at(file, &header.encode(), 0)?;
             file.sync_data()?;
         }
         if file_len > block.end() {
@@ -258,11 +160,11 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
         recovery.bytes_removed = file_len - block.end();
         return Ok(recovery);
     }
-    match locate(&file, end, file_len) {
+    match locate(file, end, file_len) {
         Probe::Valid(found) => {
             // The last flush was torn: keep the trailer, drop what follows the data.
             let json = found.trailer.to_json();
-            settle(&file, end, &json, file_len, spare.map(|b| b.start), true)?;
+            settle(file, end, &json, file_len, spare.map(|b| b.start), true)?;
             let settled = end + block_len(json.len()) as u64;
             recovery.bytes_removed = file_len.saturating_sub(settled);
             Ok(recovery)
@@ -275,7 +177,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
             let k = (file_len - end) / record_bytes;
             if k > 0 {
                 header.set_records(before + k)?;
-                write_all_at(&file, &header.encode(), 0)?;
+                write_all_at(file, &header.encode(), 0)?;
                 file.sync_data()?;
             }
             recovery.records_after = before + k;

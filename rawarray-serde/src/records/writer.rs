@@ -2,13 +2,9 @@
 
 use std::fs::File;
 use std::marker::PhantomData;
-use std::path::Path;
-
-use serde::Serialize;
 
 use super::chunked::Chunked;
 use super::commit::reserve_spare;
-use super::options::{Durability, RecordOptions};
 use super::spec::RecordShape;
 use crate::array::RawArray;
 use crate::data;
@@ -17,6 +13,30 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::write_all_at;
 use crate::header::Header;
 use crate::trailer::{block_len, data_end, encode_block_into, Trailer};
+
+/// What a completed [`RecordWriter::flush`] survives.
+///
+/// Either way a flush commits: readers see the records at once, and a killed process loses
+/// nothing flushed. [`RecordWriter::sync`] makes what is flushed survive a power cut too,
+/// whatever the setting, at the moments the caller chooses.
+///
+/// ```
+/// use rawarray_serde::{Durability, RecordOptions};
+/// let durable = RecordOptions::new().durability(Durability::Fsync);
+/// assert_eq!(RecordOptions::new(), RecordOptions::new().durability(Durability::NoFsync));
+/// # let _ = durable;
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Durability {
+    /// Each flush syncs the data, then the header (`fdatasync` twice): flushed records survive
+    /// a power cut. A sync costs what the disk takes, often milliseconds, on every flush.
+    Fsync,
+    /// No syncs (the default): flushed records survive the writer being killed (the kernel has
+    /// them, in order), not a power cut or a kernel crash, after which the header may cover
+    /// records whose bytes never reached the disk.
+    #[default]
+    NoFsync,
+}
 
 /// Plain-old-data appends of at least this many bytes skip the buffer.
 const DIRECT_WRITE: usize = 64 << 10;
@@ -153,14 +173,14 @@ macro_rules! writer_methods {
 ///
 /// # Compressed record files
 ///
-/// With a codec ([`RecordOptions::codec`]) the file is in the chunked layout (flag bit 2):
+/// With a codec ([`RecordOptions::codec`](crate::RecordOptions::codec)) the file is in the chunked layout (flag bit 2):
 /// records are compressed a chunk at a time along the last dim, each chunk as soon as it
 /// fills, and a flush also stores the partial last chunk (padded to a whole chunk, readers
 /// take its prefix). The trailer copies and the header's one `pwrite` work as above; a flush
 /// that adds records to a last chunk already committed commits its new version in two header
 /// writes (the new size with the old dims, the entry moved, then the new dims), so that every
 /// moment is a file whose records are values appended. Old versions of the last chunk stay in
-/// the file as dead bytes: flush about once a chunk ([`RecordOptions::chunk_records`]) or less
+/// the file as dead bytes: flush about once a chunk ([`RecordOptions::chunk_records`](crate::RecordOptions::chunk_records)) or less
 /// often where file size matters. The protocol is in doc/chunked.md ("A record file's last
 /// chunk").
 ///
@@ -169,7 +189,7 @@ macro_rules! writer_methods {
 /// A writer holds the file's exclusive advisory lock (`flock`) from create or open until it is
 /// finished or dropped. A second writer, in this process or another, fails within a fifth of a second (a
 /// just-closed handle's lock can outlive it for a moment in a forked child) with
-/// [`ErrorKind::Locked`]; so do [`recover`](crate::recover), [`RecordOptions::create`] over the file, and every
+/// [`ErrorKind::Locked`]; so do [`recover`](crate::recover), [`RecordOptions::create`](crate::RecordOptions::create) over the file, and every
 /// replacement through [`AtomicFile`](crate::atomic::AtomicFile) (`write_file`, `to_file`, `ra`'s
 /// rewrites). Readers take no lock and are never blocked. Since no other writer can interleave,
 /// nothing cuts the file below a data end a reader may have mapped: [`RecordWriter::finish`]
@@ -193,17 +213,6 @@ pub struct RecordWriter<T: Element> {
 }
 
 impl<T: Element> RecordWriter<T> {
-    /// Creates (or atomically replaces) a file of records of one `T` each, with `params` in
-    /// its trailer; see [`RecordOptions`] for the rest.
-    pub fn create(path: impl AsRef<Path>, params: impl Serialize) -> Result<RecordWriter<T>> {
-        RecordOptions::new().params(params).create(path)
-    }
-
-    /// Opens a file of records of one `T` each to append to it, keeping its parameters.
-    pub fn open(path: impl AsRef<Path>) -> Result<RecordWriter<T>> {
-        RecordOptions::new().open(path)
-    }
-
     /// Appends one record (for files whose records are one value each).
     pub fn append(&mut self, record: &T) -> Result<()> {
         self.append_slice(std::slice::from_ref(record))
@@ -214,7 +223,7 @@ impl<T: Element> RecordWriter<T> {
     /// Records are not committed until [`RecordWriter::flush`]. A slice of plain-old-data
     /// records of 64 KiB or more is written at once, straight from `values`; smaller ones are
     /// packed into the buffer, which is written out (still uncommitted) when it holds
-    /// [`buffer_bytes`](RecordOptions::buffer_bytes).
+    /// [`buffer_bytes`](crate::RecordOptions::buffer_bytes).
     pub fn append_slice(&mut self, values: &[T]) -> Result<()> {
         let per = self.core.shape.values;
         if per == 0 || !values.len().is_multiple_of(per) {
@@ -280,7 +289,7 @@ impl<T: Element> RecordWriter<T> {
 
 /// Appends records given as packed little-endian bytes, for an element described at run time
 /// ([`ElementSpec`](crate::ElementSpec)): the same file, lock and crash safety as [`RecordWriter<T>`], whose docs
-/// describe them. Made by [`RecordOptions::create_dyn`] and [`RecordOptions::open_dyn`].
+/// describe them. Made by [`RecordOptions::create_dyn`](crate::RecordOptions::create_dyn) and [`RecordOptions::open_dyn`](crate::RecordOptions::open_dyn).
 #[derive(Debug)]
 pub struct DynRecordWriter {
     pub(super) core: Writer,
@@ -351,7 +360,7 @@ pub(super) struct Writer {
     chunked: Option<Box<Chunked>>,
     /// Compression asked for, the chunk shape not chosen yet: the file is a plain empty record
     /// file until records are first written out, then it becomes chunked with chunks of the
-    /// records written then (see [`RecordOptions::codec`]).
+    /// records written then (see [`RecordOptions::codec`](crate::RecordOptions::codec)).
     pub(super) deferred: Option<crate::options::WriteOptions>,
 }
 
@@ -362,7 +371,7 @@ impl Writer {
         shape: RecordShape,
         trailer: Trailer,
         json: Vec<u8>,
-        opts: &RecordOptions,
+        (durability, buffer_bytes): (Durability, usize),
         chunked: Option<Chunked>,
     ) -> Writer {
         Writer {
@@ -376,8 +385,8 @@ impl Writer {
             ahead: 0,
             pending: Vec::new(),
             pending_records: 0,
-            durability: opts.durability,
-            buffer_bytes: opts.buffer_bytes,
+            durability,
+            buffer_bytes,
             closed: false,
             chunked: chunked.map(Box::new),
             deferred: None,

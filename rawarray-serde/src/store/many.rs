@@ -30,9 +30,9 @@ use crate::codec::config::bad;
 use crate::codec::grid::{runs, Place};
 use crate::codec::{Chain, Config, Entry, Grid};
 use crate::data;
+use crate::error::block_text;
 use crate::error::{Error, Result};
 use crate::header::{Flags, Header};
-use crate::journal::block_text;
 use crate::options::WriteOptions;
 use crate::subset::SubsetPlan;
 
