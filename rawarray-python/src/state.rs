@@ -59,6 +59,21 @@ impl FileState {
     }
 }
 
+/// Device and inode of an open file (zeros where the platform has none): with its length and
+/// header, what tells whether a path still names the file a reader or writer opened.
+pub(crate) fn file_id(file: &File) -> std::io::Result<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let m = file.metadata()?;
+        Ok((m.dev(), m.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        file.metadata().map(|_| (0, 0))
+    }
+}
+
 /// How many times an open is tried while the file keeps changing under it (a writer
 /// appending records between two `fstat`s of an open that takes some tens of microseconds).
 const OPEN_TRIES: usize = 10;

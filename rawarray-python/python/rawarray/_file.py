@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from ._rawarray import Buffer, RaError, RawFile
-from ._rawarray import chunk_config as _chunk_config
 from ._rawarray import read_chunked_into as _read_chunked_into
 from ._indexing import read_key
 from ._axes import COMPRESSION_KEYS, compression_of, numpy_order, reraise_in_numpy_order
@@ -75,9 +74,9 @@ def _where(path: str) -> str:
 
 
 # What a closed File keeps of its RawFile (every getter that reads no byte of the file).
-_METADATA = ("eltype", "elbyte", "dims", "flags", "size", "num_elements", "header_len",
-             "type_label", "params_json", "schema_json", "extra_json", "trailer_error",
-             "big_endian_records", "file_len", "rounded_to")
+_METADATA = ("eltype", "elbyte", "dims", "flags", "storage", "size", "num_elements",
+             "header_len", "type_label", "params_json", "schema_json", "extra_json",
+             "trailer_error", "big_endian_records", "file_len", "rounded_to")
 
 
 class File:
@@ -132,13 +131,13 @@ class File:
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
         self._bools_checked = False
-        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file. An
-        # object in a store is decoded by the library's StoreArrayReader, chunked or not, which
-        # validated its config at open.
-        self._chunking = self._raw.chunk_config() if _is_url(self.path) else _chunk_config(self._raw)
+        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file or
+        # object, from the config its reader validated at open.
+        self._chunking = self._raw.chunk_config()
         # What indexing asks on every call, fixed at open (a File reads the file it opened).
         self._shape = tuple(reversed(self._raw.dims))
-        self._is_plain = not (self._raw.flags & 7) and not _is_url(self.path)
+        self._is_plain = (self._raw.storage == "plain" and not self._raw.flags & 1
+                          and not _is_url(self.path))
         self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
                             else self._dtype)
         self._np_chunks = (None if self._chunking is None
@@ -174,7 +173,7 @@ class File:
         ratio = plain / r.size if r.size else None
         if self._chunking is not None:
             return compression_of(self._chunking, r.rounded_to, ratio)
-        if r.flags & 2:
+        if r.storage == "lz4-whole":
             return {**dict.fromkeys(COMPRESSION_KEYS), "codec": "lz4-whole",
                     "rounded_to": r.rounded_to, "ratio": ratio}
         return None
@@ -325,7 +324,7 @@ class File:
             "size": r.size,
             "header_len": r.header_len,
             "big_endian": bool(r.flags & 1),
-            "compressed": bool(r.flags & 6),
+            "compressed": r.storage != "plain",
         }
 
     @property

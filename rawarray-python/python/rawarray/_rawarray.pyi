@@ -46,6 +46,9 @@ class RawFile:
     @property
     def flags(self) -> int: ...
     @property
+    def storage(self) -> str:
+        """How the data section is stored: "plain", "lz4-whole" or "chunked"."""
+    @property
     def size(self) -> int: ...
     @property
     def num_elements(self) -> int: ...
@@ -63,6 +66,8 @@ class RawFile:
     def big_endian_records(self) -> bool: ...
     @property
     def file_len(self) -> int: ...
+    def chunk_config(self) -> ChunkSettings | None:
+        """The settings of a chunked file (read at open), None for any other."""
     def identity(self) -> tuple[int, int, int, bytes]: ...
     def element_kind(self) -> tuple[str, str]: ...
     def map(self) -> Buffer: ...
@@ -109,9 +114,6 @@ def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
 def storable_dtypes() -> list[str]:
     """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
 
-def chunk_config(raw: RawFile) -> ChunkSettings | None:
-    """The settings of a chunked file, None for any other."""
-
 def read_chunked_into(raw: RawFile, out: memoryview) -> None:
     """Decodes a chunked file's whole array into a writable buffer, the GIL released."""
 
@@ -132,6 +134,9 @@ class StoreFile:
     def dims(self) -> list[int]: ...
     @property
     def flags(self) -> int: ...
+    @property
+    def storage(self) -> str:
+        """How the data section is stored: "plain", "lz4-whole" or "chunked"."""
     @property
     def size(self) -> int: ...
     @property

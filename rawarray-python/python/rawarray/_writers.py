@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Self, Sequence
 
 import numpy as np
 
@@ -21,7 +21,50 @@ from ._ragged import _BYTES, RaggedFile
 from ._values import _as_writer_dtype
 
 
-class RecordWriter:
+class _Writer:
+    """What every writer does alike through the Rust writer it holds (``self._w``): closing,
+    also as a context manager."""
+
+    _w: Any
+
+    def close(self) -> None:
+        """Commits, trims the file and releases the lock (closing twice is allowed)."""
+        self._w.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._w.closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Appender(_Writer):
+    """What the appending writers (:class:`RecordWriter`, :class:`RaggedWriter`) do alike:
+    each :meth:`flush` commits what was appended by one header write."""
+
+    def flush(self) -> None:
+        """Commits what was appended: readers see it, and a killed process keeps it."""
+        self._w.flush()
+
+    def sync(self) -> None:
+        """Commits and syncs to disk: what was appended survives a power cut too."""
+        self._w.sync()
+
+    @property
+    def flushed_len(self) -> int:
+        """Records (or rows) the file's header covers: those of the last flush."""
+        return self._w.flushed_len
+
+    def __len__(self) -> int:
+        return len(self._w)
+
+
+class RecordWriter(_Appender):
     """Appends records to a ``.ra`` file as a simulation runs, through the Rust library's record
     writer: one writer at a time (an exclusive lock; a second writer gets :class:`RaError`),
     and a kill at any moment leaves a valid file holding every record of the last ``flush``.
@@ -144,39 +187,8 @@ class RecordWriter:
         if arr.size:
             self._w.append(arr.reshape(-1).view(np.uint8))
 
-    def flush(self) -> None:
-        """Commits what was appended: readers see it, and a killed process keeps it."""
-        self._w.flush()
 
-    def sync(self) -> None:
-        """Commits and syncs to disk: the records survive a power cut too."""
-        self._w.sync()
-
-    def close(self) -> None:
-        """Commits, trims the file and releases the lock (closing twice is allowed)."""
-        self._w.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
-    @property
-    def flushed_len(self) -> int:
-        """Records the file's header covers: those of the last flush."""
-        return self._w.flushed_len
-
-    def __len__(self) -> int:
-        return len(self._w)
-
-    def __enter__(self) -> "RecordWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class ArrayWriter:
+class ArrayWriter(_Writer):
     """Writes blocks of one array into a ``.ra`` file in place, from many threads, processes or
     machines at once (a shared filesystem): the Rust library's ``ArrayWriter``.
 
@@ -353,19 +365,8 @@ class ArrayWriter:
         blocks another writer began and never finished. Closing twice is allowed."""
         self._w.close()
 
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
     def __repr__(self) -> str:
         return f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype}>"
-
-    def __enter__(self) -> "ArrayWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _reopen_writer(path: str, identity: tuple[int, int, bytes], threads: int = 0) -> ArrayWriter:
@@ -504,7 +505,7 @@ def _store_writer(path: str, shape: tuple[int, ...], dtype: str, chunks: Any, co
                             shuffle=shuffle, storage_options=storage_options, _session=session)
 
 
-class RaggedWriter:
+class RaggedWriter(_Appender):
     """Appends rows to a ragged file as a program runs, through the Rust library's
     ``RaggedWriter``: one writer at a time (an exclusive lock), each :meth:`flush` committed by
     one header write, so readers see whole rows and a process killed at any moment leaves a
@@ -571,33 +572,3 @@ class RaggedWriter:
         arr = np.ascontiguousarray(arr, dtype=self.dtype)
         self._w.append(arr.view(np.uint8) if arr.size else np.zeros(0, np.uint8))
 
-    def flush(self) -> None:
-        """Commits the rows appended: readers see them, and a killed process keeps them."""
-        self._w.flush()
-
-    def sync(self) -> None:
-        """Commits and syncs to disk: the rows survive a power cut too."""
-        self._w.sync()
-
-    def close(self) -> None:
-        """Commits, trims the file and releases the lock (closing twice is allowed)."""
-        self._w.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
-    @property
-    def flushed_len(self) -> int:
-        """Rows the file's header covers: those of the last flush."""
-        return self._w.flushed_len
-
-    def __len__(self) -> int:
-        return len(self._w)
-
-    def __enter__(self) -> "RaggedWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
