@@ -428,6 +428,23 @@ pub(super) fn read_header(file: &File) -> Result<RaggedHeader> {
     RaggedHeader::decode(&bytes)
 }
 
+/// The size of the values section at `base` of the chunked ragged file `source` by the header
+/// now at its start, if that file is the one whose section had header `vh` (the same element,
+/// value dims and slots, the section at the same place), grown since: for a reader that found
+/// index entries past the size it was opened with (doc/chunked.md section 7.1).
+pub(crate) fn later_values_size<S: ReadAt + ?Sized>(
+    vh: &Header,
+    source: &S,
+    base: u64,
+) -> Option<u64> {
+    // Value dims, m and n, then the slot count word.
+    let mut bytes = vec![0u8; FIXED_HEADER_LEN + 8 * (vh.dims.len() + 2)];
+    source.read_exact_at(&mut bytes, 0).ok()?;
+    let now = RaggedHeader::decode(&bytes).ok()?;
+    let nvh = now.values_section_header()?;
+    (now.values_at() == base && nvh.is_grown_from(vh) && nvh.size > vh.size).then_some(nvh.size)
+}
+
 /// The values of a chunked ragged file, decoded through the codec layer: `values_len()` bytes.
 pub(super) fn decode_values_section<S: ReadAt>(h: &RaggedHeader, source: S) -> Result<Vec<u8>> {
     let vh = h.values_section_header().expect("called on chunked files");
