@@ -525,3 +525,94 @@ fn killed_compressed_writers_lose_no_flushed_row() {
     // The offsets region (512 slots at first) was regrown under the kills.
     assert!(most > 1024, "only {most} rows");
 }
+
+/// The moments of a flush that grows a committed partial last chunk of values, rebuilt from
+/// the files before and after it (doc/format.md section 10.2): (b) the new `size` with the old
+/// `m` and `n` and the old entry, (c) the same with the new entry, and a reader that read the
+/// old header before (b) and the index after (c). Each reads exactly the rows its header
+/// gives, with their values.
+#[test]
+fn every_moment_of_a_growing_last_chunk_reads_its_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("grow.ra");
+    let opts = RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![64]));
+    let mut w = RaggedWriter::<u64>::create_with(&path, &opts).unwrap();
+    for k in 0..10 {
+        w.append_row(&row(k)).unwrap();
+    }
+    w.flush().unwrap();
+    let before = fs::read(&path).unwrap();
+    // A reader opened now keeps reading its 10 rows while the chunk grows.
+    let early = RaggedReader::<u64>::open(&path).unwrap();
+    for k in 10..16 {
+        w.append_row(&row(k)).unwrap();
+    }
+    w.flush().unwrap();
+    let after = fs::read(&path).unwrap();
+    let (h0, h2) = (
+        RaggedHeader::decode(&before).unwrap(),
+        RaggedHeader::decode(&after).unwrap(),
+    );
+    // 36 values, then 36 + 1 + ... + 6 = 57: both inside chunk 0 of 64.
+    assert_eq!((h0.rows, h0.values, h2.rows, h2.values), (10, 36, 16, 57));
+    assert!(h2.size > h0.size);
+    assert_eq!(h0.values_at(), h2.values_at());
+    let hlen = h0.encode().len();
+    let vh0 = h0.values_section_header().unwrap();
+    let base = h0.values_at() as usize;
+    let cfg = Section::open_at(&vh0, &before[..], base as u64)
+        .unwrap()
+        .chunk_map()
+        .unwrap()
+        .config()
+        .clone();
+    // Chunk 0's entry: the first of index segment 0, right after the config.
+    let entry = base + cfg.encoded_len() as usize..;
+    let entry = entry.start..entry.start + cfg.entry_len() as usize;
+    assert_ne!(before[entry.clone()], after[entry.clone()], "the entry moved");
+    let h1 = RaggedHeader::new_chunked(
+        h0.eltype,
+        h0.elbyte,
+        vec![],
+        h0.values,
+        h0.rows,
+        h0.slots(),
+        h2.values_section_header().unwrap().size,
+    )
+    .unwrap();
+    let rows_of = |bytes: &[u8]| -> Vec<Vec<u64>> {
+        let r = Ragged::<u64>::from_bytes(bytes).unwrap();
+        r.iter().map(<[u64]>::to_vec).collect()
+    };
+    let truth = |n: u64| (0..n).map(row).collect::<Vec<_>>();
+    // (b): new size, old m and n, old entry.
+    let mut b = after.clone();
+    b[..hlen].copy_from_slice(&h1.encode());
+    b[entry.clone()].copy_from_slice(&before[entry.clone()]);
+    assert_eq!(rows_of(&b), truth(10));
+    // (c): new size, old m and n, new entry (a prefix of the new version).
+    let mut c = after.clone();
+    c[..hlen].copy_from_slice(&h1.encode());
+    assert_eq!(rows_of(&c), truth(10));
+    // A reader holding the header of before (b) reads the index after (c): the entry lies
+    // past its size, and the values section's size by the ragged header now in the file is
+    // taken, with its own m.
+    let s = Section::open_at(&vh0, &after[..], base as u64).unwrap();
+    let values: Vec<u64> = s
+        .read_all()
+        .unwrap()
+        .chunks_exact(8)
+        .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(values, truth(10).concat(), "an old header read before the entry moved");
+    // Without the later size it would have read zeros: the entry is past the old size.
+    let mut stale = after.clone();
+    stale[..hlen].copy_from_slice(&h0.encode());
+    let s = Section::open_at(&vh0, &stale[..], base as u64).unwrap();
+    assert_eq!(s.chunk_map().unwrap().index().uncommitted(), [0]);
+    // The reader opened before the growth still reads its rows (old versions stay).
+    assert_eq!(early.rows(), 10);
+    assert_eq!(&*early.row(9).unwrap(), &row(9)[..]);
+    w.finish().unwrap();
+    check_all_readers(&path, 16);
+}
