@@ -396,7 +396,10 @@ fn cat_and_recover_a_ragged_file_appended_compressed() {
             format!("[{k}]\t{}\n", vals.join(", "))
         })
         .collect();
-    assert!(want.starts_with("[0]\t\n[1]\t10\n[2]\t20, 21\n[3]\t30, 31, 32\n"), "{want}");
+    assert!(
+        want.starts_with("[0]\t\n[1]\t10\n[2]\t20, 21\n[3]\t30, 31, 32\n"),
+        "{want}"
+    );
     assert_eq!(stdout_of(ra().arg("cat").arg(&path)), want);
     let h = RaggedHeader::decode(&std::fs::read(&path).unwrap()).unwrap();
     assert!(h.chunked);
@@ -423,5 +426,8 @@ fn cat_and_recover_a_ragged_file_appended_compressed() {
     );
     assert_eq!(stdout_of(ra().arg("cat").arg(&path)), want);
     let out = stdout_of(ra().arg("recover").arg(&path));
-    assert!(out.contains(": 12 rows (unchanged); trailer kept; 0 bytes removed"), "{out}");
+    assert!(
+        out.contains(": 12 rows (unchanged); trailer kept; 0 bytes removed"),
+        "{out}"
+    );
 }

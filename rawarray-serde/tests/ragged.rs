@@ -351,8 +351,15 @@ fn chunked_values_round_trip_through_every_reader() {
         w.finish().unwrap();
         let mut more = rows.clone();
         more.push(vec![7.5, 8.5]);
-        assert_eq!(Ragged::<f64>::read_file(&path).unwrap(), Ragged::from_rows(&more));
-        assert!(RaggedHeader::decode(&fs::read(&path).unwrap()).unwrap().chunked);
+        assert_eq!(
+            Ragged::<f64>::read_file(&path).unwrap(),
+            Ragged::from_rows(&more)
+        );
+        assert!(
+            RaggedHeader::decode(&fs::read(&path).unwrap())
+                .unwrap()
+                .chunked
+        );
     }
     // Text, records, fixed arrays, no rows, only empty rows.
     let text = Ragged::from_strs(["Grüße", "", "日本語"]);

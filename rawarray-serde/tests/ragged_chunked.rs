@@ -281,7 +281,11 @@ fn text_rows_append_compressed() {
     let d = DynRagged::open(&path).unwrap();
     assert!(d.is_text());
     assert_eq!(d.row_str(301).unwrap(), text(301));
-    assert!(RaggedHeader::decode(&fs::read(&path).unwrap()).unwrap().chunked);
+    assert!(
+        RaggedHeader::decode(&fs::read(&path).unwrap())
+            .unwrap()
+            .chunked
+    );
 }
 
 #[test]
@@ -291,7 +295,10 @@ fn whole_section_lz4_is_refused_saying_what_to_do() {
     let opts = RaggedOptions::new().storage(WriteOptions::new().compress(true));
     let err = RaggedWriter::<f32>::create_with(&path, &opts).unwrap_err();
     let msg = err.to_string();
-    assert!(msg.contains("lz4-whole") && msg.contains("chunked codec"), "{msg}");
+    assert!(
+        msg.contains("lz4-whole") && msg.contains("chunked codec"),
+        "{msg}"
+    );
     assert!(!path.exists());
 }
 
@@ -299,7 +306,8 @@ fn whole_section_lz4_is_refused_saying_what_to_do() {
 fn a_reader_during_compressed_appends_sees_whole_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.ra");
-    let opts = RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![29]));
+    let opts =
+        RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![29]));
     let mut w = RaggedWriter::<u64>::create_with(&path, &opts).unwrap();
     let done = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
@@ -358,8 +366,8 @@ fn crash_child() {
     let mut w = if Path::new(path).exists() {
         RaggedWriter::<u64>::open(path).unwrap()
     } else {
-        let opts = RaggedOptions::new()
-            .storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![64]));
+        let opts =
+            RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![64]));
         RaggedWriter::<u64>::create_with(path, &opts).unwrap()
     };
     let side = fs::OpenOptions::new()
@@ -458,10 +466,12 @@ fn killed_compressed_writers_lose_no_flushed_row() {
                     };
                     // The first rows and the last 64 (those a flush may be committing).
                     let n = r.rows();
-                    let all = (0..n.min(8)).chain(n.saturating_sub(64)..n).try_for_each(|k| {
-                        assert_eq!(&*r.row(k)?, &row(k as u64)[..], "row {k}");
-                        Ok(())
-                    });
+                    let all = (0..n.min(8))
+                        .chain(n.saturating_sub(64)..n)
+                        .try_for_each(|k| {
+                            assert_eq!(&*r.row(k)?, &row(k as u64)[..], "row {k}");
+                            Ok(())
+                        });
                     if let Err(e) = all {
                         changed(e);
                         continue;
@@ -535,7 +545,8 @@ fn killed_compressed_writers_lose_no_flushed_row() {
 fn every_moment_of_a_growing_last_chunk_reads_its_rows() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("grow.ra");
-    let opts = RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![64]));
+    let opts =
+        RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![64]));
     let mut w = RaggedWriter::<u64>::create_with(&path, &opts).unwrap();
     for k in 0..10 {
         w.append_row(&row(k)).unwrap();
@@ -569,7 +580,11 @@ fn every_moment_of_a_growing_last_chunk_reads_its_rows() {
     // Chunk 0's entry: the first of index segment 0, right after the config.
     let entry = base + cfg.encoded_len() as usize..;
     let entry = entry.start..entry.start + cfg.entry_len() as usize;
-    assert_ne!(before[entry.clone()], after[entry.clone()], "the entry moved");
+    assert_ne!(
+        before[entry.clone()],
+        after[entry.clone()],
+        "the entry moved"
+    );
     let h1 = RaggedHeader::new_chunked(
         h0.eltype,
         h0.elbyte,
@@ -604,7 +619,11 @@ fn every_moment_of_a_growing_last_chunk_reads_its_rows() {
         .chunks_exact(8)
         .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
         .collect();
-    assert_eq!(values, truth(10).concat(), "an old header read before the entry moved");
+    assert_eq!(
+        values,
+        truth(10).concat(),
+        "an old header read before the entry moved"
+    );
     // Without the later size it would have read zeros: the entry is past the old size.
     let mut stale = after.clone();
     stale[..hlen].copy_from_slice(&h0.encode());

@@ -278,9 +278,10 @@ impl<T: Element> RaggedWriter<T> {
         let spare = probe_backward(&file, end, len).valid().map(|b| b.start);
         settle(&file, end, &json, len, spare, false)?;
         clear_free_slots(&file, &header)?;
-        let values = match header.chunked {
-            true => Some(Box::new(open_values(&file, &header, 0, false)?)),
-            false => None,
+        let values = if header.chunked {
+            Some(Box::new(open_values(&file, &header, 0, false)?))
+        } else {
+            None
         };
         let mut w = RaggedWriter::with_file(path, file, header, json, Durability::NoFsync);
         w.values = values;
@@ -465,14 +466,11 @@ impl<T: Element> RaggedWriter<T> {
         };
         if rows + 1 > self.header.slots() || fresh.is_some() {
             let h = &self.header;
-            let slots = match rows + 1 > h.slots() {
-                true => grown_slots(
-                    h.slots(),
-                    rows + 1,
-                    rows,
-                    h.values_len() + self.pending_values.len() as u64,
-                ),
-                false => h.slots(),
+            let slots = if rows + 1 > h.slots() {
+                let value_bytes = h.values_len() + self.pending_values.len() as u64;
+                grown_slots(h.slots(), rows + 1, rows, value_bytes)
+            } else {
+                h.slots()
             };
             self.rebuild_chunked(slots, fresh)?;
         }
@@ -710,7 +708,9 @@ fn lz4_whole() -> Error {
 /// dims..., 0]`), for a new section's config.
 fn values_header(h: &RaggedHeader) -> Result<Header> {
     let mut vh = h.values_header()?;
-    vh.dims.last_mut().map(|m| *m = 0);
+    if let Some(m) = vh.dims.last_mut() {
+        *m = 0;
+    }
     vh.flags = Flags::CHUNKED;
     Ok(vh)
 }

@@ -453,9 +453,8 @@ impl Writer {
             let records = self.len();
             let sync = self.durability == Durability::Fsync;
             let header = self.with_chunked(|c, file, reserve, write_block| {
-                let mut write_header = |h: &Header| -> Result<()> {
-                    Ok(write_all_at(file, &h.encode(), 0)?)
-                };
+                let mut write_header =
+                    |h: &Header| -> Result<()> { Ok(write_all_at(file, &h.encode(), 0)?) };
                 c.flush(file, records, sync, reserve, write_block, &mut write_header)
             })?;
             self.header = header;
