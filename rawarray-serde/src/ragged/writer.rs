@@ -352,6 +352,12 @@ impl<T: Element> RaggedWriter<T> {
         if self.values.is_some() {
             return self.flush_chunked();
         }
+        if self.header.chunked {
+            return Err(Error::unsupported(
+                "an earlier flush failed and the writer could not read the file again: the file \
+                 holds the rows of the last flush; open it again (RaggedWriter::open) to append",
+            ));
+        }
         let rows = self.header.rows + self.pending_offsets.len() as u64;
         if rows + 1 > self.header.slots() {
             return self.grow(rows + 1);
@@ -483,6 +489,7 @@ impl<T: Element> RaggedWriter<T> {
             pending_offsets,
             pending_values,
             values: section,
+            threads,
             ..
         } = self;
         let offsets = data::encode_values(pending_offsets, false);
@@ -498,66 +505,42 @@ impl<T: Element> RaggedWriter<T> {
             next.validate()?;
             write_all_at(file, &next.encode(), 0)?;
         } else {
-            let section = section.as_mut().expect("chunked values");
-            let header_len = header.encoded_len();
-            let spare_at = RefCell::new(spare_at);
-            let mut reserve = |end: u64| {
-                reserve_spare(
-                    file,
-                    json,
-                    header_len,
-                    &mut spare_at.borrow_mut(),
-                    end,
-                    sync,
-                )
-            };
-            if !pending_values.is_empty() {
-                section.feed(file, pending_values, &mut reserve)?;
-                // The section holds them now: a retried flush must not feed them again.
-                pending_values.clear();
-            }
-            let mut write_block = |end: u64| -> Result<()> {
-                reserve_spare(
-                    file,
-                    json,
-                    header_len,
-                    &mut spare_at.borrow_mut(),
-                    end,
-                    sync,
-                )?;
-                let mut block = Vec::with_capacity(block_len(json.len()));
-                encode_block_into(json, end, &mut block);
-                write_all_at(file, &block, end)?;
-                if sync {
-                    file.sync_data()?;
-                }
-                Ok(())
-            };
-            let committed = &*header;
-            let mut write_header = |vh: &Header| -> Result<()> {
-                // The section commits with the old value count first when it replaces a
-                // committed chunk: the old rows go with it.
-                let m = *vh.dims.last().expect("values have a last dim");
-                let n = if m == values { rows } else { committed.rows };
-                let h = RaggedHeader::new_chunked(
-                    committed.eltype,
-                    committed.elbyte,
-                    committed.value_dims.clone(),
-                    m,
-                    n,
-                    committed.slots(),
-                    vh.size,
-                )?;
-                Ok(write_all_at(file, &h.encode(), 0)?)
-            };
-            let vh = section.flush(
+            let committed = header.clone();
+            let outcome = commit_values(
                 file,
-                values,
+                json,
+                spare_at,
+                section.as_mut().expect("chunked values"),
+                &committed,
+                pending_values,
+                (values, rows),
                 sync,
-                &mut reserve,
-                &mut write_block,
-                &mut write_header,
-            )?;
+            );
+            let vh = match outcome {
+                Ok(vh) => vh,
+                Err(e) => {
+                    // The section's state may hold values no header covers: start again from
+                    // the header on disk (the last commit, perhaps a first header write of this
+                    // flush), the rows staying pending for a retry.
+                    let reset = read_header(file).and_then(|h| {
+                        let c = open_values(file, &h, *threads, sync)?;
+                        Ok((h, c))
+                    });
+                    match reset {
+                        Ok((h, c)) => {
+                            if h.rows != committed.rows {
+                                // The last header write was done (a sync after it failed).
+                                pending_offsets.clear();
+                                pending_values.clear();
+                            }
+                            *header = h;
+                            *section = Some(Box::new(c));
+                        }
+                        Err(_) => *section = None,
+                    }
+                    return Err(e);
+                }
+            };
             next = RaggedHeader::new_chunked(
                 next.eltype,
                 next.elbyte,
@@ -647,6 +630,11 @@ impl<T: Element> RaggedWriter<T> {
 
     fn close(&mut self) -> Result<()> {
         self.flush()?;
+        if self.header.chunked && self.values.is_none() {
+            // A failed flush left a header on disk this writer may not know: cut nothing.
+            self.closed = true;
+            return Ok(());
+        }
         let end = self.header.data_end();
         let file = &self.file;
         if self.spare_at != end {
@@ -693,6 +681,77 @@ pub(super) fn clear_free_slots(file: &File, h: &RaggedHeader) -> Result<()> {
         file.sync_data()?;
     }
     Ok(())
+}
+
+/// Steps (2) and (3) of [`RaggedWriter::flush_chunked`]: feeds `pending` (the new values,
+/// `(values, rows)` the new counts) to the values section and commits them, each header write
+/// the ragged header of `committed`'s file with the section's size. Returns the section's
+/// header committed.
+#[allow(clippy::too_many_arguments)] // the writer's parts, borrowed apart
+fn commit_values(
+    file: &File,
+    json: &[u8],
+    spare_at: &mut u64,
+    section: &mut Chunked,
+    committed: &RaggedHeader,
+    pending: &[u8],
+    (values, rows): (u64, u64),
+    sync: bool,
+) -> Result<Header> {
+    let header_len = committed.encoded_len();
+    let spare_at = RefCell::new(spare_at);
+    let mut reserve = |end: u64| {
+        reserve_spare(
+            file,
+            json,
+            header_len,
+            &mut spare_at.borrow_mut(),
+            end,
+            sync,
+        )
+    };
+    section.feed(file, pending, &mut reserve)?;
+    let mut write_block = |end: u64| -> Result<()> {
+        reserve_spare(
+            file,
+            json,
+            header_len,
+            &mut spare_at.borrow_mut(),
+            end,
+            sync,
+        )?;
+        let mut block = Vec::with_capacity(block_len(json.len()));
+        encode_block_into(json, end, &mut block);
+        write_all_at(file, &block, end)?;
+        if sync {
+            file.sync_data()?;
+        }
+        Ok(())
+    };
+    let mut write_header = |vh: &Header| -> Result<()> {
+        // The section commits with the old value count first when it replaces a committed
+        // chunk: the old rows go with it.
+        let m = *vh.dims.last().expect("values have a last dim");
+        let n = if m == values { rows } else { committed.rows };
+        let h = RaggedHeader::new_chunked(
+            committed.eltype,
+            committed.elbyte,
+            committed.value_dims.clone(),
+            m,
+            n,
+            committed.slots(),
+            vh.size,
+        )?;
+        Ok(write_all_at(file, &h.encode(), 0)?)
+    };
+    section.flush(
+        file,
+        values,
+        sync,
+        &mut reserve,
+        &mut write_block,
+        &mut write_header,
+    )
 }
 
 /// The error for values stored as one LZ4 block: rows are appended (and read) alone.
