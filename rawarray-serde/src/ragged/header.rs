@@ -452,7 +452,7 @@ pub(crate) fn later_values_size<S: ReadAt + ?Sized>(
 pub(crate) fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
     let words = |b: &[u8]| -> Option<Vec<u64>> {
         let w: Vec<u64> = b.chunks_exact(8).map(le_u64).collect();
-        let ok = b.len() % 8 == 0
+        let ok = b.len().is_multiple_of(8)
             && w.len() >= 8
             && w[0] == MAGIC
             && w[1] & RAGGED != 0

@@ -237,7 +237,7 @@ impl<T: Element> RaggedWriter<T> {
                 &template,
                 slots,
                 &0u64.to_le_bytes(),
-                Values::New(config),
+                Values::New(Box::new(config)),
                 &json,
             )?);
             Ok(())
@@ -569,12 +569,12 @@ impl<T: Element> RaggedWriter<T> {
         let mut offsets = vec![0u8; 8 * (h.rows as usize + 1)];
         read_exact_at(&self.file, &mut offsets, h.offsets_at())?;
         let values = match &fresh {
-            Some(opts) => Values::New(Chunked::config(
+            Some(opts) => Values::New(Box::new(Chunked::config(
                 &values_header(&h)?,
                 h.value_bytes(),
                 opts,
                 None,
-            )?),
+            )?)),
             None => Values::Copy {
                 from: &self.file,
                 at: h.values_at(),
@@ -786,7 +786,7 @@ fn open_values(file: &File, h: &RaggedHeader, threads: usize, durable: bool) -> 
 /// Where the values section of a chunked ragged file being written whole comes from.
 enum Values<'a> {
     /// A new section of this config, of no values.
-    New(Config),
+    New(Box<Config>),
     /// `len` bytes at `at` of another file: a committed section, copied as it is.
     Copy { from: &'a File, at: u64, len: u64 },
 }
@@ -815,7 +815,7 @@ fn write_chunked_file(
     let len = match values {
         Values::New(config) => {
             let vh = values_header(h)?;
-            ChunkWriter::create_in(f, &vh, config, at)?.header().size
+            ChunkWriter::create_in(f, &vh, *config, at)?.header().size
         }
         Values::Copy { from, at: src, len } => {
             copy_range(from, src, len, f, at)?;
