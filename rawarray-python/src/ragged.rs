@@ -217,18 +217,46 @@ pub(crate) struct RaggedWriter {
 impl RaggedWriter {
     /// Creates the file (`append=False`, atomically replacing any old one) or opens it to
     /// append, for values of `descr_json` (a numpy scalar dtype; `text` for UTF-8 rows of
-    /// `|u1`).
+    /// `|u1`). `write_ragged`'s chunked keywords (`chunk_values`: values per chunk,
+    /// `block_values`: values per block) compress the values of a new file (doc/format.md,
+    /// section 10.2); an opened file keeps its own storage.
     #[new]
-    #[pyo3(signature = (path, descr_json, text=false, append=false))]
+    #[pyo3(signature = (path, descr_json, text=false, append=false, codec=None, level=None, shuffle=None,
+                        chunk_values=None, threads=0, filters=None, block_values=None, layout_version=None,
+                        statistics=None))]
+    #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
         path: PathBuf,
         descr_json: &str,
         text: bool,
         append: bool,
+        codec: Option<&str>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        chunk_values: Option<u64>,
+        threads: usize,
+        filters: Option<Bound<'_, PyAny>>,
+        block_values: Option<u64>,
+        layout_version: Option<u32>,
+        statistics: Option<bool>,
     ) -> PyResult<RaggedWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
-        let opts = RaggedOptions::new().text(text);
+        // Rows of scalars: a chunk (and a block) is a count of values.
+        let packing = Packing::new(
+            codec,
+            level,
+            shuffle,
+            filters.as_ref(),
+            chunk_values.map(|n| vec![n]),
+            block_values.map(|n| vec![n]),
+            layout_version,
+            statistics,
+            threads,
+        )?;
+        // The library refuses "lz4-whole" (rows are appended and read alone).
+        let (storage, _) = write_options(false, &packing)?;
+        let opts = RaggedOptions::new().text(text).storage(storage);
         let is_bool = layout.as_ref() == Some(&bool::layout());
         if layout.is_some() && !is_bool {
             return Err(ra_err(format!(

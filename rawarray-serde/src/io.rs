@@ -209,7 +209,9 @@ impl FileState {
                 h.is_grown_from(&then)
                     && now.len >= (then.encoded_len() as u64).saturating_add(then.size)
             }
-            _ => false,
+            // A ragged file's header (flag bit 3), which only its readers decode.
+            _ => crate::ragged::grown_ragged(&self.header, &now.header)
+                .is_some_and(|end| now.len >= end),
         }
     }
 

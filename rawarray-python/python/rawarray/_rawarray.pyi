@@ -311,7 +311,20 @@ class RaggedWriter:
     share it (its calls are serialized)."""
 
     def __init__(
-        self, path: str | PathLike[str], descr_json: str, text: bool = False, append: bool = False
+        self,
+        path: str | PathLike[str],
+        descr_json: str,
+        text: bool = False,
+        append: bool = False,
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        chunk_values: int | None = None,
+        threads: int = 0,
+        filters: Filters | None = None,
+        block_values: int | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...

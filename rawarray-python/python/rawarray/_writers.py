@@ -514,15 +514,49 @@ class RaggedWriter(_Appender):
     ``dtype`` is the values' numpy scalar type, ``str`` for rows of text (UTF-8) or ``bytes``
     for rows of bytes. ``mode="a"`` opens an existing file to append (same dtype).
 
+    ``codec``, ``level``, ``filters``, ``shuffle``, ``chunks`` (values per chunk, an int),
+    ``blocks`` (values per block), ``layout_version`` and ``statistics``, as
+    :func:`rawarray.write` takes them for a :class:`Ragged`, compress the values a chunk at a
+    time (``RaggedFile.compression``), on ``threads`` threads (0: all cores); any of them
+    selects it, zstd with byte shuffle by default, and without ``chunks`` the first ``flush``
+    that has values chooses them (at most about 1 MiB). The offsets stay plain, so a row is
+    still read alone. ``flush`` still commits every row appended so far, and a kill still keeps
+    them. The whole-section ``"lz4-whole"`` block cannot be appended to and is refused. A
+    compressed file opened with ``mode="a"`` stays compressed as it was written (options given
+    then are not applied to it); a plain file cannot take compression options.
+
     >>> with rawarray.RaggedWriter("events.ra", "<f4") as w:       # doctest: +SKIP
     ...     for step in range(100):
     ...         w.append(np.random.rand(np.random.randint(64)))
     ...         w.flush()                                   # readers see it; a kill keeps it
     """
 
-    def __init__(self, path: str | os.PathLike[str], dtype: Any, *, mode: str = "w") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        dtype: Any,
+        *,
+        mode: str = "w",
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        chunks: int | None = None,
+        threads: int = 0,
+        filters: Sequence[str | tuple[str, int]] | None = None,
+        blocks: int | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
+    ) -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
+        for what, n in (("chunks", chunks), ("blocks", blocks)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))
+                                  or n < 1):
+                raise RaError(f"{what}: a ragged file's values are cut by count: expected an "
+                              f"int of at least 1 (values per {what[:-1]}), found {n!r}")
+        packing = {"codec": codec, "level": level, "shuffle": shuffle, "chunks": chunks,
+                   "filters": filters, "blocks": blocks, "layout_version": layout_version,
+                   "statistics": statistics}
         self.path = os.fspath(path)
         self.is_text = dtype is str
         if dtype in (str, bytes):
@@ -532,18 +566,33 @@ class RaggedWriter(_Appender):
             _check_storable(dt)
             self.dtype = _little_endian(dt)
         if mode == "a":
-            self._check_appendable()
-        self._w = _RaggedWriter(self.path, _descr_json(self.dtype), self.is_text, mode == "a")
+            self._check_appendable([k for k, v in packing.items() if v is not None])
+        with in_numpy_order(1):
+            self._w = _RaggedWriter(
+                self.path, _descr_json(self.dtype), self.is_text, mode == "a", codec=codec,
+                level=level, shuffle=shuffle, chunk_values=None if chunks is None else int(chunks),
+                threads=threads, filters=filters,
+                block_values=None if blocks is None else int(blocks),
+                layout_version=layout_version, statistics=statistics,
+            )
 
-    def _check_appendable(self) -> None:
+    def _check_appendable(self, compression: list[str]) -> None:
         """Refuses, in numpy's words, to append rows of another kind or dtype than the file
-        holds."""
+        holds, and compression options for a file whose values are plain."""
         try:
             f = RaggedFile(self.path)
         except (OSError, RaError):
             return                      # the library's open says what is wrong with it
         with f:
             text, have, shape = f.is_text, f.dtype, f.value_shape
+            plain = f.compression is None
+        if compression and plain:
+            raise RaError(
+                f"{self.path}: the file's values are plain, and an opened file keeps its "
+                f"storage: {', '.join(compression)} cannot apply to it; append without them, or "
+                "compress it first (ra compress, or rawarray.write(path, "
+                "rawarray.read(path), codec=...))"
+            )
         if (text, _little_endian(have), shape) != (self.is_text, self.dtype, ()):
             held = "text" if text else f"values of dtype {have}" + (f" and shape {shape}"
                                                                       if shape else "")
