@@ -396,7 +396,9 @@ fn element_ranges(
     let mut ranges = vec![0..0; n];
     // numpy's axis `axis` is the file's dim `n - 1 - axis`.
     let mut put = |axis: usize, k: &Bound<'_, PyAny>| -> PyResult<bool> {
-        if k.is_instance_of::<PyBool>() || !(k.is_instance_of::<PyInt>() || k.is_instance(np_integer)?) {
+        if k.is_instance_of::<PyBool>()
+            || !(k.is_instance_of::<PyInt>() || k.is_instance(np_integer)?)
+        {
             return Ok(false);
         }
         let len = dims[n - 1 - axis];
