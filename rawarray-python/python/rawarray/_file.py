@@ -514,8 +514,10 @@ class File:
         only the pages a key touches are read. Otherwise (``mmap=False``, big-endian and LZ4
         files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
         touched on the leading axes, and on the last axis the range from the first index to the
-        last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
-        from. A chunked file reads and decodes only the chunks the key touches, each once (the
+        last; :attr:`io_stats` counts those reads. One element's key (an integer per axis,
+        ``f[i, j, k]``) is parsed by the library's binding and read with one positioned read
+        (or from one decoded block), with no planning in Python. An LZ4 file is decompressed
+        once, then cut from. A chunked file reads and decodes only the chunks the key touches, each once (the
         runs of an axis that no untouched chunk separates are read as one block). Keys out of
         bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
