@@ -8,7 +8,8 @@ use std::os::unix::fs::FileExt;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple, PyType};
 use rawarray_serde::query::RowFilter;
 use rawarray_serde::section::{Section, Storage};
 use rawarray_serde::{ArrayReader, DynArray, Header};
@@ -170,6 +171,28 @@ array_methods!(RawFile {
         .map_err(to_py)
     }
 
+    /// The bytes of the one element `key` names, read as `read_block` reads, if `key` is
+    /// numpy's index of one element: a tuple of one integer per axis (an integer alone for a
+    /// 1-d array), each a Python `int` or numpy integer (not a `bool`: numpy reads those as
+    /// masks), within bounds, negative ones counting from the end. `None` for any other key,
+    /// and for an index out of bounds, which the general path words as numpy does. This is
+    /// the path of `f[i, j, k]` with `mmap=False`: no Python planning, no block object, one
+    /// positioned read between the state checks.
+    fn read_element<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let Some(ranges) = element_ranges(key, &self.header().dims)? else {
+            return Ok(None);
+        };
+        let data = py
+            .detach(|| self.checked(|| self.reader.read_subset_bytes(&ranges)))
+            .map_err(to_py)?
+            .1;
+        Ok(Some(PyBytes::new(py, &data)))
+    }
+
     /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
     /// read with one positioned read (for callers that want bytes without a map).
     fn read_data(&self, py: Python<'_>, start: u64, len: u64) -> PyResult<Buffer> {
@@ -253,6 +276,52 @@ impl RawFile {
         }
         Ok(header.encoded_len() as u64 + start)
     }
+}
+
+/// The ranges (the file's dim order) of the one element numpy's `key` names in an array of the
+/// file's `dims`, or `None` if `key` is not one element's index within bounds (see
+/// [`RawFile::read_element`]).
+fn element_ranges(
+    key: &Bound<'_, PyAny>,
+    dims: &[u64],
+) -> PyResult<Option<Vec<std::ops::Range<u64>>>> {
+    static NP_INTEGER: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let np_integer = NP_INTEGER.import(key.py(), "numpy", "integer")?;
+    let n = dims.len();
+    let mut ranges = vec![0..0; n];
+    // numpy's axis `axis` is the file's dim `n - 1 - axis`.
+    let mut put = |axis: usize, k: &Bound<'_, PyAny>| -> PyResult<bool> {
+        if k.is_instance_of::<PyBool>()
+            || !(k.is_instance_of::<PyInt>() || k.is_instance(np_integer)?)
+        {
+            return Ok(false);
+        }
+        let len = dims[n - 1 - axis];
+        let Ok(i) = k.extract::<i64>() else {
+            return Ok(false); // beyond any axis: out of bounds
+        };
+        let i = i128::from(i) + if i < 0 { i128::from(len) } else { 0 };
+        match u64::try_from(i) {
+            Ok(i) if i < len => {
+                ranges[n - 1 - axis] = i..i + 1;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    };
+    if let Ok(items) = key.cast::<PyTuple>() {
+        if items.len() != n {
+            return Ok(None);
+        }
+        for (axis, k) in items.iter().enumerate() {
+            if !put(axis, &k)? {
+                return Ok(None);
+            }
+        }
+    } else if n != 1 || !put(0, key)? {
+        return Ok(None);
+    }
+    Ok(Some(ranges))
 }
 
 fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {

@@ -130,6 +130,8 @@ class File:
                               stacklevel=_user_stacklevel())
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
+        # The array of the map (or of the decoded data) that mapped indexing indexes.
+        self._view: np.ndarray | None = None
         self._bools_checked = False
         # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file or
         # object, from the config its reader validated at open.
@@ -142,6 +144,9 @@ class File:
                             else self._dtype)
         self._np_chunks = (None if self._chunking is None
                            else tuple(reversed(self._chunking["chunk"])))
+        # `f[i, j, k]` of a local file read as one element (an object is read by its store's
+        # reader through the general path).
+        self._read_element = None if _is_url(self.path) else self._raw.read_element
         # The reads of this File's Arrow streams (each opens the file itself).
         self._arrow_reads = _arrow.IoCounter()
         self.closed = False
@@ -508,15 +513,27 @@ class File:
         only the pages a key touches are read. Otherwise (``mmap=False``, big-endian and LZ4
         files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
         touched on the leading axes, and on the last axis the range from the first index to the
-        last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
-        from. A chunked file reads and decodes only the chunks the key touches, each once (the
+        last; :attr:`io_stats` counts those reads. One element's key (an integer per axis,
+        ``f[i, j, k]``) is parsed by the library's binding and read with one positioned read
+        (or from one decoded block), with no planning in Python. An LZ4 file is decompressed
+        once, then cut from. A chunked file reads and decodes only the chunks the key touches, each once (the
         runs of an axis that no untouched chunk separates are read as one block). Keys out of
         bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         self._check_bools_once()
         if not self._shape or (self._is_plain and self._mmap):
-            return self._mapped_array("C")[key]
+            if self._view is None:
+                self._view = self._mapped_array("C")
+            return self._view[key]
+        if self._read_element is not None:
+            # One element (`f[i, j, k]`): the library's one read, from a key parsed in Rust.
+            try:
+                element = self._read_element(key)
+            except (RaError, IndexError) as e:
+                reraise_in_numpy_order(e, len(self._shape))
+            if element is not None:
+                return np.frombuffer(element, self._read_dtype)[0]
         return read_key(key, self._shape, self._read_dtype, self._read_block, self._np_chunks)
 
     @property
@@ -539,7 +556,8 @@ class File:
         """Closes the file's descriptor and drops this object's reference to the map; views
         already made keep the map alive, and the metadata (shape, dtype, header, params,
         dim_names, coords) stays."""
-        self._buffer = None
+        self._buffer = self._view = None
+        self._read_element = None       # a method of the RawFile: it would keep it open
         if not self.closed:
             self._raw = types.SimpleNamespace(**{k: getattr(self._raw, k) for k in _METADATA})
         self.closed = True
