@@ -499,7 +499,7 @@ fn pieces_of_a_chunked_section_hold_a_piece_not_a_plane() {
                 calls += 1;
                 std::ops::ControlFlow::Continue(())
             })
-            .unwrap()
+            .unwrap();
     });
     assert_eq!(got, values[..1 << 16]);
     assert_eq!(calls, 16, "pieces of 4096 bytes");

@@ -226,6 +226,21 @@ impl RaggedHeader {
         (self.size - self.values_len()) / 8
     }
 
+    /// [`RaggedHeader::values_section_header`], or an error naming what is wrong: for the
+    /// readers and writers of a file its flags say is chunked.
+    pub(crate) fn chunked_values_header(&self) -> Result<Header> {
+        self.values_section_header().ok_or_else(|| {
+            ErrorKind::BadRagged {
+                why: format!(
+                    "the values of a chunked ragged file: expected a chunked values section of {} values of {} bytes, found a header that cannot describe one",
+                    self.values,
+                    self.value_bytes()
+                ),
+            }
+            .into()
+        })
+    }
+
     /// The values' chunked section as a chunked plain array's header (dims `[value dims...,
     /// values]`, `size` the section's bytes), for the codec layer; `None` for plain values.
     pub fn values_section_header(&self) -> Option<Header> {
@@ -460,7 +475,7 @@ pub(crate) fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
 
 /// The values of a chunked ragged file, decoded through the codec layer: `values_len()` bytes.
 pub(super) fn decode_values_section<S: ReadAt>(h: &RaggedHeader, source: S) -> Result<Vec<u8>> {
-    let vh = h.values_section_header().expect("called on chunked files");
+    let vh = h.chunked_values_header()?;
     Section::open_at(&vh, source, h.values_at())?.read_all()
 }
 

@@ -52,7 +52,7 @@ pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
         // As for a chunked record file: the rows of a flush whose header write was lost are
         // not taken back (their values' entries are not committed); what the writer left past
         // the committed size is cleared, and reported by chunk.
-        let vh = header.values_section_header().expect("chunked values");
+        let vh = header.chunked_values_header()?;
         let reclaimed = ChunkWriter::open_in(file, vh, header.values_at())?
             .reclaimed()
             .clone();

@@ -778,7 +778,7 @@ fn values_header(h: &RaggedHeader) -> Result<Header> {
 /// lock held): what a dead writer left past its committed size is reclaimed, and the values of
 /// its partial last chunk decoded to continue it.
 fn open_values(file: &File, h: &RaggedHeader, threads: usize, durable: bool) -> Result<Chunked> {
-    let vh = h.values_section_header().expect("chunked values");
+    let vh = h.chunked_values_header()?;
     let cw = ChunkWriter::open_in(file, vh, h.values_at())?;
     Chunked::resume(file, cw, h.value_bytes(), threads, durable)
 }
