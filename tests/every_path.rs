@@ -726,7 +726,9 @@ fn python_paths(path: &Path, case: &Case, r: &mut Reads) {
             return;
         }
     };
-    let mut server = server.lock().unwrap_or_else(|e| e.into_inner());
+    let mut server = server
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let boxes: Vec<[u64; 2]> = case.cut.iter().map(|c| [c.start, c.end]).collect();
     let request = serde_json::json!({"path": path, "box": boxes});
     writeln!(server.input, "{request}").expect("the Python server reads");

@@ -1,108 +1,16 @@
 //! `StoreArrayReader` against S3: moto's S3 server, started on a loopback port by the test and
-//! stopped when it ends. Built with `--features s3_test`. The server is `$RA_MOTO_SERVER`, or
-//! else the test installs the pinned moto (`MOTO`) from PyPI into a virtual environment under
-//! target/ the first time, as the numpy tests provision theirs; it fails with one line if that
-//! cannot be done.
+//! stopped when it ends (tests/common/servers.rs: `$RA_MOTO_SERVER`, or the pinned moto
+//! installed from PyPI under target/ the first time). Built with `--features s3_test`.
 #![cfg(feature = "s3_test")]
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use object_store::aws::AmazonS3Builder;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use rawarray_serde::{ArrayReader, DynArray, RawArray, Trailer};
 
-/// The moto server, killed (by its pid) when dropped.
-struct Moto {
-    child: Child,
-    port: u16,
-}
-
-impl Drop for Moto {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The moto release the test installs.
-const MOTO: &str = "moto[server]==5.2.5";
-
-/// The `moto_server` program: `$RA_MOTO_SERVER`, or the one installed under target/.
-fn moto_server() -> Result<PathBuf, String> {
-    if let Some(exe) = std::env::var_os("RA_MOTO_SERVER") {
-        return Ok(PathBuf::from(exe));
-    }
-    let env = Path::new(env!("CARGO_TARGET_TMPDIR")).join("moto-env");
-    let exe = env.join("bin/moto_server");
-    let stamp = env.join("installed");
-    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == MOTO) && exe.is_file() {
-        return Ok(exe);
-    }
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "{cmd:?} failed: {}",
-                String::from_utf8_lossy(&out.stderr)
-                    .lines()
-                    .last()
-                    .unwrap_or("")
-            ));
-        }
-        Ok(())
-    };
-    run(Command::new("python3").args(["-m", "venv"]).arg(&env))?;
-    run(Command::new(env.join("bin/pip")).args(["install", "--quiet", MOTO]))?;
-    std::fs::write(&stamp, MOTO).map_err(|e| e.to_string())?;
-    Ok(exe)
-}
-
-fn moto() -> Moto {
-    let exe = moto_server().unwrap_or_else(|why| {
-        panic!("the S3 test needs moto's server: {why}; set RA_MOTO_SERVER to a moto_server, or allow python3 -m venv and PyPI")
-    });
-    // A free loopback port: bound, read, released, then given to the server.
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = Command::new(&exe)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
-    let server = Moto { child, port };
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "moto did not start in 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    server
-}
-
-/// Creates a bucket with a plain HTTP request (object_store has no call for it; moto accepts
-/// unsigned requests).
-fn create_bucket(port: u16, bucket: &str) {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(
-        s,
-        "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut answer = String::new();
-    s.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-}
+mod common;
+use common::servers::{create_bucket, moto};
 
 #[test]
 fn blocks_from_s3() {

@@ -623,12 +623,14 @@ fn verify_ra(path: &Path, out: &mut dyn Write) -> Result<()> {
     } else {
         format!("FAILED ({})", problems.join("; "))
     };
-    writeln!(out, "{}: {verdict}", path.display()).map_err(Failure::stdout)?;
+    // A URL's local copy is named by its URL.
+    let name = crate::names::shown(path);
+    writeln!(out, "{name}: {verdict}").map_err(Failure::stdout)?;
     out.flush().map_err(Failure::stdout)?;
     if problems.is_empty() {
         Ok(())
     } else {
-        Err(Failure::Checks(format!("{}: FAILED", path.display())))
+        Err(Failure::Checks(format!("{name}: FAILED")))
     }
 }
 

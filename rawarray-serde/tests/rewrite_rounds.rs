@@ -6,11 +6,12 @@
 //! rewrites the file as fast as it can.
 //!
 //! The two versions have different headers (the second is big-endian). A rewrite that keeps
-//! the length and the header and falls within one tick of the file system's clock (a few
-//! milliseconds: the modification time does not move) is not seen by the state check, which
-//! compares inode, length, modification time and header: a chunked section's checksums then
-//! refuse what they can, and a plain one cannot tell. This test stays out of that window; a
-//! file that grows with its header unchanged is an appending writer's, and is read.
+//! the length and falls within one tick of the file system's clock (a few milliseconds: the
+//! modification time does not move) is not seen by the state check, which compares inode,
+//! length and modification time (and the header when those moved): a chunked section's
+//! checksums then refuse what they can, and a plain one cannot tell. This test stays out of
+//! that window (each rewrite changes the length); a file that grows with its header unchanged
+//! is an appending writer's, and is read.
 
 use std::io::Write;
 use std::path::Path;

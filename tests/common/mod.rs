@@ -4,6 +4,7 @@
 use std::path::Path;
 
 pub mod python;
+pub mod servers;
 
 #[path = "../../rawarray-serde/tests/common/fixtures.rs"]
 mod fixtures;

@@ -1,0 +1,172 @@
+//! Object stores on loopback for the tests built with `--features s3_test`: moto's S3 server
+//! (from PyPI) and Azure's emulator Azurite (from the npm registry), each started on a free
+//! port by the test that needs it and killed (by its pid) when dropped.
+//!
+//! moto is `$RA_MOTO_SERVER`, or else the pinned moto ([`MOTO`]) installed from PyPI into a
+//! virtual environment under target/ the first time, as the numpy tests provision theirs.
+//! Azurite is the release `rawarray-python/tests/test_store_emulators.py` pins (read from that
+//! file: one home for the pin), installed by npm into the tests' Python environment, where
+//! that test installs it too. Either fails with one line saying what is missing.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The moto release the tests install.
+pub const MOTO: &str = "moto[server]==5.2.5";
+
+/// A server child process, killed (by its pid) when dropped.
+pub struct Server {
+    child: Child,
+    /// Its loopback port.
+    pub port: u16,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// A free loopback port: bound, read, released, then given to a server.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until `port` takes connections, at most 60 s.
+fn wait_for(port: u16, what: &str) {
+    let start = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "{what} did not start in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Runs a provisioning step; on failure, the command and the last line it printed.
+fn run(cmd: &mut Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        ));
+    }
+    Ok(())
+}
+
+/// The `moto_server` program: `$RA_MOTO_SERVER`, or the one installed under target/.
+pub fn moto_server() -> Result<PathBuf, String> {
+    if let Some(exe) = std::env::var_os("RA_MOTO_SERVER") {
+        return Ok(PathBuf::from(exe));
+    }
+    let env = Path::new(env!("CARGO_TARGET_TMPDIR")).join("moto-env");
+    let exe = env.join("bin/moto_server");
+    let stamp = env.join("installed");
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == MOTO) && exe.is_file() {
+        return Ok(exe);
+    }
+    run(Command::new("python3").args(["-m", "venv"]).arg(&env))?;
+    run(Command::new(env.join("bin/pip")).args(["install", "--quiet", MOTO]))?;
+    std::fs::write(&stamp, MOTO).map_err(|e| e.to_string())?;
+    Ok(exe)
+}
+
+/// moto's S3 server on a free loopback port, with `env` set for it (moto's settings, such as
+/// `MOTO_ENABLE_RECORDING`).
+pub fn moto_with(env: &[(&str, &Path)]) -> Server {
+    let exe = moto_server().unwrap_or_else(|why| {
+        panic!("the S3 tests need moto's server: {why}; set RA_MOTO_SERVER to a moto_server, or allow python3 -m venv and PyPI")
+    });
+    let port = free_port();
+    let child = Command::new(&exe)
+        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+        .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    let server = Server { child, port };
+    wait_for(port, "moto");
+    server
+}
+
+/// moto's S3 server on a free loopback port.
+pub fn moto() -> Server {
+    moto_with(&[])
+}
+
+/// Creates a bucket with a plain HTTP request (object_store has no call for it; moto accepts
+/// unsigned requests).
+pub fn create_bucket(port: u16, bucket: &str) {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    write!(
+        s,
+        "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+}
+
+/// The Azurite release the Python emulator test pins (`AZURITE = "azurite@X.Y.Z"`).
+fn azurite_pin() -> &'static str {
+    const SOURCE: &str = include_str!("../../rawarray-python/tests/test_store_emulators.py");
+    SOURCE
+        .lines()
+        .find_map(|l| l.strip_prefix("AZURITE = \""))
+        .and_then(|l| l.strip_suffix('"'))
+        .expect("test_store_emulators.py pins AZURITE = \"azurite@...\"")
+}
+
+/// Azurite's blob service on a free loopback port, its files in `data`. Installed by npm into
+/// `home` (the tests' Python environment's `azurite/`, where the Python test puts it) the
+/// first time.
+pub fn azurite(home: &Path, data: &Path) -> Server {
+    let exe = home.join("node_modules/.bin/azurite-blob");
+    if !exe.exists() {
+        run(Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", "--prefix"])
+            .arg(home)
+            .arg(azurite_pin()))
+        .unwrap_or_else(|why| {
+            panic!(
+                "the Azure tests need Azurite from the npm registry ({}): {why}; install Node.js and npm",
+                azurite_pin()
+            )
+        });
+    }
+    let port = free_port();
+    let child = Command::new(&exe)
+        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+        .arg("--location")
+        .arg(data)
+        .args(["--silent", "--skipApiVersionCheck", "--loose"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
+    let server = Server { child, port };
+    wait_for(port, "Azurite");
+    server
+}
