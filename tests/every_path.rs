@@ -13,8 +13,14 @@
 //! checksum (the header, and the data of plain and whole-LZ4 files) all paths agree with each
 //! other: the same values, or all an error.
 //!
+//! The paths include the Python package's (`rawarray.read`, and keyed `File[...]` of a mapped
+//! and of a copying `File`), served for every case by one Python process with the package
+//! installed (`RAWARRAY_SKIP_PYTHON=1` skips them, and the run says so).
+//!
 //! A failing case's file is saved under `target/every_path_failures/` with a note of the paths
 //! that disagree.
+
+mod common;
 
 use std::fmt::Debug;
 use std::io::Write as _;
@@ -626,7 +632,128 @@ fn read_every_path<T: Val>(path: &Path, case: &Case, ra: Option<&Path>) -> Reads
             .skipped
             .push("ra: binary not built (cargo build -p rawarray-cli)".into()),
     }
+
+    // The Python package.
+    python_paths(path, case, &mut r);
     r
+}
+
+/// The Python side of [`read_every_path`]: for each request line (a file and a box in the
+/// file's dim order), `rawarray.read` of the file and `File[...]` of the box, mapped and
+/// copying, each written little-endian in file order (numpy's C order over the reversed dims)
+/// to `PATH.NAME`, then one JSON line: each name's error, or null.
+const PYTHON_SERVER: &str = r#"
+import json, sys, warnings
+import numpy as np
+import rawarray
+
+# A damaged file's warnings (statistics failing their CRC) are the library's to give; the
+# answers compared here are the values or the error.
+warnings.simplefilter("ignore", rawarray.RaWarning)
+
+def le(a):
+    a = np.asarray(a)
+    return np.ascontiguousarray(a.astype(a.dtype.newbyteorder("<"))).tobytes()
+
+def keyed(path, key, mmap):
+    with rawarray.open(path, mmap=mmap) as f:
+        return np.array(f[key])
+
+for line in sys.stdin:
+    req = json.loads(line)
+    path = req["path"]
+    key = tuple(slice(s, e) for s, e in reversed(req["box"]))
+    out = {}
+    for name, read in [
+        ("read", lambda: rawarray.read(path)),
+        ("key_mapped", lambda: keyed(path, key, True)),
+        ("key_copied", lambda: keyed(path, key, False)),
+    ]:
+        try:
+            data = le(read())
+        except Exception as e:
+            out[name] = f"{type(e).__name__}: {e}"
+            continue
+        with open(f"{path}.{name}", "wb") as f:
+            f.write(data)
+        out[name] = None
+    print(json.dumps(out), flush=True)
+"#;
+
+/// The one Python process of this test binary (the package installed first), or why none.
+struct PythonServer {
+    input: std::process::ChildStdin,
+    output: std::io::BufReader<std::process::ChildStdout>,
+    _child: std::process::Child,
+}
+
+#[cfg(skip_python)]
+fn python_server() -> Result<&'static std::sync::Mutex<PythonServer>, String> {
+    Err("RAWARRAY_SKIP_PYTHON=1".into())
+}
+
+#[cfg(not(skip_python))]
+fn python_server() -> Result<&'static std::sync::Mutex<PythonServer>, String> {
+    static SERVER: std::sync::OnceLock<Result<std::sync::Mutex<PythonServer>, String>> =
+        std::sync::OnceLock::new();
+    SERVER
+        .get_or_init(|| {
+            common::python::install_package();
+            let mut child = Command::new(common::python::interpreter())
+                .args(["-c", PYTHON_SERVER])
+                .stdin(std::process::Stdio::piped())
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("cannot start Python: {e}"))?;
+            let input = child.stdin.take().expect("piped");
+            let output = std::io::BufReader::new(child.stdout.take().expect("piped"));
+            Ok(std::sync::Mutex::new(PythonServer {
+                input,
+                output,
+                _child: child,
+            }))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn python_paths(path: &Path, case: &Case, r: &mut Reads) {
+    use std::io::BufRead as _;
+    let server = match python_server() {
+        Ok(s) => s,
+        Err(why) => {
+            r.skipped.push(format!("Python: {why}"));
+            return;
+        }
+    };
+    let mut server = server
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let boxes: Vec<[u64; 2]> = case.cut.iter().map(|c| [c.start, c.end]).collect();
+    let request = serde_json::json!({"path": path, "box": boxes});
+    writeln!(server.input, "{request}").expect("the Python server reads");
+    let mut line = String::new();
+    server
+        .output
+        .read_line(&mut line)
+        .expect("the Python server answers");
+    let answer: serde_json::Value = serde_json::from_str(&line)
+        .unwrap_or_else(|e| panic!("the Python server's answer {line:?}: {e}"));
+    let outcome = |name: &str| -> Outcome {
+        match &answer[name] {
+            serde_json::Value::Null => {
+                let mut out = path.as_os_str().to_owned();
+                out.push(format!(".{name}"));
+                Ok(std::fs::read(&out).expect("the Python server wrote it"))
+            }
+            e => Err(e.as_str().unwrap_or("?").to_string()),
+        }
+    };
+    r.typed.push(("rawarray.read (Python)", outcome("read")));
+    r.boxes
+        .push(("File[box] mapped (Python)", outcome("key_mapped")));
+    r.boxes
+        .push(("File[box] mmap=False (Python)", outcome("key_copied")));
 }
 
 fn bytes_big_endian(file: &[u8]) -> bool {
@@ -1004,6 +1131,9 @@ fn run_cases(name: &str, cases: u32, check: impl Fn(u8, u64) -> Result<(), Strin
         })
         .expect("the runner runs");
     let failures = failures.into_inner();
+    if let Err(why) = python_server() {
+        eprintln!("every_path {name}: SKIPPED the Python paths: {why}");
+    }
     match ra_binary() {
         Some(ra) => eprintln!("every_path {name}: the ra paths ran {}", ra.display()),
         None => eprintln!(

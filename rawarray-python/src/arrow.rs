@@ -22,7 +22,7 @@ use rawarray_arrow::{RaBatchReader, RaTable, RecordFileWriter, ScanOptions};
 use rawarray_serde::{ErrorKind, IoStats};
 
 use crate::errors::{at_path, ra_err, to_py, Doing};
-use crate::state::{one_state, Opened};
+use crate::state::{file_id, one_state, Opened};
 
 /// The capsule name the Arrow PyCapsule protocol gives a stream.
 const STREAM: &CStr = c"arrow_array_stream";
@@ -204,10 +204,14 @@ fn open_stream(path: &Path, batch_rows: usize) -> PyResult<ArrowStream> {
         &file,
         path,
         || {
-            RaTable::open(path).map_err(|e| match e {
+            let table = RaTable::open(path).map_err(|e| match e {
                 rawarray_arrow::Error::Ra(e) => e,
                 e => ErrorKind::Message(e.to_string()).into(),
-            })
+            })?;
+            // `RaTable` opens the path itself: a file renamed over it since the descriptor was
+            // opened would be read while the other one's state is checked.
+            same_file_at(&file, path)?;
+            Ok(table)
         },
         // The table's header is not always the file's (a ragged file's is its values'): the
         // state alone (length, modification time) brackets the open and each batch.
@@ -228,6 +232,18 @@ fn open_stream(path: &Path, batch_rows: usize) -> PyResult<ArrowStream> {
         counter: None,
         counted: Arc::default(),
     })
+}
+
+/// An error unless `path` still names the file open in `file` (by device and inode).
+fn same_file_at(file: &File, path: &Path) -> rawarray_serde::Result<()> {
+    if file_id(&File::open(path)?)? != file_id(file)? {
+        return Err(ErrorKind::Message(format!(
+            "{}: another file was put at this path while it was opened; open it again",
+            path.display()
+        ))
+        .into());
+    }
+    Ok(())
 }
 
 impl ArrowStream {

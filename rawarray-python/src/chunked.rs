@@ -8,12 +8,13 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 use rawarray_serde::codec::table::FILTERS;
-use rawarray_serde::codec::{ChunkMap, Config, Filter};
+use rawarray_serde::codec::{Config, Filter};
 use rawarray_serde::section::{Section, Storage, Warning};
-use rawarray_serde::{Codec, Header, RecordOptions, Shuffle, WriteOptions};
+use rawarray_serde::{Codec, RecordOptions, Shuffle, WriteOptions};
 
+use crate::buffer::output_bytes;
 use crate::errors::{ra_err, to_py};
-use crate::file::{read_exact_at, RawFile};
+use crate::file::RawFile;
 
 /// The whole-section LZ4 block of flag bit 1, by the name the library's table gives it.
 pub(crate) const LZ4_WHOLE: &str = rawarray_serde::codec::table::LZ4_WHOLE;
@@ -404,79 +405,35 @@ pub(crate) fn section_warnings(
         .collect()
 }
 
-/// The config of the chunked section at `base` of `read`'s source (two reads: the config's
-/// first bytes, which say its length, then the rest of it).
-pub(crate) fn read_config(
-    header: &Header,
-    base: u64,
-    read: impl Fn(&mut [u8], u64) -> std::io::Result<()>,
-) -> rawarray_serde::Result<Config> {
-    let probe = ChunkMap::config_probe(header);
-    let mut bytes = vec![0u8; (probe.end - probe.start) as usize];
-    read(&mut bytes, base + probe.start)?;
-    let len = ChunkMap::config_len(header, &bytes)? as usize;
-    if len > bytes.len() {
-        let at = bytes.len();
-        bytes.resize(len, 0);
-        read(&mut bytes[at..], base + at as u64)?;
-    }
-    Config::decode(header, &bytes)
-}
-
-/// The chunk settings of a chunked file, as stored in its config; `None` for any other file.
-/// One read of the config, which the library validated when the file was opened.
-#[pyfunction]
-pub(crate) fn chunk_config(py: Python<'_>, raw: &RawFile) -> PyResult<Option<ChunkSettings>> {
-    let header = raw.header();
-    if Storage::of(header) != Storage::Chunked {
-        return Ok(None);
-    }
-    py.detach(|| -> rawarray_serde::Result<_> {
-        let config = raw.checked(|| {
-            read_config(header, header.encoded_len() as u64, |b, at| {
-                read_exact_at(&raw.file, b, at)
-            })
-        })?;
-        Ok(Some(settings_of(&config, header.elbyte)))
-    })
-    .map_err(to_py)
-}
-
 /// Decodes the whole array of a chunked file into `out` (a writable, C-contiguous buffer of
 /// exactly its plain bytes that numpy allocated, so the result is an ordinary array that owns
 /// its memory): chunks decoded in parallel on the library's pool, the GIL released. Primitive
 /// scalars come out little-endian, as `decode` gives them.
 #[pyfunction]
-pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>) -> PyResult<()> {
+pub(crate) fn read_chunked_into(
+    py: Python<'_>,
+    raw: &RawFile,
+    mut out: PyBuffer<u8>,
+) -> PyResult<()> {
     let header = raw.header();
     if Storage::of(header) != Storage::Chunked {
         return Err(ra_err("read_chunked_into reads chunked files (flag bit 2)"));
     }
-    if out.readonly() || !out.is_c_contiguous() {
-        return Err(ra_err(
-            "read_chunked_into needs a writable, C-contiguous buffer",
-        ));
-    }
-    if out.len_bytes() as u64 != header.data_len() {
+    let bytes = output_bytes(&mut out, "read_chunked_into")?;
+    if bytes.len() as u64 != header.data_len() {
         return Err(ra_err(format!(
             "read_chunked_into: expected a buffer of {} bytes, found {}",
             header.data_len(),
-            out.len_bytes()
+            bytes.len()
         )));
     }
-    if out.len_bytes() == 0 {
-        return Ok(()); // an empty buffer may export a null pointer: nothing to decode
+    if bytes.is_empty() {
+        return Ok(()); // nothing to decode
     }
-    // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
-    // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
-    // thread could touch the array while the GIL is released below, as with numpy's own
-    // `readinto`; it would see partly decoded bytes, never memory outside the buffer.
-    let bytes: &mut [u8] =
-        unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
     py.detach(|| -> rawarray_serde::Result<()> {
-        // The descriptor the file was opened by: the bytes of the file opened, whatever the
-        // path names now.
-        raw.checked(|| Section::open(header, &raw.file)?.read_all_into(bytes))?;
+        // The section read at open, through the descriptor the file was opened by: the bytes
+        // of the file opened, whatever the path names now.
+        raw.checked(|| raw.section().read_all_into(bytes))?;
         if header.is_big_endian() {
             // The library's table of scalar widths (complex halves apart); user-defined
             // elements keep their bytes, as `decode` leaves them.
@@ -493,7 +450,6 @@ pub(crate) fn read_chunked_into(py: Python<'_>, raw: &RawFile, out: PyBuffer<u8>
 
 /// Adds this module's functions to the extension module.
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(chunk_config, m)?)?;
     m.add_function(wrap_pyfunction!(read_chunked_into, m)?)?;
     Ok(())
 }

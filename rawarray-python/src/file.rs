@@ -8,15 +8,17 @@ use std::os::unix::fs::FileExt;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple, PyType};
 use rawarray_serde::query::RowFilter;
-use rawarray_serde::section::Storage;
-use rawarray_serde::{ArrayReader, DynArray, ElType, Header, Trailer};
+use rawarray_serde::section::{Section, Storage};
+use rawarray_serde::{ArrayReader, DynArray, Header};
 
-use crate::buffer::{Buffer, Bytes};
-use crate::dtype::element_kind;
+use crate::buffer::{output_bytes, Buffer, Bytes};
+use crate::chunked::{settings_of, ChunkSettings};
 use crate::errors::{at_path, ra_err, to_py, Doing};
-use crate::state::{one_state, Opened};
+use crate::head::array_methods;
+use crate::state::{file_id, one_state, Opened};
 
 /// Fills `buf` from `at` with positioned reads (no shared cursor).
 #[cfg(unix)]
@@ -63,8 +65,7 @@ pub(crate) struct RawFile {
     opened: Opened,
 }
 
-#[pymethods]
-impl RawFile {
+array_methods!(RawFile {
     /// Opens the file once, reads and validates its header, and finds the trailer from the end.
     #[new]
     fn new(py: Python<'_>, path: PathBuf) -> PyResult<RawFile> {
@@ -72,102 +73,11 @@ impl RawFile {
             .map_err(|e| at_path(e, &path, Doing::Reading))
     }
 
-    /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
-    #[getter]
-    fn eltype(&self) -> u64 {
-        self.header().eltype.code()
-    }
-
-    /// Bytes per element.
-    #[getter]
-    fn elbyte(&self) -> u64 {
-        self.header().elbyte
-    }
-
-    /// The dims, first fastest (the file's order; numpy's shape is their reverse).
-    #[getter]
-    fn dims(&self) -> Vec<u64> {
-        self.header().dims.clone()
-    }
-
-    /// The flag bits (1: big-endian, 2: LZ4).
-    #[getter]
-    fn flags(&self) -> u64 {
-        self.header().flags.bits()
-    }
-
-    /// Stored data bytes (compressed length for LZ4 files).
-    #[getter]
-    fn size(&self) -> u64 {
-        self.header().size
-    }
-
-    /// Elements in the array (the product of the dims).
-    #[getter]
-    fn num_elements(&self) -> u64 {
-        self.header().num_elements()
-    }
-
-    /// Bytes of the header: the data starts here.
-    #[getter]
-    fn header_len(&self) -> usize {
-        self.header().encoded_len()
-    }
-
-    /// The type in words, e.g. `float32`, `complex64`, `user-defined (80 bytes)`.
-    #[getter]
-    fn type_label(&self) -> String {
-        self.header().type_label()
-    }
-
-    /// The trailer's parameters as JSON, `None` without a trailer.
-    #[getter]
-    fn params_json(&self) -> Option<String> {
-        self.reader.trailer().map(|t| t.params.to_string())
-    }
-
-    /// The trailer's record schema as JSON, if any.
-    #[getter]
-    fn schema_json(&self) -> Option<String> {
-        let schema = self.reader.trailer()?.schema.as_ref()?;
-        serde_json::to_string(schema).ok()
-    }
-
-    /// Why the trailer could not be read, if it is damaged (the data is still readable).
-    #[getter]
-    fn trailer_error(&self) -> Option<String> {
-        self.reader.trailer_error().map(str::to_string)
-    }
-
-    /// The mantissa bits the data were rounded to by a lossy filter, as the trailer's lossy
-    /// mark says (it outlives the filter: every rewrite keeps it), `None` without a mark.
-    #[getter]
-    fn rounded_to(&self) -> Option<u32> {
-        self.reader.trailer().and_then(Trailer::rounded_to)
-    }
-
     /// What the library noticed at open that is not an error but that a user must hear of
     /// (`chunked::section_warnings`), one message each.
     #[getter]
     fn warnings(&self) -> Vec<String> {
         crate::chunked::section_warnings(self.reader.section(), &self.path)
-    }
-
-    /// The trailer's top-level keys this version of the library does not interpret (such as
-    /// the Python package's `dim_names` and `coords`), as a JSON object; `None` without a
-    /// trailer.
-    #[getter]
-    fn extra_json(&self) -> Option<String> {
-        self.reader
-            .trailer()
-            .map(|t| serde_json::Value::Object(t.extra.clone()).to_string())
-    }
-
-    /// The library's count of the data reads made through `read_block` so far:
-    /// `(reads, bytes)` (an LZ4 file counts its one whole read).
-    fn io_stats(&self) -> (u64, u64) {
-        let s = self.reader.io_stats();
-        (s.reads, s.bytes)
     }
 
     /// The file's per-chunk statistics (doc/chunked.md section 5.4), from its index alone: per
@@ -204,17 +114,6 @@ impl RawFile {
             self.ino,
             self.file_len,
             PyBytes::new(py, &self.header().encode()),
-        )
-    }
-
-    /// How numpy should see one element: `("dtype", "<f4")`, `("record", json_descr)` for a
-    /// record with a valid schema, `("bfloat16", "<u2")`, `("complex32", "<f2")` or
-    /// `("void", reason)` for bytes with no numpy type (the reason says why).
-    fn element_kind(&self) -> (String, String) {
-        element_kind(
-            self.header(),
-            self.reader.trailer(),
-            self.reader.trailer_error(),
         )
     }
 
@@ -272,11 +171,26 @@ impl RawFile {
         .map_err(to_py)
     }
 
-    /// Whether decoded user-defined elements are still big-endian (their fields' byte order
-    /// is the header's, as the format does not describe them).
-    #[getter]
-    fn big_endian_records(&self) -> bool {
-        self.header().is_big_endian() && self.header().eltype == ElType::User
+    /// The bytes of the one element `key` names, read as `read_block` reads, if `key` is
+    /// numpy's index of one element: a tuple of one integer per axis (an integer alone for a
+    /// 1-d array), each a Python `int` or numpy integer (not a `bool`: numpy reads those as
+    /// masks), within bounds, negative ones counting from the end. `None` for any other key,
+    /// and for an index out of bounds, which the general path words as numpy does. This is
+    /// the path of `f[i, j, k]` with `mmap=False`: no Python planning, no block object, one
+    /// positioned read between the state checks.
+    fn read_element<'py>(
+        &self,
+        py: Python<'py>,
+        key: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let Some(ranges) = element_ranges(key, &self.header().dims)? else {
+            return Ok(None);
+        };
+        let data = py
+            .detach(|| self.checked(|| self.reader.read_subset_bytes(&ranges)))
+            .map_err(to_py)?
+            .1;
+        Ok(Some(PyBytes::new(py, &data)))
     }
 
     /// `len` data bytes from byte `start` of the data section of a plain (uncompressed) file,
@@ -297,20 +211,12 @@ impl RawFile {
     /// into `out` (a writable, C-contiguous buffer: a numpy array the caller allocated, so the
     /// result is an ordinary array that owns its memory), with positioned reads and the GIL
     /// released.
-    fn read_into(&self, py: Python<'_>, start: u64, out: PyBuffer<u8>) -> PyResult<()> {
-        if out.readonly() || !out.is_c_contiguous() {
-            return Err(ra_err("read_into needs a writable, C-contiguous buffer"));
+    fn read_into(&self, py: Python<'_>, start: u64, mut out: PyBuffer<u8>) -> PyResult<()> {
+        let bytes = output_bytes(&mut out, "read_into")?;
+        let at = self.data_range(start, bytes.len() as u64)?;
+        if bytes.is_empty() {
+            return Ok(());
         }
-        let at = self.data_range(start, out.len_bytes() as u64)?;
-        if out.len_bytes() == 0 {
-            return Ok(()); // an empty buffer may export a null pointer: nothing to read
-        }
-        // SAFETY: `out` holds the exporter's buffer, checked writable and C-contiguous, with
-        // len_bytes() bytes at buf_ptr(); nothing else in Rust aliases it. Python code in another
-        // thread could touch the array while the GIL is released, as with numpy's own
-        // `readinto`; it would see partly read bytes, never memory outside the buffer.
-        let bytes: &mut [u8] =
-            unsafe { std::slice::from_raw_parts_mut(out.buf_ptr() as *mut u8, out.len_bytes()) };
         py.detach(|| self.checked(|| Ok(read_exact_at(&self.file, bytes, at)?)))
             .map_err(to_py)
     }
@@ -320,7 +226,14 @@ impl RawFile {
     fn file_len(&self) -> u64 {
         self.file_len
     }
-}
+
+    /// The chunk settings of a chunked file, as stored in its config; `None` for any other
+    /// file. From the config the library read and validated at open: no read.
+    fn chunk_config(&self) -> Option<ChunkSettings> {
+        let config = self.reader.section().chunk_map()?.config();
+        Some(settings_of(config, self.header().elbyte))
+    }
+});
 
 impl RawFile {
     /// Runs `read`, a copying read through the descriptor, and returns its bytes only if they
@@ -334,6 +247,11 @@ impl RawFile {
 
     pub(crate) fn header(&self) -> &Header {
         self.reader.header()
+    }
+
+    /// The data section as the library's reader opened it (its config and index read then).
+    pub(crate) fn section(&self) -> &Section<impl rawarray_serde::io::ReadAt> {
+        self.reader.section()
     }
 
     /// The file offset of data bytes `start..start + len` of a plain file, or an error naming
@@ -360,6 +278,52 @@ impl RawFile {
     }
 }
 
+/// The ranges (the file's dim order) of the one element numpy's `key` names in an array of the
+/// file's `dims`, or `None` if `key` is not one element's index within bounds (see
+/// [`RawFile::read_element`]).
+fn element_ranges(
+    key: &Bound<'_, PyAny>,
+    dims: &[u64],
+) -> PyResult<Option<Vec<std::ops::Range<u64>>>> {
+    static NP_INTEGER: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+    let np_integer = NP_INTEGER.import(key.py(), "numpy", "integer")?;
+    let n = dims.len();
+    let mut ranges = vec![0..0; n];
+    // numpy's axis `axis` is the file's dim `n - 1 - axis`.
+    let mut put = |axis: usize, k: &Bound<'_, PyAny>| -> PyResult<bool> {
+        if k.is_instance_of::<PyBool>()
+            || !(k.is_instance_of::<PyInt>() || k.is_instance(np_integer)?)
+        {
+            return Ok(false);
+        }
+        let len = dims[n - 1 - axis];
+        let Ok(i) = k.extract::<i64>() else {
+            return Ok(false); // beyond any axis: out of bounds
+        };
+        let i = i128::from(i) + if i < 0 { i128::from(len) } else { 0 };
+        match u64::try_from(i) {
+            Ok(i) if i < len => {
+                ranges[n - 1 - axis] = i..i + 1;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    };
+    if let Ok(items) = key.cast::<PyTuple>() {
+        if items.len() != n {
+            return Ok(None);
+        }
+        for (axis, k) in items.iter().enumerate() {
+            if !put(axis, &k)? {
+                return Ok(None);
+            }
+        }
+    } else if n != 1 || !put(0, key)? {
+        return Ok(None);
+    }
+    Ok(Some(ranges))
+}
+
 fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
     let file = File::open(path)?;
     let (reader, opened) = Opened::open(
@@ -369,20 +333,13 @@ fn open_raw(path: &Path) -> rawarray_serde::Result<RawFile> {
         |r: &ArrayReader| (r.header().clone(), r.header().encoded_len() as u64),
         Header::decode_any,
     )?;
-    let meta = file.metadata()?;
-    #[cfg(unix)]
-    let (dev, ino) = {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    };
-    #[cfg(not(unix))]
-    let (dev, ino) = (0, 0);
+    let (dev, ino) = file_id(&file)?;
     Ok(RawFile {
-        file,
-        reader,
         // The length after the header: a record writer appends data before the header that
         // counts it, so a length taken first could be shorter than what the header describes.
-        file_len: meta.len(),
+        file_len: file.metadata()?.len(),
+        file,
+        reader,
         dev,
         ino,
         path: path.to_path_buf(),

@@ -11,6 +11,7 @@ mod chunked;
 mod dtype;
 mod errors;
 mod file;
+mod head;
 mod query;
 mod ragged;
 mod ragged_file;

@@ -3,19 +3,19 @@
 //! header, the offsets, the text marker) is the library's.
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
 
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use rawarray_serde::{
     bf16, f16, Complex, ElType, Element, Layout, RaggedHeader, RaggedOptions,
     RaggedWriter as LibRaggedWriter,
 };
 
+use crate::buffer::input_bytes;
 use crate::chunked::{write_options, Packing};
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::writers::Held;
 
 /// Whether the file at `path` is a ragged array (flag bit 3, by the library's test of its
 /// first 16 bytes); false for a file too short to tell, whose reader reports it.
@@ -35,21 +35,6 @@ pub(crate) fn is_ragged(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
             format!("{}: {e}", path.display()),
         ))
     })
-}
-
-/// The bytes of a C-contiguous buffer, only read (an empty one may export a null pointer).
-fn buffer_bytes<'a>(data: &'a PyBuffer<u8>, what: &str) -> PyResult<&'a [u8]> {
-    if !data.is_c_contiguous() {
-        return Err(ra_err(format!("{what} must be C-contiguous bytes")));
-    }
-    if data.len_bytes() == 0 {
-        return Ok(&[]);
-    }
-    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid while borrowed
-    // from it) and was checked C-contiguous with len_bytes() bytes at buf_ptr(); it is only
-    // read. Python code in another thread could write to it while the GIL is released, as
-    // with numpy's own `tofile`: the file then holds some mix of old and new bytes.
-    Ok(unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) })
 }
 
 /// The layout of one value: the element's, inside one array per value dim (innermost first,
@@ -91,8 +76,8 @@ pub(crate) fn write_ragged(
     statistics: Option<bool>,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
-    let offset_bytes = buffer_bytes(&offsets, "offsets")?;
-    let value_bytes = buffer_bytes(&values, "values")?;
+    let offset_bytes = input_bytes(&offsets, "offsets")?;
+    let value_bytes = input_bytes(&values, "values")?;
     if !offset_bytes.len().is_multiple_of(8) || offset_bytes.is_empty() {
         return Err(ra_err(format!(
             "offsets: expected rows + 1 little-endian u64s, found {} bytes",
@@ -225,26 +210,53 @@ fn open_writer<T: Element>(
 /// Threads may share one: a mutex serializes its calls, with the GIL released.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 pub(crate) struct RaggedWriter {
-    /// `None` once closed.
-    inner: Mutex<Option<Writer>>,
+    inner: Held<Writer>,
 }
 
 #[pymethods]
 impl RaggedWriter {
     /// Creates the file (`append=False`, atomically replacing any old one) or opens it to
     /// append, for values of `descr_json` (a numpy scalar dtype; `text` for UTF-8 rows of
-    /// `|u1`).
+    /// `|u1`). `write_ragged`'s chunked keywords (`chunk_values`: values per chunk,
+    /// `block_values`: values per block) compress the values of a new file (doc/format.md,
+    /// section 10.2); an opened file keeps its own storage.
     #[new]
-    #[pyo3(signature = (path, descr_json, text=false, append=false))]
+    #[pyo3(signature = (path, descr_json, text=false, append=false, codec=None, level=None, shuffle=None,
+                        chunk_values=None, threads=0, filters=None, block_values=None, layout_version=None,
+                        statistics=None))]
+    #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
         path: PathBuf,
         descr_json: &str,
         text: bool,
         append: bool,
+        codec: Option<&str>,
+        level: Option<i32>,
+        shuffle: Option<&str>,
+        chunk_values: Option<u64>,
+        threads: usize,
+        filters: Option<Bound<'_, PyAny>>,
+        block_values: Option<u64>,
+        layout_version: Option<u32>,
+        statistics: Option<bool>,
     ) -> PyResult<RaggedWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
-        let opts = RaggedOptions::new().text(text);
+        // Rows of scalars: a chunk (and a block) is a count of values.
+        let packing = Packing::new(
+            codec,
+            level,
+            shuffle,
+            filters.as_ref(),
+            chunk_values.map(|n| vec![n]),
+            block_values.map(|n| vec![n]),
+            layout_version,
+            statistics,
+            threads,
+        )?;
+        // The library refuses "lz4-whole" (rows are appended and read alone).
+        let (storage, _) = write_options(false, &packing)?;
+        let opts = RaggedOptions::new().text(text).storage(storage);
         let is_bool = layout.as_ref() == Some(&bool::layout());
         if layout.is_some() && !is_bool {
             return Err(ra_err(format!(
@@ -281,7 +293,7 @@ impl RaggedWriter {
         };
         match writer.map_err(|e| at_path(e, &path, doing))? {
             Some(w) => Ok(RaggedWriter {
-                inner: Mutex::new(Some(w)),
+                inner: Held::new(w, "rawarray.RaggedWriter"),
             }),
             None => Err(ra_err(format!(
                 "RaggedWriter appends rows of numpy's scalar types, not {descr_json}"
@@ -292,66 +304,39 @@ impl RaggedWriter {
     /// Appends one row, its values packed little-endian (C-contiguous bytes); not committed
     /// until `flush`.
     fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
-        let bytes = buffer_bytes(&data, "a row")?;
-        self.with_writer(py, |w| w.append(bytes))
+        let bytes = input_bytes(&data, "a row")?;
+        self.inner.with(py, |w| w.append(bytes))
     }
 
     /// Commits the rows appended so far: readers see them, a killed process keeps them.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, Writer::flush)
+        self.inner.with(py, Writer::flush)
     }
 
     /// Commits and syncs: the rows survive a power cut too.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, Writer::sync)
+        self.inner.with(py, Writer::sync)
     }
 
     /// Commits, trims the file and releases its lock. Closing twice is allowed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match lock(&self.inner).take() {
-            Some(w) => w.finish(),
-            None => Ok(()),
-        })
-        .map_err(to_py)
+        self.inner.close(py, Writer::finish)
     }
 
     /// Rows appended, committed or not.
     fn __len__(&self, py: Python<'_>) -> usize {
-        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.rows() as usize))
+        self.inner.peek(py, 0, |w| w.rows() as usize)
     }
 
     /// Rows the file's header covers: those of the last flush.
     #[getter]
     fn flushed_len(&self, py: Python<'_>) -> u64 {
-        py.detach(|| lock(&self.inner).as_ref().map_or(0, Writer::flushed_rows))
+        self.inner.peek(py, 0, Writer::flushed_rows)
     }
 
     /// Whether `close` has run.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.inner).is_none())
-    }
-}
-
-/// The writer's lock; a panic while it was held leaves the writer as the library left it.
-fn lock(m: &Mutex<Option<Writer>>) -> MutexGuard<'_, Option<Writer>> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl RaggedWriter {
-    /// Runs `op` on the open writer, holding its lock, with the GIL released.
-    fn with_writer<T: Send>(
-        &self,
-        py: Python<'_>,
-        op: impl FnOnce(&mut Writer) -> rawarray_serde::Result<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| match lock(&self.inner).as_mut() {
-            Some(w) => op(w).map_err(Some),
-            None => Err(None),
-        })
-        .map_err(|e| match e {
-            Some(e) => to_py(e),
-            None => PyValueError::new_err("I/O operation on a closed rawarray.RaggedWriter"),
-        })
+        self.inner.is_closed(py)
     }
 }

@@ -19,8 +19,8 @@ use rawarray_serde::{Header, StoreArrayReader};
 
 use crate::buffer::{Buffer, Bytes};
 use crate::chunked::{settings_of, ChunkSettings};
-use crate::dtype::element_kind;
 use crate::errors::to_py;
+use crate::head::array_methods;
 
 /// A `.ra` object opened in an object store: its validated header and trailer (at most two
 /// requests), then blocks by ranged requests, every one pinned to the object opened (its ETag
@@ -90,8 +90,7 @@ pub(crate) fn recover_url(
     .map_err(to_py)
 }
 
-#[pymethods]
-impl StoreFile {
+array_methods!(StoreFile {
     /// Opens the object `url` names: validates its header and reads its trailer.
     #[new]
     #[pyo3(signature = (url, storage_options=None))]
@@ -123,97 +122,10 @@ impl StoreFile {
         &self.url.url
     }
 
-    /// The element type code (0 user-defined, 1 int, 2 uint, 3 float, 4 complex, 5 bfloat16).
-    #[getter]
-    fn eltype(&self) -> u64 {
-        self.header().eltype.code()
-    }
-
-    /// Bytes per element.
-    #[getter]
-    fn elbyte(&self) -> u64 {
-        self.header().elbyte
-    }
-
-    /// The dims, first fastest.
-    #[getter]
-    fn dims(&self) -> Vec<u64> {
-        self.header().dims.clone()
-    }
-
-    /// The flag bits.
-    #[getter]
-    fn flags(&self) -> u64 {
-        self.header().flags.bits()
-    }
-
-    /// Stored data bytes.
-    #[getter]
-    fn size(&self) -> u64 {
-        self.header().size
-    }
-
-    /// Elements in the array.
-    #[getter]
-    fn num_elements(&self) -> u64 {
-        self.header().num_elements()
-    }
-
-    /// Bytes of the header.
-    #[getter]
-    fn header_len(&self) -> usize {
-        self.header().encoded_len()
-    }
-
-    /// The type in words.
-    #[getter]
-    fn type_label(&self) -> String {
-        self.header().type_label()
-    }
-
-    /// The trailer's parameters as JSON, `None` without a trailer.
-    #[getter]
-    fn params_json(&self) -> Option<String> {
-        self.reader.trailer().map(|t| t.params.to_string())
-    }
-
-    /// The trailer's record schema as JSON, if any.
-    #[getter]
-    fn schema_json(&self) -> Option<String> {
-        let schema = self.reader.trailer()?.schema.as_ref()?;
-        serde_json::to_string(schema).ok()
-    }
-
-    /// Why the trailer could not be read, if it is damaged.
-    #[getter]
-    fn trailer_error(&self) -> Option<String> {
-        self.reader.trailer_error().map(str::to_string)
-    }
-
-    /// The trailer's keys the library does not interpret, as a JSON object.
-    #[getter]
-    fn extra_json(&self) -> Option<String> {
-        self.reader
-            .trailer()
-            .map(|t| serde_json::Value::Object(t.extra.clone()).to_string())
-    }
-
-    /// Whether decoded user-defined elements are still big-endian.
-    #[getter]
-    fn big_endian_records(&self) -> bool {
-        self.header().is_big_endian() && self.header().eltype == rawarray_serde::ElType::User
-    }
-
     /// The object's length in bytes when it was opened.
     #[getter]
     fn file_len(&self) -> u64 {
         self.reader.object_len()
-    }
-
-    /// The requests made so far, open included, and the bytes they brought: `(reads, bytes)`.
-    fn io_stats(&self) -> (u64, u64) {
-        let s = self.reader.io_stats();
-        (s.reads, s.bytes)
     }
 
     /// What was opened, to tell later whether the URL still names the same object unchanged:
@@ -238,30 +150,12 @@ impl StoreFile {
         )
     }
 
-    /// The mantissa bits the data were rounded to, as the trailer's lossy mark says
-    /// (`RawFile.rounded_to`), `None` without a mark.
-    #[getter]
-    fn rounded_to(&self) -> Option<u32> {
-        self.reader
-            .trailer()
-            .and_then(rawarray_serde::Trailer::rounded_to)
-    }
-
     /// The chunk settings of a chunked object, as `chunk_config` gives a file's; `None` for any
     /// other object. The library validated them at open: no request is made.
     fn chunk_config(&self) -> Option<ChunkSettings> {
         self.reader
             .chunk_config()
             .map(|c| settings_of(c, self.reader.header().elbyte))
-    }
-
-    /// How numpy should see one element, as `RawFile.element_kind`.
-    fn element_kind(&self) -> (String, String) {
-        element_kind(
-            self.header(),
-            self.reader.trailer(),
-            self.reader.trailer_error(),
-        )
     }
 
     /// The whole array's bytes, as `RawFile.decode` gives them (one request, streamed).
@@ -285,7 +179,7 @@ impl StoreFile {
         })
         .map_err(|e| url_error(&self.url, e))
     }
-}
+});
 
 impl StoreFile {
     fn header(&self) -> &Header {
@@ -372,16 +266,7 @@ impl StoreBlockWriter {
         ranges: Vec<(u64, u64)>,
         data: pyo3::buffer::PyBuffer<u8>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(crate::errors::ra_err("a block must be C-contiguous bytes"));
-        }
-        // SAFETY: as in `ArrayWriter::write_block`: the buffer is held, contiguous and only
-        // read, for the length it exports.
-        let bytes: &[u8] = if data.len_bytes() == 0 {
-            &[] // an empty buffer may export a null pointer, which no slice may hold
-        } else {
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
-        };
+        let bytes = crate::buffer::input_bytes(&data, "a block")?;
         let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
         py.detach(|| -> rawarray_serde::Result<()> {
             let rt = runtime()?;

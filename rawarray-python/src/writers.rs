@@ -15,9 +15,11 @@ use rawarray_serde::{
     RecordOptions, Trailer, WriteOptions,
 };
 
+use crate::buffer::input_bytes;
 use crate::chunked;
 use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
+use crate::state::file_id;
 
 /// Writes a `.ra` file atomically (temporary file, sync, rename): the header for `dims`, the
 /// bytes of `data` (C-contiguous, little-endian, `dims` in the file's order), and a trailer when
@@ -70,15 +72,13 @@ pub(crate) fn write(
     let (opts, chunk_opts) = chunked::write_options(compress, &packing)?;
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let header = Header::new(eltype, elbyte, dims).map_err(to_py)?;
-    if !data.is_c_contiguous() {
-        return Err(ra_err("data must be C-contiguous bytes"));
-    }
-    if data.len_bytes() as u64 != header.data_len() {
+    let bytes = input_bytes(&data, "data")?;
+    if bytes.len() as u64 != header.data_len() {
         return Err(ra_err(format!(
             "data: expected {} bytes for dims {:?} of {elbyte} bytes, found {}",
             header.data_len(),
             header.dims,
-            data.len_bytes()
+            bytes.len()
         )));
     }
     let params: serde_json::Value = match params_json {
@@ -127,15 +127,6 @@ pub(crate) fn write(
             Some(l) => t.with_schema(l),
             None => t,
         })
-    };
-    // SAFETY: `data` holds the exporter's buffer (so its memory stays valid) and was checked
-    // C-contiguous with len_bytes() bytes at buf_ptr(); it is only read. Python code in another
-    // thread could write to the array while the GIL is released below, as with numpy's own
-    // `tofile`; the file then holds some mix of the old and new bytes, never out-of-bounds data.
-    let bytes: &[u8] = if data.len_bytes() == 0 {
-        &[] // an empty buffer may export a null pointer, which no slice may hold
-    } else {
-        unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
     };
     // The file's bytes, written into a local temporary file or an upload alike: the section in
     // the storage `opts` select (the library's one section writer), then the trailer after it.
@@ -192,6 +183,75 @@ fn write_url(
     )))
 }
 
+/// A writer Python holds until `close`: the library's writer behind a mutex, `None` once
+/// closed. Threads may share the Python object: each call waits for the one before, and the
+/// lock is taken with the GIL released, so a thread waiting for it never blocks the thread
+/// holding it. A panic while it was held (a bug) leaves the writer as the library left it,
+/// which the library's own crash safety covers: its state is still usable.
+pub(crate) struct Held<W> {
+    inner: Mutex<Option<W>>,
+    /// The Python class, for the error of a closed writer.
+    class: &'static str,
+}
+
+impl<W: Send> Held<W> {
+    /// `writer`, open, held by an object of the Python class `class`.
+    pub(crate) fn new(writer: W, class: &'static str) -> Held<W> {
+        Held {
+            inner: Mutex::new(Some(writer)),
+            class,
+        }
+    }
+
+    /// The lock, without the GIL question (for calls that never wait long).
+    fn lock(&self) -> MutexGuard<'_, Option<W>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The error of a call on a closed writer: Python's, as for a closed file.
+    fn closed_error(&self) -> PyErr {
+        PyValueError::new_err(format!("I/O operation on a closed {}", self.class))
+    }
+
+    /// Runs `op` on the open writer, holding its lock, with the GIL released.
+    pub(crate) fn with<T: Send>(
+        &self,
+        py: Python<'_>,
+        op: impl FnOnce(&mut W) -> rawarray_serde::Result<T> + Send,
+    ) -> PyResult<T> {
+        py.detach(|| self.lock().as_mut().map(|w| op(w).map_err(to_py)))
+            .unwrap_or_else(|| Err(self.closed_error()))
+    }
+
+    /// What `get` says of the open writer, `closed` once it is closed.
+    pub(crate) fn peek<T: Send>(
+        &self,
+        py: Python<'_>,
+        closed: T,
+        get: impl FnOnce(&W) -> T + Send,
+    ) -> T {
+        py.detach(|| self.lock().as_ref().map_or(closed, get))
+    }
+
+    /// Closes: takes the writer out and runs `finish` on it (the library's commit and
+    /// release), the GIL released. Closing twice is allowed.
+    pub(crate) fn close(
+        &self,
+        py: Python<'_>,
+        finish: impl FnOnce(W) -> rawarray_serde::Result<()> + Send,
+    ) -> PyResult<()> {
+        py.detach(|| self.lock().take().map_or(Ok(()), finish))
+            .map_err(to_py)
+    }
+
+    /// Whether `close` has run.
+    pub(crate) fn is_closed(&self, py: Python<'_>) -> bool {
+        py.detach(|| self.lock().is_none())
+    }
+}
+
 /// Appends records to a `.ra` file: the library's record writer (its lock, its crash safety,
 /// its trailer with the schema and parameters) fed with packed little-endian bytes.
 ///
@@ -199,8 +259,7 @@ fn write_url(
 /// GIL released), so appends from several threads land whole, one after another.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 pub(crate) struct RecordWriter {
-    /// `None` once closed.
-    inner: Mutex<Option<DynRecordWriter>>,
+    inner: Held<DynRecordWriter>,
 }
 
 #[pymethods]
@@ -273,98 +332,53 @@ impl RecordWriter {
                 )
             })?;
         Ok(RecordWriter {
-            inner: Mutex::new(Some(inner)),
+            inner: Held::new(inner, "rawarray.RecordWriter"),
         })
     }
 
     /// Appends whole records, packed little-endian (C-contiguous bytes); not committed until
     /// `flush`.
     fn append(&self, py: Python<'_>, data: PyBuffer<u8>) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(ra_err("records must be C-contiguous bytes"));
-        }
-        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
-        let bytes: &[u8] = if data.len_bytes() == 0 {
-            &[] // an empty buffer may export a null pointer, which no slice may hold
-        } else {
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
-        };
-        self.with_writer(py, |w| w.append_bytes(bytes))
+        let bytes = input_bytes(&data, "records")?;
+        self.inner.with(py, |w| w.append_bytes(bytes))
     }
 
     /// Commits the records appended so far: readers see them, a killed process keeps them.
     fn flush(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, DynRecordWriter::flush)
+        self.inner.with(py, DynRecordWriter::flush)
     }
 
     /// Commits and syncs: the records survive a power cut too.
     fn sync(&self, py: Python<'_>) -> PyResult<()> {
-        self.with_writer(py, DynRecordWriter::sync)
+        self.inner.with(py, DynRecordWriter::sync)
     }
 
     /// Commits, trims the file and releases its lock. Closing twice is allowed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        py.detach(|| match lock(&self.inner).take() {
-            Some(writer) => writer.finish().map(|_| ()),
-            None => Ok(()),
-        })
-        .map_err(to_py)
+        self.inner.close(py, |w| w.finish().map(|_| ()))
     }
 
     /// Records appended, committed or not.
     fn __len__(&self, py: Python<'_>) -> usize {
-        py.detach(|| lock(&self.inner).as_ref().map_or(0, |w| w.len() as usize))
+        self.inner.peek(py, 0, |w| w.len() as usize)
     }
 
     /// Records the file's header covers: those of the last flush.
     #[getter]
     fn flushed_len(&self, py: Python<'_>) -> u64 {
-        py.detach(|| {
-            lock(&self.inner)
-                .as_ref()
-                .map_or(0, DynRecordWriter::flushed_len)
-        })
+        self.inner.peek(py, 0, DynRecordWriter::flushed_len)
     }
 
     /// Bytes of one record.
     #[getter]
     fn record_bytes(&self, py: Python<'_>) -> u64 {
-        py.detach(|| {
-            lock(&self.inner)
-                .as_ref()
-                .map_or(0, DynRecordWriter::record_bytes)
-        })
+        self.inner.peek(py, 0, DynRecordWriter::record_bytes)
     }
 
     /// Whether `close` has run.
     #[getter]
     fn closed(&self, py: Python<'_>) -> bool {
-        py.detach(|| lock(&self.inner).is_none())
-    }
-}
-
-/// The writer's lock. A panic while it was held (a bug) leaves the writer as the library left
-/// it, which the library's own crash safety covers: its state is still usable.
-fn lock(m: &Mutex<Option<DynRecordWriter>>) -> MutexGuard<'_, Option<DynRecordWriter>> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-impl RecordWriter {
-    /// Runs `op` on the open writer, holding its lock, with the GIL released: the lock is taken
-    /// without the GIL, so a thread waiting for it never blocks the thread holding it.
-    fn with_writer<T: Send>(
-        &self,
-        py: Python<'_>,
-        op: impl FnOnce(&mut DynRecordWriter) -> rawarray_serde::Result<T> + Send,
-    ) -> PyResult<T> {
-        py.detach(|| match lock(&self.inner).as_mut() {
-            Some(w) => op(w).map_err(Some),
-            None => Err(None),
-        })
-        .map_err(|e| match e {
-            Some(e) => to_py(e),
-            None => PyValueError::new_err("I/O operation on a closed rawarray.RecordWriter"),
-        })
+        self.inner.is_closed(py)
     }
 }
 
@@ -375,7 +389,9 @@ impl RecordWriter {
 /// per run, so writers of disjoint blocks never disturb each other. `None` once closed.
 #[pyclass(frozen, module = "rawarray._rawarray")]
 pub(crate) struct ArrayWriter {
-    inner: Mutex<Option<std::sync::Arc<LibArrayWriter>>>,
+    /// Shared with the call that uses it (so `close` in another thread waits for a block being
+    /// written rather than pulling the file from under it).
+    inner: Held<std::sync::Arc<LibArrayWriter>>,
     dev: u64,
     ino: u64,
 }
@@ -489,9 +505,11 @@ impl ArrayWriter {
                     },
                 )
             })?;
-        let (dev, ino) = file_id(&path).map_err(|e| to_py(e.into()))?;
+        let (dev, ino) = std::fs::File::open(&path)
+            .and_then(|f| file_id(&f))
+            .map_err(|e| to_py(e.into()))?;
         Ok(ArrayWriter {
-            inner: Mutex::new(Some(std::sync::Arc::new(writer))),
+            inner: Held::new(std::sync::Arc::new(writer), "rawarray.ArrayWriter"),
             dev,
             ino,
         })
@@ -528,16 +546,8 @@ impl ArrayWriter {
         ranges: Vec<(u64, u64)>,
         data: PyBuffer<u8>,
     ) -> PyResult<()> {
-        if !data.is_c_contiguous() {
-            return Err(ra_err("a block must be C-contiguous bytes"));
-        }
+        let bytes = input_bytes(&data, "a block")?;
         let w = self.writer()?;
-        // SAFETY: as in `write`: the buffer is held, contiguous and only read.
-        let bytes: &[u8] = if data.len_bytes() == 0 {
-            &[] // an empty buffer may export a null pointer, which no slice may hold
-        } else {
-            unsafe { std::slice::from_raw_parts(data.buf_ptr() as *const u8, data.len_bytes()) }
-        };
         let ranges: Vec<std::ops::Range<u64>> = ranges.into_iter().map(|(a, b)| a..b).collect();
         py.detach(|| w.write_subset_bytes(&ranges, bytes))
             .map_err(to_py)
@@ -552,49 +562,32 @@ impl ArrayWriter {
     /// Syncs and closes (the library's `finish`: the last writer removes a clean journal, and
     /// reports blocks another writer left unfinished). Closing twice is allowed.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
-        let Some(arc) = self
-            .inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
-        else {
-            return Ok(());
-        };
         // A block another thread is writing holds a clone; its end waits for it.
-        py.detach(|| {
-            let mut arc = arc;
-            loop {
-                match std::sync::Arc::try_unwrap(arc) {
-                    Ok(w) => return w.finish(),
-                    Err(again) => {
-                        arc = again;
-                        std::thread::yield_now();
-                    }
+        self.inner.close(py, |mut arc| loop {
+            match std::sync::Arc::try_unwrap(arc) {
+                Ok(w) => return w.finish(),
+                Err(again) => {
+                    arc = again;
+                    std::thread::yield_now();
                 }
             }
         })
-        .map_err(to_py)
     }
 
     /// Whether `close` has run.
     #[getter]
-    fn closed(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .is_none()
+    fn closed(&self, py: Python<'_>) -> bool {
+        self.inner.is_closed(py)
     }
 }
 
 impl ArrayWriter {
-    /// The open writer, shared with the call that uses it (so `close` in another thread waits
-    /// for a block being written rather than pulling the file from under it).
+    /// The open writer, shared with the call that uses it.
     fn writer(&self) -> PyResult<std::sync::Arc<LibArrayWriter>> {
         self.inner
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
-            .ok_or_else(|| PyValueError::new_err("I/O operation on a closed rawarray.ArrayWriter"))
+            .ok_or_else(|| self.inner.closed_error())
     }
 }
 
@@ -610,18 +603,4 @@ fn mark_created(path: &Path, h: &Header, t: &Trailer) -> rawarray_serde::Result<
     file.seek(SeekFrom::Start(end))?;
     file.write_all(&t.encode_block(end))?;
     Ok(())
-}
-
-/// Device and inode of the file at `path` (zero where the platform has none).
-fn file_id(path: &Path) -> std::io::Result<(u64, u64)> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        let m = std::fs::metadata(path)?;
-        Ok((m.dev(), m.ino()))
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::metadata(path).map(|_| (0, 0))
-    }
 }

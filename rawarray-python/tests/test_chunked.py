@@ -420,6 +420,45 @@ def test_chunks_are_in_numpys_axis_order_and_compression_describes_the_file(tmp)
         assert not p.header["compressed"] and l.header["compressed"] and l.header["flags"] == 2
 
 
+def test_storage_is_the_librarys_name_for_the_flag_bits(tmp):
+    """``storage`` (what the Python layer asks instead of testing flag bits) names the storage
+    kind the header's flags say: bit 2 LZ4 whole, bit 4 chunked, neither plain."""
+    a = sample("<f4", (6, 10))
+    rawarray.write(tmp / "p.ra", a)
+    rawarray.write(tmp / "l.ra", a, compress=True)
+    rawarray.write(tmp / "c.ra", a, codec="zstd")
+    names = {0: "plain", 2: "lz4-whole", 4: "chunked"}
+    for name in ("p.ra", "l.ra", "c.ra"):
+        (flags,) = struct.unpack_from("<Q", (tmp / name).read_bytes(), 8)
+        with rawarray.open(tmp / name) as f:
+            assert f._raw.storage == names[flags], name
+            assert f.header["compressed"] == (flags != 0)
+            np.testing.assert_array_equal(f.array(), a)
+
+
+def test_chunk_settings_are_those_of_the_file_opened_even_once_rewritten_in_place(tmp):
+    """The settings come from the config the library read at open: the file rewritten in
+    place (``cp``) afterwards changes neither them nor the data an open reader refuses."""
+    a = sample("<f4", (6, 10, 20))
+    path = tmp / "c.ra"
+    rawarray.write(path, a, chunks=(2, 5, 20), codec="zstd", level=5, shuffle="bit")
+    rawarray.write(tmp / "other.ra", a, chunks=(3, 10, 20), codec="lz4")
+    f = rawarray.open(path, mmap=False)
+    before = f._raw.chunk_config()
+    _, config, _ = decode_by_hand(path.read_bytes())
+    assert before["chunk"] == config["chunk"] == [20, 5, 2] and before["level"] == 5
+    with open(path, "r+b") as out:            # cp of the other file, in place
+        out.truncate(0)
+        out.write((tmp / "other.ra").read_bytes())
+    assert f._raw.chunk_config() == before
+    assert f.chunks == (2, 5, 20) and f.compression["codec"] == "zstd"
+    with pytest.raises(rawarray.RaError, match="the file changed"):
+        f.array()
+    f.close()
+    with rawarray.open(path) as g:
+        assert g.chunks == (3, 10, 20) and g.compression["codec"] == "lz4"
+
+
 def test_any_codec_keyword_selects_the_chunked_layout_and_the_defaults_are_zstd_3_byte(tmp):
     a = sample("<f8", (40, 30))
     for kw in [dict(codec="zstd"), dict(chunks=(8, 8)), dict(level=3), dict(shuffle="byte")]:

@@ -294,3 +294,73 @@ def test_one_block_keys_skip_the_planning(tmp, monkeypatch):
             np.testing.assert_array_equal(f[key], a[key])
         with pytest.raises(AssertionError, match="planned"):
             f[[0, 1]]                   # an advanced key is planned
+
+
+# Keys of one element each (of shape (4, 5, 3)): numpy's scalar, read by the binding's
+# one-element path, which neither plans nor builds a block.
+ELEMENT_KEYS = [(1, 2, 0), (-1, -5, -3), (3, 4, 2), (np.int64(3), np.uint8(4), np.int32(-1)),
+                (np.intp(0), 1, np.int16(-2))]
+# Keys that look like one element's and are not, or are out of bounds: numpy's answer or
+# numpy's error through the general path.
+NOT_ELEMENT_KEYS = [(True, 1, 2), (1, np.True_, 2, 0), (1, 2), (1, 2, slice(0, 1)),
+                    (1, 2, np.array(0)), (1, [2], 0), (0, 0, 0, None)]
+BAD_ELEMENT_KEYS = [((1, 2, 3), "index 3 is out of bounds for axis 2 with size 3"),
+                    ((-5, 0, 0), "index -5 is out of bounds for axis 0 with size 4"),
+                    ((1, 2.0, 0), "only integers, slices"),
+                    ((0, 0, 0, 0), "too many indices"),
+                    # numpy says "only integers"; the file names the axis it is out of.
+                    ((2**70, 0, 0), "only integers|out of bounds for axis 0 with size 4")]
+
+
+@pytest.mark.parametrize("element,mode", ONE_BLOCK_CASES)
+def test_one_element_keys_give_numpys_scalar_without_planning(tmp, element, mode, monkeypatch):
+    from rawarray import _indexing
+
+    shape = (4, 5, 3)
+    a = (np.arange(60).reshape(shape) % 3 == 1) if element == "bool" else sample(element, shape)
+    path = tmp / "e.ra"
+    if mode == "big":
+        f = write_file(path, a, mode)
+    else:
+        opts = {"pread": {}, "lz4": {"compress": True}, "chunked": {"chunks": (2, 5, 3)}}[mode]
+        rawarray.write(path, a, **opts)
+        f = rawarray.open(path, mmap=False)
+    with f:
+        f[0, 0, 0]                      # a bool file is checked whole on its first read
+        with monkeypatch.context() as m:
+            def no_python(*args):
+                raise AssertionError("an element key went through Python's planning")
+
+            m.setattr(_indexing, "_one_block", no_python)
+            m.setattr(_indexing, "_normalize", no_python)
+            for key in ELEMENT_KEYS:
+                want, before = a[key], f.io_stats["reads"]
+                got = f[key]
+                assert type(got) is type(want) and got.dtype == want.dtype, key
+                np.testing.assert_array_equal(got, want)
+                if mode == "pread":
+                    assert f.io_stats["reads"] - before == 1, key
+        for key in NOT_ELEMENT_KEYS:
+            want, got = a[key], f[key]
+            assert type(got) is type(want) and np.shape(got) == np.shape(want), key
+            np.testing.assert_array_equal(got, want)
+        for key, message in BAD_ELEMENT_KEYS:
+            with pytest.raises(IndexError, match=message):
+                a[key]                  # numpy's own words, which the file's must match
+            with pytest.raises(IndexError, match=message):
+                f[key]
+
+
+def test_one_element_of_a_1d_file_and_after_close(tmp):
+    a = values("i4", (9,))
+    rawarray.write(tmp / "v.ra", a)
+    f = rawarray.open(tmp / "v.ra", mmap=False)
+    for key in [0, 8, -1, -9, np.int64(4), np.uint16(3), (2,)]:
+        got = f[key]
+        assert type(got) is np.int32 and got == a[key], key
+    with pytest.raises(IndexError, match="index 9 is out of bounds for axis 0 with size 9"):
+        f[9]
+    np.testing.assert_array_equal(f[True], a[True])
+    f.close()
+    with pytest.raises(ValueError, match="closed"):
+        f[1]

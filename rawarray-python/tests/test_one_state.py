@@ -118,7 +118,8 @@ def test_a_file_reads_one_version_per_read_while_rewritten_in_place(tmp, how):
             "chunked": {"chunks": (8, 100), "codec": "zstd"}}[how]
     mmap = how != "plain, mmap=False"     # LZ4 and chunked files decode: copying reads anyway
     versions = [(v, opts) for v in PLANE]
-    reads = [lambda f: f[0], lambda f: f[:, 50:], lambda f: f[[3, 37], ::7]]
+    # A row, a block, an advanced key, and one element (read by the binding's own path).
+    reads = [lambda f: f[0], lambda f: f[:, 50:], lambda f: f[[3, 37], ::7], lambda f: f[29, 71]]
     if how == "chunked":
         reads.append(lambda f: f.array())
     whole, changed = run_rounds(tmp, tmp / "p.ra", versions,
@@ -158,11 +159,12 @@ def test_the_error_says_what_happened_and_what_to_do(tmp):
         rawarray.write(tmp / "b.ra", PLANE[1])
         out.write((tmp / "b.ra").read_bytes())
     assert len(raw) == path.stat().st_size
-    with pytest.raises(rawarray.RaError) as e:
-        f[:, 50:]
-    msg = str(e.value)
-    assert str(path) in msg and "the file changed since it was opened" in msg
-    assert "open it again" in msg
+    for key in [(slice(None), slice(50, None)), (29, 71)]:
+        with pytest.raises(rawarray.RaError) as e:
+            f[key]
+        msg = str(e.value)
+        assert str(path) in msg and "the file changed since it was opened" in msg, key
+        assert "open it again" in msg
     # Opened again, it reads the new version.
     with rawarray.open(path, mmap=False) as g:
         assert np.array_equal(g[:, 50:], PLANE[1][:, 50:])

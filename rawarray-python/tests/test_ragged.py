@@ -522,3 +522,75 @@ def test_compressed_text_and_refused_codec_keywords(tmp):
         with pytest.raises(rawarray.RaError, match=why):
             rawarray.write(tmp / "bad.ra", words, **kw)
     assert not (tmp / "bad.ra").exists()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+@pytest.mark.parametrize("codec, filt", [("zstd", "byte"), ("lz4", "bit"), ("none", "none")])
+def test_the_writer_compresses_rows_as_write_does(tmp, codec, filt, version):
+    rng = np.random.default_rng(11)
+    rows = [np.round(rng.standard_normal(int(k)), 1).astype("<f4") for k in rng.integers(0, 40, 900)]
+    path = tmp / "w.ra"
+    # Flushes of 1 to 49 rows into chunks of 100 values: most end inside a chunk.
+    with rawarray.RaggedWriter(path, "<f4", codec=codec, shuffle=filt, chunks=100, threads=2,
+                               layout_version=version) as w:
+        k = 0
+        while k < 600:
+            for r in rows[k:k + 1 + k % 49]:
+                w.append(r)
+            w.flush()
+            k = len(w)
+            assert w.flushed_len == k
+            # A reader between flushes sees exactly the rows flushed, against numpy's.
+            got = rawarray.read(path)
+            assert len(got) == k and all(np.array_equal(a, b) for a, b in zip(got, rows))
+    with rawarray.RaggedWriter(path, "<f4", mode="a") as w:     # continues, as written
+        for r in rows[600:]:
+            w.append(r)
+    raw = path.read_bytes()
+    flags, eltype, elbyte = struct.unpack_from("<3Q", raw, 8)
+    assert (flags, eltype, elbyte) == (12, 3, 4)                # compressed values (10.2)
+    (slots,) = struct.unpack_from("<Q", raw, 64)
+    section = 72 + 8 * slots
+    assert raw[section:section + 8] == (b"RACHUNK1" if version == 1 else b"RACHUNK2")
+    offsets = np.concatenate([[0], np.cumsum([len(r) for r in rows])]).astype("<u8")
+    assert np.array_equal(np.frombuffer(raw, "<u8", len(offsets), 72), offsets)
+    got = rawarray.read(path)
+    assert len(got) == len(rows) and all(np.array_equal(a, b) for a, b in zip(got, rows))
+    with rawarray.open(path) as f:
+        assert f.compression["codec"] == codec
+        assert f.compression["chunks"][0] == 100
+        for k in (0, 1, 599, 600, len(rows) - 1):
+            assert np.array_equal(f[k], rows[k])
+
+
+def test_the_writer_compresses_text_rows(tmp):
+    words = [("hé" * (k % 5)) + str(k) + ("ünïcödé" if k % 3 else "") for k in range(500)]
+    path = tmp / "t.ra"
+    with rawarray.RaggedWriter(path, str, codec="zstd") as w:    # chunks: the first flush's
+        for k, s in enumerate(words[:300]):
+            w.append(s)
+            if k % 17 == 3:
+                w.flush()
+    with rawarray.RaggedWriter(path, str, mode="a") as w:
+        for s in words[300:]:
+            w.append(s)
+    r = rawarray.read(path)
+    assert r.is_text and r.to_list() == words
+    assert struct.unpack_from("<Q", path.read_bytes(), 8) == (12,)
+    with rawarray.open(path) as f:
+        assert f[321] == words[321] and f.compression["codec"] == "zstd"
+
+
+def test_the_writers_refused_codec_keywords(tmp):
+    for kw, why in [(dict(codec="lz4-whole"), "lz4-whole"), (dict(chunks=(4,)), "values per chunk"),
+                    (dict(chunks=0), "values per chunk"), (dict(codec="gzip"), "codec: expected"),
+                    (dict(blocks=-1), "values per block")]:
+        with pytest.raises(rawarray.RaError, match=why):
+            rawarray.RaggedWriter(tmp / "bad.ra", "<f8", **kw)
+    assert not (tmp / "bad.ra").exists()
+    # A file of plain values keeps them: compression keywords with mode="a" are refused.
+    with rawarray.RaggedWriter(tmp / "p.ra", "<f8") as w:
+        w.append([1.0, 2.0])
+    with pytest.raises(rawarray.RaError, match="values are plain.*codec"):
+        rawarray.RaggedWriter(tmp / "p.ra", "<f8", mode="a", codec="zstd")
+    assert rawarray.read(tmp / "p.ra").to_list()[0].tolist() == [1.0, 2.0]

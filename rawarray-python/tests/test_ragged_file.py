@@ -156,3 +156,50 @@ def test_hostile_ragged_files_read_with_copies_are_errors_not_crashes(tmp, name,
     line = out.stdout.strip()
     assert line.startswith("RaError"), (name, line, out.stderr[-2000:])
     assert why in line, (name, line)            # the mapped reader's words
+
+
+@pytest.mark.parametrize("mmap", [True, False])
+def test_compression_and_warnings_are_those_of_the_file_opened(tmp, mmap):
+    """From the values' config and index the library read at open: the file rewritten in place
+    afterwards changes neither, where rows then raise the error that the file changed."""
+    data = rows()
+    path = tmp / "z.ra"
+    rawarray.write(path, data, codec="zstd", shuffle="byte", chunks=500)
+    rawarray.write(tmp / "o.ra", data, codec="lz4", shuffle="bit", chunks=300)
+    f = rawarray.open(path, mmap=mmap)
+    before = f.compression
+    assert (before["codec"], before["chunks"]) == ("zstd", (500,))
+    assert f._raw.warnings == []
+    with open(path, "r+b") as out:            # cp of the other file, in place
+        out.truncate(0)
+        out.write((tmp / "o.ra").read_bytes())
+    assert f.compression == before and f._raw.chunk_config()[0]["codec"] == "zstd"
+    assert f._raw.warnings == []
+    with pytest.raises(rawarray.RaError, match="the file changed"):
+        f[1]
+    f.close()
+    with rawarray.open(path, mmap=mmap) as g:
+        assert (g.compression["codec"], g.compression["chunks"]) == ("lz4", (300,))
+        assert all(np.array_equal(g[k], data[k]) for k in (0, 150, len(data) - 1))
+
+
+def test_a_damaged_schema_leaves_the_values_to_the_header_as_for_an_array(tmp):
+    """One reading of the element for every kind of file (the package's ``element_kind``): a
+    trailer whose schema does not describe the header's element (int16 for float32 values)
+    leaves them to the header, for a ragged file as for an array."""
+    from test_ragged import ragged_by_hand, trailer_block
+    from conftest import MAGIC
+    values = np.array([1.5, 2.5, -3.0], "<f4")
+    damaged = ('{"version":1,"params":null,"schema":{"kind":"scalar","eltype":"int",'
+               '"elbyte":2}}')
+    body = ragged_by_hand(3, 4, [], [0, 2, 3], values.tobytes())
+    (tmp / "r.ra").write_bytes(body + trailer_block(damaged, len(body)))
+    array = struct.pack("<6Q", MAGIC, 0, 3, 4, values.nbytes, 1) + struct.pack("<Q", 3)
+    array += values.tobytes()
+    (tmp / "a.ra").write_bytes(array + trailer_block(damaged, len(array)))
+    a = rawarray.read(tmp / "a.ra")
+    assert a.dtype == np.float32 and a.tolist() == values.tolist()
+    for mmap in (True, False):
+        with rawarray.open(tmp / "r.ra", mmap=mmap) as f:
+            assert f.dtype == np.float32
+            assert f[0].tolist() == [1.5, 2.5] and f[1].tolist() == [-3.0]

@@ -348,14 +348,7 @@ impl Header {
     }
 
     fn decode_layouts(bytes: &[u8], chunked: bool) -> Result<Header> {
-        check_magic(bytes)?;
-        let fixed = bytes
-            .get(..FIXED_HEADER_LEN)
-            .ok_or(ErrorKind::HeaderTruncated {
-                needed: FIXED_HEADER_LEN as u64,
-                found: bytes.len() as u64,
-            })?;
-        let words = Fixed::parse(fixed.try_into().expect("48 bytes"), chunked)?;
+        let words = Fixed::parse(magic_and_fixed(bytes)?, chunked)?;
         let dims_len = words.dims_bytes(bytes.len() as u64 - FIXED_HEADER_LEN as u64)?;
         let dims = bytes[FIXED_HEADER_LEN..FIXED_HEADER_LEN + dims_len]
             .chunks_exact(8)
@@ -539,6 +532,23 @@ pub(crate) fn data_len(elbyte: u64, dims: &[u64]) -> Result<u64> {
         }
         .into()
     })
+}
+
+/// The fixed part of the header at the start of `bytes`, its magic checked first (on what
+/// there is: an input that is no `.ra` file is refused as such, even when shorter than a
+/// header; doc/format.md section 10), or the error naming the bytes it needs.
+pub(crate) fn magic_and_fixed(bytes: &[u8]) -> Result<&[u8; FIXED_HEADER_LEN]> {
+    check_magic(bytes)?;
+    bytes
+        .get(..FIXED_HEADER_LEN)
+        .and_then(|b| b.try_into().ok())
+        .ok_or_else(|| {
+            ErrorKind::HeaderTruncated {
+                needed: FIXED_HEADER_LEN as u64,
+                found: bytes.len() as u64,
+            }
+            .into()
+        })
 }
 
 pub(crate) fn le_u64(b: &[u8]) -> u64 {

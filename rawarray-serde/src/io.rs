@@ -3,11 +3,12 @@
 //! that knows the state it was opened in and refuses to mix it with another.
 //!
 //! Every reader that copies through an open file reads through a [`PinnedFile`] and takes its
-//! state ([`ReadAt::state`]) before and after each read (size, change times to the nanosecond,
-//! header): a read during which the file changed is an error saying so, never rows of one
-//! version and rows of another, and a read that finds the file is no longer the one opened (a
-//! header that is not the same file grown, or a file cut below its data) is an error too. A
-//! file replaced by rename is not a change: the open file is the old one. A file that grew as
+//! state ([`ReadAt::state`]) before and after each read (inode, size and modification time to
+//! the nanosecond, by one `fstat`; the header too when those moved): a read during which the
+//! file changed is an error saying so, never rows of one version and rows of another, and a
+//! read that finds the file is no longer the one opened (a header that is not the same file
+//! grown, or a file cut below its data) is an error too. A file replaced by rename is not a
+//! change: the open file is the old one. A file that grew as
 //! the format's writers grow files (a record file's flush, a chunked file's commit: the same
 //! header but a larger last dim or `size`) is still the file opened: committed bytes are never
 //! written again. Caches of decoded bytes are dropped when the state changes between reads.
@@ -109,40 +110,32 @@ impl ReadAt for memmap2::Mmap {
     }
 }
 
-impl<T: ReadAt + ?Sized> ReadAt for &T {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_exact_at(buf, offset)
-    }
-    fn source_len(&self) -> io::Result<u64> {
-        (**self).source_len()
-    }
-    fn state(&self) -> Result<Option<FileState>> {
-        (**self).state()
-    }
-    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
-        (**self).still_holds(then, now)
-    }
-    fn has(&self, range: std::ops::Range<u64>) -> bool {
-        (**self).has(range)
-    }
+/// `ReadAt` through a pointer: every method asks the pointee.
+macro_rules! read_at_through {
+    ($($ptr:ty where $bound:path);+ $(;)?) => {$(
+        impl<T: ReadAt + ?Sized + $bound> ReadAt for $ptr {
+            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+                (**self).read_exact_at(buf, offset)
+            }
+            fn source_len(&self) -> io::Result<u64> {
+                (**self).source_len()
+            }
+            fn state(&self) -> Result<Option<FileState>> {
+                (**self).state()
+            }
+            fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
+                (**self).still_holds(then, now)
+            }
+            fn has(&self, range: std::ops::Range<u64>) -> bool {
+                (**self).has(range)
+            }
+        }
+    )+};
 }
 
-impl<T: ReadAt + ?Sized + Send> ReadAt for std::sync::Arc<T> {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        (**self).read_exact_at(buf, offset)
-    }
-    fn source_len(&self) -> io::Result<u64> {
-        (**self).source_len()
-    }
-    fn state(&self) -> Result<Option<FileState>> {
-        (**self).state()
-    }
-    fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
-        (**self).still_holds(then, now)
-    }
-    fn has(&self, range: std::ops::Range<u64>) -> bool {
-        (**self).has(range)
-    }
+read_at_through! {
+    &T where Sync;
+    std::sync::Arc<T> where Send;
 }
 
 /// What identifies one state of a file: its inode, length, modification time to the
@@ -194,6 +187,13 @@ impl FileState {
         }
     }
 
+    /// Whether `meta` (an `fstat` of the file now) shows this state's inode, length and
+    /// modification time.
+    fn same_stat(&self, meta: &std::fs::Metadata) -> bool {
+        let now = FileState::from_meta(meta, Vec::new());
+        (now.dev, now.ino, now.len, now.mtime_ns) == (self.dev, self.ino, self.len, self.mtime_ns)
+    }
+
     /// Whether `now` is still the file of this state: the same inode, a header of the same
     /// file (perhaps grown: a larger `size` or last dim), the data this header describes all
     /// there, and not a write that kept both the length and the header (what a rewrite in
@@ -217,7 +217,9 @@ impl FileState {
                 h.is_grown_from(&then)
                     && now.len >= (then.encoded_len() as u64).saturating_add(then.size)
             }
-            _ => false,
+            // A ragged file's header (flag bit 3), which only its readers decode.
+            _ => crate::ragged::grown_ragged(&self.header, &now.header)
+                .is_some_and(|end| now.len >= end),
         }
     }
 
@@ -264,6 +266,42 @@ impl PinnedFile {
         })
     }
 
+    /// Pins an open `file` whose header the caller has read from it already (`header`: its
+    /// bytes, as [`Header::encode`] gives them; a ragged header's may go on with its slot count
+    /// word). The pinned state must be of that header, or of the same file grown since
+    /// ([`Header::is_grown_from`]); else the file was rewritten in place between the caller's
+    /// read of the header and the pin, and this is the error saying it changed: every read
+    /// would then be checked against the new state yet laid out by the old header.
+    ///
+    /// ```
+    /// use rawarray_serde::io::PinnedFile;
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("a.ra");
+    /// rawarray_serde::to_file(&path, &vec![1u8, 2, 3]).unwrap();
+    /// let header = rawarray_serde::Header::read_from_any(&mut std::fs::File::open(&path).unwrap()).unwrap();
+    /// let file = std::fs::File::open(&path).unwrap();
+    /// assert!(PinnedFile::pin_read(file.try_clone().unwrap(), &path, &header.encode()).is_ok());
+    /// // Rewritten in place to another array before the pin.
+    /// std::fs::write(&path, rawarray_serde::to_vec(&vec![9u16; 3]).unwrap()).unwrap();
+    /// assert!(PinnedFile::pin_read(file, &path, &header.encode()).is_err());
+    /// ```
+    pub fn pin_read(file: File, path: impl AsRef<Path>, header: &[u8]) -> Result<PinnedFile> {
+        let pinned = PinnedFile::new(file, path)?;
+        let now = &pinned.state.header;
+        let read = header.get(..header_len(header)).unwrap_or(header);
+        let grown = || match (Header::decode_any(read), Header::decode_any(now)) {
+            (Ok(then), Ok(h)) => h.is_grown_from(&then),
+            _ => false,
+        };
+        if now.as_slice() == read || grown() {
+            return Ok(pinned);
+        }
+        Err(crate::Error::from(ErrorKind::Changed {
+            what: "its header is not the one it had".into(),
+        })
+        .in_file(&pinned.path))
+    }
+
     /// The open file.
     pub fn file(&self) -> &File {
         &self.file
@@ -288,7 +326,22 @@ impl ReadAt for PinnedFile {
         Ok(self.file.metadata()?.len())
     }
     fn state(&self) -> Result<Option<FileState>> {
-        let now = FileState::of(&self.file)?;
+        // One `fstat` while the file is as it was opened; the header is read again (six
+        // syscalls: twice its two parts and their lengths) only when the length or the
+        // modification time moved, to tell a file grown by a writer from one rewritten. A
+        // write in place moves the modification time, except within one tick of a file system
+        // that keeps it coarsely (Linux before 6.13 keeps it to the jiffy); such a write that
+        // keeps the length escapes this check when it keeps the header too (a rewrite of the
+        // data) whether or not the header is read, and reading it on every read, to catch the
+        // rarer one that changes it, cost a one-element read six syscalls on each side.
+        let meta = self.file.metadata()?;
+        if self.state.same_stat(&meta) {
+            return Ok(Some(self.state.clone()));
+        }
+        let now = FileState::from_meta(
+            &meta,
+            crate::fileio::stable_header_bytes(&self.file).unwrap_or_default(),
+        );
         if self.still_holds(&self.state, &now) {
             return Ok(Some(now));
         }
@@ -312,6 +365,18 @@ impl PinnedFile {
             Err(std::fs::TryLockError::Error(_)) => false,
         }
     }
+}
+
+/// Bytes of the header at the start of `bytes` by its ndims word (48 + 8 x ndims), as
+/// [`FileState`] keeps it: without a ragged file's slot count word after the dims.
+fn header_len(bytes: &[u8]) -> usize {
+    let fixed = crate::header::FIXED_HEADER_LEN;
+    bytes
+        .get(fixed - 8..fixed)
+        .map(crate::header::le_u64)
+        .and_then(|n| usize::try_from(n).ok())
+        .and_then(|n| n.checked_mul(8)?.checked_add(fixed))
+        .unwrap_or(bytes.len())
 }
 
 /// "its length went from 100 to 80 bytes" and the like, for the error.

@@ -228,7 +228,7 @@ impl<T: Element + Clone> RecordReader<T> {
         {
             Section::Read(Box::new(DataSection::open(
                 &header,
-                PinnedFile::new(file, path)?,
+                PinnedFile::pin_read(file, path, &header.encode())?,
             )?))
         } else {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away

@@ -484,12 +484,16 @@ pub fn default_chunks(dims: &[u64], elbyte: u64) -> Vec<u64> {
 }
 
 /// The default block shape of `chunk` over `dims` (doc/chunked.md 5.5): the chunk's extent
-/// (the last dim's chunk size, which a growing file fills), its largest dim halved (the last
-/// on ties) until a block holds at most `target` bytes, or one element.
+/// (the last dim's chunk size, which a growing file fills), its slowest dim halved first (the
+/// last, then the one before it, ...) until a block holds at most `target` bytes, or one
+/// element. The fastest dims stay whole, as Blosc2's B2ND keeps them: a block is a run of whole
+/// rows (planes), which shuffles and codecs see as long runs, and a plane across a slow dim
+/// decodes the fewest blocks.
 ///
 /// ```
 /// use rawarray_serde::options::default_blocks;
-/// assert_eq!(default_blocks(&[64, 64, 64], &[64, 64, 64], 4, 256 << 10), [64, 32, 32]);
+/// assert_eq!(default_blocks(&[64, 64, 64], &[64, 64, 64], 4, 256 << 10), [64, 64, 16]);
+/// assert_eq!(default_blocks(&[512, 512, 1024], &[512, 512, 1], 4, 256 << 10), [512, 128, 1]);
 /// assert_eq!(default_blocks(&[10], &[10], 8, 256 << 10), [10]);
 /// ```
 pub fn default_blocks(dims: &[u64], chunk: &[u64], elbyte: u64, target: u64) -> Vec<u64> {
@@ -504,16 +508,10 @@ pub fn default_blocks(dims: &[u64], chunk: &[u64], elbyte: u64, target: u64) -> 
         })
         .collect();
     let bytes = |b: &[u64]| b.iter().fold(elbyte, |acc, &w| acc.saturating_mul(w));
-    while bytes(&b) > target.max(elbyte) {
-        let Some((i, _)) = b
-            .iter()
-            .enumerate()
-            .filter(|(_, &w)| w > 1)
-            .max_by_key(|&(i, &w)| (w, i))
-        else {
-            break;
-        };
-        b[i] = b[i].div_ceil(2);
+    for i in (0..n).rev() {
+        while bytes(&b) > target.max(elbyte) && b[i] > 1 {
+            b[i] = b[i].div_ceil(2);
+        }
     }
     b
 }

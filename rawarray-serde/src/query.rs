@@ -49,7 +49,7 @@ use std::fmt;
 use std::ops::Range;
 
 use crate::codec::stats::{self, scalar_value, FieldStats, StatField};
-use crate::codec::ChunkMap;
+use crate::codec::{ChunkMap, Grid};
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::header::Header;
@@ -435,14 +435,15 @@ impl Column {
         matches!(self.eltype, ElType::Float | ElType::BFloat16)
     }
 
-    /// The statistics field kept for exactly this column, if any.
-    fn stat_field(&self) -> StatField {
-        StatField {
-            offset: self.offset as u32,
+    /// The statistics field that would be kept for exactly this column (`None` past the
+    /// offsets a field can name: no field is kept for it).
+    fn stat_field(&self) -> Option<StatField> {
+        Some(StatField {
+            offset: u32::try_from(self.offset).ok()?,
             count: 1,
             eltype: self.eltype,
-            width: self.width as u16,
-        }
+            width: u16::try_from(self.width).ok()?,
+        })
     }
 }
 
@@ -721,7 +722,7 @@ impl RowFilter {
         self.columns
             .iter()
             .map(|c| {
-                let want = c.stat_field();
+                let want = c.stat_field()?;
                 fields
                     .iter()
                     .position(|f| *f == want)
@@ -873,7 +874,10 @@ impl Pruning {
         Pruning::from_chunks(map, |n| filter.chunk_may_match_bound(&bound, map, n))
     }
 
-    /// The pruning that reads every chunk `keep` says may match.
+    /// The pruning that reads every chunk `keep` says may match, and the chunks past the
+    /// file's index without asking (never written, they read as zeros, which no statistics
+    /// describe): the work is bounded by the index read from the file, not by the chunk count
+    /// its header claims.
     pub fn from_chunks(map: &ChunkMap, mut keep: impl FnMut(u64) -> bool) -> Pruning {
         let grid = map.grid();
         let dims = grid.dims();
@@ -896,31 +900,31 @@ impl Pruning {
         let plane: u64 = lead.iter().product();
         let step = grid.chunk()[lead.len()];
         let slabs = count.checked_div(per_slab).unwrap_or(0);
-        for s in 0..slabs {
-            let chunks = s * per_slab..(s + 1) * per_slab;
-            let mut read = false;
-            let mut bytes = 0;
-            for n in chunks.clone() {
-                bytes += map.entry(n).len;
-            }
+        // Slabs holding a chunk of the index; those after it hold none.
+        let entries = map.index().entries().len() as u64;
+        let known = entries.div_ceil(per_slab.max(1)).min(slabs);
+        // Elements of the slab range `a..b` (the last slab clipped to the dim).
+        let span = |a: u64, b: u64| a * step * plane..b.saturating_mul(step).min(last) * plane;
+        let push = |p: &mut Pruning, r: Range<u64>| match p.ranges.last_mut() {
+            Some(prev) if prev.end == r.start => prev.end = r.end,
+            _ => p.ranges.push(r),
+        };
+        for s in 0..known {
+            // The slab's chunks in the index; one past it is read without asking.
+            let chunks = s * per_slab..((s + 1) * per_slab).min(entries);
+            let bytes: u64 = chunks.clone().map(|n| map.entry(n).len).sum();
             p.stored += bytes;
-            for n in chunks {
-                if keep(n) {
-                    read = true;
-                    break;
-                }
-            }
+            let read = chunks.end < (s + 1) * per_slab || chunks.into_iter().any(&mut keep);
             if !read {
                 continue;
             }
             p.chunks_read += per_slab;
             p.stored_read += bytes;
-            let start = s * step * plane;
-            let end = ((s + 1) * step).min(last) * plane;
-            match p.ranges.last_mut() {
-                Some(r) if r.end == start => r.end = end,
-                _ => p.ranges.push(start..end),
-            }
+            push(&mut p, span(s, s + 1));
+        }
+        if known < slabs {
+            p.chunks_read += (slabs - known) * per_slab;
+            push(&mut p, span(known, slabs));
         }
         p
     }
@@ -1013,9 +1017,6 @@ fn collect_names(layout: &Layout, base: u64, prefix: &str, out: &mut Vec<(u64, S
     }
 }
 
-/// One chunk's element range (when it has one) and, if present and readable, its statistics.
-type ChunkStats = (Option<Range<u64>>, Option<Vec<FieldStats>>);
-
 /// A file's statistics, from its index alone (no data read): per statistics field, the
 /// statistics of each chunk and of the whole file.
 ///
@@ -1038,8 +1039,13 @@ type ChunkStats = (Option<Range<u64>>, Option<Vec<FieldStats>>);
 pub struct FileStats {
     fields: Vec<StatField>,
     names: Vec<String>,
-    /// Per chunk: its element range (when one) and, if present and readable, its statistics.
-    chunks: Vec<ChunkStats>,
+    /// The chunk grid (each chunk's element range is asked of it).
+    grid: Grid,
+    /// Per chunk of the index (chunks `0 .. entries`; the index knows no later chunk, so none
+    /// was written): its statistics, if written and they are present and readable. What this
+    /// holds is bounded by the index read from the file, not by the chunk count its header
+    /// claims.
+    chunks: Vec<Option<Vec<FieldStats>>>,
     /// Written chunks without readable statistics.
     missing: Vec<u64>,
 }
@@ -1051,21 +1057,22 @@ impl FileStats {
     pub fn of(map: &ChunkMap, schema: Option<&Layout>) -> Option<FileStats> {
         let fields = map.config().stats.clone()?;
         let names = stat_field_names(&fields, element_layout(map.header(), schema).as_ref());
-        let grid = map.grid();
+        let grid = map.grid().clone();
+        let known = map.index().entries().len() as u64;
         let mut chunks = Vec::new();
         let mut missing = Vec::new();
-        for n in 0..grid.count() {
+        for n in 0..known {
             let written = !map.entry(n).is_empty();
             let stats = map.index().stats(n).map(|b| stats::parse(&fields, b));
             if written && stats.is_none() {
                 missing.push(n);
             }
-            let range = chunk_elements(map, n);
-            chunks.push((range, if written { stats } else { None }));
+            chunks.push(if written { stats } else { None });
         }
         Some(FileStats {
             fields,
             names,
+            grid,
             chunks,
             missing,
         })
@@ -1083,7 +1090,7 @@ impl FileStats {
 
     /// Chunks in the file.
     pub fn chunk_count(&self) -> u64 {
-        self.chunks.len() as u64
+        self.grid.count()
     }
 
     /// The written chunks whose statistics are absent or unreadable (damaged): the whole
@@ -1095,14 +1102,16 @@ impl FileStats {
     /// Field `k`'s statistics over chunk `n`, if it was written and its statistics are
     /// present and readable.
     pub fn chunk(&self, n: u64, k: usize) -> Option<FieldStats> {
-        let (_, s) = self.chunks.get(usize::try_from(n).ok()?)?;
+        let s = self.chunks.get(usize::try_from(n).ok()?)?;
         s.as_ref()?.get(k).copied()
     }
 
     /// The elements of the file chunk `n` holds, when they are one range (a record file's
     /// chunks, or any chunk of a 1-d array); `None` otherwise.
     pub fn chunk_elements(&self, n: u64) -> Option<Range<u64>> {
-        self.chunks.get(usize::try_from(n).ok()?)?.0.clone()
+        (n < self.grid.count())
+            .then(|| chunk_elements(&self.grid, n))
+            .flatten()
     }
 
     /// Field `k`'s statistics over the whole file as it reads, merged from every written
@@ -1124,18 +1133,15 @@ impl FileStats {
             ElType::Float | ElType::BFloat16 => Some(Value::Float(0.0)),
             _ => None,
         };
-        let unwritten = self
-            .chunks
-            .iter()
-            .any(|(range, s)| s.is_none() && range.as_ref().is_none_or(|r| !r.is_empty()));
+        // With none missing, a chunk without statistics was never written, as is every
+        // chunk past the index.
+        let unwritten = (self.chunks.len() as u64) < self.grid.count()
+            || self.chunks.iter().any(Option::is_none);
         let zeros = FieldStats {
             nan: 0,
             min_max: zero.map(|z| (z, z)),
         };
-        let written = self
-            .chunks
-            .iter()
-            .filter_map(|(_, s)| s.as_ref().map(|s| s[k]));
+        let written = self.chunks.iter().filter_map(|s| s.as_ref().map(|s| s[k]));
         for one in written.chain(unwritten.then_some(zeros)) {
             acc.nan = acc.nan.saturating_add(one.nan);
             acc.min_max = match (acc.min_max, one.min_max) {
@@ -1160,8 +1166,7 @@ impl FileStats {
 
 /// The elements chunk `n` holds as one range of the file's element order, when it is one
 /// (it spans every dim but the last whole).
-fn chunk_elements(map: &ChunkMap, n: u64) -> Option<Range<u64>> {
-    let grid = map.grid();
+fn chunk_elements(grid: &Grid, n: u64) -> Option<Range<u64>> {
     let dims = grid.dims();
     let Some((&last, lead)) = dims.split_last() else {
         return Some(0..1);
@@ -1288,16 +1293,20 @@ mod tests {
         let mut s = FileStats {
             fields: vec![StatField::scalar(ElType::Int, 2)],
             names: vec![VALUES_COLUMN.into()],
-            chunks: vec![(Some(0..4), stats(5, 9)), (Some(4..8), stats(-3, 7))],
+            grid: Grid::new(&[8], &[4], 2).unwrap(),
+            chunks: vec![stats(5, 9), stats(-3, 7)],
             missing: vec![],
         };
         let whole = |s: &FileStats| s.whole(0).unwrap().min_max;
         assert_eq!(whole(&s), Some((Value::Int(-3), Value::Int(9))));
-        s.chunks[1] = (Some(4..8), None); // never written: reads as zeros
+        s.chunks[1] = None; // never written: reads as zeros
         assert_eq!(whole(&s), Some((Value::Int(0), Value::Int(9))));
-        s.chunks.truncate(1);
-        s.chunks[0] = (Some(0..4), None);
+        s.chunks.truncate(1); // chunk 1 past the index: never written
+        assert_eq!(whole(&s), Some((Value::Int(0), Value::Int(9))));
+        s.chunks[0] = None;
         assert_eq!(whole(&s), Some((Value::Int(0), Value::Int(0))));
+        // No elements, no chunks.
+        s.grid = Grid::new(&[0], &[4], 2).unwrap();
         s.chunks.clear();
         assert_eq!(whole(&s), None);
     }

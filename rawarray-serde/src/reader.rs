@@ -179,7 +179,7 @@ impl ArrayReader {
             // break this, as they would for any mapped file.
             Source::Mapped(unsafe { MappedSection::new(&file, &header)? })
         } else {
-            Source::Pinned(PinnedFile::new(file, path)?)
+            Source::Pinned(PinnedFile::pin_read(file, path, &header.encode())?)
         };
         Ok(ArrayReader {
             path: path.to_path_buf(),

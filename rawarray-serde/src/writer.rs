@@ -9,7 +9,6 @@ use std::sync::Mutex;
 use rayon::prelude::*;
 
 use crate::atomic::AtomicFile;
-use crate::codec::grid::{runs, Place};
 use crate::codec::{Chain, ChunkWriter, Grid};
 use crate::data;
 use crate::element::Element;
@@ -735,21 +734,7 @@ impl ArrayWriter {
     /// [`crate::codec::writer`]), then ended in the journal.
     fn write_chunks(&self, c: &Chunked, ranges: &[Range<u64>], bytes: &[u8]) -> Result<()> {
         let grid = &c.grid;
-        let on_grid = ranges
-            .iter()
-            .zip(grid.chunk().iter().zip(grid.dims()))
-            .all(|(r, (&ch, &d))| r.start % ch == 0 && (r.end % ch == 0 || r.end == d));
-        if !on_grid {
-            return Err(crate::codec::config::bad(
-                &format!("block {}", block_text(ranges)),
-                format!(
-                    "a block aligned to the chunk grid (chunks {:?} over dims {:?}: each range starts at a multiple of its chunk and ends at one or at the dim)",
-                    grid.chunk(),
-                    grid.dims()
-                ),
-                "a misaligned block",
-            ));
-        }
+        grid.check_aligned(ranges)?;
         let chunks: Vec<u64> = grid.touched(ranges).collect();
         // A block holding a committed chunk is refused before it is begun or compressed, by
         // reading the index (not `ChunkWriter::open`, which reclaims what lies past the
@@ -761,32 +746,9 @@ impl ArrayWriter {
         check_unwritten(ranges, grid, &chunks, |n| Ok(!map.entry(n).is_empty()))?;
         // Begun before the slow part, so a writer killed while it compresses is reported.
         let id = self.journal.begin(ranges)?;
-        let extent: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
-        let start: Vec<u64> = ranges.iter().map(|r| r.start).collect();
-        let elbyte = self.header.elbyte;
         let encode = |&n: &u64| -> Result<(u64, Vec<u8>, u32, Vec<u8>)> {
-            let shape = grid.shape(n);
-            let at: Vec<u64> = grid
-                .origin(n)
-                .iter()
-                .zip(&start)
-                .map(|(o, s)| o - s)
-                .collect();
-            let zero = vec![0; shape.len()];
-            let mut raw = vec![0u8; data::to_usize(grid.raw_len(n))?];
-            let src = Place {
-                dims: &extent,
-                at: &at,
-            };
-            let dst = Place {
-                dims: &shape,
-                at: &zero,
-            };
-            for (s, d, len) in runs(&shape, elbyte, src, dst) {
-                let (s, d, len) = (s as usize, d as usize, len as usize);
-                raw[d..d + len].copy_from_slice(&bytes[s..s + len]);
-            }
-            let (stored, flags) = c.chain.encode_chunk(&raw, &shape)?;
+            let raw = grid.chunk_of_block(n, ranges, bytes)?;
+            let (stored, flags) = c.chain.encode_chunk(&raw, &grid.shape(n))?;
             Ok((n, stored, flags, c.stats_of(&raw)))
         };
         let compress = || chunks.par_iter().map(encode).collect::<Result<Vec<_>>>();

@@ -471,3 +471,38 @@ fn a_stream_claiming_a_terabyte_costs_what_it_holds() {
         );
     }
 }
+
+/// `Section::for_each_piece` (what `ra cat --head` and typed reads of non-POD elements stream
+/// through) holds about one piece of a chunked section, however large its leading dims: it
+/// read a slab of whole planes (every dim but the last), 4 GiB here for the 64 KiB asked.
+#[test]
+fn pieces_of_a_chunked_section_hold_a_piece_not_a_plane() {
+    use rawarray_serde::{ArrayReader, ArrayWriter};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("wide.ra");
+    // dims [2^32, 2] of u8: a plane of 4 GiB; only the first chunk (2^20 x 1) is written.
+    let w = ArrayWriter::options()
+        .array::<u8>(&[1 << 32, 2])
+        .storage(WriteOptions::new().chunks(vec![1 << 20, 1]))
+        .create(&path)
+        .unwrap();
+    let values: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
+    w.write_subset(&[0..1 << 20, 0..1], &values).unwrap();
+    w.finish().unwrap();
+    let r = ArrayReader::open(&path).unwrap();
+    let mut got = Vec::new();
+    let mut calls = 0;
+    let bytes = peak(|| {
+        r.section()
+            .for_each_piece(1 << 16, 4096, |piece| {
+                got.extend_from_slice(piece);
+                calls += 1;
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+    });
+    assert_eq!(got, values[..1 << 16]);
+    assert_eq!(calls, 16, "pieces of 4096 bytes");
+    // A piece, the decoded blocks the reader keeps, and what `got` grew to: not a plane.
+    assert!(bytes < 8 << 20, "peak {bytes} bytes");
+}

@@ -521,3 +521,38 @@ fn whole_reads_of_slabs_of_chunks_with_holes_into_a_dirty_buffer() {
         assert_eq!(reader.read_all().unwrap(), out);
     }
 }
+
+/// `Section::for_each_piece` hands out the section's bytes in file order whatever the piece:
+/// pieces smaller than a plane (every dim but the last) are read as runs of the file order
+/// (whole along the leading dims that fit, a run of the next, one index after), and equal the
+/// bytes of the whole read, up to `limit`, for pieces smaller than one dim, than a plane, and
+/// larger, and limits that end inside a run.
+#[test]
+fn pieces_of_a_chunked_section_are_its_bytes_in_file_order() {
+    use rawarray_serde::section::Section;
+    let dims = vec![37u64, 23, 5];
+    let n: u64 = dims.iter().product();
+    let a = RawArray::from_shape_vec(dims.clone(), (0..n as u16).collect()).unwrap();
+    let mut file = Vec::new();
+    a.write_to_with(
+        &mut file,
+        &WriteOptions::new().codec(Codec::Zstd).chunks(vec![8, 7, 2]),
+    )
+    .unwrap();
+    let h = rawarray_serde::Header::decode_any(&file).unwrap();
+    let s = Section::open(&h, &file[..]).unwrap();
+    let whole = s.read_all().unwrap();
+    for piece in [1usize, 10, 74, 100, 1702, 5000, 1 << 20] {
+        for limit in [0u64, 3, 74, 1000, 1703, whole.len() as u64, u64::MAX] {
+            let mut got = Vec::new();
+            s.for_each_piece(limit, piece, |p| {
+                got.extend_from_slice(p);
+                std::ops::ControlFlow::Continue(())
+            })
+            .unwrap();
+            let want = &whole[..(limit.min(whole.len() as u64) as usize)];
+            assert_eq!(got.len(), want.len(), "piece {piece}, limit {limit}");
+            assert!(got == want, "piece {piece}, limit {limit}: bytes differ");
+        }
+    }
+}

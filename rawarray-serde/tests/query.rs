@@ -901,3 +901,56 @@ fn killed_writers_never_leave_statistics_that_exclude_a_committed_record() {
     eprintln!("{checked} records found by their key");
     assert!(checked > 1000);
 }
+
+/// A header may claim far more chunks than its file holds (never-written chunks cost no
+/// bytes): the statistics and the pruning of a query cost what the index read from the file
+/// holds, not the claimed count. Here 8 `u16` in two written chunks of 4, the dim then poked
+/// to 2^40 (2^38 chunks): before, `FileStats::of` built an entry per claimed chunk (hours and
+/// terabytes) and `Pruning` visited each.
+#[test]
+fn statistics_and_pruning_cost_the_index_not_the_claimed_chunk_count() {
+    use rawarray_serde::query::{Pruning, RowFilter};
+    use rawarray_serde::section::Section;
+    let a = RawArray::from_vec((0..8u16).collect());
+    let mut bytes = Vec::new();
+    a.write_to_with(
+        &mut bytes,
+        &WriteOptions::new().codec(Codec::Zstd).chunks(vec![4]),
+    )
+    .unwrap();
+    // The one dim, word 6 of the header.
+    bytes[48..56].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let h = Header::decode_any(&bytes).unwrap();
+    let s = Section::open(&h, &bytes[..]).unwrap();
+    let map = s.chunk_map().unwrap();
+    let guard = std::time::Instant::now();
+    let stats = FileStats::of(map, None).unwrap();
+    assert_eq!(stats.chunk_count(), 1 << 38);
+    assert_eq!(
+        stats.chunk(1, 0).unwrap().min_max,
+        Some((Value::Uint(4), Value::Uint(7)))
+    );
+    assert_eq!(stats.chunk(2, 0), None);
+    assert_eq!(stats.chunk((1 << 38) - 1, 0), None);
+    assert_eq!(stats.chunk(1 << 38, 0), None);
+    assert_eq!(
+        stats.chunk_elements(1 << 37),
+        Some((1 << 39)..(1 << 39) + 4)
+    );
+    assert_eq!(stats.chunk_elements(1 << 38), None);
+    // The never-written chunks read as zeros.
+    assert_eq!(
+        stats.whole(0).unwrap().min_max,
+        Some((Value::Uint(0), Value::Uint(7)))
+    );
+    // The two written chunks hold nothing over 100; the rest have no statistics and are read.
+    let f = RowFilter::new(&Predicate::gt("values", 100u16), &u16::layout()).unwrap();
+    let p = Pruning::new(&f, &h, Some(map));
+    assert_eq!(p.ranges(), [8..1 << 40]);
+    assert_eq!((p.chunks(), p.chunks_read()), (1 << 38, (1 << 38) - 2));
+    let f = RowFilter::new(&Predicate::lt("values", 3u16), &u16::layout()).unwrap();
+    let p = Pruning::new(&f, &h, Some(map));
+    assert_eq!(p.ranges(), [0..4, 8..1 << 40]);
+    // A hang guard, not a timing: the old cost was days.
+    assert!(guard.elapsed() < std::time::Duration::from_secs(60));
+}

@@ -14,7 +14,7 @@ use std::time::Duration;
 use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{
     bf16, f16, Complex, DynArray, Element, ErrorKind, Ragged, RaggedHeader, RaggedOptions,
-    RaggedReader, RaggedWriter, RawArray,
+    RaggedReader, RaggedWriter, RawArray, ReadMode,
 };
 
 #[derive(rawarray_serde::RaRecord, Clone, Copy, Debug, PartialEq)]
@@ -168,18 +168,85 @@ fn refused(bytes: &[u8], words_in_message: &[&str]) {
         assert!(err.to_string().contains(w), "read_file: {err} lacks {w:?}");
     }
     // The mapped readers check the first and last offsets on opening, naming the same row,
-    // and the offsets of every row they touch.
-    match DynRagged::open(&path) {
-        Ok(d) => {
-            let all: Result<Vec<_>, _> = (0..d.rows()).map(|k| d.row_bytes(k)).collect();
-            assert!(all.is_err() || d.longest_row().is_err());
-        }
-        Err(err) => {
-            for w in words_in_message {
-                assert!(err.to_string().contains(w), "open: {err} lacks {w:?}");
+    // and the offsets of every row they touch; the positioned reader makes the same checks.
+    for mode in [ReadMode::Mapped, ReadMode::Positioned] {
+        match DynRagged::from_open_file(fs::File::open(&path).unwrap(), &path, mode) {
+            Ok(d) => {
+                let all: Result<Vec<_>, _> = (0..d.rows()).map(|k| d.row_bytes(k)).collect();
+                assert!(all.is_err() || d.longest_row().is_err(), "{mode:?}");
+                assert!(d.check().is_err(), "{mode:?}");
+            }
+            Err(err) => {
+                for w in words_in_message {
+                    assert!(
+                        err.to_string().contains(w),
+                        "open {mode:?}: {err} lacks {w:?}"
+                    );
+                }
             }
         }
     }
+}
+
+#[test]
+fn positioned_reads_copy_the_rows_the_map_borrows() {
+    use rawarray_serde::codec::{ChunkOptions, Codec};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = shaped(|i| i as u32 * 3);
+    let plain = dir.path().join("p.ra");
+    let chunked = dir.path().join("c.ra");
+    Ragged::from_rows(&rows).write_file(&plain).unwrap();
+    Ragged::from_rows(&rows)
+        .write_file_with(
+            &chunked,
+            &ChunkOptions::new().codec(Codec::Zstd).chunks(vec![4]),
+        )
+        .unwrap();
+    for path in [&plain, &chunked] {
+        let d =
+            DynRagged::from_open_file(fs::File::open(path).unwrap(), path, ReadMode::Positioned)
+                .unwrap();
+        assert_eq!(d.mode(), ReadMode::Positioned);
+        assert_eq!(d.values_section().is_some(), path == &chunked);
+        // The truth: each row's values by hand, little-endian.
+        for (k, row) in rows.iter().enumerate() {
+            let want: Vec<u8> = row.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let got = d.row_bytes(k as u64).unwrap();
+            assert!(matches!(got, Cow::Owned(_)));
+            assert_eq!(&*got, &want[..], "{} row {k}", path.display());
+        }
+        let offsets: Vec<u64> = d
+            .offsets_bytes()
+            .unwrap()
+            .chunks(8)
+            .map(|w| u64::from_le_bytes(w.try_into().unwrap()))
+            .collect();
+        assert_eq!(offsets, [0, 0, 1, 18, 18, 21]);
+        let all: Vec<u8> = rows
+            .iter()
+            .flatten()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(&*d.values_bytes().unwrap(), &all[..]);
+        assert_eq!(d.longest_row().unwrap(), 17);
+        d.check().unwrap();
+        assert!(d.row_bytes(5).is_err());
+    }
+    // A file cut under a positioned reader: an error, never a signal.
+    let d = DynRagged::from_open_file(
+        fs::File::open(&plain).unwrap(),
+        &plain,
+        ReadMode::Positioned,
+    )
+    .unwrap();
+    let len = fs::metadata(&plain).unwrap().len();
+    fs::OpenOptions::new()
+        .write(true)
+        .open(&plain)
+        .unwrap()
+        .set_len(len / 2)
+        .unwrap();
+    assert!(d.row_bytes(4).is_err());
 }
 
 #[test]
@@ -342,12 +409,24 @@ fn chunked_values_round_trip_through_every_reader() {
         );
         let back: Vec<Vec<f64>> = rawarray_serde::from_file(&path).unwrap();
         assert_eq!(back, rows);
-        // Appending to chunked values is refused, naming why; the file is unchanged.
-        let before = fs::read(&path).unwrap();
-        let err = RaggedWriter::<f64>::open(&path).unwrap_err();
-        assert!(err.to_string().contains("chunked"), "{err}");
-        assert!(rawarray_serde::recover(&path).is_err());
-        assert!(fs::read(&path).unwrap() == before);
+        // A file written whole is appended to in its layout (tests/ragged_chunked.rs has
+        // the rest); recover finds nothing to change in it.
+        let r0 = rawarray_serde::recover(&path).unwrap();
+        assert!(!r0.changed(), "{r0:?}");
+        let mut w = RaggedWriter::<f64>::open(&path).unwrap();
+        w.append_row(&[7.5, 8.5]).unwrap();
+        w.finish().unwrap();
+        let mut more = rows.clone();
+        more.push(vec![7.5, 8.5]);
+        assert_eq!(
+            Ragged::<f64>::read_file(&path).unwrap(),
+            Ragged::from_rows(&more)
+        );
+        assert!(
+            RaggedHeader::decode(&fs::read(&path).unwrap())
+                .unwrap()
+                .chunked
+        );
     }
     // Text, records, fixed arrays, no rows, only empty rows.
     let text = Ragged::from_strs(["Grüße", "", "日本語"]);

@@ -6,11 +6,12 @@
 //! rewrites the file as fast as it can.
 //!
 //! The two versions have different headers (the second is big-endian). A rewrite that keeps
-//! the length and the header and falls within one tick of the file system's clock (a few
-//! milliseconds: the modification time does not move) is not seen by the state check, which
-//! compares inode, length, modification time and header: a chunked section's checksums then
-//! refuse what they can, and a plain one cannot tell. This test stays out of that window; a
-//! file that grows with its header unchanged is an appending writer's, and is read.
+//! the length and falls within one tick of the file system's clock (a few milliseconds: the
+//! modification time does not move) is not seen by the state check, which compares inode,
+//! length and modification time (and the header when those moved): a chunked section's
+//! checksums then refuse what they can, and a plain one cannot tell. This test stays out of
+//! that window (each rewrite changes the length); a file that grows with its header unchanged
+//! is an appending writer's, and is read.
 
 use std::io::Write;
 use std::path::Path;
@@ -187,4 +188,51 @@ fn record_reads_under_in_place_rewrites_are_one_version_or_changed() {
     let rewrites = writer.join().unwrap();
     assert!(rewrites > 0);
     println!("records: {ok} reads of one version, {changed} 'file changed', {rewrites} rewrites");
+}
+
+/// A reader reads the header, then pins the file's state: a rewrite in place between the two
+/// pinned the new state under the old header, and every read after "held" (the state never
+/// moved again) while laying the new bytes out by the old header. `PinnedFile::pin_read` is
+/// the check every opening reader makes (`ArrayReader`, `RecordReader`, `RaggedReader`): the
+/// pinned state's header must be the one read, or the same file grown.
+#[test]
+fn a_rewrite_between_the_header_read_and_the_pin_is_changed() {
+    use rawarray_serde::io::{PinnedFile, ReadAt};
+    use rawarray_serde::{Header, RecordOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.ra");
+    let a = version(1, &WriteOptions::new());
+    std::fs::write(&path, &a).unwrap();
+    let read = Header::decode_any(&a).unwrap().encode();
+    let file = || std::fs::File::open(&path).unwrap();
+    // Nothing moved: pinned, and reads hold.
+    let pinned = PinnedFile::pin_read(file(), &path, &read).unwrap();
+    assert!(pinned.state().unwrap().is_some());
+    // Rewritten in place (big-endian: another header) after the header was read.
+    let f = file();
+    std::fs::write(&path, version(-1, &WriteOptions::new())).unwrap();
+    let err = PinnedFile::pin_read(f, &path, &read).unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::Changed { .. }),
+        "not 'changed': {err}"
+    );
+    assert!(
+        err.to_string().contains("its header is not the one it had"),
+        "{err}"
+    );
+    // A record file grown by a flush between the two is the same file: pinned.
+    let path = dir.path().join("r.ra");
+    let mut w = RecordOptions::new().create::<u32>(&path).unwrap();
+    w.append_slice(&[1, 2, 3]).unwrap();
+    w.flush().unwrap();
+    let read = Header::read_from_any(&mut file_at(&path)).unwrap().encode();
+    let f = file_at(&path);
+    w.append_slice(&[4, 5]).unwrap();
+    w.flush().unwrap();
+    assert!(PinnedFile::pin_read(f, &path, &read).is_ok());
+    w.finish().unwrap();
+}
+
+fn file_at(path: &Path) -> std::fs::File {
+    std::fs::File::open(path).unwrap()
 }

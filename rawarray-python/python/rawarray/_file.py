@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from ._rawarray import Buffer, RaError, RawFile
-from ._rawarray import chunk_config as _chunk_config
 from ._rawarray import read_chunked_into as _read_chunked_into
 from ._indexing import read_key
 from ._axes import COMPRESSION_KEYS, compression_of, numpy_order, reraise_in_numpy_order
@@ -75,9 +74,9 @@ def _where(path: str) -> str:
 
 
 # What a closed File keeps of its RawFile (every getter that reads no byte of the file).
-_METADATA = ("eltype", "elbyte", "dims", "flags", "size", "num_elements", "header_len",
-             "type_label", "params_json", "schema_json", "extra_json", "trailer_error",
-             "big_endian_records", "file_len", "rounded_to")
+_METADATA = ("eltype", "elbyte", "dims", "flags", "storage", "size", "num_elements",
+             "header_len", "type_label", "params_json", "schema_json", "extra_json",
+             "trailer_error", "big_endian_records", "file_len", "rounded_to")
 
 
 class File:
@@ -131,18 +130,23 @@ class File:
                               stacklevel=_user_stacklevel())
         self._dtype = _element_dtype(self._raw)
         self._buffer: Buffer | None = None
+        # The array of the map (or of the decoded data) that mapped indexing indexes.
+        self._view: np.ndarray | None = None
         self._bools_checked = False
-        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file. An
-        # object in a store is decoded by the library's StoreArrayReader, chunked or not, which
-        # validated its config at open.
-        self._chunking = self._raw.chunk_config() if _is_url(self.path) else _chunk_config(self._raw)
+        # (codec, level, shuffle, chunk shape in file order, block bytes) of a chunked file or
+        # object, from the config its reader validated at open.
+        self._chunking = self._raw.chunk_config()
         # What indexing asks on every call, fixed at open (a File reads the file it opened).
         self._shape = tuple(reversed(self._raw.dims))
-        self._is_plain = not (self._raw.flags & 7) and not _is_url(self.path)
+        self._is_plain = (self._raw.storage == "plain" and not self._raw.flags & 1
+                          and not _is_url(self.path))
         self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
                             else self._dtype)
         self._np_chunks = (None if self._chunking is None
                            else tuple(reversed(self._chunking["chunk"])))
+        # `f[i, j, k]` of a local file read as one element (an object is read by its store's
+        # reader through the general path).
+        self._read_element = None if _is_url(self.path) else self._raw.read_element
         # The reads of this File's Arrow streams (each opens the file itself).
         self._arrow_reads = _arrow.IoCounter()
         self.closed = False
@@ -174,7 +178,7 @@ class File:
         ratio = plain / r.size if r.size else None
         if self._chunking is not None:
             return compression_of(self._chunking, r.rounded_to, ratio)
-        if r.flags & 2:
+        if r.storage == "lz4-whole":
             return {**dict.fromkeys(COMPRESSION_KEYS), "codec": "lz4-whole",
                     "rounded_to": r.rounded_to, "ratio": ratio}
         return None
@@ -325,7 +329,7 @@ class File:
             "size": r.size,
             "header_len": r.header_len,
             "big_endian": bool(r.flags & 1),
-            "compressed": bool(r.flags & 6),
+            "compressed": r.storage != "plain",
         }
 
     @property
@@ -509,15 +513,27 @@ class File:
         only the pages a key touches are read. Otherwise (``mmap=False``, big-endian and LZ4
         files) the key is read in blocks by the library's ``ArrayReader``: each run of indices
         touched on the leading axes, and on the last axis the range from the first index to the
-        last; :attr:`io_stats` counts those reads. An LZ4 file is decompressed once, then cut
-        from. A chunked file reads and decodes only the chunks the key touches, each once (the
+        last; :attr:`io_stats` counts those reads. One element's key (an integer per axis,
+        ``f[i, j, k]``) is parsed by the library's binding and read with one positioned read
+        (or from one decoded block), with no planning in Python. An LZ4 file is decompressed
+        once, then cut from. A chunked file reads and decodes only the chunks the key touches, each once (the
         runs of an axis that no untouched chunk separates are read as one block). Keys out of
         bounds raise ``IndexError`` naming the axis, as numpy's do."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         self._check_bools_once()
         if not self._shape or (self._is_plain and self._mmap):
-            return self._mapped_array("C")[key]
+            if self._view is None:
+                self._view = self._mapped_array("C")
+            return self._view[key]
+        if self._read_element is not None:
+            # One element (`f[i, j, k]`): the library's one read, from a key parsed in Rust.
+            try:
+                element = self._read_element(key)
+            except (RaError, IndexError) as e:
+                reraise_in_numpy_order(e, len(self._shape))
+            if element is not None:
+                return np.frombuffer(element, self._read_dtype)[0]
         return read_key(key, self._shape, self._read_dtype, self._read_block, self._np_chunks)
 
     @property
@@ -540,7 +556,8 @@ class File:
         """Closes the file's descriptor and drops this object's reference to the map; views
         already made keep the map alive, and the metadata (shape, dtype, header, params,
         dim_names, coords) stays."""
-        self._buffer = None
+        self._buffer = self._view = None
+        self._read_element = None       # a method of the RawFile: it would keep it open
         if not self.closed:
             self._raw = types.SimpleNamespace(**{k: getattr(self._raw, k) for k in _METADATA})
         self.closed = True

@@ -174,7 +174,9 @@ def _one_block(key: Any, shape: tuple[int, ...], dtype: np.dtype,
     """``array[key]`` for the keys that select one block, read with one call and no planning:
     integers (not bools) and slices of step 1 (or None), at most one per axis. Any other key
     returns None for :func:`read_key`'s general path. This is the path of ``f[i]``, ``f[i, j]``
-    and ``f[a:b]``: their cost is then the library's read, not numpy's planning around it."""
+    and ``f[a:b]`` (one element's key, an integer per axis, does not come here: the binding
+    reads it, ``RawFile.read_element``): their cost is then the library's read, not numpy's
+    planning around it."""
     comps = key if isinstance(key, tuple) else (key,)
     if len(comps) > len(shape):
         return None

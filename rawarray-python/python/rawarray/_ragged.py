@@ -23,8 +23,6 @@ from ._dtype import (RaWarning, _check_storable, _checked_bools, _descr_json, _e
                      _little_endian, _user_stacklevel)
 
 _BYTES = (bytes, bytearray, memoryview)
-# RaggedFile.compression before its one read of the values' config.
-_UNREAD = object()
 
 
 class Ragged:
@@ -253,7 +251,13 @@ class RaggedFile:
         self._header = {"eltype": r.eltype, "elbyte": r.elbyte, "rows": r.rows,
                         "values": r.values_count, "value_dims": list(r.value_dims),
                         "slots": r.slots, "size": r.size, "header_len": r.header_len}
-        self._compression: Any = _UNREAD
+        # The values' settings, from the config the library read at open.
+        config = r.chunk_config()
+        self._compression: dict[str, Any] | None = None
+        if config is not None:
+            settings, plain, stored = config
+            self._compression = compression_of(settings, r.rounded_to,
+                                               plain / stored if stored else None)
         self.closed = False
 
     @property
@@ -268,15 +272,6 @@ class RaggedFile:
         plain values, else the same keys, ``chunks`` and ``blocks`` the values' shapes in
         numpy's order (values per chunk or block, then the value shape) and ``ratio`` the
         values' plain bytes over their bytes stored (the offsets are stored plain)."""
-        if self._compression is _UNREAD:
-            self._check_open()
-            config = self._raw.chunk_config()
-            if config is None:
-                self._compression = None
-            else:
-                settings, plain, stored = config
-                self._compression = compression_of(settings, self._raw.rounded_to,
-                                                   plain / stored if stored else None)
         return None if self._compression is None else dict(self._compression)
 
     def longest_row(self) -> int:

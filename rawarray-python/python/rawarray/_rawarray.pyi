@@ -46,6 +46,9 @@ class RawFile:
     @property
     def flags(self) -> int: ...
     @property
+    def storage(self) -> str:
+        """How the data section is stored: "plain", "lz4-whole" or "chunked"."""
+    @property
     def size(self) -> int: ...
     @property
     def num_elements(self) -> int: ...
@@ -63,6 +66,8 @@ class RawFile:
     def big_endian_records(self) -> bool: ...
     @property
     def file_len(self) -> int: ...
+    def chunk_config(self) -> ChunkSettings | None:
+        """The settings of a chunked file (read at open), None for any other."""
     def identity(self) -> tuple[int, int, int, bytes]: ...
     def element_kind(self) -> tuple[str, str]: ...
     def map(self) -> Buffer: ...
@@ -70,6 +75,7 @@ class RawFile:
     def read_data(self, start: int, len: int) -> Buffer: ...
     def read_into(self, start: int, out: memoryview) -> None: ...
     def read_block(self, ranges: list[tuple[int, int]]) -> Buffer: ...
+    def read_element(self, key: Any) -> bytes | None: ...
     @property
     def extra_json(self) -> str | None: ...
     @property
@@ -109,9 +115,6 @@ def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
 def storable_dtypes() -> list[str]:
     """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
 
-def chunk_config(raw: RawFile) -> ChunkSettings | None:
-    """The settings of a chunked file, None for any other."""
-
 def read_chunked_into(raw: RawFile, out: memoryview) -> None:
     """Decodes a chunked file's whole array into a writable buffer, the GIL released."""
 
@@ -132,6 +135,9 @@ class StoreFile:
     def dims(self) -> list[int]: ...
     @property
     def flags(self) -> int: ...
+    @property
+    def storage(self) -> str:
+        """How the data section is stored: "plain", "lz4-whole" or "chunked"."""
     @property
     def size(self) -> int: ...
     @property
@@ -306,7 +312,20 @@ class RaggedWriter:
     share it (its calls are serialized)."""
 
     def __init__(
-        self, path: str | PathLike[str], descr_json: str, text: bool = False, append: bool = False
+        self,
+        path: str | PathLike[str],
+        descr_json: str,
+        text: bool = False,
+        append: bool = False,
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        chunk_values: int | None = None,
+        threads: int = 0,
+        filters: Filters | None = None,
+        block_values: int | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Sequence
+from typing import Any, Self, Sequence
 
 import numpy as np
 
@@ -21,7 +21,50 @@ from ._ragged import _BYTES, RaggedFile
 from ._values import _as_writer_dtype
 
 
-class RecordWriter:
+class _Writer:
+    """What every writer does alike through the Rust writer it holds (``self._w``): closing,
+    also as a context manager."""
+
+    _w: Any
+
+    def close(self) -> None:
+        """Commits, trims the file and releases the lock (closing twice is allowed)."""
+        self._w.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` has run."""
+        return self._w.closed
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Appender(_Writer):
+    """What the appending writers (:class:`RecordWriter`, :class:`RaggedWriter`) do alike:
+    each :meth:`flush` commits what was appended by one header write."""
+
+    def flush(self) -> None:
+        """Commits what was appended: readers see it, and a killed process keeps it."""
+        self._w.flush()
+
+    def sync(self) -> None:
+        """Commits and syncs to disk: what was appended survives a power cut too."""
+        self._w.sync()
+
+    @property
+    def flushed_len(self) -> int:
+        """Records (or rows) the file's header covers: those of the last flush."""
+        return self._w.flushed_len
+
+    def __len__(self) -> int:
+        return len(self._w)
+
+
+class RecordWriter(_Appender):
     """Appends records to a ``.ra`` file as a simulation runs, through the Rust library's record
     writer: one writer at a time (an exclusive lock; a second writer gets :class:`RaError`),
     and a kill at any moment leaves a valid file holding every record of the last ``flush``.
@@ -144,39 +187,8 @@ class RecordWriter:
         if arr.size:
             self._w.append(arr.reshape(-1).view(np.uint8))
 
-    def flush(self) -> None:
-        """Commits what was appended: readers see it, and a killed process keeps it."""
-        self._w.flush()
 
-    def sync(self) -> None:
-        """Commits and syncs to disk: the records survive a power cut too."""
-        self._w.sync()
-
-    def close(self) -> None:
-        """Commits, trims the file and releases the lock (closing twice is allowed)."""
-        self._w.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
-    @property
-    def flushed_len(self) -> int:
-        """Records the file's header covers: those of the last flush."""
-        return self._w.flushed_len
-
-    def __len__(self) -> int:
-        return len(self._w)
-
-    def __enter__(self) -> "RecordWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class ArrayWriter:
+class ArrayWriter(_Writer):
     """Writes blocks of one array into a ``.ra`` file in place, from many threads, processes or
     machines at once (a shared filesystem): the Rust library's ``ArrayWriter``.
 
@@ -353,19 +365,8 @@ class ArrayWriter:
         blocks another writer began and never finished. Closing twice is allowed."""
         self._w.close()
 
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
     def __repr__(self) -> str:
         return f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype}>"
-
-    def __enter__(self) -> "ArrayWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 def _reopen_writer(path: str, identity: tuple[int, int, bytes], threads: int = 0) -> ArrayWriter:
@@ -504,7 +505,7 @@ def _store_writer(path: str, shape: tuple[int, ...], dtype: str, chunks: Any, co
                             shuffle=shuffle, storage_options=storage_options, _session=session)
 
 
-class RaggedWriter:
+class RaggedWriter(_Appender):
     """Appends rows to a ragged file as a program runs, through the Rust library's
     ``RaggedWriter``: one writer at a time (an exclusive lock), each :meth:`flush` committed by
     one header write, so readers see whole rows and a process killed at any moment leaves a
@@ -513,15 +514,49 @@ class RaggedWriter:
     ``dtype`` is the values' numpy scalar type, ``str`` for rows of text (UTF-8) or ``bytes``
     for rows of bytes. ``mode="a"`` opens an existing file to append (same dtype).
 
+    ``codec``, ``level``, ``filters``, ``shuffle``, ``chunks`` (values per chunk, an int),
+    ``blocks`` (values per block), ``layout_version`` and ``statistics``, as
+    :func:`rawarray.write` takes them for a :class:`Ragged`, compress the values a chunk at a
+    time (``RaggedFile.compression``), on ``threads`` threads (0: all cores); any of them
+    selects it, zstd with byte shuffle by default, and without ``chunks`` the first ``flush``
+    that has values chooses them (at most about 1 MiB). The offsets stay plain, so a row is
+    still read alone. ``flush`` still commits every row appended so far, and a kill still keeps
+    them. The whole-section ``"lz4-whole"`` block cannot be appended to and is refused. A
+    compressed file opened with ``mode="a"`` stays compressed as it was written (options given
+    then are not applied to it); a plain file cannot take compression options.
+
     >>> with rawarray.RaggedWriter("events.ra", "<f4") as w:       # doctest: +SKIP
     ...     for step in range(100):
     ...         w.append(np.random.rand(np.random.randint(64)))
     ...         w.flush()                                   # readers see it; a kill keeps it
     """
 
-    def __init__(self, path: str | os.PathLike[str], dtype: Any, *, mode: str = "w") -> None:
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        dtype: Any,
+        *,
+        mode: str = "w",
+        codec: str | None = None,
+        level: int | None = None,
+        shuffle: str | None = None,
+        chunks: int | None = None,
+        threads: int = 0,
+        filters: Sequence[str | tuple[str, int]] | None = None,
+        blocks: int | None = None,
+        layout_version: int | None = None,
+        statistics: bool | None = None,
+    ) -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
+        for what, n in (("chunks", chunks), ("blocks", blocks)):
+            if n is not None and (isinstance(n, bool) or not isinstance(n, (int, np.integer))
+                                  or n < 1):
+                raise RaError(f"{what}: a ragged file's values are cut by count: expected an "
+                              f"int of at least 1 (values per {what[:-1]}), found {n!r}")
+        packing = {"codec": codec, "level": level, "shuffle": shuffle, "chunks": chunks,
+                   "filters": filters, "blocks": blocks, "layout_version": layout_version,
+                   "statistics": statistics}
         self.path = os.fspath(path)
         self.is_text = dtype is str
         if dtype in (str, bytes):
@@ -531,18 +566,33 @@ class RaggedWriter:
             _check_storable(dt)
             self.dtype = _little_endian(dt)
         if mode == "a":
-            self._check_appendable()
-        self._w = _RaggedWriter(self.path, _descr_json(self.dtype), self.is_text, mode == "a")
+            self._check_appendable([k for k, v in packing.items() if v is not None])
+        with in_numpy_order(1):
+            self._w = _RaggedWriter(
+                self.path, _descr_json(self.dtype), self.is_text, mode == "a", codec=codec,
+                level=level, shuffle=shuffle, chunk_values=None if chunks is None else int(chunks),
+                threads=threads, filters=filters,
+                block_values=None if blocks is None else int(blocks),
+                layout_version=layout_version, statistics=statistics,
+            )
 
-    def _check_appendable(self) -> None:
+    def _check_appendable(self, compression: list[str]) -> None:
         """Refuses, in numpy's words, to append rows of another kind or dtype than the file
-        holds."""
+        holds, and compression options for a file whose values are plain."""
         try:
             f = RaggedFile(self.path)
         except (OSError, RaError):
             return                      # the library's open says what is wrong with it
         with f:
             text, have, shape = f.is_text, f.dtype, f.value_shape
+            plain = f.compression is None
+        if compression and plain:
+            raise RaError(
+                f"{self.path}: the file's values are plain, and an opened file keeps its "
+                f"storage: {', '.join(compression)} cannot apply to it; append without them, or "
+                "compress it first (ra compress, or rawarray.write(path, "
+                "rawarray.read(path), codec=...))"
+            )
         if (text, _little_endian(have), shape) != (self.is_text, self.dtype, ()):
             held = "text" if text else f"values of dtype {have}" + (f" and shape {shape}"
                                                                       if shape else "")
@@ -571,33 +621,3 @@ class RaggedWriter:
         arr = np.ascontiguousarray(arr, dtype=self.dtype)
         self._w.append(arr.view(np.uint8) if arr.size else np.zeros(0, np.uint8))
 
-    def flush(self) -> None:
-        """Commits the rows appended: readers see them, and a killed process keeps them."""
-        self._w.flush()
-
-    def sync(self) -> None:
-        """Commits and syncs to disk: the rows survive a power cut too."""
-        self._w.sync()
-
-    def close(self) -> None:
-        """Commits, trims the file and releases the lock (closing twice is allowed)."""
-        self._w.close()
-
-    @property
-    def closed(self) -> bool:
-        """Whether :meth:`close` has run."""
-        return self._w.closed
-
-    @property
-    def flushed_len(self) -> int:
-        """Rows the file's header covers: those of the last flush."""
-        return self._w.flushed_len
-
-    def __len__(self) -> int:
-        return len(self._w)
-
-    def __enter__(self) -> "RaggedWriter":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()

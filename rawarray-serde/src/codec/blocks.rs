@@ -178,21 +178,14 @@ impl BlockGrid {
             Some(bb) => {
                 let zero = vec![0; self.extent.len()];
                 let extent: Vec<u64> = local.iter().map(|r| r.end - r.start).collect();
-                let at: Vec<u64> = local.iter().map(|r| r.start).collect();
-                let mut blocks: Vec<u64> = runs(
-                    &extent,
-                    self.elbyte,
-                    Place {
-                        dims: &self.extent,
-                        at: &at,
-                    },
-                    Place {
-                        dims: &extent,
-                        at: &zero,
-                    },
-                )
-                .flat_map(|(s, _, len)| s / bb..(s + len - 1) / bb + 1)
-                .collect();
+                let dst = Place {
+                    dims: &extent,
+                    at: &zero,
+                };
+                let mut blocks: Vec<u64> = self
+                    .box_runs(local, dst)
+                    .flat_map(|(s, _, len)| s / bb..(s + len - 1) / bb + 1)
+                    .collect();
                 blocks.dedup();
                 Box::new(blocks.into_iter())
             }
@@ -212,6 +205,18 @@ impl BlockGrid {
         }
     }
 
+    /// The runs `(chunk byte, dst byte, bytes)` that copy the box `local` (the chunk's
+    /// coordinates) out of the chunk's raw bytes into `dst`.
+    fn box_runs(&self, local: &[Range<u64>], dst: Place<'_>) -> CopyRuns {
+        let extent: Vec<u64> = local.iter().map(|r| r.end - r.start).collect();
+        let at: Vec<u64> = local.iter().map(|r| r.start).collect();
+        let src = Place {
+            dims: &self.extent,
+            at: &at,
+        };
+        runs(&extent, self.elbyte, src, dst)
+    }
+
     /// The runs `(block byte, out byte, bytes)` that move block `b`'s part of a box of the
     /// chunk (`local`, the chunk's coordinates) into a column-major buffer of shape `out_dims`
     /// at `out_at` (the element where the chunk's part of the box starts in it).
@@ -227,26 +232,18 @@ impl BlockGrid {
                 // Byte-run blocks: the box's runs in the chunk, cut at block `b`'s bounds.
                 let start = b * bb;
                 let end = start + self.raw_len(b);
-                let extent: Vec<u64> = local.iter().map(|r| r.end - r.start).collect();
-                let at: Vec<u64> = local.iter().map(|r| r.start).collect();
-                let pieces: Vec<(u64, u64, u64)> = runs(
-                    &extent,
-                    self.elbyte,
-                    Place {
-                        dims: &self.extent,
-                        at: &at,
-                    },
-                    Place {
-                        dims: out_dims,
-                        at: out_at,
-                    },
-                )
-                .filter_map(|(s, d, len)| {
-                    let lo = s.max(start);
-                    let hi = (s + len).min(end);
-                    (lo < hi).then(|| (lo - start, d + (lo - s), hi - lo))
-                })
-                .collect();
+                let dst = Place {
+                    dims: out_dims,
+                    at: out_at,
+                };
+                let pieces: Vec<(u64, u64, u64)> = self
+                    .box_runs(local, dst)
+                    .filter_map(|(s, d, len)| {
+                        let lo = s.max(start);
+                        let hi = (s + len).min(end);
+                        (lo < hi).then(|| (lo - start, d + (lo - s), hi - lo))
+                    })
+                    .collect();
                 BlockRuns::List(pieces.into_iter())
             }
             None => {

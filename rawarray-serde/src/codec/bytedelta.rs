@@ -70,21 +70,7 @@
 /// assert_eq!(out, [10, 1, 20, 5, 30, 255, 99]);
 /// ```
 pub fn encode(src: &[u8], width: usize, dst: &mut [u8]) {
-    assert_eq!(
-        src.len(),
-        dst.len(),
-        "bytedelta::encode: src and dst lengths differ"
-    );
-    let n = src.len().checked_div(width).unwrap_or(0);
-    let whole = n * width;
-    dst[whole..].copy_from_slice(&src[whole..]);
-    if n == 0 {
-        return;
-    }
-    for (s, d) in src[..whole]
-        .chunks_exact(n)
-        .zip(dst[..whole].chunks_exact_mut(n))
-    {
+    for (s, d) in streams(src, width, dst, "encode") {
         d[0] = s[0];
         for ((o, &x), &prev) in d[1..].iter_mut().zip(&s[1..]).zip(s) {
             *o = x.wrapping_sub(prev);
@@ -106,30 +92,39 @@ pub fn encode(src: &[u8], width: usize, dst: &mut [u8]) {
 /// assert_eq!(out, [10, 11, 20, 25, 30, 29, 99]);
 /// ```
 pub fn decode(src: &[u8], width: usize, dst: &mut [u8]) {
-    assert_eq!(
-        src.len(),
-        dst.len(),
-        "bytedelta::decode: src and dst lengths differ"
-    );
-    let n = src.len().checked_div(width).unwrap_or(0);
-    let whole = n * width;
-    dst[whole..].copy_from_slice(&src[whole..]);
-    if n == 0 {
-        return;
-    }
     // One stream at a time: a prefix sum of bytes runs at about a byte per cycle however it
     // is written without SIMD intrinsics (streams side by side, 8-byte SWAR and 16-byte arrays
     // measured no faster: the byte stores are the limit), so the plain loop.
-    for (s, d) in src[..whole]
-        .chunks_exact(n)
-        .zip(dst[..whole].chunks_exact_mut(n))
-    {
+    for (s, d) in streams(src, width, dst, "decode") {
         let mut acc = 0u8;
         for (o, &x) in d.iter_mut().zip(s) {
             acc = acc.wrapping_add(x);
             *o = acc;
         }
     }
+}
+
+/// The `width` byte streams of `src` (`src.len() / width` bytes each), each beside its place
+/// in `dst`, once the trailing `src.len() % width` bytes are copied: what [`encode`] and
+/// [`decode`] both walk. None when a stream would be empty.
+fn streams<'a>(
+    src: &'a [u8],
+    width: usize,
+    dst: &'a mut [u8],
+    what: &str,
+) -> impl Iterator<Item = (&'a [u8], &'a mut [u8])> {
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "bytedelta::{what}: src and dst lengths differ"
+    );
+    let n = src.len().checked_div(width).unwrap_or(0);
+    let whole = n * width;
+    dst[whole..].copy_from_slice(&src[whole..]);
+    // `whole` is 0 when `n` is: no stream, and `max(1)` keeps the chunk size legal.
+    src[..whole]
+        .chunks_exact(n.max(1))
+        .zip(dst[..whole].chunks_exact_mut(n.max(1)))
 }
 
 /// The `bytedelta` filter (id 4) as a [`ByteFilter`](super::ByteFilter): `elbyte` streams.

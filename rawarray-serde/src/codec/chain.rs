@@ -212,16 +212,7 @@ impl Chain {
         stored: &[u8],
         out: &mut [u8],
     ) -> Result<()> {
-        let crc = crc32fast::hash(stored);
-        if crc != r.crc {
-            return Err(corrupt(
-                chunk,
-                format!(
-                    "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
-                    r.crc
-                ),
-            ));
-        }
+        check_block_crc(chunk, b, r, stored)?;
         self.pipeline
             .decode_block(stored, out)
             .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
@@ -248,16 +239,7 @@ impl Chain {
             out.copy_from_slice(&whole[want.start as usize..want.end as usize]);
             return Ok(());
         }
-        let crc = crc32fast::hash(stored);
-        if crc != r.crc {
-            return Err(corrupt(
-                chunk,
-                format!(
-                    "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
-                    r.crc
-                ),
-            ));
-        }
+        check_block_crc(chunk, b, r, stored)?;
         super::stream::decode_range(&self.pipeline, stored, len, want, out)
             .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
     }
@@ -358,6 +340,21 @@ impl Chain {
         }
         Ok(())
     }
+}
+
+/// Checks the payload `stored` of block `b` of chunk `chunk` against its table entry's CRC.
+fn check_block_crc(chunk: u64, b: u64, r: &BlockRef, stored: &[u8]) -> Result<()> {
+    let crc = crc32fast::hash(stored);
+    if crc != r.crc {
+        return Err(corrupt(
+            chunk,
+            format!(
+                "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
+                r.crc
+            ),
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {

@@ -352,6 +352,18 @@ fn check_ndims(b: &[u8], at: usize, n: usize) -> Result<()> {
     Ok(())
 }
 
+/// Segment 0 must start right after the config (`len` bytes).
+fn check_first_segment(segments: &[u64; SEGMENTS], len: u64) -> Result<()> {
+    if segments[0] != len {
+        return Err(bad(
+            "index segment 0 offset",
+            format!("{len} (right after the config)"),
+            segments[0],
+        ));
+    }
+    Ok(())
+}
+
 fn read_chunk(b: &[u8], at: usize, n: usize) -> Result<Vec<u64>> {
     let chunk: Vec<u64> = (0..n).map(|i| le_u64(&b[at + 8 * i..])).collect();
     if let Some(i) = chunk.iter().position(|&c| c == 0) {
@@ -401,14 +413,7 @@ fn decode_v1(header: &Header, b: &[u8]) -> Result<Config> {
     for (g, s) in segments.iter_mut().enumerate() {
         *s = le_u64(&b[56 + 8 * n + 8 * g..]);
     }
-    let len = Config::len_for(1, n, 0, 0);
-    if segments[0] != len {
-        return Err(bad(
-            "index segment 0 offset",
-            format!("{len} (right after the config)"),
-            segments[0],
-        ));
-    }
+    check_first_segment(&segments, Config::len_for(1, n, 0, 0))?;
     Ok(Config {
         version: 1,
         codec,
@@ -523,14 +528,7 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
         }
         *slot = off;
     }
-    let len = Config::len_for(2, n, f, s);
-    if segments[0] != len {
-        return Err(bad(
-            "index segment 0 offset",
-            format!("{len} (right after the config)"),
-            segments[0],
-        ));
-    }
+    check_first_segment(&segments, Config::len_for(2, n, f, s))?;
     Ok(Config {
         version: 2,
         codec,

@@ -186,6 +186,61 @@ impl Grid {
         }
     }
 
+    /// Checks that the block `ranges` (one checked range per dim) covers whole chunks: each
+    /// range starts at a multiple of its chunk and ends at one or at the dim. What a writer of
+    /// blocks in any order (an [`ArrayWriter`](crate::ArrayWriter) of a chunked file, a
+    /// [`StoreArrayWriter`](crate::store::StoreArrayWriter)) asks of every block.
+    pub(crate) fn check_aligned(&self, ranges: &[Range<u64>]) -> Result<()> {
+        let on_grid = ranges
+            .iter()
+            .zip(self.chunk.iter().zip(&self.dims))
+            .all(|(r, (&ch, &d))| r.start % ch == 0 && (r.end % ch == 0 || r.end == d));
+        if on_grid {
+            return Ok(());
+        }
+        Err(bad(
+            &format!("block {}", crate::error::block_text(ranges)),
+            format!(
+                "a block aligned to the chunk grid (chunks {:?} over dims {:?}: each range starts at a multiple of its chunk and ends at one or at the dim)",
+                self.chunk, self.dims
+            ),
+            "a misaligned block",
+        ))
+    }
+
+    /// The raw bytes of chunk `n` (column-major over its in-bounds shape), cut from `bytes`,
+    /// the column-major bytes of the aligned block `ranges` that holds it.
+    pub(crate) fn chunk_of_block(
+        &self,
+        n: u64,
+        ranges: &[Range<u64>],
+        bytes: &[u8],
+    ) -> Result<Vec<u8>> {
+        let shape = self.shape(n);
+        let extent: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        let at: Vec<u64> = self
+            .origin(n)
+            .iter()
+            .zip(ranges)
+            .map(|(o, r)| o - r.start)
+            .collect();
+        let zero = vec![0; shape.len()];
+        let mut raw = vec![0u8; crate::data::to_usize(self.raw_len(n))?];
+        let src = Place {
+            dims: &extent,
+            at: &at,
+        };
+        let dst = Place {
+            dims: &shape,
+            at: &zero,
+        };
+        for (s, d, len) in runs(&shape, self.elbyte, src, dst) {
+            let (s, d, len) = (s as usize, d as usize, len as usize);
+            raw[d..d + len].copy_from_slice(&bytes[s..s + len]);
+        }
+        Ok(raw)
+    }
+
     /// Number of chunks a subset intersects.
     pub fn touched_count(&self, ranges: &[Range<u64>]) -> u64 {
         ranges

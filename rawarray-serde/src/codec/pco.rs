@@ -95,6 +95,19 @@ pub enum NumKind {
 }
 
 impl NumKind {
+    /// Every kind, in the order of the enum.
+    pub const ALL: [NumKind; 9] = [
+        NumKind::U16,
+        NumKind::I16,
+        NumKind::U32,
+        NumKind::I32,
+        NumKind::U64,
+        NumKind::I64,
+        NumKind::F16,
+        NumKind::F32,
+        NumKind::F64,
+    ];
+
     /// Bytes per number: 2, 4 or 8.
     ///
     /// ```
@@ -178,52 +191,17 @@ pub fn num_kind(eltype_code: u64, elbyte: u64) -> Option<NumKind> {
 /// width (which reads and writes its bytes in either byte order).
 macro_rules! with_kind {
     ($kind:expr, |$t:ident, $u:ident| $body:expr) => {
+        with_kind!(@arms $kind, $t, $u, $body;
+            U16 u16 u16, I16 i16 u16, U32 u32 u32, I32 i32 u32, U64 u64 u64, I64 i64 u64,
+            F16 f16 u16, F32 f32 u32, F64 f64 u64)
+    };
+    (@arms $kind:expr, $t:ident, $u:ident, $body:expr; $($k:ident $num:ident $word:ident),+) => {
         match $kind {
-            NumKind::U16 => {
-                type $t = u16;
-                type $u = u16;
+            $(NumKind::$k => {
+                type $t = $num;
+                type $u = $word;
                 $body
-            }
-            NumKind::I16 => {
-                type $t = i16;
-                type $u = u16;
-                $body
-            }
-            NumKind::U32 => {
-                type $t = u32;
-                type $u = u32;
-                $body
-            }
-            NumKind::I32 => {
-                type $t = i32;
-                type $u = u32;
-                $body
-            }
-            NumKind::U64 => {
-                type $t = u64;
-                type $u = u64;
-                $body
-            }
-            NumKind::I64 => {
-                type $t = i64;
-                type $u = u64;
-                $body
-            }
-            NumKind::F16 => {
-                type $t = f16;
-                type $u = u16;
-                $body
-            }
-            NumKind::F32 => {
-                type $t = f32;
-                type $u = u32;
-                $body
-            }
-            NumKind::F64 => {
-                type $t = f64;
-                type $u = u64;
-                $body
-            }
+            })+
         }
     };
 }
@@ -331,17 +309,7 @@ pub fn decompress(
 
 /// The name of a number type byte, for messages.
 fn type_name(byte: u8) -> String {
-    for kind in [
-        NumKind::U16,
-        NumKind::I16,
-        NumKind::U32,
-        NumKind::I32,
-        NumKind::U64,
-        NumKind::I64,
-        NumKind::F16,
-        NumKind::F32,
-        NumKind::F64,
-    ] {
+    for kind in NumKind::ALL {
         if kind.number_type() as u8 == byte {
             return kind.name().to_string();
         }
@@ -582,17 +550,7 @@ mod tests {
     use ::pco::{DeltaSpec, ModeSpec};
     use proptest::prelude::*;
 
-    const KINDS: [NumKind; 9] = [
-        NumKind::U16,
-        NumKind::I16,
-        NumKind::U32,
-        NumKind::I32,
-        NumKind::U64,
-        NumKind::I64,
-        NumKind::F16,
-        NumKind::F32,
-        NumKind::F64,
-    ];
+    const KINDS: [NumKind; 9] = NumKind::ALL;
 
     fn pack(src: &[u8], kind: NumKind, big: bool) -> Vec<u8> {
         let mut out = Vec::new();

@@ -94,7 +94,29 @@ impl ChunkWriter {
     /// [`WriteOptions::chunk_config`](crate::WriteOptions::chunk_config); its `s0` entries
     /// make index segment 0, zeroed), committed. Chunks are then written with
     /// [`ChunkWriter::write_chunk`].
-    pub fn create(file: &File, header: &Header, mut config: Config) -> Result<ChunkWriter> {
+    pub fn create(file: &File, header: &Header, config: Config) -> Result<ChunkWriter> {
+        let mut h = header.clone();
+        h.flags = h
+            .flags
+            .with(Flags::CHUNKED, true)
+            .with(Flags::COMPRESSED, false);
+        let base = h.encoded_len() as u64;
+        let w = ChunkWriter::create_in(file, &h, config, base)?;
+        // Header last: a reader never sees a size whose bytes are not there.
+        file.sync_data()?;
+        write_all_at(file, &w.header.encode(), 0)?;
+        Ok(w)
+    }
+
+    /// [`ChunkWriter::create`] of a section embedded at `base` in a file whose header is not
+    /// the section's (a ragged file's values, doc/format.md section 10.2): config and zeroed
+    /// segment 0 only; the owner writes its own header (and syncs) once they are there.
+    pub(crate) fn create_in(
+        file: &File,
+        header: &Header,
+        mut config: Config,
+        base: u64,
+    ) -> Result<ChunkWriter> {
         let s0 = config.s0;
         if s0 == 0 {
             return Err(bad("segment 0 capacity", "at least 1 entry", 0));
@@ -116,12 +138,8 @@ impl ChunkWriter {
             .filter(|&b| b <= 1 << 44)
             .ok_or_else(|| bad("segment 0 capacity", "an index of at most 16 TiB", s0))?;
         h.size = cfg.len() as u64 + index_len;
-        let base = h.encoded_len() as u64;
-        // Header last: a reader never sees a size whose bytes are not there.
         write_all_at(file, &cfg, base)?;
         write_zeros(file, base + cfg.len() as u64, index_len)?;
-        file.sync_data()?;
-        write_all_at(file, &h.encode(), 0)?;
         let grid = Grid::new(&h.dims, &config.chunk, h.elbyte)?;
         let chain = Chain::from_config(&config, &h)?;
         Ok(ChunkWriter {
@@ -147,6 +165,13 @@ impl ChunkWriter {
     pub fn open(file: &File) -> Result<ChunkWriter> {
         let h = stable_header_any(file)?;
         let base = h.encoded_len() as u64;
+        ChunkWriter::open_in(file, h, base)
+    }
+
+    /// [`ChunkWriter::open`] of a section embedded at `base` in a file whose header is not the
+    /// section's (a ragged file's values): `h` is the section's header, as its owner read it
+    /// (flag bit 2, the section's dims, `size` its committed length).
+    pub(crate) fn open_in(file: &File, h: Header, base: u64) -> Result<ChunkWriter> {
         let layout = crate::section::chunked::read_map(&h, file, base)?;
         let mut config = layout.config().clone();
         let elen = config.entry_len();
@@ -236,6 +261,11 @@ impl ChunkWriter {
     /// ([`RecordWriter`](crate::RecordWriter) with [`Durability::NoFsync`](crate::Durability)).
     pub fn set_durable(&mut self, on: bool) {
         self.durable = on;
+    }
+
+    /// The section's first byte in the file.
+    pub(crate) fn base(&self) -> u64 {
+        self.base
     }
 
     /// The section's first free byte: the committed size plus what was appended since.
@@ -506,11 +536,23 @@ impl ChunkWriter {
     /// not to), then writes the header (dims and size) with one `pwrite`; with `sync`, makes
     /// that durable too.
     pub fn commit(&mut self, file: &File, sync: bool) -> Result<()> {
+        self.commit_with(file, sync, &mut |h| Ok(write_all_at(file, &h.encode(), 0)?))
+    }
+
+    /// [`ChunkWriter::commit`] whose one header `pwrite` is `write_header`'s, given the
+    /// section's header: for a section embedded in a file with a header of its own (a ragged
+    /// file's values), which commits by writing that header.
+    pub(crate) fn commit_with(
+        &mut self,
+        file: &File,
+        sync: bool,
+        write_header: &mut dyn FnMut(&Header) -> Result<()>,
+    ) -> Result<()> {
         if self.durable {
             file.sync_data()?;
         }
         self.header.size = self.end;
-        write_all_at(file, &self.header.encode(), 0)?;
+        write_header(&self.header)?;
         self.committed = self.end;
         if sync {
             file.sync_data()?;

@@ -226,6 +226,21 @@ impl RaggedHeader {
         (self.size - self.values_len()) / 8
     }
 
+    /// [`RaggedHeader::values_section_header`], or an error naming what is wrong: for the
+    /// readers and writers of a file its flags say is chunked.
+    pub(crate) fn chunked_values_header(&self) -> Result<Header> {
+        self.values_section_header().ok_or_else(|| {
+            ErrorKind::BadRagged {
+                why: format!(
+                    "the values of a chunked ragged file: expected a chunked values section of {} values of {} bytes, found a header that cannot describe one",
+                    self.values,
+                    self.value_bytes()
+                ),
+            }
+            .into()
+        })
+    }
+
     /// The values' chunked section as a chunked plain array's header (dims `[value dims...,
     /// values]`, `size` the section's bytes), for the codec layer; `None` for plain values.
     pub fn values_section_header(&self) -> Option<Header> {
@@ -303,15 +318,7 @@ impl RaggedHeader {
     /// count word after it). A plain array (bit 3 clear) and a ragged file with other flags
     /// (big-endian, one LZ4 block) are refused.
     pub fn decode(bytes: &[u8]) -> Result<RaggedHeader> {
-        // The magic first, on what there is: an input that is no `.ra` file is refused as such,
-        // even when shorter than a header (doc/format.md section 10).
-        crate::header::check_magic(bytes)?;
-        let fixed = bytes
-            .get(..FIXED_HEADER_LEN)
-            .ok_or(ErrorKind::HeaderTruncated {
-                needed: FIXED_HEADER_LEN as u64,
-                found: bytes.len() as u64,
-            })?;
+        let fixed = crate::header::magic_and_fixed(bytes)?;
         let w = |i: usize| le_u64(&fixed[i * 8..i * 8 + 8]);
         let flags = w(1);
         if flags & RAGGED == 0 {
@@ -428,9 +435,47 @@ pub(super) fn read_header(file: &File) -> Result<RaggedHeader> {
     RaggedHeader::decode(&bytes)
 }
 
+/// The size of the values section at `base` of the chunked ragged file `source` by the header
+/// now at its start, if that file is the one whose section had header `vh` (the same element,
+/// value dims and slots, the section at the same place), grown since: for a reader that found
+/// index entries past the size it was opened with (doc/chunked.md section 7.1).
+pub(crate) fn later_values_size<S: ReadAt + ?Sized>(
+    vh: &Header,
+    source: &S,
+    base: u64,
+) -> Option<u64> {
+    // Value dims, m and n, then the slot count word.
+    let mut bytes = vec![0u8; FIXED_HEADER_LEN + 8 * (vh.dims.len() + 2)];
+    source.read_exact_at(&mut bytes, 0).ok()?;
+    let now = RaggedHeader::decode(&bytes).ok()?;
+    let nvh = now.values_section_header()?;
+    (now.values_at() == base && nvh.is_grown_from(vh) && nvh.size > vh.size).then_some(nvh.size)
+}
+
+/// Whether the ragged header bytes `now` (as [`stable_header_bytes`] reads them: the dims, not
+/// the slot count word) are those of `then`'s file grown by a writer's commit: the same flags,
+/// element, value dims and ndims, and `size`, values and rows no smaller. Returns `then`'s data
+/// end (which the file must still hold), or `None` for anything else.
+pub(crate) fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
+    let words = |b: &[u8]| -> Option<Vec<u64>> {
+        let w: Vec<u64> = b.chunks_exact(8).map(le_u64).collect();
+        let ok = b.len().is_multiple_of(8)
+            && w.len() >= 8
+            && w[0] == MAGIC
+            && w[1] & RAGGED != 0
+            && w[5] == w.len() as u64 - 6;
+        ok.then_some(w)
+    };
+    let (t, n) = (words(then)?, words(now)?);
+    let k = t.len();
+    let same = n.len() == k && t[..4] == n[..4] && t[5] == n[5] && t[6..k - 2] == n[6..k - 2];
+    let grown = n[4] >= t[4] && n[k - 2] >= t[k - 2] && n[k - 1] >= t[k - 1];
+    (same && grown).then(|| (then.len() as u64).saturating_add(t[4]))
+}
+
 /// The values of a chunked ragged file, decoded through the codec layer: `values_len()` bytes.
 pub(super) fn decode_values_section<S: ReadAt>(h: &RaggedHeader, source: S) -> Result<Vec<u8>> {
-    let vh = h.values_section_header().expect("called on chunked files");
+    let vh = h.chunked_values_header()?;
     Section::open_at(&vh, source, h.values_at())?.read_all()
 }
 

@@ -1,8 +1,10 @@
 //! Reading ragged files: [`RaggedReader`] (typed rows over a memory map) and [`DynRagged`]
-//! (rows of a type known at run time, mapped or read with positioned reads).
+//! (rows of a type known at run time, mapped or read with positioned reads: [`ReadMode`]).
 
 use super::header::{bad, check_ends, check_offsets, read_header, RaggedHeader};
-use super::values::{is_text_trailer, text_marked, text_of, write_chunked, write_head, write_tail};
+use super::values::{
+    check_text, is_text_trailer, text_marked, text_of, write_chunked, write_head, write_tail,
+};
 use std::borrow::Cow;
 use std::fs::File;
 use std::io::Write;
@@ -15,9 +17,11 @@ use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
+use crate::fileio::read_exact_at;
 use crate::header::le_u64;
 use crate::io::PinnedFile;
 use crate::layout::Layout;
+use crate::mapped::ReadMode;
 use crate::options::WriteOptions;
 use crate::records::ElementSpec;
 use crate::section::Section;
@@ -82,7 +86,7 @@ impl<T: Element + Clone> RaggedReader<T> {
     /// not chunked), a decoded copy otherwise. A row whose offsets break the rules is an error
     /// naming it.
     pub fn row(&self, k: usize) -> Result<Cow<'_, [T]>> {
-        let bytes = self.mapped.row_bytes(k)?;
+        let bytes = self.mapped.row_bytes(k as u64)?;
         if let Cow::Borrowed(bytes) = bytes {
             if let Some(values) = T::cast_pod_slice(bytes) {
                 return Ok(Cow::Borrowed(values));
@@ -92,20 +96,36 @@ impl<T: Element + Clone> RaggedReader<T> {
     }
 }
 
-/// A ragged file opened for reading: its header, its trailer, its data section mapped, and
-/// for chunked values the section reader that decodes them (through the same open file).
+/// A ragged file opened for reading: its header, its trailer, its data section (mapped, or
+/// reached by positioned reads through the open file), and for chunked values the section
+/// reader that decodes them (through the same open file).
 #[derive(Debug)]
 pub(super) struct Mapped {
     header: RaggedHeader,
     trailer: Option<Trailer>,
-    map: Mmap,
+    data: Data,
     values: Option<Section<PinnedFile>>,
+}
+
+/// Where a ragged file's offsets and plain values are read from ([`ReadMode`]).
+#[derive(Debug)]
+enum Data {
+    /// A memory map of the data section: rows of plain values borrow its bytes.
+    Map(Mmap),
+    /// Positioned reads through the open file: every row a copy, and a file cut under the
+    /// reader an error rather than a signal.
+    Positioned(File),
 }
 
 impl Mapped {
     /// Opens a ragged file and maps its data section; checks the first and last offsets.
     fn open(path: &Path) -> Result<Mapped> {
-        let file = File::open(path)?;
+        Mapped::from_file(File::open(path)?, path, ReadMode::Mapped)
+    }
+
+    /// Reads the header and trailer of the ragged file open in `file` (known as `path` in
+    /// messages), reaches its data as `mode` says, and checks the first and last offsets.
+    fn from_file(file: File, path: &Path, mode: ReadMode) -> Result<Mapped> {
         // The header and the trailer probe of one moment: a writer appending may commit a new
         // header (and write values over the old trailer) between the two reads, as
         // `RecordReader` allows for.
@@ -133,24 +153,30 @@ impl Mapped {
             seen.expect("tried at least once")
         };
         let trailer = probe.into_result()?;
-        let size = data::to_usize(header.size)?;
-        // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
-        // while mapped. The map covers the data section of the header read above. A
-        // `RaggedWriter` never changes the bytes this reader uses: it writes offsets only into
-        // slots past `rows + 1` of any header it committed, values and trailers only after the
-        // data end, cuts the file only after the data end, and grows by renaming a new file
-        // over the path (this one is left alone); writers hold the file's lock. Other programs
-        // editing the file in place break this, as for any map (see `ReadMode`).
-        let map = unsafe {
-            MmapOptions::new()
-                .offset(header.encoded_len())
-                .len(size)
-                .map(&file)?
+        let data = match mode {
+            ReadMode::Mapped => {
+                let size = data::to_usize(header.size)?;
+                // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated
+                // away while mapped. The map covers the data section of the header read above.
+                // A `RaggedWriter` never changes the bytes this reader uses: it writes offsets
+                // only into slots past `rows + 1` of any header it committed, values and
+                // trailers only after the data end, cuts the file only after the data end, and
+                // grows by renaming a new file over the path (this one is left alone); writers
+                // hold the file's lock. Other programs editing the file in place break this,
+                // as for any map (see `ReadMode`).
+                Data::Map(unsafe {
+                    MmapOptions::new()
+                        .offset(header.encoded_len())
+                        .len(size)
+                        .map(&file)?
+                })
+            }
+            ReadMode::Positioned => Data::Positioned(file.try_clone()?),
         };
         let values = match header.values_section_header() {
             Some(vh) => Some(Section::open_at(
                 &vh,
-                PinnedFile::new(file, path)?,
+                PinnedFile::pin_read(file, path, &header.encode())?,
                 header.values_at(),
             )?),
             None => None,
@@ -158,66 +184,82 @@ impl Mapped {
         let m = Mapped {
             header,
             trailer,
-            map,
+            data,
             values,
         };
         let rows = m.header.rows;
-        check_ends(
-            m.offset(0),
-            rows,
-            Some(m.offset(rows as usize)),
-            m.header.values,
-        )?;
+        check_ends(m.offset(0)?, rows, Some(m.offset(rows)?), m.header.values)?;
         Ok(m)
     }
 
-    /// `offsets[k]`, for `k <= rows` (the header guarantees the slots are in the map).
-    fn offset(&self, k: usize) -> u64 {
-        let at = (self.header.offsets_at() - self.header.encoded_len()) as usize + 8 * k;
-        le_u64(&self.map[at..at + 8])
+    /// The bytes of `offsets[first..first + count]`, for `first + count <= rows + 1` (the
+    /// header guarantees those slots are in the data section): borrowed from the map, or read.
+    fn offset_bytes(&self, first: u64, count: u64) -> Result<Cow<'_, [u8]>> {
+        let at = self.header.offsets_at() + 8 * first;
+        match &self.data {
+            Data::Map(map) => {
+                let s = (at - self.header.encoded_len()) as usize;
+                Ok(Cow::Borrowed(&map[s..s + 8 * count as usize]))
+            }
+            Data::Positioned(file) => {
+                let mut bytes = data::try_zeroed_bytes(8 * count)?;
+                read_exact_at(file, &mut bytes, at)?;
+                Ok(Cow::Owned(bytes))
+            }
+        }
+    }
+
+    /// `offsets[k]`, for `k <= rows`.
+    fn offset(&self, k: u64) -> Result<u64> {
+        Ok(le_u64(&self.offset_bytes(k, 1)?))
     }
 
     /// The packed bytes of values `start..end` (offsets already checked against the count).
     fn values_bytes(&self, start: u64, end: u64) -> Result<Cow<'_, [u8]>> {
         let h = &self.header;
         let vb = h.value_bytes();
-        match &self.values {
-            None => {
-                let base = (h.values_at() - h.encoded_len()) as usize;
-                let (s, e) = ((start * vb) as usize, (end * vb) as usize);
-                Ok(Cow::Borrowed(&self.map[base + s..base + e]))
-            }
-            Some(section) => {
-                // The value count is the file's word and compressed values never written read
-                // as zeros, so a small file may claim more than memory holds: an error, not an
-                // abort.
-                let len = (end - start).checked_mul(vb).ok_or_else(|| {
-                    Error::msg(format!("{} values of {vb} bytes: too large", end - start))
-                })?;
-                let mut out = data::try_zeroed_bytes(len)?;
-                if start < end {
+        if let (None, Data::Map(map)) = (&self.values, &self.data) {
+            let base = (h.values_at() - h.encoded_len()) as usize;
+            let (s, e) = ((start * vb) as usize, (end * vb) as usize);
+            return Ok(Cow::Borrowed(&map[base + s..base + e]));
+        }
+        // The value count is the file's word and compressed values never written read as
+        // zeros, so a small file may claim more than memory holds: an error, not an abort.
+        let len = (end - start).checked_mul(vb).ok_or_else(|| {
+            Error::msg(format!("{} values of {vb} bytes: too large", end - start))
+        })?;
+        let mut out = data::try_zeroed_bytes(len)?;
+        if start < end {
+            match (&self.values, &self.data) {
+                (Some(section), _) => {
                     let mut ranges: Vec<std::ops::Range<u64>> =
                         h.value_dims.iter().map(|&d| 0..d).collect();
                     ranges.push(start..end);
                     section.read_box(&ranges, &mut out)?;
                 }
-                Ok(Cow::Owned(out))
+                (None, Data::Positioned(file)) => {
+                    read_exact_at(file, &mut out, h.values_at() + start * vb)?;
+                }
+                (None, Data::Map(_)) => unreachable!("borrowed above"),
             }
         }
+        Ok(Cow::Owned(out))
     }
 
     /// The bytes of row `k`, its offsets checked.
-    fn row_bytes(&self, k: usize) -> Result<Cow<'_, [u8]>> {
+    fn row_bytes(&self, k: u64) -> Result<Cow<'_, [u8]>> {
         let h = &self.header;
-        if k as u64 >= h.rows {
+        if k >= h.rows {
             return Err(ErrorKind::OutOfBounds {
-                start: k as u64,
-                end: k as u64 + 1,
+                start: k,
+                end: k + 1,
                 len: h.rows,
             }
             .into());
         }
-        let (start, end) = (self.offset(k), self.offset(k + 1));
+        // Both offsets at once: one positioned read.
+        let ends = self.offset_bytes(k, 2)?;
+        let (start, end) = (le_u64(&ends[..8]), le_u64(&ends[8..]));
         if start > end || end > h.values || (k == 0 && start != 0) {
             return Err(bad(format!(
                 "row {k} spans values {start}..{end} of {} (offsets[{k}], offsets[{}])",
@@ -229,10 +271,9 @@ impl Mapped {
     }
 
     /// `offsets[rows.start..=rows.end]`.
-    fn offsets(&self, rows: std::ops::Range<u64>) -> Vec<u64> {
-        (rows.start as usize..=rows.end as usize)
-            .map(|k| self.offset(k))
-            .collect()
+    fn offsets(&self, rows: std::ops::Range<u64>) -> Result<Vec<u64>> {
+        let bytes = self.offset_bytes(rows.start, rows.end - rows.start + 1)?;
+        Ok(bytes.chunks_exact(8).map(le_u64).collect())
     }
 }
 
@@ -260,6 +301,47 @@ impl DynRagged {
         Ok(DynRagged {
             mapped: Mapped::open(path.as_ref())?,
         })
+    }
+
+    /// Opens the ragged file already open in `file` (`path` is what errors name; nothing is
+    /// opened by it), reaching its data as `mode` says: a map of the data section (rows
+    /// borrowed from it), or positioned reads through `file` (every row a copy; a file cut
+    /// under the reader is an error, never a signal). Every read is of that open file, whatever
+    /// the path names by then. The reader checks nothing between reads: a caller that must
+    /// know the file was not rewritten in place meanwhile compares its state around them.
+    ///
+    /// ```
+    /// use rawarray_serde::{Ragged, ReadMode, ragged::DynRagged};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// Ragged::from_rows([vec![1u16, 2], vec![3]]).write_file(&path).unwrap();
+    /// let file = std::fs::File::open(&path).unwrap();
+    /// let d = DynRagged::from_open_file(file, &path, ReadMode::Positioned).unwrap();
+    /// // A new file renamed over the path does not change what `d` reads.
+    /// Ragged::from_rows([vec![9u16]]).write_file(&path).unwrap();
+    /// assert_eq!((d.rows(), d.mode()), (2, ReadMode::Positioned));
+    /// assert_eq!(*d.row_bytes(1).unwrap(), [3, 0]);
+    /// ```
+    pub fn from_open_file(file: File, path: impl AsRef<Path>, mode: ReadMode) -> Result<DynRagged> {
+        Ok(DynRagged {
+            mapped: Mapped::from_file(file, path.as_ref(), mode)?,
+        })
+    }
+
+    /// How the data is reached: [`ReadMode::Mapped`] (rows of plain values borrowed from the
+    /// map) or [`ReadMode::Positioned`] (copies).
+    pub fn mode(&self) -> ReadMode {
+        match self.mapped.data {
+            Data::Map(_) => ReadMode::Mapped,
+            Data::Positioned(_) => ReadMode::Positioned,
+        }
+    }
+
+    /// The section of chunked values (doc/format.md, section 10.2), read at open: its chunk
+    /// map holds the codec settings and its warnings what a user should hear of; `None` for
+    /// plain values.
+    pub fn values_section(&self) -> Option<&Section<PinnedFile>> {
+        self.mapped.values.as_ref()
     }
 
     /// Number of rows.
@@ -301,7 +383,6 @@ impl DynRagged {
     /// Row `k`'s packed little-endian bytes: borrowed from the map, or decoded from the
     /// chunks it touches when the values are chunked.
     pub fn row_bytes(&self, k: u64) -> Result<Cow<'_, [u8]>> {
-        let k = usize::try_from(k).unwrap_or(usize::MAX);
         self.mapped.row_bytes(k)
     }
 
@@ -331,11 +412,10 @@ impl DynRagged {
     /// ```
     pub fn offsets_bytes(&self) -> Result<Cow<'_, [u8]>> {
         let m = &self.mapped;
-        let at = (m.header.offsets_at() - m.header.encoded_len()) as usize;
-        let bytes = &m.map[at..at + 8 * (m.header.rows as usize + 1)];
+        let bytes = m.offset_bytes(0, m.header.rows + 1)?;
         let offsets: Vec<u64> = bytes.chunks_exact(8).map(le_u64).collect();
         check_offsets(&offsets, m.header.values)?;
-        Ok(Cow::Borrowed(bytes))
+        Ok(bytes)
     }
 
     /// Every value, row after row, as packed little-endian bytes (`values x value bytes`; row
@@ -372,7 +452,7 @@ impl DynRagged {
             }
             .into());
         }
-        let offsets = self.mapped.offsets(rows.clone());
+        let offsets = self.mapped.offsets(rows.clone())?;
         let (first, last) = (offsets[0], offsets[offsets.len() - 1]);
         if first > last || last > h.values {
             return Err(bad(format!(
@@ -414,8 +494,35 @@ impl DynRagged {
 
     /// The length of the longest row, in values, checking every row's offsets.
     pub fn longest_row(&self) -> Result<u64> {
-        let offsets = self.mapped.offsets(0..self.mapped.header.rows);
+        let offsets = self.mapped.offsets(0..self.mapped.header.rows)?;
         check_offsets(&offsets, self.mapped.header.values)?;
         Ok(offsets.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0))
+    }
+
+    /// Checks every row's offsets and, for text, every row's UTF-8, each failure naming the
+    /// row: what a reader that hands out the whole offsets and values at once checks first.
+    ///
+    /// ```
+    /// use rawarray_serde::{Ragged, ragged::DynRagged};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("t.ra");
+    /// Ragged::from_strs(["ab", "c"]).write_file(&path).unwrap();
+    /// assert!(DynRagged::open(&path).unwrap().check().is_ok());
+    /// let at = DynRagged::open(&path).unwrap().header().values_at() as usize;
+    /// let mut raw = std::fs::read(&path).unwrap();
+    /// assert_eq!(&raw[at..at + 3], b"abc");
+    /// raw[at] = 0xff; // row 0 is no longer UTF-8
+    /// std::fs::write(&path, &raw).unwrap();
+    /// let err = DynRagged::open(&path).unwrap().check().unwrap_err();
+    /// assert!(err.to_string().contains("row 0 is not UTF-8"), "{err}");
+    /// ```
+    pub fn check(&self) -> Result<()> {
+        let h = &self.mapped.header;
+        let offsets = self.mapped.offsets(0..h.rows)?;
+        check_offsets(&offsets, h.values)?;
+        if self.is_text() {
+            check_text(&offsets, &self.values_bytes()?, h.value_bytes())?;
+        }
+        Ok(())
     }
 }

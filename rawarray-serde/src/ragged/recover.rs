@@ -2,14 +2,16 @@
 //! reopens a file shares with it.
 
 use super::header::{check_offsets, read_header, RaggedHeader};
-use super::writer::{check_header_len, chunked_append};
+use super::writer::{check_header_len, clear_free_slots};
 use std::fs::File;
+
+use crate::codec::ChunkWriter;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::{read_exact_at, write_all_at};
 use crate::header::le_u64;
-use crate::records::{settle, Recovery};
-use crate::trailer::{block_len, locate, probe_backward, probe_forward, Block, Probe};
+use crate::records::{settle, spare_and_limit, Recovery};
+use crate::trailer::{block_len, locate, probe_forward, Block, Probe};
 
 /// [`recover`](crate::recover) of a ragged file whose exclusive lock `file` holds: extends
 /// the header over the rows of a flush whose header write was lost, found through the offsets
@@ -26,9 +28,6 @@ use crate::trailer::{block_len, locate, probe_backward, probe_forward, Block, Pr
 /// committed one was): those rows are lost, as any uncommitted row may be.
 pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
     let mut header = read_header(file)?;
-    if header.chunked {
-        return Err(chunked_append());
-    }
     check_header_len(&header)?;
     let file_len = file.metadata()?.len();
     let end = header.data_end();
@@ -47,19 +46,21 @@ pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
     let offsets: Vec<u64> = offsets.chunks_exact(8).map(le_u64).collect();
     check_offsets(&offsets, header.values)?;
     let before = header.rows;
-    let mut recovery = Recovery {
-        records_before: before,
-        records_after: before,
-        trailer: true,
-        bytes_removed: 0,
-        dropped_chunks: Vec::new(),
-        dropped_segments: Vec::new(),
-    };
-    let spare = probe_backward(file, end, file_len).valid();
-    let limit = spare
-        .as_ref()
-        .filter(|b| b.start > end)
-        .map_or(file_len, |b| b.start);
+    let mut recovery = Recovery::untouched(before);
+    let (spare, limit) = spare_and_limit(file, end, file_len);
+    if header.chunked {
+        // As for a chunked record file: the rows of a flush whose header write was lost are
+        // not taken back (their values' entries are not committed); what the writer left past
+        // the committed size is cleared, and reported by chunk.
+        let vh = header.chunked_values_header()?;
+        let reclaimed = ChunkWriter::open_in(file, vh, header.values_at())?
+            .reclaimed()
+            .clone();
+        clear_free_slots(file, &header)?;
+        recovery.dropped_chunks = reclaimed.chunks;
+        recovery.dropped_segments = reclaimed.segments;
+        return settle_trailer(file, end, file_len, spare.map(|b| b.start), recovery);
+    }
     if let Some((k, block)) = scan_free_slots(file, &header, limit)? {
         let values = header.values + (block.start - end) / header.value_bytes();
         header.size += block.start - end;
@@ -76,11 +77,23 @@ pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
         recovery.bytes_removed = file_len - block.end();
         return Ok(recovery);
     }
+    settle_trailer(file, end, file_len, spare.map(|b| b.start), recovery)
+}
+
+/// Leaves the file as `header | data | trailer` when no rows were taken back: the trailer
+/// written back at the data end `end` and what follows it cut (the last flush was torn).
+fn settle_trailer(
+    file: &File,
+    end: u64,
+    file_len: u64,
+    spare: Option<u64>,
+    mut recovery: Recovery,
+) -> Result<Recovery> {
     match locate(file, end, file_len) {
         Probe::Valid(found) => {
             // The last flush was torn: keep the trailer, drop what follows the data.
             let json = found.trailer.to_json();
-            settle(file, end, &json, file_len, spare.map(|b| b.start), true)?;
+            settle(file, end, &json, file_len, spare, true)?;
             recovery.bytes_removed = file_len.saturating_sub(end + block_len(json.len()) as u64);
             Ok(recovery)
         }

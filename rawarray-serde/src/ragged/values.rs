@@ -148,18 +148,23 @@ impl<T: Element> Ragged<T> {
 
     /// Writes the file's bytes (see [`Ragged::to_bytes`]) to `w`.
     pub fn write_to<W: Write + ?Sized>(&self, w: &mut W) -> Result<()> {
+        let h = self.plain_header()?;
+        write_head(w, &h, &self.offsets)?;
+        data::write_values(&self.values, false, w)?;
+        write_tail(w, &h, &ragged_trailer::<T>(self.text))
+    }
+
+    /// The header of these rows written whole with plain values (one slot per offset).
+    fn plain_header(&self) -> Result<RaggedHeader> {
         let spec = ElementSpec::of::<T>();
-        let h = RaggedHeader::new(
+        RaggedHeader::new(
             spec.eltype(),
             spec.elbyte(),
             spec.inner_dims().to_vec(),
             self.values.len() as u64,
             self.rows() as u64,
             self.offsets.len() as u64,
-        )?;
-        write_head(w, &h, &self.offsets)?;
-        data::write_values(&self.values, false, w)?;
-        write_tail(w, &h, &ragged_trailer::<T>(self.text))
+        )
     }
 
     /// Writes the file at `path`, atomically (a temporary file renamed over it).
@@ -198,15 +203,7 @@ impl<T: Element> Ragged<T> {
 
     /// Writes the file's bytes with compressed values (see [`Ragged::to_bytes_with`]) to `w`.
     pub fn write_to_with<W: Write + ?Sized>(&self, w: &mut W, opts: &WriteOptions) -> Result<()> {
-        let spec = ElementSpec::of::<T>();
-        let plain = RaggedHeader::new(
-            spec.eltype(),
-            spec.elbyte(),
-            spec.inner_dims().to_vec(),
-            self.values.len() as u64,
-            self.rows() as u64,
-            self.offsets.len() as u64,
-        )?;
+        let plain = self.plain_header()?;
         let mut raw = Vec::new();
         data::write_values(&self.values, false, &mut raw)?;
         write_chunked(

@@ -34,7 +34,7 @@ const BATCH_CHUNKS: usize = 8;
 
 /// The chunked side of a record writer (see the module docs).
 #[derive(Debug)]
-pub(super) struct Chunked {
+pub(crate) struct Chunked {
     cw: ChunkWriter,
     /// Raw bytes of one chunk: `per_chunk` records.
     chunk_bytes: usize,
@@ -52,7 +52,7 @@ pub(super) struct Chunked {
 }
 
 /// Records of `record_bytes` in about [`DEFAULT_CHUNK_BYTES`].
-pub(super) fn default_records(record_bytes: u64) -> u64 {
+pub(crate) fn default_records(record_bytes: u64) -> u64 {
     (DEFAULT_CHUNK_BYTES / record_bytes.max(1)).max(1)
 }
 
@@ -72,7 +72,7 @@ pub(super) fn new_section_len(
 /// The chunk shape of a record file of `dims` (the last counts records of `record_bytes`):
 /// every leading dim whole, and `opts`' records per chunk along the last dim (its chunk shape
 /// in full, or one entry: the records per chunk), or about [`DEFAULT_CHUNK_BYTES`] of records.
-pub(super) fn chunk_shape(
+pub(crate) fn chunk_shape(
     dims: &[u64],
     record_bytes: u64,
     opts: &WriteOptions,
@@ -107,11 +107,24 @@ impl Chunked {
         opts: &WriteOptions,
         schema: Option<&Layout>,
     ) -> Result<Header> {
+        let config = Chunked::config(header, record_bytes, opts, schema)?;
+        let w = ChunkWriter::create(file, header, config)?;
+        Ok(w.header().clone())
+    }
+
+    /// The config of a new appendable section of `header`'s dims (the last counting records of
+    /// `record_bytes`) with `opts`: [`chunk_shape`], and a first index segment of
+    /// [`FIRST_SEGMENT`] entries.
+    pub(crate) fn config(
+        header: &Header,
+        record_bytes: u64,
+        opts: &WriteOptions,
+        schema: Option<&Layout>,
+    ) -> Result<crate::codec::Config> {
         let shape = chunk_shape(&header.dims, record_bytes, opts)?;
         let mut config = opts.clone().chunks(shape).chunk_config(header, schema)?;
         config.s0 = FIRST_SEGMENT;
-        let w = ChunkWriter::create(file, header, config)?;
-        Ok(w.header().clone())
+        Ok(config)
     }
 
     /// Resumes the chunked record file `file`, whose committed header is `header`: what lies
@@ -124,8 +137,22 @@ impl Chunked {
         threads: usize,
         durable: bool,
     ) -> Result<Chunked> {
-        let mut cw = ChunkWriter::open(file)?;
+        let _ = header; // the committed header, which the writer reads again under the lock
+        let cw = ChunkWriter::open(file)?;
+        Chunked::resume(file, cw, record_bytes, threads, durable)
+    }
+
+    /// [`Chunked::open`] with the section's writer already opened (for a section embedded in
+    /// a ragged file: [`ChunkWriter::open_in`]).
+    pub(crate) fn resume(
+        file: &File,
+        mut cw: ChunkWriter,
+        record_bytes: u64,
+        threads: usize,
+        durable: bool,
+    ) -> Result<Chunked> {
         cw.set_durable(durable);
+        let header = &cw.header().clone();
         let chunk = &cw.config().chunk;
         let n = header.dims.len();
         if chunk[..n - 1].iter().zip(&header.dims).any(|(c, d)| c < d) {
@@ -149,7 +176,7 @@ impl Chunked {
         // untrusted), never by the chunk shape.
         let mut tail = Vec::new();
         if held > 0 {
-            let reader = Section::open(header, file)?;
+            let reader = Section::open_at(header, file, cw.base())?;
             let ranges: Vec<Range<u64>> = header.dims[..n - 1]
                 .iter()
                 .map(|&d| 0..d)
@@ -172,7 +199,7 @@ impl Chunked {
     /// Takes appended record bytes (in the file's byte order): each chunk they fill is encoded
     /// (a batch in parallel) and appended, uncommitted. `reserve(end)` keeps the file's bytes
     /// up to `end` clear of the spare trailer copy.
-    pub(super) fn feed(
+    pub(crate) fn feed(
         &mut self,
         file: &File,
         mut bytes: &[u8],
@@ -220,7 +247,7 @@ impl Chunked {
         reserve: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<()> {
         let n = self.tail_chunk;
-        let base = self.cw.header().encoded_len() as u64;
+        let base = self.cw.base();
         reserve(base + self.cw.end() + self.cw.segment_bytes_for(n) + stored.len() as u64)?;
         if self.tail_committed {
             // Readers of the old dims take a prefix of it once its entry points there.
@@ -245,14 +272,16 @@ impl Chunked {
 
     /// Commits `records` records: the tail (padded to a whole chunk, [`ENTRY_FULL`]), then
     /// `write_block(end)` (the trailer block at the new data end), then the headers (two when
-    /// a committed chunk is replaced). Returns the header committed.
-    pub(super) fn flush(
+    /// a committed chunk is replaced), each by `write_header` given the section's header (the
+    /// first with the old record count). Returns the header committed.
+    pub(crate) fn flush(
         &mut self,
         file: &File,
         records: u64,
         sync: bool,
         reserve: &mut dyn FnMut(u64) -> Result<()>,
         write_block: &mut dyn FnMut(u64) -> Result<()>,
+        write_header: &mut dyn FnMut(&Header) -> Result<()>,
     ) -> Result<Header> {
         self.cw.set_durable(sync);
         if !self.tail.is_empty() {
@@ -263,12 +292,11 @@ impl Chunked {
             let st = self.cw.stats_of(&self.tail);
             self.put(file, &s, flags | ENTRY_FULL, &st, reserve)?;
         }
-        let base = self.cw.header().encoded_len() as u64;
-        write_block(base + self.cw.end())?;
+        write_block(self.cw.base() + self.cw.end())?;
         if let Some((e, slot, n, st)) = self.replacement.take() {
             // The new version inside the committed size first (old dims: readers still use
             // the old entry), then the entry, then the dims.
-            if let Err(err) = self.cw.commit(file, sync) {
+            if let Err(err) = self.cw.commit_with(file, sync, write_header) {
                 self.replacement = Some((e, slot, n, st));
                 return Err(err);
             }
@@ -277,7 +305,7 @@ impl Chunked {
         let mut dims = self.cw.header().dims.clone();
         *dims.last_mut().expect("record files have a last dim") = records;
         self.cw.set_dims(dims)?;
-        self.cw.commit(file, sync)?;
+        self.cw.commit_with(file, sync, write_header)?;
         self.tail_committed = !self.tail.is_empty();
         Ok(self.cw.header().clone())
     }

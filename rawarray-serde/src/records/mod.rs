@@ -17,9 +17,11 @@ mod writer;
 
 pub use crate::mapped::{ReadMode, RecordReadOptions, RecordReader};
 pub use crate::recovery::{recover, recover_with, RecoverOptions};
+pub(crate) use chunked::{default_records, Chunked};
 pub(crate) use commit::{reserve_spare, settle};
 pub use options::RecordOptions;
 pub(crate) use recover::recover_records;
+pub(crate) use recover::spare_and_limit;
 pub use recover::Recovery;
 pub use spec::ElementSpec;
 pub(crate) use spec::RecordShape;

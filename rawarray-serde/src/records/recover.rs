@@ -71,6 +71,18 @@ pub struct Recovery {
 }
 
 impl Recovery {
+    /// Nothing done (yet) to a file of `records` records with a trailer.
+    pub(crate) fn untouched(records: u64) -> Recovery {
+        Recovery {
+            records_before: records,
+            records_after: records,
+            trailer: true,
+            bytes_removed: 0,
+            dropped_chunks: Vec::new(),
+            dropped_segments: Vec::new(),
+        }
+    }
+
     /// Whether the repair changed the file: records taken back, bytes cut or index entries
     /// cleared.
     pub fn changed(&self) -> bool {
@@ -133,19 +145,8 @@ pub(crate) fn recover_records(path: &Path, file: &File, force: bool) -> Result<R
              (force it: RecoverOptions::force, ra recover --force)",
         ));
     }
-    let spare = probe_backward(file, end, file_len).valid();
-    let limit = spare
-        .as_ref()
-        .filter(|b| b.start > end)
-        .map_or(file_len, |b| b.start);
-    let mut recovery = Recovery {
-        records_before: before,
-        records_after: before,
-        trailer: true,
-        bytes_removed: 0,
-        dropped_chunks: Vec::new(),
-        dropped_segments: Vec::new(),
-    };
+    let (spare, limit) = spare_and_limit(file, end, file_len);
+    let mut recovery = Recovery::untouched(before);
     if let Some((k, block)) = scan_forward(file, end, record_bytes, limit)? {
         if k > 0 {
             header.set_records(before + k)?;
@@ -208,6 +209,18 @@ pub(super) fn foreign_trailing(
         advice,
     }
     .into()
+}
+
+/// The valid trailer block at the end of a file of `file_len` bytes whose data ends at `end`
+/// (the spare copy a writer keeps ahead of its appends), and where a repair's scan past `end`
+/// stops: at that block when it lies past `end`, else at the file's end.
+pub(crate) fn spare_and_limit(file: &File, end: u64, file_len: u64) -> (Option<Block>, u64) {
+    let spare = probe_backward(file, end, file_len).valid();
+    let limit = spare
+        .as_ref()
+        .filter(|b| b.start > end)
+        .map_or(file_len, |b| b.start);
+    (spare, limit)
 }
 
 /// The first bytes of a run of `total`: quoted if printable text, zeros as such, hex otherwise.

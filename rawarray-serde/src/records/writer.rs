@@ -453,7 +453,9 @@ impl Writer {
             let records = self.len();
             let sync = self.durability == Durability::Fsync;
             let header = self.with_chunked(|c, file, reserve, write_block| {
-                c.flush(file, records, sync, reserve, write_block)
+                let mut write_header =
+                    |h: &Header| -> Result<()> { Ok(write_all_at(file, &h.encode(), 0)?) };
+                c.flush(file, records, sync, reserve, write_block, &mut write_header)
             })?;
             self.header = header;
             self.pending_records = 0;

@@ -155,15 +155,18 @@ pub(crate) fn read_map<S: ReadAt + ?Sized>(
 }
 
 /// The size of the header now in `source` before `base`, if it is `header`'s file grown since
-/// ([`Header::is_grown_from`]). `None` when there is no header there (a section alone) or it is
-/// anything else.
+/// ([`Header::is_grown_from`]); for the values section of a ragged file (doc/format.md section
+/// 10.2), the section's size by the ragged header now at the file's start. `None` when there is
+/// no header there (a section alone) or it is anything else.
 fn later_size<S: ReadAt + ?Sized>(header: &Header, source: &S, base: u64) -> Option<u64> {
     let hlen = header.encoded_len() as u64;
     let at = base.checked_sub(hlen)?;
     let mut bytes = vec![0u8; hlen as usize];
     source.read_exact_at(&mut bytes, at).ok()?;
-    let now = Header::decode_any(&bytes).ok()?;
-    (now.is_grown_from(header) && now.size > header.size).then_some(now.size)
+    match Header::decode_any(&bytes) {
+        Ok(now) => (now.is_grown_from(header) && now.size > header.size).then_some(now.size),
+        Err(_) => crate::ragged::later_values_size(header, source, base),
+    }
 }
 
 /// A chunked data section being read (see the module docs).

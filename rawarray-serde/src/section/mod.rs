@@ -426,16 +426,18 @@ impl<S: ReadAt> Section<S> {
     /// box's runs; chunked sections only the blocks the box crosses; a whole-section LZ4 block
     /// is decoded as far as the box's last byte, keeping 64 KiB of it at a time.
     pub fn read_box(&self, ranges: &[Range<u64>], out: &mut [u8]) -> Result<()> {
+        let plan = self.box_plan(ranges, out.len())?;
+        self.checked(|| self.fill_plan(&plan, out))
+    }
+
+    /// The plan of the box `ranges`, checked against an output buffer of `len` bytes.
+    fn box_plan(&self, ranges: &[Range<u64>], len: usize) -> Result<SubsetPlan> {
         let h = &self.header;
         let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
-        if out.len() as u64 != plan.bytes() {
-            return Err(chunked::shape_mismatch(
-                plan.dims(),
-                plan.bytes(),
-                out.len(),
-            ));
+        if len as u64 != plan.bytes() {
+            return Err(chunked::shape_mismatch(plan.dims(), plan.bytes(), len));
         }
-        self.checked(|| self.fill_plan(&plan, out))
+        Ok(plan)
     }
 
     /// [`Section::read_box`], by its old name.
@@ -505,15 +507,7 @@ impl<S: ReadAt> Section<S> {
         ranges: &[Range<u64>],
         out: &mut [u8],
     ) -> Result<()> {
-        let h = &self.header;
-        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
-        if out.len() as u64 != plan.bytes() {
-            return Err(chunked::shape_mismatch(
-                plan.dims(),
-                plan.bytes(),
-                out.len(),
-            ));
-        }
+        let plan = self.box_plan(ranges, out.len())?;
         self.checked(|| self.fill_plan_from(source, &plan, out))
     }
 
@@ -613,10 +607,16 @@ impl<S: ReadAt> Section<S> {
                     let _ = f(&one);
                     return Ok(());
                 };
+                let plane = lead.iter().product::<u64>() * h.elbyte;
+                if plane > per.max(total.min(SLAB_BYTES)) {
+                    // A plane (every dim but the last) larger than a piece: a slab would hold
+                    // the plane whole, whatever `limit` asked (a header of huge leading dims
+                    // cost gigabytes for `ra cat --head 2`). Runs of the file order instead.
+                    return for_each_run(c, &self.io(), &h.dims, h.elbyte, per, total, f);
+                }
                 // Slabs of whole chunks along the last dim (a slab is a run of the plain data
                 // and each chunk is decoded once), as few planes at a time as a piece allows.
                 let step = c.map().config().chunk[h.dims.len() - 1].min(last).max(1);
-                let plane = lead.iter().product::<u64>() * h.elbyte;
                 let planes = (per / plane.max(1)).clamp(1, step);
                 let mut ranges: Vec<Range<u64>> = lead.iter().map(|&d| 0..d).collect();
                 ranges.push(0..0);
@@ -660,6 +660,66 @@ impl<S: ReadAt> Section<S> {
             Kind::Chunked(c) => c.verify(&self.io()),
         })
     }
+}
+
+/// Bytes of a slab of planes [`Section::for_each_piece`] holds at most for a chunked section
+/// read whole (a plane is every dim but the last): larger planes are read in runs.
+const SLAB_BYTES: u64 = 16 << 20;
+
+/// Calls `f` with the first `total` bytes of chunked section `c` (of `dims`, elements of
+/// `elbyte` bytes) in file order, in runs of about `per` bytes (at least one element), each
+/// read as one box: whole along the leading dims whose elements fit in `per`, a run of the
+/// next dim, one index along each dim after it. Holds one run, whatever the dims.
+fn for_each_run<S: ReadAt + ?Sized>(
+    c: &Chunked,
+    io: &Io<'_, S>,
+    dims: &[u64],
+    elbyte: u64,
+    per: u64,
+    total: u64,
+    mut f: impl FnMut(&[u8]) -> ControlFlow<()>,
+) -> Result<()> {
+    // Dims `..k` fit whole in a run of `inner` bytes.
+    let (mut k, mut inner) = (0, elbyte);
+    while k + 1 < dims.len() && inner.saturating_mul(dims[k]) <= per {
+        inner *= dims[k];
+        k += 1;
+    }
+    let run = (per / inner).max(1);
+    let mut ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
+    // Where the next run starts along dims `k..`.
+    let mut at = vec![0u64; dims.len()];
+    let mut buf = Vec::new();
+    let mut done = 0u64;
+    while done < total {
+        let end = (at[k] + run).min(dims[k]);
+        ranges[k] = at[k]..end;
+        for j in k + 1..dims.len() {
+            ranges[j] = at[j]..at[j] + 1;
+        }
+        let want = (end - at[k]) * inner;
+        buf.clear();
+        crate::data::try_reserve(&mut buf, crate::data::to_usize(want)?)?;
+        buf.resize(want as usize, 0);
+        c.read_box(io, &ranges, &mut buf)?;
+        let keep = want.min(total - done) as usize;
+        done += keep as u64;
+        if f(&buf[..keep]).is_break() {
+            break;
+        }
+        // The next run: along dim `k`, then on to the next index of the dims after it.
+        at[k] = end;
+        let mut j = k;
+        while at[j] == dims[j] {
+            at[j] = 0;
+            j += 1;
+            if j == dims.len() {
+                return Ok(());
+            }
+            at[j] += 1;
+        }
+    }
+    Ok(())
 }
 
 impl<S> std::fmt::Debug for Section<S> {

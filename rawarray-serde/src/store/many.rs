@@ -27,7 +27,6 @@ use tokio::runtime::Handle;
 
 use super::write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 use crate::codec::config::bad;
-use crate::codec::grid::{runs, Place};
 use crate::codec::{Chain, Config, Entry, Grid};
 use crate::data;
 use crate::error::block_text;
@@ -263,50 +262,13 @@ impl StoreArrayWriter {
             return Ok(());
         }
         let grid = &self.grid;
-        let on_grid = ranges
-            .iter()
-            .zip(grid.chunk().iter().zip(grid.dims()))
-            .all(|(r, (&ch, &d))| r.start % ch == 0 && (r.end % ch == 0 || r.end == d));
-        if !on_grid {
-            return Err(bad(
-                &format!("block {}", block_text(ranges)),
-                format!(
-                    "a block aligned to the chunk grid (chunks {:?} over dims {:?}: each range starts at a multiple of its chunk and ends at one or at the dim)",
-                    grid.chunk(),
-                    grid.dims()
-                ),
-                "a misaligned block",
-            ));
-        }
+        grid.check_aligned(ranges)?;
         let chunks: Vec<u64> = grid.touched(ranges).collect();
-        let extent: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
-        let start: Vec<u64> = ranges.iter().map(|r| r.start).collect();
-        let elbyte = self.header.elbyte;
         let encoded: Vec<(u64, Vec<u8>, u32, Vec<u8>)> = chunks
             .par_iter()
             .map(|&n| {
-                let shape = grid.shape(n);
-                let at: Vec<u64> = grid
-                    .origin(n)
-                    .iter()
-                    .zip(&start)
-                    .map(|(o, s)| o - s)
-                    .collect();
-                let zero = vec![0; shape.len()];
-                let mut raw = vec![0u8; data::to_usize(grid.raw_len(n))?];
-                let src = Place {
-                    dims: &extent,
-                    at: &at,
-                };
-                let dst = Place {
-                    dims: &shape,
-                    at: &zero,
-                };
-                for (s, d, len) in runs(&shape, elbyte, src, dst) {
-                    let (s, d, len) = (s as usize, d as usize, len as usize);
-                    raw[d..d + len].copy_from_slice(&bytes[s..s + len]);
-                }
-                let (stored, flags) = self.chain.encode_chunk(&raw, &shape)?;
+                let raw = grid.chunk_of_block(n, ranges, bytes)?;
+                let (stored, flags) = self.chain.encode_chunk(&raw, &grid.shape(n))?;
                 Ok((n, stored, flags, self.stats_of(&raw)))
             })
             .collect::<Result<_>>()?;
