@@ -32,7 +32,7 @@ use common::servers::{self, Server};
 /// Command-line arguments of mixed kinds (text, paths) as one list.
 macro_rules! args {
     ($($x:expr),* $(,)?) => {
-        vec![$(std::ffi::OsStr::new(&$x).to_os_string()),*]
+        [$(std::ffi::OsStr::new(&$x).to_os_string()),*]
     };
 }
 
