@@ -21,6 +21,10 @@ use crate::error::{ErrorKind, Result};
 /// The first eight bytes of every `.ra` file: `b"rawarray"` read as a little-endian `u64`.
 pub const MAGIC: u64 = u64::from_le_bytes(crate::sniff::RA_SIGNATURE);
 
+/// Flag bit 3: the file is a ragged array (doc/format.md section 10). Plain-array readers
+/// refuse it (it is not in [`Flags::KNOWN`]); the ragged readers decode its header.
+pub const RAGGED: u64 = 8;
+
 /// Bytes of the fixed part of the header (magic .. ndims), before the dims.
 pub const FIXED_HEADER_LEN: usize = 48;
 

@@ -218,8 +218,7 @@ impl FileState {
                     && now.len >= (then.encoded_len() as u64).saturating_add(then.size)
             }
             // A ragged file's header (flag bit 3), which only its readers decode.
-            _ => crate::ragged::grown_ragged(&self.header, &now.header)
-                .is_some_and(|end| now.len >= end),
+            _ => grown_ragged(&self.header, &now.header).is_some_and(|end| now.len >= end),
         }
     }
 
@@ -462,4 +461,25 @@ impl<S: ReadAt + ?Sized> io::Read for ReadAtCursor<'_, S> {
         self.left -= n as u64;
         Ok(n)
     }
+}
+
+/// Whether the ragged header bytes `now` (as [`stable_header_bytes`](crate::fileio::stable_header_bytes) reads them: the dims, not
+/// the slot count word) are those of `then`'s file grown by a writer's commit: the same flags,
+/// element, value dims and ndims, and `size`, values and rows no smaller. Returns `then`'s data
+/// end (which the file must still hold), or `None` for anything else.
+fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
+    let words = |b: &[u8]| -> Option<Vec<u64>> {
+        let w: Vec<u64> = b.chunks_exact(8).map(crate::header::le_u64).collect();
+        let ok = b.len().is_multiple_of(8)
+            && w.len() >= 8
+            && w[0] == crate::header::MAGIC
+            && w[1] & crate::header::RAGGED != 0
+            && w[5] == w.len() as u64 - 6;
+        ok.then_some(w)
+    };
+    let (t, n) = (words(then)?, words(now)?);
+    let k = t.len();
+    let same = n.len() == k && t[..4] == n[..4] && t[5] == n[5] && t[6..k - 2] == n[6..k - 2];
+    let grown = n[4] >= t[4] && n[k - 2] >= t[k - 2] && n[k - 1] >= t[k - 1];
+    (same && grown).then(|| (then.len() as u64).saturating_add(t[4]))
 }

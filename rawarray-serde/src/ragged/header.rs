@@ -11,9 +11,7 @@ use crate::io::ReadAt;
 use crate::records::ElementSpec;
 use crate::section::Section;
 
-/// Flag bit 3: the file is a ragged array. Plain-array readers refuse it (it is not in
-/// [`Flags::KNOWN`]).
-pub const RAGGED: u64 = 8;
+pub use crate::header::RAGGED;
 
 /// Offsets slots a new [`RaggedWriter`] reserves (4 KiB); the region grows when full
 /// ([`grown_slots`]).
@@ -450,27 +448,6 @@ pub(crate) fn later_values_size<S: ReadAt + ?Sized>(
     let now = RaggedHeader::decode(&bytes).ok()?;
     let nvh = now.values_section_header()?;
     (now.values_at() == base && nvh.is_grown_from(vh) && nvh.size > vh.size).then_some(nvh.size)
-}
-
-/// Whether the ragged header bytes `now` (as [`stable_header_bytes`] reads them: the dims, not
-/// the slot count word) are those of `then`'s file grown by a writer's commit: the same flags,
-/// element, value dims and ndims, and `size`, values and rows no smaller. Returns `then`'s data
-/// end (which the file must still hold), or `None` for anything else.
-pub(crate) fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
-    let words = |b: &[u8]| -> Option<Vec<u64>> {
-        let w: Vec<u64> = b.chunks_exact(8).map(le_u64).collect();
-        let ok = b.len().is_multiple_of(8)
-            && w.len() >= 8
-            && w[0] == MAGIC
-            && w[1] & RAGGED != 0
-            && w[5] == w.len() as u64 - 6;
-        ok.then_some(w)
-    };
-    let (t, n) = (words(then)?, words(now)?);
-    let k = t.len();
-    let same = n.len() == k && t[..4] == n[..4] && t[5] == n[5] && t[6..k - 2] == n[6..k - 2];
-    let grown = n[4] >= t[4] && n[k - 2] >= t[k - 2] && n[k - 1] >= t[k - 1];
-    (same && grown).then(|| (then.len() as u64).saturating_add(t[4]))
 }
 
 /// The values of a chunked ragged file, decoded through the codec layer: `values_len()` bytes.

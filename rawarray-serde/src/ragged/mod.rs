@@ -21,8 +21,8 @@ mod recover;
 mod values;
 mod writer;
 
+pub(crate) use header::later_values_size;
 pub use header::{check_offsets, RaggedHeader, RAGGED};
-pub(crate) use header::{grown_ragged, later_values_size};
 pub use reader::{DynRagged, RaggedReader};
 pub(crate) use recover::recover_locked;
 pub use values::Ragged;
