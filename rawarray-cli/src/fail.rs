@@ -136,6 +136,8 @@ const RUST_WORDS: &[(&str, &str)] = &[
         ": ArrayWriter::options().storage(..)",
         ": give --codec and --chunks",
     ),
+    (" (RaggedWriter::open)", ""),
+    (" (WriteOptions::codec)", " (--codec)"),
 ];
 
 /// `message` with the Rust calls it names replaced by `ra`'s words ([`RUST_WORDS`]).
