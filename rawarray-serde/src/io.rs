@@ -4,7 +4,7 @@
 //!
 //! Every reader that copies through an open file reads through a [`PinnedFile`] and takes its
 //! state ([`ReadAt::state`]) before and after each read (inode, size and modification time to
-//! the nanosecond, by one `fstat`; the header too when those moved): a read during which the
+//! the nanosecond, and the header): a read during which the
 //! file changed is an error saying so, never rows of one version and rows of another, and a
 //! read that finds the file is no longer the one opened (a header that is not the same file
 //! grown, or a file cut below its data) is an error too. A file replaced by rename is not a
@@ -187,13 +187,6 @@ impl FileState {
         }
     }
 
-    /// Whether `meta` (an `fstat` of the file now) shows this state's inode, length and
-    /// modification time.
-    fn same_stat(&self, meta: &std::fs::Metadata) -> bool {
-        let now = FileState::from_meta(meta, Vec::new());
-        (now.dev, now.ino, now.len, now.mtime_ns) == (self.dev, self.ino, self.len, self.mtime_ns)
-    }
-
     /// Whether `now` is still the file of this state: the same inode, a header of the same
     /// file (perhaps grown: a larger `size` or last dim), the data this header describes all
     /// there, and not a write that kept both the length and the header (what a rewrite in
@@ -325,22 +318,10 @@ impl ReadAt for PinnedFile {
         Ok(self.file.metadata()?.len())
     }
     fn state(&self) -> Result<Option<FileState>> {
-        // One `fstat` while the file is as it was opened; the header is read again (six
-        // syscalls: twice its two parts and their lengths) only when the length or the
-        // modification time moved, to tell a file grown by a writer from one rewritten. A
-        // write in place moves the modification time, except within one tick of a file system
-        // that keeps it coarsely (Linux before 6.13 keeps it to the jiffy); such a write that
-        // keeps the length escapes this check when it keeps the header too (a rewrite of the
-        // data) whether or not the header is read, and reading it on every read, to catch the
-        // rarer one that changes it, cost a one-element read six syscalls on each side.
-        let meta = self.file.metadata()?;
-        if self.state.same_stat(&meta) {
-            return Ok(Some(self.state.clone()));
-        }
-        let now = FileState::from_meta(
-            &meta,
-            crate::fileio::stable_header_bytes(&self.file).unwrap_or_default(),
-        );
+        // The header is read on every check, not only when the length or the modification
+        // time moved: with one `fstat` alone, the in-place rewrite test (tests/rewrite_rounds.rs)
+        // found a plain read mixing two versions under load.
+        let now = FileState::of(&self.file)?;
         if self.still_holds(&self.state, &now) {
             return Ok(Some(now));
         }
