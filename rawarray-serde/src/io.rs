@@ -283,7 +283,8 @@ impl PinnedFile {
         let read = header.get(..header_len(header)).unwrap_or(header);
         let grown = || match (Header::decode_any(read), Header::decode_any(now)) {
             (Ok(then), Ok(h)) => h.is_grown_from(&then),
-            _ => false,
+            // A ragged file's header (flag bit 3), grown by its writer's commit.
+            _ => grown_ragged(read, now).is_some(),
         };
         if now.as_slice() == read || grown() {
             return Ok(pinned);
