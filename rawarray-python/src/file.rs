@@ -12,7 +12,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple, PyType};
 use rawarray_serde::query::RowFilter;
 use rawarray_serde::section::{Section, Storage};
-use rawarray_serde::{ArrayReader, DynArray, Header};
+use rawarray_serde::{ArrayReader, Header};
 
 use crate::buffer::{output_bytes, Buffer, Bytes};
 use crate::chunked::{settings_of, ChunkSettings};
@@ -141,17 +141,21 @@ array_methods!(RawFile {
     /// (user-defined elements of a big-endian file keep their bytes; see `big_endian_records`).
     fn decode(&self, py: Python<'_>) -> PyResult<Buffer> {
         py.detach(|| -> rawarray_serde::Result<Buffer> {
-            self.checked(|| {
-                let header = self.header();
-                // The header and data section, which the file held at open (checked then).
-                let end = header.encoded_len() as u64 + header.size;
-                let mut bytes = vec![0u8; usize::try_from(end).map_err(std::io::Error::other)?];
-                read_exact_at(&self.file, &mut bytes, 0)?;
-                let array = DynArray::from_bytes(&bytes)?;
-                let (_, data, _) = array.into_parts();
-                Ok(Buffer {
-                    bytes: Bytes::Owned(data),
-                })
+            // Through the library's reader, never from one copy of the header and data
+            // section: a writer appending may commit a header during that copy, which tears
+            // it (an old `size` with new dims reads written chunks as zeros; doc/chunked.md
+            // 7.1). The reader's section re-reads a later header for an entry it moved.
+            let ranges: Vec<std::ops::Range<u64>> =
+                self.header().dims.iter().map(|&d| 0..d).collect();
+            let (_, data) = self.checked(|| {
+                if self.header().data_len() == 0 {
+                    // An empty array's section is still decoded: damaged, it is refused.
+                    self.section().read_all()?;
+                }
+                self.reader.read_subset_bytes(&ranges)
+            })?;
+            Ok(Buffer {
+                bytes: Bytes::Owned(data),
             })
         })
         .map_err(to_py)

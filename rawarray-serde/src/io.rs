@@ -34,6 +34,34 @@ use std::path::{Path, PathBuf};
 use crate::error::{ErrorKind, Result};
 use crate::header::Header;
 
+/// Reads of a header that changes under the reader before [`read_settled_at`] settles for
+/// the last.
+const SETTLE_TRIES: usize = 100;
+
+/// Reads `buf.len()` bytes at `offset` of `source` until two reads agree (at most
+/// [`SETTLE_TRIES`] reads; the last is kept). Writers commit a header with one `pwrite`, but a
+/// concurrent `pread` is not atomic with it: a reader may copy the header's first words before
+/// the write and its last words after it, an old `size` joined to new dims, which reads the
+/// chunks the new dims need as never written (zeros). Two reads that agree are one header:
+/// its words only move forward (doc/chunked.md, section 7.1).
+pub(crate) fn read_settled_at<S: ReadAt + ?Sized>(
+    source: &S,
+    buf: &mut [u8],
+    offset: u64,
+) -> io::Result<()> {
+    source.read_exact_at(buf, offset)?;
+    let mut again = vec![0u8; buf.len()];
+    for _ in 0..SETTLE_TRIES {
+        source.read_exact_at(&mut again, offset)?;
+        if again == buf {
+            break;
+        }
+        buf.copy_from_slice(&again);
+        std::thread::yield_now();
+    }
+    Ok(())
+}
+
 /// A source of bytes read at an offset (a whole `.ra` file: offsets count from its first
 /// byte). `&[u8]`, `Vec<u8>`, `File`, [`PinnedFile`] and memory maps are sources.
 pub trait ReadAt: Sync {

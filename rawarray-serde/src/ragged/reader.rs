@@ -4,6 +4,7 @@
 use super::header::{bad, check_ends, check_offsets, read_header, RaggedHeader};
 use super::values::{
     check_text, is_text_trailer, text_marked, text_of, write_chunked, write_head, write_tail,
+    Ragged,
 };
 use std::borrow::Cow;
 use std::fs::File;
@@ -19,12 +20,13 @@ use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::read_exact_at;
 use crate::header::le_u64;
+use crate::header::Header;
 use crate::io::PinnedFile;
 use crate::layout::Layout;
 use crate::mapped::ReadMode;
 use crate::options::WriteOptions;
 use crate::records::ElementSpec;
-use crate::section::Section;
+use crate::section::{stream, Section};
 use crate::trailer::{locate, Trailer};
 
 /// A ragged file through a memory map: open is O(1), row `k` reads two offsets and the row's
@@ -115,6 +117,85 @@ enum Data {
     /// Positioned reads through the open file: every row a copy, and a file cut under the
     /// reader an error rather than a signal.
     Positioned(File),
+}
+
+/// Reading a whole ragged file lives with the readers: chunked values are read through the
+/// pinned section [`DynRagged`] reads them with, never from one copy of the whole file (whose
+/// header a writer's commit can tear; see [`crate::io::read_settled_at`]).
+impl<T: Element> Ragged<T> {
+    /// Reads the ragged file at `path`, checked as [`Ragged::from_bytes`] checks. Plain values
+    /// are read with one read into the final buffer (after the offsets, checked first);
+    /// chunked values are decoded through the codec layer, from the chunks of one committed
+    /// header (a [`RaggedWriter`](super::RaggedWriter) may be appending: the rows read are
+    /// those of one of its commits, or the error says the file changed). Every read goes
+    /// through the one descriptor the header was read from.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, Ragged, WriteOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("r.ra");
+    /// let rows = Ragged::from_rows([vec![1u32, 2], vec![], vec![3]]);
+    /// rows.write_file_with(&path, &WriteOptions::new().codec(Codec::Zstd)).unwrap();
+    /// let back = Ragged::<u32>::read_file(&path).unwrap();
+    /// assert_eq!((back.rows(), back.row(0).unwrap(), back.row(2).unwrap()), (3, &[1, 2][..], &[3][..]));
+    /// ```
+    pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
+        use std::io::{Seek, SeekFrom};
+        let path = path.as_ref();
+        let mut file = File::open(path)?;
+        let h = read_header(&file)?;
+        h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
+        if h.chunked {
+            let m = Mapped::from_file(file, path, ReadMode::Positioned)?;
+            let h = &m.header;
+            let offsets = m.offsets(0..h.rows)?;
+            check_offsets(&offsets, h.values)?;
+            let raw = m.values_bytes(0, h.values)?;
+            let text = is_text_trailer(m.trailer.as_ref());
+            if text {
+                check_text(&offsets, &raw, h.value_bytes())?;
+            }
+            return Ok(Ragged {
+                offsets,
+                values: data::decode_values(&raw, false)?,
+                text,
+            });
+        }
+        let len = file.metadata()?.len();
+        if len < h.data_end() {
+            return Err(ErrorKind::Truncated {
+                expected: h.size,
+                found: len.saturating_sub(h.encoded_len()),
+            }
+            .into());
+        }
+        // The offsets as a plain u64 array read into place: at most `size` bytes, which the
+        // file holds.
+        let n = h.rows + 1;
+        file.seek(SeekFrom::Start(h.offsets_at()))?;
+        let offsets: Vec<u64> = stream::read_values(
+            &Header::new(ElType::Uint, 8, vec![n])?,
+            &mut file,
+            Some(8 * n),
+        )?;
+        check_offsets(&offsets, h.values)?;
+        let text = is_text_trailer(locate(&file, h.data_end(), len).into_result()?.as_ref());
+        file.seek(SeekFrom::Start(h.values_at()))?;
+        let vh = h.values_header()?;
+        let values: Vec<T> = stream::read_values(&vh, &mut file, Some(h.values_len()))?;
+        if text {
+            check_text(
+                &offsets,
+                &data::encode_values(&values, false),
+                h.value_bytes(),
+            )?;
+        }
+        Ok(Ragged {
+            offsets,
+            values,
+            text,
+        })
+    }
 }
 
 impl Mapped {

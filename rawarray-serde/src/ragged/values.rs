@@ -1,9 +1,8 @@
 //! A whole ragged array in memory ([`Ragged`]): rows, text rows, and the bytes a file of
 //! them is written as (plain or with compressed values).
 
-use super::header::{bad, check_offsets, decode_values_section, read_header, RaggedHeader};
+use super::header::{bad, check_offsets, decode_values_section, RaggedHeader};
 use std::borrow::Cow;
-use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
@@ -13,12 +12,11 @@ use crate::data;
 use crate::element::Element;
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::read_exact_at;
-use crate::header::{le_u64, Header};
+use crate::header::le_u64;
 use crate::layout::{Layout, Logical};
 use crate::options::WriteOptions;
 use crate::records::ElementSpec;
-use crate::section::{stream, Storage};
+use crate::section::Storage;
 use crate::trailer::{block_len, encode_block_into, locate, Trailer};
 
 /// The layout of one value of a text file: a `u8` marked [`Logical::Text`].
@@ -57,9 +55,9 @@ pub(super) fn text_of(row: &[u8], k: usize) -> Result<&str> {
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Ragged<T> {
-    offsets: Vec<u64>,
-    values: Vec<T>,
-    text: bool,
+    pub(super) offsets: Vec<u64>,
+    pub(super) values: Vec<T>,
+    pub(super) text: bool,
 }
 
 impl<T: Element> Default for Ragged<T> {
@@ -237,56 +235,6 @@ impl<T: Element> Ragged<T> {
             offsets: parts.offsets,
             values,
             text: parts.text,
-        })
-    }
-
-    /// Reads the ragged file at `path`, checked as [`Ragged::from_bytes`] checks. Plain values
-    /// are read with one read into the final buffer (after the offsets, checked first);
-    /// chunked values are decoded through the codec layer. Every read goes through the one
-    /// descriptor the header was read from.
-    pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
-        use std::io::{Seek, SeekFrom};
-        let mut file = File::open(path)?;
-        let h = read_header(&file)?;
-        h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;
-        let len = file.metadata()?.len();
-        if h.chunked {
-            let mut all = data::try_zeroed_bytes(len)?;
-            read_exact_at(&file, &mut all, 0)?;
-            return Ragged::from_bytes(&all);
-        }
-        if len < h.data_end() {
-            return Err(ErrorKind::Truncated {
-                expected: h.size,
-                found: len.saturating_sub(h.encoded_len()),
-            }
-            .into());
-        }
-        // The offsets as a plain u64 array read into place: at most `size` bytes, which the
-        // file holds.
-        let n = h.rows + 1;
-        file.seek(SeekFrom::Start(h.offsets_at()))?;
-        let offsets: Vec<u64> = stream::read_values(
-            &Header::new(ElType::Uint, 8, vec![n])?,
-            &mut file,
-            Some(8 * n),
-        )?;
-        check_offsets(&offsets, h.values)?;
-        let text = is_text_trailer(locate(&file, h.data_end(), len).into_result()?.as_ref());
-        file.seek(SeekFrom::Start(h.values_at()))?;
-        let vh = h.values_header()?;
-        let values: Vec<T> = stream::read_values(&vh, &mut file, Some(h.values_len()))?;
-        if text {
-            check_text(
-                &offsets,
-                &data::encode_values(&values, false),
-                h.value_bytes(),
-            )?;
-        }
-        Ok(Ragged {
-            offsets,
-            values,
-            text,
         })
     }
 }

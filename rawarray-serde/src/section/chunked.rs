@@ -162,7 +162,7 @@ fn later_size<S: ReadAt + ?Sized>(header: &Header, source: &S, base: u64) -> Opt
     let hlen = header.encoded_len() as u64;
     let at = base.checked_sub(hlen)?;
     let mut bytes = vec![0u8; hlen as usize];
-    source.read_exact_at(&mut bytes, at).ok()?;
+    crate::io::read_settled_at(source, &mut bytes, at).ok()?;
     match Header::decode_any(&bytes) {
         Ok(now) => (now.is_grown_from(header) && now.size > header.size).then_some(now.size),
         Err(_) => crate::ragged::later_values_size(header, source, base),
