@@ -39,7 +39,6 @@ mod python;
 mod simulation;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch};
@@ -281,7 +280,6 @@ async fn run_ours(sql: &str, path: &str) -> (Vec<RecordBatch>, IoStats) {
         .await
         .expect("the registered file");
     let provider = provider
-        .as_any()
         .downcast_ref::<RaTableProvider>()
         .expect("a RaTableProvider");
     let batches = ctx
