@@ -121,7 +121,7 @@ enum Data {
 
 /// Reading a whole ragged file lives with the readers: chunked values are read through the
 /// pinned section [`DynRagged`] reads them with, never from one copy of the whole file (whose
-/// header a writer's commit can tear; see [`crate::io::read_settled_at`]).
+/// header a writer's commit can tear: see `read_settled_at` in `io.rs`).
 impl<T: Element> Ragged<T> {
     /// Reads the ragged file at `path`, checked as [`Ragged::from_bytes`] checks. Plain values
     /// are read with one read into the final buffer (after the offsets, checked first);
