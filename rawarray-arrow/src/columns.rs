@@ -42,10 +42,11 @@ pub(crate) fn gather(
             elbyte,
             logical,
         } => {
-            let scalar = Scalar::of(*eltype, *elbyte, *logical).ok_or_else(|| Error::Column {
-                column: field.name().clone(),
-                why: format!("{} has no Arrow form", layout.describe()),
-            })?;
+            let scalar =
+                Scalar::of(*eltype, *elbyte, logical.as_ref()).ok_or_else(|| Error::Column {
+                    column: field.name().clone(),
+                    why: format!("{} has no Arrow form", layout.describe()),
+                })?;
             Ok(match scalar {
                 Scalar::Primitive(w) | Scalar::Binary(w) => {
                     fixed(field.data_type(), rows, copy(w))?
@@ -150,7 +151,7 @@ fn is_contiguous(layout: &Layout) -> bool {
             elbyte,
             logical,
         } => matches!(
-            Scalar::of(*eltype, *elbyte, *logical),
+            Scalar::of(*eltype, *elbyte, logical.as_ref()),
             Some(Scalar::Primitive(_) | Scalar::Binary(_))
         ),
         Layout::Array { item, .. } => byte_array_len(layout).is_some() || is_contiguous(item),
@@ -185,7 +186,7 @@ pub(crate) fn contiguous(
             eltype,
             elbyte,
             logical,
-        } => match Scalar::of(*eltype, *elbyte, *logical) {
+        } => match Scalar::of(*eltype, *elbyte, logical.as_ref()) {
             Some(Scalar::Primitive(_) | Scalar::Binary(_)) => {
                 fixed(field.data_type(), rows, bytes.clone()).map(Some)
             }
@@ -257,7 +258,7 @@ pub(crate) fn scatter(
             eltype,
             elbyte,
             logical,
-        } => match Scalar::of(*eltype, *elbyte, *logical).ok_or_else(mismatch)? {
+        } => match Scalar::of(*eltype, *elbyte, logical.as_ref()).ok_or_else(mismatch)? {
             Scalar::Primitive(w) | Scalar::Binary(w) => {
                 let data = array.to_data();
                 if data.buffers().len() != 1

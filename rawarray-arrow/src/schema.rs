@@ -6,6 +6,9 @@
 //! | `int8`..`int64`, `uint8`..`uint64` | `Int8`..`Int64`, `UInt8`..`UInt64` |
 //! | `bool` (a `uint8` with the schema's bool marker) | `Boolean` |
 //! | `float16`, `float32`, `float64` | `Float16`, `Float32`, `Float64` |
+//! | `timestamp[unit, tz=zone]` (an `int64` marked) | `Timestamp(unit, zone)` |
+//! | `duration[unit]` (an `int64` marked) | `Duration(unit)` |
+//! | `date` (an `int32` marked: days since 1970-01-01) | `Date32` |
 //! | `bfloat16` | `Float32` (exact: every bfloat16 is a float32), marked `rawarray.eltype = bfloat16` |
 //! | `int128`, `uint128`, `float128` | `FixedSizeBinary(16)`, little-endian, marked `rawarray.eltype` |
 //! | complex (`complex32`..`complex256`) | `Struct{re, im}` of the part's float type, marked `rawarray.eltype` |
@@ -20,8 +23,9 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use arrow_schema::{DataType, Field, Fields, Schema};
+use arrow_schema::{DataType, Field, Fields, Schema, TimeUnit as ArrowUnit};
 use rawarray_serde::eltype::{type_label, ScalarType};
+use rawarray_serde::time::TimeUnit;
 use rawarray_serde::{ElType, Layout, Logical};
 
 use crate::error::{Error, Result};
@@ -54,7 +58,7 @@ pub(crate) enum Scalar {
 }
 
 impl Scalar {
-    pub(crate) fn of(eltype: ElType, elbyte: u64, logical: Option<Logical>) -> Option<Scalar> {
+    pub(crate) fn of(eltype: ElType, elbyte: u64, logical: Option<&Logical>) -> Option<Scalar> {
         let w = usize::try_from(elbyte).ok()?;
         Some(match (eltype, elbyte, logical) {
             (ElType::Uint, 1, Some(Logical::Bool)) => Scalar::Bool,
@@ -85,6 +89,64 @@ fn primitive_type(eltype: ElType, elbyte: u64) -> Option<DataType> {
         (ElType::Float, 8) => DataType::Float64,
         _ => return None,
     })
+}
+
+/// Arrow's temporal type of a date or time marker (the stored integer is Arrow's own value):
+/// `Timestamp(unit, tz)`, `Duration(unit)`, `Date32`.
+fn temporal_type(logical: &Logical) -> Option<DataType> {
+    let unit = |u: TimeUnit| match u {
+        TimeUnit::Second => ArrowUnit::Second,
+        TimeUnit::Millisecond => ArrowUnit::Millisecond,
+        TimeUnit::Microsecond => ArrowUnit::Microsecond,
+        TimeUnit::Nanosecond => ArrowUnit::Nanosecond,
+    };
+    Some(match logical {
+        Logical::Timestamp { unit: u, tz } => {
+            DataType::Timestamp(unit(*u), tz.as_deref().map(Arc::from))
+        }
+        Logical::Duration { unit: u } => DataType::Duration(unit(*u)),
+        Logical::Date => DataType::Date32,
+        Logical::Bool | Logical::Text => return None,
+    })
+}
+
+/// The layout of an Arrow temporal type: the marker on the integer Arrow stores. `Err` (the
+/// reason) for the temporal types `.ra` has no marker for.
+fn temporal_layout(t: &DataType) -> Option<std::result::Result<Layout, String>> {
+    let unit = |u: &ArrowUnit| match u {
+        ArrowUnit::Second => TimeUnit::Second,
+        ArrowUnit::Millisecond => TimeUnit::Millisecond,
+        ArrowUnit::Microsecond => TimeUnit::Microsecond,
+        ArrowUnit::Nanosecond => TimeUnit::Nanosecond,
+    };
+    let logical = match t {
+        DataType::Timestamp(u, tz) => {
+            let tz = tz.as_deref().map(str::to_string);
+            if let Some(zone) = &tz {
+                if !rawarray_serde::time::valid_time_zone(zone) {
+                    return Some(Err(format!(
+                        "type {t}: time zone \"{zone}\" is not an IANA name or a UTC offset"
+                    )));
+                }
+            }
+            Logical::Timestamp { unit: unit(u), tz }
+        }
+        DataType::Duration(u) => Logical::Duration { unit: unit(u) },
+        DataType::Date32 => Logical::Date,
+        DataType::Date64 | DataType::Time32(_) | DataType::Time64(_) | DataType::Interval(_) => {
+            return Some(Err(format!(
+                "type {t} has no .ra form: a record field holds timestamps, durations and \
+                 date32 (cast the column to one of them)"
+            )))
+        }
+        _ => return None,
+    };
+    let ((eltype, elbyte), _) = logical.stored_as();
+    Some(Ok(Layout::Scalar {
+        eltype,
+        elbyte,
+        logical: Some(logical),
+    }))
 }
 
 /// Whether a layout is a `[u8; N]` stored as `FixedSizeBinary(N)`.
@@ -127,12 +189,17 @@ pub fn arrow_field(name: &str, layout: &Layout) -> Result<Field> {
             logical,
         } => {
             let label = type_label(*eltype, *elbyte);
-            match Scalar::of(*eltype, *elbyte, *logical)
+            match Scalar::of(*eltype, *elbyte, logical.as_ref())
                 .ok_or_else(|| unsupported(label.clone()))?
             {
                 Scalar::Bool => Field::new(name, DataType::Boolean, false),
                 Scalar::Primitive(_) => {
-                    let t = primitive_type(*eltype, *elbyte).ok_or_else(|| unsupported(label))?;
+                    let t = match logical.as_ref().and_then(temporal_type) {
+                        Some(t) => t,
+                        None => {
+                            primitive_type(*eltype, *elbyte).ok_or_else(|| unsupported(label))?
+                        }
+                    };
                     Field::new(name, t, false)
                 }
                 Scalar::BFloat16 => marked(Field::new(name, DataType::Float32, false), label),
@@ -284,7 +351,16 @@ fn layout_of(column: &str, field: &Field) -> Result<Layout> {
                 }
             }
         }
-        other => return Err(refuse(column, other)),
+        other => match temporal_layout(other) {
+            Some(Ok(layout)) => layout,
+            Some(Err(why)) => {
+                return Err(Error::Column {
+                    column: column.to_string(),
+                    why,
+                })
+            }
+            None => return Err(refuse(column, other)),
+        },
     })
 }
 

@@ -22,7 +22,7 @@ module rawarray
   integer(c_int), parameter, public :: RA_STORAGE_PLAIN = 0, RA_STORAGE_LZ4 = 1, &
        RA_STORAGE_CHUNKED = 2
   ! RA_ABI_VERSION of the header (Fortran names ignore case: it would be ra_abi_version).
-  integer(c_int32_t), parameter, public :: RA_HEADER_ABI_VERSION = 1
+  integer(c_int32_t), parameter, public :: RA_HEADER_ABI_VERSION = 2
 
   public :: ra_cstr, ra_error_message, ra_fstr
   public :: ra_version, ra_abi_version, ra_last_error_status, ra_last_error_copy

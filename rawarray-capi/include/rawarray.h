@@ -52,7 +52,7 @@
 // The ABI version of this header: bumped when a function's signature, a struct's layout or a
 // constant changes, so that a program can check (`ra_abi_version`) that the library it loaded
 // is the one it was compiled against.
-#define RA_ABI_VERSION 1
+#define RA_ABI_VERSION 2
 
 // Dims and boxes in the file's order: the first dim varies fastest (Fortran, Julia, Matlab,
 // and `ra info`).
@@ -174,6 +174,10 @@ typedef struct {
   uint64_t count;
   // Byte offset of the field in a packed record.
   uint64_t offset;
+  // The scalars' logical marker as the schema spells it (doc/format.md section 7:
+  // `"bool"`, `"timestamp[us, tz=UTC]"`, `"duration[ns]"`, `"date"`, ...), NUL-terminated,
+  // `""` for plain numbers and records; owned by the `ra_file`, valid until `ra_close`.
+  const char *logical;
 } ra_field_info;
 
 #ifdef __cplusplus
@@ -446,6 +450,15 @@ void ra_close(ra_file *file);
 // # Safety
 // `file` is a live handle from `ra_open`; `out` points to a writable value.
 int ra_file_eltype(const ra_file *file, uint64_t *out);
+
+// The elements' logical marker into `*out`, as the schema spells it (doc/format.md section
+// 7): `"bool"`, `"timestamp[ns]"`, `"timestamp[us, tz=Europe/Paris]"`, `"duration[ms]"`,
+// `"date"`; `""` when the elements are plain numbers or records (a record's fields carry
+// theirs: `ra_file_field`). Owned by the handle.
+//
+// # Safety
+// `file` is a live handle from `ra_open`; `out` points to a writable value.
+int ra_file_logical(const ra_file *file, const char **out);
 
 // Bytes of one element into `*out` (of one record, for a record file).
 //

@@ -95,7 +95,7 @@ pub const RA_BFLOAT: u64 = 5;
 /// The ABI version of this header: bumped when a function's signature, a struct's layout or a
 /// constant changes, so that a program can check (`ra_abi_version`) that the library it loaded
 /// is the one it was compiled against.
-pub const RA_ABI_VERSION: u32 = 1;
+pub const RA_ABI_VERSION: u32 = 2;
 
 /// The library's version (the Rust crates' version, `"0.1.0"`) into `*out`: a static string.
 ///

@@ -32,6 +32,10 @@ pub struct RaFieldInfo {
     pub count: u64,
     /// Byte offset of the field in a packed record.
     pub offset: u64,
+    /// The scalars' logical marker as the schema spells it (doc/format.md section 7:
+    /// `"bool"`, `"timestamp[us, tz=UTC]"`, `"duration[ns]"`, `"date"`, ...), NUL-terminated,
+    /// `""` for plain numbers and records; owned by the `ra_file`, valid until `ra_close`.
+    pub logical: *const c_char,
 }
 
 struct Field {
@@ -40,6 +44,7 @@ struct Field {
     elbyte: u64,
     count: u64,
     offset: u64,
+    logical: CString,
 }
 
 /// An open `.ra` array file (plain, LZ4 or chunked; a record file is an array of records).
@@ -59,10 +64,22 @@ pub struct RaFile {
     schema_json: Option<CString>,
     warnings: Option<CString>,
     fields: Vec<Field>,
+    /// The elements' logical marker (a plain array's scalar schema), `""` for none.
+    logical: CString,
 }
 
 fn cstring(s: String) -> CString {
     CString::new(s.replace('\0', "\\u0000")).unwrap_or_default()
+}
+
+/// The logical marker of a scalar layout as the schema spells it; `""` for anything else.
+fn logical_of(layout: &Layout) -> String {
+    match layout {
+        Layout::Scalar {
+            logical: Some(l), ..
+        } => l.to_string(),
+        _ => String::new(),
+    }
 }
 
 impl RaFile {
@@ -117,6 +134,7 @@ impl RaFile {
                         elbyte,
                         count,
                         offset: f.offset,
+                        logical: cstring(logical_of(base)),
                     }
                 })
                 .collect(),
@@ -132,6 +150,12 @@ impl RaFile {
             schema_json: schema.map(|s| cstring(serde_json::to_string(s).unwrap_or_default())),
             warnings: (!warnings.is_empty()).then(|| cstring(warnings.join("\n"))),
             fields,
+            logical: cstring(
+                schema
+                    .and_then(Layout::plain_schema)
+                    .map(|s| logical_of(&s))
+                    .unwrap_or_default(),
+            ),
             reader,
         })
     }
@@ -265,6 +289,19 @@ unsafe fn get<T>(
 pub unsafe extern "C" fn ra_file_eltype(file: *const RaFile, out: *mut u64) -> c_int {
     // SAFETY: the caller's promises, passed on.
     unsafe { get(file, out, |f| Ok(f.header().eltype.code())) }
+}
+
+/// The elements' logical marker into `*out`, as the schema spells it (doc/format.md section
+/// 7): `"bool"`, `"timestamp[ns]"`, `"timestamp[us, tz=Europe/Paris]"`, `"duration[ms]"`,
+/// `"date"`; `""` when the elements are plain numbers or records (a record's fields carry
+/// theirs: `ra_file_field`). Owned by the handle.
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_logical(file: *const RaFile, out: *mut *const c_char) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { get(file, out, |f| Ok(f.logical.as_ptr())) }
 }
 
 /// Bytes of one element into `*out` (of one record, for a record file).
@@ -539,6 +576,7 @@ pub unsafe extern "C" fn ra_file_field(
             elbyte: field.elbyte,
             count: field.count,
             offset: field.offset,
+            logical: field.logical.as_ptr(),
         };
         // SAFETY: the caller's promise about `out`.
         unsafe { put(out, info, "out") }

@@ -814,3 +814,111 @@ fn the_c_example_builds_with_pkg_config_after_install_and_runs() {
         }
     );
 }
+
+/// `ra_file_logical` and `ra_field_info.logical` report the schema's markers as the spec spells
+/// them (doc/format.md section 7), for a plain array of timestamps and for record fields.
+#[test]
+fn type_queries_report_dates_and_times() {
+    use rawarray::*;
+    use rawarray_serde::{time::TimeUnit, ElType, Field, Layout, Logical, Trailer};
+    use std::ffi::{CStr, CString};
+    let dir = tempfile::tempdir().unwrap();
+    let scalar = |elbyte, logical| Layout::Scalar {
+        eltype: ElType::Int,
+        elbyte,
+        logical,
+    };
+    let zoned = Logical::Timestamp {
+        unit: TimeUnit::Microsecond,
+        tz: Some("Europe/Paris".into()),
+    };
+    // A plain array of timestamps: its trailer's schema is the marked scalar.
+    let plain = dir.path().join("plain.ra");
+    let file_of = |eltype, elbyte: u64, n: u64, schema: Layout| {
+        let mut bytes = rawarray_serde::Header::new(eltype, elbyte, vec![n])
+            .unwrap()
+            .encode();
+        bytes.resize(bytes.len() + (elbyte * n) as usize, 0);
+        let end = bytes.len() as u64;
+        bytes.extend_from_slice(
+            &Trailer::new(())
+                .unwrap()
+                .with_schema(schema)
+                .encode_block(end),
+        );
+        bytes
+    };
+    std::fs::write(&plain, file_of(ElType::Int, 8, 3, scalar(8, Some(zoned)))).unwrap();
+    // Records of a timestamp, a date and a plain int.
+    let rec = Layout::Record {
+        name: String::new(),
+        fields: vec![
+            Field {
+                name: "t".into(),
+                offset: 0,
+                layout: scalar(
+                    8,
+                    Some(Logical::Timestamp {
+                        unit: TimeUnit::Nanosecond,
+                        tz: None,
+                    }),
+                ),
+            },
+            Field {
+                name: "d".into(),
+                offset: 8,
+                layout: scalar(4, Some(Logical::Date)),
+            },
+            Field {
+                name: "n".into(),
+                offset: 12,
+                layout: scalar(4, None),
+            },
+        ],
+    };
+    let records = dir.path().join("records.ra");
+    std::fs::write(&records, file_of(ElType::User, 16, 2, rec)).unwrap();
+
+    let open = |p: &Path| {
+        let c = CString::new(p.to_str().unwrap()).unwrap();
+        let mut f = std::ptr::null_mut();
+        // SAFETY: a NUL-terminated path and a writable handle pointer.
+        assert_eq!(unsafe { ra_open(c.as_ptr(), &mut f) }, 0);
+        f
+    };
+    let text = |p: *const std::ffi::c_char| {
+        // SAFETY: the library hands out NUL-terminated strings the handle owns.
+        unsafe { CStr::from_ptr(p) }.to_str().unwrap().to_string()
+    };
+    let f = open(&plain);
+    let mut l = std::ptr::null();
+    // SAFETY: a live handle and a writable pointer.
+    assert_eq!(unsafe { ra_file_logical(f, &mut l) }, 0);
+    assert_eq!(text(l), "timestamp[us, tz=Europe/Paris]");
+    // SAFETY: opened above, closed once.
+    unsafe { ra_close(f) };
+
+    let f = open(&records);
+    // SAFETY: a live handle and a writable pointer.
+    assert_eq!(unsafe { ra_file_logical(f, &mut l) }, 0);
+    assert_eq!(text(l), "");
+    let mut got = Vec::new();
+    for i in 0..3 {
+        let mut fi = std::mem::MaybeUninit::<RaFieldInfo>::uninit();
+        // SAFETY: a live handle and a writable struct.
+        assert_eq!(unsafe { ra_file_field(f, i, fi.as_mut_ptr()) }, 0);
+        // SAFETY: written by the call that returned 0.
+        let fi = unsafe { fi.assume_init() };
+        got.push((text(fi.name), fi.eltype, fi.elbyte, text(fi.logical)));
+    }
+    assert_eq!(
+        got,
+        [
+            ("t".to_string(), 1, 8, "timestamp[ns]".to_string()),
+            ("d".to_string(), 1, 4, "date".to_string()),
+            ("n".to_string(), 1, 4, String::new()),
+        ]
+    );
+    // SAFETY: opened above, closed once.
+    unsafe { ra_close(f) };
+}

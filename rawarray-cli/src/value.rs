@@ -231,10 +231,23 @@ pub fn layout_text(layout: &Layout, b: &[u8], big_endian: bool, json: bool, out:
         return;
     };
     match layout {
-        Layout::Scalar { eltype, elbyte, .. } => {
+        Layout::Scalar {
+            eltype,
+            elbyte,
+            logical,
+        } => {
             let mut scalar = b.to_vec();
             if big_endian {
                 swap_by_layout(layout, &mut scalar);
+            }
+            // Dates and times as ISO 8601 (a string in JSON), by the schema's marker.
+            if let Some(text) = logical.as_ref().and_then(|l| l.value_text(&scalar)) {
+                if json {
+                    out.push_str(&serde_json::Value::from(text).to_string());
+                } else {
+                    out.push_str(&text);
+                }
+                return;
             }
             let v = Decoder::new(*eltype, *elbyte).decode(&scalar);
             if json {

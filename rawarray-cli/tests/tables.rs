@@ -341,3 +341,84 @@ fn parquet_converts_to_chunked_records_with_statistics() {
         "{err}"
     );
 }
+
+#[test]
+fn dates_and_times_convert_from_parquet_and_print_as_iso_8601() {
+    use arrow_array::{
+        Date32Array, DurationMillisecondArray, RecordBatch, TimestampMicrosecondArray,
+        TimestampNanosecondArray, UInt32Array,
+    };
+    use arrow_schema::{DataType, Field, Schema, TimeUnit};
+    let dir = tempfile::tempdir().unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("step", DataType::UInt32, false),
+        Field::new(
+            "t",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("Europe/Paris".into())),
+            false,
+        ),
+        Field::new("tn", DataType::Timestamp(TimeUnit::Nanosecond, None), false),
+        Field::new("dt", DataType::Duration(TimeUnit::Millisecond), false),
+        Field::new("d", DataType::Date32, false),
+    ]));
+    // 2020-01-01T12:30:00.250Z in microseconds; 17_762 days is 2018-08-19.
+    let t0 = 1_577_881_800_250_000i64;
+    let batch = RecordBatch::try_new(
+        schema.clone(),
+        vec![
+            Arc::new(UInt32Array::from(vec![0, 1])),
+            Arc::new(
+                TimestampMicrosecondArray::from(vec![t0, t0 + 1_000_000])
+                    .with_timezone("Europe/Paris"),
+            ),
+            Arc::new(TimestampNanosecondArray::from(vec![0, -1_000_000_007])),
+            Arc::new(DurationMillisecondArray::from(vec![-5_000, -4_750])),
+            Arc::new(Date32Array::from(vec![17_762, 17_763])),
+        ],
+    )
+    .unwrap();
+    let pq = dir.path().join("times.parquet");
+    let mut w =
+        parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&pq).unwrap(), schema, None)
+            .unwrap();
+    w.write(&batch).unwrap();
+    w.close().unwrap();
+    let ra_file = dir.path().join("times.ra");
+    ra().arg("convert")
+        .arg(&pq)
+        .arg(&ra_file)
+        .assert()
+        .success();
+    let json = stdout_of(ra().args(["cat", "--json"]).arg(&ra_file));
+    assert_eq!(
+        json,
+        concat!(
+            r#"{"index":[0],"value":{"step":0,"t":"2020-01-01T12:30:00.250000Z","tn":"1970-01-01T00:00:00.000000000Z","dt":"-5000ms","d":"2018-08-19"}}"#,
+            "\n",
+            r#"{"index":[1],"value":{"step":1,"t":"2020-01-01T12:30:01.250000Z","tn":"1969-12-31T23:59:58.999999993Z","dt":"-4750ms","d":"2018-08-20"}}"#,
+            "\n"
+        )
+    );
+    let text = stdout_of(ra().arg("cat").arg(&ra_file));
+    assert!(
+        text.starts_with("[0]\t{step: 0, t: 2020-01-01T12:30:00.250000Z, tn: 1970-01-01T00:00:00.000000000Z, dt: -5000ms, d: 2018-08-19}\n"),
+        "{text}"
+    );
+    // And back to Parquet with the same types: the round trip gives the same file.
+    let back = dir.path().join("back.parquet");
+    let again = dir.path().join("again.ra");
+    ra().arg("convert")
+        .arg(&ra_file)
+        .arg(&back)
+        .assert()
+        .success();
+    ra().arg("convert")
+        .arg(&back)
+        .arg(&again)
+        .assert()
+        .success();
+    assert_eq!(
+        std::fs::read(&again).unwrap(),
+        std::fs::read(&ra_file).unwrap()
+    );
+}

@@ -113,12 +113,12 @@ impl ArrowStream {
         if batch_rows == 0 {
             return Err(ra_err("batch rows must be at least 1, not 0"));
         }
-        let predicate = match &filters {
-            Some(f) => crate::query::predicate_from_py(f)?,
-            None => None,
-        };
         let mut stream = py.detach(|| open_stream(&path, batch_rows))?;
         let table = &stream.table;
+        let predicate = match &filters {
+            Some(f) => crate::query::predicate_from_py(f, Some(table.layout()))?,
+            None => None,
+        };
         if let Some(names) = columns {
             let schema = table.schema();
             let indices = names

@@ -78,9 +78,16 @@ pub(crate) fn element_of(descr_json: &str) -> PyResult<(ElType, u64, Option<Layo
         ))
     })?;
     if let Some(s) = descr.as_str() {
-        if rawarray_serde::numpy::is_bool_dtype(s) {
+        if rawarray_serde::numpy::is_bool_dtype(s)
+            || rawarray_serde::Logical::of_numpy_dtype(s).is_some()
+        {
+            // A scalar with a logical marker (bool; datetime64, timedelta64): the number it is
+            // stored as, and the marker in the schema.
             let layout = Layout::from_numpy_descr_json(&descr).map_err(to_py)?;
-            return Ok((ElType::Uint, 1, Some(layout)));
+            let Layout::Scalar { eltype, elbyte, .. } = layout else {
+                unreachable!("a dtype string is a scalar")
+            };
+            return Ok((eltype, elbyte, Some(layout)));
         }
         if s == "bfloat16" {
             return Ok((ElType::BFloat16, 2, None));

@@ -90,12 +90,12 @@ array_methods!(RawFile {
     /// The records that match `filters` (pyarrow's convention), little-endian, read from only
     /// the chunks whose statistics allow a match (counted by `io_stats`).
     fn select(&self, py: Python<'_>, filters: &Bound<'_, PyAny>) -> PyResult<Buffer> {
-        let Some(predicate) = crate::query::predicate_from_py(filters)? else {
-            return Err(ra_err("select needs filters"));
-        };
         let schema = self.reader.trailer().and_then(|t| t.schema.as_ref());
         let layout =
             crate::query::record_layout(self.header(), schema, &self.path.display().to_string())?;
+        let Some(predicate) = crate::query::predicate_from_py(filters, Some(&layout))? else {
+            return Err(ra_err("select needs filters"));
+        };
         let filter = RowFilter::new(&predicate, &layout).map_err(to_py)?;
         py.detach(|| {
             self.checked(|| crate::query::select(&self.reader, &filter, &layout))

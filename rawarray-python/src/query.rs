@@ -19,8 +19,14 @@ const READER_FILTERS: &str = "filters= of a reader selects rows: a list of (colu
      tuples, AND-ed, such as [(\"step\", \">=\", 1000), (\"step\", \"<\", 1010)], or a list of \
      such lists, OR-ed (pyarrow.parquet.read_table's convention)";
 
-/// `filters` (pyarrow's convention) as a predicate; `None` for `None`.
-pub(crate) fn predicate_from_py(filters: &Bound<'_, PyAny>) -> PyResult<Option<Predicate>> {
+/// `filters` (pyarrow's convention) as a predicate; `None` for `None`. `layout`, the records'
+/// layout if known, gives the values for date and time fields their stored integers: a
+/// `datetime`, `date`, `numpy.datetime64`, `pandas.Timestamp` or ISO string for a timestamp
+/// or date field, a `timedelta` for a duration (an `int` is the stored count itself).
+pub(crate) fn predicate_from_py(
+    filters: &Bound<'_, PyAny>,
+    layout: Option<&Layout>,
+) -> PyResult<Option<Predicate>> {
     if filters.is_none() {
         return Ok(None);
     }
@@ -48,14 +54,14 @@ pub(crate) fn predicate_from_py(filters: &Bound<'_, PyAny>) -> PyResult<Option<P
     if !items.is_empty() && items.iter().all(|i| i.is_instance_of::<PyList>()) {
         let any = items
             .iter()
-            .map(conjunction)
+            .map(|c| conjunction(c, layout))
             .collect::<PyResult<Vec<_>>>()?;
         return Ok(Some(Predicate::Or(any)));
     }
-    Ok(Some(conjunction(filters)?))
+    Ok(Some(conjunction(filters, layout)?))
 }
 
-fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
+fn conjunction(list: &Bound<'_, PyAny>, layout: Option<&Layout>) -> PyResult<Predicate> {
     let mut all = Vec::new();
     for item in list.try_iter()? {
         let item = item?;
@@ -104,7 +110,7 @@ fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
                 }
                 let values = value
                     .try_iter()?
-                    .map(|v| value_of(&column, &v?))
+                    .map(|v| value_of(&column, &v?, time_marker(layout, &column)))
                     .collect::<PyResult<Vec<_>>>()?;
                 let p = Predicate::is_in(column, values);
                 if op_l == "in" {
@@ -120,7 +126,8 @@ fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
                          >, >=, in, not in"
                     )));
                 };
-                Predicate::compare(column.clone(), op, value_of(&column, &value)?)
+                let v = value_of(&column, &value, time_marker(layout, &column))?;
+                Predicate::compare(column.clone(), op, v)
             }
         });
     }
@@ -134,9 +141,47 @@ fn conjunction(list: &Bound<'_, PyAny>) -> PyResult<Predicate> {
     Ok(Predicate::And(all))
 }
 
+/// The date or time marker of the top-level field `column` of `layout`, if it has one.
+fn time_marker<'a>(layout: Option<&'a Layout>, column: &str) -> Option<&'a Logical> {
+    let Some(Layout::Record { fields, .. }) = layout else {
+        return None;
+    };
+    match &fields.iter().find(|f| f.name == column)?.layout {
+        Layout::Scalar {
+            logical:
+                Some(l @ (Logical::Timestamp { .. } | Logical::Duration { .. } | Logical::Date)),
+            ..
+        } => Some(l),
+        _ => None,
+    }
+}
+
 /// A filter's value as a number: a bool (numpy's too) as 0 or 1, an integer (Python's, or any
-/// with `__index__`, such as numpy's) exactly, up to 128 bits, a float (with `__float__`).
-fn value_of(column: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
+/// with `__index__`, such as numpy's) exactly, up to 128 bits, a float (with `__float__`). For
+/// a field marked `time` (a timestamp, duration or date), any value but a Python `int` is
+/// turned into the field's stored count by numpy (`rawarray._dtype._time_count`).
+fn value_of(column: &str, v: &Bound<'_, PyAny>, time: Option<&Logical>) -> PyResult<Value> {
+    if let Some(l) = time {
+        if !(v.is_exact_instance_of::<PyInt>()) {
+            let (kind, unit) = match l {
+                Logical::Timestamp { unit, .. } => ("timestamp", unit.name()),
+                Logical::Duration { unit } => ("duration", unit.name()),
+                _ => ("date", "D"),
+            };
+            let count = v
+                .py()
+                .import("rawarray._dtype")?
+                .getattr("_time_count")?
+                .call1((v, kind, unit))
+                .map_err(|e| {
+                    ra_err(format!(
+                        "filter on column '{column}' ({l}): the value {} is not a {kind}: {e}",
+                        v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                    ))
+                })?;
+            return Ok(Value::Int(i128::from(count.extract::<i64>()?)));
+        }
+    }
     if v.is_instance_of::<PyBool>() || v.get_type().name()? == "bool" {
         return Ok(Value::from(v.is_truthy()?));
     }

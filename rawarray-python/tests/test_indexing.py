@@ -364,3 +364,22 @@ def test_one_element_of_a_1d_file_and_after_close(tmp):
     f.close()
     with pytest.raises(ValueError, match="closed"):
         f[1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_an_index_array_out_of_bounds_that_selects_nothing_is_no_error(tmp, mode):
+    # numpy checks index arrays' bounds only when the advanced indices select something: a
+    # mask of no True beside [1] selects nothing, and 1 past an axis of 1 is then no error.
+    # (Found by the random keys above, about one run in ten.)
+    a = values("i2", (2, 2, 1))
+    with write_file(tmp / "e.ra", a, mode) as f:
+        key = (Ellipsis, np.array([False, False]), [1])
+        want = a[key]
+        got = as_numpy(f[key], np.asarray(want))
+        assert got.shape == want.shape == (2, 0)
+        with pytest.raises(IndexError, match="out of bounds"):
+            a[Ellipsis, np.array([True, False]), [1]]
+        with pytest.raises(IndexError, match="out of bounds"):
+            f[Ellipsis, np.array([True, False]), [1]]
+        with pytest.raises(IndexError, match="shape mismatch"):
+            f[Ellipsis, np.array([False, False]), [0, 1, 1]]

@@ -107,13 +107,14 @@ def test_appending_rows_of_another_dtype_names_both(tmp):
         rawarray.RaggedWriter(path, "<f8", mode="a")
 
 
-@pytest.mark.parametrize("dtype", [object, "M8[s]", "m8[ms]"])
+@pytest.mark.parametrize("dtype", [object])
 def test_an_unstorable_dtype_lists_the_storable_ones(tmp, dtype):
     with pytest.raises(rawarray.RaError) as e:
         rawarray.write(tmp / "o.ra", np.zeros(3, dtype))
     msg = str(e.value)
     assert "has no .ra element type" in msg and "a.astype(" in msg
-    listed = msg.split("a .ra file stores ", 1)[1].split(", and structured", 1)[0]
+    assert "datetime64 and timedelta64 in s, ms, us or ns, and structured" in msg
+    listed = msg.split("a .ra file stores ", 1)[1].split(", datetime64", 1)[0]
     names = [n.strip() for n in re.split(r",| and ", listed) if n.strip()]
     assert {"bool", "int8", "uint64", "float16", "float32", "float64", "complex128"} <= set(names)
     # Each name it lists is stored as that dtype (bfloat16 needs ml_dtypes).

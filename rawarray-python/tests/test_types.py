@@ -253,7 +253,7 @@ def test_nested_ra_elements_decode_with_loads(tmp):
 
 
 # A 1-d array of text is written as ragged text (test_ragged.py); in 2-d it has no .ra type.
-@pytest.mark.parametrize("bad", [np.array([["a", "b"]]), np.array([object()]), np.array([1, 2], dtype="M8[s]")])
+@pytest.mark.parametrize("bad", [np.array([["a", "b"]]), np.array([object()]), np.array([1, 2], dtype="M8[D]")])
 def test_unstorable_dtypes_are_refused_by_name(tmp, bad):
     with pytest.raises(rawarray.RaError, match=str(bad.dtype).replace("[", r"\[").replace("]", r"\]")):
         rawarray.write(tmp / "x.ra", bad)

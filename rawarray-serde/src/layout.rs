@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::eltype::ElType;
 use crate::error::{ErrorKind, Result};
 use crate::numpy;
+use crate::time::TimeUnit;
 
 /// The layout of one element, as a schema: scalars, fixed arrays and named records.
 ///
@@ -64,8 +65,7 @@ pub enum Layout {
 /// );
 /// assert_eq!(b.numpy_descr(), "'|b1'");
 /// ```
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Logical {
     /// A boolean: a `uint` of one byte holding 0 (false) or 1 (true); numpy's `?` (`|b1`).
     Bool,
@@ -83,6 +83,118 @@ pub enum Logical {
     /// assert_eq!(t.numpy_descr(), "'|u1'");
     /// ```
     Text,
+    /// A point in time: a signed count of `unit`s since 1970-01-01T00:00:00 UTC, stored as an
+    /// `int` of 8 bytes (Arrow's `Timestamp(unit, tz)`, numpy's `datetime64[unit]`). `tz`, if
+    /// any, is the time zone the values are shown in (Arrow's); the values are UTC either way.
+    /// In the JSON: `"timestamp[ns]"`, `"timestamp[us, tz=Europe/Paris]"`.
+    ///
+    /// ```
+    /// use rawarray_serde::{time::TimeUnit, ElType, Layout, Logical};
+    /// let t = Layout::Scalar {
+    ///     eltype: ElType::Int,
+    ///     elbyte: 8,
+    ///     logical: Some(Logical::Timestamp { unit: TimeUnit::Microsecond, tz: Some("UTC".into()) }),
+    /// };
+    /// assert_eq!(
+    ///     serde_json::to_string(&t).unwrap(),
+    ///     r#"{"kind":"scalar","eltype":"int","elbyte":8,"logical":"timestamp[us, tz=UTC]"}"#
+    /// );
+    /// assert_eq!(t.numpy_descr(), "'<M8[us]'");
+    /// ```
+    Timestamp {
+        /// What the stored integer counts.
+        unit: TimeUnit,
+        /// The time zone to show the values in: an IANA name or a UTC offset.
+        tz: Option<String>,
+    },
+    /// A length of time: a signed count of `unit`s, stored as an `int` of 8 bytes (Arrow's
+    /// `Duration(unit)`, numpy's `timedelta64[unit]`). In the JSON: `"duration[ms]"`.
+    Duration {
+        /// What the stored integer counts.
+        unit: TimeUnit,
+    },
+    /// A calendar date: a signed count of days since 1970-01-01, stored as an `int` of 4 bytes
+    /// (Arrow's `Date32`). numpy has no 4-byte date: it reads the day count (`<i4`), which
+    /// `.astype("M8[D]")` makes dates. In the JSON: `"date"`.
+    Date,
+}
+
+impl std::fmt::Display for Logical {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Logical::Timestamp { unit, tz: None } => write!(f, "timestamp[{unit}]"),
+            Logical::Timestamp { unit, tz: Some(tz) } => write!(f, "timestamp[{unit}, tz={tz}]"),
+            Logical::Duration { unit } => write!(f, "duration[{unit}]"),
+            other => f.write_str(other.name()),
+        }
+    }
+}
+
+impl std::str::FromStr for Logical {
+    type Err = String;
+
+    /// The JSON's string: `bool`, `text`, `date`, `timestamp[UNIT]`,
+    /// `timestamp[UNIT, tz=ZONE]`, `duration[UNIT]`; anything else names what is wrong.
+    fn from_str(s: &str) -> std::result::Result<Logical, String> {
+        let unit_in = |rest: &str| -> std::result::Result<(TimeUnit, Option<String>), String> {
+            let inner = rest
+                .strip_prefix('[')
+                .and_then(|r| r.strip_suffix(']'))
+                .ok_or_else(|| format!("logical \"{s}\": expected [UNIT] after the name"))?;
+            let (unit, tz) = match inner.split_once(", tz=") {
+                Some((u, tz)) => (u, Some(tz)),
+                None => (inner, None),
+            };
+            let unit = unit
+                .parse::<TimeUnit>()
+                .map_err(|e| format!("logical \"{s}\": {e}"))?;
+            if let Some(tz) = tz {
+                if !crate::time::valid_time_zone(tz) {
+                    return Err(format!(
+                        "logical \"{s}\": time zone \"{tz}\" is not an IANA name or a UTC offset \
+                         (1 to 64 of A-Z a-z 0-9 / _ + - :)"
+                    ));
+                }
+            }
+            Ok((unit, tz.map(str::to_string)))
+        };
+        Ok(match s {
+            "bool" => Logical::Bool,
+            "text" => Logical::Text,
+            "date" => Logical::Date,
+            _ => {
+                if let Some(rest) = s.strip_prefix("timestamp") {
+                    let (unit, tz) = unit_in(rest)?;
+                    Logical::Timestamp { unit, tz }
+                } else if let Some(rest) = s.strip_prefix("duration") {
+                    match unit_in(rest)? {
+                        (unit, None) => Logical::Duration { unit },
+                        (_, Some(_)) => {
+                            return Err(format!("logical \"{s}\": a duration has no time zone"))
+                        }
+                    }
+                } else {
+                    return Err(format!(
+                        "logical \"{s}\" is not one of bool, text, timestamp[UNIT], \
+                         duration[UNIT], date"
+                    ));
+                }
+            }
+        })
+    }
+}
+
+impl Serialize for Logical {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Logical {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Logical, D::Error> {
+        let s = std::borrow::Cow::<'de, str>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 /// One field of a [`Layout::Record`].
@@ -217,11 +329,11 @@ impl Layout {
                 logical,
             } => {
                 if let Some(l) = logical {
-                    if (*eltype, *elbyte) != (ElType::Uint, 1) {
+                    let (want, words) = l.stored_as();
+                    if (*eltype, *elbyte) != want {
                         return Err(bad_schema(format!(
-                            "{at}: logical \"{}\" marks a uint of 1 byte, not eltype {} \
-                             ({eltype}) of {elbyte} bytes",
-                            l.name(),
+                            "{at}: logical \"{l}\" marks {words}, not eltype {} ({eltype}) of \
+                             {elbyte} bytes",
                             eltype.code()
                         )));
                     }
@@ -328,7 +440,7 @@ impl Layout {
         match self {
             Layout::Scalar {
                 logical: Some(l), ..
-            } => l.name().into(),
+            } => l.to_string(),
             Layout::Scalar { eltype, elbyte, .. } => crate::eltype::type_label(*eltype, *elbyte),
             Layout::Array { len, item } => format!("[{}; {len}]", item.describe()),
             Layout::Record { name, fields } => {
@@ -475,6 +587,15 @@ impl Layout {
                 elbyte: 1,
                 logical: Some(Logical::Bool),
             }),
+            Value::String(s) if Logical::of_numpy_dtype(s).is_some() => {
+                let logical = Logical::of_numpy_dtype(s).expect("checked").map_err(bad)?;
+                let ((eltype, elbyte), _) = logical.stored_as();
+                Ok(Layout::Scalar {
+                    eltype,
+                    elbyte,
+                    logical: Some(logical),
+                })
+            }
             Value::String(s) => match numpy::parse_dtype(s) {
                 Some((eltype, elbyte, false)) => Ok(Layout::scalar(eltype, elbyte)),
                 Some((_, _, true)) => Err(bad(format!(
@@ -590,9 +711,8 @@ impl Layout {
     fn scalar_dtype(&self) -> String {
         match self {
             Layout::Scalar {
-                logical: Some(Logical::Bool),
-                ..
-            } => "|b1".into(),
+                logical: Some(l), ..
+            } if l.numpy_dtype().is_some() => l.numpy_dtype().unwrap_or_default(),
             Layout::Scalar { eltype, elbyte, .. } => {
                 numpy::dtype(*eltype, *elbyte).map_or_else(|| format!("V{elbyte}"), str::to_string)
             }
@@ -743,11 +863,116 @@ fn bad_schema(why: String) -> crate::error::Error {
 }
 
 impl Logical {
-    /// Its name in the schema's JSON.
-    pub fn name(self) -> &'static str {
+    /// Its name, the JSON's string up to its `[`: `bool`, `text`, `timestamp`, `duration`,
+    /// `date`.
+    pub fn name(&self) -> &'static str {
         match self {
             Logical::Bool => "bool",
             Logical::Text => "text",
+            Logical::Timestamp { .. } => "timestamp",
+            Logical::Duration { .. } => "duration",
+            Logical::Date => "date",
+        }
+    }
+
+    /// The scalar it marks (eltype and elbyte), and that in words for messages. The one table
+    /// of which marker goes on which number.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Logical};
+    /// assert_eq!(Logical::Date.stored_as().0, (ElType::Int, 4));
+    /// ```
+    pub fn stored_as(&self) -> ((ElType, u64), &'static str) {
+        match self {
+            Logical::Bool | Logical::Text => ((ElType::Uint, 1), "a uint of 1 byte"),
+            Logical::Timestamp { .. } | Logical::Duration { .. } => {
+                ((ElType::Int, 8), "an int of 8 bytes")
+            }
+            Logical::Date => ((ElType::Int, 4), "an int of 4 bytes"),
+        }
+    }
+
+    /// The logical marker of a numpy `datetime64`/`timedelta64` dtype string (`<M8[ns]`,
+    /// `m8[s]`), `None` for any other dtype. Units other than Arrow's four (`D`, `h`, `ps`, ...)
+    /// and big-endian ones are the error, in words.
+    ///
+    /// ```
+    /// use rawarray_serde::{time::TimeUnit, Logical};
+    /// assert_eq!(Logical::of_numpy_dtype("<M8[ns]"), Some(Ok(Logical::Timestamp { unit: TimeUnit::Nanosecond, tz: None })));
+    /// assert_eq!(Logical::of_numpy_dtype("<m8[s]"), Some(Ok(Logical::Duration { unit: TimeUnit::Second })));
+    /// assert!(Logical::of_numpy_dtype("<M8[D]").unwrap().unwrap_err().contains("astype"));
+    /// assert_eq!(Logical::of_numpy_dtype("<i8"), None);
+    /// ```
+    pub fn of_numpy_dtype(descr: &str) -> Option<std::result::Result<Logical, String>> {
+        let (big, kind) = match descr.as_bytes().first()? {
+            b'>' => (true, &descr[1..]),
+            b'<' | b'=' | b'|' => (false, &descr[1..]),
+            _ => (false, descr),
+        };
+        let (timestamp, rest) = if let Some(r) = kind.strip_prefix("M8") {
+            (true, r)
+        } else {
+            (false, kind.strip_prefix("m8")?)
+        };
+        let what = if timestamp {
+            "datetime64"
+        } else {
+            "timedelta64"
+        };
+        if big {
+            return Some(Err(format!(
+                "numpy dtype '{descr}' is big-endian: layouts hold little-endian scalars"
+            )));
+        }
+        let unit = rest.strip_prefix('[').and_then(|r| r.strip_suffix(']'));
+        let Some(Ok(unit)) = unit.map(str::parse::<TimeUnit>) else {
+            return Some(Err(format!(
+                "numpy dtype {what}{rest} has no .ra element type: a .ra file stores \
+                     {what} in s, ms, us or ns (Arrow's units); convert with \
+                     a.astype('{}8[s]') or another of them",
+                if timestamp { 'M' } else { 'm' }
+            )));
+        };
+        Some(Ok(if timestamp {
+            Logical::Timestamp { unit, tz: None }
+        } else {
+            Logical::Duration { unit }
+        }))
+    }
+
+    /// One stored value it marks (`le`: its little-endian bytes, as many as
+    /// [`Logical::stored_as`] says) as text, for tools that print values: ISO 8601 for a
+    /// timestamp (in UTC, `Z`; the zone only says how to show it, and showing it in that zone
+    /// would need the time zone database) and a date, the count and unit for a duration.
+    /// `None` for markers whose values print as numbers (bool, text) and bytes of another length.
+    ///
+    /// ```
+    /// use rawarray_serde::{time::TimeUnit, Logical};
+    /// let t = Logical::Timestamp { unit: TimeUnit::Second, tz: None };
+    /// assert_eq!(t.value_text(&86_400i64.to_le_bytes()).unwrap(), "1970-01-02T00:00:00Z");
+    /// assert_eq!(Logical::Date.value_text(&(-1i32).to_le_bytes()).unwrap(), "1969-12-31");
+    /// assert_eq!(Logical::Bool.value_text(&[1]), None);
+    /// ```
+    pub fn value_text(&self, le: &[u8]) -> Option<String> {
+        let i64_of = || Some(i64::from_le_bytes(le.try_into().ok()?));
+        Some(match self {
+            Logical::Timestamp { unit, .. } => crate::time::timestamp_text(i64_of()?, *unit),
+            Logical::Duration { unit } => crate::time::duration_text(i64_of()?, *unit),
+            Logical::Date => {
+                crate::time::date_text(i64::from(i32::from_le_bytes(le.try_into().ok()?)))
+            }
+            Logical::Bool | Logical::Text => return None,
+        })
+    }
+
+    /// numpy's dtype for the values it marks, where numpy has one that views the stored bytes
+    /// as they are: `|b1`, `<M8[ns]`, `<m8[s]`.
+    pub(crate) fn numpy_dtype(&self) -> Option<String> {
+        match self {
+            Logical::Bool => Some("|b1".into()),
+            Logical::Timestamp { unit, .. } => Some(format!("<M8[{unit}]")),
+            Logical::Duration { unit } => Some(format!("<m8[{unit}]")),
+            Logical::Text | Logical::Date => None,
         }
     }
 }

@@ -136,6 +136,7 @@ pub mod store;
 pub mod subset;
 mod target;
 mod temp;
+pub mod time;
 pub mod trailer;
 mod writer;
 

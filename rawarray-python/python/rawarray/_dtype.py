@@ -108,7 +108,8 @@ def _element_dtype(raw: Any) -> np.dtype:
 
 def _check_storable(dtype: np.dtype, field: str = "") -> None:
     """Raises :class:`RaError` for what numpy has and ``.ra`` cannot keep: text, fixed-width
-    bytes, objects, dates, and field titles, naming the field. The record rules themselves
+    bytes, objects, dates and times in units other than s, ms, us and ns, and field titles,
+    naming the field. The record rules themselves
     (names, shapes, nesting) are the library's, checked when the dtype reaches it."""
     where = f"field '{field}' of " if field else ""
     if dtype.subdtype is not None:
@@ -138,13 +139,40 @@ def _check_storable(dtype: np.dtype, field: str = "") -> None:
             f"it back with .view('S{dtype.itemsize}')[..., 0]; byte strings of varying length "
             "come with ragged arrays (rawarray.Ragged)"
         )
+    if dtype.kind in "Mm":
+        unit, count = np.datetime_data(dtype)
+        if count == 1 and unit in ("s", "ms", "us", "ns"):
+            # Stored as the int64 numpy holds, marked timestamp or duration with the unit.
+            return
+        what = "datetime64" if dtype.kind == "M" else "timedelta64"
+        raise RaError(
+            f"{where}numpy dtype {dtype} has no .ra element type: a .ra file stores {what} in "
+            f"s, ms, us or ns (Arrow's units); convert it with a.astype('{dtype.kind}8[s]') or "
+            "another of them"
+        )
     if dtype.hasobject or dtype.kind in "OMm":
         raise RaError(
             f"{where}numpy dtype {dtype} (kind '{dtype.kind}') has no .ra element type: a .ra "
-            f"file stores {storable_words()}, and structured dtypes (records) of them; convert "
+            f"file stores {storable_words()}, datetime64 and timedelta64 in s, ms, us or ns, and "
+            "structured dtypes (records) of them; convert "
             "the array to one (a.astype(...)), write text as a list of str and rows of "
             "different lengths as a list of arrays (ragged files)"
         )
+
+
+def _time_count(value: Any, kind: str, unit: str) -> int:
+    """A filter's value for a date or time field as the integer the field stores (called by the
+    library's filter conversion): ``kind`` is ``"timestamp"`` (``unit`` s, ms, us or ns since
+    1970-01-01 UTC), ``"duration"`` (that many units) or ``"date"`` (days since 1970-01-01).
+    Takes what numpy takes (``datetime``, ``date``, ``timedelta``, ``numpy.datetime64``,
+    ``pandas.Timestamp``, ISO 8601 strings); an aware ``datetime`` is converted to UTC."""
+    if kind == "duration":
+        return int(np.timedelta64(value, unit).astype(np.int64))
+    if getattr(value, "tzinfo", None) is not None:
+        import datetime  # noqa: PLC0415
+
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    return int(np.datetime64(value, unit).astype(np.int64))
 
 
 def storable_words() -> str:

@@ -7,6 +7,7 @@ boolean scalars); this module only decides which bytes to read."""
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 from typing import Any, Callable, Sequence
 
@@ -81,6 +82,7 @@ def _normalize(key: Any, shape: Sequence[int]) -> list[Any]:
     # An ellipsis of no axes stays: between advanced indices it still makes them non-adjacent
     # for numpy (their axes go first), which the block's indexing must see too.
     axis = 0
+    out_of_bounds = []
     for i, k in enumerate(out):
         if _no_axis(k):
             continue
@@ -100,9 +102,25 @@ def _normalize(key: Any, shape: Sequence[int]) -> list[Any]:
         elif isinstance(k, np.ndarray):
             if k.size and (k.min() < -n or k.max() >= n):
                 bad = k.min() if k.min() < -n else k.max()
-                raise IndexError(f"index {bad} is out of bounds for axis {axis} with size {n}")
+                out_of_bounds.append((i, f"index {bad} is out of bounds for axis {axis} with size {n}"))
             out[i] = np.where(k < 0, k + n, k)
         axis += 1
+    if out_of_bounds:
+        # numpy checks the bounds of index arrays only when they select something: advanced
+        # indices that broadcast to no element (a mask of no True beside an array) select
+        # nothing, and an index out of bounds among them is no error.
+        shapes = [k.shape for k in out if isinstance(k, np.ndarray)]
+        try:
+            selected = math.prod(np.broadcast_shapes(*shapes))
+        except ValueError:
+            raise IndexError(
+                "shape mismatch: indexing arrays could not be broadcast together with shapes "
+                + " ".join(str(s) for s in shapes)
+            ) from None
+        if selected != 0:
+            raise IndexError(out_of_bounds[0][1])
+        for i, _ in out_of_bounds:
+            out[i] = np.zeros_like(out[i])
     return out
 
 
