@@ -21,7 +21,8 @@ Every table the benches print is parsed: markdown rows (`| label | ... |` under 
 line) and, for benches that print space-aligned columns (arrow), a line of a label, two or more
 spaces, then two or more figures, under a header line naming the figures' columns. A row is
 keyed by its table (the header's cells, and which such header it is) and its label cells (the
-cells that are not figures); a figure is a number with an optional unit (`12.5`, `1.749s`,
+first cell, the cells that are not figures, and whole numbers without a unit under a header
+naming none, which are settings such as `threads`); a figure is a number with an optional unit (`12.5`, `1.749s`,
 `20 us`, `**1.33x**`). Each column is classified by the unit of its cells or of its header:
 `s`, `ms`, `us`, `ns` are times (best = min over runs), `GB/s`, `GiB/s`, `MB/s`, `MiB/s`,
 `M/s` throughputs (best = max). For those the tables give the old and the new best and
@@ -123,6 +124,16 @@ def unique(header):
     ]
 
 
+def is_setting(header, cell):
+    """Whether a figure is a setting of the row rather than a measurement: a whole number
+    without a unit, in a column whose header names no unit ("threads", "chunk records")."""
+    return (
+        re.fullmatch(r"\d+", cell.strip()) is not None
+        and kind_of(header, []) is None
+        and not re.search(r"/s\b|\((?:ns|us|µs|ms|s)\)|\bs\b|time|size", header)
+    )
+
+
 def split_md(line):
     return [c.strip() for c in line.strip().strip("|").split("|")]
 
@@ -141,12 +152,14 @@ def parse_tables(text):
         return key
 
     def add_row(table, header, cells):
-        labels = [c for c in cells if c and figure(c) is None]
-        figs = {}
+        labels, figs = [], {}
         for i, c in enumerate(cells):
+            col = header[i] if i < len(header) else f"column {i + 1}"
             f = figure(c)
-            if f is not None:
-                col = header[i] if i < len(header) else f"column {i + 1}"
+            if f is None or i == 0 or is_setting(col, c):
+                if c:
+                    labels.append(c if i == 0 or f is None else f"{col} {c}")
+            else:
                 figs[col] = f
         if not figs:
             return
@@ -241,7 +254,9 @@ def python_env(tree, target, venv, commit, rebuild):
     pip = [py, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     run([*pip, "numpy", "-r", os.path.join(tree, "tests/python/requirements.txt")])
     run([*pip, "maturin"])
+    # maturin, the build backend, is found on PATH: the venv's own.
     env = dict(os.environ, CARGO_TARGET_DIR=target)
+    env["PATH"] = os.path.join(venv, "bin") + os.pathsep + env.get("PATH", "")
     run(["nice", "-n", "19", *pip, "--no-build-isolation", "--force-reinstall", "--no-deps", "./rawarray-python"], cwd=tree, env=env)
     with open(stamp, "w") as f:
         f.write(commit + "\n")
@@ -318,11 +333,24 @@ def report(name, outputs, errors, threshold):
         for where, label, col, o, n in unclassified:
             print(f"| {md(where)} | {md(label)} | {md(col)} | {o} | {n} |")
     if one_side:
-        print("\nOnly on one side:\n")
-        print("| table | row | column | printed by |")
-        print("|---|---|---|---|")
+        # One line a row (its columns together), and one line for a table printed by one side.
+        rows_of = {}
         for where, label, col, s in one_side:
-            print(f"| {md(where)} | {md(label)} | {md(col)} | {s} only |")
+            rows_of.setdefault((where, label, s), []).append(col)
+        paired_tables = {w for w, *_ in classified + unclassified}
+        print("\nOnly on one side:\n")
+        print("| table | row | columns | printed by |")
+        print("|---|---|---|---|")
+        done = set()
+        for (where, label, s), cols in rows_of.items():
+            if where not in paired_tables:
+                if where in done:
+                    continue
+                done.add(where)
+                n = sum(1 for w, _, _ in rows_of if w == where)
+                print(f"| {md(where)} | all {n} rows | {md(', '.join(cols))} | {s} only |")
+            else:
+                print(f"| {md(where)} | {md(label)} | {md(', '.join(cols))} | {s} only |")
     if not (classified or unclassified or one_side):
         print("No table rows were printed by either side.")
     return slower
