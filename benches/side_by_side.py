@@ -44,8 +44,9 @@ their own environment as `cargo bench` does (tests/common/python.rs).
 
 Other options: `--env [BENCH:]KEY=VALUE` (repeatable) sets a variable for every bench, or for
 BENCH only (`--env ragged:RA_BENCH_DIR=/dev/shm`), on both sides; `--build-only` makes the worktrees, builds and venvs and
-stops (build early, run when the machine is quiet); `--no-build` runs what was built before; `--slower 1.10` is the factor above which a row is listed as slower. Only the
-standard library is used."""
+stops (build early, run when the machine is quiet); `--no-build` runs what was built before; `--slower 1.10` is the factor above which a row is listed as slower;
+`--self-test` checks the parser and the report on sample outputs and exits. Only the standard
+library is used."""
 
 import argparse
 import json
@@ -502,5 +503,60 @@ def build_bench_cached(tree, target, name):
     return max(found, key=os.path.getmtime), tree
 
 
+def self_test():
+    """Checks the parser and the report on outputs shaped like the benches' (`--self-test`)."""
+    import contextlib
+    import io
+
+    new = """3 records of 80 bytes (1 MiB), best of 3
+workload                           ours   baseline      MiB/s    ratio
+ra -> parquet (snappy)           2.000s     1.000s        100    2.00x
+ra -> arrow (in memory)          0.500s     0.100s        800    5.00x
+
+| workload | ours | MiB/s | baseline | MiB/s | time vs baseline |
+|---|---|---:|---|---:|---:|
+| write | `a` | 100 | `b` | 200 | 2.00x |
+
+| open + row | file size | best | target |
+|---|---:|---:|---:|
+| `open` | 1152 MiB | 15.0 us | < 100 us |
+
+| layout | threads | ours (ms) |
+|---|---|---:|
+| zstd | 1 | 10.0 |
+| zstd | 2 | **6.0** |
+"""
+    old = new.replace("2.000s", "1.000s").replace("| 100 | `b`", "| 125 | `b`")
+    old = old.replace("15.0 us", "30.0 us").replace("| 6.0", "| 5.0").replace("**6.0**", "5.0")
+    old = "\n".join(line for line in old.splitlines() if "arrow (in memory)" not in line)
+    rows, _ = parse_tables(new)
+    arrow = ("workload | ours | baseline | MiB/s | ratio", "ra -> parquet (snappy)")
+    assert rows[arrow] == {"ours": (2.0, "s"), "baseline": (1.0, "s"), "MiB/s": (100.0, ""), "ratio": (2.0, "x")}
+    ragged = [k for k in rows if k[1] == "write / `a` / `b`"][0]
+    assert set(rows[ragged]) == {"ours MiB/s", "baseline MiB/s", "time vs baseline"}, rows[ragged]
+    assert [k[1] for k in rows if k[0].startswith("layout")] == ["zstd / threads 1", "zstd / threads 2"]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        # The new side's second run is slower: its best is its first.
+        runs = [new, new.replace("2.000s", "2.500s").replace("**6.0**", "9.0")]
+        slower = report("t", {"old": [old], "new": runs}, {"old": [], "new": []}, 1.10)
+    text = out.getvalue()
+    found = {(label, col): round(f, 2) for _, _, label, col, f in slower}
+    # A time twice as long, a throughput 0.8x, a best over runs, ms in the header: all slower.
+    assert found == {
+        ("ra -> parquet (snappy)", "ours"): 2.0,
+        ("write / `a` / `b`", "ours MiB/s"): 1.25,
+        ("zstd / threads 2", "ours (ms)"): 1.2,
+    }, found
+    assert "| 15.0 us |" in text and "0.50" in text  # the open row: faster, in us
+    assert "ra -> arrow (in memory) | ours, baseline, MiB/s, ratio | new only |" in text, text
+    assert "| 2x | 2x, 2x |" in text  # the ratio column, as printed in every run
+    assert "| 1.00 s | 2.00 s | **2.00** |" in text, text
+    print("self-test passed")
+
+
 if __name__ == "__main__":
-    main()
+    if sys.argv[1:] == ["--self-test"]:
+        self_test()
+    else:
+        main()
