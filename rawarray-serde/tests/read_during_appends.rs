@@ -24,6 +24,9 @@ fn row(k: u64) -> Vec<u64> {
     (0..k % 7).map(|i| value(k) ^ i).collect()
 }
 
+/// A named whole read, returning how many records it read.
+type Reader = (&'static str, Box<dyn Fn() -> Result<u64> + Send>);
+
 /// Checks that `got` holds the first records the writer wrote, and returns how many.
 fn prefix(got: &[u64], path: &str) -> u64 {
     for (k, &v) in got.iter().enumerate() {
@@ -34,10 +37,7 @@ fn prefix(got: &[u64], path: &str) -> u64 {
 
 /// Runs `read` in a loop on `threads` threads while `write` appends; a "changed" error is read
 /// again, any other error or a wrong value fails. Returns the successful reads.
-fn during(
-    write: impl FnOnce(),
-    readers: Vec<(&'static str, Box<dyn Fn() -> Result<u64> + Send>)>,
-) -> u64 {
+fn during(write: impl FnOnce(), readers: Vec<Reader>) -> u64 {
     let done = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));
     let handles: Vec<_> = readers
@@ -85,7 +85,7 @@ fn whole_reads_of_compressed_records_being_appended_are_prefixes() {
         w.append(&value(0)).unwrap();
         w.flush().unwrap();
         let p = |path: &Path| path.to_path_buf();
-        let readers: Vec<(&'static str, Box<dyn Fn() -> Result<u64> + Send>)> = vec![
+        let readers: Vec<Reader> = vec![
             ("from_file", {
                 let path = p(&path);
                 Box::new(move || {
@@ -164,7 +164,7 @@ fn whole_reads_of_compressed_ragged_rows_being_appended_are_prefixes() {
             }
             rows.len() as u64
         };
-        let readers: Vec<(&'static str, Box<dyn Fn() -> Result<u64> + Send>)> = vec![
+        let readers: Vec<Reader> = vec![
             ("from_file", {
                 let path = path.clone();
                 Box::new(move || {
