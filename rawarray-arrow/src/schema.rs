@@ -106,7 +106,7 @@ fn temporal_type(logical: &Logical) -> Option<DataType> {
         }
         Logical::Duration { unit: u } => DataType::Duration(unit(*u)),
         Logical::Date => DataType::Date32,
-        Logical::Bool | Logical::Text => return None,
+        _ => return None,
     })
 }
 

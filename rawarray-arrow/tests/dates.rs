@@ -62,6 +62,18 @@ fn all_batches(table: &RaTable) -> Vec<RecordBatch> {
     table.batches(256).map(Result::unwrap).collect()
 }
 
+/// `column` with its bytes as they are, as an array of `to` (a timestamp's zone, a duration as
+/// its int64): what a reader that lost the Arrow type reads.
+fn arrow_cast_same_bytes(column: &ArrayRef, to: &DataType) -> ArrayRef {
+    let data = column
+        .to_data()
+        .into_builder()
+        .data_type(to.clone())
+        .build()
+        .unwrap();
+    arrow_array::make_array(data)
+}
+
 /// Asserts that `batches`, in order, hold the rows of `whole`: the same fields (types, time
 /// zones) and values.
 fn assert_rows(batches: &[RecordBatch], whole: &RecordBatch, what: &str) {
@@ -134,15 +146,18 @@ fn time_columns_are_marked_integers_and_come_back_as_their_arrow_types() {
 
 #[test]
 fn a_parquet_file_written_elsewhere_converts_with_its_time_columns() {
-    // A Parquet file as pyarrow and Spark write it (arrow-rs's writer, the schema's metadata
-    // not ours): the columns are read by their Parquet logical types.
+    // A Parquet file as other writers make it: no embedded Arrow schema, so the columns are
+    // read by their Parquet logical types alone. TIMESTAMP(us, adjusted to UTC) keeps the
+    // instant but not the zone's name (Parquet has none: arrow-rs reads it as "UTC"),
+    // TIMESTAMP(ns) and DATE come back as they were, and a duration, which Parquet has no
+    // type for, is its INT64.
     let dir = tempfile::tempdir().unwrap();
     let (schema, batch) = table();
     let pq = dir.path().join("foreign.parquet");
-    let mut w = parquet::arrow::ArrowWriter::try_new(
+    let mut w = parquet::arrow::ArrowWriter::try_new_with_options(
         std::fs::File::create(&pq).unwrap(),
         schema.clone(),
-        None,
+        parquet::arrow::arrow_writer::ArrowWriterOptions::new().with_skip_arrow_metadata(true),
     )
     .unwrap();
     w.write(&batch).unwrap();
@@ -150,13 +165,25 @@ fn a_parquet_file_written_elsewhere_converts_with_its_time_columns() {
     let ra = dir.path().join("foreign.ra");
     let o = ConvertOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).statistics(true));
     rawarray_arrow::parquet_to_ra(&pq, &ra, &o, |_, _| {}).unwrap();
-    assert_rows(
-        &all_batches(&RaTable::open(&ra).unwrap()),
-        &batch,
-        "from Parquet",
-    );
-    // Statistics keep the integers' minimum and maximum (doc/chunked.md 5.4).
     let reader = ArrayReader::open(&ra).unwrap();
+    let stored = serde_json::to_string(reader.trailer().unwrap().schema.as_ref().unwrap()).unwrap();
+    let want = SCHEMA_JSON
+        .replace("tz=Europe/Paris", "tz=UTC")
+        .replace(r#","logical":"duration[ms]""#, "");
+    assert_eq!(stored, want);
+    let back = all_batches(&RaTable::open(&ra).unwrap());
+    let whole = RecordBatch::try_new(
+        back[0].schema(),
+        batch
+            .columns()
+            .iter()
+            .zip(back[0].schema().fields())
+            .map(|(c, f)| arrow_cast_same_bytes(c, f.data_type()))
+            .collect(),
+    )
+    .unwrap();
+    assert_rows(&back, &whole, "from Parquet");
+    // Statistics keep the integers' minimum and maximum (doc/chunked.md 5.4).
     let schema_of_file = reader.trailer().and_then(|t| t.schema.as_ref());
     let stats = FileStats::of(reader.section().chunk_map().unwrap(), schema_of_file).unwrap();
     let k = stats.names().iter().position(|n| n == "t").unwrap();

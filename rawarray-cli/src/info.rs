@@ -317,12 +317,12 @@ fn missing_text(path: &Path, h: &Header, missing: u64) -> String {
     s
 }
 
-/// numpy's dtype of one element: the header's, or for records the one their valid schema
-/// describes (Python source, as `np.dtype` takes it).
+/// numpy's dtype of one element: the one a valid schema describes (records; a marked scalar:
+/// `'|b1'`, `'<M8[us]'`), else the header's (Python source, as `np.dtype` takes it).
 fn numpy_dtype(h: &Header, t: &TrailerInfo) -> Option<String> {
-    h.numpy_dtype()
-        .map(str::to_string)
-        .or_else(|| t.element_schema(h).map(rawarray_serde::Layout::numpy_descr))
+    t.element_schema(h)
+        .map(|s| s.plain_schema().unwrap_or_else(|| s.clone()).numpy_descr())
+        .or_else(|| h.numpy_dtype().map(str::to_string))
 }
 
 fn json_line(path: &Path, d: &Described) -> String {

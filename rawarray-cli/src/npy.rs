@@ -336,9 +336,14 @@ pub fn ra_to_npy(input: &Path, output: &Path) -> Result<()> {
     let header = src.plain_header();
     let info = src.trailer_info();
     let schema = info.element_schema(&header);
-    let descr = match (numpy_dtype(header.eltype, header.elbyte), schema) {
-        (Some(d), _) => format!("'{d}'"),
-        (None, Some(schema)) => schema.numpy_descr(),
+    // A schema says more than the header (records; bool, datetime64 and timedelta64 marks on
+    // their numbers), so its dtype goes first.
+    let descr = match (schema, numpy_dtype(header.eltype, header.elbyte)) {
+        (Some(schema), _) => schema
+            .plain_schema()
+            .unwrap_or_else(|| schema.clone())
+            .numpy_descr(),
+        (None, Some(d)) => format!("'{d}'"),
         (None, None) => {
             let why = info.damaged.map_or_else(
                 || numpy_dtype_or_reason(header.eltype, header.elbyte),
@@ -457,11 +462,23 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
     let mut reader = BufReader::new(&mut file);
     let npy = read_header(&mut reader).map_err(|e| Failure::file(input, e))?;
     let (eltype, elbyte, big_endian, schema) = match &npy.descr {
+        Descr::Simple(d) if rawarray_serde::Logical::of_numpy_dtype(d).is_some() => {
+            // datetime64/timedelta64: the int64 they are, marked in a trailer's schema.
+            let layout = Layout::from_numpy_descr_json(&serde_json::json!(d)).at(input)?;
+            let Layout::Scalar { eltype, elbyte, .. } = layout else {
+                unreachable!("a dtype string is a scalar")
+            };
+            (eltype, elbyte, false, Some(layout))
+        }
         Descr::Simple(d) => {
             let (eltype, elbyte, big_endian) = parse_numpy_dtype(d).ok_or_else(|| {
                 Failure::file(input, format!("numpy dtype '{d}' has no .ra element type"))
             })?;
-            (eltype, elbyte, big_endian, None)
+            // numpy's bool: bytes 0 and 1, marked bool as the library writes it.
+            let bool_mark = rawarray_serde::numpy::is_bool_dtype(d)
+                .then(|| Layout::from_numpy_descr_json(&serde_json::json!(d)).ok())
+                .flatten();
+            (eltype, elbyte, big_endian, bool_mark)
         }
         Descr::Structured(json) => {
             let layout = Layout::from_numpy_descr_json(json).map_err(|e| {

@@ -17,13 +17,15 @@ pub struct TrailerInfo {
 }
 
 impl TrailerInfo {
-    /// The schema of one element, where it describes the file's elements: user-defined
-    /// (eltype 0) elements, and a schema that passes the library's check against the header
-    /// (`Layout::check_header`). (A schema of `[f64; 3]` over a float file adds nothing to
-    /// printing its numbers.) Without one, elements are shown as bytes.
+    /// The schema of one element, where it describes the file's elements and says more than
+    /// the header: user-defined (eltype 0) elements, and a scalar with a logical marker (bool,
+    /// a timestamp, a date: `Layout::plain_schema`), if the schema passes the library's check
+    /// against the header (`Layout::check_header`). (A schema of `[f64; 3]` over a float file
+    /// adds nothing to printing its numbers.) Without one, elements of eltype 0 are shown as
+    /// bytes, others as the header's numbers.
     pub fn element_schema(&self, header: &Header) -> Option<&Layout> {
         let schema = self.trailer.as_ref()?.schema.as_ref()?;
-        (header.eltype == ElType::User)
+        (header.eltype == ElType::User || schema.plain_schema().is_some())
             .then(|| schema.check_header(header).ok())
             .flatten()
     }

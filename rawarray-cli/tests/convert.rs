@@ -775,3 +775,58 @@ fn a_padded_structured_dtype_names_the_padding_and_the_fix() {
         "[0]\t{a: 1, b: 1.5, c: 7}\n[1]\t{a: 2, b: 2.5, c: 8}\n[2]\t{a: 3, b: 3.5, c: 9}\n"
     );
 }
+
+/// A plain array of timestamps (an `int64` file whose trailer marks it `timestamp[us]`, as
+/// `rawarray.write` of a `datetime64[us]` array writes it): `ra cat` prints ISO 8601, `ra info`
+/// names numpy's `datetime64`, and `.npy` both ways keeps it a `datetime64[us]` (the `.npy`
+/// header read by hand).
+#[test]
+fn a_plain_array_of_timestamps_prints_and_converts_as_times() {
+    use rawarray_serde::{time::TimeUnit, Layout, Logical};
+    let dir = tempfile::tempdir().unwrap();
+    let us = Layout::Scalar {
+        eltype: ElType::Int,
+        elbyte: 8,
+        logical: Some(Logical::Timestamp {
+            unit: TimeUnit::Microsecond,
+            tz: None,
+        }),
+    };
+    // 2020-01-01T12:30:00.250000Z and one microsecond before 1970.
+    let values = [1_577_881_800_250_000i64, -1];
+    let header = Header::new(ElType::Int, 8, vec![2]).unwrap();
+    let mut bytes = header.encode();
+    for v in values {
+        bytes.extend_from_slice(&v.to_le_bytes());
+    }
+    let end = bytes.len() as u64;
+    bytes.extend_from_slice(
+        &Trailer::new(Value::Null)
+            .unwrap()
+            .with_schema(us)
+            .encode_block(end),
+    );
+    let ra_file = dir.path().join("t.ra");
+    std::fs::write(&ra_file, &bytes).unwrap();
+    assert_eq!(
+        stdout_of(ra().arg("cat").arg(&ra_file)),
+        "[0]\t2020-01-01T12:30:00.250000Z\n[1]\t1969-12-31T23:59:59.999999Z\n"
+    );
+    assert!(stdout_of(ra().arg("info").arg(&ra_file)).contains("<M8[us]"));
+    let npy = dir.path().join("t.npy");
+    ra().arg("convert")
+        .arg(&ra_file)
+        .arg(&npy)
+        .assert()
+        .success();
+    let npy_bytes = std::fs::read(&npy).unwrap();
+    let head = String::from_utf8_lossy(&npy_bytes[..128]);
+    assert!(head.contains("'descr': '<M8[us]'"), "{head}");
+    assert_eq!(
+        &npy_bytes[npy_bytes.len() - 16..],
+        &bytes[48 + 8..48 + 8 + 16]
+    );
+    let back = dir.path().join("back.ra");
+    ra().arg("convert").arg(&npy).arg(&back).assert().success();
+    assert_eq!(std::fs::read(&back).unwrap(), bytes);
+}

@@ -116,8 +116,13 @@ impl ArrowStream {
         let mut stream = py.detach(|| open_stream(&path, batch_rows))?;
         let table = &stream.table;
         let predicate = match &filters {
-            Some(f) => crate::query::predicate_from_py(f, Some(table.layout()))?,
-            None => None,
+            Some(f) if !f.is_none() => {
+                // Filters take record files: said first, before any value is converted.
+                let schema = table.trailer().and_then(|t| t.schema.as_ref());
+                crate::query::record_layout(table.header(), schema, &path.display().to_string())?;
+                crate::query::predicate_from_py(f, Some(table.layout()))?
+            }
+            _ => None,
         };
         if let Some(names) = columns {
             let schema = table.schema();
@@ -139,8 +144,6 @@ impl ArrowStream {
         }
         if let Some(p) = predicate {
             table.row_filter(&p).map_err(arrow_py)?;
-            let schema = table.trailer().and_then(|t| t.schema.as_ref());
-            crate::query::record_layout(table.header(), schema, &path.display().to_string())?;
             stream.scan = stream.scan.filter(p);
         }
         stream.counter = counter.map(|c| Arc::clone(&c.counts));

@@ -108,10 +108,16 @@ fn conjunction(list: &Bound<'_, PyAny>, layout: Option<&Layout>) -> PyResult<Pre
                         value.repr()?
                     )));
                 }
-                let values = value
-                    .try_iter()?
-                    .map(|v| value_of(&column, &v?, time_marker(layout, &column)))
-                    .collect::<PyResult<Vec<_>>>()?;
+                let time = time_marker(layout, &column);
+                let mut values = Vec::new();
+                for v in value.try_iter()? {
+                    let v = v?;
+                    match time {
+                        // A time between two stored counts equals none of them: left out.
+                        Some(l) => values.extend(time_count(&column, &v, l)?.exact()),
+                        None => values.push(value_of(&column, &v)?),
+                    }
+                }
                 let p = Predicate::is_in(column, values);
                 if op_l == "in" {
                     p
@@ -126,8 +132,10 @@ fn conjunction(list: &Bound<'_, PyAny>, layout: Option<&Layout>) -> PyResult<Pre
                          >, >=, in, not in"
                     )));
                 };
-                let v = value_of(&column, &value, time_marker(layout, &column))?;
-                Predicate::compare(column.clone(), op, v)
+                match time_marker(layout, &column) {
+                    Some(l) => time_count(&column, &value, l)?.compare(column.clone(), op),
+                    None => Predicate::compare(column.clone(), op, value_of(&column, &value)?),
+                }
             }
         });
     }
@@ -156,32 +164,86 @@ fn time_marker<'a>(layout: Option<&'a Layout>, column: &str) -> Option<&'a Logic
     }
 }
 
-/// A filter's value as a number: a bool (numpy's too) as 0 or 1, an integer (Python's, or any
-/// with `__index__`, such as numpy's) exactly, up to 128 bits, a float (with `__float__`). For
-/// a field marked `time` (a timestamp, duration or date), any value but a Python `int` is
-/// turned into the field's stored count by numpy (`rawarray._dtype._time_count`).
-fn value_of(column: &str, v: &Bound<'_, PyAny>, time: Option<&Logical>) -> PyResult<Value> {
-    if let Some(l) = time {
-        if !(v.is_exact_instance_of::<PyInt>()) {
-            let (kind, unit) = match l {
-                Logical::Timestamp { unit, .. } => ("timestamp", unit.name()),
-                Logical::Duration { unit } => ("duration", unit.name()),
-                _ => ("date", "D"),
-            };
-            let count = v
-                .py()
-                .import("rawarray._dtype")?
-                .getattr("_time_count")?
-                .call1((v, kind, unit))
-                .map_err(|e| {
-                    ra_err(format!(
-                        "filter on column '{column}' ({l}): the value {} is not a {kind}: {e}",
-                        v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
-                    ))
-                })?;
-            return Ok(Value::Int(i128::from(count.extract::<i64>()?)));
+/// A date or time a filter compares a time field with, in the field's units: exactly
+/// `num / den` of them (`den > 0`), which need not be a whole count (a millisecond against a
+/// field of seconds).
+struct TimeCount {
+    num: i128,
+    den: i128,
+}
+
+impl TimeCount {
+    /// The count, if the value is a whole number of the field's units.
+    fn exact(&self) -> Option<Value> {
+        (self.num.rem_euclid(self.den) == 0).then(|| Value::Int(self.num.div_euclid(self.den)))
+    }
+
+    /// `column op value` over the field's integers: the value rounded the way that keeps the
+    /// comparison exact (`>=`, `<` the next count up; `>`, `<=` the count below), and `==`
+    /// (`!=`) of a value between two counts matching no row (every row).
+    fn compare(&self, column: String, op: Op) -> Predicate {
+        let floor = self.num.div_euclid(self.den);
+        let ceil = floor + i128::from(self.num.rem_euclid(self.den) != 0);
+        match (op, self.exact()) {
+            (Op::Eq, None) => Predicate::is_in(column, Vec::<Value>::new()),
+            (Op::Ne, None) => !Predicate::is_in(column, Vec::<Value>::new()),
+            (Op::Eq | Op::Ne, Some(v)) => Predicate::compare(column, op, v),
+            (Op::Lt | Op::Ge, _) => Predicate::compare(column, op, Value::Int(ceil)),
+            (Op::Le | Op::Gt, _) => Predicate::compare(column, op, Value::Int(floor)),
         }
     }
+}
+
+/// A filter's value for a field marked `l` (a timestamp, duration or date): a Python `int` is
+/// the stored count itself; anything else is turned into an exact fraction of the field's unit
+/// by numpy (`rawarray._dtype._time_count`): no rounding, and no wrap past the `int64` range.
+fn time_count(column: &str, v: &Bound<'_, PyAny>, l: &Logical) -> PyResult<TimeCount> {
+    if v.is_instance_of::<PyBool>() {
+        return Err(ra_err(format!(
+            "filter on column '{column}' ({l}): the value {} is a bool, not a time",
+            v.repr()?
+        )));
+    }
+    if v.is_exact_instance_of::<PyInt>() {
+        return Ok(TimeCount {
+            num: v.extract::<i128>().map_err(|_| {
+                ra_err(format!(
+                    "filter on column '{column}': the value {} does not fit in 128 bits",
+                    v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+                ))
+            })?,
+            den: 1,
+        });
+    }
+    let (kind, unit) = match l {
+        Logical::Timestamp { unit, .. } => ("timestamp", unit.name()),
+        Logical::Duration { unit } => ("duration", unit.name()),
+        _ => ("date", "D"),
+    };
+    let (num, den): (i128, i128) = v
+        .py()
+        .import("rawarray._dtype")?
+        .getattr("_time_count")?
+        .call1((v, kind, unit))
+        .and_then(|r| r.extract())
+        .map_err(|e| {
+            ra_err(format!(
+                "filter on column '{column}' ({l}): the value {} is not a {kind}: {e}",
+                v.repr().map_or_else(|_| "?".into(), |r| r.to_string())
+            ))
+        })?;
+    if den <= 0 {
+        return Err(ra_err(format!(
+            "filter on column '{column}': the value {} gave a unit of {den}",
+            v.repr()?
+        )));
+    }
+    Ok(TimeCount { num, den })
+}
+
+/// A filter's value as a number: a bool (numpy's too) as 0 or 1, an integer (Python's, or any
+/// with `__index__`, such as numpy's) exactly, up to 128 bits, a float (with `__float__`).
+fn value_of(column: &str, v: &Bound<'_, PyAny>) -> PyResult<Value> {
     if v.is_instance_of::<PyBool>() || v.get_type().name()? == "bool" {
         return Ok(Value::from(v.is_truthy()?));
     }

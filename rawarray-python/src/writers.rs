@@ -11,8 +11,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use rawarray_serde::section::write::{write_section, PlainBytes};
 use rawarray_serde::{
-    ArrayWriter as LibArrayWriter, DynRecordWriter, Element, ElementSpec, Header, Layout,
-    RecordOptions, Trailer, WriteOptions,
+    ArrayWriter as LibArrayWriter, DynRecordWriter, ElementSpec, Header, Layout, RecordOptions,
+    Trailer, WriteOptions,
 };
 
 use crate::buffer::input_bytes;
@@ -442,31 +442,34 @@ impl ArrayWriter {
         let (header, marker) = match (descr_json, dims) {
             (Some(d), Some(dims)) => {
                 let (eltype, elbyte, layout) = element_of(d)?;
-                let marker =
-                    match layout {
-                        None => None,
-                        Some(l) if l == bool::layout() => {
-                            if chunked.is_some() {
-                                return Err(ra_err(
-                                "ArrayWriter cannot write a compressed (chunked) bool array: its \
-                                 bool mark is a trailer after the data, which the chunks a writer \
+                let marker = match layout {
+                    None => None,
+                    // A marked scalar: bool, datetime64, timedelta64.
+                    Some(l) if l.plain_schema().is_some() => {
+                        if chunked.is_some() {
+                            return Err(ra_err(format!(
+                                "ArrayWriter cannot write a compressed (chunked) array of {}: its \
+                                 mark is a trailer after the data, which the chunks a writer \
                                  appends would overwrite; write the array whole with \
                                  rawarray.write(path, a, codec=...), or write it uncompressed \
                                  (no chunks, codec, level or shuffle)",
-                            ));
-                            }
-                            Some(
-                                Trailer::new(serde_json::Value::Null)
-                                    .map_err(to_py)?
-                                    .with_schema(l),
-                            )
+                                l.describe()
+                            )));
                         }
-                        Some(_) => return Err(ra_err(
-                            "ArrayWriter writes arrays of numbers and bools: a structured dtype \
-                             needs its schema in a trailer, which rawarray.write or RecordWriter \
-                             writes",
-                        )),
-                    };
+                        Some(
+                            Trailer::new(serde_json::Value::Null)
+                                .map_err(to_py)?
+                                .with_schema(l),
+                        )
+                    }
+                    Some(_) => {
+                        return Err(ra_err(
+                            "ArrayWriter writes arrays of numbers, bools, datetime64 and \
+                             timedelta64: a structured dtype needs its schema in a trailer, which \
+                             rawarray.write or RecordWriter writes",
+                        ))
+                    }
+                };
                 (
                     Some(Header::new(eltype, elbyte, dims).map_err(to_py)?),
                     marker,

@@ -55,14 +55,14 @@ def test_a_record_field_of_datetime64_round_trips(tmp_path):
     p = tmp_path / "r.ra"
     dt = np.dtype([("t", "<M8[us]"), ("x", "<f4"), ("dt", "<m8[ms]")])
     rec = np.zeros(4, dt)
-    rec["t"] = np.array(["2020-01-01T12:30:00.25", "1969-12-31T23:59:59", "2262-01-01", "NaT"],
-                        dtype="M8[us]")
+    rec["t"] = np.array(["2020-01-01T12:30:00.25", "1969-12-31T23:59:59", "2262-01-01",
+                         "1677-09-22"], dtype="M8[us]")
     rec["x"] = [1, 2, 3, 4]
     rec["dt"] = np.array([-5000, 0, 1, 2**40], dtype="m8[ms]")
     rawarray.write(p, rec)
     back = rawarray.read(p)
     assert back.dtype == dt
-    assert back.tobytes() == rec.tobytes()  # NaT is int64's minimum, kept as it is
+    assert back.tobytes() == rec.tobytes()
     fields = trailer_schema(p)["fields"]
     assert [f["layout"].get("logical") for f in fields] == ["timestamp[us]", None, "duration[ms]"]
 
@@ -152,3 +152,70 @@ def test_filters_on_time_fields_take_dates_and_times(tmp_path):
         with pytest.raises(rawarray.RaError, match=r"column 't'.*not a timestamp"):
             f.to_arrow(filters=[("t", ">", "yesterday")])
     np.testing.assert_array_equal(rawarray.read(p, filters=[("t", ">=", lo), ("t", "<", hi)]), want)
+
+
+def test_nat_is_refused_naming_the_field_and_nothing_is_written(tmp_path):
+    # NaT is numpy's missing time (int64's minimum): a .ra file has no missing values, and any
+    # other reader would take that minimum for a real time.
+    p = tmp_path / "n.ra"
+    rec = np.zeros(3, [("x", "<f4"), ("t", "<M8[s]")])
+    rec["t"][1] = np.datetime64("NaT")
+    with pytest.raises(rawarray.RaError, match=r"field 't' holds 1 NaT"):
+        rawarray.write(p, rec)
+    with pytest.raises(rawarray.RaError, match=r"the array holds 2 NaT"):
+        rawarray.write(p, np.array(["NaT", "NaT", "2020-01-01"], "M8[ms]"))
+    assert not p.exists()
+    with rawarray.RecordWriter(tmp_path / "w.ra", rec.dtype) as w:
+        w.append(rec[:1])
+        with pytest.raises(rawarray.RaError, match="NaT"):
+            w.append(rec[1:])
+    assert len(rawarray.read(tmp_path / "w.ra")) == 1
+
+
+def test_filters_round_each_comparison_exactly_and_never_wrap(tmp_path):
+    # Values finer than the field's unit, and values outside int64 nanoseconds: numpy's own
+    # comparison of the stored datetime64 is the truth (no rounding to the field's unit first).
+    p = tmp_path / "f.ra"
+    rec = np.zeros(3, [("t", "<M8[s]"), ("ns", "<M8[ns]"), ("d", "<m8[s]"), ("k", "<i4")])
+    rec["t"] = np.array(["2021-05-01T00:00:00", "2021-05-01T00:00:01", "2021-05-01T00:00:02"], "M8[s]")
+    rec["ns"] = np.array(["2000-01-01", "2010-01-01", "2022-01-01"], "M8[ns]")
+    rec["d"] = np.array([1, 2, 3], "m8[s]")
+    rec["k"] = [0, 1, 2]
+    rawarray.write(p, rec)
+    half = np.datetime64("2021-05-01T00:00:00.500", "ms")
+    cases = [
+        ("t", ">=", half, rec["t"] >= half),
+        ("t", ">", half, rec["t"] > half),
+        ("t", "<", half, rec["t"] < half),
+        ("t", "<=", half, rec["t"] <= half),
+        ("t", "==", half, rec["t"] == half),
+        ("t", "!=", half, rec["t"] != half),
+        ("t", ">=", datetime.datetime(2021, 5, 1, 0, 0, 0, 500000), rec["t"] >= half),
+        ("d", ">=", np.timedelta64(1500, "ms"), rec["d"] >= np.timedelta64(1500, "ms")),
+        ("d", "<", datetime.timedelta(seconds=2.5), rec["d"] < np.timedelta64(2500, "ms")),
+        ("ns", "<", datetime.datetime(2300, 1, 1), np.ones(3, bool)),
+        ("ns", ">", datetime.datetime(1500, 1, 1), np.ones(3, bool)),
+        ("ns", ">", "2300-01-01", np.zeros(3, bool)),
+    ]
+    for column, op, value, mask in cases:
+        got = rawarray.read(p, filters=[(column, op, value)])
+        assert list(got["k"]) == list(rec["k"][mask]), (column, op, value)
+    got = rawarray.read(p, filters=[("t", "in", [half, np.datetime64("2021-05-01T00:00:02")])])
+    assert list(got["k"]) == [2]
+    for bad in [True, np.datetime64("NaT"), "yesterday"]:
+        with pytest.raises(rawarray.RaError, match="column 't'"):
+            rawarray.read(p, filters=[("t", ">", bad)])
+
+
+def test_an_array_writer_writes_datetime64_blocks(tmp_path):
+    p = tmp_path / "aw.ra"
+    a = np.arange(12, dtype=np.int64).reshape(3, 4).view("M8[ms]")
+    with rawarray.ArrayWriter(p, a.shape, a.dtype) as w:
+        w[0:2] = a[0:2]
+        w[2:3] = a[2:3]
+    back = rawarray.read(p)
+    assert back.dtype == np.dtype("M8[ms]")
+    np.testing.assert_array_equal(back, a)
+    assert trailer_schema(p)["logical"] == "timestamp[ms]"
+    with pytest.raises(rawarray.RaError, match=r"compressed \(chunked\) array of timestamp\[ms\]"):
+        rawarray.ArrayWriter(tmp_path / "c.ra", a.shape, a.dtype, codec="zstd", chunks=(1, 4))

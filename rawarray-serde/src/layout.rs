@@ -66,6 +66,7 @@ pub enum Layout {
 /// assert_eq!(b.numpy_descr(), "'|b1'");
 /// ```
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Logical {
     /// A boolean: a `uint` of one byte holding 0 (false) or 1 (true); numpy's `?` (`|b1`).
     Bool,
@@ -143,6 +144,12 @@ impl std::str::FromStr for Logical {
                 .ok_or_else(|| format!("logical \"{s}\": expected [UNIT] after the name"))?;
             let (unit, tz) = match inner.split_once(", tz=") {
                 Some((u, tz)) => (u, Some(tz)),
+                None if inner.contains("tz=") => {
+                    return Err(format!(
+                        "logical \"{s}\": a time zone follows the unit as \", tz=ZONE\" (a comma, \
+                         one space)"
+                    ))
+                }
                 None => (inner, None),
             };
             let unit = unit
@@ -216,8 +223,9 @@ pub struct Field {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum SchemaCheck {
     /// Field names, types and offsets must match; the record's own name may differ (files
-    /// written from numpy have none), and a logical marker (`bool`) may be missing on one side:
-    /// both are reported as notes. The default.
+    /// written from numpy have none), and a logical marker (`bool`, `timestamp[ns]`) may be
+    /// missing on one side: both are reported as notes. Two different markers are a mismatch.
+    /// The default.
     #[default]
     Fields,
     /// Everything must match, the record's name and logical markers too.
@@ -795,7 +803,9 @@ fn compare(
             }
             if la != lb {
                 // The bytes are the same numbers either way; the marker only names their meaning.
-                if mode == SchemaCheck::Strict {
+                // Two different meanings (milliseconds and microseconds, a time and a length
+                // of time) are not the same values, whatever the mode.
+                if mode == SchemaCheck::Strict || (la.is_some() && lb.is_some()) {
                     return Err(mismatch());
                 }
                 notes.push(format!(

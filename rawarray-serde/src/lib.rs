@@ -288,7 +288,9 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T
 
 /// Deserializes a value from a stream holding a `.ra` file, read as the value asks for it
 /// through a reused window of 64 KiB; a `Vec` of plain scalars is read straight into its
-/// memory. No `BufReader` is needed.
+/// memory. No `BufReader` is needed. A stream is read once, front to back: for a file that a
+/// writer may be appending to, use [`from_file`], which reads the header until two reads agree
+/// and decodes compressed data against the header that covers it.
 ///
 /// ```
 /// let bytes = rawarray_serde::to_vec(&vec![vec![1u16, 2], vec![3, 4]]).unwrap();
@@ -308,6 +310,40 @@ pub fn from_reader<T: serde::de::DeserializeOwned>(mut reader: impl Read) -> Res
     let value = T::deserialize(&mut de)?;
     de.end()?;
     Ok(value)
+}
+
+/// [`from_file`] of a ragged file: its rows read through one positioned reader (the header
+/// read until two reads agree; compressed values through the pinned section, which re-reads a
+/// header its writer grew), written out whole, then deserialized. Never decoded from one copy
+/// of the file: a writer appending commits its header with one `pwrite`, which a concurrent
+/// `read` of the whole file can tear (doc/chunked.md 7.1).
+fn from_ragged_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<T> {
+    let rows = ragged::DynRagged::from_open_file(file, path, ReadMode::Positioned)?;
+    let mut bytes = Vec::new();
+    rows.write_rows(0..rows.rows(), &mut bytes)?;
+    ragged_serde::from_ragged_slice(&bytes)
+}
+
+/// [`from_file`] of a file whose data is compressed (LZ4 or chunked): decoded through the
+/// library's reader on the file (its header read until two reads agree, chunks of a file a
+/// writer is appending to read against the header that covers them, block checksums checked),
+/// then deserialized from the plain little-endian bytes.
+fn from_coded_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<T> {
+    let reader = ArrayReader::from_open_file(file, path)?;
+    let whole: Vec<std::ops::Range<u64>> = reader.header().dims.iter().map(|&d| 0..d).collect();
+    if reader.header().data_len() == 0 {
+        // An empty section is still decoded: damaged, it is refused, not read as nothing.
+        reader.section().read_all()?;
+    }
+    let (header, data) = reader.read_subset_bytes(&whole)?;
+    let mut bytes = header.encode();
+    let at = (bytes.len() + data.len()) as u64;
+    bytes.extend_from_slice(&data);
+    drop(data);
+    if let Some(t) = reader.trailer() {
+        bytes.extend_from_slice(&t.encode_block(at));
+    }
+    from_slice(&bytes)
 }
 
 /// Deserializes a value from a `.ra` file, as [`from_reader`] does, except that the file's
@@ -334,9 +370,12 @@ pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Resu
             let mut head = [0u8; 16];
             let got = header::read_full(&mut file, &mut head)?;
             if RaggedHeader::is_ragged(&head[..got]) {
-                return from_reader(std::io::Cursor::new(head[..got].to_vec()).chain(file));
+                return from_ragged_file(file, path);
             }
             std::io::Seek::rewind(&mut file)?;
+            if section::Storage::of(&Header::read_stable_any(&file)?) != section::Storage::Plain {
+                return from_coded_file(file, path);
+            }
         }
         let len = meta.is_file().then_some(meta.len());
         let mut de = Deserializer::from_stream(file, len)?;

@@ -107,7 +107,7 @@ fn a_marker_on_the_wrong_number_or_with_a_bad_unit_or_zone_is_refused_naming_it(
         ),
         (
             r#"{"kind":"scalar","eltype":"int","elbyte":8,"logical":"timestamp[ns,tz=UTC]"}"#,
-            "time unit \"ns,tz=UTC\"",
+            "\", tz=ZONE\" (a comma, one space)",
         ),
         (
             r#"{"kind":"scalar","eltype":"int","elbyte":8,"logical":"duration[s, tz=UTC]"}"#,

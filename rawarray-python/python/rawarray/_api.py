@@ -13,7 +13,7 @@ import numpy as np
 from ._rawarray import RaError
 from ._rawarray import write as _write
 from ._axes import file_chunks, in_numpy_order
-from ._dtype import _check_storable, _descr_json, _little_endian
+from ._dtype import _check_storable, _descr_json, _little_endian, _refuse_nat
 from ._file import File, _is_url, _storage_options
 from ._ragged import RaggedFile, _as_ragged, is_ragged
 from . import _arrow
@@ -225,6 +225,7 @@ def write(
     arr = np.asarray(array)
     arr_shape = arr.shape
     _check_storable(arr.dtype)
+    _refuse_nat(arr)
     extra = _dims_and_coords(arr.shape, dim_names, coords)
     if order == "C":
         dims = list(reversed(arr.shape))

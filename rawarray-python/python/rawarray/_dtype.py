@@ -8,6 +8,7 @@ import json
 import os
 import sys
 import warnings
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -106,6 +107,35 @@ def _element_dtype(raw: Any) -> np.dtype:
     return np.dtype(f"V{raw.elbyte}")
 
 
+def _time_views(arr: np.ndarray, name: str = "") -> list[tuple[str, np.ndarray]]:
+    """The parts of ``arr`` whose dtype is ``datetime64`` or ``timedelta64`` (the whole array,
+    or record fields at any depth), each with the field's name."""
+    dt = arr.dtype
+    if dt.names is None:
+        base = dt.subdtype[0] if dt.subdtype else dt
+        return [(name, arr)] if base.kind in "Mm" else []
+    views = []
+    for field in dt.names:
+        views += _time_views(arr[field], f"{name}.{field}" if name else field)
+    return views
+
+
+def _refuse_nat(arr: np.ndarray, what: str = "") -> np.ndarray:
+    """``arr`` if it holds no NaT; else :class:`RaError` naming the field and the count. NaT is
+    numpy's missing time, stored as ``int64``'s minimum; a ``.ra`` file has no missing values
+    (as Arrow nulls are refused), and every other reader would see that minimum as a time 292
+    billion years ago."""
+    for name, times in _time_views(arr):
+        nat = int(np.count_nonzero(np.isnat(times)))
+        if nat:
+            where = f"field {name!r}" if name else "the array"
+            raise RaError(
+                f"{what + ': ' if what else ''}{where} holds {nat} NaT (numpy's missing time), "
+                "which a .ra file has no value for: fill them, or keep a mask beside the data"
+            )
+    return arr
+
+
 def _check_storable(dtype: np.dtype, field: str = "") -> None:
     """Raises :class:`RaError` for what numpy has and ``.ra`` cannot keep: text, fixed-width
     bytes, objects, dates and times in units other than s, ms, us and ns, and field titles,
@@ -160,19 +190,42 @@ def _check_storable(dtype: np.dtype, field: str = "") -> None:
         )
 
 
-def _time_count(value: Any, kind: str, unit: str) -> int:
-    """A filter's value for a date or time field as the integer the field stores (called by the
-    library's filter conversion): ``kind`` is ``"timestamp"`` (``unit`` s, ms, us or ns since
-    1970-01-01 UTC), ``"duration"`` (that many units) or ``"date"`` (days since 1970-01-01).
-    Takes what numpy takes (``datetime``, ``date``, ``timedelta``, ``numpy.datetime64``,
-    ``pandas.Timestamp``, ISO 8601 strings); an aware ``datetime`` is converted to UTC."""
-    if kind == "duration":
-        return int(np.timedelta64(value, unit).astype(np.int64))
-    if getattr(value, "tzinfo", None) is not None:
-        import datetime  # noqa: PLC0415
+# Seconds in each numpy time unit, exactly.
+_UNIT_SECONDS = {
+    "W": Fraction(604_800), "D": Fraction(86_400), "h": Fraction(3_600), "m": Fraction(60),
+    "s": Fraction(1), "ms": Fraction(1, 10**3), "us": Fraction(1, 10**6),
+    "ns": Fraction(1, 10**9), "ps": Fraction(1, 10**12), "fs": Fraction(1, 10**15),
+    "as": Fraction(1, 10**18),
+}
 
-        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
-    return int(np.datetime64(value, unit).astype(np.int64))
+
+def _time_count(value: Any, kind: str, unit: str) -> tuple[int, int]:
+    """A filter's value for a date or time field (called by the library's filter conversion)
+    as an exact fraction ``(num, den)`` of the field's stored unit: ``kind`` is
+    ``"timestamp"`` (``unit`` s, ms, us or ns since 1970-01-01 UTC), ``"duration"`` (that many
+    units) or ``"date"`` (``unit`` ``"D"``, days since 1970-01-01). Takes what numpy takes
+    (``datetime``, ``date``, ``timedelta``, ``numpy.datetime64``, ``pandas.Timestamp``, ISO
+    8601 strings), at the value's own precision: nothing is rounded to the field's unit (the
+    library rounds each comparison the exact way) and nothing wraps past ``int64``. An aware
+    ``datetime`` is its UTC instant. NaT is refused: it compares with nothing."""
+    if kind == "duration":
+        v = np.timedelta64(value)
+    else:
+        if getattr(value, "tzinfo", None) is not None:
+            import datetime  # noqa: PLC0415
+
+            value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+        v = np.datetime64(value)
+    if np.isnat(v):
+        raise ValueError("NaT (not a time) compares with nothing: filter on a time")
+    vunit, step = np.datetime_data(v.dtype)
+    if vunit in ("Y", "M"):
+        if kind == "duration":
+            raise ValueError(f"a duration in {vunit} (years or months) has no fixed length")
+        v = v.astype("M8[D]")  # the first day of the year or month, exactly
+        vunit, step = "D", 1
+    count = Fraction(int(v.astype(np.int64)) * step) * _UNIT_SECONDS[vunit] / _UNIT_SECONDS[unit]
+    return count.numerator, count.denominator
 
 
 def storable_words() -> str:

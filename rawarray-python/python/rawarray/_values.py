@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ._dtype import _refuse_nat
 from ._rawarray import RaError
 
 
@@ -24,6 +25,12 @@ def _object_fields(dtype: np.dtype) -> np.dtype:
 
 
 def _as_writer_dtype(values: Any, dtype: np.dtype, what: str) -> np.ndarray:
+    """``values`` as an array of a writer's ``dtype`` (see :func:`_converted`), holding no NaT
+    (:func:`_refuse_nat`)."""
+    return _refuse_nat(_converted(values, dtype, what), what)
+
+
+def _converted(values: Any, dtype: np.dtype, what: str) -> np.ndarray:
     """``values`` as an array of a writer's ``dtype``, or :class:`RaError` naming the first value
     that would be stored as another one. numpy's ``astype`` truncates ``1.7`` to ``1``, wraps
     ``300`` to ``44`` in ``uint8`` and ``-1`` to ``255``, makes ``2`` a ``True`` and ``1e300`` an
