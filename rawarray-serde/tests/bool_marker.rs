@@ -165,8 +165,17 @@ fn the_marker_is_valid_only_on_one_byte_uints() {
     }
     // An unknown logical type is damage, not a silent number.
     let bad: Result<Layout, _> =
-        serde_json::from_str(r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"date"}"#);
+        serde_json::from_str(r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"boolean"}"#);
     assert!(bad.is_err());
+    // A known one on the wrong scalar (a date is an int of 4 bytes) is refused by the checks.
+    let date: Layout =
+        serde_json::from_str(r#"{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"date"}"#)
+            .unwrap();
+    let msg = date.validate().unwrap_err().to_string();
+    assert!(
+        msg.contains("logical \"date\" marks an int of 4 bytes"),
+        "{msg}"
+    );
 }
 
 #[test]
