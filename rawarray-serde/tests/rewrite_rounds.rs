@@ -9,16 +9,20 @@
 //! the length and falls within one tick of the file system's clock (a few milliseconds: the
 //! modification time does not move) is not seen by the state check, which compares inode,
 //! length and modification time (and the header when those moved): a chunked section's
-//! checksums then refuse what they can, and a plain one cannot tell. This test stays out of
-//! that window (each rewrite changes the length); a file that grows with its header unchanged
-//! is an appending writer's, and is read.
+//! checksums then refuse what they can, and a plain one cannot tell. Each rewrite here changes
+//! the length and the header, but two rewrites inside one tick (a, b, a) put both back: CI met
+//! that once in a chunked read, refused by a block table check. The chunked and LZ4 rounds
+//! allow such refusals (an error, never a value), at most 10 in 1000. A file that grows with
+//! its header unchanged is an appending writer's, and is read.
 
 use std::io::Write;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use rawarray_serde::{ArrayReader, ErrorKind, RawArray, ReadMode, RecordReader, WriteOptions};
+use rawarray_serde::{
+    ArrayReader, Category, ErrorKind, RawArray, ReadMode, RecordReader, WriteOptions,
+};
 
 const DIMS: [u64; 2] = [50, 40];
 
@@ -106,7 +110,8 @@ fn rounds_for(name: &str, opts: WriteOptions) {
     let expect: Vec<i32> = (5..35u64)
         .flat_map(|j| (3..47u64).map(move |i| (i + 50 * j) as i32))
         .collect();
-    let (mut ok, mut changed) = (0, 0);
+    let (mut ok, mut changed, mut refused) = (0, 0, 0);
+    let coded = name != "plain";
     for round in 0..1000 {
         match reader.read_subset::<i32>(&ranges) {
             Ok(got) => {
@@ -122,9 +127,22 @@ fn rounds_for(name: &str, opts: WriteOptions) {
                 // open that meets a half-written file is tried again).
                 reader = reopen(|| ArrayReader::open(&path));
             }
+            // The window the module's docs name, met by CI: two rewrites (a, b, a) inside one
+            // tick of the clock leave inode, length, header and modification time as they
+            // were, so the state check sees no change, and a read that met the middle version
+            // is refused by the chunked section's own checks (a block table, a CRC). An error,
+            // never a value: counted, and it must stay rare.
+            Err(e) if coded && e.category() == Category::Data => {
+                refused += 1;
+                reader = reopen(|| ArrayReader::open(&path));
+            }
             Err(e) => panic!("{name}: read {round}: neither one version nor 'changed': {e}"),
         }
     }
+    assert!(
+        refused <= 10,
+        "{name}: {refused} reads refused as damage of 1000"
+    );
     stop.store(true, Ordering::Relaxed);
     let rewrites = writer.join().unwrap();
     assert!(
