@@ -479,14 +479,19 @@ fn the_trailer_json_keys() {
             r#"{"version":1,"schema":{"kind":"scalar","eltype":"uint","elbyte":1,"elbyte":1}}"#,
             "\"elbyte\" twice",
         ),
-        // A layout's keys are required, except `logical`, whose value is bool or text.
+        // A layout's keys are required, except `logical`, whose value is one of section 7's
+        // markers, on the scalar section 7 gives it.
         (
             r#"{"version":1,"schema":{"kind":"record","fields":[{"name":"x","offset":0,"layout":{"kind":"scalar","eltype":"uint","elbyte":1}}]}}"#,
             "missing field `name`",
         ),
         (
+            r#"{"version":1,"schema":{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"datetime"}}"#,
+            "logical \"datetime\" is not one of bool, text, timestamp[UNIT], duration[UNIT], date",
+        ),
+        (
             r#"{"version":1,"schema":{"kind":"scalar","eltype":"uint","elbyte":1,"logical":"date"}}"#,
-            "unknown variant `date`",
+            "logical \"date\" marks an int of 4 bytes",
         ),
         (
             r#"{"version":1,"schema":{"kind":"scalar","eltype":"int","elbyte":1,"logical":"bool"}}"#,
