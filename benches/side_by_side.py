@@ -42,6 +42,12 @@ benches (`--python-args`, default `--runs 9`). It is reported as the bench `pyth
 side's venv as `RAWARRAY_PYTHON` (unless the environment sets it); without it they provision
 their own environment as `cargo bench` does (tests/common/python.rs).
 
+`--old-exe PATH --new-exe PATH` (with one BENCH) runs two bench binaries built beforehand
+instead (`cargo bench --no-run --bench NAME` in each revision's tree prints the path; copy the
+first away before building the second into the same target dir): no worktree, no build; `--old`
+and `--new` then only name the revisions in the printout. The binaries run in the repository's
+root (a bench of the root package; a bench of another package would need its directory).
+
 Other options: `--env [BENCH:]KEY=VALUE` (repeatable) sets a variable for every bench, or for
 BENCH only (`--env ragged:RA_BENCH_DIR=/dev/shm`), on both sides; `--build-only` makes the worktrees, builds and venvs and
 stops (build early, run when the machine is quiet); `--no-build` runs what was built before; `--slower 1.10` is the factor above which a row is listed as slower;
@@ -382,6 +388,8 @@ def main():
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--build-only", action="store_true", help="make the worktrees, builds and venvs; run nothing")
     ap.add_argument("--slower", type=float, default=1.10)
+    ap.add_argument("--old-exe", help="a bench binary built beforehand, run as the old side (one BENCH)")
+    ap.add_argument("--new-exe", help="the same for the new side")
     a = ap.parse_args()
 
     repo = git(os.getcwd(), "rev-parse", "--show-toplevel")
@@ -406,8 +414,12 @@ def main():
     print(f"- each bench: {a.runs} runs a side, alternately old, new; best of the runs\n")
     sys.stdout.flush()
 
-    for s in SIDES:
-        worktree(repo, trees[s], commits[s])
+    exes = {"old": a.old_exe, "new": a.new_exe}
+    if any(exes.values()) and (not all(exes.values()) or len(a.benches) != 1 or a.python):
+        ap.error("--old-exe and --new-exe go together, with one BENCH and no --python")
+    if not any(exes.values()):
+        for s in SIDES:
+            worktree(repo, trees[s], commits[s])
 
     def bench_env(name, side):
         env = dict(os.environ)
@@ -442,7 +454,10 @@ def main():
         cmds, errs = {}, {}
         for s in SIDES:
             try:
-                if a.no_build:
+                if exes[s]:
+                    # Run where cargo runs the root package's benches.
+                    found = (os.path.abspath(exes[s]), repo)
+                elif a.no_build:
                     found = build_bench_cached(trees[s], targets[s], name)
                 else:
                     found = build_bench(trees[s], targets[s], name)

@@ -164,21 +164,55 @@ pub(crate) fn stable_header_bytes(file: &File) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// The header's bytes: the fixed part, then its dims, as far as the file goes.
-fn header_bytes(file: &File) -> io::Result<Vec<u8>> {
-    let len = file.metadata()?.len();
-    let mut bytes = vec![0u8; FIXED_HEADER_LEN.min(len as usize)];
-    read_exact_at(file, &mut bytes, 0)?;
-    if bytes.len() == FIXED_HEADER_LEN {
-        let ndims = le_u64(&bytes[40..48]);
-        // More dims than a header may have are refused by `Header::decode` from the fixed part.
-        if ndims <= MAX_NDIMS {
-            let total = (FIXED_HEADER_LEN as u64 + 8 * ndims).min(len);
-            bytes.resize(total as usize, 0);
-            read_exact_at(file, &mut bytes, 0)?;
+/// Bytes the first read of a header asks for: the fixed part and 32 dims, so that the header
+/// of any array with up to 32 dims takes one `pread` (and no `fstat`: a file that ends first
+/// gives what it has).
+const FIRST_HEADER_READ: usize = FIXED_HEADER_LEN + 8 * 32;
+
+/// The header's bytes: the fixed part, then its dims, as far as the file goes. One positioned
+/// read for up to 32 dims; a header of more dims is read again whole by a second one.
+pub(crate) fn header_bytes(file: &File) -> io::Result<Vec<u8>> {
+    let mut bytes = vec![0u8; FIRST_HEADER_READ];
+    let got = read_up_to(file, &mut bytes, 0)?;
+    bytes.truncate(got);
+    if got < FIXED_HEADER_LEN {
+        return Ok(bytes);
+    }
+    let ndims = le_u64(&bytes[40..48]);
+    // More dims than a header may have are refused by `Header::decode` from the fixed part.
+    let want = if ndims <= MAX_NDIMS {
+        FIXED_HEADER_LEN + 8 * ndims as usize
+    } else {
+        FIXED_HEADER_LEN
+    };
+    if want <= got || got < FIRST_HEADER_READ {
+        // All of it was read, or the file ends within it.
+        bytes.truncate(want);
+        return Ok(bytes);
+    }
+    bytes.resize(want, 0);
+    let got = read_up_to(file, &mut bytes, 0)?;
+    bytes.truncate(got);
+    Ok(bytes)
+}
+
+/// Reads at `offset` until `buf` is full or the file ends; how many bytes were read.
+fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        #[cfg(unix)]
+        let n = std::os::unix::fs::FileExt::read_at(file, &mut buf[done..], offset + done as u64);
+        #[cfg(windows)]
+        let n =
+            std::os::windows::fs::FileExt::seek_read(file, &mut buf[done..], offset + done as u64);
+        match n {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
         }
     }
-    Ok(bytes)
+    Ok(done)
 }
 
 /// Maps the data section of `file`, as `header` (read from it) describes it.

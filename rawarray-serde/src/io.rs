@@ -186,7 +186,9 @@ impl FileState {
         Ok(FileState::from_meta(&meta, header))
     }
 
-    fn from_meta(meta: &std::fs::Metadata, header: Vec<u8>) -> FileState {
+    /// The state of a file whose `fstat` gave `meta`, with `header`: its header's bytes read
+    /// after that `fstat`, until two reads agreed.
+    pub(crate) fn from_meta(meta: &std::fs::Metadata, header: Vec<u8>) -> FileState {
         #[cfg(unix)]
         {
             use std::os::unix::fs::MetadataExt;
@@ -213,6 +215,11 @@ impl FileState {
                 header,
             }
         }
+    }
+
+    /// The file's length in this state.
+    pub(crate) fn len(&self) -> u64 {
+        self.len
     }
 
     /// Whether `now` is still the file of this state: the same inode, a header of the same
@@ -321,6 +328,26 @@ impl PinnedFile {
             what: "its header is not the one it had".into(),
         })
         .in_file(&pinned.path))
+    }
+
+    /// Pins an open `file` whose header `header` a reader's [`snapshot`](crate::mapped::snapshot)
+    /// just read, with the state that snapshot took (`state`): the state of the same moment as
+    /// the header, so nothing is taken again; without one (the header kept changing), as
+    /// [`PinnedFile::pin_read`].
+    pub(crate) fn pin_snapshot(
+        file: File,
+        path: &Path,
+        header: &Header,
+        state: Option<FileState>,
+    ) -> Result<PinnedFile> {
+        match state {
+            Some(state) => Ok(PinnedFile {
+                file,
+                path: path.to_path_buf(),
+                state,
+            }),
+            None => PinnedFile::pin_read(file, path, &header.encode()),
+        }
     }
 
     /// The open file.

@@ -14,9 +14,9 @@ use std::ops::Range;
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, reading, stable_header_any};
+use crate::fileio::{map_data_section, reading, stable_header_bytes};
 use crate::header::Header;
-use crate::io::PinnedFile;
+use crate::io::{FileState, PinnedFile};
 use crate::layout::SchemaCheck;
 use crate::query::{Predicate, Pruning, RowFilter};
 use crate::records::RecordShape;
@@ -208,7 +208,11 @@ impl<T: Element + Clone> RecordReader<T> {
     fn open_options(path: &Path, opts: &RecordReadOptions) -> Result<RecordReader<T>> {
         let mode = opts.mode;
         let file = File::open(path)?;
-        let (header, probe) = snapshot(&file)?;
+        let Snapshot {
+            header,
+            probe,
+            state,
+        } = snapshot(&file)?;
         let shape = RecordShape::of::<T>(&header, None)?;
         let len = data::to_usize(*header.dims.last().expect("checked by RecordShape"))?;
         let (trailer, trailer_error) = match probe.into_result() {
@@ -226,9 +230,13 @@ impl<T: Element + Clone> RecordReader<T> {
             || Storage::of(&header) != Storage::Plain
             || header.size == 0
         {
-            Section::Read(Box::new(DataSection::open(
+            let pinned = PinnedFile::pin_snapshot(file, path, &header, state)?;
+            let state = pinned.opened_state().clone();
+            Section::Read(Box::new(DataSection::open_in_state(
                 &header,
-                PinnedFile::pin_read(file, path, &header.encode())?,
+                pinned,
+                header.encoded_len() as u64,
+                Some(state),
             )?))
         } else {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
@@ -585,22 +593,46 @@ impl<T: Element + Clone> Iterator for RecordQuery<'_, T> {
     }
 }
 
+/// What [`snapshot`] takes of a file at open.
+pub(crate) struct Snapshot {
+    /// The header.
+    pub(crate) header: Header,
+    /// The trailer probe for its data end.
+    pub(crate) probe: Probe,
+    /// The file's state of that moment (its `fstat` between two reads of that header), for
+    /// the reader to pin ([`PinnedFile::pin_snapshot`]) without taking it again; `None` if the
+    /// header kept changing.
+    pub(crate) state: Option<FileState>,
+}
+
 /// A header and the trailer probe for its data end, taken while the header did not change, so
 /// that both belong to the same moment of a file a writer may be appending to. A chunked data
 /// section (flag bit 2) is accepted: both callers read it through the section decoder.
-pub(crate) fn snapshot(file: &File) -> Result<(Header, Probe)> {
+pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
     let mut seen = None;
     for _ in 0..SNAPSHOT_TRIES {
-        let header = stable_header_any(file)?;
-        let len = file.metadata()?.len();
-        header.check_input_len(len)?;
-        let probe = locate(file, data_end(&header), len);
-        let again = stable_header_any(file)?;
-        if again == header {
-            return Ok((header, probe));
+        let bytes = stable_header_bytes(file)?;
+        let header = Header::decode_any(&bytes)?;
+        let meta = file.metadata()?;
+        header.check_input_len(meta.len())?;
+        let probe = locate(file, data_end(&header), meta.len());
+        let again = stable_header_bytes(file)?;
+        if again == bytes {
+            // The `fstat` then the header, as `FileState::of` takes a state.
+            let state = Some(FileState::from_meta(&meta, again));
+            return Ok(Snapshot {
+                header,
+                probe,
+                state,
+            });
         }
         seen = Some((header, probe));
         std::thread::yield_now();
     }
-    Ok(seen.expect("SNAPSHOT_TRIES > 0"))
+    let (header, probe) = seen.expect("SNAPSHOT_TRIES > 0");
+    Ok(Snapshot {
+        header,
+        probe,
+        state: None,
+    })
 }

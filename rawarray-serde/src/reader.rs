@@ -11,7 +11,7 @@ use crate::error::{ErrorKind, Result};
 use crate::fileio::reading;
 use crate::header::{Flags, Header};
 use crate::io::{MappedSection, PinnedFile, ReadAt};
-use crate::mapped::snapshot;
+use crate::mapped::{snapshot, Snapshot};
 use crate::section::{Section, SectionStats, Storage};
 use crate::subset::SubsetPlan;
 use crate::trailer::{Probe, Trailer};
@@ -160,7 +160,11 @@ impl ArrayReader {
 
     fn from_file(file: File, path: &Path, map: bool) -> Result<ArrayReader> {
         // The header and the trailer probe of one moment, as `RecordReader` takes them.
-        let (header, probe) = snapshot(&file)?;
+        let Snapshot {
+            header,
+            probe,
+            state,
+        } = snapshot(&file)?;
         let (trailer, trailer_error) = match probe {
             Probe::Absent => (None, None),
             Probe::Damaged(why) => (None, Some(why)),
@@ -168,6 +172,7 @@ impl ArrayReader {
         };
         // A compressed or chunked section is read by positioned reads (its reads decode); an
         // empty one has nothing to map.
+        let mut taken = None;
         let source = if map && Storage::of(&header) == Storage::Plain && header.size > 0 {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header just read, which
@@ -179,11 +184,14 @@ impl ArrayReader {
             // break this, as they would for any mapped file.
             Source::Mapped(unsafe { MappedSection::new(&file, &header)? })
         } else {
-            Source::Pinned(PinnedFile::pin_read(file, path, &header.encode())?)
+            let pinned = PinnedFile::pin_snapshot(file, path, &header, state)?;
+            taken = Some(pinned.opened_state().clone());
+            Source::Pinned(pinned)
         };
+        let base = header.encoded_len() as u64;
         Ok(ArrayReader {
             path: path.to_path_buf(),
-            section: Section::open(&header, source)?,
+            section: Section::open_in_state(&header, source, base, taken)?,
             trailer,
             trailer_error,
         })

@@ -255,11 +255,16 @@ impl Mapped {
             ReadMode::Positioned => Data::Positioned(file.try_clone()?),
         };
         let values = match header.values_section_header() {
-            Some(vh) => Some(Section::open_at(
-                &vh,
-                PinnedFile::pin_read(file, path, &header.encode())?,
-                header.values_at(),
-            )?),
+            Some(vh) => {
+                let pinned = PinnedFile::pin_read(file, path, &header.encode())?;
+                let state = pinned.opened_state().clone();
+                Some(Section::open_in_state(
+                    &vh,
+                    pinned,
+                    header.values_at(),
+                    Some(state),
+                )?)
+            }
             None => None,
         };
         let m = Mapped {

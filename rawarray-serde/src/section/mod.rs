@@ -189,8 +189,26 @@ impl<S: ReadAt> Section<S> {
     /// [`Section::open`] for a source whose data section starts at `base` (0 for a source
     /// holding the section alone).
     pub fn open_at(header: &Header, source: S, base: u64) -> Result<Section<S>> {
-        let state = source.state()?;
-        let have = source.source_len()?.saturating_sub(base);
+        Section::open_in_state(header, source, base, None)
+    }
+
+    /// [`Section::open_at`] of a source whose state its caller has just taken (`taken`: a
+    /// file pinned at open, [`PinnedFile::pin_snapshot`](crate::io::PinnedFile::pin_snapshot)),
+    /// which is then not taken again; `None`: taken here.
+    pub(crate) fn open_in_state(
+        header: &Header,
+        source: S,
+        base: u64,
+        taken: Option<crate::io::FileState>,
+    ) -> Result<Section<S>> {
+        let (state, len) = match taken {
+            Some(s) => {
+                let len = s.len();
+                (Some(s), len)
+            }
+            None => (source.state()?, source.source_len()?),
+        };
+        let have = len.saturating_sub(base);
         if have < header.size {
             return Err(ErrorKind::Truncated {
                 expected: header.size,
