@@ -14,7 +14,7 @@ use std::ops::Range;
 use crate::data;
 use crate::element::Element;
 use crate::error::{ErrorKind, Result};
-use crate::fileio::{map_data_section, reading, stable_header_bytes};
+use crate::fileio::{header_bytes, map_data_section, reading, stable_header_bytes};
 use crate::header::Header;
 use crate::io::{FileState, PinnedFile};
 use crate::layout::SchemaCheck;
@@ -616,7 +616,8 @@ pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
         let meta = file.metadata()?;
         header.check_input_len(meta.len())?;
         let probe = locate(file, data_end(&header), meta.len());
-        let again = stable_header_bytes(file)?;
+        // One read: equal to the header two reads agreed on, it is that header.
+        let again = header_bytes(file)?;
         if again == bytes {
             // The `fstat` then the header, as `FileState::of` takes a state.
             let state = Some(FileState::from_meta(&meta, again));

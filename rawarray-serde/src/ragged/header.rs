@@ -5,7 +5,7 @@ use std::fs::File;
 
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::{read_exact_at, stable_header_bytes};
+use crate::fileio::{header_bytes, read_exact_at, stable_header_bytes};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
 use crate::io::ReadAt;
 use crate::records::ElementSpec;
@@ -422,7 +422,18 @@ pub(super) fn bad(why: String) -> Error {
 /// Reads and decodes a ragged file's header (two reads that agree, as for records), with the
 /// slot count word after the dims when flag bit 2 says the values are chunked.
 pub(super) fn read_header(file: &File) -> Result<RaggedHeader> {
-    let mut bytes = stable_header_bytes(file)?;
+    header_from(file, stable_header_bytes(file)?)
+}
+
+/// [`read_header`] in one read, for a reader checking that the header it read (two reads
+/// that agreed) is still there: a read equal to it is that header.
+pub(super) fn read_header_again(file: &File) -> Result<RaggedHeader> {
+    header_from(file, header_bytes(file)?)
+}
+
+/// The header of `bytes` (read from `file`), with the slot count word read after them when
+/// the values are chunked.
+fn header_from(file: &File, mut bytes: Vec<u8>) -> Result<RaggedHeader> {
     if bytes.len() >= 16 && le_u64(&bytes[8..16]) & Flags::CHUNKED.bits() != 0 {
         let mut word = [0u8; 8];
         // A file that ends before the word is refused by `decode`, naming the bytes it needs.

@@ -1,7 +1,7 @@
 //! Reading ragged files: [`RaggedReader`] (typed rows over a memory map) and [`DynRagged`]
 //! (rows of a type known at run time, mapped or read with positioned reads: [`ReadMode`]).
 
-use super::header::{bad, check_ends, check_offsets, read_header, RaggedHeader};
+use super::header::{bad, check_ends, check_offsets, read_header, read_header_again, RaggedHeader};
 use super::values::{
     check_text, is_text_trailer, text_marked, text_of, write_chunked, write_head, write_tail,
     Ragged,
@@ -223,7 +223,7 @@ impl Mapped {
                     .into());
                 }
                 let probe = locate(&file, header.data_end(), len);
-                let again = read_header(&file)?;
+                let again = read_header_again(&file)?;
                 let settled = again == header;
                 seen = Some((header, len, probe));
                 if settled {
