@@ -218,14 +218,19 @@ impl Chunked {
             let extent = self.extent();
             let cb = self.chunk_bytes;
             let tail = &self.tail[..full];
-            let stored = in_pool(self.threads, || {
-                tail.par_chunks(cb)
-                    .map(|raw| {
-                        let (s, flags) = cw.chain().encode_chunk(raw, &extent)?;
-                        Ok((s, flags, cw.stats_of(raw)))
-                    })
-                    .collect::<Result<Vec<_>>>()
-            })??;
+            let encode = |raw: &[u8]| {
+                let (s, flags) = cw.chain().encode_chunk(raw, &extent)?;
+                Ok((s, flags, cw.stats_of(raw)))
+            };
+            // One thread: on this one, rather than a pool started (and its thread scheduled)
+            // for every batch.
+            let stored = if self.threads == 1 {
+                tail.chunks(cb).map(encode).collect::<Result<Vec<_>>>()?
+            } else {
+                in_pool(self.threads, || {
+                    tail.par_chunks(cb).map(encode).collect::<Result<Vec<_>>>()
+                })??
+            };
             for (s, flags, st) in stored {
                 self.put(file, &s, flags, &st, reserve)?;
                 self.tail_chunk += 1;

@@ -625,39 +625,23 @@ pub(crate) struct Io<'a, S: ?Sized> {
     pub(crate) counters: &'a Counters,
 }
 
-/// Runs `f` on a pool of `threads` threads, or on rayon's global pool for 0.
+/// Runs `f` on a pool of `threads` threads, or on rayon's global pool for 0 or for as many
+/// threads as it has (the current pool's, when called from inside one).
+///
+/// A pool is not kept between calls: a record writer appending with `threads(2)` calls this
+/// for every batch it compresses, and pools of its own kept for it made the reads after it
+/// (on the global pool) lose their second thread on a 2-core machine (`benches/compress.rs`,
+/// doc/benchmarks.md). The global pool's size is the usual count asked for (the cores), and
+/// then no thread is started at all.
 pub(crate) fn in_pool<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
-    if threads == 0 {
+    if threads == 0 || threads == rayon::current_num_threads() {
         return Ok(f());
     }
-    Ok(pool_of(threads)?.install(f))
-}
-
-/// Thread counts whose pools [`pool_of`] keeps; a count beyond them gets a pool for the call.
-const KEPT_POOLS: usize = 4;
-
-/// A pool of `threads` threads, kept for the next call: starting a pool's threads and joining
-/// them cost a record writer appending with `threads(2)` (a pool for every batch it
-/// compresses) more than its statistics did. A kept pool's threads sleep between calls.
-fn pool_of(threads: usize) -> Result<Arc<rayon::ThreadPool>> {
-    static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
-    // A panic elsewhere while the list was held leaves it whole (pushes are its only change).
-    let mut kept = POOLS
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((_, pool)) = kept.iter().find(|(n, _)| *n == threads) {
-        return Ok(Arc::clone(pool));
-    }
-    let pool = Arc::new(
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .build()
-            .map_err(|e| crate::Error::msg(format!("thread pool of {threads}: {e}")))?,
-    );
-    if kept.len() < KEPT_POOLS {
-        kept.push((threads, Arc::clone(&pool)));
-    }
-    Ok(pool)
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .map_err(|e| crate::Error::msg(format!("thread pool of {threads}: {e}")))?;
+    Ok(pool.install(f))
 }
 
 /// An error of a buffer of the wrong length for `dims`.
