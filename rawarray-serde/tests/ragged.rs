@@ -14,7 +14,7 @@ use std::time::Duration;
 use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{
     bf16, f16, Complex, DynArray, Element, ErrorKind, Ragged, RaggedHeader, RaggedOptions,
-    RaggedReader, RaggedWriter, RawArray, ReadMode,
+    RaggedReader, RaggedWriter, RawArray, ReadMode, WriteOptions,
 };
 
 #[derive(rawarray_serde::RaRecord, Clone, Copy, Debug, PartialEq)]
@@ -140,8 +140,25 @@ fn the_layout_is_offsets_then_values_as_built_by_hand() {
 fn plain_readers_refuse_a_ragged_file_and_the_ragged_reader_a_plain_one() {
     let bytes = Ragged::from_rows([vec![1.0f32]]).to_bytes().unwrap();
     let err = DynArray::from_bytes(&bytes).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::RaggedFile), "{err}");
+    assert!(err.to_string().contains("ragged reader"), "{err}");
+    // Chunked ragged values (flag bits 3 and 2) are a ragged file too, to every array reader.
+    let chunked = Ragged::from_rows([vec![1.0f32; 100]])
+        .to_bytes_with(&WriteOptions::new().codec(rawarray_serde::Codec::Zstd))
+        .unwrap();
+    assert_eq!(u64::from_le_bytes(chunked[8..16].try_into().unwrap()), 12);
+    for err in [
+        DynArray::from_bytes(&chunked).unwrap_err(),
+        rawarray_serde::Header::decode_any(&chunked).unwrap_err(),
+    ] {
+        assert!(matches!(err.kind(), ErrorKind::RaggedFile), "{err}");
+    }
+    // Bit 3 with a bit no reader knows is not a ragged file: its unknown bits are named.
+    let mut odd = bytes.clone();
+    odd[8] |= 0x10;
+    let err = DynArray::from_bytes(&odd).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::UnknownFlags { bits: 8 }),
+        matches!(err.kind(), ErrorKind::UnknownFlags { bits: 0x18 }),
         "{err}"
     );
     let plain = RawArray::from_vec(vec![1.0f32]).to_bytes();
