@@ -26,6 +26,9 @@ fn ra_open_of_a_ragged_file_points_at_ra_ragged_open() {
         assert_ne!(st, RA_OK, "{name}");
         assert!(f.is_null(), "{name}");
         assert!(msg.starts_with(&format!("{}: ", path.display())), "{msg}");
-        assert!(msg.contains("a ragged file") && msg.contains("ra_ragged_open"), "{msg}");
+        assert!(
+            msg.contains("a ragged file") && msg.contains("ra_ragged_open"),
+            "{msg}"
+        );
     }
 }

@@ -2,9 +2,12 @@
 //! many; hand-built bytes as the truth for the layout; hostile headers and offsets refused
 //! naming the row; the writer's commits, growth, lock, and a reader racing it; writers killed
 //! at random moments.
+
 // The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
 // one release as deprecated re-exports; these tests still use them.
 #![allow(deprecated)]
+
+mod common;
 
 use std::borrow::Cow;
 use std::fs;
@@ -640,16 +643,7 @@ fn crash_child() {
     } else {
         RaggedWriter::<u64>::create_with(path, &RaggedOptions::new()).unwrap()
     };
-    let side = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(side)
-        .unwrap();
-    let report = |n: u64| {
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::write_all_at(&side, &n.to_le_bytes(), 0).unwrap();
-    };
+    let report = common::crash::reporter(side);
     let mut n = w.rows();
     report(n);
     loop {
@@ -779,24 +773,9 @@ fn killed_writers_lose_no_committed_row() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
 
-    let dir = tempfile::tempdir().unwrap();
-    let (path, side) = (dir.path().join("crash.ra"), dir.path().join("flushed"));
-    let read_side = || match fs::read(&side) {
-        Ok(b) if b.len() == 8 => u64::from_le_bytes(b.try_into().unwrap()),
-        _ => 0,
-    };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("crash test seed {seed}");
-    let mut rng = seed | 1;
-    let mut below = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let (dir, path, side) = common::crash::scratch("crash.ra");
+    let read_side = || common::crash::flushed(&side);
+    let mut below = common::crash::seeded("crash test");
     let (mut kills, mut most) = (0, 0);
     for round in 0..40 {
         let before = read_side();
