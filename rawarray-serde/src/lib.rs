@@ -327,21 +327,32 @@ fn from_ragged_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &
 /// [`from_file`] of a file whose data is compressed (LZ4 or chunked): decoded through the
 /// library's reader on the file (its header read until two reads agree, chunks of a file a
 /// writer is appending to read against the header that covers them, block checksums checked),
-/// then deserialized from the plain little-endian bytes.
+/// straight into the one buffer that then holds the plain file (header, data as stored, and the
+/// trailer), from which the value is deserialized: the array is in memory once, not twice.
 fn from_coded_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<T> {
     let reader = ArrayReader::from_open_file(file, path)?;
-    let whole: Vec<std::ops::Range<u64>> = reader.header().dims.iter().map(|&d| 0..d).collect();
-    if reader.header().data_len() == 0 {
-        // An empty section is still decoded: damaged, it is refused, not read as nothing.
-        reader.section().read_all()?;
-    }
-    let (header, data) = reader.read_subset_bytes(&whole)?;
-    let mut bytes = header.encode();
-    let at = (bytes.len() + data.len()) as u64;
-    bytes.extend_from_slice(&data);
-    drop(data);
+    let stored = reader.header();
+    // The plain file's header: the stored one without its compression flag, the byte order
+    // kept (the deserializer swaps a big-endian file's values as it reads them).
+    let plain = Header {
+        flags: if stored.is_big_endian() {
+            header::Flags::BIG_ENDIAN
+        } else {
+            header::Flags::NONE
+        },
+        eltype: stored.eltype,
+        elbyte: stored.elbyte,
+        size: stored.data_len(),
+        dims: stored.dims.clone(),
+    };
+    let head = plain.encode();
+    let data_at = head.len() as u64;
+    let mut bytes = memory::try_zeroed_bytes(data_at.saturating_add(plain.size))?;
+    bytes[..head.len()].copy_from_slice(&head);
+    // An empty section is decoded too: damaged, it is refused, not read as nothing.
+    reader.section().read_all_into(&mut bytes[head.len()..])?;
     if let Some(t) = reader.trailer() {
-        bytes.extend_from_slice(&t.encode_block(at));
+        bytes.extend_from_slice(&t.encode_block(data_at + plain.size));
     }
     from_slice(&bytes)
 }
