@@ -327,32 +327,36 @@ fn from_ragged_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &
 /// [`from_file`] of a file whose data is compressed (LZ4 or chunked): decoded through the
 /// library's reader on the file (its header read until two reads agree, chunks of a file a
 /// writer is appending to read against the header that covers them, block checksums checked),
-/// straight into the one buffer that then holds the plain file (header, data as stored, and the
-/// trailer), from which the value is deserialized: the array is in memory once, not twice.
+/// straight into the one buffer that then holds the plain file (header, data, trailer), from
+/// which the value is deserialized: the array is in memory once, not twice.
 fn from_coded_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<T> {
     let reader = ArrayReader::from_open_file(file, path)?;
     let stored = reader.header();
-    // The plain file's header: the stored one without its compression flag, the byte order
-    // kept (the deserializer swaps a big-endian file's values as it reads them).
-    let plain = Header {
-        flags: if stored.is_big_endian() {
-            header::Flags::BIG_ENDIAN
-        } else {
-            header::Flags::NONE
-        },
+    let mut plain = Header {
+        flags: header::Flags::NONE,
         eltype: stored.eltype,
         elbyte: stored.elbyte,
         size: stored.data_len(),
         dims: stored.dims.clone(),
     };
-    let head = plain.encode();
-    let data_at = head.len() as u64;
-    let mut bytes = memory::try_zeroed_bytes(data_at.saturating_add(plain.size))?;
-    bytes[..head.len()].copy_from_slice(&head);
+    let head_len = plain.encode().len();
+    let data_at = head_len as u64;
+    let trailer = reader
+        .trailer()
+        .map(|t| t.encode_block(data_at + plain.size));
+    let trailer_len = trailer.as_ref().map_or(0, Vec::len) as u64;
+    let mut bytes = memory::try_zeroed_bytes(data_at + plain.size + trailer_len)?;
+    let data = &mut bytes[head_len..head_len + plain.size as usize];
     // An empty section is decoded too: damaged, it is refused, not read as nothing.
-    reader.section().read_all_into(&mut bytes[head.len()..])?;
-    if let Some(t) = reader.trailer() {
-        bytes.extend_from_slice(&t.encode_block(data_at + plain.size));
+    reader.section().read_all_into(data)?;
+    // Big-endian values are swapped here, in place, as the block reads do; records keep the
+    // flag and are swapped by their schema as they are deserialized.
+    if stored.is_big_endian() && !data::swap_by_eltype(data, plain.eltype, plain.elbyte) {
+        plain.flags = header::Flags::BIG_ENDIAN;
+    }
+    bytes[..head_len].copy_from_slice(&plain.encode());
+    if let Some(t) = trailer {
+        bytes[head_len + plain.size as usize..].copy_from_slice(&t);
     }
     from_slice(&bytes)
 }
