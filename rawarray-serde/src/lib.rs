@@ -277,7 +277,7 @@ pub fn to_file<T: serde::Serialize + ?Sized>(path: impl AsRef<Path>, value: &T) 
 /// assert_eq!(s, "hello");
 /// ```
 pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T> {
-    if RaggedHeader::is_ragged(bytes) {
+    if section::Holds::of_head(bytes) == section::Holds::Rows {
         return ragged_serde::from_ragged_slice(bytes);
     }
     let mut de = Deserializer::from_slice(bytes)?;
@@ -300,7 +300,7 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T
 pub fn from_reader<T: serde::de::DeserializeOwned>(mut reader: impl Read) -> Result<T> {
     let mut head = [0u8; 16];
     let got = header::read_full(&mut reader, &mut head)?;
-    if RaggedHeader::is_ragged(&head[..got]) {
+    if section::Holds::of_head(&head[..got]) == section::Holds::Rows {
         // A ragged file is read whole: its bytes cost no more than the stream holds.
         let mut bytes = head[..got].to_vec();
         reader.read_to_end(&mut bytes)?;
@@ -327,21 +327,36 @@ fn from_ragged_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &
 /// [`from_file`] of a file whose data is compressed (LZ4 or chunked): decoded through the
 /// library's reader on the file (its header read until two reads agree, chunks of a file a
 /// writer is appending to read against the header that covers them, block checksums checked),
-/// then deserialized from the plain little-endian bytes.
+/// straight into the one buffer that then holds the plain file (header, data, trailer), from
+/// which the value is deserialized: the array is in memory once, not twice.
 fn from_coded_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<T> {
     let reader = ArrayReader::from_open_file(file, path)?;
-    let whole: Vec<std::ops::Range<u64>> = reader.header().dims.iter().map(|&d| 0..d).collect();
-    if reader.header().data_len() == 0 {
-        // An empty section is still decoded: damaged, it is refused, not read as nothing.
-        reader.section().read_all()?;
+    let stored = reader.header();
+    let mut plain = Header {
+        flags: header::Flags::NONE,
+        eltype: stored.eltype,
+        elbyte: stored.elbyte,
+        size: stored.data_len(),
+        dims: stored.dims.clone(),
+    };
+    let head_len = plain.encode().len();
+    let data_at = head_len as u64;
+    let trailer = reader
+        .trailer()
+        .map(|t| t.encode_block(data_at + plain.size));
+    let trailer_len = trailer.as_ref().map_or(0, Vec::len) as u64;
+    let mut bytes = memory::try_zeroed_bytes(data_at + plain.size + trailer_len)?;
+    let data = &mut bytes[head_len..head_len + plain.size as usize];
+    // An empty section is decoded too: damaged, it is refused, not read as nothing.
+    reader.section().read_all_into(data)?;
+    // Big-endian values are swapped here, in place, as the block reads do; records keep the
+    // flag and are swapped by their schema as they are deserialized.
+    if stored.is_big_endian() && !data::swap_by_eltype(data, plain.eltype, plain.elbyte) {
+        plain.flags = header::Flags::BIG_ENDIAN;
     }
-    let (header, data) = reader.read_subset_bytes(&whole)?;
-    let mut bytes = header.encode();
-    let at = (bytes.len() + data.len()) as u64;
-    bytes.extend_from_slice(&data);
-    drop(data);
-    if let Some(t) = reader.trailer() {
-        bytes.extend_from_slice(&t.encode_block(at));
+    bytes[..head_len].copy_from_slice(&plain.encode());
+    if let Some(t) = trailer {
+        bytes[head_len + plain.size as usize..].copy_from_slice(&t);
     }
     from_slice(&bytes)
 }
@@ -369,7 +384,7 @@ pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Resu
         if meta.is_file() {
             let mut head = [0u8; 16];
             let got = header::read_full(&mut file, &mut head)?;
-            if RaggedHeader::is_ragged(&head[..got]) {
+            if section::Holds::of_head(&head[..got]) == section::Holds::Rows {
                 return from_ragged_file(file, path);
             }
             std::io::Seek::rewind(&mut file)?;

@@ -106,7 +106,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     let path = path.as_ref();
     let file = open_locked(path)?;
     let head = crate::fileio::stable_header_bytes(&file)?;
-    if crate::ragged::RaggedHeader::is_ragged(&head) {
+    if crate::section::Holds::of_head(&head) == crate::section::Holds::Rows {
         return crate::ragged::recover_locked(&file);
     }
     if Storage::of(&Header::decode_any(&head)?) == Storage::Chunked {

@@ -47,11 +47,14 @@ fn salvage_truncated(
         bytes_removed: held - header.size,
         dropped_chunks: Vec::new(),
         dropped_segments: Vec::new(),
+        holds: crate::section::Holds::Array,
     })
 }
 
-/// What [`recover`](crate::recover) did.
+/// What [`recover`](crate::recover) did. Made by the library only (`#[non_exhaustive]`), so
+/// that it can say more without breaking its readers.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Recovery {
     /// Records the header described before.
     pub records_before: u64,
@@ -68,6 +71,9 @@ pub struct Recovery {
     /// Index segment slots of a chunked file allocated past the committed size by such a
     /// writer, cleared.
     pub dropped_segments: Vec<usize>,
+    /// What the file holds: a record or block file's units are records, a ragged file's rows
+    /// (what `ra recover` counts).
+    pub holds: crate::section::Holds,
 }
 
 impl Recovery {
@@ -80,6 +86,7 @@ impl Recovery {
             bytes_removed: 0,
             dropped_chunks: Vec::new(),
             dropped_segments: Vec::new(),
+            holds: crate::section::Holds::Array,
         }
     }
 
