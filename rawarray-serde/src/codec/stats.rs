@@ -392,7 +392,7 @@ fn field_stats(f: &StatField, raw: &[u8], elbyte: usize, big_endian: bool) -> Ac
         (ElType::Float, 4) => floats!(4, f32, f32::from_le_bytes),
         (ElType::Float, 8) => floats!(8, f64, f64::from_le_bytes),
         (ElType::BFloat16, 2) => {
-            floats!(2, f32, |b: [u8; 2]| half::bf16::from_le_bytes(b).to_f32())
+            floats!(2, f32, |b: [u8; 2]| half::bf16::from_le_bytes(b).to_f32());
         }
         (ElType::Complex, 4) => complex!(4, half::f16),
         (ElType::Complex, 8) => complex!(8, f32),
