@@ -219,8 +219,8 @@ impl RecordFileWriter {
     }
 
     /// An error unless `batch`'s columns describe the records the file holds. Compared as
-    /// columns (a schema's recorded layout, with its padding and record name, set aside): the
-    /// batch's schema need not carry the metadata the table's had.
+    /// columns (the record name a schema's recorded layout may give set aside): the batch's
+    /// schema need not carry the metadata the table's had.
     fn check_columns(&self, batch: &RecordBatch) -> Result<()> {
         let theirs = layout_of_schema(&Schema::new(batch.schema().fields().clone()))?;
         match self.columns.check_against(&theirs, SchemaCheck::Fields) {

@@ -726,30 +726,21 @@ fn a_batch_of_another_record_type_of_the_same_width_is_refused() {
 }
 
 /// A batch whose schema lost the table's metadata (a projection, a batch built by hand) is
-/// still the table's when its columns are: compared as columns, not as recorded layouts. Here
-/// the recorded layout has a record name and a gap (`v` at offset 16) that the batch's bare
-/// columns (packed: `v` at 8) do not show.
+/// still the table's when its columns are: compared as columns, not as recorded layouts (here
+/// the recorded layout names its record `Reading`, which bare columns cannot say).
 #[test]
 fn a_batch_without_the_tables_metadata_is_still_the_tables() {
-    use rawarray_serde::{ElType, Layout};
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("m.ra");
-    let field = |name: &str, offset, eltype| rawarray_serde::Field {
-        name: name.into(),
-        offset,
-        layout: Layout::scalar(eltype, 8),
-    };
-    let gapped = Layout::Record {
-        name: "Gapped".into(),
-        fields: vec![field("t", 0, ElType::Int), field("v", 16, ElType::Float)],
-    };
-    let recorded = rawarray_arrow::arrow_schema(&gapped).unwrap().with_metadata(
-        [(
-            rawarray_arrow::schema::SCHEMA_KEY.to_string(),
-            serde_json::to_string(&gapped).unwrap(),
-        )]
-        .into(),
-    );
+    let recorded = rawarray_arrow::arrow_schema(&Reading::layout())
+        .unwrap()
+        .with_metadata(
+            [(
+                rawarray_arrow::schema::SCHEMA_KEY.to_string(),
+                serde_json::to_string(&Reading::layout()).unwrap(),
+            )]
+            .into(),
+        );
     let mut w = RecordFileWriter::create(&path, &recorded, None).unwrap();
     let batch = batch_of(
         &Reading::layout(),
@@ -759,12 +750,15 @@ fn a_batch_without_the_tables_metadata_is_still_the_tables() {
     assert!(batch.schema().metadata().is_empty());
     w.write(&batch).unwrap();
     assert_eq!(w.finish().unwrap(), 2);
-    // Records of 24 bytes, `v` at 16: the recorded layout's, not the batch's.
-    let file = rawarray_serde::DynArray::read_file(&path).unwrap();
-    assert_eq!(file.header().elbyte, 24);
-    let data = file.data();
-    assert_eq!(&data[..8], &1i64.to_le_bytes());
-    assert_eq!(&data[16..24], &0.25f64.to_le_bytes());
-    assert_eq!(&data[24..32], &2i64.to_le_bytes());
-    assert_eq!(&data[40..48], &0.75f64.to_le_bytes());
+    // The file keeps the recorded layout, name and all, and the two records.
+    let r = rawarray_serde::ArrayReader::open(&path).unwrap();
+    assert_eq!(
+        r.trailer().unwrap().schema.as_ref(),
+        Some(&Reading::layout())
+    );
+    let back = rawarray_serde::RawArray::<Reading>::read_file(&path).unwrap();
+    assert_eq!(
+        back.as_slice(),
+        &[Reading { t: 1, v: 0.25 }, Reading { t: 2, v: 0.75 }]
+    );
 }
