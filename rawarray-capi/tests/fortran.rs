@@ -151,7 +151,12 @@ fn a_fortran_program_reads_the_logical_marker() {
             elbyte,
             logical,
         };
-        bytes.extend_from_slice(&Trailer::new(()).unwrap().with_schema(layout).encode_block(end));
+        bytes.extend_from_slice(
+            &Trailer::new(())
+                .unwrap()
+                .with_schema(layout)
+                .encode_block(end),
+        );
         let path = d.join(name);
         std::fs::write(&path, bytes).unwrap();
         path
@@ -169,7 +174,10 @@ fn a_fortran_program_reads_the_logical_marker() {
             ),
             "timestamp[us, tz=Europe/Paris]",
         ),
-        (write("days.ra", ElType::Int, 4, Some(Logical::Date)), "date"),
+        (
+            write("days.ra", ElType::Int, 4, Some(Logical::Date)),
+            "date",
+        ),
         (
             write(
                 "lengths.ra",

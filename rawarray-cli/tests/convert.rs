@@ -885,8 +885,16 @@ fn big_endian_datetime_npy_converts_to_the_same_instants() {
         let name = kind.replace(['[', ']'], "_");
         let big_npy = dir.path().join(format!("{name}be.npy"));
         let little_npy = dir.path().join(format!("{name}le.npy"));
-        std::fs::write(&big_npy, npy_by_hand(&format!(">{kind}"), values.len(), &big)).unwrap();
-        std::fs::write(&little_npy, npy_by_hand(&format!("<{kind}"), values.len(), &little)).unwrap();
+        std::fs::write(
+            &big_npy,
+            npy_by_hand(&format!(">{kind}"), values.len(), &big),
+        )
+        .unwrap();
+        std::fs::write(
+            &little_npy,
+            npy_by_hand(&format!("<{kind}"), values.len(), &little),
+        )
+        .unwrap();
         let from_big = dir.path().join(format!("{name}be.ra"));
         let from_little = dir.path().join(format!("{name}le.ra"));
         ra().arg("convert")
