@@ -1,10 +1,10 @@
 //! A `.ra` file as a table: [`RaTable`] reads its header, trailer and schema once, and hands
 //! out its rows as Arrow record batches, streamed ([`RaTable::batches`]) or whole.
 
-use rawarray_serde::section::Storage;
+use rawarray_serde::section::{Holds, Storage};
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::BufReader;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
@@ -16,7 +16,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use memmap2::{Mmap, MmapOptions};
 use rawarray_serde::query::{Predicate, Pruning, RowFilter};
 use rawarray_serde::ragged::DynRagged;
-use rawarray_serde::{ArrayReader, ElType, Header, IoStats, Layout, RaggedHeader, Trailer};
+use rawarray_serde::{ArrayReader, ElType, Header, IoStats, Layout, Trailer};
 
 use crate::columns::{column, gather};
 use crate::error::{Error, Result};
@@ -94,14 +94,10 @@ impl RaTable {
                 },
             }
         };
-        let file = File::open(path).map_err(|e| named(e.into()))?;
-        let mut head = [0u8; 16];
-        if (&file).read_exact(&mut head).is_ok() && RaggedHeader::is_ragged(&head) {
+        if Holds::of_file(path).map_err(named)? == Holds::Rows {
             return RaTable::open_ragged(path);
         }
-        (&file)
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| named(e.into()))?;
+        let file = File::open(path).map_err(|e| named(e.into()))?;
         let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
         let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
         header.check_input_len(file_len).map_err(named)?;

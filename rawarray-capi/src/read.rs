@@ -87,8 +87,9 @@ impl RaFile {
         let reader = match ArrayReader::open(path) {
             Ok(r) => r,
             Err(e) => {
+                let ragged = matches!(e.kind(), rawarray_serde::ErrorKind::RaggedFile);
                 let mut f = Failure::at(e, shown);
-                if is_ragged(path) {
+                if ragged {
                     f.message = format!(
                         "{shown}: a ragged file (rows of different lengths): open it with ra_ragged_open"
                     );
@@ -213,16 +214,6 @@ impl RaFile {
         };
         Ok(lead.iter().product::<u64>() * h.elbyte)
     }
-}
-
-/// Whether the file at `path` begins as a ragged file does (for the message that says how to
-/// open it).
-fn is_ragged(path: &std::path::Path) -> bool {
-    let mut head = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok()
-        && rawarray_serde::RaggedHeader::is_ragged(&head)
 }
 
 /// Opens the `.ra` file at `path` (a NUL-terminated path) for reading: validates its header,

@@ -114,28 +114,39 @@ pub fn run(req: &Request, out: &mut dyn Write) -> Result<()> {
         output.to_path_buf()
     };
     let (input_path, output_path) = (source.as_path(), target.as_path());
-    let ragged = from == Format::Ra && crate::ragged::is_ragged(input_path);
-    let converted = match (from, to) {
-        (Format::Ra, Format::Npy) if ragged => Err(crate::ragged::refuse_npy(input)),
-        (Format::Ra, Format::Csv) if ragged => crate::ragged::to_csv(input_path, output_path),
-        (Format::Ra, _) if ragged => Err(Failure::file(
+    let rows = |_: &mut dyn Write| match to {
+        Format::Npy => Err(crate::ragged::refuse_npy(input)),
+        Format::Csv => crate::ragged::to_csv(input_path, output_path),
+        _ => Err(Failure::file(
             input,
-            format!("a ragged array has no .{} form: convert it to .csv", to.ext()),
+            format!(
+                "a ragged array has no .{} form: convert it to .csv",
+                to.ext()
+            ),
         )),
-        (Format::Ra, Format::Npy) => npy::ra_to_npy(input_path, output_path),
-        (Format::Npy, Format::Ra) => npy::npy_to_ra(input_path, output_path),
-        (Format::Ra, Format::Png) => image::ra_to_png(input_path, output_path),
-        (Format::Png, Format::Ra) => {
-            image::png_to_ra(input_path, output_path, req.rgb, req.max_image_bytes)
-        }
-        (Format::Ra, Format::Csv) => crate::csv::ra_to_csv(input_path, output_path),
-        (Format::Csv, Format::Ra) => crate::csv::csv_to_ra(input_path, output_path),
-        _ => Err(Failure::usage(
+    };
+    let unsupported = || {
+        Err(Failure::usage(
             "convert",
             format!(
                 "no conversion {from:?} -> {to:?}: supported are .ra <-> .npy, .ra <-> .png, .ra <-> .csv{TABLE_EXTS_PAIRS}"
             ),
-        )),
+        ))
+    };
+    let array = |_: &mut dyn Write| match to {
+        Format::Npy => npy::ra_to_npy(input_path, output_path),
+        Format::Png => image::ra_to_png(input_path, output_path),
+        Format::Csv => crate::csv::ra_to_csv(input_path, output_path),
+        _ => unsupported(),
+    };
+    let converted = match (from, to) {
+        (Format::Ra, _) => source::by_holds(input_path, out, array, rows),
+        (Format::Npy, Format::Ra) => npy::npy_to_ra(input_path, output_path),
+        (Format::Png, Format::Ra) => {
+            image::png_to_ra(input_path, output_path, req.rgb, req.max_image_bytes)
+        }
+        (Format::Csv, Format::Ra) => crate::csv::csv_to_ra(input_path, output_path),
+        _ => unsupported(),
     };
     // Errors about the temporary output name standard output.
     converted.map_err(|e| match e {

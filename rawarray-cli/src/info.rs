@@ -79,54 +79,22 @@ pub struct Stats {
 pub fn run(files: &[PathBuf], json: bool, stats: Option<Stats>, out: &mut dyn Write) -> Result<()> {
     let mut failed = 0;
     for (i, path) in files.iter().enumerate() {
-        let ragged = crate::source::input(path).map(|p| (crate::ragged::is_ragged(&p), p));
-        if let Ok((true, p)) = &ragged {
-            if let Err(e) = crate::ragged::info(p, json, i == 0, out) {
-                eprintln!("ra: {e}");
-                failed += 1;
-            }
-            continue;
-        }
-        match ragged.and_then(|(_, p)| describe(&p).map(|d| (p, d))) {
-            Ok((p, d)) => {
-                let kept = match stats {
-                    Some(_) if d.chunking.as_ref().is_some_and(std::result::Result::is_ok) => {
-                        crate::stats::of(&p)?
+        let shown = crate::source::input(path).and_then(|p| {
+            crate::source::by_holds(
+                &p,
+                out,
+                |out| array_info(path, &p, i, json, stats, out),
+                |out| match crate::ragged::info(&p, json, i == 0, out) {
+                    Ok(()) => Ok(0),
+                    Err(e) => {
+                        eprintln!("ra: {e}");
+                        Ok(1)
                     }
-                    _ => None,
-                };
-                let text = match (json, stats) {
-                    (false, None) => text_block(path, &d, i > 0),
-                    (true, None) => json_line(path, &d),
-                    (false, Some(s)) => {
-                        let extra = match &kept {
-                            Some(k) => crate::stats::text_lines(k, s.per_chunk),
-                            None => "  statistics: none (not chunked, layout version 1, or \
-                                     written with --no-stats)\n"
-                                .into(),
-                        };
-                        text_block(path, &d, i > 0) + &extra
-                    }
-                    (true, Some(s)) => {
-                        let mut v: serde_json::Value =
-                            serde_json::from_str(&json_line(path, &d)).expect("ra's own JSON");
-                        v["stats"] = kept.as_ref().map_or(serde_json::Value::Null, |k| {
-                            crate::stats::json(k, s.per_chunk)
-                        });
-                        format!("{v}\n")
-                    }
-                };
-                out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
-                // A file cut short or with a torn block is described, and still a failure.
-                if let Some(cut) = d.cut_error {
-                    eprintln!("ra: {cut}");
-                    failed += 1;
-                }
-                if let Some(problem) = d.journal.problem(path) {
-                    eprintln!("ra: {problem}");
-                    failed += 1;
-                }
-            }
+                },
+            )
+        });
+        match shown {
+            Ok(n) => failed += n,
             Err(e @ Failure::File { .. }) => {
                 eprintln!("ra: {e}");
                 failed += 1;
@@ -139,6 +107,58 @@ pub fn run(files: &[PathBuf], json: bool, stats: Option<Stats>, out: &mut dyn Wr
         return Err(Failure::Checks(String::new()));
     }
     Ok(())
+}
+
+/// `ra info` of the n-d array at `p` (named `path` on the command line, the `i`th file): its
+/// lines printed, and how many failures they report (a file cut short, a torn block).
+fn array_info(
+    path: &Path,
+    p: &Path,
+    i: usize,
+    json: bool,
+    stats: Option<Stats>,
+    out: &mut dyn Write,
+) -> Result<usize> {
+    let d = describe(p)?;
+    let mut failed = 0;
+    let kept = match stats {
+        Some(_) if d.chunking.as_ref().is_some_and(std::result::Result::is_ok) => {
+            crate::stats::of(p)?
+        }
+        _ => None,
+    };
+    let text = match (json, stats) {
+        (false, None) => text_block(path, &d, i > 0),
+        (true, None) => json_line(path, &d),
+        (false, Some(s)) => {
+            let extra = match &kept {
+                Some(k) => crate::stats::text_lines(k, s.per_chunk),
+                None => "  statistics: none (not chunked, layout version 1, or \
+                             written with --no-stats)\n"
+                    .into(),
+            };
+            text_block(path, &d, i > 0) + &extra
+        }
+        (true, Some(s)) => {
+            let mut v: serde_json::Value =
+                serde_json::from_str(&json_line(path, &d)).expect("ra's own JSON");
+            v["stats"] = kept.as_ref().map_or(serde_json::Value::Null, |k| {
+                crate::stats::json(k, s.per_chunk)
+            });
+            format!("{v}\n")
+        }
+    };
+    out.write_all(text.as_bytes()).map_err(Failure::stdout)?;
+    // A file cut short or with a torn block is described, and still a failure.
+    if let Some(cut) = d.cut_error {
+        eprintln!("ra: {cut}");
+        failed += 1;
+    }
+    if let Some(problem) = d.journal.problem(path) {
+        eprintln!("ra: {problem}");
+        failed += 1;
+    }
+    Ok(failed)
 }
 
 /// What `ra info` shows of one file.
@@ -213,7 +233,13 @@ impl Journal {
             },
             // A header the library's block writers do not write (a ragged file, flag bit 3)
             // has no journal.
-            Err(e) if matches!(e.kind(), rawarray_serde::ErrorKind::UnknownFlags { .. }) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    rawarray_serde::ErrorKind::UnknownFlags { .. }
+                        | rawarray_serde::ErrorKind::RaggedFile
+                ) =>
+            {
                 Journal::default()
             }
             Err(e) => Journal {

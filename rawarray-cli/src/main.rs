@@ -488,10 +488,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
         }
         Command::Cat { file, head, json } => {
             let file = source::input(&file)?;
-            if ragged::is_ragged(&file) {
-                return ragged::cat(&file, head, json, &mut out);
-            }
-            cat::run(&file, head, json, &mut out)
+            source::by_holds(
+                &file,
+                &mut out,
+                |out| cat::run(&file, head, json, out),
+                |out| ragged::cat(&file, head, json, out),
+            )
         }
         Command::Convert {
             input,
@@ -534,22 +536,24 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let output = up.as_ref().map(remote::Output::local).or(output.as_deref());
             let file = rewritable("compress", &file, output)?;
             let packing = packing.or_defaults();
-            if ragged::is_ragged(&file) {
-                ragged::compress(&file, output, Some(&packing))?;
-            } else {
-                compress::run(&file, output, Some(&packing))?;
-            }
+            source::by_holds(
+                &file,
+                &mut out,
+                |_| compress::run(&file, output, Some(&packing)),
+                |_| ragged::compress(&file, output, Some(&packing)),
+            )?;
             up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Decompress { file, output } => {
             let up = remote::rewrite(&file, output.as_deref())?;
             let output = up.as_ref().map(remote::Output::local).or(output.as_deref());
             let file = rewritable("decompress", &file, output)?;
-            if ragged::is_ragged(&file) {
-                ragged::compress(&file, output, None)?;
-            } else {
-                compress::run(&file, output, None)?;
-            }
+            source::by_holds(
+                &file,
+                &mut out,
+                |_| compress::run(&file, output, None),
+                |_| ragged::compress(&file, output, None),
+            )?;
             up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Reshape { file, dims, output } => {
@@ -573,11 +577,12 @@ fn run(cli: Cli) -> Result<(), Failure> {
             let input = source::input(&input)?;
             let up = remote::output(&output, false)?;
             let output = up.as_ref().map_or(output.as_path(), remote::Output::local);
-            if ragged::is_ragged(&input) {
-                ragged::slice(&input, output, &ranges, &packing, &mut out)?;
-            } else {
-                slice::run(&input, output, &ranges, squeeze, &packing, &mut out)?;
-            }
+            source::by_holds(
+                &input,
+                &mut out,
+                |out| slice::run(&input, output, &ranges, squeeze, &packing, out),
+                |out| ragged::slice(&input, output, &ranges, &packing, out),
+            )?;
             up.map_or(Ok(()), remote::Output::upload)
         }
         Command::Diff {

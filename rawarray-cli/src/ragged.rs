@@ -1,13 +1,12 @@
 //! Ragged files (flag bit 3) in `ra info`, `ra cat`, `ra slice`, `ra convert` and
 //! `ra compress`: rows of different lengths, read through the library's `DynRagged`.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use rawarray_serde::atomic::AtomicFile;
 use rawarray_serde::layout::Layout;
 use rawarray_serde::ragged::DynRagged;
-use rawarray_serde::ragged::RaggedHeader;
 use rawarray_serde::WriteOptions;
 use serde::Serialize;
 
@@ -15,15 +14,6 @@ use crate::compress::{Packing, PackingArgs};
 use crate::fail::{At, Failure, Result};
 use crate::report;
 use crate::value::{layout_text, Decoder};
-
-/// Whether the file at `path` is a ragged file (its flag word has bit 3).
-pub fn is_ragged(path: &Path) -> bool {
-    let mut head = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| f.read_exact(&mut head))
-        .is_ok()
-        && RaggedHeader::is_ragged(&head)
-}
 
 /// The `ra info --json` object of a ragged file.
 #[derive(Serialize)]

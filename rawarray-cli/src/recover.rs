@@ -4,17 +4,20 @@
 use std::io::Write;
 use std::path::Path;
 
+use rawarray_serde::section::Holds;
 use rawarray_serde::{recover_with, RecoverOptions};
 
 use crate::fail::{At, Failure, Result};
 
 /// Repairs `path` and says what changed; `force` extends a file without a record trailer.
 pub fn run(path: &Path, force: bool, out: &mut dyn Write) -> Result<()> {
-    // Read before the repair: a ragged file's records are its rows.
-    let ragged = crate::ragged::is_ragged(path);
-    let unit = if ragged { "row" } else { "record" };
     // Chunked arrays written in blocks and ragged files are repaired by the one `recover_with`.
     let r = recover_with(path, &RecoverOptions::new().force(force)).at(path)?;
+    // A ragged file's records are its rows.
+    let unit = match r.holds {
+        Holds::Rows => "row",
+        _ => "record",
+    };
     let records = |n: u64| format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
     // "unchanged" only when nothing was: a torn flush cut off, or index entries cleared, is a
     // change even when the record count stays.

@@ -7,7 +7,7 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use rawarray_serde::section::{Section, Storage};
+use rawarray_serde::section::{Holds, Section, Storage};
 use rawarray_serde::sniff::{self, FileKind};
 use rawarray_serde::{Flags, Header};
 
@@ -332,6 +332,21 @@ pub fn open_regular(path: &Path) -> Result<File> {
     File::open(path).at(path)
 }
 
+/// What `ra` does with a `.ra` file by what it holds (the library's [`Holds`]): the one place
+/// the commands that read n-d arrays and ragged rows alike choose between the two. A file that
+/// cannot be read goes to `array`, whose reader says why.
+pub fn by_holds<T>(
+    path: &Path,
+    out: &mut dyn Write,
+    array: impl FnOnce(&mut dyn Write) -> Result<T>,
+    rows: impl FnOnce(&mut dyn Write) -> Result<T>,
+) -> Result<T> {
+    match Holds::of_file(path) {
+        Ok(Holds::Rows) => rows(out),
+        _ => array(out),
+    }
+}
+
 /// A `.ra` file whose header has been read and checked against the file's length, and its
 /// data section opened through the library's one section reader (a chunked file's config and
 /// index read and validated).
@@ -352,21 +367,18 @@ impl RaSource {
     pub fn open(path: &Path) -> Result<RaSource> {
         let mut file = open_regular(path)?;
         let file_len = file.metadata().at(path)?.len();
-        // A ragged file's flag bit 3 would otherwise be "unknown flag bits 0x8": say what it
-        // is and which commands read it.
-        let mut head = [0u8; 16];
-        let ragged =
-            file.read_exact(&mut head).is_ok() && rawarray_serde::RaggedHeader::is_ragged(&head);
-        file.rewind().at(path)?;
-        if ragged {
-            return Err(Failure::file(
-                path,
-                "is a ragged file (flag bit 3: rows of different lengths); this command reads \
-                 rectangular arrays only (ra info, cat, slice, convert and compress read ragged \
-                 files)",
-            ));
-        }
-        let header = Header::read_from_any(&mut BufReader::new(&mut file)).at(path)?;
+        let header = match Header::read_from_any(&mut BufReader::new(&mut file)) {
+            // Say which commands read what the library says this is.
+            Err(e) if matches!(e.kind(), rawarray_serde::ErrorKind::RaggedFile) => {
+                return Err(Failure::file(
+                    path,
+                    "is a ragged file (flag bit 3: rows of different lengths); this command \
+                     reads rectangular arrays only (ra info, cat, slice, convert and compress \
+                     read ragged files)",
+                ))
+            }
+            read => read.at(path)?,
+        };
         header.check_input_len(file_len).at(path)?;
         let section = Section::open(&header, file.try_clone().at(path)?);
         for w in section

@@ -6,7 +6,8 @@ use std::path::Path;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyFileNotFoundError, PyValueError};
 use pyo3::prelude::*;
-use rawarray_serde::{Category, ElType, Error, ErrorKind, Header, RaggedHeader};
+use rawarray_serde::section::Holds;
+use rawarray_serde::{Category, ElType, Error, ErrorKind, Header};
 
 create_exception!(
     _rawarray,
@@ -22,6 +23,12 @@ pub(crate) fn to_py(e: Error) -> PyErr {
     if e.category() == Category::Io {
         let io: std::io::Error = e.into();
         return PyErr::from(io);
+    }
+    if matches!(e.kind(), ErrorKind::RaggedFile) {
+        // The library names its own readers; a Python user's are these.
+        return RaError::new_err(format!(
+            "{e}: rawarray.open gives a rawarray.RaggedFile, rawarray.read a rawarray.Ragged"
+        ));
     }
     RaError::new_err(e.to_string())
 }
@@ -88,9 +95,7 @@ pub(crate) fn at_path(e: Error, path: &Path, doing: Doing) -> PyErr {
 /// whole was cut on its way here (a copy or download that stopped) and is copied again.
 fn truncated_next_step(path: &Path) -> String {
     let appended = (|| {
-        let mut head = [0u8; 16];
-        std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
-        if RaggedHeader::is_ragged(&head) {
+        if Holds::of_file(path).ok()? == Holds::Rows {
             return Some("rows");
         }
         let mut f = std::io::BufReader::new(std::fs::File::open(path).ok()?);

@@ -41,7 +41,7 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     chunked::register(m)?;
     m.add_class::<ragged_file::RaggedFile>()?;
     m.add_class::<ragged::RaggedWriter>()?;
-    m.add_function(wrap_pyfunction!(ragged::is_ragged, m)?)?;
+    m.add_function(wrap_pyfunction!(ragged::holds, m)?)?;
     m.add_function(wrap_pyfunction!(ragged::write_ragged, m)?)?;
     arrow::register(m)?;
     Ok(())

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
+use rawarray_serde::section::Holds;
 use rawarray_serde::{
     bf16, f16, Complex, ElType, Element, Layout, RaggedHeader, RaggedOptions,
     RaggedWriter as LibRaggedWriter,
@@ -17,24 +18,14 @@ use crate::dtype::element_of;
 use crate::errors::{at_path, ra_err, to_py, Doing};
 use crate::writers::Held;
 
-/// Whether the file at `path` is a ragged array (flag bit 3, by the library's test of its
-/// first 16 bytes); false for a file too short to tell, whose reader reports it.
+/// What the file at `path` holds, by the library's one test ([`Holds`]): `"rows"` (a ragged
+/// file) or `"array"` (an n-d array, or a file too short to tell, whose reader reports it).
 #[pyfunction]
-pub(crate) fn is_ragged(py: Python<'_>, path: PathBuf) -> PyResult<bool> {
-    py.detach(|| -> std::io::Result<bool> {
-        use std::io::Read;
-        let mut head = Vec::with_capacity(16);
-        std::fs::File::open(&path)?
-            .take(16)
-            .read_to_end(&mut head)?;
-        Ok(RaggedHeader::is_ragged(&head))
-    })
-    .map_err(|e| {
-        PyErr::from(std::io::Error::new(
-            e.kind(),
-            format!("{}: {e}", path.display()),
-        ))
-    })
+pub(crate) fn holds(py: Python<'_>, path: PathBuf) -> PyResult<&'static str> {
+    match py.detach(|| Holds::of_file(&path)).map_err(to_py)? {
+        Holds::Rows => Ok("rows"),
+        Holds::Array => Ok("array"),
+    }
 }
 
 /// The layout of one value: the element's, inside one array per value dim (innermost first,

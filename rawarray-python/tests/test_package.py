@@ -61,3 +61,13 @@ def test_each_extra_brings_the_module_its_integration_imports(extra, module):
     names = {canonicalize_name(Requirement(r).name)
              for r in PYPROJECT["project"]["optional-dependencies"][extra]}
     assert canonicalize_name(module) in names
+
+
+def test_the_front_pages_install_sections_name_every_extra():
+    # Both READMEs a user installs from: the repository's front page and the package's own.
+    for readme in (ROOT.parent / "README.md", ROOT / "README.md"):
+        text = readme.read_text()
+        install = text[text.index("## Install"):]
+        install = install[:install.index("\n## ", 1)]
+        for extra in INTEGRATIONS | {"all"}:
+            assert f"[{extra}]" in install or f"`{extra}`" in install, (readme.name, extra)

@@ -53,6 +53,12 @@ pub enum ErrorKind {
         /// The unknown bits.
         bits: u64,
     },
+    /// A ragged file (flag bit 3, rows of different lengths, doc/format.md section 10) given
+    /// to a reader of n-d arrays. Its own variant, not [`ErrorKind::UnknownFlags`]: the bit is
+    /// known, to the ragged readers, and front ends word the next step for their users by it
+    /// instead of reading the file's flags again.
+    #[error("a ragged array (flag bit 3: rows of different lengths), not an n-d array: read it with a ragged reader (RaggedReader, DynRagged)")]
+    RaggedFile,
     /// The eltype code is above 5.
     #[error("unknown eltype {code}: expected 0 (user), 1 (int), 2 (uint), 3 (float), 4 (complex) or 5 (bfloat16)")]
     UnknownElType {

@@ -78,6 +78,9 @@ impl Flags {
     /// ```
     pub fn from_bits(bits: u64) -> Result<Flags> {
         let unknown = bits & !Flags::KNOWN.0;
+        if unknown == RAGGED {
+            return Err(ErrorKind::RaggedFile.into());
+        }
         if unknown != 0 {
             return Err(ErrorKind::UnknownFlags { bits: unknown }.into());
         }
@@ -463,6 +466,10 @@ impl Fixed {
     fn parse(b: &[u8; FIXED_HEADER_LEN], chunked: bool) -> Result<Fixed> {
         let w = |i: usize| le_u64(&b[i * 8..i * 8 + 8]);
         check_magic(b)?;
+        if w(1) & !(Flags::KNOWN.0 | RAGGED) == 0 && w(1) & RAGGED != 0 {
+            // A ragged file, whatever its values' storage: what it is, not which bits.
+            return Err(ErrorKind::RaggedFile.into());
+        }
         if !chunked && w(1) & Flags::CHUNKED.0 != 0 {
             return Err(ErrorKind::UnknownFlags {
                 bits: w(1) & !(Flags::BIG_ENDIAN.0 | Flags::COMPRESSED.0),

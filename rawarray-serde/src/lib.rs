@@ -277,7 +277,7 @@ pub fn to_file<T: serde::Serialize + ?Sized>(path: impl AsRef<Path>, value: &T) 
 /// assert_eq!(s, "hello");
 /// ```
 pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T> {
-    if RaggedHeader::is_ragged(bytes) {
+    if section::Holds::of_head(bytes) == section::Holds::Rows {
         return ragged_serde::from_ragged_slice(bytes);
     }
     let mut de = Deserializer::from_slice(bytes)?;
@@ -300,7 +300,7 @@ pub fn from_slice<'de, T: serde::Deserialize<'de>>(bytes: &'de [u8]) -> Result<T
 pub fn from_reader<T: serde::de::DeserializeOwned>(mut reader: impl Read) -> Result<T> {
     let mut head = [0u8; 16];
     let got = header::read_full(&mut reader, &mut head)?;
-    if RaggedHeader::is_ragged(&head[..got]) {
+    if section::Holds::of_head(&head[..got]) == section::Holds::Rows {
         // A ragged file is read whole: its bytes cost no more than the stream holds.
         let mut bytes = head[..got].to_vec();
         reader.read_to_end(&mut bytes)?;
@@ -369,7 +369,7 @@ pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Resu
         if meta.is_file() {
             let mut head = [0u8; 16];
             let got = header::read_full(&mut file, &mut head)?;
-            if RaggedHeader::is_ragged(&head[..got]) {
+            if section::Holds::of_head(&head[..got]) == section::Holds::Rows {
                 return from_ragged_file(file, path);
             }
             std::io::Seek::rewind(&mut file)?;

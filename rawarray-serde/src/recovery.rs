@@ -106,8 +106,12 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     let path = path.as_ref();
     let file = open_locked(path)?;
     let head = crate::fileio::stable_header_bytes(&file)?;
-    if crate::ragged::RaggedHeader::is_ragged(&head) {
-        return crate::ragged::recover_locked(&file);
+    if crate::section::Holds::of_head(&head) == crate::section::Holds::Rows {
+        let rows = crate::ragged::recover_locked(&file)?;
+        return Ok(Recovery {
+            holds: crate::section::Holds::Rows,
+            ..rows
+        });
     }
     if Storage::of(&Header::decode_any(&head)?) == Storage::Chunked {
         return crate::writer::recover_locked(path, &file);

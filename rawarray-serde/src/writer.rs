@@ -921,6 +921,7 @@ pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery
         bytes_removed: 0,
         dropped_chunks: reclaimed.chunks,
         dropped_segments: reclaimed.segments,
+        holds: crate::section::Holds::Array,
     })
 }
 

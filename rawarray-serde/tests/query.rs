@@ -21,6 +21,8 @@
     clippy::single_range_in_vec_init
 )]
 
+mod common;
+
 use std::fs;
 use std::ops::Range;
 use std::path::Path;
@@ -764,12 +766,7 @@ fn query_crash_child() {
     } else {
         opts.create::<Keyed>(path).unwrap()
     };
-    let side = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(side)
-        .unwrap();
+    let report = common::crash::reporter(side);
     let mut n = w.len();
     loop {
         let b = flush_size(n);
@@ -777,8 +774,7 @@ fn query_crash_child() {
             .unwrap();
         w.flush().unwrap();
         n += b;
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::write_all_at(&side, &n.to_le_bytes(), 0).unwrap();
+        report(n);
         if n > 6000 {
             std::thread::sleep(std::time::Duration::from_secs(10));
         }
@@ -796,19 +792,9 @@ fn killed_writers_never_leave_statistics_that_exclude_a_committed_record() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
-    let dir = tempfile::tempdir().unwrap();
-    let (path, side) = (dir.path().join("kill.ra"), dir.path().join("flushed"));
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64
-        | 1;
-    eprintln!("query crash test seed {seed}");
-    let mut rng = seed;
-    let read_side = || match fs::read(&side) {
-        Ok(b) if b.len() == 8 => u64::from_le_bytes(b.try_into().unwrap()),
-        _ => 0,
-    };
+    let (dir, path, side) = common::crash::scratch("kill.ra");
+    let mut below = common::crash::seeded("query crash test");
+    let read_side = || common::crash::flushed(&side);
     let mut checked = 0u64;
     for round in 0..24 {
         let before = read_side();
@@ -836,7 +822,7 @@ fn killed_writers_never_leave_statistics_that_exclude_a_committed_record() {
             assert!(started.elapsed() < Duration::from_secs(60), "no progress");
             std::thread::sleep(Duration::from_micros(200));
         }
-        std::thread::sleep(Duration::from_micros(xorshift(&mut rng) % 8000));
+        std::thread::sleep(Duration::from_micros(below(8000)));
         child.kill().unwrap();
         let status = child.wait().unwrap();
         assert_eq!(status.signal(), Some(9), "killed, not exited: {status}");

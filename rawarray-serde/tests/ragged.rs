@@ -2,9 +2,12 @@
 //! many; hand-built bytes as the truth for the layout; hostile headers and offsets refused
 //! naming the row; the writer's commits, growth, lock, and a reader racing it; writers killed
 //! at random moments.
+
 // The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
 // one release as deprecated re-exports; these tests still use them.
 #![allow(deprecated)]
+
+mod common;
 
 use std::borrow::Cow;
 use std::fs;
@@ -14,7 +17,7 @@ use std::time::Duration;
 use rawarray_serde::ragged::DynRagged;
 use rawarray_serde::{
     bf16, f16, Complex, DynArray, Element, ErrorKind, Ragged, RaggedHeader, RaggedOptions,
-    RaggedReader, RaggedWriter, RawArray, ReadMode,
+    RaggedReader, RaggedWriter, RawArray, ReadMode, WriteOptions,
 };
 
 #[derive(rawarray_serde::RaRecord, Clone, Copy, Debug, PartialEq)]
@@ -140,8 +143,25 @@ fn the_layout_is_offsets_then_values_as_built_by_hand() {
 fn plain_readers_refuse_a_ragged_file_and_the_ragged_reader_a_plain_one() {
     let bytes = Ragged::from_rows([vec![1.0f32]]).to_bytes().unwrap();
     let err = DynArray::from_bytes(&bytes).unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::RaggedFile), "{err}");
+    assert!(err.to_string().contains("ragged reader"), "{err}");
+    // Chunked ragged values (flag bits 3 and 2) are a ragged file too, to every array reader.
+    let chunked = Ragged::from_rows([vec![1.0f32; 100]])
+        .to_bytes_with(&WriteOptions::new().codec(rawarray_serde::Codec::Zstd))
+        .unwrap();
+    assert_eq!(u64::from_le_bytes(chunked[8..16].try_into().unwrap()), 12);
+    for err in [
+        DynArray::from_bytes(&chunked).unwrap_err(),
+        rawarray_serde::Header::decode_any(&chunked).unwrap_err(),
+    ] {
+        assert!(matches!(err.kind(), ErrorKind::RaggedFile), "{err}");
+    }
+    // Bit 3 with a bit no reader knows is not a ragged file: its unknown bits are named.
+    let mut odd = bytes.clone();
+    odd[8] |= 0x10;
+    let err = DynArray::from_bytes(&odd).unwrap_err();
     assert!(
-        matches!(err.kind(), ErrorKind::UnknownFlags { bits: 8 }),
+        matches!(err.kind(), ErrorKind::UnknownFlags { bits: 0x18 }),
         "{err}"
     );
     let plain = RawArray::from_vec(vec![1.0f32]).to_bytes();
@@ -623,16 +643,7 @@ fn crash_child() {
     } else {
         RaggedWriter::<u64>::create_with(path, &RaggedOptions::new()).unwrap()
     };
-    let side = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(side)
-        .unwrap();
-    let report = |n: u64| {
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::write_all_at(&side, &n.to_le_bytes(), 0).unwrap();
-    };
+    let report = common::crash::reporter(side);
     let mut n = w.rows();
     report(n);
     loop {
@@ -762,24 +773,9 @@ fn killed_writers_lose_no_committed_row() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
 
-    let dir = tempfile::tempdir().unwrap();
-    let (path, side) = (dir.path().join("crash.ra"), dir.path().join("flushed"));
-    let read_side = || match fs::read(&side) {
-        Ok(b) if b.len() == 8 => u64::from_le_bytes(b.try_into().unwrap()),
-        _ => 0,
-    };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("crash test seed {seed}");
-    let mut rng = seed | 1;
-    let mut below = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let (dir, path, side) = common::crash::scratch("crash.ra");
+    let read_side = || common::crash::flushed(&side);
+    let mut below = common::crash::seeded("crash test");
     let (mut kills, mut most) = (0, 0);
     for round in 0..40 {
         let before = read_side();

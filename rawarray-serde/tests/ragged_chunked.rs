@@ -5,6 +5,8 @@
 //! refused; writers SIGKILLed at random moments while readers follow the file. The truth is
 //! a formula of the row index.
 
+mod common;
+
 use std::fs;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::SeqCst};
@@ -397,16 +399,7 @@ fn crash_child() {
             RaggedOptions::new().storage(WriteOptions::new().codec(Codec::Zstd).chunks(vec![64]));
         RaggedWriter::<u64>::create_with(path, &opts).unwrap()
     };
-    let side = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(side)
-        .unwrap();
-    let report = |n: u64| {
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::write_all_at(&side, &n.to_le_bytes(), 0).unwrap();
-    };
+    let report = common::crash::reporter(side);
     let mut n = w.rows();
     report(n);
     loop {
@@ -433,24 +426,9 @@ fn killed_compressed_writers_lose_no_flushed_row() {
     use std::os::unix::process::ExitStatusExt;
     use std::process::{Command, Stdio};
 
-    let dir = tempfile::tempdir().unwrap();
-    let (path, side) = (dir.path().join("crash.ra"), dir.path().join("flushed"));
-    let read_side = || match fs::read(&side) {
-        Ok(b) if b.len() == 8 => u64::from_le_bytes(b.try_into().unwrap()),
-        _ => 0,
-    };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("crash test seed {seed}");
-    let mut rng = seed | 1;
-    let mut below = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let (dir, path, side) = common::crash::scratch("crash.ra");
+    let read_side = || common::crash::flushed(&side);
+    let mut below = common::crash::seeded("crash test");
     let (mut kills, mut most, mut dropped) = (0, 0, 0);
     let (reads, changed) = (Arc::new(AtomicU64::new(0)), Arc::new(AtomicU64::new(0)));
     for round in 0..40 {

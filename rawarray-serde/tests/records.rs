@@ -3,6 +3,8 @@
 //! hand-built bytes (headers, trailer blocks with a CRC computed here bit by bit) and formulas
 //! of the record index.
 
+mod common;
+
 use std::borrow::Cow;
 use std::fs;
 use std::path::Path;
@@ -815,17 +817,7 @@ fn crash_child() {
     } else {
         opts.create(path).unwrap()
     };
-    let side = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(side)
-        .unwrap();
-    let report = |n: u64| {
-        // One 8-byte pwrite: a kill cannot tear it.
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::write_all_at(&side, &n.to_le_bytes(), 0).unwrap();
-    };
+    let report = common::crash::reporter(side);
     // What it found on opening is committed too (a previous child may have been killed
     // between a flush and its report).
     let mut n = w.len();
@@ -851,24 +843,9 @@ fn killed_writers_leave_valid_files() {
     use std::process::{Command, Stdio};
     use std::time::Instant;
 
-    let dir = tempfile::tempdir().unwrap();
-    let (path, side) = (dir.path().join("crash.ra"), dir.path().join("flushed"));
-    let read_side = || match fs::read(&side) {
-        Ok(b) if b.len() == 8 => u64::from_le_bytes(b.try_into().unwrap()),
-        _ => 0,
-    };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("crash test seed {seed}");
-    let mut rng = seed | 1;
-    let mut below = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let (dir, path, side) = common::crash::scratch("crash.ra");
+    let read_side = || common::crash::flushed(&side);
+    let mut below = common::crash::seeded("crash test");
     let (mut kills, mut appending_kills, mut recovered) = (0, 0, 0);
     for round in 0..70 {
         let before = read_side();

@@ -2,9 +2,12 @@
 //! killed at random moments while a reader follows the file, write-then-read through every
 //! reader for each codec, reopening and appending, and readers that open the file at each
 //! moment of a flush that grows its last chunk. The truth is a formula of the record index.
+
 // The old names (ChunkOptions, SectionReader, the ArrayWriter constructors) are kept
 // one release as deprecated re-exports; these tests still use them.
 #![allow(deprecated)]
+
+mod common;
 
 use std::fs;
 use std::path::Path;
@@ -326,16 +329,7 @@ fn crash_child() {
     } else {
         opts.create(path).unwrap()
     };
-    let side = fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(side)
-        .unwrap();
-    let report = |n: u64| {
-        #[cfg(unix)]
-        std::os::unix::fs::FileExt::write_all_at(&side, &n.to_le_bytes(), 0).unwrap();
-    };
+    let report = common::crash::reporter(side);
     let mut n = w.len();
     report(n);
     loop {
@@ -365,24 +359,9 @@ fn killed_compressed_writers_lose_nothing_flushed() {
     use std::sync::Arc;
     use std::time::Instant;
 
-    let dir = tempfile::tempdir().unwrap();
-    let (path, side) = (dir.path().join("crash.ra"), dir.path().join("flushed"));
-    let read_side = || match fs::read(&side) {
-        Ok(b) if b.len() == 8 => u64::from_le_bytes(b.try_into().unwrap()),
-        _ => 0,
-    };
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
-    eprintln!("crash test seed {seed}");
-    let mut rng = seed | 1;
-    let mut below = |n: u64| {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        rng % n
-    };
+    let (dir, path, side) = common::crash::scratch("crash.ra");
+    let read_side = || common::crash::flushed(&side);
+    let mut below = common::crash::seeded("crash test");
     // The follower: opens the file (when there is one) through RecordReader and read_file.
     let stop = Arc::new(AtomicBool::new(false));
     let reads = Arc::new(AtomicU64::new(0));

@@ -15,7 +15,8 @@ from ._rawarray import write as _write
 from ._axes import file_chunks, in_numpy_order
 from ._dtype import _check_storable, _descr_json, _little_endian, _refuse_nat
 from ._file import File, _is_url, _storage_options
-from ._ragged import RaggedFile, _as_ragged, is_ragged
+from ._ragged import RaggedFile, _as_ragged
+from ._rawarray import holds as _holds
 from . import _arrow
 
 
@@ -49,9 +50,19 @@ def open(path: str | os.PathLike[str], *, mmap: bool = True,  # noqa: A001 (the 
     A ragged file opens as a :class:`RaggedFile` (``len(f)``, ``f[k]`` reads one row; ``mmap``
     as for a ``File``: views of a map, or copies each of one state of the file).
     """
-    if storage_options is None and is_ragged(path):
+    if storage_options is None and _local_holds(path) == "rows":
         return RaggedFile(path, mmap=mmap)
     return File(path, mmap=mmap, storage_options=storage_options)
+
+
+def _local_holds(path: str | os.PathLike[str]) -> str:
+    """What the local file at ``path`` holds, as the library tells it: ``"rows"`` (ragged) or
+    ``"array"``; ``"array"`` for what cannot be opened as a local file (the n-d reader then says
+    why, or opens a URL)."""
+    try:
+        return _holds(os.fspath(path))
+    except OSError:
+        return "array"
 
 
 def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True,
@@ -77,17 +88,9 @@ def read(path: str | os.PathLike[str], *, order: str = "C", mmap: bool = True,
 
     >>> window = rawarray.read("run.ra", filters=[("step", ">=", 1000), ("step", "<", 1010)])  # doctest: +SKIP
     """
-    ragged = storage_options is None and is_ragged(path)
-    if filters is not None:
-        if ragged:
-            raise RaError(f"{os.fspath(path)}: filters= takes record files; this is a ragged "
-                          "file, whose rows have no fields to compare")
-        with File(path, storage_options=storage_options) as f:
-            return f._select(filters).copy()
-    if ragged:
-        return RaggedFile(path, mmap=mmap).ragged()
-    with File(path, storage_options=storage_options) as f:
-        return f.array(order, mmap=mmap)
+    # What the file holds is told once, by open; each kind reads itself whole.
+    with open(path, mmap=mmap, storage_options=storage_options) as f:
+        return f._read_whole(order, mmap, filters)
 
 
 def loads(data: bytes | bytearray | memoryview | np.void, *, order: str = "C") -> np.ndarray:

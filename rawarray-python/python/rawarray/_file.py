@@ -17,7 +17,6 @@ from ._rawarray import read_chunked_into as _read_chunked_into
 from ._indexing import read_key
 from ._axes import COMPRESSION_KEYS, compression_of, numpy_order, reraise_in_numpy_order
 from ._dtype import RaWarning, _bool_views, _checked_bools, _element_dtype, _user_stacklevel
-from ._ragged import is_ragged
 from . import _arrow
 
 try:
@@ -114,14 +113,7 @@ class File:
         self.path = path if _is_url(path) else os.fspath(path)
         self._mmap = mmap
         self._storage_options = storage_options
-        try:
-            self._raw = _open_raw(self.path, storage_options)
-        except RaError:
-            if is_ragged(self.path):
-                raise RaError(f"{self.path}: a ragged array (flag bit 3), not an n-d array: "
-                              "rawarray.open gives a rawarray.RaggedFile, rawarray.read a "
-                              "rawarray.Ragged") from None
-            raise
+        self._raw = _open_raw(self.path, storage_options)
         if _warn:
             # What the library noticed at open (a RACHUNK1 index entry past the committed
             # size, which reads as zeros, and why that may be damage), each naming its chunk.
@@ -255,6 +247,13 @@ class File:
         if _is_url(self.path):
             raise RaError(f"{self.path}: stats() reads local files")
         return self._raw.stats(bool(per_chunk))
+
+    def _read_whole(self, order: str, mmap: bool, filters: Any) -> np.ndarray:
+        """:func:`rawarray.read` of this file: the records ``filters`` match, copied, or the
+        whole :meth:`array`."""
+        if filters is not None:
+            return self._select(filters).copy()
+        return self.array(order, mmap=mmap)
 
     def _select(self, filters: Any) -> np.ndarray:
         """The records that match ``filters`` (as :meth:`to_arrow` takes them), as a 1-d

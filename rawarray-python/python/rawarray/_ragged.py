@@ -15,7 +15,6 @@ import numpy as np
 
 from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
-from ._rawarray import is_ragged as _is_ragged
 from ._rawarray import write_ragged as _write_ragged
 from ._axes import compression_of, in_numpy_order, numpy_order
 from . import _arrow
@@ -336,6 +335,14 @@ class RaggedFile:
         offsets = np.frombuffer(self._raw.offsets(), dtype="<u8")
         return Ragged._of(offsets, self._view(self._raw.values()), self.is_text)
 
+    def _read_whole(self, order: str, mmap: bool, filters: Any) -> Ragged:
+        """:func:`rawarray.read` of this file: its :meth:`ragged` (``order`` and ``mmap`` are
+        for n-d arrays; ``mmap`` was given at open)."""
+        if filters is not None:
+            raise RaError(f"{self.path}: filters= takes record files; this is a ragged file, "
+                          "whose rows have no fields to compare")
+        return self.ragged()
+
     def close(self) -> None:
         """Drops this object's reference to the map (and with the last one, the file); views
         already made keep it alive. ``len``, ``header`` and ``dtype`` stay."""
@@ -353,11 +360,3 @@ class RaggedFile:
         state = "closed" if self.closed else "open"
         return f"<rawarray.RaggedFile {self.path!r} {len(self)} rows, {kind} ({state})>"
 
-
-def is_ragged(path: str | os.PathLike[str]) -> bool:
-    """Whether the file at ``path`` is a ragged array (flag bit 3 of its header); False for
-    what cannot be opened as a local file (the n-d reader then says why, or opens a URL)."""
-    try:
-        return _is_ragged(os.fspath(path))
-    except OSError:
-        return False

@@ -1,7 +1,7 @@
 """Type stubs for the Rust half of the package (rawarray._rawarray)."""
 
 from os import PathLike
-from typing import Any, Sequence, TypedDict
+from typing import Any, Literal, Sequence, TypedDict
 
 #: A writer's codec pipeline: each filter a name or a (name, param) tuple, in order.
 Filters = Sequence[str | tuple[str, int]]
@@ -288,7 +288,7 @@ class RaggedFile:
     def check(self) -> None: ...
     def longest_row(self) -> int: ...
 
-def is_ragged(path: str | PathLike[str]) -> bool: ...
+def holds(path: str | PathLike[str]) -> Literal["array", "rows"]: ...
 def write_ragged(
     path: str | PathLike[str],
     descr_json: str,

@@ -47,6 +47,7 @@ fn salvage_truncated(
         bytes_removed: held - header.size,
         dropped_chunks: Vec::new(),
         dropped_segments: Vec::new(),
+        holds: crate::section::Holds::Array,
     })
 }
 
@@ -68,6 +69,9 @@ pub struct Recovery {
     /// Index segment slots of a chunked file allocated past the committed size by such a
     /// writer, cleared.
     pub dropped_segments: Vec<usize>,
+    /// What the file holds: a record or block file's units are records, a ragged file's rows
+    /// (what `ra recover` counts).
+    pub holds: crate::section::Holds,
 }
 
 impl Recovery {
@@ -80,6 +84,7 @@ impl Recovery {
             bytes_removed: 0,
             dropped_chunks: Vec::new(),
             dropped_segments: Vec::new(),
+            holds: crate::section::Holds::Array,
         }
     }
 

@@ -93,6 +93,62 @@ impl Storage {
     }
 }
 
+/// What a `.ra` file holds: an n-d array (plain, LZ4 or chunked: a [`Section`]) or ragged rows
+/// (flag bit 3: an offsets section and a values section, read by the ragged readers).
+///
+/// The one place a file's kind is told from its bytes: every front end (serde's `from_*`,
+/// `rawarray-arrow`, `ra`, the C API, the Python package) asks this instead of reading flags.
+/// A flag word with bits no reader knows is an `Array`, whose reader names them all.
+///
+/// ```
+/// use rawarray_serde::section::Holds;
+/// use rawarray_serde::{Ragged, RawArray};
+/// assert_eq!(Holds::of_head(&RawArray::from_vec(vec![1u8]).to_bytes()), Holds::Array);
+/// assert_eq!(Holds::of_head(&Ragged::from_rows([[1u8]]).to_bytes().unwrap()), Holds::Rows);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Holds {
+    /// An n-d array, records included.
+    Array,
+    /// Ragged rows.
+    Rows,
+}
+
+impl Holds {
+    /// What the file whose first bytes are `head` holds (16 bytes suffice; fewer are an
+    /// `Array`, whose reader reports the file too short).
+    pub fn of_head(head: &[u8]) -> Holds {
+        if crate::ragged::RaggedHeader::is_ragged(head) {
+            Holds::Rows
+        } else {
+            Holds::Array
+        }
+    }
+
+    /// What the file at `path` holds, by its first 16 bytes; an error names the path.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("r.ra");
+    /// use rawarray_serde::{section::Holds, Ragged};
+    /// Ragged::from_rows([vec![1.5f32], vec![2.5, 3.5]]).write_file(&path).unwrap();
+    /// assert_eq!(Holds::of_file(&path).unwrap(), Holds::Rows);
+    /// ```
+    pub fn of_file(path: impl AsRef<std::path::Path>) -> Result<Holds> {
+        let path = path.as_ref();
+        let read = || -> std::io::Result<Vec<u8>> {
+            let mut head = Vec::with_capacity(16);
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(std::fs::File::open(path)?, 16),
+                &mut head,
+            )?;
+            Ok(head)
+        };
+        let head = read().map_err(|e| crate::Error::from(e).in_file(path))?;
+        Ok(Holds::of_head(&head))
+    }
+}
+
 /// What a section says about itself (`ra info`, Python's `File.compression`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Description {

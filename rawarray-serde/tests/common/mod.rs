@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod counting;
+pub mod crash;
 mod fixtures;
 
 #[allow(unused_imports)] // not every test file uses every helper
