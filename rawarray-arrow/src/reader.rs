@@ -94,10 +94,10 @@ impl RaTable {
                 },
             }
         };
-        if Holds::of_file(path).map_err(named)? == Holds::Rows {
-            return RaTable::open_ragged(path);
-        }
         let file = File::open(path).map_err(|e| named(e.into()))?;
+        if Holds::of_open_file(&file).map_err(named)? == Holds::Rows {
+            return RaTable::open_ragged(file, path);
+        }
         let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
         let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
         header.check_input_len(file_len).map_err(named)?;
@@ -202,8 +202,9 @@ impl RaTable {
 
     /// A ragged file: one row per row, one column [`crate::VALUES_COLUMN`] of `LargeList` of
     /// its values (text rows: `LargeUtf8`).
-    fn open_ragged(path: &Path) -> Result<RaTable> {
-        let ragged = DynRagged::open(path)?;
+    fn open_ragged(file: File, path: &Path) -> Result<RaTable> {
+        let ragged =
+            DynRagged::from_open_file(file, path, rawarray_serde::records::ReadMode::Mapped)?;
         let h = ragged.header().clone();
         let mut layout = ragged.layout().ok_or_else(|| {
             Error::NoTable(format!(

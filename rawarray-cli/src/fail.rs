@@ -137,6 +137,10 @@ const RUST_WORDS: &[(&str, &str)] = &[
         ": give --codec and --chunks",
     ),
     (" (RaggedWriter::open)", ""),
+    (
+        ": read it with a reader of ragged rows",
+        "; ra info, cat, slice, convert and compress read ragged files",
+    ),
     (" (WriteOptions::codec)", " (--codec)"),
 ];
 

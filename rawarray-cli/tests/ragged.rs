@@ -246,6 +246,19 @@ fn commands_for_rectangular_arrays_say_a_ragged_file_is_one() {
             "{args:?}: {err}"
         );
     }
+    // Commands that meet the library's own error (watch reads the header itself) say the same
+    // in ra's words, naming no Rust type.
+    let out = ra()
+        .current_dir(dir.path())
+        .args(["watch", "r.ra"])
+        .assert()
+        .failure();
+    let err = String::from_utf8(out.get_output().stderr.clone()).unwrap();
+    assert!(
+        err.contains("r.ra") && err.contains("ragged") && err.contains("ra info, cat, slice"),
+        "{err}"
+    );
+    assert!(!err.contains("Ragged") && !err.contains("::"), "{err}");
 }
 
 /// A text row holding newlines, tabs, a backslash and other control characters prints on one

@@ -25,7 +25,7 @@ pub(crate) fn to_py(e: Error) -> PyErr {
         return PyErr::from(io);
     }
     if matches!(e.kind(), ErrorKind::RaggedFile) {
-        // The library names its own readers; a Python user's are these.
+        // The library's words for what the file is, then a Python user's readers of it.
         return RaError::new_err(format!(
             "{e}: rawarray.open gives a rawarray.RaggedFile, rawarray.read a rawarray.Ragged"
         ));

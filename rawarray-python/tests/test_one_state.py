@@ -60,13 +60,16 @@ class Rewriter:
 
 def open_retrying(opener):
     """An open during a rewrite can meet a truncated file, or one that keeps changing: open
-    again (an open is not a read; the reads are what this checks)."""
-    for _ in range(1000):
+    again (an open is not a read; the reads are what this checks). By time, not by count: on a
+    loaded machine an open of a chunked file (config and index read, then checked against the
+    header) can outlast the rewriter's pauses of up to 2 ms many times in a row."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
         try:
             return opener()
         except (rawarray.RaError, OSError):
             time.sleep(0.0002)
-    raise AssertionError("could not open the file between rewrites")
+    raise AssertionError("could not open the file between rewrites in 30 s")
 
 
 def run_rounds(tmp, path, versions, opener, reads):

@@ -321,12 +321,22 @@ def test_ragged_files_keep_no_params_and_mixed_rows_are_refused(tmp):
     assert not (tmp / "r.ra").exists()
 
 
-def test_an_nd_reader_of_a_ragged_file_points_at_the_ragged_ones(tmp):
-    rawarray.write(tmp / "r.ra", [[1.0], [2.0, 3.0]])
-    with pytest.raises(rawarray.RaError, match="rawarray.open gives a rawarray.RaggedFile"):
+@pytest.mark.parametrize("codec", [None, "zstd"])
+def test_an_nd_reader_of_a_ragged_file_points_at_the_ragged_ones(tmp, codec):
+    # Plain values (flags 8) and chunked ones (flags 12): both are what the library calls a
+    # ragged file, and the message is a Python user's, naming no Rust type.
+    rawarray.write(tmp / "r.ra", [[1.0], [2.0, 3.0]], **({"codec": codec} if codec else {}))
+    flags = int.from_bytes((tmp / "r.ra").read_bytes()[8:16], "little")
+    assert flags == (12 if codec else 8)
+    with pytest.raises(rawarray.RaError, match="rawarray.open gives a rawarray.RaggedFile") as e:
         rawarray.File(tmp / "r.ra")
+    assert str(tmp / "r.ra") in str(e.value)
+    assert "Ragged" not in str(e.value).replace("rawarray.Ragged", ""), str(e.value)
     with pytest.raises(rawarray.RaError, match="ragged array"):
         rawarray.to_dask(tmp / "r.ra")
+    # rawarray.read's filters= take records; a ragged file's rows have none.
+    with pytest.raises(rawarray.RaError, match="filters= takes record files; this is a ragged"):
+        rawarray.read(tmp / "r.ra", filters=[("x", ">", 0)])
 
 
 def test_a_missing_file_is_the_n_d_readers_oserror(tmp):

@@ -57,7 +57,9 @@ pub enum ErrorKind {
     /// to a reader of n-d arrays. Its own variant, not [`ErrorKind::UnknownFlags`]: the bit is
     /// known, to the ragged readers, and front ends word the next step for their users by it
     /// instead of reading the file's flags again.
-    #[error("a ragged array (flag bit 3: rows of different lengths), not an n-d array: read it with a ragged reader (RaggedReader, DynRagged)")]
+    /// (The message names no Rust type: front ends pass it on to their users. Rust's ragged
+    /// readers are [`crate::RaggedReader`] and [`crate::ragged::DynRagged`].)
+    #[error("a ragged array (flag bit 3: rows of different lengths), not an n-d array: read it with a reader of ragged rows")]
     RaggedFile,
     /// The eltype code is above 5.
     #[error("unknown eltype {code}: expected 0 (user), 1 (int), 2 (uint), 3 (float), 4 (complex) or 5 (bfloat16)")]

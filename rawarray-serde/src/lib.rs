@@ -327,21 +327,36 @@ fn from_ragged_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &
 /// [`from_file`] of a file whose data is compressed (LZ4 or chunked): decoded through the
 /// library's reader on the file (its header read until two reads agree, chunks of a file a
 /// writer is appending to read against the header that covers them, block checksums checked),
-/// then deserialized from the plain little-endian bytes.
+/// straight into the one buffer that then holds the plain file (header, data, trailer), from
+/// which the value is deserialized: the array is in memory once, not twice.
 fn from_coded_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &Path) -> Result<T> {
     let reader = ArrayReader::from_open_file(file, path)?;
-    let whole: Vec<std::ops::Range<u64>> = reader.header().dims.iter().map(|&d| 0..d).collect();
-    if reader.header().data_len() == 0 {
-        // An empty section is still decoded: damaged, it is refused, not read as nothing.
-        reader.section().read_all()?;
+    let stored = reader.header();
+    let mut plain = Header {
+        flags: header::Flags::NONE,
+        eltype: stored.eltype,
+        elbyte: stored.elbyte,
+        size: stored.data_len(),
+        dims: stored.dims.clone(),
+    };
+    let head_len = plain.encode().len();
+    let data_at = head_len as u64;
+    let trailer = reader
+        .trailer()
+        .map(|t| t.encode_block(data_at + plain.size));
+    let trailer_len = trailer.as_ref().map_or(0, Vec::len) as u64;
+    let mut bytes = memory::try_zeroed_bytes(data_at + plain.size + trailer_len)?;
+    let data = &mut bytes[head_len..head_len + plain.size as usize];
+    // An empty section is decoded too: damaged, it is refused, not read as nothing.
+    reader.section().read_all_into(data)?;
+    // Big-endian values are swapped here, in place, as the block reads do; records keep the
+    // flag and are swapped by their schema as they are deserialized.
+    if stored.is_big_endian() && !data::swap_by_eltype(data, plain.eltype, plain.elbyte) {
+        plain.flags = header::Flags::BIG_ENDIAN;
     }
-    let (header, data) = reader.read_subset_bytes(&whole)?;
-    let mut bytes = header.encode();
-    let at = (bytes.len() + data.len()) as u64;
-    bytes.extend_from_slice(&data);
-    drop(data);
-    if let Some(t) = reader.trailer() {
-        bytes.extend_from_slice(&t.encode_block(at));
+    bytes[..head_len].copy_from_slice(&plain.encode());
+    if let Some(t) = trailer {
+        bytes[head_len + plain.size as usize..].copy_from_slice(&t);
     }
     from_slice(&bytes)
 }

@@ -107,11 +107,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     let file = open_locked(path)?;
     let head = crate::fileio::stable_header_bytes(&file)?;
     if crate::section::Holds::of_head(&head) == crate::section::Holds::Rows {
-        let rows = crate::ragged::recover_locked(&file)?;
-        return Ok(Recovery {
-            holds: crate::section::Holds::Rows,
-            ..rows
-        });
+        return crate::ragged::recover_locked(&file);
     }
     if Storage::of(&Header::decode_any(&head)?) == Storage::Chunked {
         return crate::writer::recover_locked(path, &file);

@@ -506,3 +506,35 @@ fn pieces_of_a_chunked_section_hold_a_piece_not_a_plane() {
     // A piece, the decoded blocks the reader keeps, and what `got` grew to: not a plane.
     assert!(bytes < 8 << 20, "peak {bytes} bytes");
 }
+
+/// `from_file` of a compressed file decodes into the buffer of the plain file and swaps
+/// big-endian values there, in place: the buffer and the value, never a third copy (a
+/// big-endian chunked or LZ4 file once cost the buffer, a swapped copy of it, and the value).
+#[test]
+fn from_file_of_a_compressed_big_endian_file_holds_two_copies_at_most() {
+    let dir = scratch_dir();
+    let values: Vec<f32> = (0..1 << 18).map(|i| (i % 977) as f32 * 0.5).collect();
+    let plain = values.len() * 4;
+    let a = RawArray::from_vec(values.clone());
+    for (name, opts) in [
+        ("lz4", WriteOptions::new().compress(true).big_endian(true)),
+        (
+            "zstd",
+            WriteOptions::new()
+                .codec(rawarray_serde::Codec::Zstd)
+                .big_endian(true),
+        ),
+    ] {
+        let path = dir.path().join(format!("{name}.ra"));
+        a.write_file_with(&path, &opts).unwrap();
+        let head = std::fs::read(&path).unwrap();
+        assert_eq!(head[8] & 1, 1, "{name}: written big-endian");
+        let back = from_file::<Vec<f32>>(&path).unwrap();
+        assert_eq!(back, values, "{name}");
+        let used = peak(|| from_file::<Vec<f32>>(&path).unwrap());
+        assert!(
+            used <= 2 * plain + (256 << 10),
+            "{name}: from_file held {used} bytes for {plain} bytes of values"
+        );
+    }
+}

@@ -144,7 +144,7 @@ fn plain_readers_refuse_a_ragged_file_and_the_ragged_reader_a_plain_one() {
     let bytes = Ragged::from_rows([vec![1.0f32]]).to_bytes().unwrap();
     let err = DynArray::from_bytes(&bytes).unwrap_err();
     assert!(matches!(err.kind(), ErrorKind::RaggedFile), "{err}");
-    assert!(err.to_string().contains("ragged reader"), "{err}");
+    assert!(err.to_string().contains("a reader of ragged rows"), "{err}");
     // Chunked ragged values (flag bits 3 and 2) are a ragged file too, to every array reader.
     let chunked = Ragged::from_rows([vec![1.0f32; 100]])
         .to_bytes_with(&WriteOptions::new().codec(rawarray_serde::Codec::Zstd))

@@ -437,15 +437,14 @@ class File:
         into memory (read-only) for LZ4 or big-endian ones, and decoded into a new, writable
         array for chunked ones (chunks decoded in parallel, the GIL released). ``order`` as in
         :func:`read`."""
-        if self._chunked:
+        if self._chunked or (not mmap and self._plain):
+            # Read once, and a bool file's check made on that read, not on a second one.
             arr = self._read_into_memory(order)
             if not self._bools_checked:
                 _checked_bools(arr, self.path)
                 self._bools_checked = True
             return arr
         self._check_bools_once()
-        if not mmap and self._plain:
-            return self._read_into_memory(order)
         return self._mapped_array(order)
 
     def _check_bools_once(self) -> None:

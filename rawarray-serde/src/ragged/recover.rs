@@ -47,6 +47,7 @@ pub(crate) fn recover_locked(file: &File) -> Result<Recovery> {
     check_offsets(&offsets, header.values)?;
     let before = header.rows;
     let mut recovery = Recovery::untouched(before);
+    recovery.holds = crate::section::Holds::Rows;
     let (spare, limit) = spare_and_limit(file, end, file_len);
     if header.chunked {
         // As for a chunked record file: the rows of a flush whose header write was lost are

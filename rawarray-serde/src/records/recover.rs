@@ -51,8 +51,10 @@ fn salvage_truncated(
     })
 }
 
-/// What [`recover`](crate::recover) did.
+/// What [`recover`](crate::recover) did. Made by the library only (`#[non_exhaustive]`), so
+/// that it can say more without breaking its readers.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Recovery {
     /// Records the header described before.
     pub records_before: u64,

@@ -147,6 +147,25 @@ impl Holds {
         let head = read().map_err(|e| crate::Error::from(e).in_file(path))?;
         Ok(Holds::of_head(&head))
     }
+
+    /// What the open `file` holds, by its first 16 bytes (read at offset 0, its position left
+    /// alone): for a caller that opens the file once and reads it by what it holds, so that a
+    /// file replaced in between cannot be told by one file and read as another.
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir().unwrap();
+    /// # let path = dir.path().join("a.ra");
+    /// use rawarray_serde::{section::Holds, RawArray};
+    /// RawArray::from_vec(vec![1u8, 2]).write_file(&path).unwrap();
+    /// let file = std::fs::File::open(&path).unwrap();
+    /// assert_eq!(Holds::of_open_file(&file).unwrap(), Holds::Array);
+    /// ```
+    pub fn of_open_file(file: &std::fs::File) -> Result<Holds> {
+        let len = crate::io::ReadAt::source_len(file)?.min(16) as usize;
+        let mut head = [0u8; 16];
+        crate::io::ReadAt::read_exact_at(file, &mut head[..len], 0)?;
+        Ok(Holds::of_head(&head[..len]))
+    }
 }
 
 /// What a section says about itself (`ra info`, Python's `File.compression`).

@@ -22,13 +22,17 @@ pub fn flushed(side: &Path) -> u64 {
     }
 }
 
-/// A generator of numbers below its argument (xorshift), seeded from the clock; the seed is
-/// printed after `what`.
+/// A generator of numbers below its argument (xorshift), seeded from `RA_CRASH_SEED` if set,
+/// else from the clock; the seed is printed after `what`, so that a failing run can be run
+/// again with it.
 pub fn seeded(what: &str) -> impl FnMut(u64) -> u64 {
-    let seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos() as u64;
+    let seed = match std::env::var("RA_CRASH_SEED") {
+        Ok(s) => s.parse().expect("RA_CRASH_SEED is a number"),
+        Err(_) => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64,
+    };
     eprintln!("{what} seed {seed}");
     let mut rng = seed | 1;
     move |n: u64| {
