@@ -912,7 +912,7 @@ impl Logical {
     /// `m8[s]`), `None` for any other dtype. Units other than Arrow's four (`D`, `h`, `ps`, ...)
     /// are the error, in words. The marker says what the values mean, not their byte order:
     /// `>M8[ns]` is `timestamp[ns]` too, of big-endian values
-    /// ([`numpy::is_big_endian`](crate::numpy::is_big_endian)), which whoever copies them
+    /// ([`crate::numpy::is_big_endian`]), which whoever copies them
     /// swaps (a layout, of little-endian scalars, refuses the dtype).
     ///
     /// ```
