@@ -5,11 +5,13 @@ use std::path::Path;
 use arrow_array::RecordBatch;
 use arrow_schema::{ArrowError, Schema};
 use rawarray_serde::atomic::AtomicFile;
-use rawarray_serde::{DynRecordWriter, ElementSpec, Layout, RecordOptions, WriteOptions};
+use rawarray_serde::{
+    DynRecordWriter, ElementSpec, ErrorKind, Layout, RecordOptions, SchemaCheck, WriteOptions,
+};
 
 use crate::columns::scatter;
 use crate::error::{Error, Result};
-use crate::schema::{layout_of_schema, DIMS_KEY, PARAMS_KEY};
+use crate::schema::{arrow_schema, layout_of_schema, DIMS_KEY, PARAMS_KEY};
 
 /// Writes Arrow batches of one schema to a `.ra` record file, as records laid out by
 /// [`layout_of_schema`]: the schema's own columns, or the layout recorded in its metadata.
@@ -43,6 +45,9 @@ use crate::schema::{layout_of_schema, DIMS_KEY, PARAMS_KEY};
 /// ```
 pub struct RecordFileWriter {
     layout: Layout,
+    /// `layout` as the columns of a batch describe it (packed, no record name): what each
+    /// batch's own columns are checked against.
+    columns: Layout,
     writer: DynRecordWriter,
     temp: tempfile::TempPath,
     /// Where the file goes: `path`, or the file it links to.
@@ -97,6 +102,7 @@ impl RecordFileWriter {
     ) -> Result<RecordFileWriter> {
         let path = path.as_ref();
         let layout = layout_of_schema(schema)?;
+        let columns = layout_of_schema(&arrow_schema(&layout)?)?;
         let spec = ElementSpec::from_layout(layout.clone())?;
         let mut opts = RecordOptions::new().storage(storage.clone());
         if let Some(params) = schema.metadata().get(PARAMS_KEY) {
@@ -137,6 +143,7 @@ impl RecordFileWriter {
         let writer = opts.create_dyn(&temp, &spec)?;
         Ok(RecordFileWriter {
             layout,
+            columns,
             writer,
             temp,
             target,
@@ -148,8 +155,12 @@ impl RecordFileWriter {
         })
     }
 
-    /// Appends the rows of `batch` as records.
+    /// Appends the rows of `batch` as records. Its columns must be the table's: the same names
+    /// in the same order, each of the field's type (the check record files make of a type's
+    /// schema, [`SchemaCheck::Fields`]); a column of another type of the same width is refused
+    /// naming the field, never written as the field's bytes.
     pub fn write(&mut self, batch: &RecordBatch) -> Result<()> {
+        self.check_columns(batch)?;
         let rows = batch.num_rows();
         let row_bytes = self.layout.size() as usize;
         self.buf.clear();
@@ -205,6 +216,26 @@ impl RecordFileWriter {
         }
         self.rows += rows as u64;
         Ok(())
+    }
+
+    /// An error unless `batch`'s columns describe the records the file holds. Compared as
+    /// columns (the record name a schema's recorded layout may give set aside): the batch's
+    /// schema need not carry the metadata the table's had.
+    fn check_columns(&self, batch: &RecordBatch) -> Result<()> {
+        let theirs = layout_of_schema(&Schema::new(batch.schema().fields().clone()))?;
+        match self.columns.check_against(&theirs, SchemaCheck::Fields) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(match e.into_kind() {
+                ErrorKind::SchemaMismatch {
+                    at, file, expected, ..
+                } => Error::NoTable(format!(
+                    "a batch whose columns are not the table's: at {at} the batch has {file}, the \
+                     records have {expected}; write batches of the schema the writer was \
+                     created with"
+                )),
+                other => Error::Ra(other.into()),
+            }),
+        }
     }
 
     /// Writes every batch of a reader; after each, calls `progress` with the data bytes

@@ -3,56 +3,22 @@
 //! and come back as the same Arrow types and values from the `.ra` file, from Parquet and from
 //! Arrow IPC. The expected schema is written out by hand, as the spec words it.
 
-use std::sync::Arc;
-
-use arrow_array::{
-    ArrayRef, Date32Array, DurationMillisecondArray, RecordBatch, TimestampMicrosecondArray,
-    TimestampNanosecondArray, UInt32Array,
-};
-use arrow_schema::{DataType, Field, Schema, TimeUnit};
+use arrow_array::{ArrayRef, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
 use rawarray_arrow::{ConvertOptions, RaTable, RecordFileWriter};
 use rawarray_serde::codec::stats::Value;
 use rawarray_serde::codec::Codec;
 use rawarray_serde::query::FileStats;
 use rawarray_serde::{ArrayReader, WriteOptions};
 
-/// 2020-01-01T12:30:00.250Z in microseconds, and other instants around it.
-const T0_US: i64 = 1_577_881_800_250_000;
+#[path = "support/times.rs"]
+mod times;
 
-fn table() -> (Arc<Schema>, RecordBatch) {
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("step", DataType::UInt32, false),
-        Field::new(
-            "t",
-            DataType::Timestamp(TimeUnit::Microsecond, Some("Europe/Paris".into())),
-            false,
-        ),
-        Field::new("tn", DataType::Timestamp(TimeUnit::Nanosecond, None), false),
-        Field::new("dt", DataType::Duration(TimeUnit::Millisecond), false),
-        Field::new("d", DataType::Date32, false),
-    ]));
-    let n = 1000;
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(UInt32Array::from_iter_values(0..n)),
-        Arc::new(
-            TimestampMicrosecondArray::from_iter_values(
-                (0..n).map(|i| T0_US + i64::from(i) * 1_000_000),
-            )
-            .with_timezone("Europe/Paris"),
-        ),
-        // Before 1970 too: negative counts.
-        Arc::new(TimestampNanosecondArray::from_iter_values(
-            (0..n).map(|i| -1_000_000_007 * i64::from(i)),
-        )),
-        Arc::new(DurationMillisecondArray::from_iter_values(
-            (0..n).map(|i| i64::from(i) * 250 - 5_000),
-        )),
-        Arc::new(Date32Array::from_iter_values(
-            (0..n as i32).map(|i| 18_262 + i - 500),
-        )),
-    ];
-    let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-    (schema, batch)
+use times::{D0, T0_US};
+
+/// The table of 1000 rows every test here writes.
+fn table() -> (std::sync::Arc<Schema>, RecordBatch) {
+    times::table(1000)
 }
 
 /// The record schema the spec gives these columns, by hand.
@@ -108,7 +74,7 @@ fn time_columns_are_marked_integers_and_come_back_as_their_arrow_types() {
     assert_eq!(rec(4, 8), (T0_US + 1_000_000).to_le_bytes());
     assert_eq!(rec(12, 8), (-1_000_000_007i64).to_le_bytes());
     assert_eq!(rec(20, 8), (-4_750i64).to_le_bytes());
-    assert_eq!(rec(28, 4), (18_262i32 - 499).to_le_bytes());
+    assert_eq!(rec(28, 4), (D0 + 1).to_le_bytes());
 
     // Back as the same Arrow types (the zone too) and values.
     assert_rows(

@@ -10,7 +10,7 @@ use arrow_array::types::{
     Float16Type, Float32Type, Float64Type, Int16Type, Int32Type, Int64Type, Int8Type, UInt16Type,
     UInt32Type, UInt64Type, UInt8Type,
 };
-use arrow_array::{RecordBatch, StringArray, UInt32Array};
+use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
 use rawarray_arrow::{ConvertOptions, RaTable, RecordFileWriter};
 use rawarray_serde::{bf16, f16, Complex, Element, Flags, Header, RaRecord, RecordOptions};
@@ -651,4 +651,114 @@ fn ipc_rows_that_are_not_whole_steps_come_back_as_one_dim() {
     rawarray_arrow::ipc_to_ra(&whole, &back, &ConvertOptions::new(), |_, _| {}).unwrap();
     let h = Header::read_from_any(&mut std::fs::File::open(&back).unwrap()).unwrap();
     assert_eq!(h.dims, [4, 2]);
+}
+
+/// Two record types of the same width (16 bytes) whose fields differ: names swapped with
+/// their types (`Reading`'s `t` is an i64, `Swapped`'s a f64), so that every column of a
+/// batch of one is as wide as the other's field at its place.
+#[derive(RaRecord, Clone, Debug, PartialEq)]
+struct Reading {
+    t: i64,
+    v: f64,
+}
+
+#[derive(RaRecord, Clone, Debug, PartialEq)]
+struct Swapped {
+    v: f64,
+    t: i64,
+}
+
+/// Same names, other types: `t` and `v` at the same offsets as `Reading`'s, each of the other
+/// type of the same width.
+#[derive(RaRecord, Clone, Debug, PartialEq)]
+struct Retyped {
+    t: f64,
+    v: i64,
+}
+
+fn batch_of(layout: &rawarray_serde::Layout, first: ArrayRef, second: ArrayRef) -> RecordBatch {
+    let schema = Arc::new(rawarray_arrow::arrow_schema(layout).unwrap());
+    RecordBatch::try_new(schema, vec![first, second]).unwrap()
+}
+
+#[test]
+fn a_batch_of_another_record_type_of_the_same_width_is_refused() {
+    assert_eq!(Reading::layout().size(), Swapped::layout().size());
+    assert_eq!(Reading::layout().size(), Retyped::layout().size());
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("r.ra");
+    let schema = rawarray_arrow::arrow_schema(&Reading::layout()).unwrap();
+    let mut w = RecordFileWriter::create(&path, &schema, None).unwrap();
+    let ours = batch_of(
+        &Reading::layout(),
+        Arc::new(Int64Array::from(vec![7])),
+        Arc::new(Float64Array::from(vec![0.5])),
+    );
+    w.write(&ours).unwrap();
+
+    // Fields in another order: refused at field 0, by name.
+    let swapped = batch_of(
+        &Swapped::layout(),
+        Arc::new(Float64Array::from(vec![1.5])),
+        Arc::new(Int64Array::from(vec![8])),
+    );
+    let err = w.write(&swapped).unwrap_err().to_string();
+    assert!(
+        err.starts_with("a batch whose columns are not the table's: at field 0 the batch has 'v'")
+            && err.contains("the records have 't'"),
+        "{err}"
+    );
+    // The same names, each of another type of the same width: refused naming the field.
+    let retyped = batch_of(
+        &Retyped::layout(),
+        Arc::new(Float64Array::from(vec![2.5])),
+        Arc::new(Int64Array::from(vec![9])),
+    );
+    let err = w.write(&retyped).unwrap_err().to_string();
+    assert!(
+        err.contains("at field 't' the batch has float64, the records have int64"),
+        "{err}"
+    );
+    // Nothing of the refused batches was written: the file holds the one record of `ours`.
+    assert_eq!(w.finish().unwrap(), 1);
+    let back = rawarray_serde::RawArray::<Reading>::read_file(&path).unwrap();
+    assert_eq!(back.as_slice(), &[Reading { t: 7, v: 0.5 }]);
+}
+
+/// A batch whose schema lost the table's metadata (a projection, a batch built by hand) is
+/// still the table's when its columns are: compared as columns, not as recorded layouts (here
+/// the recorded layout names its record `Reading`, which bare columns cannot say).
+#[test]
+fn a_batch_without_the_tables_metadata_is_still_the_tables() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("m.ra");
+    let recorded = rawarray_arrow::arrow_schema(&Reading::layout())
+        .unwrap()
+        .with_metadata(
+            [(
+                rawarray_arrow::schema::SCHEMA_KEY.to_string(),
+                serde_json::to_string(&Reading::layout()).unwrap(),
+            )]
+            .into(),
+        );
+    let mut w = RecordFileWriter::create(&path, &recorded, None).unwrap();
+    let batch = batch_of(
+        &Reading::layout(),
+        Arc::new(Int64Array::from(vec![1, 2])),
+        Arc::new(Float64Array::from(vec![0.25, 0.75])),
+    );
+    assert!(batch.schema().metadata().is_empty());
+    w.write(&batch).unwrap();
+    assert_eq!(w.finish().unwrap(), 2);
+    // The file keeps the recorded layout, name and all, and the two records.
+    let r = rawarray_serde::ArrayReader::open(&path).unwrap();
+    assert_eq!(
+        r.trailer().unwrap().schema.as_ref(),
+        Some(&Reading::layout())
+    );
+    let back = rawarray_serde::RawArray::<Reading>::read_file(&path).unwrap();
+    assert_eq!(
+        back.as_slice(),
+        &[Reading { t: 1, v: 0.25 }, Reading { t: 2, v: 0.75 }]
+    );
 }

@@ -26,7 +26,8 @@ module rawarray
 
   public :: ra_cstr, ra_error_message, ra_fstr
   public :: ra_version, ra_abi_version, ra_last_error_status, ra_last_error_copy
-  public :: ra_open, ra_close, ra_file_eltype, ra_file_elbyte, ra_file_ndims, ra_file_dims
+  public :: ra_open, ra_close, ra_file_eltype, ra_file_logical, ra_file_elbyte, ra_file_ndims
+  public :: ra_file_dims
   public :: ra_file_data_bytes, ra_file_storage, ra_file_chunks, ra_file_codec
   public :: ra_file_params_json, ra_file_record_bytes, ra_read_all, ra_read_box, ra_read_records
   public :: ra_write_options_new, ra_write_options_for_name, ra_write_options_free
@@ -70,6 +71,13 @@ module rawarray
       import :: c_int, c_ptr, c_int64_t
       type(c_ptr), value :: file
       integer(c_int64_t), intent(out) :: out
+    end function
+    ! The elements' logical marker ("timestamp[ns]", "date", ...; "" for plain numbers and
+    ! records), a string the handle owns: ra_fstr(out) is its Fortran copy.
+    integer(c_int) function ra_file_logical(file, out) bind(c, name="ra_file_logical")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: file
+      type(c_ptr), intent(out) :: out
     end function
     integer(c_int) function ra_file_elbyte(file, out) bind(c, name="ra_file_elbyte")
       import :: c_int, c_ptr, c_int64_t

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::*;
@@ -16,12 +17,11 @@ struct Particle {
     energy: f64,
 }
 
-#[test]
-fn a_fortran_program_writes_an_array_and_records_that_rust_reads() {
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// Compiles the module and the Fortran `program` into `dir/name`, as warnings-are-errors code
+/// checked at run time (bounds, AddressSanitizer); panics with gfortran's output on failure.
+fn build_fortran(dir: &Path, program: &Path, name: &str) -> PathBuf {
     let lib = lib_dir();
-    let exe = d.join("example");
+    let exe = dir.join(name);
     let o = Command::new(gfortran())
         .args([
             "-g",
@@ -32,9 +32,9 @@ fn a_fortran_program_writes_an_array_and_records_that_rust_reads() {
             "-fsanitize=address",
         ])
         .arg("-J")
-        .arg(d)
+        .arg(dir)
         .arg(crate_dir().join("fortran/rawarray.f90"))
-        .arg(crate_dir().join("examples/example.f90"))
+        .arg(program)
         .arg(format!("-L{}", lib.display()))
         .arg("-lrawarray")
         .arg(format!("-Wl,-rpath,{}", lib.display()))
@@ -47,6 +47,14 @@ fn a_fortran_program_writes_an_array_and_records_that_rust_reads() {
         "gfortran failed:\n{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    exe
+}
+
+#[test]
+fn a_fortran_program_writes_an_array_and_records_that_rust_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = build_fortran(d, &crate_dir().join("examples/example.f90"), "example");
     let out = run_ok(Command::new(&exe).arg(d));
     assert!(
         out.contains("fortran: arrays ok") && out.contains("fortran: records ok"),
@@ -123,4 +131,77 @@ fn the_fortran_constants_are_the_headers() {
         checked += 1;
     }
     assert!(checked >= 18, "{checked} constants");
+}
+
+/// `ra_file_logical` from Fortran: the marker of each file Rust wrote (a zoned timestamp, a
+/// date, a duration, plain numbers), as the schema spells it (doc/format.md section 7), read
+/// through the module's binding and `ra_fstr`.
+#[test]
+fn a_fortran_program_reads_the_logical_marker() {
+    use rawarray_serde::{time::TimeUnit, ElType, Header, Layout, Logical, Trailer};
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A file of three zero values of `elbyte` bytes whose trailer's schema is `layout`.
+    let write = |name: &str, eltype, elbyte: u64, logical: Option<Logical>| {
+        let mut bytes = Header::new(eltype, elbyte, vec![3]).unwrap().encode();
+        bytes.resize(bytes.len() + 3 * elbyte as usize, 0);
+        let end = bytes.len() as u64;
+        let layout = Layout::Scalar {
+            eltype,
+            elbyte,
+            logical,
+        };
+        bytes.extend_from_slice(
+            &Trailer::new(())
+                .unwrap()
+                .with_schema(layout)
+                .encode_block(end),
+        );
+        let path = d.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let files = [
+        (
+            write(
+                "stamps.ra",
+                ElType::Int,
+                8,
+                Some(Logical::Timestamp {
+                    unit: TimeUnit::Microsecond,
+                    tz: Some("Europe/Paris".into()),
+                }),
+            ),
+            "timestamp[us, tz=Europe/Paris]",
+        ),
+        (
+            write("days.ra", ElType::Int, 4, Some(Logical::Date)),
+            "date",
+        ),
+        (
+            write(
+                "lengths.ra",
+                ElType::Int,
+                8,
+                Some(Logical::Duration {
+                    unit: TimeUnit::Millisecond,
+                }),
+            ),
+            "duration[ms]",
+        ),
+        (write("numbers.ra", ElType::Float, 8, None), ""),
+    ];
+    let exe = build_fortran(
+        d,
+        &crate_dir().join("tests/fortran/logical_check.f90"),
+        "logical_check",
+    );
+    let out = run_ok(Command::new(&exe).args(files.iter().map(|(p, _)| p)));
+    let want: Vec<String> = files
+        .iter()
+        .map(|(p, marker)| format!("{}: {marker}", p.display()))
+        .collect();
+    // Fortran's `print` of a line ending in ": " keeps the blank.
+    let got: Vec<&str> = out.lines().collect();
+    assert_eq!(got, want, "{out}");
 }

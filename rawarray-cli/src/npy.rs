@@ -463,12 +463,19 @@ pub fn npy_to_ra(input: &Path, output: &Path) -> Result<()> {
     let npy = read_header(&mut reader).map_err(|e| Failure::file(input, e))?;
     let (eltype, elbyte, big_endian, schema) = match &npy.descr {
         Descr::Simple(d) if rawarray_serde::Logical::of_numpy_dtype(d).is_some() => {
-            // datetime64/timedelta64: the int64 they are, marked in a trailer's schema.
-            let layout = Layout::from_numpy_descr_json(&serde_json::json!(d)).at(input)?;
-            let Layout::Scalar { eltype, elbyte, .. } = layout else {
-                unreachable!("a dtype string is a scalar")
+            // datetime64/timedelta64: the int64 they are, marked in a trailer's schema. A
+            // big-endian one (`>M8[ns]`) holds the same instants, its int64s swapped below.
+            let logical = rawarray_serde::Logical::of_numpy_dtype(d)
+                .expect("checked")
+                .map_err(|e| Failure::file(input, e))?;
+            let ((eltype, elbyte), _) = logical.stored_as();
+            let layout = Layout::Scalar {
+                eltype,
+                elbyte,
+                logical: Some(logical),
             };
-            (eltype, elbyte, false, Some(layout))
+            let big_endian = rawarray_serde::numpy::is_big_endian(d);
+            (eltype, elbyte, big_endian, Some(layout))
         }
         Descr::Simple(d) => {
             let (eltype, elbyte, big_endian) = parse_numpy_dtype(d).ok_or_else(|| {

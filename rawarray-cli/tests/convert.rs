@@ -830,3 +830,110 @@ fn a_plain_array_of_timestamps_prints_and_converts_as_times() {
     ra().arg("convert").arg(&npy).arg(&back).assert().success();
     assert_eq!(std::fs::read(&back).unwrap(), bytes);
 }
+
+/// A `.npy` file of version 1.0 with dtype `descr`, shape `(len,)` and the data bytes `data`,
+/// laid out by hand as numpy's format documents it (magic, header length, the header dict
+/// padded with spaces to a multiple of 64 bytes, a newline).
+fn npy_by_hand(descr: &str, len: usize, data: &[u8]) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len},), }}");
+    let mut header = dict.into_bytes();
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(b' ');
+    }
+    header.push(b'\n');
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+    out.extend_from_slice(&header);
+    out.extend_from_slice(data);
+    out
+}
+
+/// Big-endian datetime64 and timedelta64 `.npy` files (`>M8[ns]`, `>m8[s]`, as
+/// `np.save(p, a.astype('>M8[ns]'))` writes them) convert to the same instants and lengths as
+/// the little-endian ones: the int64s swapped to the file's order, marked in the trailer.
+#[test]
+fn big_endian_datetime_npy_converts_to_the_same_instants() {
+    use rawarray_serde::{time::TimeUnit, ArrayReader, Layout, Logical};
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (
+            "M8[ns]",
+            // 2020-01-01T12:30:00.250000123Z, one nanosecond before 1970, the epoch.
+            vec![1_577_881_800_250_000_123i64, -1, 0],
+            Logical::Timestamp {
+                unit: TimeUnit::Nanosecond,
+                tz: None,
+            },
+            "[0]\t2020-01-01T12:30:00.250000123Z\n[1]\t1969-12-31T23:59:59.999999999Z\n[2]\t1970-01-01T00:00:00.000000000Z\n",
+        ),
+        (
+            "m8[s]",
+            vec![86_400i64, -5, 1],
+            Logical::Duration {
+                unit: TimeUnit::Second,
+            },
+            "[0]\t86400s\n[1]\t-5s\n[2]\t1s\n",
+        ),
+    ];
+    for (kind, values, logical, cat) in cases {
+        let mut big = Vec::new();
+        let mut little = Vec::new();
+        for v in &values {
+            big.extend_from_slice(&v.to_be_bytes());
+            little.extend_from_slice(&v.to_le_bytes());
+        }
+        let name = kind.replace(['[', ']'], "_");
+        let big_npy = dir.path().join(format!("{name}be.npy"));
+        let little_npy = dir.path().join(format!("{name}le.npy"));
+        std::fs::write(
+            &big_npy,
+            npy_by_hand(&format!(">{kind}"), values.len(), &big),
+        )
+        .unwrap();
+        std::fs::write(
+            &little_npy,
+            npy_by_hand(&format!("<{kind}"), values.len(), &little),
+        )
+        .unwrap();
+        let from_big = dir.path().join(format!("{name}be.ra"));
+        let from_little = dir.path().join(format!("{name}le.ra"));
+        ra().arg("convert")
+            .arg(&big_npy)
+            .arg(&from_big)
+            .assert()
+            .success();
+        ra().arg("convert")
+            .arg(&little_npy)
+            .arg(&from_little)
+            .assert()
+            .success();
+        // The values, little-endian in a little-endian file, as computed here.
+        let h = Header::decode(&std::fs::read(&from_big).unwrap()).unwrap();
+        assert!(!h.is_big_endian(), ">{kind}");
+        let read = RawArray::<i64>::read_file(&from_big).unwrap();
+        assert_eq!(read.as_slice(), &values[..], ">{kind}");
+        // The marker in the trailer's schema.
+        let schema = ArrayReader::open(&from_big)
+            .unwrap()
+            .trailer()
+            .unwrap()
+            .schema
+            .clone();
+        assert_eq!(
+            schema,
+            Some(Layout::Scalar {
+                eltype: ElType::Int,
+                elbyte: 8,
+                logical: Some(logical),
+            }),
+            ">{kind}"
+        );
+        // The same file as from the little-endian `.npy`, byte for byte.
+        assert_eq!(
+            std::fs::read(&from_big).unwrap(),
+            std::fs::read(&from_little).unwrap(),
+            ">{kind}"
+        );
+        assert_eq!(stdout_of(ra().arg("cat").arg(&from_big)), cat, ">{kind}");
+    }
+}

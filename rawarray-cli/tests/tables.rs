@@ -4,6 +4,8 @@
 #![cfg(feature = "arrow")]
 
 mod common;
+#[path = "../../rawarray-arrow/tests/support/times.rs"]
+mod times;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -342,41 +344,13 @@ fn parquet_converts_to_chunked_records_with_statistics() {
     );
 }
 
+/// The table of the Arrow tests' dates (rawarray-arrow/tests/dates.rs builds it there; its two
+/// first rows here), through `ra convert` from Parquet: `ra cat` prints the instants, dates and
+/// lengths the builder says, as ISO 8601 written out by hand.
 #[test]
 fn dates_and_times_convert_from_parquet_and_print_as_iso_8601() {
-    use arrow_array::{
-        Date32Array, DurationMillisecondArray, RecordBatch, TimestampMicrosecondArray,
-        TimestampNanosecondArray, UInt32Array,
-    };
-    use arrow_schema::{DataType, Field, Schema, TimeUnit};
     let dir = tempfile::tempdir().unwrap();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("step", DataType::UInt32, false),
-        Field::new(
-            "t",
-            DataType::Timestamp(TimeUnit::Microsecond, Some("Europe/Paris".into())),
-            false,
-        ),
-        Field::new("tn", DataType::Timestamp(TimeUnit::Nanosecond, None), false),
-        Field::new("dt", DataType::Duration(TimeUnit::Millisecond), false),
-        Field::new("d", DataType::Date32, false),
-    ]));
-    // 2020-01-01T12:30:00.250Z in microseconds; 17_762 days is 2018-08-19.
-    let t0 = 1_577_881_800_250_000i64;
-    let batch = RecordBatch::try_new(
-        schema.clone(),
-        vec![
-            Arc::new(UInt32Array::from(vec![0, 1])),
-            Arc::new(
-                TimestampMicrosecondArray::from(vec![t0, t0 + 1_000_000])
-                    .with_timezone("Europe/Paris"),
-            ),
-            Arc::new(TimestampNanosecondArray::from(vec![0, -1_000_000_007])),
-            Arc::new(DurationMillisecondArray::from(vec![-5_000, -4_750])),
-            Arc::new(Date32Array::from(vec![17_762, 17_763])),
-        ],
-    )
-    .unwrap();
+    let (schema, batch) = times::table(2);
     let pq = dir.path().join("times.parquet");
     let mut w =
         parquet::arrow::ArrowWriter::try_new(std::fs::File::create(&pq).unwrap(), schema, None)

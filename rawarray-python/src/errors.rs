@@ -1,6 +1,5 @@
 //! The package's errors: the library's as Python exceptions, and the package's own.
 
-use std::io::Read;
 use std::path::Path;
 
 use pyo3::create_exception;

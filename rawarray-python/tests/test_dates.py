@@ -219,3 +219,42 @@ def test_an_array_writer_writes_datetime64_blocks(tmp_path):
     assert trailer_schema(p)["logical"] == "timestamp[ms]"
     with pytest.raises(rawarray.RaError, match=r"compressed \(chunked\) array of timestamp\[ms\]"):
         rawarray.ArrayWriter(tmp_path / "c.ra", a.shape, a.dtype, codec="zstd", chunks=(1, 4))
+
+
+@pytest.mark.parametrize("dtype", ["M8[ns]", "m8[s]"])
+def test_big_endian_datetime64_and_timedelta64_are_written_as_the_same_values(tmp_path, dtype):
+    """A big-endian datetime64/timedelta64 array (``np.save`` of ``a.astype('>M8[ns]')``,
+    loaded back) is written, appended and written in blocks as the same instants: the file's
+    data section is the little-endian int64 bytes of the values, marked as for ``<``."""
+    ints = np.array([1_577_881_800_250_000_123, -1, 0, 86_400], dtype="<i8")
+    little = ints.view("<" + dtype)
+    npy = tmp_path / "big.npy"
+    np.save(npy, little.astype(">" + dtype))
+    big = np.load(npy)
+    assert big.dtype == np.dtype(">" + dtype) and big.tobytes() == ints.byteswap().tobytes()
+    kind = "timestamp" if dtype[0] == "M" else "duration"
+    schema = {"kind": "scalar", "eltype": "int", "elbyte": 8, "logical": f"{kind}[{dtype[3:-1]}]"}
+
+    p = tmp_path / "w.ra"
+    rawarray.write(p, big)
+    h, data, _ = parse_by_hand(p.read_bytes())
+    assert (h["eltype"], h["elbyte"], h["dims"], data) == (1, 8, [4], ints.tobytes())
+    assert trailer_schema(p) == schema
+    np.testing.assert_array_equal(rawarray.read(p), little)
+
+    # A record writer of either byte order's dtype takes the big-endian values.
+    for writer_dtype in (">" + dtype, "<" + dtype):
+        r = tmp_path / "r.ra"
+        with rawarray.RecordWriter(r, writer_dtype) as w:
+            w.append(big[:2])
+            w.append(big[2:])
+        h, data, _ = parse_by_hand(r.read_bytes())
+        assert data == ints.tobytes(), writer_dtype
+        assert trailer_schema(r) == schema
+
+    # And an array writer's block.
+    a = tmp_path / "a.ra"
+    with rawarray.ArrayWriter(a, (4,), "<" + dtype) as w:
+        w[:] = big
+    _, data, _ = parse_by_hand(a.read_bytes())
+    assert data == ints.tobytes()

@@ -86,8 +86,38 @@ pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<(
     }
 }
 
-/// Times a header that changes under the reader is read again before settling for the last.
-const HEADER_TRIES: usize = 100;
+/// Reads of a header after the first, each compared with the one before it, before
+/// [`settled`] gives up on a header that keeps changing.
+pub(crate) const SETTLE_TRIES: usize = 100;
+
+/// The bytes `read` returns, read again until two reads in a row agree: the one rule for
+/// reading a header that a writer may be committing (for a file here, for any source in
+/// [`crate::io`]'s `read_settled_at`, which calls this: `io` imports this module, so the rule
+/// lives here and takes the read as a closure). Writers commit a header with one `pwrite`, but a
+/// concurrent `pread` is not atomic with it: a reader may copy the header's first words before
+/// the write and its last words after it, an old `size` joined to new dims, which reads the
+/// chunks the new dims need as never written (zeros). Two reads that agree are one header: its
+/// words only move forward (doc/chunked.md, section 7.1).
+///
+/// A header that still differs from the read before it after [`SETTLE_TRIES`] more reads is
+/// an error: a writer is rewriting it faster than it can be read, and no read of it is one
+/// committed header. The caller that knows the file's path names it ([`reading`]).
+pub(crate) fn settled(mut read: impl FnMut() -> io::Result<Vec<u8>>) -> io::Result<Vec<u8>> {
+    let mut bytes = read()?;
+    for _ in 0..SETTLE_TRIES {
+        let again = read()?;
+        if again == bytes {
+            return Ok(bytes);
+        }
+        bytes = again;
+        std::thread::yield_now();
+    }
+    Err(io::Error::other(format!(
+        "its header kept changing while it was read ({} reads, no two in a row the same): a \
+         writer is rewriting it; read it again once the writer has finished",
+        SETTLE_TRIES + 1
+    )))
+}
 
 // The stable reads are `Header`'s methods, but live here with the positioned reads they are
 // made of: `header` imports nothing of the file layer, so the modules form no cycle.
@@ -152,16 +182,7 @@ pub(crate) fn stable_header_any(file: &File) -> crate::Result<Header> {
 /// The header's bytes, read until two reads agree (see [`stable_header`]), not decoded: for
 /// readers of headers that [`Header::decode`] refuses (ragged files).
 pub(crate) fn stable_header_bytes(file: &File) -> io::Result<Vec<u8>> {
-    let mut bytes = header_bytes(file)?;
-    for _ in 0..HEADER_TRIES {
-        let again = header_bytes(file)?;
-        if again == bytes {
-            break;
-        }
-        bytes = again;
-        std::thread::yield_now();
-    }
-    Ok(bytes)
+    settled(|| header_bytes(file))
 }
 
 /// Bytes the first read of a header asks for: the fixed part and 32 dims, so that the header

@@ -34,31 +34,20 @@ use std::path::{Path, PathBuf};
 use crate::error::{ErrorKind, Result};
 use crate::header::Header;
 
-/// Reads of a header that changes under the reader before [`read_settled_at`] settles for
-/// the last.
-const SETTLE_TRIES: usize = 100;
-
-/// Reads `buf.len()` bytes at `offset` of `source` until two reads agree (at most
-/// [`SETTLE_TRIES`] reads; the last is kept). Writers commit a header with one `pwrite`, but a
-/// concurrent `pread` is not atomic with it: a reader may copy the header's first words before
-/// the write and its last words after it, an old `size` joined to new dims, which reads the
-/// chunks the new dims need as never written (zeros). Two reads that agree are one header:
-/// its words only move forward (doc/chunked.md, section 7.1).
+/// Reads `buf.len()` bytes at `offset` of `source` until two reads agree, or the error that
+/// its bytes kept changing: the rule and its reasons are [`crate::fileio`]'s `settled`, for
+/// sources that are not a local file.
 pub(crate) fn read_settled_at<S: ReadAt + ?Sized>(
     source: &S,
     buf: &mut [u8],
     offset: u64,
 ) -> io::Result<()> {
-    source.read_exact_at(buf, offset)?;
-    let mut again = vec![0u8; buf.len()];
-    for _ in 0..SETTLE_TRIES {
-        source.read_exact_at(&mut again, offset)?;
-        if again == buf {
-            break;
-        }
-        buf.copy_from_slice(&again);
-        std::thread::yield_now();
-    }
+    let bytes = crate::fileio::settled(|| {
+        let mut b = vec![0u8; buf.len()];
+        source.read_exact_at(&mut b, offset)?;
+        Ok(b)
+    })?;
+    buf.copy_from_slice(&bytes);
     Ok(())
 }
 
@@ -519,4 +508,83 @@ fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
     let same = n.len() == k && t[..4] == n[..4] && t[5] == n[5] && t[6..k - 2] == n[6..k - 2];
     let grown = n[4] >= t[4] && n[k - 2] >= t[k - 2] && n[k - 1] >= t[k - 1];
     (same && grown).then(|| (then.len() as u64).saturating_add(t[4]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{read_settled_at, ReadAt};
+    use crate::fileio::SETTLE_TRIES;
+    use std::io;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    /// A source whose 8 bytes are the count of reads made so far (a writer rewriting its
+    /// header on every read), until `still_from` reads, after which they stay put.
+    struct Rewritten {
+        reads: AtomicU64,
+        still_from: u64,
+    }
+
+    impl ReadAt for Rewritten {
+        fn read_exact_at(&self, buf: &mut [u8], _offset: u64) -> io::Result<()> {
+            let n = self.reads.fetch_add(1, Ordering::SeqCst);
+            buf.copy_from_slice(&n.min(self.still_from).to_le_bytes());
+            Ok(())
+        }
+        fn source_len(&self) -> io::Result<u64> {
+            Ok(8)
+        }
+    }
+
+    #[test]
+    fn a_header_that_keeps_changing_is_an_error_not_its_last_read() {
+        let src = Rewritten {
+            reads: AtomicU64::new(0),
+            still_from: u64::MAX,
+        };
+        let mut buf = [0u8; 8];
+        let err = read_settled_at(&src, &mut buf, 0).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("header kept changing while it was read")
+                && msg.contains("a writer is rewriting it"),
+            "{msg}"
+        );
+        // Bounded: the first read and SETTLE_TRIES more, then the error.
+        assert_eq!(src.reads.load(Ordering::SeqCst), SETTLE_TRIES as u64 + 1);
+    }
+
+    #[test]
+    fn a_header_that_settles_is_read_as_the_two_reads_that_agree() {
+        let src = Rewritten {
+            reads: AtomicU64::new(0),
+            still_from: 5,
+        };
+        let mut buf = [0u8; 8];
+        read_settled_at(&src, &mut buf, 0).unwrap();
+        assert_eq!(u64::from_le_bytes(buf), 5);
+        // Reads 0..=5 differ from the one before; read 6 is the first to agree (with 5).
+        assert_eq!(src.reads.load(Ordering::SeqCst), 7);
+    }
+
+    /// What a user sees: a function given a path names it before the error.
+    #[test]
+    fn the_error_names_the_file() {
+        let src = Rewritten {
+            reads: AtomicU64::new(0),
+            still_from: u64::MAX,
+        };
+        let path = std::path::Path::new("some/dir/growing.ra");
+        let err = crate::fileio::reading(path, |_| {
+            let mut buf = [0u8; 8];
+            read_settled_at(&src, &mut buf, 0)?;
+            Ok(())
+        })
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("some/dir/growing.ra: ")
+                && msg.contains("its header kept changing while it was read"),
+            "{msg}"
+        );
+    }
 }

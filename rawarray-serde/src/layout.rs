@@ -569,6 +569,11 @@ impl Layout {
     pub fn from_numpy_descr_json(descr: &serde_json::Value) -> Result<Layout> {
         use serde_json::Value;
         let bad = |what: String| crate::error::Error::from(ErrorKind::Unsupported(what));
+        let big_endian = |s: &str| {
+            bad(format!(
+                "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
+            ))
+        };
         let shape_of =
             |v: &Value| -> Option<Vec<u64>> { v.as_array()?.iter().map(Value::as_u64).collect() };
         // numpy's NPY_MAXDIMS. A hostile header's shape of 10^5 dims would nest the layout
@@ -597,6 +602,9 @@ impl Layout {
             }),
             Value::String(s) if Logical::of_numpy_dtype(s).is_some() => {
                 let logical = Logical::of_numpy_dtype(s).expect("checked").map_err(bad)?;
+                if numpy::is_big_endian(s) {
+                    return Err(big_endian(s));
+                }
                 let ((eltype, elbyte), _) = logical.stored_as();
                 Ok(Layout::Scalar {
                     eltype,
@@ -606,9 +614,7 @@ impl Layout {
             }
             Value::String(s) => match numpy::parse_dtype(s) {
                 Some((eltype, elbyte, false)) => Ok(Layout::scalar(eltype, elbyte)),
-                Some((_, _, true)) => Err(bad(format!(
-                    "numpy dtype '{s}' is big-endian: layouts hold little-endian scalars"
-                ))),
+                Some((_, _, true)) => Err(big_endian(s)),
                 None => Err(bad(format!("numpy dtype '{s}' has no .ra element type"))),
             },
             // [base, [shape...]]: a sub-array, as `numpy_descr_json` writes `Layout::Array`.
@@ -904,21 +910,21 @@ impl Logical {
 
     /// The logical marker of a numpy `datetime64`/`timedelta64` dtype string (`<M8[ns]`,
     /// `m8[s]`), `None` for any other dtype. Units other than Arrow's four (`D`, `h`, `ps`, ...)
-    /// and big-endian ones are the error, in words.
+    /// are the error, in words. The marker says what the values mean, not their byte order:
+    /// `>M8[ns]` is `timestamp[ns]` too, of big-endian values
+    /// ([`crate::numpy::is_big_endian`]), which whoever copies them
+    /// swaps (a layout, of little-endian scalars, refuses the dtype).
     ///
     /// ```
     /// use rawarray_serde::{time::TimeUnit, Logical};
     /// assert_eq!(Logical::of_numpy_dtype("<M8[ns]"), Some(Ok(Logical::Timestamp { unit: TimeUnit::Nanosecond, tz: None })));
+    /// assert_eq!(Logical::of_numpy_dtype(">M8[ns]"), Logical::of_numpy_dtype("<M8[ns]"));
     /// assert_eq!(Logical::of_numpy_dtype("<m8[s]"), Some(Ok(Logical::Duration { unit: TimeUnit::Second })));
     /// assert!(Logical::of_numpy_dtype("<M8[D]").unwrap().unwrap_err().contains("astype"));
     /// assert_eq!(Logical::of_numpy_dtype("<i8"), None);
     /// ```
     pub fn of_numpy_dtype(descr: &str) -> Option<std::result::Result<Logical, String>> {
-        let (big, kind) = match descr.as_bytes().first()? {
-            b'>' => (true, &descr[1..]),
-            b'<' | b'=' | b'|' => (false, &descr[1..]),
-            _ => (false, descr),
-        };
+        let kind = descr.strip_prefix(['<', '>', '=', '|']).unwrap_or(descr);
         let (timestamp, rest) = if let Some(r) = kind.strip_prefix("M8") {
             (true, r)
         } else {
@@ -929,11 +935,6 @@ impl Logical {
         } else {
             "timedelta64"
         };
-        if big {
-            return Some(Err(format!(
-                "numpy dtype '{descr}' is big-endian: layouts hold little-endian scalars"
-            )));
-        }
         let unit = rest.strip_prefix('[').and_then(|r| r.strip_suffix(']'));
         let Some(Ok(unit)) = unit.map(str::parse::<TimeUnit>) else {
             return Some(Err(format!(

@@ -60,6 +60,19 @@ pub fn parse_dtype(descr: &str) -> Option<(ElType, u64, bool)> {
     })
 }
 
+/// Whether a numpy dtype string is big-endian (`>`): its scalars stored most significant byte
+/// first, whatever their kind (`>i2`, `>M8[ns]`); `<`, `=` (read as `<`, as [`parse_dtype`]
+/// does) and `|` are not.
+///
+/// ```
+/// use rawarray_serde::numpy;
+/// assert!(numpy::is_big_endian(">M8[ns]") && numpy::is_big_endian(">i2"));
+/// assert!(!numpy::is_big_endian("<M8[ns]") && !numpy::is_big_endian("|u1"));
+/// ```
+pub fn is_big_endian(descr: &str) -> bool {
+    descr.starts_with('>')
+}
+
 /// Whether a numpy dtype string is numpy's bool (`?`, `b1`, `|b1`): the scalar
 /// [`Logical::Bool`](crate::Logical::Bool) marks, stored as a `u8` of 0 or 1.
 ///

@@ -927,3 +927,19 @@ fn serde_rows_of_records_round_trip() {
     let err = rawarray_serde::to_vec(&vec![vec![vec![1u8], vec![2, 3]], vec![]]).unwrap_err();
     assert!(err.to_string().contains("not rectangular"), "{err}");
 }
+
+#[test]
+fn read_file_errors_name_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.ra");
+    let err = Ragged::<f32>::read_file(&missing).unwrap_err();
+    assert_eq!(err.path(), Some(missing.as_path()), "{err}");
+    // A file cut short: its truncation is named with its path.
+    let cut = dir.path().join("cut.ra");
+    let bytes = Ragged::from_rows([vec![1.0f32; 40], vec![2.0; 3]])
+        .to_bytes()
+        .unwrap();
+    fs::write(&cut, &bytes[..bytes.len() - 30]).unwrap();
+    let err = Ragged::<f32>::read_file(&cut).unwrap_err();
+    assert!(err.to_string().contains("cut.ra"), "{err}");
+}

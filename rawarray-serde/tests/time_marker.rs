@@ -154,11 +154,28 @@ fn numpy_time_dtypes_map_to_markers_and_other_units_are_refused() {
         }
     );
     assert_eq!((fields[1].offset, l.size()), (8, 16));
-    for bad in ["<M8[D]", "<M8", "<m8[ps]", ">M8[ns]"] {
+    for bad in ["<M8[D]", "<M8", "<m8[ps]"] {
         assert!(Logical::of_numpy_dtype(bad).unwrap().is_err(), "{bad}");
         assert!(
             Layout::from_numpy_descr_json(&serde_json::json!(bad)).is_err(),
             "{bad}"
         );
     }
+    // A big-endian dtype marks the same values (whoever copies them swaps them), but a
+    // layout holds little-endian scalars: refused there, naming the byte order.
+    assert_eq!(
+        Logical::of_numpy_dtype(">M8[ns]"),
+        Some(Ok(Logical::Timestamp {
+            unit: TimeUnit::Nanosecond,
+            tz: None
+        }))
+    );
+    assert_eq!(
+        Logical::of_numpy_dtype(">m8[s]"),
+        Some(Ok(Logical::Duration {
+            unit: TimeUnit::Second
+        }))
+    );
+    let err = Layout::from_numpy_descr_json(&serde_json::json!(">M8[ns]")).unwrap_err();
+    assert!(err.to_string().contains("big-endian"), "{err}");
 }

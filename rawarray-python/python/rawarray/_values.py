@@ -47,6 +47,10 @@ def _converted(values: Any, dtype: np.dtype, what: str) -> np.ndarray:
         raise RaError(f"{what}: not an array of {dtype} ({e})") from None
     if arr.dtype == dtype:
         return arr
+    if arr.dtype.kind in "Mm" and arr.dtype.newbyteorder(dtype.byteorder) == dtype:
+        # The same instants or lengths of time in the other byte order (a big-endian
+        # datetime64 from another machine's .npy): swapped to the writer's, never refused.
+        return arr.astype(dtype)
     if arr.size == 0:
         return np.empty(arr.shape, dtype)               # `[]`: no value to change
     if dtype.fields is not None or arr.dtype.fields is not None:

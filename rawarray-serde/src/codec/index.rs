@@ -269,6 +269,25 @@ pub struct Index {
     stats_damaged: Vec<u64>,
 }
 
+/// A region of a chunked section, as [`Index::decode`] checks that none overlap.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Region {
+    Config,
+    Segment(u64),
+    Chunk(u64),
+}
+
+impl Region {
+    /// Its name in an error.
+    fn name(self) -> String {
+        match self {
+            Region::Config => "the config".into(),
+            Region::Segment(slot) => format!("index segment {slot}"),
+            Region::Chunk(n) => format!("chunk {n}"),
+        }
+    }
+}
+
 impl Index {
     /// The index from the bytes of [`segment_reads`]' segments (in that order), validated
     /// against the config, the grid and the committed `size` (see the module docs).
@@ -286,8 +305,11 @@ impl Index {
             ..Index::default()
         };
         let config_len = config.encoded_len();
-        // (start, end, what) of every region the section holds.
-        let mut regions: Vec<(u64, u64, String)> = vec![(0, config_len, "the config".into())];
+        // (start, end, what) of every region the section holds; named only for an error (a
+        // name per chunk was an eighth of an open's time).
+        let mut regions: Vec<(u64, u64, Region)> = vec![(0, config_len, Region::Config)];
+        // The block table's length by chunk extent: every interior chunk has the same one.
+        let mut last_table: Option<(Vec<u64>, Option<u64>)> = None;
         for (read, b) in reads.iter().zip(bytes) {
             let want = (read.bytes.end - read.bytes.start) as usize;
             if b.len() != want {
@@ -300,7 +322,7 @@ impl Index {
             regions.push((
                 read.extent.start,
                 read.extent.end,
-                format!("index segment {}", read.slot),
+                Region::Segment(read.slot as u64),
             ));
             for (k, e) in b.chunks_exact(elen).enumerate() {
                 let n = read.chunks.start + k as u64;
@@ -357,8 +379,15 @@ impl Index {
                 }
             } else {
                 let extent = grid.stored_extent(n, e.flags & ENTRY_FULL != 0);
-                let table = BlockGrid::new(&config.blocks, &extent, grid.elbyte())
-                    .and_then(|b| b.table_len());
+                let table = match &last_table {
+                    Some((seen, table)) if *seen == extent => *table,
+                    _ => {
+                        let table = BlockGrid::new(&config.blocks, &extent, grid.elbyte())
+                            .and_then(|b| b.table_len());
+                        last_table = Some((extent, table));
+                        table
+                    }
+                };
                 let Some(table) = table else {
                     return Err(bad(
                         &field(),
@@ -374,15 +403,15 @@ impl Index {
                     ));
                 }
             }
-            regions.push((e.offset, e.offset + e.len, format!("chunk {n}")));
+            regions.push((e.offset, e.offset + e.len, Region::Chunk(n)));
         }
         regions.sort_unstable();
         for w in regions.windows(2) {
             if w[1].0 < w[0].1 {
                 return Err(bad(
-                    &format!("{} at {}..{}", w[1].2, w[1].0, w[1].1),
+                    &format!("{} at {}..{}", w[1].2.name(), w[1].0, w[1].1),
                     "no overlap",
-                    format!("overlaps {} at {}..{}", w[0].2, w[0].0, w[0].1),
+                    format!("overlaps {} at {}..{}", w[0].2.name(), w[0].0, w[0].1),
                 ));
             }
         }

@@ -140,8 +140,12 @@ impl<T: Element> Ragged<T> {
     /// assert_eq!((back.rows(), back.row(0).unwrap(), back.row(2).unwrap()), (3, &[1, 2][..], &[3][..]));
     /// ```
     pub fn read_file(path: impl AsRef<Path>) -> Result<Ragged<T>> {
+        // Every error names the file, as the other whole reads' do.
+        crate::fileio::reading(path.as_ref(), Ragged::read_file_at)
+    }
+
+    fn read_file_at(path: &Path) -> Result<Ragged<T>> {
         use std::io::{Seek, SeekFrom};
-        let path = path.as_ref();
         let mut file = File::open(path)?;
         let h = read_header(&file)?;
         h.check_element(&ElementSpec::of::<T>(), std::any::type_name::<T>())?;

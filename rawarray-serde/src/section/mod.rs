@@ -118,7 +118,15 @@ impl Holds {
     /// What the file whose first bytes are `head` holds (16 bytes suffice; fewer are an
     /// `Array`, whose reader reports the file too short).
     pub fn of_head(head: &[u8]) -> Holds {
-        if crate::ragged::RaggedHeader::is_ragged(head) {
+        use crate::header::{le_u64, Flags, MAGIC, RAGGED};
+        // Bit 3 and no bit this version does not know: a flag word with unknown bits goes to
+        // the array reader, which names them all, so every reader reports them alike.
+        let flags = || le_u64(&head[8..16]);
+        if head.len() >= 16
+            && le_u64(&head[..8]) == MAGIC
+            && flags() & RAGGED != 0
+            && flags() & !(RAGGED | Flags::KNOWN.bits()) == 0
+        {
             Holds::Rows
         } else {
             Holds::Array
