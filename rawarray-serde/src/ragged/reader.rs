@@ -27,7 +27,7 @@ use crate::mapped::ReadMode;
 use crate::options::WriteOptions;
 use crate::records::ElementSpec;
 use crate::section::{stream, Section};
-use crate::trailer::{locate, Trailer};
+use crate::trailer::{locate, Probe, Trailer};
 
 /// A ragged file through a memory map: open is O(1), row `k` reads two offsets and the row's
 /// bytes, borrowed from the map for plain-old-data elements whose bytes are aligned. Chunked
@@ -228,12 +228,21 @@ impl Mapped {
                 }
                 let probe = locate(&file, header.data_end(), len);
                 let again = read_header_again(&file)?;
-                let settled = again == header;
+                // A damaged trailer under a header that did not change is most likely a writer
+                // between writing values over the old trailer and committing its new header:
+                // read again after a pause long enough for its commit (a damaged file costs
+                // the tries, then says what is damaged).
+                let damaged = matches!(probe, Probe::Damaged(_));
+                let settled = again == header && !damaged;
                 seen = Some((header, len, probe));
                 if settled {
                     break;
                 }
-                std::thread::yield_now();
+                if damaged {
+                    std::thread::sleep(std::time::Duration::from_micros(500));
+                } else {
+                    std::thread::yield_now();
+                }
             }
             seen.expect("tried at least once")
         };
