@@ -341,11 +341,12 @@ fn from_coded_file<T: serde::de::DeserializeOwned>(file: std::fs::File, path: &P
     };
     let head_len = plain.encode().len();
     let data_at = head_len as u64;
-    let trailer = reader
-        .trailer()
-        .map(|t| t.encode_block(data_at + plain.size));
+    // A header may claim up to 2^64 - 1 plain bytes (a chunked file of chunks never written):
+    // the sum saturates, and the allocation refuses what it cannot hold, naming the bytes.
+    let data_end = data_at.saturating_add(plain.size);
+    let trailer = reader.trailer().map(|t| t.encode_block(data_end));
     let trailer_len = trailer.as_ref().map_or(0, Vec::len) as u64;
-    let mut bytes = memory::try_zeroed_bytes(data_at + plain.size + trailer_len)?;
+    let mut bytes = memory::try_zeroed_bytes(data_end.saturating_add(trailer_len))?;
     let data = &mut bytes[head_len..head_len + plain.size as usize];
     // An empty section is decoded too: damaged, it is refused, not read as nothing.
     reader.section().read_all_into(data)?;
