@@ -16,6 +16,7 @@ use arrow_schema::{ArrowError, Schema, SchemaRef};
 use memmap2::{Mmap, MmapOptions};
 use rawarray_serde::query::{Predicate, Pruning, RowFilter};
 use rawarray_serde::ragged::DynRagged;
+use rawarray_serde::codec::ChunkMap;
 use rawarray_serde::{ArrayReader, ElType, Header, IoStats, Layout, Trailer};
 
 use crate::columns::{column, gather};
@@ -30,8 +31,9 @@ enum Source {
     /// The data section of a file stored plain, mapped: batches are slices of the map (no copy
     /// for a little-endian plain array), and the map lives as long as any of them.
     Mapped(Arc<Mmap>),
-    /// A compressed or chunked data section, decoded block by block along the last dim.
-    Decoded(Box<ArrayReader>),
+    /// A compressed or chunked data section, decoded block by block along the last dim; or any
+    /// data section of a file that is not local (an object in a store), read block by block.
+    Decoded(Box<dyn BlockSource>),
     /// No data at all.
     Empty,
     /// A ragged file (flag bit 3): one `LargeList` (or, for text, `LargeUtf8`) row per row.
@@ -79,37 +81,20 @@ struct Inner {
 #[derive(Clone)]
 pub struct RaTable(Arc<Inner>);
 
-impl RaTable {
-    /// Opens a `.ra` file: reads and checks its header and trailer, and maps or opens its
-    /// data section. A file of user-defined elements without a valid schema is refused: nothing
-    /// says what its columns are.
-    pub fn open(path: impl AsRef<Path>) -> Result<RaTable> {
-        let path = path.as_ref();
-        let named = |e: rawarray_serde::Error| -> Error {
-            match e.path() {
-                Some(_) => Error::Ra(e),
-                None => Error::InFile {
-                    path: path.to_path_buf(),
-                    source: e,
-                },
-            }
-        };
-        let file = File::open(path).map_err(|e| named(e.into()))?;
-        if Holds::of_open_file(&file).map_err(named)? == Holds::Rows {
-            return RaTable::open_ragged(file, path);
-        }
-        let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
-        let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
-        header.check_input_len(file_len).map_err(named)?;
-        let trailer = match Trailer::read_open_file(&file) {
-            Ok(t) => t,
-            Err(e) if header.eltype == ElType::User => return Err(named(e)),
-            // Numbers are numbers without their trailer: convert them, without parameters.
-            Err(_) => None,
-        };
-        let schema = trailer.as_ref().and_then(|t| t.schema.as_ref());
+/// What the header and trailer of an array file say of its table: the layout of a row, the
+/// rows, the schema.
+struct Shape {
+    layout: Layout,
+    schema: SchemaRef,
+    rows: u64,
+    rows_per_step: u64,
+}
+
+impl Shape {
+    fn of(path: &Path, header: &Header, trailer: Option<&Trailer>) -> Result<Shape> {
+        let schema = trailer.and_then(|t| t.schema.as_ref());
         let layout = match schema {
-            Some(s) if s.check_header(&header).is_ok() => s.clone(),
+            Some(s) if s.check_header(header).is_ok() => s.clone(),
             _ if header.eltype != ElType::User => Layout::scalar(header.eltype, header.elbyte),
             _ => {
                 return Err(Error::NoTable(format!(
@@ -140,7 +125,126 @@ impl RaTable {
         } else {
             rows.max(1)
         };
-        let source = if rows == 0 {
+        let mut metadata = HashMap::from([
+            (
+                SCHEMA_KEY.to_string(),
+                serde_json::to_string(&layout).map_err(|e| Error::NoTable(e.to_string()))?,
+            ),
+            (
+                DIMS_KEY.to_string(),
+                serde_json::to_string(&header.dims).map_err(|e| Error::NoTable(e.to_string()))?,
+            ),
+        ]);
+        if let Some(params) = trailer.map(|t| &t.params).filter(|p| !p.is_null()) {
+            metadata.insert(PARAMS_KEY.to_string(), params.to_string());
+        }
+        let schema = Arc::new(arrow_schema(&layout)?.with_metadata(metadata));
+        Ok(Shape {
+            layout,
+            schema,
+            rows,
+            rows_per_step,
+        })
+    }
+
+    fn table(
+        self,
+        path: &Path,
+        header: Header,
+        trailer: Option<Trailer>,
+        source: Source,
+    ) -> RaTable {
+        RaTable(Arc::new(Inner {
+            path: path.to_path_buf(),
+            header,
+            layout: self.layout,
+            schema: self.schema,
+            trailer,
+            source,
+            rows: self.rows,
+            rows_per_step: self.rows_per_step,
+        }))
+    }
+}
+
+/// The blocks of a `.ra` array, whatever holds it: what a [`RaTable`] reads a data section
+/// through. [`ArrayReader`] is one (a local file); `rawarray-sql` makes one of rawarray-serde's
+/// `StoreArrayReader` (an object in a store, read by ranged requests) for URLs, so that a
+/// table over a URL is read as one over a file is, block by block. Reads block: a source over
+/// an async reader waits for it on a runtime of its own.
+pub trait BlockSource: Send + Sync {
+    /// The array's header, as read at open.
+    fn header(&self) -> &Header;
+    /// Its trailer, if it has a valid one.
+    fn trailer(&self) -> Option<&Trailer>;
+    /// Why the bytes after the data look like a trailer but cannot be read, if so.
+    fn trailer_error(&self) -> Option<&str>;
+    /// The chunk map of a chunked section (`None` otherwise): its statistics prune a scan.
+    fn chunk_map(&self) -> Option<&ChunkMap>;
+    /// The block `ranges` (one range per dim of the header), as
+    /// [`ArrayReader::read_subset_bytes`] reads it: its header and its little-endian bytes.
+    fn read_subset_bytes(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> rawarray_serde::Result<(Header, Vec<u8>)>;
+    /// The reads made so far and the bytes they brought.
+    fn io_stats(&self) -> IoStats;
+}
+
+impl BlockSource for ArrayReader {
+    fn header(&self) -> &Header {
+        ArrayReader::header(self)
+    }
+    fn trailer(&self) -> Option<&Trailer> {
+        ArrayReader::trailer(self)
+    }
+    fn trailer_error(&self) -> Option<&str> {
+        ArrayReader::trailer_error(self)
+    }
+    fn chunk_map(&self) -> Option<&ChunkMap> {
+        self.section().chunk_map()
+    }
+    fn read_subset_bytes(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> rawarray_serde::Result<(Header, Vec<u8>)> {
+        ArrayReader::read_subset_bytes(self, ranges)
+    }
+    fn io_stats(&self) -> IoStats {
+        ArrayReader::io_stats(self)
+    }
+}
+
+impl RaTable {
+    /// Opens a `.ra` file: reads and checks its header and trailer, and maps or opens its
+    /// data section. A file of user-defined elements without a valid schema is refused: nothing
+    /// says what its columns are.
+    pub fn open(path: impl AsRef<Path>) -> Result<RaTable> {
+        let path = path.as_ref();
+        let named = |e: rawarray_serde::Error| -> Error {
+            match e.path() {
+                Some(_) => Error::Ra(e),
+                None => Error::InFile {
+                    path: path.to_path_buf(),
+                    source: e,
+                },
+            }
+        };
+        let file = File::open(path).map_err(|e| named(e.into()))?;
+        if Holds::of_open_file(&file).map_err(named)? == Holds::Rows {
+            return RaTable::open_ragged(file, path);
+        }
+        let file_len = file.metadata().map_err(|e| named(e.into()))?.len();
+        let header = Header::read_from_any(&mut BufReader::new(&file)).map_err(named)?;
+        header.check_input_len(file_len).map_err(named)?;
+        let trailer = match Trailer::read_open_file(&file) {
+            Ok(t) => t,
+            Err(e) if header.eltype == ElType::User => return Err(named(e)),
+            // Numbers are numbers without their trailer: convert them, without parameters.
+            Err(_) => None,
+        };
+        let shape = Shape::of(path, &header, trailer.as_ref())?;
+        let source = if shape.rows == 0 {
             if Storage::of(&header) != Storage::Plain {
                 // No rows, but a coded section is still decoded once: damaged, it is refused
                 // here as every other reader of the file refuses it.
@@ -174,30 +278,53 @@ impl RaTable {
             .map_err(|e| named(e.into()))?;
             Source::Mapped(Arc::new(map))
         };
-        let mut metadata = HashMap::from([
-            (
-                SCHEMA_KEY.to_string(),
-                serde_json::to_string(&layout).map_err(|e| Error::NoTable(e.to_string()))?,
-            ),
-            (
-                DIMS_KEY.to_string(),
-                serde_json::to_string(&header.dims).map_err(|e| Error::NoTable(e.to_string()))?,
-            ),
-        ]);
-        if let Some(params) = trailer.as_ref().map(|t| &t.params).filter(|p| !p.is_null()) {
-            metadata.insert(PARAMS_KEY.to_string(), params.to_string());
+        Ok(shape.table(path, header, trailer, source))
+    }
+
+    /// A table read through `source`, a `.ra` array that is not a local file (an object in a
+    /// store, which `rawarray-sql` reads URLs through), its errors naming it by `name` (a URL):
+    /// every batch is one block read of it ([`BlockSource::read_subset_bytes`]), of the rows
+    /// the batch holds, and a filter's pruning reads the chunk statistics of
+    /// [`BlockSource::chunk_map`] as it reads a local file's.
+    ///
+    /// ```
+    /// use rawarray_serde::{ArrayReader, RaRecord, RecordWriter};
+    /// #[derive(RaRecord, Clone)]
+    /// struct Body { step: u32, energy: f64 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let mut w = RecordWriter::<Body>::create(&path, ()).unwrap();
+    /// for step in 0..10 { w.append(&Body { step, energy: step as f64 }).unwrap(); }
+    /// w.finish().unwrap();
+    ///
+    /// // A local file's reader is a block source too.
+    /// let reader = ArrayReader::open(&path).unwrap();
+    /// let table = rawarray_arrow::RaTable::from_blocks("mem://run.ra", Box::new(reader)).unwrap();
+    /// assert_eq!(table.rows(), 10);
+    /// let rows: usize = table.batches(3).map(|b| b.unwrap().num_rows()).sum();
+    /// assert_eq!(rows, 10);
+    /// assert_eq!(table.io_stats().unwrap().bytes, 10 * 12); // every row's 12 bytes, once
+    /// ```
+    pub fn from_blocks(name: impl Into<PathBuf>, source: Box<dyn BlockSource>) -> Result<RaTable> {
+        let path = name.into();
+        let header = source.header().clone();
+        if header.eltype == ElType::User && source.trailer().is_none() {
+            let why = source.trailer_error().unwrap_or("it has no trailer");
+            return Err(Error::NoTable(format!(
+                "{}: {} elements without a record schema ({why}): nothing says what their \
+                 columns are",
+                path.display(),
+                header.type_label()
+            )));
         }
-        let schema = Arc::new(arrow_schema(&layout)?.with_metadata(metadata));
-        Ok(RaTable(Arc::new(Inner {
-            path: path.to_path_buf(),
-            header,
-            layout,
-            schema,
-            trailer,
-            source,
-            rows,
-            rows_per_step,
-        })))
+        let trailer = source.trailer().cloned();
+        let shape = Shape::of(&path, &header, trailer.as_ref())?;
+        let source = if shape.rows == 0 {
+            Source::Empty
+        } else {
+            Source::Decoded(source)
+        };
+        Ok(shape.table(&path, header, trailer, source))
     }
 
     /// A ragged file: one row per row, one column [`crate::VALUES_COLUMN`] of `LargeList` of
@@ -341,7 +468,7 @@ impl RaTable {
         };
         let step = self.0.rows_per_step.max(1);
         let dims = &self.0.header.dims;
-        match r.section().chunk_map().map(|m| &m.config().chunk) {
+        match r.chunk_map().map(|m| &m.config().chunk) {
             Some(c)
                 if step < self.0.rows
                     && c.len() == dims.len()
@@ -442,7 +569,7 @@ impl RaTable {
     /// of a file that is not chunked or keeps no statistics).
     pub fn pruning(&self, filter: &RowFilter) -> Pruning {
         let map = match &self.0.source {
-            Source::Decoded(r) => r.section().chunk_map(),
+            Source::Decoded(r) => r.chunk_map(),
             _ => None,
         };
         let mut p = Pruning::new(filter, &self.0.header, map);
@@ -651,7 +778,7 @@ impl RaTable {
         Ok(RecordBatch::try_new(inner.schema.clone(), vec![array])?)
     }
 
-    /// The path the table was opened by.
+    /// The path the table was opened by (for [`RaTable::from_blocks`], the name given: a URL).
     pub fn path(&self) -> &Path {
         &self.0.path
     }

@@ -32,16 +32,7 @@ use crate::fail::{At, Failure, Result};
 
 /// Whether `arg` names an object in a store: `scheme://` with a scheme the library opens.
 pub fn is_url(arg: &Path) -> bool {
-    let Some(s) = arg.to_str() else {
-        return false;
-    };
-    let Some((scheme, _)) = s.split_once("://") else {
-        return false;
-    };
-    matches!(
-        scheme.to_ascii_lowercase().as_str(),
-        "s3" | "s3a" | "gs" | "az" | "adl" | "azure" | "abfs" | "abfss" | "http" | "https" | "file"
-    )
+    arg.to_str().is_some_and(rawarray_serde::store::is_url)
 }
 
 /// What of an object a command reads.

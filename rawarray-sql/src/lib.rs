@@ -9,9 +9,11 @@
 //! inexact: comparisons, `BETWEEN`, `IN` and `AND`/`OR`/`NOT` of those on any scalar field;
 //! DataFusion filters the rows again), and no more rows than a `LIMIT` asks for.
 //! [`query`] runs one SQL statement in which every table named by a string ending in `.ra`
-//! (`FROM 'run.ra'`) is that file; [`register_files`] does the same for a
-//! [`SessionContext`] of your own. The `ra-sql` command (and `ra sql`, which runs it) prints a
-//! query's result.
+//! (`FROM 'run.ra'`) is that file, and every table named by an object-store URL
+//! (`FROM 's3://bucket/run.ra'`; `gs://`, `az://`, `http(s)://`, `file://` too) is that
+//! object, read by ranged requests ([`RaTableProvider::open_url`]); [`register_files`] does
+//! the same for a [`SessionContext`] of your own. The `ra-sql` command (and `ra sql`, which
+//! runs it) prints a query's result.
 //!
 //! ```
 //! use rawarray_serde::{RaRecord, RecordWriter};
@@ -57,6 +59,8 @@ use rawarray_arrow::{RaTable, ScanOptions};
 use rawarray_serde::query::{Op, Predicate, RowFilter, Value};
 
 pub use datafusion;
+
+mod url;
 
 /// A `.ra` file as a DataFusion table: its schema is [`RaTable::schema`]'s, and a scan streams
 /// its rows in batches of [`RaTableProvider::batch_rows`], in file order, with only the columns
@@ -104,6 +108,42 @@ impl RaTableProvider {
         Ok(RaTableProvider::new(table))
     }
 
+    /// Opens the `.ra` object an object-store URL names as a table (`s3://`, `s3a://`,
+    /// `gs://`, `az://`, `abfs(s)://`, `azure://`, `http(s)://`, `file://`), its store
+    /// configured from the environment as `ra` configures it (`AWS_*`, `GOOGLE_*`, `AZURE_*`)
+    /// and from `options` (fsspec's names or object_store's: `endpoint_url`, `region_name`,
+    /// `anon`, ...). The object is opened now, by rawarray-serde's `StoreArrayReader` (its
+    /// header, trailer and a chunked object's index: one or two requests), and every later
+    /// request is pinned to it (an object replaced meanwhile is an error, never other bytes). A
+    /// scan fetches the blocks it reads by ranged requests: the rows of its batches, and of a
+    /// chunked object only the chunks that a filter's statistics do not rule out. Errors name
+    /// the URL, and never a credential. A ragged object is refused: ragged files are read from
+    /// local paths.
+    ///
+    /// ```
+    /// use rawarray_serde::{RaRecord, RecordWriter};
+    /// #[derive(RaRecord, Clone)]
+    /// struct Body { step: u32, energy: f64 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let mut w = RecordWriter::<Body>::create(&path, ()).unwrap();
+    /// for step in 0..4 { w.append(&Body { step, energy: 2.0 }).unwrap(); }
+    /// w.finish().unwrap();
+    ///
+    /// let url = format!("file://{}", path.display());
+    /// let options = rawarray_serde::store::StorageOptions::new();
+    /// let t = rawarray_sql::RaTableProvider::open_url(&url, &options).unwrap();
+    /// assert_eq!(t.table().rows(), 4);
+    /// let err = rawarray_sql::RaTableProvider::open_url(&format!("{url}.gone.ra"), &options).unwrap_err();
+    /// assert!(err.to_string().contains(&format!("{url}.gone.ra")), "{err}");
+    /// ```
+    pub fn open_url(
+        url: &str,
+        options: &rawarray_serde::store::StorageOptions,
+    ) -> Result<RaTableProvider> {
+        Ok(RaTableProvider::new(url::open(url, options)?))
+    }
+
     /// A table over an opened [`RaTable`], read in batches of
     /// [`rawarray_arrow::DEFAULT_BATCH_ROWS`] rows.
     pub fn new(table: RaTable) -> RaTableProvider {
@@ -126,7 +166,7 @@ impl RaTableProvider {
         self.batch_rows
     }
 
-    /// The file, opened.
+    /// The file (or object), opened.
     pub fn table(&self) -> &RaTable {
         &self.table
     }
@@ -508,10 +548,11 @@ fn is_ra_path(name: &str) -> bool {
     name.len() > 3 && name[name.len() - 3..].eq_ignore_ascii_case(".ra")
 }
 
-/// Registers in `ctx` every table of `sql` whose name is a `.ra` file's path, as a
-/// [`RaTableProvider`] under that name, so that `ctx.sql(sql)` finds them. A file that
-/// cannot be opened is an error naming it; a statement that does not parse is DataFusion's
-/// SQL error. Names already registered are left as they are.
+/// Registers in `ctx` every table of `sql` whose name is a `.ra` file's path or an
+/// object-store URL ([`RaTableProvider::open_url`], its store configured from the
+/// environment), as a [`RaTableProvider`] under that name, so that `ctx.sql(sql)` finds
+/// them. A file or object that cannot be opened is an error naming it; a statement that does
+/// not parse is DataFusion's SQL error. Names already registered are left as they are.
 ///
 /// ```
 /// use rawarray_serde::{RaRecord, RecordWriter};
@@ -538,12 +579,16 @@ pub fn register_files(ctx: &SessionContext, sql: &str) -> Result<()> {
         let TableReference::Bare { table } = &reference else {
             continue;
         };
-        if !is_ra_path(table) || ctx.table_exist(reference.clone())? {
+        let is_url = url::is_url(table);
+        if !(is_url || is_ra_path(table)) || ctx.table_exist(reference.clone())? {
             continue;
         }
-        // rawarray-arrow's error names the file and what is wrong with it.
-        let table =
-            RaTable::open(table.as_ref()).map_err(|e| DataFusionError::Plan(e.to_string()))?;
+        // rawarray-arrow's error names the file and what is wrong with it; the store's, the URL.
+        let table = if is_url {
+            url::open(table, &rawarray_serde::store::StorageOptions::new())?
+        } else {
+            RaTable::open(table.as_ref()).map_err(|e| DataFusionError::Plan(e.to_string()))?
+        };
         ctx.register_table(reference.clone(), Arc::new(RaTableProvider::new(table)))?;
     }
     Ok(())

@@ -25,7 +25,7 @@ pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
 #[cfg(feature = "cloud")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
-pub use url::{StorageOptions, StoreUrl, SCHEMES};
+pub use url::{is_url, StorageOptions, StoreUrl, SCHEMES};
 
 use crate::array::{element_dims, RawArray};
 use crate::codec::{ChunkMap as Layout, Config};
@@ -307,6 +307,32 @@ impl StoreArrayReader {
             .as_ref()
             .and_then(Section::chunk_map)
             .map(Layout::config)
+    }
+
+    /// The chunk map read at open (config, index, statistics) of a chunked object, which a
+    /// query prunes chunks by (`rawarray_serde::query::Pruning`); `None` for an object that is
+    /// not chunked.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use std::sync::Arc;
+    /// use object_store::{memory::InMemory, ObjectStore, ObjectStoreExt, PutPayload};
+    /// use rawarray_serde::{codec::Codec, RawArray, StoreArrayReader, WriteOptions};
+    ///
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let file = dir.path().join("z.ra");
+    /// let a = RawArray::from_shape_vec(vec![4, 6], (0..24).map(|i| i as f32).collect()).unwrap();
+    /// a.write_file_with(&file, &WriteOptions::new().codec(Codec::Zstd).chunks(vec![4, 2]))
+    ///     .unwrap();
+    /// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    /// store.put(&"z.ra".into(), PutPayload::from(std::fs::read(&file).unwrap())).await.unwrap();
+    /// let r = StoreArrayReader::open(store, "z.ra").await.unwrap();
+    /// assert_eq!(r.chunk_map().unwrap().config().chunk, [4, 2]);
+    /// # }
+    /// ```
+    pub fn chunk_map(&self) -> Option<&Layout> {
+        self.section.as_ref().and_then(Section::chunk_map)
     }
 
     /// The object's length in bytes, as the store said at open.

@@ -19,6 +19,23 @@ use crate::error::{Error, Result};
 /// The URL kinds rawarray opens, for messages.
 pub const SCHEMES: &str = "s3://, s3a://, gs://, az://, abfs(s)://, azure://, http(s)://, file://";
 
+/// Whether `text` names an object in a store rather than a local path: `scheme://` with a
+/// scheme [`StoreUrl::parse`] opens (any case). `ra` and `ra sql` tell their URL arguments
+/// from paths by it.
+///
+/// ```
+/// use rawarray_serde::store::is_url;
+/// assert!(is_url("s3://bucket/run.ra") && is_url("HTTPS://host/a.ra") && is_url("file:///tmp/a.ra"));
+/// assert!(!is_url("run.ra") && !is_url("ftp://host/a.ra") && !is_url("c:/data/a.ra"));
+/// ```
+pub fn is_url(text: &str) -> bool {
+    const OPENED: &[&str] = &[
+        "s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "http", "https", "file",
+    ];
+    text.split_once("://")
+        .is_some_and(|(scheme, _)| OPENED.iter().any(|s| s.eq_ignore_ascii_case(scheme)))
+}
+
 /// Options for a store, by name: fsspec's (s3fs, gcsfs, adlfs: `key`, `secret`, `token`,
 /// `endpoint_url`, `region_name`, `anon`, `account_name`, `account_key`, ...) or
 /// object_store's own (`aws_endpoint`, `google_service_account`, `azure_storage_use_emulator`,

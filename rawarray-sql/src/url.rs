@@ -1,0 +1,104 @@
+//! Tables at object-store URLs (`s3://`, `gs://`, `az://`, `http(s)://`, `file://`): the
+//! object is opened once per table by rawarray-serde's `StoreArrayReader` (header, trailer, a
+//! chunked object's config, index and statistics: one or two requests), and each batch a
+//! query reads is one block of it, fetched by ranged requests as the reader fetches blocks
+//! (only the chunks it crosses, those a filter's statistics rule out never), every request
+//! pinned to the object opened. Nothing is downloaded whole unless the query reads it whole.
+//!
+//! The store's requests run on a runtime of this module's, made when the first URL is opened:
+//! a query of local files starts none. A batch is read on the engine's thread, which waits
+//! for its requests as it waits for a local file's reads.
+
+use std::future::Future;
+use std::ops::Range;
+use std::sync::{Arc, OnceLock};
+
+use rawarray_arrow::{BlockSource, RaTable};
+use rawarray_serde::codec::ChunkMap;
+use rawarray_serde::store::{StorageOptions, StoreUrl};
+pub(crate) use rawarray_serde::store::is_url;
+use rawarray_serde::{ErrorKind, Header, IoStats, StoreArrayReader, Trailer};
+
+use crate::{DataFusionError, Result};
+
+/// The runtime the stores' requests run on: two threads, made once, on the first URL.
+fn runtime() -> Result<&'static tokio::runtime::Runtime> {
+    static RUNTIME: OnceLock<std::result::Result<tokio::runtime::Runtime, String>> =
+        OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .thread_name("ra-sql-store")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the object-store runtime: {e}"))
+        })
+        .as_ref()
+        .map_err(|e| DataFusionError::Execution(e.clone()))
+}
+
+/// `fut` run on the stores' runtime, waited for on this thread (whatever runtime, if any, this
+/// thread belongs to: the engine's threads wait for a block as for a local file's read).
+fn wait<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> Result<T> {
+    let task = runtime()?.spawn(fut);
+    futures::executor::block_on(task)
+        .map_err(|e| DataFusionError::Execution(format!("an object-store request failed: {e}")))
+}
+
+/// An object opened by its URL: the blocks of its data section, read by ranged requests.
+struct StoreBlocks {
+    reader: Arc<StoreArrayReader>,
+    url: StoreUrl,
+}
+
+impl BlockSource for StoreBlocks {
+    fn header(&self) -> &Header {
+        self.reader.header()
+    }
+    fn trailer(&self) -> Option<&Trailer> {
+        self.reader.trailer()
+    }
+    fn trailer_error(&self) -> Option<&str> {
+        self.reader.trailer_error()
+    }
+    fn chunk_map(&self) -> Option<&ChunkMap> {
+        self.reader.chunk_map()
+    }
+    fn read_subset_bytes(
+        &self,
+        ranges: &[Range<u64>],
+    ) -> rawarray_serde::Result<(Header, Vec<u8>)> {
+        let reader = self.reader.clone();
+        let ranges = ranges.to_vec();
+        let got = wait(async move { reader.read_subset_bytes(&ranges).await })
+            .map_err(|e| rawarray_serde::Error::msg(format!("{}: {e}", self.url.url)))?;
+        // The reader's errors name the object's path; the URL goes in front.
+        got.map_err(|e| self.url.rewrap(e))
+    }
+    fn io_stats(&self) -> IoStats {
+        self.reader.io_stats()
+    }
+}
+
+/// Opens the object `url` names as a table, its store configured from the environment and
+/// `options` (see `StoreUrl::parse`). Errors name the URL, never a credential.
+pub(crate) fn open(url: &str, options: &StorageOptions) -> Result<RaTable> {
+    let plan = |e: String| DataFusionError::Plan(e);
+    let u = StoreUrl::parse(url, options).map_err(|e| plan(e.to_string()))?;
+    let (store, path) = (u.store.clone(), u.path.clone());
+    let reader = wait(StoreArrayReader::open(store, path))?.map_err(|e| {
+        if matches!(e.kind(), ErrorKind::RaggedFile) {
+            return plan(format!(
+                "{url}: a ragged file (rows of different lengths): ra sql reads ragged files \
+                 from local paths only; copy the object to a local file and query that"
+            ));
+        }
+        plan(u.rewrap(e).to_string())
+    })?;
+    let blocks = StoreBlocks {
+        reader: Arc::new(reader),
+        url: u,
+    };
+    RaTable::from_blocks(url, Box::new(blocks)).map_err(|e| plan(e.to_string()))
+}

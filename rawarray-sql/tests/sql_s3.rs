@@ -1,0 +1,295 @@
+//! `ra sql` (the `ra-sql` binary `ra sql` runs) and `RaTableProvider::open_url` on `s3://`
+//! URLs against moto's S3 server on loopback (started by the root workspace's scaffold,
+//! tests/common/servers.rs, which installs moto into a virtual environment under target/):
+//! a record file and an array file are written locally and uploaded, and the same query on
+//! the URL and on the local file prints the same rows, equal to the numbers computed by hand
+//! from the values written. A filter on a chunked object fetches the chunks it reads, not the
+//! object; a missing object, a ragged one and refused credentials are errors naming the URL,
+//! never printing the secret.
+//!
+//! Built with `--features s3_test` (it needs python3 and PyPI, or `RA_MOTO_SERVER`).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use datafusion::arrow::array::AsArray;
+use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::prelude::SessionContext;
+use rawarray_serde::store::{StorageOptions, StoreUrl, UploadOptions};
+use rawarray_serde::{Codec, RaRecord, Ragged, RawArray, RecordOptions, RecordWriter};
+use rawarray_sql::RaTableProvider;
+
+#[path = "../../tests/common/servers.rs"]
+#[allow(dead_code)]
+mod servers;
+
+#[derive(RaRecord, Clone)]
+struct Body {
+    id: u32,
+    step: u32,
+    energy: f64,
+}
+
+/// Energies are multiples of 1/4 below 2^20: every sum is exact, in any order.
+fn body(i: u32) -> Body {
+    Body {
+        id: i % 7,
+        step: i / 7,
+        energy: f64::from((i * 37) % 101) * 0.25 - 3.0,
+    }
+}
+
+const BODIES: u32 = 700;
+/// The array: FIELD_DIMS[0] values a step (fastest), FIELD_DIMS[1] steps.
+const FIELD_DIMS: [u64; 2] = [40, 25];
+
+fn field_value(k: u64) -> f32 {
+    ((k * 13) % 257) as f32 - 100.0
+}
+
+/// Writes the originals: a plain record file, the same records chunked (zstd, 70 records a
+/// chunk), an array, a ragged file. Their bytes, by name.
+fn originals(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
+    let mut w = RecordWriter::<Body>::create(dir.join("run.ra"), serde_json::json!({"dt": 0.5}))
+        .unwrap();
+    for i in 0..BODIES {
+        w.append(&body(i)).unwrap();
+    }
+    w.finish().unwrap();
+    let mut w = RecordOptions::new()
+        .codec(Codec::Zstd)
+        .chunk_records(70)
+        .create::<Body>(dir.join("run_z.ra"))
+        .unwrap();
+    for i in 0..BODIES {
+        w.append(&body(i)).unwrap();
+    }
+    w.finish().unwrap();
+    let n = FIELD_DIMS.iter().product::<u64>();
+    RawArray::from_shape_vec(FIELD_DIMS.to_vec(), (0..n).map(field_value).collect())
+        .unwrap()
+        .write_file(dir.join("field.ra"))
+        .unwrap();
+    Ragged::from_rows([vec![1u16, 2], vec![3]])
+        .write_file(dir.join("rows.ra"))
+        .unwrap();
+    ["run.ra", "run_z.ra", "field.ra", "rows.ra"]
+        .into_iter()
+        .map(|name| (name, std::fs::read(dir.join(name)).unwrap()))
+        .collect()
+}
+
+fn s3_env(server: &servers::Server, key: &str, secret: &str) -> Vec<(String, String)> {
+    [
+        ("AWS_ENDPOINT", server.endpoint()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_ACCESS_KEY_ID", key.into()),
+        ("AWS_SECRET_ACCESS_KEY", secret.into()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// `ra sql QUERY` with `env` (and nothing of the test's own `AWS_*`, `AZURE*`, `GOOGLE_*`).
+fn ra_sql(env: &[(String, String)], query: &str) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ra-sql"));
+    for (k, _) in std::env::vars() {
+        if k.starts_with("AWS_") || k.starts_with("AZURE") || k.starts_with("GOOGLE_") {
+            cmd.env_remove(k);
+        }
+    }
+    cmd.arg(query)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .output()
+        .unwrap()
+}
+
+/// The rows of the table `ra sql` printed, each cell as a number.
+fn printed_rows(env: &[(String, String)], query: &str) -> Vec<Vec<f64>> {
+    let out = ra_sql(env, query);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "ra sql {query:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text.lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().parse::<f64>().unwrap_or_else(|_| panic!("{text}")))
+                .collect()
+        })
+        .collect()
+}
+
+/// step -> (count, sum of id, max energy) of the records with step >= 40 and energy > 0.
+fn bodies_by_hand() -> Vec<Vec<f64>> {
+    let mut out: BTreeMap<u32, (f64, f64, f64)> = BTreeMap::new();
+    for b in (0..BODIES).map(body).filter(|b| b.step >= 40 && b.energy > 0.0) {
+        let e = out.entry(b.step).or_insert((0.0, 0.0, f64::MIN));
+        e.0 += 1.0;
+        e.1 += f64::from(b.id);
+        e.2 = e.2.max(b.energy);
+    }
+    out.into_iter()
+        .map(|(step, (n, ids, top))| vec![f64::from(step), n, ids, top])
+        .collect()
+}
+
+const BODIES_SQL: &str = "SELECT step, count(*) AS n, sum(id) AS ids, max(energy) AS top \
+                          FROM 'TABLE' WHERE step >= 40 AND energy > 0 GROUP BY step ORDER BY step";
+
+/// (count, sum, min, max) of the array's values above 50, and the sum of its first step's
+/// (the first FIELD_DIMS[0] values, the file's order).
+fn field_by_hand() -> Vec<Vec<f64>> {
+    let n = FIELD_DIMS.iter().product::<u64>();
+    let above: Vec<f64> = (0..n)
+        .map(|k| f64::from(field_value(k)))
+        .filter(|&v| v > 50.0)
+        .collect();
+    vec![vec![
+        above.len() as f64,
+        above.iter().sum(),
+        above.iter().copied().fold(f64::MAX, f64::min),
+        above.iter().copied().fold(f64::MIN, f64::max),
+    ]]
+}
+
+fn field_sql() -> String {
+    // Quoted: `values` is an SQL keyword.
+    let v = format!("\"{}\"", rawarray_arrow::VALUES_COLUMN);
+    format!(
+        "SELECT count(*), sum(CAST({v} AS DOUBLE)), min({v}), max({v}) FROM 'TABLE' WHERE {v} > 50"
+    )
+}
+
+#[test]
+fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
+    let server = servers::moto();
+    servers::create_bucket(server.port, "rawarray");
+    let dir = tempfile::tempdir().unwrap();
+    let options = StorageOptions::from([
+        ("endpoint_url".to_string(), server.endpoint()),
+        ("key".to_string(), "test".to_string()),
+        ("secret".to_string(), "test".to_string()),
+        ("region_name".to_string(), "us-east-1".to_string()),
+        ("allow_http".to_string(), "true".to_string()),
+    ]);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let url = |name: &str| format!("s3://rawarray/runs/{name}");
+    let mut sizes = BTreeMap::new();
+    for (name, bytes) in originals(dir.path()) {
+        sizes.insert(name, bytes.len() as u64);
+        let u = StoreUrl::parse(&url(name), &options).unwrap();
+        u.put_atomic(rt.handle(), &UploadOptions::new(), |w| {
+            Ok(w.write_all(&bytes)?)
+        })
+        .unwrap();
+    }
+    let env = s3_env(&server, "test", "test");
+
+    // The same rows from the URL as from the local file, and the hand's numbers.
+    for (name, sql, want) in [
+        ("run.ra", BODIES_SQL.to_string(), bodies_by_hand()),
+        ("run_z.ra", BODIES_SQL.to_string(), bodies_by_hand()),
+        ("field.ra", field_sql(), field_by_hand()),
+    ] {
+        let local = printed_rows(
+            &env,
+            &sql.replace("TABLE", &dir.path().join(name).display().to_string()),
+        );
+        let remote = printed_rows(&env, &sql.replace("TABLE", &url(name)));
+        assert!(!want.is_empty());
+        assert_eq!(local, want, "{name}, local");
+        assert_eq!(remote, want, "{name}, {}", url(name));
+    }
+    // A join of the URL with the local copy: every record meets itself.
+    let join = format!(
+        "SELECT count(*) FROM '{}' a JOIN '{}' b ON a.step = b.step AND a.id = b.id",
+        url("run.ra"),
+        dir.path().join("run.ra").display()
+    );
+    assert_eq!(printed_rows(&env, &join), [[f64::from(BODIES)]]);
+
+    // Through the library: a filter on the chunked object fetches the one chunk its statistics
+    // allow (steps 55..=57 are records 385..406, in the chunk of records 350..420), not the
+    // object.
+    let provider = RaTableProvider::open_url(&url("run_z.ra"), &options).unwrap();
+    let opened = provider.table().io_stats().unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table("runs", std::sync::Arc::new(provider.clone()))
+        .unwrap();
+    let batches = rt
+        .block_on(async {
+            ctx.sql("SELECT count(*) AS n, sum(energy) AS e FROM runs WHERE step BETWEEN 55 AND 57")
+                .await?
+                .collect()
+                .await
+        })
+        .unwrap();
+    let picked: Vec<Body> = (0..BODIES)
+        .map(body)
+        .filter(|b| (55..=57).contains(&b.step))
+        .collect();
+    assert_eq!(
+        batches[0].column(0).as_primitive::<Int64Type>().value(0),
+        picked.len() as i64
+    );
+    assert_eq!(
+        batches[0].column(1).as_primitive::<Float64Type>().value(0),
+        picked.iter().map(|b| b.energy).sum::<f64>()
+    );
+    let stats = provider.table().io_stats().unwrap();
+    let fetched = stats.bytes - opened.bytes;
+    eprintln!(
+        "run_z.ra: {} requests at open ({} bytes), {} for the query ({fetched} of {} bytes)",
+        opened.reads,
+        opened.bytes,
+        stats.reads - opened.reads,
+        sizes["run_z.ra"]
+    );
+    assert!(fetched > 0);
+    assert!(
+        fetched * 5 < sizes["run_z.ra"],
+        "{fetched} bytes fetched of {}",
+        sizes["run_z.ra"]
+    );
+
+    // A missing object, a ragged one: errors naming the URL, exit status 1, no panic.
+    for (name, needle) in [("missing.ra", "not found"), ("rows.ra", "ragged")] {
+        let out = ra_sql(&env, &format!("SELECT count(*) FROM '{}'", url(name)));
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&url(name)), "{err}");
+        assert!(err.to_lowercase().contains(needle), "{err}");
+        assert!(!err.contains("panicked"), "{err}");
+        assert!(out.stdout.is_empty());
+        eprintln!("refused: {}", err.trim_end());
+    }
+
+    // A server that checks keys: a key it does not know is refused, naming the URL, and the
+    // secret given with it is in no message.
+    let strict = servers::moto_with(&[("INITIAL_NO_AUTH_ACTION_COUNT", Path::new("0"))]);
+    let secret = "Sup3rS3cretValue+never/printed";
+    let out = ra_sql(
+        &s3_env(&strict, "AKIAEXAMPLENOTAKEY00", secret),
+        &format!("SELECT count(*) FROM '{}'", url("run.ra")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains(&url("run.ra")), "{err}");
+    assert!(!err.contains(secret), "the secret is printed: {err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains(secret));
+    eprintln!("refused: {}", err.trim_end());
+}
