@@ -72,7 +72,7 @@ impl BlockSource for StoreBlocks {
         let reader = self.reader.clone();
         let ranges = ranges.to_vec();
         let got = wait(async move { reader.read_subset_bytes(&ranges).await })
-            .map_err(|e| rawarray_serde::Error::msg(format!("{}: {e}", self.url.url)))?;
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", self.url.url)))?;
         // The reader's errors name the object's path; the URL goes in front.
         got.map_err(|e| self.url.rewrap(e))
     }

@@ -10,12 +10,11 @@
 //! Built with `--features s3_test` (it needs python3 and PyPI, or `RA_MOTO_SERVER`).
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use datafusion::arrow::array::AsArray;
-use datafusion::arrow::datatypes::{Float64Type, Int64Type};
+use datafusion::arrow::datatypes::{Float64Type, Int64Type, UInt32Type};
 use datafusion::prelude::SessionContext;
 use rawarray_serde::store::{StorageOptions, StoreUrl, UploadOptions};
 use rawarray_serde::{Codec, RaRecord, Ragged, RawArray, RecordOptions, RecordWriter};
@@ -27,21 +26,38 @@ mod servers;
 
 #[derive(RaRecord, Clone)]
 struct Body {
+    seq: u32,
     id: u32,
     step: u32,
     energy: f64,
+    /// Random bits, which no codec compresses: the objects are larger than what a store
+    /// reader fetches at open (64 KiB), so that a query's own fetches show.
+    noise: u64,
 }
 
-/// Energies are multiples of 1/4 below 2^20: every sum is exact, in any order.
+/// splitmix64's output for `i`.
+fn mix(i: u64) -> u64 {
+    let mut z = i.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// Energies are multiples of 1/4 below 2^10: every sum is exact, in any order.
 fn body(i: u32) -> Body {
+    let noise = mix(u64::from(i));
     Body {
+        seq: i,
         id: i % 7,
-        step: i / 7,
-        energy: f64::from((i * 37) % 101) * 0.25 - 3.0,
+        step: i / 700,
+        energy: (noise % 1001) as f64 * 0.25 - 100.0,
+        noise,
     }
 }
 
-const BODIES: u32 = 700;
+/// 100 steps of 700 records; the chunked copy has 10 chunks of 7000.
+const BODIES: u32 = 70_000;
+const CHUNK_RECORDS: u64 = 7000;
 /// The array: FIELD_DIMS[0] values a step (fastest), FIELD_DIMS[1] steps.
 const FIELD_DIMS: [u64; 2] = [40, 25];
 
@@ -49,8 +65,8 @@ fn field_value(k: u64) -> f32 {
     ((k * 13) % 257) as f32 - 100.0
 }
 
-/// Writes the originals: a plain record file, the same records chunked (zstd, 70 records a
-/// chunk), an array, a ragged file. Their bytes, by name.
+/// Writes the originals: a plain record file, the same records chunked (zstd, CHUNK_RECORDS
+/// a chunk), an array, a ragged file. Their bytes, by name.
 fn originals(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
     let mut w = RecordWriter::<Body>::create(dir.join("run.ra"), serde_json::json!({"dt": 0.5}))
         .unwrap();
@@ -60,7 +76,7 @@ fn originals(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
     w.finish().unwrap();
     let mut w = RecordOptions::new()
         .codec(Codec::Zstd)
-        .chunk_records(70)
+        .chunk_records(CHUNK_RECORDS)
         .create::<Body>(dir.join("run_z.ra"))
         .unwrap();
     for i in 0..BODIES {
@@ -129,10 +145,10 @@ fn printed_rows(env: &[(String, String)], query: &str) -> Vec<Vec<f64>> {
         .collect()
 }
 
-/// step -> (count, sum of id, max energy) of the records with step >= 40 and energy > 0.
+/// step -> (count, sum of id, max energy) of the records with step >= 95 and energy > 0.
 fn bodies_by_hand() -> Vec<Vec<f64>> {
     let mut out: BTreeMap<u32, (f64, f64, f64)> = BTreeMap::new();
-    for b in (0..BODIES).map(body).filter(|b| b.step >= 40 && b.energy > 0.0) {
+    for b in (0..BODIES).map(body).filter(|b| b.step >= 95 && b.energy > 0.0) {
         let e = out.entry(b.step).or_insert((0.0, 0.0, f64::MIN));
         e.0 += 1.0;
         e.1 += f64::from(b.id);
@@ -144,7 +160,7 @@ fn bodies_by_hand() -> Vec<Vec<f64>> {
 }
 
 const BODIES_SQL: &str = "SELECT step, count(*) AS n, sum(id) AS ids, max(energy) AS top \
-                          FROM 'TABLE' WHERE step >= 40 AND energy > 0 GROUP BY step ORDER BY step";
+                          FROM 'TABLE' WHERE step >= 95 AND energy > 0 GROUP BY step ORDER BY step";
 
 /// (count, sum, min, max) of the array's values above 50, and the sum of its first step's
 /// (the first FIELD_DIMS[0] values, the file's order).
@@ -216,15 +232,15 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
     }
     // A join of the URL with the local copy: every record meets itself.
     let join = format!(
-        "SELECT count(*) FROM '{}' a JOIN '{}' b ON a.step = b.step AND a.id = b.id",
+        "SELECT count(*) FROM '{}' a JOIN '{}' b ON a.seq = b.seq AND a.noise = b.noise",
         url("run.ra"),
         dir.path().join("run.ra").display()
     );
     assert_eq!(printed_rows(&env, &join), [[f64::from(BODIES)]]);
 
     // Through the library: a filter on the chunked object fetches the one chunk its statistics
-    // allow (steps 55..=57 are records 385..406, in the chunk of records 350..420), not the
-    // object.
+    // allow (steps 55..=57 are records 38500..40600, in the chunk of records 35000..42000),
+    // not the object.
     let provider = RaTableProvider::open_url(&url("run_z.ra"), &options).unwrap();
     let opened = provider.table().io_stats().unwrap();
     let ctx = SessionContext::new();
@@ -259,12 +275,30 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
         stats.reads - opened.reads,
         sizes["run_z.ra"]
     );
+    assert_eq!(stats.reads - opened.reads, 1, "one request, for the one chunk");
     assert!(fetched > 0);
     assert!(
         fetched * 5 < sizes["run_z.ra"],
         "{fetched} bytes fetched of {}",
         sizes["run_z.ra"]
     );
+
+    // A LIMIT stops the reading: the first chunk at most, by one request.
+    let provider = RaTableProvider::open_url(&url("run_z.ra"), &options).unwrap();
+    let opened = provider.table().io_stats().unwrap();
+    ctx.register_table("first", std::sync::Arc::new(provider.clone()))
+        .unwrap();
+    let batches = rt
+        .block_on(async { ctx.sql("SELECT seq FROM first LIMIT 3").await?.collect().await })
+        .unwrap();
+    let seqs: Vec<u32> = batches
+        .iter()
+        .flat_map(|b| b.column(0).as_primitive::<UInt32Type>().values().to_vec())
+        .collect();
+    assert_eq!(seqs, [0, 1, 2]);
+    let stats = provider.table().io_stats().unwrap();
+    assert!(stats.reads - opened.reads <= 1, "{stats:?} after {opened:?}");
+    assert!(stats.bytes - opened.bytes <= fetched + 4096, "{stats:?} after {opened:?}");
 
     // A missing object, a ragged one: errors naming the URL, exit status 1, no panic.
     for (name, needle) in [("missing.ra", "not found"), ("rows.ra", "ragged")] {
