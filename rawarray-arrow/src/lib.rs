@@ -43,9 +43,7 @@ pub use convert::{
     ipc_to_ra, parquet_to_ra, ra_to_ipc, ra_to_parquet, ConvertOptions, ParquetCompression,
 };
 pub use error::{Error, Result};
-pub use reader::{
-    schema_of, BlockSource, RaBatchReader, RaTable, ScanOptions, DEFAULT_BATCH_ROWS,
-};
+pub use reader::{schema_of, BlockSource, RaBatchReader, RaTable, ScanOptions, DEFAULT_BATCH_ROWS};
 pub use schema::{arrow_field, arrow_schema, layout_of_field, layout_of_schema, VALUES_COLUMN};
 pub use write::RecordFileWriter;
 

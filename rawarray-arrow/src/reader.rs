@@ -14,9 +14,9 @@ use arrow_array::{ArrayRef, RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_buffer::Buffer;
 use arrow_schema::{ArrowError, Schema, SchemaRef};
 use memmap2::{Mmap, MmapOptions};
+use rawarray_serde::codec::ChunkMap;
 use rawarray_serde::query::{Predicate, Pruning, RowFilter};
 use rawarray_serde::ragged::DynRagged;
-use rawarray_serde::codec::ChunkMap;
 use rawarray_serde::{ArrayReader, ElType, Header, IoStats, Layout, Trailer};
 
 use crate::columns::{column, gather};
@@ -183,10 +183,8 @@ pub trait BlockSource: Send + Sync {
     fn chunk_map(&self) -> Option<&ChunkMap>;
     /// The block `ranges` (one range per dim of the header), as
     /// [`ArrayReader::read_subset_bytes`] reads it: its header and its little-endian bytes.
-    fn read_subset_bytes(
-        &self,
-        ranges: &[Range<u64>],
-    ) -> rawarray_serde::Result<(Header, Vec<u8>)>;
+    fn read_subset_bytes(&self, ranges: &[Range<u64>])
+        -> rawarray_serde::Result<(Header, Vec<u8>)>;
     /// The reads made so far and the bytes they brought.
     fn io_stats(&self) -> IoStats;
 }

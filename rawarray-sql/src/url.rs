@@ -15,8 +15,8 @@ use std::sync::{Arc, OnceLock};
 
 use rawarray_arrow::{BlockSource, RaTable};
 use rawarray_serde::codec::ChunkMap;
-use rawarray_serde::store::{StorageOptions, StoreUrl};
 pub(crate) use rawarray_serde::store::is_url;
+use rawarray_serde::store::{StorageOptions, StoreUrl};
 use rawarray_serde::{ErrorKind, Header, IoStats, StoreArrayReader, Trailer};
 
 use crate::{DataFusionError, Result};

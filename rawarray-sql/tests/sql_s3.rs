@@ -68,8 +68,8 @@ fn field_value(k: u64) -> f32 {
 /// Writes the originals: a plain record file, the same records chunked (zstd, CHUNK_RECORDS
 /// a chunk), an array, a ragged file. Their bytes, by name.
 fn originals(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
-    let mut w = RecordWriter::<Body>::create(dir.join("run.ra"), serde_json::json!({"dt": 0.5}))
-        .unwrap();
+    let mut w =
+        RecordWriter::<Body>::create(dir.join("run.ra"), serde_json::json!({"dt": 0.5})).unwrap();
     for i in 0..BODIES {
         w.append(&body(i)).unwrap();
     }
@@ -148,7 +148,10 @@ fn printed_rows(env: &[(String, String)], query: &str) -> Vec<Vec<f64>> {
 /// step -> (count, sum of id, max energy) of the records with step >= 95 and energy > 0.
 fn bodies_by_hand() -> Vec<Vec<f64>> {
     let mut out: BTreeMap<u32, (f64, f64, f64)> = BTreeMap::new();
-    for b in (0..BODIES).map(body).filter(|b| b.step >= 95 && b.energy > 0.0) {
+    for b in (0..BODIES)
+        .map(body)
+        .filter(|b| b.step >= 95 && b.energy > 0.0)
+    {
         let e = out.entry(b.step).or_insert((0.0, 0.0, f64::MIN));
         e.0 += 1.0;
         e.1 += f64::from(b.id);
@@ -275,7 +278,11 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
         stats.reads - opened.reads,
         sizes["run_z.ra"]
     );
-    assert_eq!(stats.reads - opened.reads, 1, "one request, for the one chunk");
+    assert_eq!(
+        stats.reads - opened.reads,
+        1,
+        "one request, for the one chunk"
+    );
     assert!(fetched > 0);
     assert!(
         fetched * 5 < sizes["run_z.ra"],
@@ -289,7 +296,12 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
     ctx.register_table("first", std::sync::Arc::new(provider.clone()))
         .unwrap();
     let batches = rt
-        .block_on(async { ctx.sql("SELECT seq FROM first LIMIT 3").await?.collect().await })
+        .block_on(async {
+            ctx.sql("SELECT seq FROM first LIMIT 3")
+                .await?
+                .collect()
+                .await
+        })
         .unwrap();
     let seqs: Vec<u32> = batches
         .iter()
@@ -297,8 +309,14 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
         .collect();
     assert_eq!(seqs, [0, 1, 2]);
     let stats = provider.table().io_stats().unwrap();
-    assert!(stats.reads - opened.reads <= 1, "{stats:?} after {opened:?}");
-    assert!(stats.bytes - opened.bytes <= fetched + 4096, "{stats:?} after {opened:?}");
+    assert!(
+        stats.reads - opened.reads <= 1,
+        "{stats:?} after {opened:?}"
+    );
+    assert!(
+        stats.bytes - opened.bytes <= fetched + 4096,
+        "{stats:?} after {opened:?}"
+    );
 
     // A missing object, a ragged one: errors naming the URL, exit status 1, no panic.
     for (name, needle) in [("missing.ra", "not found"), ("rows.ra", "ragged")] {
