@@ -330,6 +330,27 @@ impl RaTable {
     fn open_ragged(file: File, path: &Path) -> Result<RaTable> {
         let ragged =
             DynRagged::from_open_file(file, path, rawarray_serde::records::ReadMode::Mapped)?;
+        RaTable::from_ragged(path, ragged)
+    }
+
+    /// A table over a ragged file opened by the caller, its errors naming it by `name`: one
+    /// row per row, one column [`crate::VALUES_COLUMN`] of `LargeList` of its values (text
+    /// rows: `LargeUtf8`), as [`RaTable::open`] makes of a ragged file. `rawarray-sql` reads a
+    /// ragged object at a URL so ([`DynRagged::from_source`] over rawarray-serde's
+    /// `StoreSource`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rawarray_serde::{ragged::DynRagged, Ragged};
+    /// let bytes = Ragged::from_rows([vec![1u16, 2], vec![3]]).to_bytes().unwrap();
+    /// let ragged = DynRagged::from_source(Arc::new(bytes)).unwrap();
+    /// let table = rawarray_arrow::RaTable::from_ragged("mem://rows.ra", ragged).unwrap();
+    /// assert_eq!(table.rows(), 2);
+    /// assert_eq!(table.read_all().unwrap().num_rows(), 2);
+    /// ```
+    pub fn from_ragged(name: impl Into<PathBuf>, ragged: DynRagged) -> Result<RaTable> {
+        let path = name.into();
+        let path = path.as_path();
         let h = ragged.header().clone();
         let mut layout = ragged.layout().ok_or_else(|| {
             Error::NoTable(format!(

@@ -217,6 +217,32 @@ pub(crate) fn header_bytes(file: &File) -> io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// [`header_bytes`] of a source that is not a local file (an object in a store): the same
+/// bytes, by at most two reads within the source's length.
+pub(crate) fn header_bytes_of<S: crate::io::ReadAt + ?Sized>(source: &S) -> io::Result<Vec<u8>> {
+    let len = source.source_len()?;
+    let read = |want: usize| -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0u8; (want as u64).min(len) as usize];
+        source.read_exact_at(&mut bytes, 0)?;
+        Ok(bytes)
+    };
+    let mut bytes = read(FIRST_HEADER_READ)?;
+    if bytes.len() < FIXED_HEADER_LEN {
+        return Ok(bytes);
+    }
+    let ndims = le_u64(&bytes[40..48]);
+    let want = if ndims <= MAX_NDIMS {
+        FIXED_HEADER_LEN + 8 * ndims as usize
+    } else {
+        FIXED_HEADER_LEN
+    };
+    if want <= bytes.len() {
+        bytes.truncate(want);
+        return Ok(bytes);
+    }
+    read(want)
+}
+
 /// Reads at `offset` until `buf` is full or the file ends; how many bytes were read.
 fn read_up_to(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     let mut done = 0;

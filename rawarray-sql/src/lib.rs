@@ -117,8 +117,9 @@ impl RaTableProvider {
     /// request is pinned to it (an object replaced meanwhile is an error, never other bytes). A
     /// scan fetches the blocks it reads by ranged requests: the rows of its batches, and of a
     /// chunked object only the chunks that a filter's statistics do not rule out. Errors name
-    /// the URL, and never a credential. A ragged object is refused: ragged files are read from
-    /// local paths.
+    /// the URL, and never a credential. A ragged object (rows of different lengths) is read
+    /// through rawarray-serde's `StoreSource`: its rows by positioned reads served from 1 MiB
+    /// blocks of the object, fetched as the scan reaches them.
     ///
     /// ```
     /// use rawarray_serde::{RaRecord, RecordWriter};

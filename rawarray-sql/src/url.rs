@@ -4,6 +4,8 @@
 //! query reads is one block of it, fetched by ranged requests as the reader fetches blocks
 //! (only the chunks it crosses, those a filter's statistics rule out never), every request
 //! pinned to the object opened. Nothing is downloaded whole unless the query reads it whole.
+//! A ragged object is read through a `StoreSource` instead: its offsets and rows by positioned
+//! reads, served from 1 MiB blocks of the object fetched as the rows reach them.
 //!
 //! The store's requests run on a runtime of this module's, made when the first URL is opened:
 //! a query of local files starts none. A batch is read on the engine's thread, which waits
@@ -16,7 +18,9 @@ use std::sync::{Arc, OnceLock};
 use rawarray_arrow::{BlockSource, RaTable};
 use rawarray_serde::codec::ChunkMap;
 pub(crate) use rawarray_serde::store::is_url;
-use rawarray_serde::store::{StorageOptions, StoreUrl};
+use rawarray_serde::io::ReadAt;
+use rawarray_serde::ragged::DynRagged;
+use rawarray_serde::store::{StorageOptions, StoreSource, StoreUrl};
 use rawarray_serde::{ErrorKind, Header, IoStats, StoreArrayReader, Trailer};
 
 use crate::{DataFusionError, Result};
@@ -87,18 +91,47 @@ pub(crate) fn open(url: &str, options: &StorageOptions) -> Result<RaTable> {
     let plan = |e: String| DataFusionError::Plan(e);
     let u = StoreUrl::parse(url, options).map_err(|e| plan(e.to_string()))?;
     let (store, path) = (u.store.clone(), u.path.clone());
-    let reader = wait(StoreArrayReader::open(store, path))?.map_err(|e| {
-        if matches!(e.kind(), ErrorKind::RaggedFile) {
-            return plan(format!(
-                "{url}: a ragged file (rows of different lengths): ra sql reads ragged files \
-                 from local paths only; copy the object to a local file and query that"
-            ));
-        }
-        plan(u.rewrap(e).to_string())
-    })?;
+    let reader = match wait(StoreArrayReader::open(store, path))? {
+        Ok(reader) => reader,
+        Err(e) if matches!(e.kind(), ErrorKind::RaggedFile) => return open_ragged(u),
+        Err(e) => return Err(plan(u.rewrap(e).to_string())),
+    };
     let blocks = StoreBlocks {
         reader: Arc::new(reader),
         url: u,
     };
     RaTable::from_blocks(url, Box::new(blocks)).map_err(|e| plan(e.to_string()))
+}
+
+/// A ragged object (rows of different lengths): read through a `StoreSource`, whose 1 MiB
+/// blocks are fetched as the rows are read (the object is opened again for it: one `HEAD`).
+fn open_ragged(u: StoreUrl) -> Result<RaTable> {
+    let (store, path) = (u.store.clone(), u.path.clone());
+    let handle = runtime()?.handle().clone();
+    let source = wait(StoreSource::open(store, path, handle))?
+        .map_err(|e| DataFusionError::Plan(u.rewrap(e).to_string()))?;
+    let named = Named {
+        source,
+        url: u.url.clone(),
+    };
+    let ragged = DynRagged::from_source(Arc::new(named))
+        .map_err(|e| DataFusionError::Plan(format!("{}: {e}", u.url)))?;
+    RaTable::from_ragged(&u.url, ragged).map_err(|e| DataFusionError::Plan(e.to_string()))
+}
+
+/// A ragged object's reads, their errors naming its URL.
+struct Named {
+    source: StoreSource,
+    url: String,
+}
+
+impl ReadAt for Named {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.source
+            .read_exact_at(buf, offset)
+            .map_err(|e| std::io::Error::new(e.kind(), format!("{}: {e}", self.url)))
+    }
+    fn source_len(&self) -> std::io::Result<u64> {
+        self.source.source_len()
+    }
 }

@@ -3,9 +3,10 @@
 //! tests/common/servers.rs, which installs moto into a virtual environment under target/):
 //! a record file and an array file are written locally and uploaded, and the same query on
 //! the URL and on the local file prints the same rows, equal to the numbers computed by hand
-//! from the values written. A filter on a chunked object fetches the chunks it reads, not the
-//! object; a missing object, a ragged one and refused credentials are errors naming the URL,
-//! never printing the secret.
+//! from the values written; so do two ragged files (text, and numbers with chunked values). A
+//! filter on a chunked object fetches the chunks it reads, not the object; a missing object,
+//! one that is no `.ra` file and refused credentials are errors naming the URL, never
+//! printing the secret.
 //!
 //! Built with `--features s3_test` (it needs python3 and PyPI, or `RA_MOTO_SERVER`).
 
@@ -17,7 +18,9 @@ use datafusion::arrow::array::AsArray;
 use datafusion::arrow::datatypes::{Float64Type, Int64Type, UInt32Type};
 use datafusion::prelude::SessionContext;
 use rawarray_serde::store::{StorageOptions, StoreUrl, UploadOptions};
-use rawarray_serde::{Codec, RaRecord, Ragged, RawArray, RecordOptions, RecordWriter};
+use rawarray_serde::{
+    Codec, RaRecord, Ragged, RawArray, RecordOptions, RecordWriter, WriteOptions,
+};
 use rawarray_sql::RaTableProvider;
 
 #[path = "../../tests/common/servers.rs"]
@@ -88,12 +91,54 @@ fn originals(dir: &Path) -> Vec<(&'static str, Vec<u8>)> {
         .unwrap()
         .write_file(dir.join("field.ra"))
         .unwrap();
-    Ragged::from_rows([vec![1u16, 2], vec![3]])
-        .write_file(dir.join("rows.ra"))
+    Ragged::from_strs(text_rows())
+        .write_file(dir.join("text.ra"))
         .unwrap();
-    ["run.ra", "run_z.ra", "field.ra", "rows.ra"]
+    Ragged::from_rows(number_rows())
+        .write_file_with(
+            dir.join("rows_z.ra"),
+            &WriteOptions::chunked().codec(Codec::Zstd),
+        )
+        .unwrap();
+    ["run.ra", "run_z.ra", "field.ra", "text.ra", "rows_z.ra"]
         .into_iter()
         .map(|name| (name, std::fs::read(dir.join(name)).unwrap()))
+        .collect()
+}
+
+/// Ragged text: 40000 rows of 16 to 80 hex digits, about 2 MiB (the store source's blocks are
+/// 1 MiB).
+fn text_rows() -> Vec<String> {
+    (0..40_000u64)
+        .map(|k| format!("{:016x}", mix(k)).repeat(1 + (k % 5) as usize))
+        .collect()
+}
+
+/// Ragged numbers: 20000 rows of 0 to 8 values, stored chunked (zstd).
+fn number_rows() -> Vec<Vec<u32>> {
+    (0..20_000u64)
+        .map(|k| (0..k % 9).map(|j| mix(k * 16 + j) as u32).collect())
+        .collect()
+}
+
+/// The cells of the table `ra sql` printed, as text.
+fn printed_cells(env: &[(String, String)], query: &str) -> Vec<Vec<String>> {
+    let out = ra_sql(env, query);
+    assert!(
+        out.status.success(),
+        "ra sql {query:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        })
         .collect()
 }
 
@@ -241,6 +286,42 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
     );
     assert_eq!(printed_rows(&env, &join), [[f64::from(BODIES)]]);
 
+    // Ragged objects: text rows (plain values) and rows of numbers (chunked values).
+    let text = text_rows();
+    let want_text = vec![vec![
+        text.len().to_string(),
+        text.iter().min().unwrap().clone(),
+        text.iter().max().unwrap().clone(),
+        text.iter().filter(|t| t.as_str() >= "8").count().to_string(),
+    ]];
+    let numbers = number_rows();
+    let want_numbers = vec![vec![
+        numbers.len().to_string(),
+        numbers.iter().map(Vec::len).sum::<usize>().to_string(),
+        numbers.iter().filter_map(|r| r.first()).max().unwrap().to_string(),
+    ]];
+    for (name, sql, want) in [
+        (
+            "text.ra",
+            "SELECT count(*), min(\"values\"), max(\"values\"), \
+             sum(CASE WHEN \"values\" >= '8' THEN 1 ELSE 0 END) FROM 'TABLE'",
+            want_text,
+        ),
+        (
+            "rows_z.ra",
+            "SELECT count(*), sum(cardinality(\"values\")), max(\"values\"[1]) FROM 'TABLE'",
+            want_numbers,
+        ),
+    ] {
+        let local = printed_cells(
+            &env,
+            &sql.replace("TABLE", &dir.path().join(name).display().to_string()),
+        );
+        let remote = printed_cells(&env, &sql.replace("TABLE", &url(name)));
+        assert_eq!(local, want, "{name}, local");
+        assert_eq!(remote, want, "{name}, {}", url(name));
+    }
+
     // Through the library: a filter on the chunked object fetches the one chunk its statistics
     // allow (steps 55..=57 are records 38500..40600, in the chunk of records 35000..42000),
     // not the object.
@@ -318,8 +399,14 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
         "{stats:?} after {opened:?}"
     );
 
-    // A missing object, a ragged one: errors naming the URL, exit status 1, no panic.
-    for (name, needle) in [("missing.ra", "not found"), ("rows.ra", "ragged")] {
+    // A missing object, an object that is no `.ra` file: errors naming the URL, exit status
+    // 1, no panic.
+    let u = StoreUrl::parse(&url("junk.ra"), &options).unwrap();
+    u.put_atomic(rt.handle(), &UploadOptions::new(), |w| {
+        Ok(w.write_all(b"not a rawarray file at all")?)
+    })
+    .unwrap();
+    for (name, needle) in [("missing.ra", "not found"), ("junk.ra", "magic")] {
         let out = ra_sql(&env, &format!("SELECT count(*) FROM '{}'", url(name)));
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{err}");

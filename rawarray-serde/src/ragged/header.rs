@@ -5,7 +5,7 @@ use std::fs::File;
 
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::{header_bytes, read_exact_at, stable_header_bytes};
+use crate::fileio::{header_bytes, header_bytes_of, stable_header_bytes};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
 use crate::io::ReadAt;
 use crate::records::ElementSpec;
@@ -428,13 +428,19 @@ pub(super) fn read_header_again(file: &File) -> Result<RaggedHeader> {
     header_from(file, header_bytes(file)?)
 }
 
+/// [`read_header`] of a source that is not a local file (an object in a store), which no
+/// writer changes under the reader: one read of its bytes.
+pub(super) fn read_source_header<S: ReadAt + ?Sized>(source: &S) -> Result<RaggedHeader> {
+    header_from(source, header_bytes_of(source)?)
+}
+
 /// The header of `bytes` (read from `file`), with the slot count word read after them when
 /// the values are chunked.
-fn header_from(file: &File, mut bytes: Vec<u8>) -> Result<RaggedHeader> {
+fn header_from<S: ReadAt + ?Sized>(file: &S, mut bytes: Vec<u8>) -> Result<RaggedHeader> {
     if bytes.len() >= 16 && le_u64(&bytes[8..16]) & Flags::CHUNKED.bits() != 0 {
         let mut word = [0u8; 8];
         // A file that ends before the word is refused by `decode`, naming the bytes it needs.
-        if read_exact_at(file, &mut word, bytes.len() as u64).is_ok() {
+        if file.read_exact_at(&mut word, bytes.len() as u64).is_ok() {
             bytes.extend_from_slice(&word);
         }
     }

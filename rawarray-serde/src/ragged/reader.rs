@@ -1,7 +1,10 @@
 //! Reading ragged files: [`RaggedReader`] (typed rows over a memory map) and [`DynRagged`]
 //! (rows of a type known at run time, mapped or read with positioned reads: [`ReadMode`]).
 
-use super::header::{bad, check_ends, check_offsets, read_header, read_header_again, RaggedHeader};
+use super::header::{
+    bad, check_ends, check_offsets, read_header, read_header_again, read_source_header,
+    RaggedHeader,
+};
 use super::values::{
     check_text, is_text_trailer, text_marked, text_of, write_chunked, write_head, write_tail,
     Ragged,
@@ -11,6 +14,7 @@ use std::fs::File;
 use std::io::Write;
 use std::marker::PhantomData;
 use std::path::Path;
+use std::sync::Arc;
 
 use memmap2::{Mmap, MmapOptions};
 
@@ -21,7 +25,7 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::fileio::read_exact_at;
 use crate::header::le_u64;
 use crate::header::Header;
-use crate::io::PinnedFile;
+use crate::io::{PinnedFile, ReadAt};
 use crate::layout::Layout;
 use crate::mapped::ReadMode;
 use crate::options::WriteOptions;
@@ -106,7 +110,7 @@ pub(super) struct Mapped {
     header: RaggedHeader,
     trailer: Option<Trailer>,
     data: Data,
-    values: Option<Section<PinnedFile>>,
+    values: Option<Values>,
 }
 
 /// Where a ragged file's offsets and plain values are read from ([`ReadMode`]).
@@ -117,6 +121,43 @@ enum Data {
     /// Positioned reads through the open file: every row a copy, and a file cut under the
     /// reader an error rather than a signal.
     Positioned(File),
+    /// Positioned reads of a source that is not a local file ([`DynRagged::from_source`]).
+    Source(Shared),
+}
+
+/// A source of a whole ragged file that is not a local file (an object in a store).
+#[derive(Clone)]
+struct Shared(Arc<dyn ReadAt + Send + Sync>);
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Shared")
+    }
+}
+
+impl ReadAt for Shared {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+    fn source_len(&self) -> std::io::Result<u64> {
+        self.0.source_len()
+    }
+    fn state(&self) -> Result<Option<crate::io::FileState>> {
+        self.0.state()
+    }
+    fn still_holds(&self, then: &crate::io::FileState, now: &crate::io::FileState) -> bool {
+        self.0.still_holds(then, now)
+    }
+    fn has(&self, range: std::ops::Range<u64>) -> bool {
+        self.0.has(range)
+    }
+}
+
+/// The decoder of chunked values, reading through the open file or the source.
+#[derive(Debug)]
+enum Values {
+    File(Section<PinnedFile>),
+    Source(Section<Shared>),
 }
 
 /// Reading a whole ragged file lives with the readers: chunked values are read through the
@@ -271,12 +312,12 @@ impl Mapped {
             Some(vh) => {
                 let pinned = PinnedFile::pin_read(file, path, &header.encode())?;
                 let state = pinned.opened_state().clone();
-                Some(Section::open_in_state(
+                Some(Values::File(Section::open_in_state(
                     &vh,
                     pinned,
                     header.values_at(),
                     Some(state),
-                )?)
+                )?))
             }
             None => None,
         };
@@ -284,6 +325,39 @@ impl Mapped {
             header,
             trailer,
             data,
+            values,
+        };
+        let rows = m.header.rows;
+        check_ends(m.offset(0)?, rows, Some(m.offset(rows)?), m.header.values)?;
+        Ok(m)
+    }
+
+    /// [`Mapped::from_file`] of a source that is not a local file, which nobody writes while
+    /// it is read (an object in a store, pinned to the one opened): one header read, positioned
+    /// reads of the offsets and values.
+    fn from_source(source: Shared) -> Result<Mapped> {
+        let header = read_source_header(&source)?;
+        let len = source.source_len()?;
+        if len < header.data_end() {
+            return Err(ErrorKind::Truncated {
+                expected: header.size,
+                found: len.saturating_sub(header.encoded_len()),
+            }
+            .into());
+        }
+        let trailer = locate(&source, header.data_end(), len).into_result()?;
+        let values = match header.values_section_header() {
+            Some(vh) => Some(Values::Source(Section::open_at(
+                &vh,
+                source.clone(),
+                header.values_at(),
+            )?)),
+            None => None,
+        };
+        let m = Mapped {
+            header,
+            trailer,
+            data: Data::Source(source),
             values,
         };
         let rows = m.header.rows;
@@ -303,6 +377,11 @@ impl Mapped {
             Data::Positioned(file) => {
                 let mut bytes = data::try_zeroed_bytes(8 * count)?;
                 read_exact_at(file, &mut bytes, at)?;
+                Ok(Cow::Owned(bytes))
+            }
+            Data::Source(source) => {
+                let mut bytes = data::try_zeroed_bytes(8 * count)?;
+                source.read_exact_at(&mut bytes, at)?;
                 Ok(Cow::Owned(bytes))
             }
         }
@@ -334,10 +413,16 @@ impl Mapped {
                     let mut ranges: Vec<std::ops::Range<u64>> =
                         h.value_dims.iter().map(|&d| 0..d).collect();
                     ranges.push(start..end);
-                    section.read_box(&ranges, &mut out)?;
+                    match section {
+                        Values::File(s) => s.read_box(&ranges, &mut out)?,
+                        Values::Source(s) => s.read_box(&ranges, &mut out)?,
+                    }
                 }
                 (None, Data::Positioned(file)) => {
                     read_exact_at(file, &mut out, h.values_at() + start * vb)?;
+                }
+                (None, Data::Source(source)) => {
+                    source.read_exact_at(&mut out, h.values_at() + start * vb)?;
                 }
                 (None, Data::Map(_)) => unreachable!("borrowed above"),
             }
@@ -427,20 +512,45 @@ impl DynRagged {
         })
     }
 
+    /// Opens the ragged file `source` holds whole (offset 0 is its first byte), a source that
+    /// is not a local file and that nobody writes while it is read: an object in a store
+    /// ([`StoreSource`](crate::store::StoreSource), feature `object_store`), bytes in memory.
+    /// Rows are read by positioned reads of it (every row a copy: [`ReadMode::Positioned`]);
+    /// chunked values are decoded from the chunks a row touches. Errors say what is wrong, not
+    /// where: the caller names the source.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use rawarray_serde::{Ragged, ReadMode, ragged::DynRagged};
+    /// let bytes = Ragged::from_strs(["a", "bcd"]).to_bytes().unwrap();
+    /// let d = DynRagged::from_source(Arc::new(bytes)).unwrap();
+    /// assert_eq!((d.rows(), d.mode(), d.is_text()), (2, ReadMode::Positioned, true));
+    /// assert_eq!(&*d.row_bytes(1).unwrap(), b"bcd");
+    /// assert!(DynRagged::from_source(Arc::new(vec![0u8; 10])).is_err());
+    /// ```
+    pub fn from_source(source: Arc<dyn ReadAt + Send + Sync>) -> Result<DynRagged> {
+        Ok(DynRagged {
+            mapped: Mapped::from_source(Shared(source))?,
+        })
+    }
+
     /// How the data is reached: [`ReadMode::Mapped`] (rows of plain values borrowed from the
     /// map) or [`ReadMode::Positioned`] (copies).
     pub fn mode(&self) -> ReadMode {
         match self.mapped.data {
             Data::Map(_) => ReadMode::Mapped,
-            Data::Positioned(_) => ReadMode::Positioned,
+            Data::Positioned(_) | Data::Source(_) => ReadMode::Positioned,
         }
     }
 
     /// The section of chunked values (doc/format.md, section 10.2), read at open: its chunk
     /// map holds the codec settings and its warnings what a user should hear of; `None` for
-    /// plain values.
+    /// plain values, and for a file read from a source ([`DynRagged::from_source`]).
     pub fn values_section(&self) -> Option<&Section<PinnedFile>> {
-        self.mapped.values.as_ref()
+        match self.mapped.values.as_ref()? {
+            Values::File(s) => Some(s),
+            Values::Source(_) => None,
+        }
     }
 
     /// Number of rows.

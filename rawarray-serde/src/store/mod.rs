@@ -14,6 +14,7 @@ use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, Obj
 
 mod many;
 mod pieces;
+mod source;
 #[cfg(feature = "cloud")]
 mod s3;
 #[cfg(feature = "cloud")]
@@ -21,6 +22,7 @@ mod url;
 mod write;
 
 pub use many::{Finished, StoreArrayWriter};
+pub use source::StoreSource;
 pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
 #[cfg(feature = "cloud")]
