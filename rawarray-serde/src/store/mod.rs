@@ -14,9 +14,9 @@ use object_store::{GetOptions, GetRange, GetResult, ObjectMeta, ObjectStore, Obj
 
 mod many;
 mod pieces;
-mod source;
 #[cfg(feature = "cloud")]
 mod s3;
+mod source;
 #[cfg(feature = "cloud")]
 mod url;
 mod write;

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use object_store::path::Path as StorePath;
@@ -28,8 +28,10 @@ const KEPT: usize = 32;
 /// and the 32 most recently used blocks kept, so that reads of neighbouring bytes (the rows of
 /// a ragged file, one after another) cost one request a mebibyte.
 ///
-/// Its reads block: the requests run on the runtime `handle` given at open, and the reading
-/// thread waits for them (any thread may read, one of another runtime's included).
+/// Its reads block: the requests run on the runtime `handle` given at open, which must be a
+/// multi-thread runtime's (its threads run the requests while the reading thread waits; a
+/// current-thread runtime's handle is refused at open, since nothing would run them), and any
+/// thread may read, one of another runtime's included.
 ///
 /// [`StoreArrayReader`]: super::StoreArrayReader
 ///
@@ -44,9 +46,21 @@ const KEPT: usize = 32;
 /// let rows = Ragged::from_rows([vec![1u16, 2], vec![3]]).to_bytes()?;
 /// rt.block_on(store.put(&"rows.ra".into(), PutPayload::from(rows))).unwrap();
 ///
-/// let source = rt.block_on(StoreSource::open(store, "rows.ra".into(), rt.handle().clone()))?;
+/// let source = rt.block_on(StoreSource::open(store.clone(), "rows.ra".into(), rt.handle().clone()))?;
 /// let d = DynRagged::from_source(Arc::new(source))?;
 /// assert_eq!(*d.row_bytes(1)?, [3, 0]);
+///
+/// // 3 MiB of text rows read one by one: one request per 1 MiB block, not per row.
+/// let text: Vec<String> = (0..48_000).map(|k| format!("{k:064}")).collect();
+/// let bytes = Ragged::from_strs(&text).to_bytes()?;
+/// let blocks = bytes.len().div_ceil(1 << 20) as u64;
+/// rt.block_on(store.put(&"text.ra".into(), PutPayload::from(bytes))).unwrap();
+/// let source = Arc::new(rt.block_on(StoreSource::open(store, "text.ra".into(), rt.handle().clone()))?);
+/// let d = DynRagged::from_source(source.clone())?;
+/// for k in 0..d.rows() {
+///     assert_eq!(&*d.row_str(k)?, text[k as usize]);
+/// }
+/// assert!(source.io_stats().reads <= blocks, "{:?} for {blocks} blocks", source.io_stats());
 /// # Ok(())
 /// # }
 /// ```
@@ -55,8 +69,14 @@ pub struct StoreSource {
     object: Arc<Object>,
     handle: tokio::runtime::Handle,
     counter: Arc<Counter>,
-    /// Fetched blocks by index, with the tick of their last use.
-    blocks: Mutex<(BTreeMap<u64, (Bytes, u64)>, u64)>,
+    blocks: Mutex<Kept>,
+}
+
+/// Fetched blocks by index, with the tick of their last use; the tick now.
+#[derive(Default)]
+struct Kept {
+    blocks: BTreeMap<u64, (Bytes, u64)>,
+    tick: u64,
 }
 
 impl std::fmt::Debug for StoreSource {
@@ -70,12 +90,18 @@ impl std::fmt::Debug for StoreSource {
 
 impl StoreSource {
     /// Opens the object at `path` (one `HEAD` request), pinning every later read to it; its
-    /// reads' requests run on `handle`.
+    /// reads' requests run on `handle`, a multi-thread runtime's.
     pub async fn open(
         store: Arc<dyn ObjectStore>,
         path: StorePath,
         handle: tokio::runtime::Handle,
     ) -> Result<StoreSource> {
+        if handle.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
+            return Err(crate::Error::msg(
+                "StoreSource: the handle is a current-thread runtime's, which runs no request \
+                 while the reader waits: give a multi-thread runtime's handle",
+            ));
+        }
         let pinned = store.head(&path).await.map_err(store_error)?;
         Ok(StoreSource {
             object: Arc::new(Object {
@@ -122,46 +148,48 @@ impl ReadAt for StoreSource {
             return Ok(());
         }
         let (first, last) = (offset / BLOCK, (end - 1) / BLOCK);
-        let mut have = Vec::new();
-        {
-            let mut kept = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-            kept.1 += 1;
-            let tick = kept.1;
-            for b in first..=last {
-                match kept.0.get_mut(&b) {
-                    Some((bytes, t)) => {
-                        *t = tick;
-                        have.push(bytes.clone());
-                    }
-                    None => break,
-                }
-            }
-        }
-        if have.len() as u64 != last - first + 1 {
-            // One request for every block the read crosses (kept ones too: one request).
-            let span = first * BLOCK..((last + 1) * BLOCK).min(self.object.pinned.size);
-            let got = self.fetch(span)?;
-            have = (first..=last)
+        let mut have: Vec<Option<Bytes>> = {
+            let mut kept = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.tick += 1;
+            let tick = kept.tick;
+            (first..=last)
                 .map(|b| {
-                    let s = ((b - first) * BLOCK) as usize;
-                    got.slice(s..(s + BLOCK as usize).min(got.len()))
+                    kept.blocks.get_mut(&b).map(|(bytes, t)| {
+                        *t = tick;
+                        bytes.clone()
+                    })
                 })
-                .collect();
-            let mut kept = self.blocks.lock().unwrap_or_else(|e| e.into_inner());
-            kept.1 += 1;
-            let tick = kept.1;
-            for (b, bytes) in (first..=last).zip(&have).take(KEPT / 2) {
-                kept.0.insert(b, (bytes.clone(), tick));
+                .collect()
+        };
+        let missing = (
+            have.iter().position(Option::is_none),
+            have.iter().rposition(Option::is_none),
+        );
+        if let (Some(i), Some(j)) = missing {
+            // One request for the blocks from the first missing to the last.
+            let (m0, m1) = (first + i as u64, first + j as u64);
+            let span = m0 * BLOCK..((m1 + 1) * BLOCK).min(self.object.pinned.size);
+            let got = self.fetch(span)?;
+            let mut kept = self.blocks.lock().unwrap_or_else(PoisonError::into_inner);
+            kept.tick += 1;
+            let tick = kept.tick;
+            for b in m0..=m1 {
+                let s = ((b - m0) * BLOCK) as usize;
+                let bytes = got.slice(s..(s + BLOCK as usize).min(got.len()));
+                if b - m0 < KEPT as u64 / 2 {
+                    kept.blocks.insert(b, (bytes.clone(), tick));
+                }
+                have[(b - first) as usize] = Some(bytes);
             }
-            while kept.0.len() > KEPT {
-                let oldest = kept.0.iter().min_by_key(|(_, (_, t))| *t).map(|(&b, _)| b);
-                if let Some(b) = oldest {
-                    kept.0.remove(&b);
+            while kept.blocks.len() > KEPT {
+                let oldest = kept.blocks.iter().min_by_key(|(_, (_, t))| *t);
+                if let Some(b) = oldest.map(|(&b, _)| b) {
+                    kept.blocks.remove(&b);
                 }
             }
         }
         let mut at = 0;
-        for (b, bytes) in (first..).zip(&have) {
+        for (b, bytes) in (first..).zip(have.iter().flatten()) {
             let base = b * BLOCK;
             let from = (offset.max(base) - base) as usize;
             let to = (end.min(base + bytes.len() as u64) - base) as usize;
