@@ -227,7 +227,7 @@ impl<T: Element + Clone> RecordReader<T> {
         };
         data::to_usize(header.data_len())?;
         let section = if mode == ReadMode::Positioned
-            || Storage::of(&header) != Storage::Plain
+            || Storage::of(&header).is_coded()
             || header.size == 0
         {
             let pinned = PinnedFile::pin_snapshot(file, path, &header, state)?;
@@ -323,7 +323,7 @@ impl<T: Element + Clone> RecordReader<T> {
     /// ```
     pub fn section_stats(&self) -> Option<SectionStats> {
         match &self.section {
-            Section::Read(s) if s.storage() == Storage::Chunked => Some(s.stats()),
+            Section::Read(s) if s.chunk_map().is_some() => Some(s.stats()),
             _ => None,
         }
     }

@@ -254,7 +254,7 @@ fn an_open_between_an_append_and_its_commit_waits_for_the_commit() {
         let got = if round % 2 == 0 {
             RecordReader::<u64>::open(&path).and_then(|r| r.slice(..).map(|s| s.to_vec()))
         } else {
-            ArrayReader::open(&path).and_then(|r| r.read_all::<u64>().map(|a| a.into_vec()))
+            ArrayReader::open(&path).and_then(|r| r.read_all::<u64>().map(RawArray::into_vec))
         };
         let got = got.unwrap_or_else(|e| panic!("round {round}: an open during a commit: {e}"));
         assert_eq!(got, (0..4).map(value).collect::<Vec<_>>(), "round {round}");
