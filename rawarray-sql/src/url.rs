@@ -17,9 +17,9 @@ use std::sync::{Arc, OnceLock};
 
 use rawarray_arrow::{BlockSource, RaTable};
 use rawarray_serde::codec::ChunkMap;
-pub(crate) use rawarray_serde::store::is_url;
 use rawarray_serde::io::ReadAt;
 use rawarray_serde::ragged::DynRagged;
+pub(crate) use rawarray_serde::store::is_url;
 use rawarray_serde::store::{StorageOptions, StoreSource, StoreUrl};
 use rawarray_serde::{ErrorKind, Header, IoStats, StoreArrayReader, Trailer};
 

@@ -292,13 +292,21 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
         text.len().to_string(),
         text.iter().min().unwrap().clone(),
         text.iter().max().unwrap().clone(),
-        text.iter().filter(|t| t.as_str() >= "8").count().to_string(),
+        text.iter()
+            .filter(|t| t.as_str() >= "8")
+            .count()
+            .to_string(),
     ]];
     let numbers = number_rows();
     let want_numbers = vec![vec![
         numbers.len().to_string(),
         numbers.iter().map(Vec::len).sum::<usize>().to_string(),
-        numbers.iter().filter_map(|r| r.first()).max().unwrap().to_string(),
+        numbers
+            .iter()
+            .filter_map(|r| r.first())
+            .max()
+            .unwrap()
+            .to_string(),
     ]];
     for (name, sql, want) in [
         (
