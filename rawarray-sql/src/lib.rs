@@ -108,11 +108,10 @@ impl RaTableProvider {
         Ok(RaTableProvider::new(table))
     }
 
-    /// Opens the `.ra` object an object-store URL names as a table (`s3://`, `s3a://`,
-    /// `gs://`, `az://`, `abfs(s)://`, `azure://`, `http(s)://`, `file://`), its store
-    /// configured from the environment as `ra` configures it (`AWS_*`, `GOOGLE_*`, `AZURE_*`)
-    /// and from `options` (fsspec's names or object_store's: `endpoint_url`, `region_name`,
-    /// `anon`, ...). The object is opened now, by rawarray-serde's `StoreArrayReader` (its
+    /// Opens the `.ra` object an object-store URL names as a table (any of
+    /// [`rawarray_serde::store::SCHEMES`]), its store configured from the environment as `ra`
+    /// configures it (`AWS_*`, `GOOGLE_*`, `AZURE_*`) and from `options` (fsspec's names or
+    /// object_store's: `endpoint_url`, `region_name`, `anon`, ...). The object is opened now, by rawarray-serde's `StoreArrayReader` (its
     /// header, trailer and a chunked object's index: one or two requests), and every later
     /// request is pinned to it (an object replaced meanwhile is an error, never other bytes). A
     /// scan fetches the blocks it reads by ranged requests: the rows of its batches, and of a
