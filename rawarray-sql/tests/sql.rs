@@ -272,3 +272,32 @@ fn the_binary_reports_a_missing_file_or_bad_sql_without_panicking() {
     let out = Command::new(env!("CARGO_BIN_EXE_ra-sql")).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
 }
+
+/// The names of this process's threads.
+#[cfg(target_os = "linux")]
+fn thread_names() -> Vec<String> {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn a_query_of_local_files_starts_no_object_store_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), &bodies());
+    let batches =
+        rawarray_sql::query_blocking(&format!("SELECT count(*) FROM '{}'", path.display()))
+            .unwrap();
+    assert_eq!(
+        batches[0].column(0).as_primitive::<Int64Type>().value(0),
+        35
+    );
+    // The stores' runtime names its threads ra-sql-store (src/url.rs); no test of this file
+    // opens a URL, so none of them may be running.
+    let names = thread_names();
+    assert!(!names.is_empty());
+    assert!(!names.iter().any(|n| n == "ra-sql-store"), "{names:?}");
+}

@@ -335,6 +335,17 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
     // not the object.
     let provider = RaTableProvider::open_url(&url("run_z.ra"), &options).unwrap();
     let opened = provider.table().io_stats().unwrap();
+    // The stores' runtime runs, its threads named as tests/sql.rs expects (where a query of
+    // local files must have started none).
+    #[cfg(target_os = "linux")]
+    {
+        let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+            .map(|n| n.trim().to_string())
+            .collect();
+        assert!(names.iter().any(|n| n == "ra-sql-store"), "{names:?}");
+    }
     let ctx = SessionContext::new();
     ctx.register_table("runs", std::sync::Arc::new(provider.clone()))
         .unwrap();
