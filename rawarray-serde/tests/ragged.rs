@@ -592,7 +592,9 @@ fn a_reader_during_appends_sees_a_consistent_prefix() {
         let (path, done) = (path.clone(), done.clone());
         std::thread::spawn(move || {
             let mut seen = 0;
-            while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            // Until the writer is done and this reader has seen rows (a loaded machine may
+            // not schedule it before the end): the finished file no longer changes.
+            while !done.load(std::sync::atomic::Ordering::SeqCst) || seen == 0 {
                 let r = RaggedReader::<u32>::open(&path).unwrap();
                 assert!(
                     r.rows() >= seen,
