@@ -115,16 +115,11 @@ impl RaRecordType {
         runs
     }
 
-    /// Gathers structs (`c_size` bytes each) into packed records appended to `out`.
-    pub(crate) fn pack(&self, structs: &[u8], out: &mut Vec<u8>) {
+    /// Gathers structs (`c_size` bytes each) into the packed records `out` holds room for.
+    pub(crate) fn pack(&self, structs: &[u8], out: &mut [u8]) {
         let (c_size, size) = (self.c_size as usize, self.packed_size() as usize);
         let runs = self.runs();
-        let start = out.len();
-        out.resize(start + structs.len() / c_size * size, 0);
-        for (s, p) in structs
-            .chunks_exact(c_size)
-            .zip(out[start..].chunks_exact_mut(size))
-        {
+        for (s, p) in structs.chunks_exact(c_size).zip(out.chunks_exact_mut(size)) {
             let mut to = 0;
             for &(at, n) in &runs {
                 p[to..to + n].copy_from_slice(&s[at..at + n]);
@@ -317,18 +312,19 @@ mod tests {
         assert!(!t.is_packed());
         // Two structs whose every byte is its own index (padding included).
         let structs: Vec<u8> = (0..80u8).collect();
-        let mut packed = vec![0xEE]; // appended to, not replaced
-        t.pack(&structs, &mut packed);
-        let mut want = vec![0xEE];
+        let mut packed = vec![0xEE; 29 * 2 + 1]; // the last byte is beyond the records
+        t.pack(&structs, &mut packed[..58]);
+        let mut want = vec![];
         for base in [0u8, 40] {
             want.extend(base..base + 20); // step, pos
             want.push(base + 32); // tag
             want.extend(base + 24..base + 32); // e
         }
+        want.push(0xEE);
         assert_eq!(packed, want);
         // Back into structs whose padding (bytes 20..24 and 33..40) is left as it was.
         let mut back = vec![0xAAu8; 80];
-        t.unpack(&packed[1..], &mut back);
+        t.unpack(&packed[..58], &mut back);
         for (k, (&b, &s)) in back.iter().zip(&structs).enumerate() {
             let padding = matches!(k % 40, 20..=23 | 33..=39);
             assert_eq!(b, if padding { 0xAA } else { s }, "byte {k}");
