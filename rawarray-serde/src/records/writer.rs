@@ -464,9 +464,7 @@ impl Writer {
         // Amortized (not exact) growth: the buffer is filled a batch at a time.
         self.pending
             .try_reserve(len)
-            .map_err(|_| ErrorKind::TooLarge {
-                bytes: (start as u64).saturating_add(len as u64),
-            })?;
+            .map_err(|_| ErrorKind::TooLarge { bytes: len as u64 })?;
         self.pending.resize(start + len, 0);
         let rollback = Rollback(&mut self.pending, start);
         fill(&mut rollback.0[start..])?;
