@@ -141,7 +141,7 @@ impl RaTable {
             rows.max(1)
         };
         let source = if rows == 0 {
-            if Storage::of(&header) != Storage::Plain {
+            if Storage::of(&header).is_coded() {
                 // No rows, but a coded section is still decoded once: damaged, it is refused
                 // here as every other reader of the file refuses it.
                 ArrayReader::from_open_file(file, path)?
@@ -150,7 +150,7 @@ impl RaTable {
                     .map_err(named)?;
             }
             Source::Empty
-        } else if Storage::of(&header) != Storage::Plain {
+        } else if Storage::of(&header).is_coded() {
             Source::Decoded(Box::new(ArrayReader::from_open_file(file, path)?))
         } else {
             let len = usize::try_from(header.size).map_err(|_| {

@@ -207,7 +207,9 @@ impl Chunking {
 
 /// Plain bytes over stored bytes of a compressed section.
 fn ratio(h: &Header) -> Option<f64> {
-    (Storage::of(h) != Storage::Plain).then(|| h.data_len() as f64 / h.size.max(1) as f64)
+    Storage::of(h)
+        .is_coded()
+        .then(|| h.data_len() as f64 / h.size.max(1) as f64)
 }
 
 /// What an `ArrayWriter`'s journal says of a file: the blocks never committed, or why it
@@ -330,7 +332,7 @@ fn missing_text(path: &Path, h: &Header, missing: u64) -> String {
             .try_fold(h.elbyte, |a, &d| a.checked_mul(d))
             .filter(|&b| b > 0)
     });
-    if let (Some(bytes), false) = (record_bytes, Storage::of(h) != Storage::Plain) {
+    if let (Some(bytes), false) = (record_bytes, Storage::of(h).is_coded()) {
         let held = h.size - missing;
         let claimed = h.dims.last().copied().unwrap_or(0);
         s.push_str(&format!(
@@ -364,11 +366,10 @@ fn json_line(path: &Path, d: &Described) -> String {
         dims: &h.dims,
         numpy_shape: reversed(&h.dims),
         big_endian: h.is_big_endian(),
-        compressed: Storage::of(h) != Storage::Plain,
+        compressed: Storage::of(h).is_coded(),
         codec: match &chunked {
             Some(c) => Some(c.config.codec.name()),
-            None if Storage::of(h) == Storage::Lz4Whole => Some(Storage::Lz4Whole.name()),
-            None => None,
+            None => Storage::of(h).header_codec(),
         },
         chunks: chunked.map(|c| &c.config.chunk[..]),
         numpy_chunks: chunked.map(|c| reversed(&c.config.chunk)),
@@ -509,11 +510,7 @@ fn compression_text(
             )
         }
         Some(Err(why)) => format!("chunked (flag bit 2), unreadable: {why}"),
-        None => match Storage::of(h) {
-            Storage::Chunked => "chunked (flag bit 2)".to_string(),
-            Storage::Lz4Whole => "LZ4 block (flag bit 1)".to_string(),
-            Storage::Plain => "none".to_string(),
-        },
+        None => Storage::of(h).flag_text().to_string(),
     }
 }
 

@@ -429,12 +429,12 @@ impl RaSource {
     /// Whether the data section is stored exactly as [`RaSource::for_each_chunk`] hands it out,
     /// so it can be copied byte for byte (by the kernel, file to file).
     pub fn is_plain(&self) -> bool {
-        self.storage() == Storage::Plain && self.plain_header().flags == self.header.flags
+        !self.storage().is_coded() && self.plain_header().flags == self.header.flags
     }
 
     /// Whether the data section is compressed in any way: one LZ4 block or chunked.
     pub fn is_packed(&self) -> bool {
-        self.storage() != Storage::Plain
+        self.storage().is_coded()
     }
 
     /// How the data section is stored.

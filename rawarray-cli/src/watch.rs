@@ -30,7 +30,7 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
     let mut file = open_regular(path)?;
     let opened = identity(&file.metadata().at(path)?);
     let first = read_header_retrying(&mut file, path)?;
-    if Storage::of(&first) == Storage::Lz4Whole {
+    if !Storage::of(&first).grows_in_place() {
         return Err(Failure::file(
             path,
             "is LZ4-compressed: a file being appended to is not; nothing to follow",
@@ -205,35 +205,23 @@ impl Printer {
         out: &mut dyn Write,
     ) -> Result<()> {
         let elbyte = header.elbyte;
-        let mut per = (CHUNK as u64 / elbyte).max(1);
-        // A chunked file is read through the codec layer, whole records at a time (`range`
-        // starts and ends at record boundaries), its index as the header just read commits it.
-        let chunked = if Storage::of(header) == Storage::Chunked {
-            let section = Section::open(header, &*file).at(path)?;
-            let record = header.dims[..header.dims.len() - 1].iter().product::<u64>();
-            per = (per / record.max(1)).max(1) * record;
-            Some((section, record.max(1)))
-        } else {
-            None
-        };
+        // Read through the library's section reader, whatever the storage, whole records at a
+        // time (`range` starts and ends at record boundaries), a chunked file's index as the
+        // header just read commits it.
+        let section = Section::open(header, &*file).at(path)?;
+        let record = header.dims[..header.dims.len() - 1]
+            .iter()
+            .product::<u64>()
+            .max(1);
+        let per = ((CHUNK as u64 / elbyte).max(1) / record).max(1) * record;
+        let mut ranges: Vec<std::ops::Range<u64>> = header.dims.iter().map(|&d| 0..d).collect();
         let mut buf = Vec::new();
         let mut k = range.start;
         while k < range.end {
             let n = per.min(range.end - k);
             buf.resize((n * elbyte) as usize, 0);
-            if let Some((section, record)) = &chunked {
-                let mut ranges: Vec<std::ops::Range<u64>> =
-                    header.dims.iter().map(|&d| 0..d).collect();
-                *ranges.last_mut().expect("a dim") = k / record..(k + n) / record;
-                section.read_box(&ranges, &mut buf).at(path)?;
-            } else {
-                rawarray_serde::io::ReadAt::read_exact_at(
-                    &*file,
-                    &mut buf,
-                    header.encoded_len() as u64 + k * elbyte,
-                )
-                .at(path)?;
-            }
+            *ranges.last_mut().expect("a dim") = k / record..(k + n) / record;
+            section.read_box(&ranges, &mut buf).at(path)?;
             if self.swap > 0 {
                 buf.chunks_exact_mut(self.swap).for_each(<[u8]>::reverse);
             }

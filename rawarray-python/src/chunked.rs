@@ -405,7 +405,7 @@ pub(crate) fn section_warnings(
         .collect()
 }
 
-/// Decodes the whole array of a chunked file into `out` (a writable, C-contiguous buffer of
+/// Decodes the whole array of a file (the Python layer's: a chunked one) into `out` (a writable, C-contiguous buffer of
 /// exactly its plain bytes that numpy allocated, so the result is an ordinary array that owns
 /// its memory): chunks decoded in parallel on the library's pool, the GIL released. Primitive
 /// scalars come out little-endian, as `decode` gives them.
@@ -415,10 +415,9 @@ pub(crate) fn read_chunked_into(
     raw: &RawFile,
     mut out: PyBuffer<u8>,
 ) -> PyResult<()> {
+    // Any storage reads through the section the library opened (a plain one with one
+    // positioned read); the Python layer calls this for chunked files.
     let header = raw.header();
-    if Storage::of(header) != Storage::Chunked {
-        return Err(ra_err("read_chunked_into reads chunked files (flag bit 2)"));
-    }
     let bytes = output_bytes(&mut out, "read_chunked_into")?;
     if bytes.len() as u64 != header.data_len() {
         return Err(ra_err(format!(

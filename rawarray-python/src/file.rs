@@ -262,15 +262,12 @@ impl RawFile {
     /// the data section's size.
     fn data_range(&self, start: u64, len: u64) -> PyResult<u64> {
         let header = self.header();
-        if Storage::of(header) == Storage::Lz4Whole {
-            return Err(ra_err(
-                "an LZ4 file is read whole (decode), not by byte range",
-            ));
-        }
-        if Storage::of(header) == Storage::Chunked {
-            return Err(ra_err(
-                "a chunked file is read whole (decode) or by block (read_block), not by byte range",
-            ));
+        let storage = Storage::of(header);
+        if storage.is_coded() {
+            return Err(ra_err(format!(
+                "a {} file is read whole (decode) or by box (read_block), not by byte range",
+                storage.name()
+            )));
         }
         if start.checked_add(len).is_none_or(|e| e > header.size) {
             return Err(ra_err(format!(

@@ -43,6 +43,29 @@ macro_rules! array_methods {
                 rawarray_serde::section::Storage::of(self.header()).name()
             }
 
+            /// Whether numpy can view the data section's bytes as stored: a plain (not coded)
+            /// little-endian section. The library's rule (`Storage::is_coded`): the Python layer
+            /// asks it instead of testing the storage kind or flag bits.
+            #[getter]
+            fn viewable(&self) -> bool {
+                let h = self.header();
+                !rawarray_serde::section::Storage::of(h).is_coded() && !h.is_big_endian()
+            }
+
+            /// Whether the data section is coded (LZ4 or chunked): read through the library's
+            /// section reader, never as bytes in place.
+            #[getter]
+            fn coded(&self) -> bool {
+                rawarray_serde::section::Storage::of(self.header()).is_coded()
+            }
+
+            /// The codec the header alone names (`lz4-whole` for one LZ4 block of the whole
+            /// section), or None: a chunked section's codec is in its config.
+            #[getter]
+            fn header_codec(&self) -> Option<&'static str> {
+                rawarray_serde::section::Storage::of(self.header()).header_codec()
+            }
+
             /// Stored data bytes (compressed length for LZ4 and chunked files).
             #[getter]
             fn size(&self) -> u64 {

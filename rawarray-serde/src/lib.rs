@@ -389,7 +389,7 @@ pub fn from_file<T: serde::de::DeserializeOwned>(path: impl AsRef<Path>) -> Resu
                 return from_ragged_file(file, path);
             }
             std::io::Seek::rewind(&mut file)?;
-            if section::Storage::of(&Header::read_stable_any(&file)?) != section::Storage::Plain {
+            if section::Storage::of(&Header::read_stable_any(&file)?).is_coded() {
                 return from_coded_file(file, path);
             }
         }

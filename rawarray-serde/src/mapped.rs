@@ -227,7 +227,7 @@ impl<T: Element + Clone> RecordReader<T> {
         };
         data::to_usize(header.data_len())?;
         let section = if mode == ReadMode::Positioned
-            || Storage::of(&header) != Storage::Plain
+            || Storage::of(&header).is_coded()
             || header.size == 0
         {
             let pinned = PinnedFile::pin_snapshot(file, path, &header, state)?;
@@ -323,7 +323,7 @@ impl<T: Element + Clone> RecordReader<T> {
     /// ```
     pub fn section_stats(&self) -> Option<SectionStats> {
         match &self.section {
-            Section::Read(s) if s.storage() == Storage::Chunked => Some(s.stats()),
+            Section::Read(s) if s.chunk_map().is_some() => Some(s.stats()),
             _ => None,
         }
     }
@@ -610,7 +610,7 @@ pub(crate) struct Snapshot {
 /// section (flag bit 2) is accepted: both callers read it through the section decoder.
 pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
     let mut seen = None;
-    for _ in 0..SNAPSHOT_TRIES {
+    for tries_left in (0..SNAPSHOT_TRIES).rev() {
         let bytes = stable_header_bytes(file)?;
         let header = Header::decode_any(&bytes)?;
         let meta = file.metadata()?;
@@ -618,7 +618,12 @@ pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
         let probe = locate(file, data_end(&header), meta.len());
         // One read: equal to the header two reads agreed on, it is that header.
         let again = header_bytes(file)?;
-        if again == bytes {
+        // A damaged trailer under a header that did not change is most likely a writer
+        // between writing records over the old trailer and committing its new header: it is
+        // read again after a pause long enough for that commit. A trailer still damaged after
+        // the last try is the file's (it costs a damaged file the tries, ~50 ms, once).
+        let damaged = matches!(probe, Probe::Damaged(_));
+        if again == bytes && (!damaged || tries_left == 0) {
             // The `fstat` then the header, as `FileState::of` takes a state.
             let state = Some(FileState::from_meta(&meta, again));
             return Ok(Snapshot {
@@ -628,7 +633,11 @@ pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
             });
         }
         seen = Some((header, probe));
-        std::thread::yield_now();
+        if damaged {
+            std::thread::sleep(std::time::Duration::from_micros(500));
+        } else {
+            std::thread::yield_now();
+        }
     }
     let (header, probe) = seen.expect("SNAPSHOT_TRIES > 0");
     Ok(Snapshot {

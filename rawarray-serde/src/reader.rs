@@ -173,7 +173,7 @@ impl ArrayReader {
         // A compressed or chunked section is read by positioned reads (its reads decode); an
         // empty one has nothing to map.
         let mut taken = None;
-        let source = if map && Storage::of(&header) == Storage::Plain && header.size > 0 {
+        let source = if map && !Storage::of(&header).is_coded() && header.size > 0 {
             // SAFETY: memmap2 requires that the mapped bytes are not modified or truncated away
             // while mapped. The map covers the data section of the header just read, which
             // `snapshot` checked the file to hold. This crate changes those bytes in place only
@@ -245,7 +245,7 @@ impl ArrayReader {
 
     /// What the section has read and decoded so far (`None` for a file that is not chunked).
     pub fn section_stats(&self) -> Option<SectionStats> {
-        (self.section.storage() == Storage::Chunked).then(|| self.section.stats())
+        self.section.chunk_map().map(|_| self.section.stats())
     }
 
     /// The plan of a subset in the file's dims and elements (see [`SubsetPlan`]): its runs and
@@ -476,7 +476,7 @@ mod nd {
                 .collect::<Result<Vec<usize>>>()?;
             let h = self.header();
             let storage = Storage::of(h);
-            if storage != Storage::Plain || h.is_big_endian() {
+            if storage.is_coded() || h.is_big_endian() {
                 return Err(Error::unsupported(format!(
                     "a view needs a little-endian plain file; this one is {}, {}{}",
                     if h.is_big_endian() {
@@ -485,8 +485,8 @@ mod nd {
                         "little-endian"
                     },
                     storage.name(),
-                    if storage == Storage::Chunked {
-                        " (read blocks of it with read_subset)"
+                    if storage.is_coded() {
+                        " (read boxes of it with read_subset)"
                     } else {
                         ""
                     },

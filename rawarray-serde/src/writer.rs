@@ -951,7 +951,7 @@ fn check_unwritten(
 
 /// An error unless blocks of a file with `header` can be written in place.
 fn check_writable(header: &Header) -> Result<()> {
-    let lz4 = Storage::of(header) == Storage::Lz4Whole;
+    let lz4 = !Storage::of(header).grows_in_place();
     if lz4 || header.is_big_endian() {
         let what = match (header.is_big_endian(), lz4) {
             (true, true) => "big-endian and LZ4-compressed",

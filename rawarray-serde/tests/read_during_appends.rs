@@ -13,7 +13,8 @@ use std::sync::Arc;
 use rawarray_serde::codec::Codec;
 use rawarray_serde::ragged::{RaggedOptions, RaggedWriter};
 use rawarray_serde::{
-    ArrayReader, DynArray, ErrorKind, RawArray, RecordOptions, RecordReader, Result, WriteOptions,
+    ArrayReader, DynArray, ErrorKind, RawArray, RecordOptions, RecordReader, RecordWriter, Result,
+    WriteOptions,
 };
 
 fn value(k: u64) -> u64 {
@@ -198,4 +199,65 @@ fn whole_reads_of_compressed_ragged_rows_being_appended_are_prefixes() {
     }
     eprintln!("{total} reads");
     assert!(total > 0);
+}
+
+/// A writer appending to a plain record file writes the new records over the old trailer, then
+/// its new trailer, then the header that commits them. A reader opening between the first and
+/// the last step sees the old header over a trailer whose first frame is gone (a record shorter
+/// than the trailer leaves its last frame): the trailer is damaged under a header that did not
+/// change. The open waits for the commit instead of refusing the file for its trailer. The
+/// states are built by hand from two real files: `before` (3 records) and `after` (4).
+#[test]
+fn an_open_between_an_append_and_its_commit_waits_for_the_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, after) = (dir.path().join("before.ra"), dir.path().join("after.ra"));
+    for (path, n) in [(&before, 3u64), (&after, 4)] {
+        let mut w = RecordWriter::<u64>::create(path, serde_json::json!({"run": 7})).unwrap();
+        for k in 0..n {
+            w.append(&value(k)).unwrap();
+        }
+        w.finish().unwrap();
+    }
+    let (before, after) = (
+        std::fs::read(before).unwrap(),
+        std::fs::read(after).unwrap(),
+    );
+    let header_len = rawarray_serde::Header::decode_any(&before)
+        .unwrap()
+        .encoded_len();
+    let data_end = header_len + 3 * 8;
+    // The torn state: the old header and records, the fourth record over the first 8 bytes of
+    // the old trailer (its tag), the rest of the old trailer as it was.
+    let mut torn = before.clone();
+    torn[data_end..data_end + 8].copy_from_slice(&after[data_end..data_end + 8]);
+    assert_eq!(
+        torn.len(),
+        before.len(),
+        "a record is shorter than the trailer"
+    );
+    for round in 0..20 {
+        let path = dir.path().join(format!("live{round}.ra"));
+        std::fs::write(&path, &torn).unwrap();
+        let commit = {
+            let (path, after) = (path.clone(), after.clone());
+            std::thread::spawn(move || {
+                use std::os::unix::fs::FileExt;
+                std::thread::sleep(std::time::Duration::from_millis(3));
+                let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+                // As the writer does: the body (new trailer) first, the header last.
+                f.write_all_at(&after[header_len..], header_len as u64)
+                    .unwrap();
+                f.write_all_at(&after[..header_len], 0).unwrap();
+            })
+        };
+        // Both openers take their header through one snapshot: half the rounds each.
+        let got = if round % 2 == 0 {
+            RecordReader::<u64>::open(&path).and_then(|r| r.slice(..).map(|s| s.to_vec()))
+        } else {
+            ArrayReader::open(&path).and_then(|r| r.read_all::<u64>().map(RawArray::into_vec))
+        };
+        let got = got.unwrap_or_else(|e| panic!("round {round}: an open during a commit: {e}"));
+        assert_eq!(got, (0..4).map(value).collect::<Vec<_>>(), "round {round}");
+        commit.join().unwrap();
+    }
 }

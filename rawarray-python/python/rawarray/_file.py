@@ -130,8 +130,7 @@ class File:
         self._chunking = self._raw.chunk_config()
         # What indexing asks on every call, fixed at open (a File reads the file it opened).
         self._shape = tuple(reversed(self._raw.dims))
-        self._is_plain = (self._raw.storage == "plain" and not self._raw.flags & 1
-                          and not _is_url(self.path))
+        self._is_plain = self._raw.viewable and not _is_url(self.path)
         self._read_dtype = (self._dtype.newbyteorder(">") if self._raw.big_endian_records
                             else self._dtype)
         self._np_chunks = (None if self._chunking is None
@@ -170,8 +169,8 @@ class File:
         ratio = plain / r.size if r.size else None
         if self._chunking is not None:
             return compression_of(self._chunking, r.rounded_to, ratio)
-        if r.storage == "lz4-whole":
-            return {**dict.fromkeys(COMPRESSION_KEYS), "codec": "lz4-whole",
+        if r.header_codec is not None:
+            return {**dict.fromkeys(COMPRESSION_KEYS), "codec": r.header_codec,
                     "rounded_to": r.rounded_to, "ratio": ratio}
         return None
 
@@ -328,7 +327,7 @@ class File:
             "size": r.size,
             "header_len": r.header_len,
             "big_endian": bool(r.flags & 1),
-            "compressed": r.storage != "plain",
+            "compressed": r.coded,
         }
 
     @property

@@ -49,6 +49,15 @@ class RawFile:
     def storage(self) -> str:
         """How the data section is stored: "plain", "lz4-whole" or "chunked"."""
     @property
+    def viewable(self) -> bool:
+        """Whether numpy can view the data bytes as stored (plain, little-endian)."""
+    @property
+    def coded(self) -> bool:
+        """Whether the data section is coded (LZ4 or chunked)."""
+    @property
+    def header_codec(self) -> str | None:
+        """The codec the header alone names ("lz4-whole"), or None."""
+    @property
     def size(self) -> int: ...
     @property
     def num_elements(self) -> int: ...
@@ -138,6 +147,15 @@ class StoreFile:
     @property
     def storage(self) -> str:
         """How the data section is stored: "plain", "lz4-whole" or "chunked"."""
+    @property
+    def viewable(self) -> bool:
+        """Whether numpy can view the data bytes as stored (plain, little-endian)."""
+    @property
+    def coded(self) -> bool:
+        """Whether the data section is coded (LZ4 or chunked)."""
+    @property
+    def header_codec(self) -> str | None:
+        """The codec the header alone names ("lz4-whole"), or None."""
     @property
     def size(self) -> int: ...
     @property

@@ -207,7 +207,7 @@ impl<R: Read> StreamInput<R> {
     ) -> Result<StreamInput<R>> {
         let size_us = crate::data::to_usize(header.size)?;
         let known = available.is_some_and(|a| a >= header.size);
-        if Storage::of(header) != Storage::Plain || header.is_big_endian() {
+        if Storage::of(header).is_coded() || header.is_big_endian() {
             // Decoded whole, as from a slice: these are not the one-copy formats (the section
             // layer decodes as it reads, within what the stream holds).
             let mut data = crate::section::stream::read_bytes(header, &mut reader, available)?;
@@ -393,9 +393,10 @@ fn plain<'a>(
     header: &Header,
     trailer: Option<&Trailer>,
 ) -> Result<Cow<'a, [u8]>> {
-    let mut data = match Storage::of(header) {
-        Storage::Plain => section,
-        _ => Cow::Owned(Section::open_at(header, &section[..], 0)?.read_all()?),
+    let mut data = if Storage::of(header).is_coded() {
+        Cow::Owned(Section::open_at(header, &section[..], 0)?.read_all()?)
+    } else {
+        section
     };
     if header.is_big_endian() {
         to_little_endian(data.to_mut(), header, trailer)?;

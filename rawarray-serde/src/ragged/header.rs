@@ -452,6 +452,7 @@ pub(crate) fn later_values_size<S: ReadAt + ?Sized>(
 ) -> Option<u64> {
     // Value dims, m and n, then the slot count word.
     let mut bytes = vec![0u8; FIXED_HEADER_LEN + 8 * (vh.dims.len() + 2)];
+    // As `later_size`: none leaves the section in the state it was opened in.
     crate::io::read_settled_at(source, &mut bytes, 0).ok()?;
     let now = RaggedHeader::decode(&bytes).ok()?;
     let nvh = now.values_section_header()?;

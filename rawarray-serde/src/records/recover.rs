@@ -116,7 +116,7 @@ pub(crate) fn recover_records(path: &Path, file: &File, force: bool) -> Result<R
             .into());
         }
     }
-    if Storage::of(&header) == Storage::Lz4Whole {
+    if !Storage::of(&header).grows_in_place() {
         return Err(Error::unsupported(
             "the file is LZ4-compressed: it cannot have been appended to",
         ));

@@ -33,7 +33,7 @@ impl RecordShape {
         header: &Header,
         expected: Option<&[u64]>,
     ) -> Result<RecordShape> {
-        if Storage::of(header) == Storage::Lz4Whole {
+        if !Storage::of(header).grows_in_place() {
             return Err(Error::unsupported(
                 "the file is LZ4-compressed: its records cannot be appended to or mapped \
                  (rewrite it uncompressed with DynArray first)",

@@ -162,6 +162,10 @@ fn later_size<S: ReadAt + ?Sized>(header: &Header, source: &S, base: u64) -> Opt
     let hlen = header.encoded_len() as u64;
     let at = base.checked_sub(hlen)?;
     let mut bytes = vec![0u8; hlen as usize];
+    // No later size (a read error, or a header that would not settle) leaves the section as
+    // its own header says: the state it was opened in, in which entries past `size` are not
+    // committed yet. That is a state the file was in, never a mix, so the error is not passed
+    // on: the read that follows meets the file as it is.
     crate::io::read_settled_at(source, &mut bytes, at).ok()?;
     match Header::decode_any(&bytes) {
         Ok(now) => (now.is_grown_from(header) && now.size > header.size).then_some(now.size),

@@ -83,6 +83,55 @@ impl Storage {
         }
     }
 
+    /// Whether a read decodes its stored bytes. A plain section's bytes are its values at
+    /// their offsets, so a reader maps them, reads a byte range of them or streams them as
+    /// they are; a coded one (LZ4, chunked) is read through [`Section`]. Front ends ask this
+    /// property, not which kind a file has, so that a storage kind is added here alone.
+    ///
+    /// ```
+    /// use rawarray_serde::section::Storage;
+    /// use rawarray_serde::{Header, RawArray, WriteOptions};
+    /// let a = RawArray::from_vec(vec![1.5f32; 64]);
+    /// let (mut plain, mut lz4) = (Vec::new(), Vec::new());
+    /// a.write_to_with(&mut plain, &WriteOptions::new()).unwrap();
+    /// a.write_to_with(&mut lz4, &WriteOptions::new().compress(true)).unwrap();
+    /// assert!(!Storage::of(&Header::decode_any(&plain).unwrap()).is_coded());
+    /// assert!(Storage::of(&Header::decode_any(&lz4).unwrap()).is_coded());
+    /// ```
+    pub fn is_coded(self) -> bool {
+        self != Storage::Plain
+    }
+
+    /// Whether values are added to it in place after it was written: records appended,
+    /// blocks written by an `ArrayWriter`. Plain and chunked sections are; one LZ4 block of
+    /// the whole section is written once (rewrite such a file to append to it).
+    ///
+    /// ```
+    /// use rawarray_serde::section::Storage;
+    /// assert!(Storage::Plain.grows_in_place() && Storage::Chunked.grows_in_place());
+    /// assert!(!Storage::Lz4Whole.grows_in_place());
+    /// ```
+    pub fn grows_in_place(self) -> bool {
+        self != Storage::Lz4Whole
+    }
+
+    /// How `ra info` names it with its flag bit: `none`, `LZ4 block (flag bit 1)`, `chunked
+    /// (flag bit 2)`.
+    pub fn flag_text(self) -> &'static str {
+        match self {
+            Storage::Plain => "none",
+            Storage::Lz4Whole => "LZ4 block (flag bit 1)",
+            Storage::Chunked => "chunked (flag bit 2)",
+        }
+    }
+
+    /// The codec its header alone names: `lz4-whole` for one LZ4 block of the whole section
+    /// (flag bit 1 says it all); none for a plain section, and none for a chunked one, whose
+    /// codec is in its config ([`Description::codec`]).
+    pub fn header_codec(self) -> Option<&'static str> {
+        (self == Storage::Lz4Whole).then(|| self.name())
+    }
+
     /// Its name: `plain`, `lz4-whole`, or `chunked`.
     pub fn name(self) -> &'static str {
         match self {

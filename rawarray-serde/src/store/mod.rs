@@ -243,7 +243,7 @@ impl StoreArrayReader {
             Probe::Valid(block) => (Some(block.trailer), None),
         };
         kept.extend(pieces.into_iter().skip(1));
-        let section = if Storage::of(&header) != Storage::Plain {
+        let section = if Storage::of(&header).is_coded() {
             Some(Section::open(
                 &header,
                 Fetched::new(object_len, kept.clone()),
