@@ -321,11 +321,12 @@ impl DynRecordWriter {
     /// crash safety and counts.
     ///
     /// `fill` is called once, with a zeroed slice. If it returns an error (or panics), nothing
-    /// is appended and its error is returned: the buffer is as it was, the file untouched.
-    /// The slice is `count` records of memory on top of the buffer: append a large number of
-    /// records in batches (a few MiB each), as for [`Self::append_bytes`]. A `count` whose
-    /// bytes overflow, or that cannot be allocated, is an error ([`ErrorKind::TooLarge`]) and
-    /// appends nothing.
+    /// of it is appended and its error is returned: the count is unchanged, nothing new is
+    /// committed, and the writer goes on as if the call had not been made. Errors of the
+    /// writes after a successful fill are those of [`Self::append_bytes`], with the same
+    /// effects. The slice is `count` records of memory on top of the buffer: append a large
+    /// number of records in batches (a few MiB each). A `count` whose bytes overflow, or that
+    /// cannot be allocated, is an error ([`ErrorKind::TooLarge`]) and appends nothing.
     ///
     /// ```
     /// use rawarray_serde::{ElementSpec, RecordOptions, RecordReader};
