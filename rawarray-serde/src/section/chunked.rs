@@ -92,6 +92,52 @@ struct BlockCache {
 
 /// Decoded bytes a reader keeps, at most.
 const CACHE_BYTES: usize = 32 << 20;
+
+/// Decoded-block buffers of dropped readers (and blocks evicted from a cache), taken by the
+/// next block decoded at the same length. A read of one element opens a file, decodes one
+/// block and drops the reader: with a fresh buffer each time, zero-filling it and the page
+/// faults of its first touch were about a fifth of the read (a default block is 256 KiB).
+///
+/// Sound to hand out with old contents: every block decoder writes all of its output or fails
+/// (each codec checks the decoded length; each filter writes every byte of its output, as the
+/// pipeline's reused scratch buffers already rely on), and the buffer of a failed decode is
+/// dropped, never cached: a block read never shows bytes of another block.
+static SPARE_BLOCKS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+/// Buffers kept spare, at most.
+const SPARE_MAX: usize = 8;
+/// The largest buffer kept spare (blocks of version 1 may be much larger than the default).
+const SPARE_MAX_BYTES: usize = 4 << 20;
+
+/// A buffer of `len` bytes for a decoder that writes all of them (contents unspecified).
+fn block_buffer(len: u64) -> Result<Vec<u8>> {
+    if let Ok(mut spare) = SPARE_BLOCKS.lock() {
+        if let Some(i) = spare.iter().position(|b| b.len() as u64 == len) {
+            return Ok(spare.swap_remove(i));
+        }
+    }
+    crate::data::try_zeroed_bytes(len)
+}
+
+/// Gives `block` back for reuse if no reader holds it any more.
+fn give_back(block: Arc<Vec<u8>>) {
+    if let Ok(b) = Arc::try_unwrap(block) {
+        if b.len() <= SPARE_MAX_BYTES && !b.is_empty() {
+            if let Ok(mut spare) = SPARE_BLOCKS.lock() {
+                if spare.len() < SPARE_MAX {
+                    spare.push(b);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for BlockCache {
+    fn drop(&mut self) {
+        for (_, (block, _)) in self.blocks.drain() {
+            give_back(block);
+        }
+    }
+}
 /// Block tables a reader keeps, at most.
 const CACHE_TABLES: usize = 1024;
 
@@ -115,6 +161,7 @@ impl BlockCache {
             };
             let (b, _) = self.blocks.remove(&old).expect("found above");
             self.bytes -= b.len();
+            give_back(b);
         }
         self.tick += 1;
         self.bytes += block.len();
@@ -438,7 +485,7 @@ impl Chunked {
         }
         let r = &table[b as usize];
         let stored = self.read_at(io, r.len, e.offset + r.start)?;
-        let mut out = crate::data::try_zeroed_bytes(len)?;
+        let mut out = block_buffer(len)?;
         self.map.chain().decode_block(n, b, r, &stored, &mut out)?;
         io.counters.blocks(1, len);
         let out = Arc::new(out);
