@@ -20,18 +20,17 @@ pub struct RaRecords {
     writer: Option<DynRecordWriter>,
     rtype: RaRecordType,
     path: String,
-    scratch: Vec<u8>,
 }
 
 impl RaRecords {
     fn writer(&mut self) -> Result<&mut DynRecordWriter> {
-        self.writer.as_mut().ok_or_else(|| {
-            Failure::usage(format!(
-                "{}: the writer failed earlier and is closed",
-                self.path
-            ))
-        })
+        self.writer.as_mut().ok_or_else(|| closed(&self.path))
     }
+}
+
+/// The error of a call on a writer that failed earlier.
+fn closed(path: &str) -> Failure {
+    Failure::usage(format!("{path}: the writer failed earlier and is closed"))
 }
 
 enum Mode {
@@ -79,7 +78,6 @@ unsafe fn make(
             writer: Some(w),
             rtype: t,
             path: shown,
-            scratch: Vec::new(),
         };
         // SAFETY: the caller's promise about `out`.
         unsafe { put(out, Box::into_raw(Box::new(r)), "out") }
@@ -154,23 +152,24 @@ pub unsafe extern "C" fn ra_records_append(
                 .append_bytes(structs)
                 .map_err(|e| Failure::at(e, &path));
         }
-        // Gathered a slice at a time, so that the packed copy stays small.
+        // Gathered a slice at a time straight into the writer's buffer (one copy), so that the
+        // packed slice stays small.
         let per = ((4usize << 20) / size as usize).max(1) * size as usize;
-        let mut scratch = std::mem::take(&mut r.scratch);
-        let mut result = Ok(());
+        let RaRecords {
+            writer,
+            rtype,
+            path,
+            ..
+        } = r;
+        let w = writer.as_mut().ok_or_else(|| closed(path))?;
         for slice in structs.chunks(per) {
-            scratch.clear();
-            r.rtype.pack(slice, &mut scratch);
-            let path = r.path.clone();
-            result = r
-                .writer()
-                .and_then(|w| w.append_bytes(&scratch).map_err(|e| Failure::at(e, &path)));
-            if result.is_err() {
-                break;
-            }
+            w.append_with(slice.len() as u64 / size, |dst| {
+                rtype.pack(slice, dst);
+                Ok(())
+            })
+            .map_err(|e| Failure::at(e, path))?;
         }
-        r.scratch = scratch;
-        result
+        Ok(())
     })
 }
 

@@ -115,20 +115,54 @@ impl RaRecordType {
         runs
     }
 
-    /// Gathers structs (`c_size` bytes each) into packed records appended to `out`.
-    pub(crate) fn pack(&self, structs: &[u8], out: &mut Vec<u8>) {
+    /// Gathers structs (`c_size` bytes each) into the packed records `out` holds room for.
+    ///
+    /// Each run is copied 8 bytes at a time, the last word of a run running past its end: a
+    /// copy of a length known only at run time would call `memcpy`, twice or more a record,
+    /// where a word is one load and one store. The bytes written past a run's end are
+    /// overwritten by the runs after it (a record is written in its own order), and those past a
+    /// record's end by the next record; the records near the end of either buffer, where a
+    /// word would reach beyond it, are copied run by run, exactly.
+    pub(crate) fn pack(&self, structs: &[u8], out: &mut [u8]) {
         let (c_size, size) = (self.c_size as usize, self.packed_size() as usize);
+        let n = (structs.len() / c_size).min(out.len() / size);
         let runs = self.runs();
-        let start = out.len();
-        out.resize(start + structs.len() / c_size * size, 0);
-        for (s, p) in structs
-            .chunks_exact(c_size)
-            .zip(out[start..].chunks_exact_mut(size))
-        {
+        let mut words = Vec::new();
+        let mut packed = 0;
+        for &(at, len) in &runs {
+            words.extend((0..len.div_ceil(8)).map(|k| (at + 8 * k, packed + 8 * k)));
+            packed += len;
+        }
+        // Records whose words all stay inside the `n` structs and the `n` records.
+        let fits = |len: usize, stride: usize, reach: usize| {
+            len.checked_sub(reach).map_or(0, |room| room / stride + 1)
+        };
+        let read = words.iter().map(|w| w.0 + 8).max().unwrap_or(0);
+        let written = words.iter().map(|w| w.1 + 8).max().unwrap_or(0);
+        let fast = n
+            .min(fits(n * c_size, c_size, read))
+            .min(fits(n * size, size, written));
+        let (from, into) = (structs.as_ptr(), out.as_mut_ptr());
+        for k in 0..fast {
+            let (s, p) = (k * c_size, k * size);
+            for &(at, to) in &words {
+                // SAFETY: `fast` counts only records whose words lie inside both buffers:
+                // s + at + 8 <= n * c_size <= structs.len() (read) and
+                // p + to + 8 <= n * size <= out.len() (written).
+                // Unaligned reads and writes of plain bytes; the two buffers do not overlap
+                // (one is borrowed shared, the other exclusively).
+                unsafe {
+                    let word = from.add(s + at).cast::<u64>().read_unaligned();
+                    into.add(p + to).cast::<u64>().write_unaligned(word);
+                }
+            }
+        }
+        for k in fast..n {
+            let (s, p) = (&structs[k * c_size..], &mut out[k * size..]);
             let mut to = 0;
-            for &(at, n) in &runs {
-                p[to..to + n].copy_from_slice(&s[at..at + n]);
-                to += n;
+            for &(at, len) in &runs {
+                p[to..to + len].copy_from_slice(&s[at..at + len]);
+                to += len;
             }
         }
     }
@@ -290,22 +324,85 @@ mod tests {
     /// `struct { uint64_t step; float pos[3]; /* 4 bytes padding */ double e; uint8_t tag; }`
     /// (40 bytes), its fields added out of struct order to make the record's order differ.
     fn sample() -> RaRecordType {
-        let field = |name: &str, eltype, elbyte, count, c_offset| CField {
-            name: name.into(),
-            eltype,
-            elbyte,
-            count,
-            c_offset,
-        };
+        record_type(
+            40,
+            &[
+                (ElType::Uint, 8, 1, 0),
+                (ElType::Float, 4, 3, 8),
+                (ElType::Uint, 1, 1, 32),
+                (ElType::Float, 8, 1, 24),
+            ],
+        )
+    }
+
+    /// A record type of `c_size` bytes with fields `(eltype, elbyte, count, c_offset)`.
+    fn record_type(c_size: u64, fields: &[(ElType, u64, u64, u64)]) -> RaRecordType {
+        let fields = fields
+            .iter()
+            .enumerate()
+            .map(|(k, &(eltype, elbyte, count, c_offset))| CField {
+                name: format!("f{k}"),
+                eltype,
+                elbyte,
+                count,
+                c_offset,
+            })
+            .collect();
         RaRecordType {
             name: "sample".into(),
-            c_size: 40,
-            fields: vec![
-                field("step", ElType::Uint, 8, 1, 0),
-                field("pos", ElType::Float, 4, 3, 8),
-                field("tag", ElType::Uint, 1, 1, 32),
-                field("e", ElType::Float, 8, 1, 24),
-            ],
+            c_size,
+            fields,
+        }
+    }
+
+    /// Packs record by record and field by field, a byte at a time: the truth `pack` is held to.
+    fn pack_by_hand(t: &RaRecordType, structs: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        for s in structs.chunks_exact(t.c_size as usize) {
+            for f in &t.fields {
+                for b in 0..f.bytes() {
+                    out.push(s[(f.c_offset + b) as usize]);
+                }
+            }
+        }
+        out
+    }
+
+    /// `pack` copies words of 8 bytes past the ends of runs and records, and the last records
+    /// exactly: for structs whose last field ends at the struct's end or leaves padding, fields
+    /// out of order, short and long runs, 0 to 9 records, it writes what packing by hand
+    /// writes, and not a byte past the records.
+    #[test]
+    fn pack_matches_packing_by_hand() {
+        let types = [
+            sample(),
+            // One byte: every word reaches past the struct.
+            record_type(1, &[(ElType::Uint, 1, 1, 0)]),
+            // Ends at the struct's end; a run of 12 bytes, then 2 before it.
+            record_type(16, &[(ElType::Float, 4, 3, 4), (ElType::Uint, 2, 1, 0)]),
+            // A long run (a fixed array of 100 doubles) between short ones, padding after.
+            record_type(
+                824,
+                &[
+                    (ElType::Uint, 1, 1, 0),
+                    (ElType::Float, 8, 100, 8),
+                    (ElType::Int, 4, 1, 808),
+                ],
+            ),
+        ];
+        for t in &types {
+            let (c, size) = (t.c_size as usize, t.packed_size() as usize);
+            for n in 0..10 {
+                let structs: Vec<u8> = (0..n * c).map(|k| (k * 7 + 3) as u8).collect();
+                let mut out = vec![0xEEu8; n * size + 16];
+                t.pack(&structs, &mut out[..n * size]);
+                assert_eq!(
+                    out[..n * size],
+                    pack_by_hand(t, &structs)[..],
+                    "c_size {c}, {n} records"
+                );
+                assert!(out[n * size..].iter().all(|&b| b == 0xEE), "past the end");
+            }
         }
     }
 
@@ -317,18 +414,19 @@ mod tests {
         assert!(!t.is_packed());
         // Two structs whose every byte is its own index (padding included).
         let structs: Vec<u8> = (0..80u8).collect();
-        let mut packed = vec![0xEE]; // appended to, not replaced
-        t.pack(&structs, &mut packed);
-        let mut want = vec![0xEE];
+        let mut packed = vec![0xEE; 29 * 2 + 1]; // the last byte is beyond the records
+        t.pack(&structs, &mut packed[..58]);
+        let mut want = vec![];
         for base in [0u8, 40] {
             want.extend(base..base + 20); // step, pos
             want.push(base + 32); // tag
             want.extend(base + 24..base + 32); // e
         }
+        want.push(0xEE);
         assert_eq!(packed, want);
         // Back into structs whose padding (bytes 20..24 and 33..40) is left as it was.
         let mut back = vec![0xAAu8; 80];
-        t.unpack(&packed[1..], &mut back);
+        t.unpack(&packed[..58], &mut back);
         for (k, (&b, &s)) in back.iter().zip(&structs).enumerate() {
             let padding = matches!(k % 40, 20..=23 | 33..=39);
             assert_eq!(b, if padding { 0xAA } else { s }, "byte {k}");

@@ -517,6 +517,33 @@ fn c_appends_records_that_rust_and_numpy_read_by_field() {
     assert_eq!(out.matches("numpy ok records").count(), 2, "{out}");
 }
 
+/// One `ra_records_append` of many padded structs: packed a slice of 4 MiB of structs at a
+/// time straight into the writer (slices of 64 KiB or more are written at once), then a small
+/// one (buffered), plain and compressed: every record is read back as written.
+#[test]
+fn c_appends_large_batches_of_padded_structs() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let exe = build_c(
+        gcc(),
+        &[c_source("records_check.c")],
+        &d.join("records_check"),
+        &[],
+    );
+    for storage in ["plain", "zstd"] {
+        let path = d.join(format!("large_{storage}.ra"));
+        records_check(&exe, &[&"write", &path, &"3", &"1", &storage]);
+        // 250,000 structs of 40 bytes: three slices (104,857 twice, then 40,286).
+        let out = records_check(&exe, &[&"append", &path, &"250000"]);
+        assert!(out.contains("appended to 250003"), "{out}");
+        let out = records_check(&exe, &[&"append", &path, &"10"]);
+        assert!(out.contains("appended to 250013"), "{out}");
+        let out = records_check(&exe, &[&"check", &path, &"250013"]);
+        assert!(out.contains("records 250013"), "{out}");
+        rust_reads_records(&path, 250_013);
+    }
+}
+
 #[test]
 fn a_record_file_one_process_holds_is_refused_to_another() {
     use std::io::{BufRead, BufReader, Write};

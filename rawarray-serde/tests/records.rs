@@ -1041,3 +1041,153 @@ fn open_dyn_refuses_a_big_endian_file_without_touching_it() {
     assert!(err.to_string().contains("big-endian"), "{err}");
     assert_eq!(fs::read(&path).unwrap(), bytes);
 }
+
+/// Writes records `range` with `append_with`, packing each field into the writer's buffer.
+fn append_with_samples(
+    w: &mut rawarray_serde::DynRecordWriter,
+    range: std::ops::Range<u64>,
+) -> rawarray_serde::Result<()> {
+    let packed = samples_bytes(range.clone());
+    w.append_with(range.end - range.start, |dst| {
+        assert_eq!(dst.len(), packed.len(), "the slice is count records");
+        dst.copy_from_slice(&packed);
+        Ok(())
+    })
+}
+
+/// `append_with` writes the file `append_bytes` writes for the same records, byte for byte:
+/// small appends (buffered), appends of 64 KiB or more (written at once), a buffer small enough
+/// to be written out between flushes, plain and compressed, mixed with `append_bytes`. The
+/// truth for a plain file is its bytes built by hand: header, records, trailer block.
+#[test]
+fn append_with_writes_what_append_bytes_writes() {
+    use rawarray_serde::{codec::Codec, ElementSpec};
+    let spec = ElementSpec::of::<Sample>();
+    // Records of 20 bytes: 3300 of them (66,000 bytes) are over the 64 KiB of a direct write.
+    let batches = [0..7, 7..300, 300..3600, 3600..3601, 3601..5000, 5000..5003];
+    let dir = tempfile::tempdir().unwrap();
+    for compressed in [false, true] {
+        for buffer in [8 << 20, 4096] {
+            let opts = fast().params(params()).buffer_bytes(buffer);
+            let opts = if compressed {
+                opts.codec(Codec::Zstd)
+            } else {
+                opts
+            };
+            let case = format!("compressed {compressed}, buffer {buffer}");
+            let (by_bytes, by_with) = (dir.path().join("bytes.ra"), dir.path().join("with.ra"));
+            let mut b = opts.create_dyn(&by_bytes, &spec).unwrap();
+            let mut w = opts.create_dyn(&by_with, &spec).unwrap();
+            for (k, range) in batches.iter().enumerate() {
+                b.append_bytes(&samples_bytes(range.clone())).unwrap();
+                if k == 4 {
+                    // Mixed with append_bytes in one writer.
+                    w.append_bytes(&samples_bytes(range.clone())).unwrap();
+                } else {
+                    append_with_samples(&mut w, range.clone()).unwrap();
+                }
+                assert_eq!((w.len(), w.flushed_len()), (range.end, b.flushed_len()));
+                if k % 2 == 1 {
+                    b.flush().unwrap();
+                    w.flush().unwrap();
+                    let same = fs::read(&by_bytes).unwrap() == fs::read(&by_with).unwrap();
+                    assert!(same, "{case}: the files differ after batch {k}");
+                }
+            }
+            b.finish().unwrap();
+            w.finish().unwrap();
+            let bytes = fs::read(&by_with).unwrap();
+            assert!(
+                bytes == fs::read(&by_bytes).unwrap(),
+                "{case}: the files differ"
+            );
+            if compressed {
+                let r = RecordReader::<Sample>::open(&by_with).unwrap();
+                let want: Vec<Sample> = (0..5003).map(sample).collect();
+                assert_eq!(r.slice(..).unwrap().to_vec(), want, "{case}");
+            } else {
+                let mut want = header_bytes(0, 20, &[5003]);
+                want.extend(samples_bytes(0..5003));
+                assert!(bytes[..want.len()] == want[..], "{case}: not the records");
+                let (at, _, len) = parse_block(&bytes, want.len());
+                assert_eq!((at, want.len() + len), (want.len() as u64, bytes.len()));
+            }
+        }
+    }
+}
+
+/// A `fill` that fails (half-way through its slice) or panics appends nothing, whether its
+/// records would be buffered or written at once: the count, the file and later appends are
+/// as if it had never been called. So is a count whose bytes overflow or cannot be allocated.
+#[test]
+fn a_failed_append_with_appends_nothing() {
+    use rawarray_serde::{codec::Codec, ElementSpec};
+    let spec = ElementSpec::of::<Sample>();
+    let dir = tempfile::tempdir().unwrap();
+    for compressed in [false, true] {
+        // 10 records are buffered; 4000 (80,000 bytes) would be written at once.
+        for count in [10u64, 4000] {
+            let case = format!("compressed {compressed}, {count} records");
+            let opts = if compressed {
+                fast().codec(Codec::Zstd)
+            } else {
+                fast()
+            };
+            let (good, failed) = (dir.path().join("good.ra"), dir.path().join("failed.ra"));
+            // The same appends and flushes without the failures.
+            let mut g = opts.create_dyn(&good, &spec).unwrap();
+            g.append_bytes(&samples_bytes(0..100)).unwrap();
+            g.flush().unwrap();
+            g.append_bytes(&samples_bytes(100..120)).unwrap();
+            g.append_bytes(&samples_bytes(120..150)).unwrap();
+            g.finish().unwrap();
+
+            let mut w = opts.create_dyn(&failed, &spec).unwrap();
+            append_with_samples(&mut w, 0..100).unwrap();
+            w.flush().unwrap();
+            append_with_samples(&mut w, 100..120).unwrap();
+            let err = w
+                .append_with(count, |dst| {
+                    let half = dst.len() / 2;
+                    dst[..half].fill(0xAB);
+                    Err(std::io::Error::other("the step's values are not ready").into())
+                })
+                .unwrap_err();
+            assert!(err.to_string().contains("not ready"), "{case}: {err}");
+            assert_eq!((w.len(), w.flushed_len()), (120, 100), "{case}");
+            let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                w.append_with(count, |dst| {
+                    dst.fill(0xCD);
+                    panic!("a fill that panics");
+                })
+            }));
+            assert!(panicked.is_err(), "{case}");
+            assert_eq!(w.len(), 120, "{case}");
+            for huge in [u64::MAX, 1 << 58] {
+                let err = w.append_with(huge, |_| panic!("not called")).unwrap_err();
+                assert!(
+                    matches!(err.kind(), ErrorKind::TooLarge { .. }),
+                    "{case}: {err}"
+                );
+            }
+            assert_eq!(w.len(), 120, "{case}");
+            // The failures committed nothing: readers see the first flush.
+            assert_eq!(RecordReader::<Sample>::open(&failed).unwrap().len(), 100);
+            append_with_samples(&mut w, 120..150).unwrap();
+            w.finish().unwrap();
+            let bytes = fs::read(&failed).unwrap();
+            assert!(
+                bytes == fs::read(&good).unwrap(),
+                "{case}: the files differ"
+            );
+            let r = RecordReader::<Sample>::open(&failed).unwrap();
+            let want: Vec<Sample> = (0..150).map(sample).collect();
+            assert_eq!(r.slice(..).unwrap().to_vec(), want, "{case}");
+            if !compressed {
+                let mut want = header_bytes(0, 20, &[150]);
+                want.extend(samples_bytes(0..150));
+                assert!(bytes[..want.len()] == want[..], "{case}: not the records");
+            }
+        }
+    }
+}

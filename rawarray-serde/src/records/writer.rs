@@ -235,19 +235,13 @@ impl<T: Element> RecordWriter<T> {
         }
         if !self.core.big_endian {
             if let Some(bytes) = T::as_pod_bytes(values).filter(|b| b.len() >= DIRECT_WRITE) {
-                self.core.write_pending()?;
-                self.core.write_ahead(bytes)?;
-                self.core.pending_records += (values.len() / per) as u64;
-                return Ok(());
+                return self.core.append_direct((values.len() / per) as u64, bytes);
             }
         }
         let chunk = (self.core.buffer_bytes / (per * T::PACKED_SIZE)).max(1) * per;
         for part in values.chunks(chunk) {
             self.pack(part);
-            self.core.pending_records += (part.len() / per) as u64;
-            if self.core.pending.len() >= self.core.buffer_bytes {
-                self.core.write_pending()?;
-            }
+            self.core.buffered((part.len() / per) as u64)?;
         }
         Ok(())
     }
@@ -299,6 +293,10 @@ impl DynRecordWriter {
     /// Appends whole records: `bytes` holds them packed, little-endian, as the trailer's schema
     /// lays them out, and its length must be a multiple of the record size. Not committed until
     /// [`DynRecordWriter::flush`].
+    ///
+    /// Appends of 64 KiB or more are written out at once, straight from `bytes` (after the
+    /// buffer); smaller ones are copied into the buffer, which is written out (still
+    /// uncommitted) when it holds [`buffer_bytes`](crate::RecordOptions::buffer_bytes).
     pub fn append_bytes(&mut self, bytes: &[u8]) -> Result<()> {
         let record = self.core.shape.bytes;
         if record == 0 || !(bytes.len() as u64).is_multiple_of(record) {
@@ -309,19 +307,75 @@ impl DynRecordWriter {
         }
         let records = bytes.len() as u64 / record;
         if bytes.len() >= DIRECT_WRITE {
-            self.core.write_pending()?;
-            self.core.write_ahead(bytes)?;
-            self.core.pending_records += records;
-        } else {
-            // Counted with the bytes, before writing them out: if that write fails they stay
-            // pending, and the next flush must count them (as the typed writer does).
-            self.core.pending.extend_from_slice(bytes);
-            self.core.pending_records += records;
-            if self.core.pending.len() >= self.core.buffer_bytes {
-                self.core.write_pending()?;
-            }
+            return self.core.append_direct(records, bytes);
         }
-        Ok(())
+        self.core.pending.extend_from_slice(bytes);
+        self.core.buffered(records)
+    }
+
+    /// Appends `count` records that `fill` writes, packed as for [`Self::append_bytes`], into
+    /// the `count *` [`record_bytes`](Self::record_bytes) bytes it is given: the writer's own
+    /// buffer, so that records packed from another layout (a C struct with padding, columns)
+    /// are copied once, not packed somewhere and copied again. The file is then written exactly
+    /// as [`Self::append_bytes`] writes those bytes: the same writes, buffer and flush policy,
+    /// crash safety and counts.
+    ///
+    /// `fill` is called once, with a zeroed slice. If it returns an error (or panics), nothing
+    /// of it is appended and its error is returned: the count is unchanged, nothing new is
+    /// committed, and the writer goes on as if the call had not been made. Errors of the
+    /// writes after a successful fill are those of [`Self::append_bytes`], with the same
+    /// effects. The slice is `count` records of memory on top of the buffer: append a large
+    /// number of records in batches (a few MiB each). A `count` whose bytes overflow, or that
+    /// cannot be allocated, is an error ([`ErrorKind::TooLarge`]) and appends nothing.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElementSpec, RecordOptions, RecordReader};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("pairs.ra");
+    /// // Records of two u32 fields, packed from two columns without an intermediate copy.
+    /// let (ids, counts) = ([1u32, 2, 3], [10u32, 20, 30]);
+    /// let spec = ElementSpec::of::<[u32; 2]>();
+    /// let mut w = RecordOptions::new().create_dyn(&path, &spec).unwrap();
+    /// w.append_with(3, |dst| {
+    ///     for (rec, (id, n)) in dst.chunks_exact_mut(8).zip(ids.iter().zip(&counts)) {
+    ///         rec[..4].copy_from_slice(&id.to_le_bytes());
+    ///         rec[4..].copy_from_slice(&n.to_le_bytes());
+    ///     }
+    ///     Ok(())
+    /// })
+    /// .unwrap();
+    /// w.finish().unwrap();
+    /// let r = RecordReader::<[u32; 2]>::open(&path).unwrap();
+    /// assert_eq!(r.slice(..).unwrap().to_vec(), [[1, 10], [2, 20], [3, 30]]);
+    /// ```
+    pub fn append_with(
+        &mut self,
+        count: u64,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let record = self.core.shape.bytes;
+        if record == 0 {
+            return Err(Error::unsupported("records of 0 bytes cannot be appended"));
+        }
+        let len = count
+            .checked_mul(record)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or(ErrorKind::TooLarge {
+                bytes: count.saturating_mul(record),
+            })?;
+        if len < DIRECT_WRITE {
+            self.core.fill_pending(len, fill)?;
+            return self.core.buffered(count);
+        }
+        // As append_bytes does with bytes this long: what the buffer holds is written out
+        // first, then these bytes at once, from the (now empty) buffer they were packed into.
+        self.core.write_pending()?;
+        self.core.fill_pending(len, fill)?;
+        let packed = std::mem::take(&mut self.core.pending);
+        let written = self.core.append_direct(count, &packed);
+        self.core.pending = packed;
+        self.core.pending.clear();
+        written
     }
 
     writer_methods!();
@@ -391,6 +445,53 @@ impl Writer {
             chunked: chunked.map(Box::new),
             deferred: None,
         }
+    }
+
+    /// Adds `len` bytes to the buffer, written by `fill`. If `fill` fails or panics, or the
+    /// memory cannot be had, the buffer is left as it was.
+    fn fill_pending(
+        &mut self,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        /// Cuts the buffer back to its length before the fill, unless forgotten.
+        struct Rollback<'a>(&'a mut Vec<u8>, usize);
+        impl Drop for Rollback<'_> {
+            fn drop(&mut self) {
+                self.0.truncate(self.1);
+            }
+        }
+        let start = self.pending.len();
+        // Amortized (not exact) growth: the buffer is filled a batch at a time.
+        self.pending
+            .try_reserve(len)
+            .map_err(|_| ErrorKind::TooLarge { bytes: len as u64 })?;
+        self.pending.resize(start + len, 0);
+        let rollback = Rollback(&mut self.pending, start);
+        fill(&mut rollback.0[start..])?;
+        std::mem::forget(rollback);
+        Ok(())
+    }
+
+    /// Counts `records` just added to the buffer, then writes the buffer out if it holds
+    /// `buffer_bytes`. Counted before writing out: if that write fails they stay pending, and
+    /// the next flush commits them.
+    fn buffered(&mut self, records: u64) -> Result<()> {
+        self.pending_records += records;
+        if self.pending.len() >= self.buffer_bytes {
+            self.write_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Appends `records` given as `bytes` by writing them out at once, after the buffer: for
+    /// appends of [`DIRECT_WRITE`] bytes or more, which the buffer would only copy. Counted
+    /// once written: if a write fails, none of them is appended.
+    fn append_direct(&mut self, records: u64, bytes: &[u8]) -> Result<()> {
+        self.write_pending()?;
+        self.write_ahead(bytes)?;
+        self.pending_records += records;
+        Ok(())
     }
 
     /// Writes the buffer after the records already written ahead, uncommitted.
