@@ -9,7 +9,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyList, PyString, PyTuple};
 use rawarray_serde::codec::table::FILTERS;
 use rawarray_serde::codec::{Config, Filter};
-use rawarray_serde::section::{Section, Storage, Warning};
+use rawarray_serde::section::{Section, Warning};
 use rawarray_serde::{Codec, RecordOptions, Shuffle, WriteOptions};
 
 use crate::buffer::output_bytes;

@@ -265,7 +265,7 @@ impl RawFile {
         let storage = Storage::of(header);
         if storage.is_coded() {
             return Err(ra_err(format!(
-                "a {} file is read whole (decode) or by box (read_block), not by byte range",
+                "a file stored as {} is read whole (decode) or by box (read_block), not by byte range",
                 storage.name()
             )));
         }

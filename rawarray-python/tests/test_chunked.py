@@ -383,9 +383,9 @@ def test_a_chunked_section_is_never_read_as_plain_bytes(tmp):
         assert got.flags.owndata and not getattr(got.base, "is_mapped", False)
         assert_same(got, a)
         raw = f._raw
-        with pytest.raises(rawarray.RaError, match="chunked file is read whole"):
+        with pytest.raises(rawarray.RaError, match="stored as chunked is read whole"):
             raw.read_data(0, 8)
-        with pytest.raises(rawarray.RaError, match="chunked file is read whole"):
+        with pytest.raises(rawarray.RaError, match="stored as chunked is read whole"):
             raw.read_into(0, memoryview(bytearray(8)))
 
 

@@ -25,6 +25,9 @@ use crate::trailer::{data_end, locate, Probe, Trailer};
 
 /// Times a reader re-reads a header that changes under it before settling for what it saw.
 const SNAPSHOT_TRIES: usize = 100;
+/// Pauses of 0.5 ms an open makes for a damaged trailer in a file that does not move (see
+/// [`snapshot`]): a damaged file costs its opens about 4 ms, not the whole `SNAPSHOT_TRIES`.
+const DAMAGED_WAITS: usize = 8;
 
 /// How a [`RecordReader`] reaches the data section.
 ///
@@ -610,6 +613,7 @@ pub(crate) struct Snapshot {
 /// section (flag bit 2) is accepted: both callers read it through the section decoder.
 pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
     let mut seen = None;
+    let mut waits = 0;
     for tries_left in (0..SNAPSHOT_TRIES).rev() {
         let bytes = stable_header_bytes(file)?;
         let header = Header::decode_any(&bytes)?;
@@ -618,12 +622,19 @@ pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
         let probe = locate(file, data_end(&header), meta.len());
         // One read: equal to the header two reads agreed on, it is that header.
         let again = header_bytes(file)?;
-        // A damaged trailer under a header that did not change is most likely a writer
-        // between writing records over the old trailer and committing its new header: it is
-        // read again after a pause long enough for that commit. A trailer still damaged after
-        // the last try is the file's (it costs a damaged file the tries, ~50 ms, once).
         let damaged = matches!(probe, Probe::Damaged(_));
-        if again == bytes && (!damaged || tries_left == 0) {
+        // A damaged trailer under a header that did not change is a writer between writing
+        // records over the old trailer and committing its new header. This crate's writers
+        // first append a spare copy of the trailer past the new records, so the file grew
+        // since the `fstat` the probe used: it is probed again at once. A file that did not
+        // move may be another writer's (or damaged): a few short pauses for its commit
+        // (`DAMAGED_WAITS`, about 4 ms), then the damage is the file's and is reported.
+        let moved = damaged && {
+            let now = file.metadata()?;
+            now.len() != meta.len() || now.modified().ok() != meta.modified().ok()
+        };
+        let settled = !damaged || (!moved && waits == DAMAGED_WAITS) || tries_left == 0;
+        if again == bytes && settled {
             // The `fstat` then the header, as `FileState::of` takes a state.
             let state = Some(FileState::from_meta(&meta, again));
             return Ok(Snapshot {
@@ -633,7 +644,8 @@ pub(crate) fn snapshot(file: &File) -> Result<Snapshot> {
             });
         }
         seen = Some((header, probe));
-        if damaged {
+        if damaged && !moved && again == bytes {
+            waits += 1;
             std::thread::sleep(std::time::Duration::from_micros(500));
         } else {
             std::thread::yield_now();

@@ -27,14 +27,23 @@ fn write(dir: &std::path::Path, file: u64, opts: &WriteOptions) -> std::path::Pa
 #[test]
 fn elements_read_through_reused_block_buffers_are_their_own_files_values() {
     let dir = tempfile::tempdir().unwrap();
+    // Coded pipelines only: a chunk stored raw (codec `none` without a gain) is read whole
+    // through another path, not through the block buffers.
     let pipelines = [
         WriteOptions::new().codec(Codec::Zstd),
         WriteOptions::new()
             .codec(Codec::Lz4)
             .filters([Filter::Shuffle]),
         WriteOptions::new()
-            .codec(Codec::None)
+            .codec(Codec::Zstd)
             .filters([Filter::Shuffle, Filter::ByteDelta]),
+        WriteOptions::new()
+            .codec(Codec::Lz4)
+            .filters([Filter::BitShuffle]),
+        WriteOptions::new()
+            .codec(Codec::Zstd)
+            .filters([Filter::Delta]),
+        WriteOptions::new().codec(Codec::Pco),
         WriteOptions::new().codec(Codec::Zstd).filters([]),
     ];
     let paths: Vec<_> = pipelines
@@ -59,11 +68,11 @@ fn elements_read_through_reused_block_buffers_are_their_own_files_values() {
 #[test]
 fn a_damaged_block_after_a_good_one_is_an_error_not_the_old_bytes() {
     let dir = tempfile::tempdir().unwrap();
-    let opts = WriteOptions::new().codec(Codec::None).chunks(vec![N, N]);
+    let opts = WriteOptions::new().codec(Codec::Zstd).chunks(vec![N, N]);
     let good = write(dir.path(), 0, &opts);
     let bad = write(dir.path(), 1, &opts);
-    // A `none` block is stored as it is: cut the file inside it (its last byte), so that
-    // the block cannot be read whole.
+    // The one chunk's payload ends the data section: its last byte flipped, the block's CRC
+    // refuses it after the good file's block went back to the pool.
     let mut bytes = std::fs::read(&bad).unwrap();
     let h = Header::decode_any(&bytes).unwrap();
     let end = h.encoded_len() + h.size as usize;
@@ -77,7 +86,6 @@ fn a_damaged_block_after_a_good_one_is_an_error_not_the_old_bytes() {
         let err = ArrayReader::open(&bad)
             .and_then(|r| r.read_subset::<f32>(&[5..6, 7..8]))
             .unwrap_err();
-        let msg = err.to_string().to_lowercase();
-        assert!(msg.contains("crc") || msg.contains("chunk"), "{err}");
+        assert!(err.to_string().contains("crc32"), "{err}");
     }
 }

@@ -205,10 +205,14 @@ fn whole_reads_of_compressed_ragged_rows_being_appended_are_prefixes() {
 /// its new trailer, then the header that commits them. A reader opening between the first and
 /// the last step sees the old header over a trailer whose first frame is gone (a record shorter
 /// than the trailer leaves its last frame): the trailer is damaged under a header that did not
-/// change. The open waits for the commit instead of refusing the file for its trailer. The
+/// change. (This crate's own writers first append a spare trailer past the records, so their
+/// readers meet this only with a stale length; a writer that does not is waited for.) The open
+/// waits a few milliseconds for the commit instead of refusing the file for its trailer. The
 /// states are built by hand from two real files: `before` (3 records) and `after` (4).
 #[test]
 fn an_open_between_an_append_and_its_commit_waits_for_the_commit() {
+    use std::sync::Mutex;
+    use std::time::{Duration, Instant};
     let dir = tempfile::tempdir().unwrap();
     let (before, after) = (dir.path().join("before.ra"), dir.path().join("after.ra"));
     for (path, n) in [(&before, 3u64), (&after, 4)] {
@@ -235,29 +239,51 @@ fn an_open_between_an_append_and_its_commit_waits_for_the_commit() {
         before.len(),
         "a record is shorter than the trailer"
     );
-    for round in 0..20 {
+    let values: Vec<u64> = (0..4).map(value).collect();
+    // A round counts when the commit came within the open's waits (~4 ms; a loaded machine may
+    // start the committing thread later): such an open must wait for it.
+    let (mut counted, mut round) = (0, 0);
+    while counted < 10 {
+        assert!(
+            round < 400,
+            "only {counted} of {round} rounds committed within 4 ms"
+        );
         let path = dir.path().join(format!("live{round}.ra"));
         std::fs::write(&path, &torn).unwrap();
+        let committed = std::sync::Arc::new(Mutex::new(None));
         let commit = {
-            let (path, after) = (path.clone(), after.clone());
+            let (path, after, committed) = (path.clone(), after.clone(), committed.clone());
             std::thread::spawn(move || {
                 use std::os::unix::fs::FileExt;
-                std::thread::sleep(std::time::Duration::from_millis(3));
+                std::thread::sleep(Duration::from_millis(1));
                 let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
                 // As the writer does: the body (new trailer) first, the header last.
                 f.write_all_at(&after[header_len..], header_len as u64)
                     .unwrap();
                 f.write_all_at(&after[..header_len], 0).unwrap();
+                *committed.lock().unwrap() = Some(Instant::now());
             })
         };
+        let start = Instant::now();
         // Both openers take their header through one snapshot: half the rounds each.
         let got = if round % 2 == 0 {
             RecordReader::<u64>::open(&path).and_then(|r| r.slice(..).map(|s| s.to_vec()))
         } else {
             ArrayReader::open(&path).and_then(|r| r.read_all::<u64>().map(RawArray::into_vec))
         };
-        let got = got.unwrap_or_else(|e| panic!("round {round}: an open during a commit: {e}"));
-        assert_eq!(got, (0..4).map(value).collect::<Vec<_>>(), "round {round}");
         commit.join().unwrap();
+        let at = committed.lock().unwrap().expect("committed");
+        round += 1;
+        if at.duration_since(start) > Duration::from_millis(4) {
+            continue;
+        }
+        counted += 1;
+        let got = got.unwrap_or_else(|e| panic!("round {round}: an open during a commit: {e}"));
+        // 4 records once committed; 3 if the open fell between the body and the header (the
+        // old header over the new body and its whole new trailer: a state of its own).
+        assert!(
+            got[..] == values[..] || got[..] == values[..3],
+            "round {round}: {got:?}"
+        );
     }
 }

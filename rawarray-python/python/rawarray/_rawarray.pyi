@@ -125,7 +125,8 @@ def storable_dtypes() -> list[str]:
     """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
 
 def read_chunked_into(raw: RawFile, out: memoryview) -> None:
-    """Decodes a chunked file's whole array into a writable buffer, the GIL released."""
+    """Decodes a file's whole array (any storage; the Python layer passes chunked files) into a
+    writable buffer, the GIL released."""
 
 class StoreFile:
     """A .ra object in an object store (s3://, s3a://, gs://, az://, abfs://, http(s)://,

@@ -2,7 +2,7 @@
 //! driven over a [`ReadAt`] source, with a small cache of decoded blocks, so repeated element
 //! reads decode nothing twice.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -102,17 +102,23 @@ const CACHE_BYTES: usize = 32 << 20;
 /// (each codec checks the decoded length; each filter writes every byte of its output, as the
 /// pipeline's reused scratch buffers already rely on), and the buffer of a failed decode is
 /// dropped, never cached: a block read never shows bytes of another block.
-static SPARE_BLOCKS: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
-/// Buffers kept spare, at most.
+///
+/// The lock is only tried, never waited for: a busy pool (or one a forked child inherited
+/// locked) means a fresh buffer, or a buffer dropped.
+static SPARE_BLOCKS: Mutex<VecDeque<Vec<u8>>> = Mutex::new(VecDeque::new());
+/// Buffers kept spare, at most: the oldest goes when another comes (blocks at the edges of an
+/// array have lengths of their own, which must not keep the pool full for good).
 const SPARE_MAX: usize = 8;
 /// The largest buffer kept spare (blocks of version 1 may be much larger than the default).
 const SPARE_MAX_BYTES: usize = 4 << 20;
 
 /// A buffer of `len` bytes for a decoder that writes all of them (contents unspecified).
 fn block_buffer(len: u64) -> Result<Vec<u8>> {
-    if let Ok(mut spare) = SPARE_BLOCKS.lock() {
-        if let Some(i) = spare.iter().position(|b| b.len() as u64 == len) {
-            return Ok(spare.swap_remove(i));
+    if let Ok(mut spare) = SPARE_BLOCKS.try_lock() {
+        if let Some(i) = spare.iter().rposition(|b| b.len() as u64 == len) {
+            if let Some(b) = spare.remove(i) {
+                return Ok(b);
+            }
         }
     }
     crate::data::try_zeroed_bytes(len)
@@ -122,10 +128,11 @@ fn block_buffer(len: u64) -> Result<Vec<u8>> {
 fn give_back(block: Arc<Vec<u8>>) {
     if let Ok(b) = Arc::try_unwrap(block) {
         if b.len() <= SPARE_MAX_BYTES && !b.is_empty() {
-            if let Ok(mut spare) = SPARE_BLOCKS.lock() {
-                if spare.len() < SPARE_MAX {
-                    spare.push(b);
+            if let Ok(mut spare) = SPARE_BLOCKS.try_lock() {
+                if spare.len() == SPARE_MAX {
+                    spare.pop_front();
                 }
+                spare.push_back(b);
             }
         }
     }
@@ -138,6 +145,7 @@ impl Drop for BlockCache {
         }
     }
 }
+
 /// Block tables a reader keeps, at most.
 const CACHE_TABLES: usize = 1024;
 
