@@ -436,6 +436,27 @@ def test_storage_is_the_librarys_name_for_the_flag_bits(tmp):
             np.testing.assert_array_equal(f.array(), a)
 
 
+def test_the_storage_properties_follow_the_flag_bits(tmp):
+    """``viewable`` (numpy may view the bytes as stored), ``coded`` and ``header_codec`` are the
+    library's answers the Python layer asks instead of flag bits; here against the flags read
+    from each file's bytes, a hand-made big-endian plain file included."""
+    a = sample("<f4", (6, 10))
+    rawarray.write(tmp / "p.ra", a)
+    rawarray.write(tmp / "l.ra", a, compress=True)
+    rawarray.write(tmp / "c.ra", a, codec="zstd")
+    dims = a.shape[::-1]
+    head = struct.pack("<8sQQQQQ", b"rawarray", 1, 3, 4, a.nbytes, len(dims))
+    (tmp / "b.ra").write_bytes(head + struct.pack("<2Q", *dims) + a.astype(">f4").tobytes())
+    for name in ("p.ra", "b.ra", "l.ra", "c.ra"):
+        (flags,) = struct.unpack_from("<Q", (tmp / name).read_bytes(), 8)
+        with rawarray.open(tmp / name) as f:
+            r = f._raw
+            assert r.viewable == (flags == 0), name
+            assert r.coded == bool(flags & 6), name
+            assert r.header_codec == ("lz4-whole" if flags & 2 else None), name
+            np.testing.assert_array_equal(f.array(), a)
+
+
 def test_chunk_settings_are_those_of_the_file_opened_even_once_rewritten_in_place(tmp):
     """The settings come from the config the library read at open: the file rewritten in
     place (``cp``) afterwards changes neither them nor the data an open reader refuses."""
