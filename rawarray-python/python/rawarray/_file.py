@@ -75,7 +75,8 @@ def _where(path: str) -> str:
 # What a closed File keeps of its RawFile (every getter that reads no byte of the file).
 _METADATA = ("eltype", "elbyte", "dims", "flags", "storage", "size", "num_elements",
              "header_len", "type_label", "params_json", "schema_json", "extra_json",
-             "trailer_error", "big_endian_records", "file_len", "rounded_to")
+             "trailer_error", "big_endian_records", "file_len", "rounded_to", "coded",
+             "viewable", "header_codec")
 
 
 class File:
