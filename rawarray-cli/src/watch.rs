@@ -30,10 +30,14 @@ pub fn run(path: &Path, last: u64, summary: bool, out: &mut dyn Write) -> Result
     let mut file = open_regular(path)?;
     let opened = identity(&file.metadata().at(path)?);
     let first = read_header_retrying(&mut file, path)?;
-    if !Storage::of(&first).grows_in_place() {
+    let storage = Storage::of(&first);
+    if !storage.grows_in_place() {
         return Err(Failure::file(
             path,
-            "is LZ4-compressed: a file being appended to is not; nothing to follow",
+            format!(
+                "is stored as {}, which is written once, never appended to: nothing to follow",
+                storage.name()
+            ),
         ));
     }
     let Some(&count) = first.dims.last() else {

@@ -295,7 +295,7 @@ fn a_header_bad_for_a_poll_is_read_again_and_one_that_stays_bad_stops_it() {
 #[test]
 fn refuses_what_it_cannot_follow() {
     let err = fails_with_one_line(ra().arg("watch").arg(reference("mnist_8_z.ra")));
-    assert!(err.contains("LZ4-compressed"), "{err}");
+    assert!(err.contains("stored as lz4-whole"), "{err}");
     fails_with_one_line(ra().arg("watch").arg("/nonexistent/run.ra"));
 }
 

@@ -951,15 +951,17 @@ fn check_unwritten(
 
 /// An error unless blocks of a file with `header` can be written in place.
 fn check_writable(header: &Header) -> Result<()> {
-    let lz4 = !Storage::of(header).grows_in_place();
-    if lz4 || header.is_big_endian() {
-        let what = match (header.is_big_endian(), lz4) {
-            (true, true) => "big-endian and LZ4-compressed",
-            (true, false) => "big-endian",
-            _ => "LZ4-compressed",
+    let storage = Storage::of(header);
+    let once = !storage.grows_in_place();
+    if once || header.is_big_endian() {
+        let stored = format!("stored as {} (written once)", storage.name());
+        let what = match (header.is_big_endian(), once) {
+            (true, true) => format!("big-endian and {stored}"),
+            (true, false) => "big-endian".to_string(),
+            _ => stored,
         };
         return Err(Error::unsupported(format!(
-            "blocks can be written in place only in little-endian uncompressed files; this one is {what} (rewrite it first: ra decompress, ra convert)"
+            "blocks can be written in place only in little-endian plain or chunked files; this one is {what} (rewrite it first: ra decompress, ra convert)"
         )));
     }
     Ok(())

@@ -350,7 +350,7 @@ fn reopening_with_another_layout_names_the_difference() {
         .unwrap();
     let err = RecordWriter::<f64>::open(&z).unwrap_err();
     assert_eq!(err.category(), Category::Usage);
-    assert!(err.to_string().contains("LZ4"), "{err}");
+    assert!(err.to_string().contains("stored as lz4-whole"), "{err}");
     assert!(RecordReader::<f64>::open(&z).is_err());
 
     // A scalar has no record count.

@@ -116,10 +116,13 @@ pub(crate) fn recover_records(path: &Path, file: &File, force: bool) -> Result<R
             .into());
         }
     }
-    if !Storage::of(&header).grows_in_place() {
-        return Err(Error::unsupported(
-            "the file is LZ4-compressed: it cannot have been appended to",
-        ));
+    let storage = Storage::of(&header);
+    if !storage.grows_in_place() {
+        return Err(Error::unsupported(format!(
+            "the file's data are stored as {}, which is written once: it cannot have been \
+             appended to",
+            storage.name()
+        )));
     }
     check_header_len(&header)?;
     let Some((&before, lead)) = header.dims.split_last() else {

@@ -33,11 +33,14 @@ impl RecordShape {
         header: &Header,
         expected: Option<&[u64]>,
     ) -> Result<RecordShape> {
-        if !Storage::of(header).grows_in_place() {
-            return Err(Error::unsupported(
-                "the file is LZ4-compressed: its records cannot be appended to or mapped \
-                 (rewrite it uncompressed with DynArray first)",
-            ));
+        let storage = Storage::of(header);
+        if !storage.grows_in_place() {
+            return Err(Error::unsupported(format!(
+                "the file's data are stored as {}, which is written once, not grown in place: \
+                 its records cannot be appended to or mapped (rewrite it plain or chunked \
+                 first: DynArray, ra decompress)",
+                storage.name()
+            )));
         }
         let dims = spec.element_dims(header)?;
         let inner = &spec.inner_dims;
