@@ -188,7 +188,7 @@ pub(crate) fn stable_header_bytes(file: &File) -> io::Result<Vec<u8>> {
 /// Bytes the first read of a header asks for: the fixed part and 32 dims, so that the header
 /// of any array with up to 32 dims takes one `pread` (and no `fstat`: a file that ends first
 /// gives what it has).
-const FIRST_HEADER_READ: usize = FIXED_HEADER_LEN + 8 * 32;
+pub(crate) const FIRST_HEADER_READ: usize = FIXED_HEADER_LEN + 8 * 32;
 
 /// The header's bytes: the fixed part, then its dims, as far as the file goes. One positioned
 /// read for up to 32 dims; a header of more dims is read again whole by a second one.
@@ -215,32 +215,6 @@ pub(crate) fn header_bytes(file: &File) -> io::Result<Vec<u8>> {
     let got = read_up_to(file, &mut bytes, 0)?;
     bytes.truncate(got);
     Ok(bytes)
-}
-
-/// [`header_bytes`] of a source that is not a local file (an object in a store): the same
-/// bytes, by at most two reads within the source's length.
-pub(crate) fn header_bytes_of<S: crate::io::ReadAt + ?Sized>(source: &S) -> io::Result<Vec<u8>> {
-    let len = source.source_len()?;
-    let read = |want: usize| -> io::Result<Vec<u8>> {
-        let mut bytes = vec![0u8; (want as u64).min(len) as usize];
-        source.read_exact_at(&mut bytes, 0)?;
-        Ok(bytes)
-    };
-    let mut bytes = read(FIRST_HEADER_READ)?;
-    if bytes.len() < FIXED_HEADER_LEN {
-        return Ok(bytes);
-    }
-    let ndims = le_u64(&bytes[40..48]);
-    let want = if ndims <= MAX_NDIMS {
-        FIXED_HEADER_LEN + 8 * ndims as usize
-    } else {
-        FIXED_HEADER_LEN
-    };
-    if want <= bytes.len() {
-        bytes.truncate(want);
-        return Ok(bytes);
-    }
-    read(want)
 }
 
 /// Reads at `offset` until `buf` is full or the file ends; how many bytes were read.

@@ -510,6 +510,34 @@ fn grown_ragged(then: &[u8], now: &[u8]) -> Option<u64> {
     (same && grown).then(|| (then.len() as u64).saturating_add(t[4]))
 }
 
+/// [`header_bytes`](crate::fileio::header_bytes) of a source that is not a local file (an
+/// object in a store): the same bytes, by at most two reads within the source's length. Here,
+/// not in `fileio`, which `io` imports: `fileio` takes no positioned-read trait.
+pub(crate) fn header_bytes_of<S: ReadAt + ?Sized>(source: &S) -> io::Result<Vec<u8>> {
+    let len = source.source_len()?;
+    let read = |want: usize| -> io::Result<Vec<u8>> {
+        let mut bytes = vec![0u8; (want as u64).min(len) as usize];
+        source.read_exact_at(&mut bytes, 0)?;
+        Ok(bytes)
+    };
+    let mut bytes = read(crate::fileio::FIRST_HEADER_READ)?;
+    if bytes.len() < crate::header::FIXED_HEADER_LEN {
+        return Ok(bytes);
+    }
+    let ndims = crate::header::le_u64(&bytes[40..48]);
+    let fixed = crate::header::FIXED_HEADER_LEN;
+    let want = if ndims <= crate::header::MAX_NDIMS {
+        fixed + 8 * ndims as usize
+    } else {
+        fixed
+    };
+    if want <= bytes.len() {
+        bytes.truncate(want);
+        return Ok(bytes);
+    }
+    read(want)
+}
+
 #[cfg(test)]
 mod tests {
     use super::{read_settled_at, ReadAt};

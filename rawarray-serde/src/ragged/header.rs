@@ -5,8 +5,9 @@ use std::fs::File;
 
 use crate::eltype::ElType;
 use crate::error::{Error, ErrorKind, Result};
-use crate::fileio::{header_bytes, header_bytes_of, stable_header_bytes};
+use crate::fileio::{header_bytes, stable_header_bytes};
 use crate::header::{le_u64, Flags, Header, FIXED_HEADER_LEN, MAGIC, MAX_NDIMS};
+use crate::io::header_bytes_of;
 use crate::io::ReadAt;
 use crate::records::ElementSpec;
 use crate::section::Section;
