@@ -98,7 +98,7 @@ fn main() {
     );
     row(
         "write, durable",
-        "`write_file` (temp + fsync + rename)",
+        "`write_file` over the last run's file (temp + fsync + rename)",
         "`write_all` + `sync_all`",
         write_atomic,
         write_std_sync,

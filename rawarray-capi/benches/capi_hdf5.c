@@ -49,8 +49,13 @@ static double now(void) {
   return t.tv_sec + t.tv_nsec * 1e-9;
 }
 
-/* HDF5 does not sync on close; librawarray's whole-array writes and record flushes do (the
-   file is renamed into place synced): HDF5's file is synced here too, for equal durability. */
+/* Durability, equal on both sides. By default (durable = 0) every write makes a new file (the
+   last one is removed first, as a program writing a series of snapshots does) and nothing is
+   synced: HDF5 never syncs, and librawarray syncs a whole-array write only when it replaces a
+   file (record flushes do not sync unless asked). With durable = 1 an array write replaces the
+   last file: librawarray then syncs before its rename, and HDF5's file is synced after close. */
+static int durable = 0;
+
 static void sync_file(const char *path) {
   int fd = open(path, O_RDONLY);
   if (fd < 0 || fsync(fd) != 0) {
@@ -78,8 +83,9 @@ static void ra_write_array(int compressed) {
   ra_write_options *o = NULL;
   CHECK(ra_write_options_for_name(compressed ? "zstd" : "plain", &o));
   const uint64_t dims[3] = {NZ, NY, NX};
-  CHECK(ra_write(at(compressed ? "capi_z.ra" : "capi.ra"), RA_FLOAT, 4, RA_ORDER_C, dims, 3, field,
-                 (uint64_t)NX * NY * NZ * 4, o));
+  const char *path = at(compressed ? "capi_z.ra" : "capi.ra");
+  if (!durable) unlink(path);
+  CHECK(ra_write(path, RA_FLOAT, 4, RA_ORDER_C, dims, 3, field, (uint64_t)NX * NY * NZ * 4, o));
   ra_write_options_free(o);
 }
 
@@ -104,7 +110,9 @@ static void ra_write_records(int compressed) {
   ra_write_options *o = NULL;
   CHECK(ra_write_options_for_name(compressed ? "zstd" : "plain", &o));
   ra_records *w = NULL;
-  CHECK(ra_records_create(at(compressed ? "capi_rz.ra" : "capi_r.ra"), t, o, &w));
+  const char *path = at(compressed ? "capi_rz.ra" : "capi_r.ra");
+  unlink(path);
+  CHECK(ra_records_create(path, t, o, &w));
   for (uint32_t i = 0; i < NREC; i += BATCH) {
     CHECK(ra_records_append(w, recs + i, BATCH));
     if ((i + BATCH) % FLUSH == 0) CHECK(ra_records_flush(w));
@@ -128,6 +136,7 @@ static void ra_read_records_all(int compressed) {
 
 static void h5_write_array(int compressed) {
   const char *path = at(compressed ? "h5_z.h5" : "h5.h5");
+  if (!durable) unlink(path);
   hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   hsize_t dims[3] = {NZ, NY, NX};
   hid_t space = H5Screate_simple(3, dims, NULL);
@@ -144,7 +153,7 @@ static void h5_write_array(int compressed) {
   H5Pclose(dcpl);
   H5Sclose(space);
   H5Fclose(file);
-  sync_file(path);
+  if (durable) sync_file(path);
 }
 
 static void h5_read_array(int compressed) {
@@ -170,6 +179,7 @@ static hid_t h5_sample_type(int packed) {
    flushed as often as librawarray's records are. */
 static void h5_write_records(int compressed) {
   const char *path = at(compressed ? "h5_rz.h5" : "h5_r.h5");
+  unlink(path);
   hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   hsize_t zero = 0, unlimited = H5S_UNLIMITED, chunk = 1u << 15;
   hid_t space = H5Screate_simple(1, &zero, &unlimited);
@@ -199,7 +209,6 @@ static void h5_write_records(int compressed) {
   H5Dclose(ds);
   H5Pclose(dcpl);
   H5Fclose(file);
-  sync_file(path);
 }
 
 static void h5_read_records(int compressed) {
@@ -220,7 +229,8 @@ static void timed(const char *api, const char *what, int compressed, int reps, v
     double t = now() - t0;
     if (t < best) best = t;
   }
-  printf("%s %s_%s %.4f\n", api, what, compressed ? "compressed" : "plain", best);
+  printf("%s %s%s_%s %.4f\n", api, what, durable ? "_synced" : "", compressed ? "compressed" : "plain",
+         best);
   fflush(stdout);
 }
 
@@ -250,6 +260,10 @@ int main(int argc, char **argv) {
     timed("capi", "array_read", c, reps, ra_read_array);
     timed("hdf5", "array_write", c, reps, h5_write_array);
     timed("hdf5", "array_read", c, reps, h5_read_array);
+    durable = 1;
+    timed("capi", "array_write", c, reps, ra_write_array);
+    timed("hdf5", "array_write", c, reps, h5_write_array);
+    durable = 0;
     timed("capi", "records_write", c, reps, ra_write_records);
     timed("capi", "records_read", c, reps, ra_read_records_all);
     if (memcmp(back, recs, (size_t)NREC * sizeof(sample)) != 0) {

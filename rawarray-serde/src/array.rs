@@ -235,8 +235,10 @@ impl<T: Element> RawArray<T> {
         out
     }
 
-    /// Writes the array to a file atomically: a temporary file in the same folder, synced,
-    /// then renamed over `path`. On any error the old file at `path`, if any, is untouched.
+    /// Writes the array to a file atomically: a temporary file in the same folder, renamed
+    /// over `path`. On any error the old file at `path`, if any, is untouched. A file it
+    /// replaces is synced first, so that a power cut cannot cost the old content; a new file
+    /// is not synced (see [`write_atomic`](crate::atomic::write_atomic)).
     pub fn write_file(&self, path: impl AsRef<Path>) -> Result<()> {
         self.write_file_with(path, &WriteOptions::default())
     }

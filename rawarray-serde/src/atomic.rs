@@ -374,6 +374,12 @@ fn rename(e: crate::Error, path: &Path) -> crate::Error {
 /// flushed explicitly, never by its drop, so every write error, a full disk included, is
 /// returned; on any error the destination is untouched.
 ///
+/// It commits as [`AtomicFile::commit_relaxed`] does: a file it replaces is synced before the
+/// rename, so a power cut leaves the old content or the new one, never a loss; a new file is
+/// renamed into place without a sync, as `cp`, `numpy.save` and HDF5 write, since a power cut
+/// can then lose only what this call wrote (nothing that was on disk before). To make a new
+/// file durable as well, open it and call [`File::sync_all`] after the write.
+///
 /// ```
 /// use std::io::Write;
 /// let dir = tempfile::tempdir().unwrap();
@@ -399,7 +405,7 @@ where
         write(&mut w)?;
         w.flush()?;
     }
-    out.commit()?;
+    out.commit_relaxed()?;
     Ok(())
 }
 

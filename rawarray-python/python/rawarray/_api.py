@@ -126,8 +126,9 @@ def write(
     layout_version: int | None = None,
     statistics: bool | None = None,
 ) -> None:
-    """Writes ``array`` to a ``.ra`` file, atomically (a temporary file, synced, then renamed
-    over ``path``: a failed write leaves the old file as it was).
+    """Writes ``array`` to a ``.ra`` file, atomically (a temporary file renamed over ``path``:
+    a failed write leaves the old file as it was; a file it replaces is synced before the
+    rename, so that a power cut cannot cost it, while a new file is not, as ``numpy.save``).
 
     ``path`` may be an object-store URL (``s3://``, ``gs://``, ``az://``, ``file://``; see
     :func:`open`, and ``storage_options`` there): the object goes up by one request, or by a
