@@ -752,8 +752,6 @@ fn commit_values(
     )
 }
 
-/// The error for values stored as one LZ4 block: rows are appended (and read) alone.
-
 /// The values of `h` as the header of a chunked section of no values yet (dims `[value
 /// dims..., 0]`), for a new section's config.
 fn values_header(h: &RaggedHeader) -> Result<Header> {

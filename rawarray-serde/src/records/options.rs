@@ -294,8 +294,8 @@ impl RecordOptions {
     /// ```
     #[must_use]
     pub fn storage(mut self, opts: WriteOptions) -> RecordOptions {
-        // Records compressed are always chunked: whole-section LZ4 options become chunked ones
-        // here, which `create` refuses (compress(true) with a chunked layout) as asked.
+        // Compressed records are always chunked: whole-section LZ4 options are kept as chunked
+        // ones, and refused as compress(true) with a chunked layout where that is written.
         self.chunked = opts.storage().is_coded().then(|| opts.into_chunked());
         self
     }
