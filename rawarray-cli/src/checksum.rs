@@ -14,7 +14,6 @@
 //! coreutils does not know (it skips such lines with a warning), which only `ra verify` reads.
 //! `ra verify` reads all of these, in either algorithm.
 
-use rawarray_serde::section::Storage;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{Read, Write};
@@ -612,7 +611,7 @@ fn verify_ra(path: &Path, out: &mut dyn Write) -> Result<()> {
             if let Some(p) = crate::info::Journal::of(path).problem(path) {
                 problems.push(reason(p));
             }
-            if src.storage() == Storage::Chunked {
+            if src.storage().has_chunk_index() {
                 problems.extend(bad_chunks(&src).unwrap_or_else(|f| vec![reason(f)]));
             }
         }
@@ -746,7 +745,7 @@ fn digests_for(path: &Path, jobs: &[Job]) -> std::result::Result<Vec<String>, St
 fn digest_ra(path: &Path, jobs: &[Job], what: &'static str) -> Result<Vec<String>> {
     let mut src = RaSource::open(path)?;
     let progress = Progress::bytes(src.file_len, what);
-    if src.storage() != Storage::Chunked {
+    if !src.storage().has_chunk_index() {
         let range = src.data_offset()..src.data_offset() + src.header.size;
         return digest_file(path, jobs, Some(range), &progress);
     }

@@ -12,7 +12,6 @@ use std::path::Path;
 use rawarray_serde::atomic::AtomicFile;
 use rawarray_serde::codec;
 use rawarray_serde::header::LZ4_MAX_INPUT;
-use rawarray_serde::section::Storage;
 use rawarray_serde::{DynArray, Flags, Header, WriteOptions};
 
 use crate::fail::{At, Failure, Result};
@@ -331,9 +330,10 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
     // Already as asked: plain to plain, LZ4 whole to LZ4 whole. A chunked target always
     // re-encodes, since its settings may differ from the file's.
     let as_asked = match &chunk_opts {
-        Some(_) => false,
-        None if compress => src.storage() == Storage::Lz4Whole,
-        None => !packed,
+        Some(o) => o.stores_as(src.storage()),
+        None => WriteOptions::new()
+            .compress(compress)
+            .stores_as(src.storage()),
     };
     if as_asked && output == input {
         report::note(format_args!("{}: {state}; left as it is", input.display()));
@@ -371,7 +371,7 @@ pub fn run(input: &Path, output: Option<&Path>, packing: Option<&Packing>) -> Re
         // the library reading and writing it, its allocations fallible. Only the header and
         // the data are read: trailing bytes are copied (streamed) after them. A chunked input
         // is decoded through the codec layer first.
-        let array = if src.storage() == Storage::Chunked {
+        let array = if src.storage().has_chunk_index() {
             let h = src.plain_header();
             let data = src.read_all()?;
             DynArray::new(h.eltype, h.elbyte, h.dims, data).at(input)?

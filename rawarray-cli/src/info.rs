@@ -289,7 +289,7 @@ fn describe(path: &Path) -> Result<Described> {
         }
     };
     let trailer = src.trailer_info();
-    let chunking = (src.storage() == Storage::Chunked).then(|| Chunking::of(&src));
+    let chunking = src.storage().has_chunk_index().then(|| Chunking::of(&src));
     let cut_error = match &chunking {
         Some(Err(why)) => Some(Failure::file(path, why)),
         _ => None,

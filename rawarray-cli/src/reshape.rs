@@ -2,7 +2,6 @@
 //! (compressed or not) behind the new header, through a temporary file, then the trailing
 //! bytes (a trailer block placed again for the new data end).
 
-use rawarray_serde::section::Storage;
 use std::io::Write;
 use std::path::Path;
 
@@ -21,7 +20,7 @@ pub fn run(input: &Path, dims: &[u64], output: Option<&Path>) -> Result<()> {
     let mut out = AtomicFile::create(output).at(output)?;
     let mut src = RaSource::open(input)?;
     let old = src.header.clone();
-    if src.storage() == Storage::Chunked {
+    if src.storage().has_chunk_index() {
         // The chunked section's config and index are laid out for the old dims: copied behind
         // new ones, they would describe chunks the data does not hold.
         return Err(Failure::file(

@@ -209,9 +209,7 @@ impl<T: Element> RawArray<T> {
             _ => PlainBytes::packed(self.header().size, &pieces, &whole),
         };
         let mut trailer = plain_trailer::<T>();
-        if opts.storage() == crate::section::Storage::Chunked
-            && opts.get_filters().iter().any(|f| f.is_lossy())
-        {
+        if opts.is_lossy() {
             trailer
                 .get_or_insert_with(|| Trailer::new(serde_json::Value::Null).expect("null"))
                 .mark_lossy(&opts.get_filters());
@@ -578,8 +576,7 @@ impl DynArray {
             schema.as_ref(),
             &PlainBytes::new(&data),
         )?;
-        let lossy = opts.storage() == crate::section::Storage::Chunked
-            && opts.get_filters().iter().any(|f| f.is_lossy());
+        let lossy = opts.is_lossy();
         w.write_all(&out)?;
         if lossy && (self.trailer.bytes.is_empty() || self.trailer().is_some()) {
             // Rounded now: the trailer says so (a new one if there was none).

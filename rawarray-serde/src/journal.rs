@@ -104,7 +104,7 @@ impl Identity {
         // A chunked file's size grows with every block committed: its journal is tied to the
         // header as it was created, size 0, which each commit leaves as it was.
         let mut fixed = header.clone();
-        if Storage::of(header) == Storage::Chunked {
+        if Storage::of(header).has_chunk_index() {
             fixed.size = 0;
         }
         Ok(Identity {
@@ -226,7 +226,7 @@ pub(crate) fn uncommitted(
     let Some(mut blocks) = scan(&jpath, &mut BufReader::new(journal), &own, &header.dims)? else {
         return Ok(None);
     };
-    if Storage::of(header) == Storage::Chunked && !blocks.is_empty() {
+    if Storage::of(header).has_chunk_index() && !blocks.is_empty() {
         // A chunked file's block is committed by one header write, all its chunks at once: a
         // block whose chunks all count in the index was committed, whether or not its writer
         // lived to enter its `end` (or lost a race to write them to another writer).

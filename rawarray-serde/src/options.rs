@@ -213,6 +213,54 @@ impl WriteOptions {
         }
     }
 
+    /// The chunked layout's settings these options ask for: the options themselves (codec,
+    /// level, filters, chunk and block shapes, statistics, layout version, threads) if they
+    /// select a storage of chunks behind an index ([`Storage::has_chunk_index`]), `None` if
+    /// they select one without (plain, one LZ4 block). Writers ask this for the settings of
+    /// the chunk index they make, not which storage is selected.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, WriteOptions};
+    /// assert!(WriteOptions::new().chunk_settings().is_none());
+    /// assert!(WriteOptions::new().compress(true).chunk_settings().is_none());
+    /// let zstd = WriteOptions::new().codec(Codec::Zstd).level(5);
+    /// assert_eq!(zstd.chunk_settings().map(|o| o.get_level()), Some(5));
+    /// ```
+    pub fn chunk_settings(&self) -> Option<&WriteOptions> {
+        self.chunked.then_some(self)
+    }
+
+    /// Whether these options round the values: a lossy filter (`bitround`) in the chunked
+    /// pipeline. A file written with them says so in its trailer.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Filter, WriteOptions};
+    /// assert!(!WriteOptions::chunked().is_lossy());
+    /// let rounded = WriteOptions::new().filters([Filter::BitRound(10), Filter::Shuffle]);
+    /// assert!(rounded.is_lossy());
+    /// ```
+    pub fn is_lossy(&self) -> bool {
+        self.chunk_settings()
+            .is_some_and(|o| o.get_filters().iter().any(|f| f.is_lossy()))
+    }
+
+    /// Whether a section stored as `storage` is already stored as these options would store
+    /// it: the same storage, and no chunk settings (a chunked section's own, in its config,
+    /// may differ from these). Rewriting it with them then changes nothing of its storage, and
+    /// `ra compress` leaves it alone.
+    ///
+    /// ```
+    /// use rawarray_serde::{codec::Codec, WriteOptions};
+    /// let lz4 = WriteOptions::new().compress(true);
+    /// assert!(lz4.stores_as(lz4.storage()));
+    /// assert!(!WriteOptions::new().stores_as(lz4.storage()));
+    /// let zstd = WriteOptions::new().codec(Codec::Zstd);
+    /// assert!(!zstd.stores_as(zstd.storage()));
+    /// ```
+    pub fn stores_as(&self, storage: Storage) -> bool {
+        self.chunk_settings().is_none() && storage == self.storage()
+    }
+
     /// These options with the chunked layout selected (for writers that always write it).
     #[must_use]
     pub fn into_chunked(mut self) -> WriteOptions {

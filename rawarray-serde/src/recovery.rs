@@ -109,7 +109,7 @@ pub fn recover_with(path: impl AsRef<Path>, opts: &RecoverOptions) -> Result<Rec
     if crate::section::Holds::of_head(&head) == crate::section::Holds::Rows {
         return crate::ragged::recover_locked(&file);
     }
-    if Storage::of(&Header::decode_any(&head)?) == Storage::Chunked {
+    if Storage::of(&Header::decode_any(&head)?).has_chunk_index() {
         return crate::writer::recover_locked(path, &file);
     }
     crate::records::recover_records(path, &file, opts.force)

@@ -288,17 +288,15 @@ impl ArrayWriterOptions {
     /// Refuses the one storage no writer of blocks can write, whichever way the writer is
     /// opened (a binding passes the user's options to `open` too).
     fn writable_storage(&self) -> Result<()> {
-        if self.storage.storage() == Storage::Lz4Whole {
-            return Err(Error::unsupported(
-                "an ArrayWriter cannot write lz4-whole (one LZ4 block over the whole data section has no place for a block): choose plain or a chunked codec",
-            ));
-        }
-        Ok(())
+        self.storage
+            .storage()
+            .check_grows_in_place("an ArrayWriter's array")
     }
 
     fn chunked(&self) -> Option<WriteOptions> {
-        (self.storage.storage() == Storage::Chunked)
-            .then(|| self.storage.clone().threads(self.threads_or_storage()))
+        self.storage
+            .chunk_settings()
+            .map(|o| o.clone().threads(self.threads_or_storage()))
     }
 
     /// Creates (or replaces) the file at `path`: its header, then a data section of zeros (or
@@ -523,7 +521,7 @@ impl ArrayWriter {
     ) -> Result<Option<ArrayWriter>> {
         header.validate()?;
         check_writable(&header)?;
-        if Storage::of(&header) == Storage::Chunked && chunks.is_none() {
+        if Storage::of(&header).has_chunk_index() && chunks.is_none() {
             return Err(Error::unsupported(
                 "a chunked header (flag bit 2) needs its chunked storage: ArrayWriter::options().storage(..)",
             ));
@@ -576,9 +574,10 @@ impl ArrayWriter {
         let header = stable_header_any(&file)?;
         check_writable(&header)?;
         header.check_input_len(file.metadata()?.len())?;
-        let chunked = match Storage::of(&header) {
-            Storage::Chunked => Some(Chunked::open(&file, &header, threads)?),
-            _ => None,
+        let chunked = if Storage::of(&header).has_chunk_index() {
+            Some(Chunked::open(&file, &header, threads)?)
+        } else {
+            None
         };
         let journal = Journal::attach(path, &file, &header, false)?;
         Ok(ArrayWriter {
@@ -901,7 +900,7 @@ pub(crate) fn recover_locked(path: &Path, file: &File) -> Result<crate::Recovery
         }
     }
     header.check_input_len(file.metadata()?.len())?;
-    let reclaimed = if Storage::of(&header) == Storage::Chunked {
+    let reclaimed = if Storage::of(&header).has_chunk_index() {
         // Validates config and index; zeroes (and syncs) what lies past the committed size,
         // and says what that was: the recovery reports it, by chunk.
         ChunkWriter::open(file)?.reclaimed().clone()

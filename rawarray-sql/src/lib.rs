@@ -219,7 +219,7 @@ impl TableProvider for RaTableProvider {
             .collect();
         if !conjuncts.is_empty() {
             scan = scan.filter(Predicate::And(conjuncts));
-            if Storage::of(self.table.header()) == Storage::Chunked {
+            if Storage::of(self.table.header()).has_chunk_index() {
                 // A chunk a batch (batches are whole chunks), so that a LIMIT above the filter
                 // stops the reading within a chunk of where it could.
                 scan = scan.batch_rows(1);

@@ -16,8 +16,12 @@ use crate::header::le_u64;
 use crate::layout::{Layout, Logical};
 use crate::options::WriteOptions;
 use crate::records::ElementSpec;
-use crate::section::Storage;
 use crate::trailer::{block_len, encode_block_into, locate, Trailer};
+
+/// What a storage written once is refused for in a ragged file, written whole or by a
+/// `RaggedWriter`: its values, to which rows are appended in place.
+pub(super) const RAGGED_VALUES: &str =
+    "the values section of a ragged file (a RaggedWriter appends rows to it)";
 
 /// The layout of one value of a text file: a `u8` marked [`Logical::Text`].
 pub(super) fn text_layout() -> Layout {
@@ -444,11 +448,7 @@ impl RaggedHeader {
         opts: &WriteOptions,
     ) -> Result<()> {
         self.validate()?;
-        if opts.storage() == Storage::Lz4Whole {
-            return Err(Error::unsupported(
-                "a ragged file's values cannot be lz4-whole (one LZ4 block over the whole section; rows are read alone): choose plain or a chunked codec",
-            ));
-        }
+        opts.storage().check_grows_in_place(RAGGED_VALUES)?;
         if self.chunked || self.slots() != self.rows + 1 || offsets.len() as u64 != self.rows + 1 {
             return Err(bad(format!(
                 "a ragged file written whole has rows + 1 = {} offsets in as many slots, \
@@ -479,13 +479,12 @@ impl RaggedHeader {
         let trailer = text_marked(Some(schema), text);
         write_atomic(path, |f| {
             let mut w = std::io::BufWriter::new(f);
-            match opts.storage() {
-                Storage::Chunked => write_chunked(&mut w, self, offsets, values, opts, &trailer)?,
-                Storage::Plain | Storage::Lz4Whole => {
-                    write_head(&mut w, self, offsets)?;
-                    w.write_all(values)?;
-                    write_tail(&mut w, self, &trailer)?;
-                }
+            if opts.chunk_settings().is_some() {
+                write_chunked(&mut w, self, offsets, values, opts, &trailer)?;
+            } else {
+                write_head(&mut w, self, offsets)?;
+                w.write_all(values)?;
+                write_tail(&mut w, self, &trailer)?;
             }
             w.flush().map_err(Error::from)
         })

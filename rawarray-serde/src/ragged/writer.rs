@@ -2,7 +2,7 @@
 //! crash-safely, each flush committed by one header `pwrite`.
 
 use super::header::{grown_slots, read_header, RaggedHeader, FIRST_SLOTS, MAX_HEADER_LEN};
-use super::values::{is_text_trailer, ragged_trailer};
+use super::values::{is_text_trailer, ragged_trailer, RAGGED_VALUES};
 use std::cell::RefCell;
 use std::fs::File;
 use std::marker::PhantomData;
@@ -18,7 +18,6 @@ use crate::header::{Flags, Header};
 use crate::lock::{lock_exclusive, open_locked};
 use crate::options::WriteOptions;
 use crate::records::{default_records, reserve_spare, settle, Chunked, Durability, ElementSpec};
-use crate::section::Storage;
 use crate::trailer::{block_len, encode_block_into, locate, probe_backward, Probe};
 
 /// Options for a [`RaggedWriter`].
@@ -160,10 +159,9 @@ impl<T: Element> RaggedWriter<T> {
                 "only a RaggedWriter<u8> writes text (one UTF-8 string a row)",
             ));
         }
-        match opts.storage.storage() {
-            Storage::Plain => {}
-            Storage::Lz4Whole => return Err(lz4_whole()),
-            Storage::Chunked => return RaggedWriter::create_chunked(path.as_ref(), opts),
+        opts.storage.storage().check_grows_in_place(RAGGED_VALUES)?;
+        if opts.storage.chunk_settings().is_some() {
+            return RaggedWriter::create_chunked(path.as_ref(), opts);
         }
         let header = RaggedHeader::new(
             spec.eltype(),
@@ -751,15 +749,6 @@ fn commit_values(
         &mut reserve,
         &mut write_block,
         &mut write_header,
-    )
-}
-
-/// The error for values stored as one LZ4 block: rows are appended (and read) alone.
-fn lz4_whole() -> Error {
-    Error::unsupported(
-        "a ragged file's values cannot be lz4-whole (one LZ4 block over the whole section \
-         cannot be appended to, nor its rows read alone): choose plain or a chunked codec \
-         (WriteOptions::codec)",
     )
 }
 

@@ -294,8 +294,9 @@ impl RecordOptions {
     /// ```
     #[must_use]
     pub fn storage(mut self, opts: WriteOptions) -> RecordOptions {
-        self.chunked =
-            (opts.storage() != crate::section::Storage::Plain).then(|| opts.into_chunked());
+        // Compressed records are always chunked: whole-section LZ4 options are kept as chunked
+        // ones, and refused as compress(true) with a chunked layout where that is written.
+        self.chunked = opts.storage().is_coded().then(|| opts.into_chunked());
         self
     }
 
@@ -401,9 +402,9 @@ impl RecordOptions {
         let records = header.dims.last().copied().unwrap_or(0);
         // An empty plain file takes compression options (as a new one would); one that holds
         // records keeps its layout.
-        let defer =
-            self.chunked.is_some() && Storage::of(&header) != Storage::Chunked && records == 0;
-        if self.chunked.is_some() && Storage::of(&header) != Storage::Chunked && !defer {
+        let indexed = Storage::of(&header).has_chunk_index();
+        let defer = self.chunked.is_some() && !indexed && records == 0;
+        if self.chunked.is_some() && !indexed && !defer {
             return Err(Error::unsupported(
                 "compression options given to open a file that is not compressed: a file keeps                  its layout (rewrite it compressed first, as `ra compress` does)",
             ));
@@ -458,7 +459,7 @@ impl RecordOptions {
         let sync = self.durability == Durability::Fsync;
         // The chunked state first: it clears what a writer killed before its commit left in
         // the index, before `settle` cuts the bytes those entries pointed at.
-        let chunked = if Storage::of(&header) == Storage::Chunked {
+        let chunked = if indexed {
             let threads = self
                 .chunk_options()
                 .map_or(self.threads_alone, |o| o.get_threads());

@@ -115,6 +115,71 @@ impl Storage {
         self != Storage::Lz4Whole
     }
 
+    /// Refuses this storage, if it is written once (not [`Storage::grows_in_place`]), for
+    /// `what`: the file of a writer that adds values to it in place after creating it, named
+    /// by its writer (`"an ArrayWriter's array"`). The one wording of that refusal for every
+    /// writer, so that a storage kind written once is refused by its own name and description.
+    ///
+    /// ```
+    /// use rawarray_serde::section::Storage;
+    /// use rawarray_serde::WriteOptions;
+    /// assert!(Storage::Chunked.check_grows_in_place("an ArrayWriter's array").is_ok());
+    /// let lz4 = WriteOptions::new().compress(true).storage();
+    /// let e = lz4.check_grows_in_place("an ArrayWriter's array").unwrap_err().to_string();
+    /// assert!(e.contains("an ArrayWriter's array grows in place, and lz4-whole"), "{e}");
+    /// ```
+    pub fn check_grows_in_place(self, what: &str) -> Result<()> {
+        if self.grows_in_place() {
+            return Ok(());
+        }
+        Err(crate::error::Error::unsupported(format!(
+            "{what} grows in place, and {} ({}) is written once: choose plain or a chunked codec",
+            self.name(),
+            self.stored_as(),
+        )))
+    }
+
+    /// Whether the section is stored as chunks behind a config and an index (doc/chunked.md).
+    /// The index is what a reader opens and validates first (from an object store, fetched
+    /// before any chunk), what a writer adding chunks keeps consistent and commits through the
+    /// header's `size` (so a block journal is tied to the header as created, size 0), what
+    /// recovery repairs and `ra verify` checks chunk by chunk. Its chunks are n-d boxes of
+    /// the dims (new dims over the same bytes would be wrong), read in batches of whole
+    /// chunks, and stored in the order they were written (a digest of the data is of its
+    /// decoded bytes). Callers ask this, not which kind a file has, so that a storage kind
+    /// with an index of its own is added here alone.
+    ///
+    /// ```
+    /// use rawarray_serde::section::{Section, Storage};
+    /// use rawarray_serde::{codec::Codec, Header, RawArray, WriteOptions};
+    /// let a = RawArray::from_vec(vec![7u32; 1000]);
+    /// for (opts, indexed) in [
+    ///     (WriteOptions::new(), false),
+    ///     (WriteOptions::new().compress(true), false),
+    ///     (WriteOptions::new().codec(Codec::Zstd), true),
+    /// ] {
+    ///     let mut file = Vec::new();
+    ///     a.write_to_with(&mut file, &opts).unwrap();
+    ///     let header = Header::decode_any(&file).unwrap();
+    ///     assert_eq!(Storage::of(&header).has_chunk_index(), indexed);
+    ///     // The section opened reads the index: its chunk map.
+    ///     let section = Section::open(&header, &file[..]).unwrap();
+    ///     assert_eq!(section.chunk_map().is_some(), indexed);
+    /// }
+    /// ```
+    pub fn has_chunk_index(self) -> bool {
+        self == Storage::Chunked
+    }
+
+    /// What its stored bytes are, in words, for messages.
+    fn stored_as(self) -> &'static str {
+        match self {
+            Storage::Plain => "the elements as they are",
+            Storage::Lz4Whole => "one LZ4 block over the whole data section",
+            Storage::Chunked => "chunks behind a config and an index",
+        }
+    }
+
     /// How `ra info` names it with its flag bit: `none`, `LZ4 block (flag bit 1)`, `chunked
     /// (flag bit 2)`.
     pub fn flag_text(self) -> &'static str {

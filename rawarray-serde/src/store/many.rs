@@ -170,16 +170,13 @@ impl StoreArrayWriter {
             .with(Flags::CHUNKED, false)
             .with(Flags::COMPRESSED, false);
         plain.size = plain.data_len();
-        let mut opts = opts.clone();
-        match opts.storage() {
-            crate::section::Storage::Chunked => {}
-            crate::section::Storage::Plain => opts = opts.codec(crate::codec::Codec::Zstd),
-            crate::section::Storage::Lz4Whole => {
-                return Err(Error::unsupported(
-                    "a StoreArrayWriter cannot write lz4-whole (one LZ4 block over the whole data section has no place for a block): choose a chunked codec",
-                ))
-            }
-        }
+        opts.storage()
+            .check_grows_in_place("a StoreArrayWriter's array")?;
+        // Its parts are whole chunks: options without chunk settings (plain) get zstd's.
+        let opts = match opts.chunk_settings() {
+            Some(chunked) => chunked.clone(),
+            None => opts.clone().codec(crate::codec::Codec::Zstd),
+        };
         let config = opts.chunk_config(&plain, None)?;
         let grid = Grid::new(&plain.dims, &config.chunk, plain.elbyte)?;
         let chain = Chain::from_config(&config, &plain)?;

@@ -196,7 +196,7 @@ impl StoreArrayReader {
         // The section is opened over what was fetched: the first bytes, and for a chunked
         // object its config and index segments, fetched as the chunk map names them.
         let mut kept = vec![(0u64, first.clone())];
-        if Storage::of(&header) == Storage::Chunked {
+        if Storage::of(&header).has_chunk_index() {
             kept.extend(chunked_layout(&object, &header, &first, &counter).await?);
         }
         let end = data_end(&header);
