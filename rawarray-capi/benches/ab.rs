@@ -141,7 +141,7 @@ fn write_rust(path: &PathBuf, storage: &str, recs: &[Sample]) {
 fn main() {
     // `cargo test --benches` runs it with no argument: then only say what it would do.
     if !std::env::args().any(|a| a == "--bench") {
-        println!("records_ab bench: run with `cargo bench -p rawarray-capi --bench records_ab`");
+        println!("ab bench: run with `cargo bench -p rawarray-capi --bench ab`");
         return;
     }
     let base = std::env::var_os("RA_BENCH_DIR").map_or_else(
