@@ -175,7 +175,7 @@ fn main() {
     println!(
         "{NREC} records of 28 bytes (a 32-byte C struct), {BATCH} a call, a flush every {FLUSH}; \
          a {} MiB f32 array {DIMS:?}; {ROUNDS} rounds, C API and Rust API in turn, files in {}",
-        DIMS.iter().product::<u64>() * 4 >> 20,
+        (DIMS.iter().product::<u64>() * 4) >> 20,
         base.display()
     );
     println!();

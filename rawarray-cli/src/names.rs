@@ -6,6 +6,8 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
+use rawarray_serde::store::shown_url;
+
 /// Copies of inputs: `(local file, name)`.
 static COPIES: Mutex<Vec<(PathBuf, PathBuf)>> = Mutex::new(Vec::new());
 
@@ -30,15 +32,18 @@ pub fn alias(local: &Path, shown_as: &Path) {
 }
 
 /// How to name `path` in a message: what a copy copies, what a stand-in stands for, or the
-/// path itself.
+/// path itself; a URL's password, if any, replaced by `***` (the library's `shown_url`).
 pub fn shown(path: &Path) -> Cow<'_, str> {
     for list in [&COPIES, &ALIASES] {
         let list = list.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, name)) = list.iter().find(|(local, _)| local == path) {
-            return name.to_string_lossy().into_owned().into();
+            return shown_url(&name.to_string_lossy()).into_owned().into();
         }
     }
-    path.to_string_lossy()
+    match path.to_string_lossy() {
+        Cow::Borrowed(text) => shown_url(text),
+        Cow::Owned(text) => shown_url(&text).into_owned().into(),
+    }
 }
 
 /// `line` with every aliased local file named as what it stands for.

@@ -92,7 +92,7 @@ fn open_url(url: &Path) -> Result<StoreUrl> {
 /// trouble), naming the URL once.
 fn failed(u: &StoreUrl, url: &Path, e: impl std::fmt::Display) -> Failure {
     let m = u.explain(&e.to_string());
-    Failure::file(url, m.strip_prefix(&format!("{}: ", u.url)).unwrap_or(&m))
+    Failure::file(url, m.strip_prefix(&format!("{}: ", u.shown)).unwrap_or(&m))
 }
 
 /// The local file to read for the input `url` (see the module docs; `source::input` calls
@@ -232,7 +232,7 @@ impl Output {
             Failure::file(
                 &self.url,
                 e.to_string()
-                    .strip_prefix(&format!("{}: ", u.url))
+                    .strip_prefix(&format!("{}: ", u.shown))
                     .unwrap_or(&e.to_string()),
             )
         })?;

@@ -166,3 +166,31 @@ fn info_names_a_missing_a_truncated_and_an_hdf5_file() {
         .to_string();
     assert!(lib.contains("HDF5") && lib.contains("data.h5"), "{lib}");
 }
+
+/// A password in a URL is a credential: no message shows it. Nothing listens on port 9 of
+/// loopback, so every command fails at its first request, naming the URL with `***` for the
+/// password.
+#[test]
+fn a_password_in_a_url_is_never_printed() {
+    let url = "http://reader:hunter2@127.0.0.1:9/run/field.ra";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("plane.ra");
+    for args in [
+        vec!["info", url],
+        vec!["cat", url],
+        vec!["slice", url, out.to_str().unwrap(), "0"],
+        vec!["checksum", "--data", url],
+    ] {
+        let o = ra().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{args:?} succeeded");
+        assert!(
+            !err.contains("hunter2"),
+            "{args:?} printed the password: {err}"
+        );
+        assert!(
+            err.contains("http://reader:***@127.0.0.1:9/run/field.ra"),
+            "{args:?} does not name the URL: {err}"
+        );
+    }
+}

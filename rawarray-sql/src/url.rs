@@ -76,7 +76,7 @@ impl BlockSource for StoreBlocks {
         let reader = self.reader.clone();
         let ranges = ranges.to_vec();
         let got = wait(async move { reader.read_subset_bytes(&ranges).await })
-            .map_err(|e| std::io::Error::other(format!("{}: {e}", self.url.url)))?;
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", self.url.shown)))?;
         // The reader's errors name the object's path; the URL goes in front.
         got.map_err(|e| self.url.rewrap(e))
     }
@@ -96,11 +96,12 @@ pub(crate) fn open(url: &str, options: &StorageOptions) -> Result<RaTable> {
         Err(e) if matches!(e.kind(), ErrorKind::RaggedFile) => return open_ragged(u),
         Err(e) => return Err(plan(u.rewrap(e).to_string())),
     };
+    let name = u.shown.clone();
     let blocks = StoreBlocks {
         reader: Arc::new(reader),
         url: u,
     };
-    RaTable::from_blocks(url, Box::new(blocks)).map_err(|e| plan(e.to_string()))
+    RaTable::from_blocks(name, Box::new(blocks)).map_err(|e| plan(e.to_string()))
 }
 
 /// A ragged object (rows of different lengths): read through a `StoreSource`, whose 1 MiB
@@ -112,11 +113,11 @@ fn open_ragged(u: StoreUrl) -> Result<RaTable> {
         .map_err(|e| DataFusionError::Plan(u.rewrap(e).to_string()))?;
     let named = Named {
         source,
-        url: u.url.clone(),
+        url: u.shown.clone(),
     };
     let ragged = DynRagged::from_source(Arc::new(named))
-        .map_err(|e| DataFusionError::Plan(format!("{}: {e}", u.url)))?;
-    RaTable::from_ragged(&u.url, ragged).map_err(|e| DataFusionError::Plan(e.to_string()))
+        .map_err(|e| DataFusionError::Plan(format!("{}: {e}", u.shown)))?;
+    RaTable::from_ragged(&u.shown, ragged).map_err(|e| DataFusionError::Plan(e.to_string()))
 }
 
 /// A ragged object's reads, their errors naming its URL.

@@ -27,7 +27,7 @@ pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
 #[cfg(feature = "cloud")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
-pub use url::{is_url, StorageOptions, StoreUrl, SCHEMES};
+pub use url::{is_url, shown_url, StorageOptions, StoreUrl, SCHEMES};
 
 use crate::array::{element_dims, RawArray};
 use crate::codec::{ChunkMap as Layout, Config};

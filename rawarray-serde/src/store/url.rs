@@ -36,6 +36,33 @@ pub fn is_url(text: &str) -> bool {
         .is_some_and(|(scheme, _)| OPENED.iter().any(|s| s.eq_ignore_ascii_case(scheme)))
 }
 
+/// `text` as a message may show it: a URL's password (`scheme://user:password@host/...`)
+/// replaced by `***`, the rest unchanged; anything else as it is. Every message of this module
+/// names a URL this way, and so should a program's own messages about one.
+///
+/// ```
+/// use rawarray_serde::store::shown_url;
+/// assert_eq!(shown_url("https://me:hunter2@host/a.ra"), "https://me:***@host/a.ra");
+/// assert_eq!(shown_url("https://me@host/a.ra?x=1"), "https://me@host/a.ra?x=1");
+/// assert_eq!(shown_url("s3://bucket/a@b.ra"), "s3://bucket/a@b.ra");
+/// assert_eq!(shown_url("run.ra"), "run.ra");
+/// ```
+pub fn shown_url(text: &str) -> std::borrow::Cow<'_, str> {
+    let Some((scheme, rest)) = text.split_once("://") else {
+        return text.into();
+    };
+    // The authority ends where the path, query or fragment begins; an `@` after it is not
+    // a user's.
+    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
+    let Some(at) = authority.rfind('@') else {
+        return text.into();
+    };
+    let Some(colon) = authority[..at].find(':') else {
+        return text.into();
+    };
+    format!("{scheme}://{}:***{}", &authority[..colon], &rest[at..]).into()
+}
+
 /// Options for a store, by name: fsspec's (s3fs, gcsfs, adlfs: `key`, `secret`, `token`,
 /// `endpoint_url`, `region_name`, `anon`, `account_name`, `account_key`, ...) or
 /// object_store's own (`aws_endpoint`, `google_service_account`, `azure_storage_use_emulator`,
@@ -73,6 +100,9 @@ pub struct StoreUrl {
     pub path: StorePath,
     /// The URL as given.
     pub url: String,
+    /// The URL as messages show it: as given, but for a password in it, replaced by `***`
+    /// (see [`shown_url`]).
+    pub shown: String,
     /// The S3 store, when the URL is one: the writer copies parts server-side through it.
     pub s3: Option<Arc<AmazonS3>>,
     bucket: Option<S3Bucket>,
@@ -128,7 +158,11 @@ impl StoreUrl {
     /// assert!(err.contains("secret_sauce") && !err.contains("hush"), "{err}");
     /// ```
     pub fn parse(url: &str, options: &StorageOptions) -> Result<StoreUrl> {
-        let parsed = url::Url::parse(url)
+        // Messages name the URL as shown (a password in it replaced); requests use it as given.
+        let given = url;
+        let shown = shown_url(given);
+        let url: &str = &shown;
+        let parsed = url::Url::parse(given)
             .map_err(|e| Error::msg(format!("{url}: not a URL ({e}); rawarray opens {SCHEMES}")))?;
         let (scheme, path) = ObjectStoreScheme::parse(&parsed).map_err(|e| {
             Error::msg(format!(
@@ -142,7 +176,7 @@ impl StoreUrl {
         let mut bucket = None;
         let (store, credentials): (Arc<dyn ObjectStore>, Credentials) = match scheme {
             ObjectStoreScheme::AmazonS3 => {
-                let mut b = AmazonS3Builder::from_env().with_url(url);
+                let mut b = AmazonS3Builder::from_env().with_url(given);
                 // The builder parses the URL only when built: the bucket is set here too, so
                 // that `S3Bucket::of` (recover's listing, the part copies) sees it.
                 if let ("s3" | "s3a", Some(host)) = (parsed.scheme(), parsed.host_str()) {
@@ -186,7 +220,7 @@ impl StoreUrl {
                 (s, c)
             }
             ObjectStoreScheme::GoogleCloudStorage => {
-                let mut b = GoogleCloudStorageBuilder::from_env().with_url(url);
+                let mut b = GoogleCloudStorageBuilder::from_env().with_url(given);
                 let mut given: Vec<String> = [
                     "GOOGLE_SERVICE_ACCOUNT",
                     "GOOGLE_SERVICE_ACCOUNT_PATH",
@@ -219,7 +253,7 @@ impl StoreUrl {
                 (Arc::new(b.build().map_err(built)?), c)
             }
             ObjectStoreScheme::MicrosoftAzure => {
-                let mut b = MicrosoftAzureBuilder::from_env().with_url(url);
+                let mut b = MicrosoftAzureBuilder::from_env().with_url(given);
                 let mut given: Vec<String> = [
                     "AZURE_STORAGE_ACCOUNT_KEY",
                     "AZURE_STORAGE_ACCESS_KEY",
@@ -293,7 +327,8 @@ impl StoreUrl {
         Ok(StoreUrl {
             store,
             path,
-            url: url.to_string(),
+            url: given.to_string(),
+            shown: url.to_string(),
             s3,
             bucket,
             credentials,
@@ -428,7 +463,7 @@ impl StoreUrl {
             ),
             _ => String::new(),
         };
-        format!("{}: {message}{hint}", self.url)
+        format!("{}: {message}{hint}", self.shown)
     }
 }
 
