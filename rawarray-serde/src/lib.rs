@@ -18,7 +18,7 @@
 //! | blocks of a file | [`ArrayReader`], [`ArrayWriter`], [`ArrayWriterOptions`], [`subset`]; `StoreArrayReader` (feature `object_store`) | reading one n-d block (positioned reads, a map, or object storage), many threads and processes writing disjoint blocks of one array |
 //! | compression | [`Codec`], [`Filter`], [`codec`] (the codec table), [`section`] (every storage kind behind one type) | what a chunked file may hold, and reading any data section the same way |
 //! | the trailer | [`Trailer`] | parameters, units and the record schema stored after the data |
-//! | `ndarray` (feature) | [`RawArray::into_ndarray`], [`RawArray::from_ndarray`] | `ndarray::ArrayD` in Fortran order, moved without a copy |
+//! | `ndarray` (feature) | `RawArray::into_ndarray`, `RawArray::from_ndarray` | `ndarray::ArrayD` in Fortran order, moved without a copy |
 //! | errors | [`Error`], [`ErrorKind`], [`error`] | every error names the field, what was expected and what was found |
 //! | the element-type table | [`eltype`]: [`ElType`], [`eltype::ScalarType`], [`eltype::ScalarValue`] | every scalar a file can hold, written once: Rust type, eltype, elbyte, numpy name |
 //! | for tools and bindings | [`numpy`] (dtype and shape names), [`atomic`] (replacing a file safely), [`header`], [`trailer`], [`layout`] (the format's constants and limits), [`io`] (positioned reads, one state of a file), [`de`] (the deserializer's inputs) | what the `ra` tool and the Python package build on |

@@ -124,7 +124,7 @@ impl ArrayReader {
     }
 
     /// Opens a file and maps its data section: blocks are copied out of the map, and
-    /// [`view`](ArrayReader::view) (feature `ndarray`) borrows it without copying.
+    /// `view` (feature `ndarray`) borrows it without copying.
     ///
     /// Like every memory map, this one assumes that nobody changes the mapped bytes in place
     /// or truncates the file while it is open. An [`ArrayWriter`](crate::ArrayWriter) writes in

@@ -7,7 +7,7 @@
 //!
 //! Blocks are compressed by `lz4_flex` (pure Rust), or with the feature `lz4-c` by C liblz4's
 //! `LZ4_compress_default` (the faster encoder on f32 arrays: doc/benchmarks.md, "LZ4 encoders";
-//! both write the same format at the same effort, acceleration 1). [`set_encoder`] chooses
+//! both write the same format at the same effort, acceleration 1). `set_encoder` (with `lz4-c`) chooses
 //! between them at run time, for comparisons. Either way blocks are decoded by `lz4_flex`'s
 //! bounds-checked decoder (`safe-decode`): a hostile block is an error, never a read outside
 //! the buffers.

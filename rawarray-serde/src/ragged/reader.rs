@@ -514,7 +514,7 @@ impl DynRagged {
 
     /// Opens the ragged file `source` holds whole (offset 0 is its first byte), a source that
     /// is not a local file and that nobody writes while it is read: an object in a store
-    /// ([`StoreSource`](crate::store::StoreSource), feature `object_store`), bytes in memory.
+    /// (`store::StoreSource`, feature `object_store`), bytes in memory.
     /// Rows are read by positioned reads of it (every row a copy: [`ReadMode::Positioned`]);
     /// chunked values are decoded from the chunks a row touches. Errors say what is wrong, not
     /// where: the caller names the source.
