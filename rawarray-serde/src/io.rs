@@ -84,6 +84,23 @@ pub trait ReadAt: Sync {
         let _ = range;
         true
     }
+
+    /// The bytes `offset .. offset + len` borrowed from the source itself, where it holds them
+    /// in memory (bytes, a map): a reader then decodes them where they are instead of copying
+    /// them into a buffer of its own first (for a compressed chunk, an allocation, a fill and a
+    /// copy of its stored bytes). `None`, the default, where they must be read (a file, an
+    /// object) or are not all there.
+    ///
+    /// ```
+    /// use rawarray_serde::io::ReadAt;
+    /// let bytes = vec![1u8, 2, 3, 4];
+    /// assert_eq!(bytes.borrow_at(1, 2), Some(&[2u8, 3][..]));
+    /// assert_eq!(bytes.borrow_at(3, 2), None);
+    /// ```
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let _ = (offset, len);
+        None
+    }
 }
 
 impl ReadAt for File {
@@ -107,6 +124,10 @@ impl ReadAt for [u8] {
     fn source_len(&self) -> io::Result<u64> {
         Ok(self.len() as u64)
     }
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        let at = usize::try_from(offset).ok()?;
+        self.get(at..at.checked_add(usize::try_from(len).ok()?)?)
+    }
 }
 
 impl ReadAt for Vec<u8> {
@@ -116,6 +137,9 @@ impl ReadAt for Vec<u8> {
     fn source_len(&self) -> io::Result<u64> {
         Ok(self.len() as u64)
     }
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        self.as_slice().borrow_at(offset, len)
+    }
 }
 
 impl ReadAt for memmap2::Mmap {
@@ -124,6 +148,9 @@ impl ReadAt for memmap2::Mmap {
     }
     fn source_len(&self) -> io::Result<u64> {
         Ok(self.len() as u64)
+    }
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        (**self).borrow_at(offset, len)
     }
 }
 
@@ -145,6 +172,9 @@ macro_rules! read_at_through {
             }
             fn has(&self, range: std::ops::Range<u64>) -> bool {
                 (**self).has(range)
+            }
+            fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+                (**self).borrow_at(offset, len)
             }
         }
     )+};
@@ -457,6 +487,9 @@ impl ReadAt for MappedSection {
     }
     fn source_len(&self) -> io::Result<u64> {
         Ok(self.base + self.map.len() as u64)
+    }
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        (*self.map).borrow_at(offset.checked_sub(self.base)?, len)
     }
 }
 

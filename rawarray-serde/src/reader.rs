@@ -50,6 +50,12 @@ impl ReadAt for Source {
             Source::Mapped(m) => m.still_holds(then, now),
         }
     }
+    fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
+        match self {
+            Source::Pinned(_) => None,
+            Source::Mapped(m) => m.borrow_at(offset, len),
+        }
+    }
 }
 
 /// A `.ra` file opened for reading blocks: the header and trailer are read at open (O(1) in

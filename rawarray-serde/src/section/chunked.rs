@@ -270,18 +270,24 @@ impl Chunked {
         *c = BlockCache::default();
     }
 
-    fn read_at<S: ReadAt + ?Sized>(
+    fn read_at<'s, S: ReadAt + ?Sized>(
         &self,
-        io: &Io<'_, S>,
+        io: &Io<'s, S>,
         len: u64,
         offset: u64,
-    ) -> Result<Vec<u8>> {
-        let mut b = crate::data::try_zeroed_bytes(len)?;
-        io.source.read_exact_at(&mut b, io.base + offset)?;
+    ) -> Result<std::borrow::Cow<'s, [u8]>> {
         io.counters
             .compressed_bytes
             .fetch_add(len, Ordering::Relaxed);
-        Ok(b)
+        // Bytes in memory or a map are decoded where they are (every decoder checks the
+        // CRCs of what it reads, and the state check around a read covers a map as it covers
+        // a copy); a file's are read into a buffer.
+        if let Some(b) = io.source.borrow_at(io.base + offset, len) {
+            return Ok(std::borrow::Cow::Borrowed(b));
+        }
+        let mut b = crate::data::try_zeroed_bytes(len)?;
+        io.source.read_exact_at(&mut b, io.base + offset)?;
+        Ok(std::borrow::Cow::Owned(b))
     }
 
     /// Reads and decodes chunk `n` whole into `out` (its raw length; zeros if never written).
@@ -468,7 +474,7 @@ impl Chunked {
         if let Some(chunk) = self.cache.lock().expect("cache lock").get((n, u64::MAX)) {
             return Ok(chunk);
         }
-        let stored = self.read_at(io, e.len, e.offset)?;
+        let stored = self.read_at(io, e.len, e.offset)?.into_owned();
         self.map.check_stored(n, &stored)?;
         let chunk = Arc::new(stored);
         self.cache
