@@ -100,6 +100,26 @@ impl BlockCodec for Lz4 {
         out.truncate(start + n);
         Ok(())
     }
+    fn compress_into(
+        &self,
+        src: &[u8],
+        _el: &Elements,
+        _level: i32,
+        dst: &mut [u8],
+    ) -> Result<Option<usize>> {
+        let bound = lz4_flex::block::get_maximum_output_size(src.len());
+        if dst.len() >= bound {
+            return compress_block(src, dst).map(Some);
+        }
+        // Less room than the worst case (the encoders refuse to start then): only near the
+        // end of a chunk that barely compresses. Compressed aside, kept if it fits.
+        let mut v = vec![0u8; bound];
+        let n = compress_block(src, &mut v)?;
+        Ok(dst.get_mut(..n).map(|d| {
+            d.copy_from_slice(&v[..n]);
+            n
+        }))
+    }
     fn decompress(
         &self,
         src: &[u8],
