@@ -27,6 +27,7 @@ use super::stats;
 use crate::error::Result;
 use crate::header::{Flags, Header};
 use crate::layout::Layout;
+use crate::memory::try_zeroed_bytes;
 use crate::options::WriteOptions;
 use crate::section::chunked::in_pool;
 
@@ -117,8 +118,8 @@ pub fn encode_with(
         t => t,
     };
     // Chunks are written into one zeroed buffer (the allocator's fresh pages: those never
-    // written are never touched), never longer than raw when stored, so that no chunk has a
-    // buffer of its own.
+    // written are never touched; a refusal, not an abort, where it cannot be had), so that no
+    // chunk has a buffer of its own.
     let (mut section, chunks) = if threads <= 1 || grid.count() <= 1 {
         // In order, each chunk where it belongs: it is at most its raw length, so chunk `n`
         // starts by `base` + the raw bytes of those before it, and its bound fits after that.
@@ -126,7 +127,7 @@ pub fn encode_with(
             .map(|n| bounds[n as usize] - grid.raw_len(n) as usize)
             .max()
             .unwrap_or(0);
-        let mut section = vec![0u8; base + raw.len() + spare];
+        let mut section = try_zeroed_bytes((base + raw.len() + spare) as u64)?;
         let mut at = base;
         let mut gathered = Vec::new();
         let mut chunks = Vec::with_capacity(bounds.len());
@@ -138,7 +139,7 @@ pub fn encode_with(
         (section, chunks)
     } else {
         // In parallel, each chunk in a region of its bound, then moved down into place.
-        let mut section = vec![0u8; base + bounds.iter().sum::<usize>()];
+        let mut section = try_zeroed_bytes((base + bounds.iter().sum::<usize>()) as u64)?;
         let mut regions = Vec::with_capacity(bounds.len());
         let mut rest = &mut section[base..];
         for &b in &bounds {
