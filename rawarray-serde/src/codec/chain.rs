@@ -448,3 +448,70 @@ fn check_block_crc(chunk: u64, b: u64, r: &BlockRef, stored: &[u8]) -> Result<()
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {
     ErrorKind::ChunkCorrupt { chunk, what }.into()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{Elements, Filter};
+    use crate::eltype::ElType;
+
+    fn chain(codec: Codec, blocks: Blocks) -> Chain {
+        let el = Elements::new(ElType::Float, 4, false);
+        Chain::new(Pipeline::new(vec![Filter::Shuffle], codec, 0, el), blocks)
+    }
+
+    /// Floats that compress (a ramp) or do not (noise), `n` of them.
+    fn floats(n: usize, noise: bool) -> Vec<u8> {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        (0..n)
+            .flat_map(|i| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let v = if noise {
+                    f32::from_bits(seed as u32)
+                } else {
+                    i as f32
+                };
+                v.to_le_bytes()
+            })
+            .collect()
+    }
+
+    // The stored bytes written into a slice are those of `encode_chunk`, the CRC is of them,
+    // and a chunk that does not shrink is stored raw, whatever room it is given.
+    #[test]
+    fn encode_into_matches_encode_and_its_crc() {
+        let extent = [40u64, 30];
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            // Contiguous blocks (whole rows) and blocks that are gathered.
+            for blocks in [Blocks::Shape(vec![40, 7]), Blocks::Shape(vec![16, 16])] {
+                let c = chain(codec, blocks);
+                for noise in [false, true] {
+                    let raw = floats(1200, noise);
+                    let (want, flags) = c.encode_chunk(&raw, &extent).unwrap();
+                    assert_eq!(flags == ENTRY_RAW, noise, "{codec:?} noise {noise}");
+                    let bound = c.stored_bound(&extent).unwrap();
+                    for room in [bound, raw.len()] {
+                        let mut out = vec![0u8; room];
+                        let s = c.encode_chunk_into(&raw, &extent, &mut out).unwrap();
+                        assert_eq!((&out[..s.len], s.flags), (&want[..], flags));
+                        assert_eq!(s.crc, crc32fast::hash(&want));
+                    }
+                    let mut back = vec![0u8; raw.len()];
+                    c.decode_chunk(0, &want, flags, &extent, &mut back).unwrap();
+                    assert_eq!(back, raw);
+                }
+            }
+        }
+    }
+
+    // Less room than the raw bytes is refused, not written past.
+    #[test]
+    fn encode_into_refuses_less_room_than_raw() {
+        let c = chain(Codec::Lz4, Blocks::Shape(vec![40, 10]));
+        let raw = floats(1200, false);
+        let mut out = vec![0u8; raw.len() - 1];
+        assert!(c.encode_chunk_into(&raw, &[40, 30], &mut out).is_err());
+    }
+}

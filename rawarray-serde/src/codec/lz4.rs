@@ -136,3 +136,27 @@ impl BlockCodec for Lz4 {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eltype::ElType;
+
+    // With less room than the encoder's worst case, a block is still written when it fits, the
+    // same bytes as `compress`, and refused (`None`) when it does not.
+    #[test]
+    fn compress_into_a_tight_slice() {
+        let el = Elements::new(ElType::Uint, 1, false);
+        let src: Vec<u8> = (0..5000u32).map(|i| (i % 7) as u8).collect();
+        let mut want = Vec::new();
+        Lz4.compress(&src, &el, 0, &mut want).unwrap();
+        let mut dst = vec![0u8; want.len()];
+        assert_eq!(
+            Lz4.compress_into(&src, &el, 0, &mut dst).unwrap(),
+            Some(want.len())
+        );
+        assert_eq!(dst, want);
+        let mut short = vec![0u8; want.len() - 1];
+        assert_eq!(Lz4.compress_into(&src, &el, 0, &mut short).unwrap(), None);
+    }
+}
