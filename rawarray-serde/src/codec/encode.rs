@@ -27,7 +27,7 @@ use super::stats;
 use crate::error::Result;
 use crate::header::{Flags, Header};
 use crate::layout::Layout;
-use crate::memory::try_zeroed_bytes;
+use crate::memory::{advise_huge_pages, try_zeroed_bytes};
 use crate::options::WriteOptions;
 use crate::section::chunked::in_pool;
 
@@ -128,6 +128,7 @@ pub fn encode_with(
             .max()
             .unwrap_or(0);
         let mut section = try_zeroed_bytes((base + raw.len() + spare) as u64)?;
+        advise_huge_pages(&mut section);
         let mut at = base;
         let mut gathered = Vec::new();
         let mut chunks = Vec::with_capacity(bounds.len());
@@ -140,6 +141,7 @@ pub fn encode_with(
     } else {
         // In parallel, each chunk in a region of its bound, then moved down into place.
         let mut section = try_zeroed_bytes((base + bounds.iter().sum::<usize>()) as u64)?;
+        advise_huge_pages(&mut section);
         let mut regions = Vec::with_capacity(bounds.len());
         let mut rest = &mut section[base..];
         for &b in &bounds {
