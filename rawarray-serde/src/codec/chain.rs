@@ -38,6 +38,17 @@ pub struct Chain {
     blocks: Blocks,
 }
 
+/// A chunk encoded by [`Chain::encode_chunk_into`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoredChunk {
+    /// Bytes stored.
+    pub len: usize,
+    /// The entry flags: [`ENTRY_RAW`] when the chain does not shrink the chunk, or 0.
+    pub flags: u32,
+    /// CRC-32 of the stored bytes.
+    pub crc: u32,
+}
+
 /// A block's place in its chunk's stored bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BlockRef {
@@ -97,17 +108,85 @@ impl Chain {
     /// The stored bytes of one chunk (`raw`, column-major over `extent`) and its entry flags
     /// ([`ENTRY_RAW`] when the chain does not shrink it, or the codec is `none`).
     pub fn encode_chunk(&self, raw: &[u8], extent: &[u64]) -> Result<(Vec<u8>, u32)> {
+        let bound = self
+            .stored_bound(extent)
+            .ok_or_else(|| corrupt(0, format!("blocks of extent {extent:?} overflow")))?;
+        // Zeroed by the allocator (fresh pages for a large chunk), written once.
+        let mut out = vec![0u8; bound.max(raw.len())];
+        let s = self.encode_chunk_into(raw, extent, &mut out)?;
+        out.truncate(s.len);
+        // Well compressed chunks keep no room they did not use (a shrink in place).
+        out.shrink_to_fit();
+        Ok((out, s.flags))
+    }
+
+    /// The bytes [`Chain::encode_chunk_into`] may use for a chunk stored at `extent` (`None`
+    /// past `usize`): its raw bytes, its block table, and what one block's codec may write
+    /// beyond its input before the chunk is found not to shrink.
+    pub fn stored_bound(&self, extent: &[u64]) -> Option<usize> {
+        let g = self.block_grid(extent)?;
+        // Block 0 is the largest: every other block is at most the block shape.
+        let slack = if g.count() == 0 {
+            0
+        } else {
+            g.raw_len(0) / 8 + 64
+        };
+        let n = g
+            .chunk_raw_len()
+            .checked_add(g.table_len()?)?
+            .checked_add(slack)?;
+        usize::try_from(n).ok()
+    }
+
+    /// [`Chain::encode_chunk`] into `out` (at least `raw.len()` bytes; [`Chain::stored_bound`]
+    /// bytes spare every copy): the stored bytes are `out[..len]`. With the stored bytes'
+    /// CRC-32 (the index entry's), combined from the blocks' CRCs rather than read again.
+    pub fn encode_chunk_into(
+        &self,
+        raw: &[u8],
+        extent: &[u64],
+        out: &mut [u8],
+    ) -> Result<StoredChunk> {
         // Lossy filters come first in a pipeline and work element by element: the chunk is
         // rounded once here, so that a chunk stored raw holds the rounded values too.
         let rounded = self.pipeline.round(raw);
-        let raw = rounded.as_deref().unwrap_or(raw);
+        self.encode_rounded_into(rounded.as_deref().unwrap_or(raw), extent, out)
+    }
+
+    /// [`Chain::encode_chunk_into`] of a chunk already through the pipeline's lossy filters
+    /// ([`Pipeline::round`]), for a writer that keeps the rounded values (its statistics are
+    /// of them).
+    pub(crate) fn encode_rounded_into(
+        &self,
+        raw: &[u8],
+        extent: &[u64],
+        out: &mut [u8],
+    ) -> Result<StoredChunk> {
+        if out.len() < raw.len() {
+            return Err(crate::Error::msg(format!(
+                "chunk of {} raw bytes encoded into {} bytes",
+                raw.len(),
+                out.len()
+            )));
+        }
+        let stored_raw = |out: &mut [u8]| {
+            out[..raw.len()].copy_from_slice(raw);
+            Ok(StoredChunk {
+                len: raw.len(),
+                flags: ENTRY_RAW,
+                crc: crc32fast::hash(raw),
+            })
+        };
         if self.pipeline.codec() == Codec::None {
-            return Ok((raw.to_vec(), ENTRY_RAW));
+            return stored_raw(out);
         }
         let g = self.grid_or_err(0, extent)?;
-        let nb = g.count() as usize;
-        let table = nb * BLOCK_ENTRY_LEN as usize;
-        let mut out = vec![0u8; table];
+        let table = g.count() as usize * BLOCK_ENTRY_LEN as usize;
+        if table >= raw.len() {
+            return stored_raw(out);
+        }
+        let mut payload_crc = crc32fast::Hasher::new();
+        let mut pos = table;
         let mut gathered = Vec::new();
         for b in 0..g.count() {
             let block: &[u8] = if g.is_contiguous() {
@@ -122,21 +201,30 @@ impl Chain {
                 }
                 &gathered
             };
-            let start = out.len();
-            self.pipeline.encode_block(block, &mut out)?;
-            if out.len() - table >= raw.len() {
-                return Ok((raw.to_vec(), ENTRY_RAW));
+            // A block that does not fit in `out` (at least the raw length) makes the stored
+            // bytes longer than the raw ones.
+            let Some(n) = self.pipeline.encode_block_into(block, &mut out[pos..])? else {
+                return stored_raw(out);
+            };
+            let crc = crc32fast::hash(&out[pos..pos + n]);
+            payload_crc.combine(&crc32fast::Hasher::new_with_initial_len(crc, n as u64));
+            pos += n;
+            if pos >= raw.len() {
+                return stored_raw(out);
             }
-            let crc = crc32fast::hash(&out[start..]);
-            let end = (out.len() - table) as u64;
+            let end = (pos - table) as u64;
             let e = &mut out[b as usize * 12..b as usize * 12 + 12];
             e[..8].copy_from_slice(&end.to_le_bytes());
             e[8..].copy_from_slice(&crc.to_le_bytes());
         }
-        if out.len() >= raw.len() {
-            return Ok((raw.to_vec(), ENTRY_RAW));
-        }
-        Ok((out, 0))
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&out[..table]);
+        crc.combine(&payload_crc);
+        Ok(StoredChunk {
+            len: pos,
+            flags: 0,
+            crc: crc.finalize(),
+        })
     }
 
     /// The block table at the start of chunk `chunk`'s stored bytes (`stored_len` in all),
@@ -359,4 +447,71 @@ fn check_block_crc(chunk: u64, b: u64, r: &BlockRef, stored: &[u8]) -> Result<()
 
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {
     ErrorKind::ChunkCorrupt { chunk, what }.into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::{Elements, Filter};
+    use crate::eltype::ElType;
+
+    fn chain(codec: Codec, blocks: Blocks) -> Chain {
+        let el = Elements::new(ElType::Float, 4, false);
+        Chain::new(Pipeline::new(vec![Filter::Shuffle], codec, 0, el), blocks)
+    }
+
+    /// Floats that compress (a ramp) or do not (noise), `n` of them.
+    fn floats(n: usize, noise: bool) -> Vec<u8> {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        (0..n)
+            .flat_map(|i| {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let v = if noise {
+                    f32::from_bits(seed as u32)
+                } else {
+                    i as f32
+                };
+                v.to_le_bytes()
+            })
+            .collect()
+    }
+
+    // The stored bytes written into a slice are those of `encode_chunk`, the CRC is of them,
+    // and a chunk that does not shrink is stored raw, whatever room it is given.
+    #[test]
+    fn encode_into_matches_encode_and_its_crc() {
+        let extent = [40u64, 30];
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            // Contiguous blocks (whole rows) and blocks that are gathered.
+            for blocks in [Blocks::Shape(vec![40, 7]), Blocks::Shape(vec![16, 16])] {
+                let c = chain(codec, blocks);
+                for noise in [false, true] {
+                    let raw = floats(1200, noise);
+                    let (want, flags) = c.encode_chunk(&raw, &extent).unwrap();
+                    assert_eq!(flags == ENTRY_RAW, noise, "{codec:?} noise {noise}");
+                    let bound = c.stored_bound(&extent).unwrap();
+                    for room in [bound, raw.len()] {
+                        let mut out = vec![0u8; room];
+                        let s = c.encode_chunk_into(&raw, &extent, &mut out).unwrap();
+                        assert_eq!((&out[..s.len], s.flags), (&want[..], flags));
+                        assert_eq!(s.crc, crc32fast::hash(&want));
+                    }
+                    let mut back = vec![0u8; raw.len()];
+                    c.decode_chunk(0, &want, flags, &extent, &mut back).unwrap();
+                    assert_eq!(back, raw);
+                }
+            }
+        }
+    }
+
+    // Less room than the raw bytes is refused, not written past.
+    #[test]
+    fn encode_into_refuses_less_room_than_raw() {
+        let c = chain(Codec::Lz4, Blocks::Shape(vec![40, 10]));
+        let raw = floats(1200, false);
+        let mut out = vec![0u8; raw.len() - 1];
+        assert!(c.encode_chunk_into(&raw, &[40, 30], &mut out).is_err());
+    }
 }

@@ -27,6 +27,7 @@ use super::stats;
 use crate::error::Result;
 use crate::header::{Flags, Header};
 use crate::layout::Layout;
+use crate::memory::{advise_huge_pages, try_zeroed_bytes};
 use crate::options::WriteOptions;
 use crate::section::chunked::in_pool;
 
@@ -76,54 +77,112 @@ pub fn encode_with(
             },
         )
     };
-    let stored: Vec<(Vec<u8>, u32, Vec<u8>)> = in_pool(opts.get_threads(), || {
-        (0..grid.count())
-            .into_par_iter()
-            .map(|n| {
-                let len = grid.raw_len(n) as usize;
-                let mut buf = vec![0u8; len];
+    let to_usize = crate::data::to_usize;
+    let base = to_usize(config.encoded_len() + grid.count() * config.entry_len())?;
+    let bounds = (0..grid.count())
+        .map(|n| {
+            chain
+                .stored_bound(&grid.shape(n))
+                .ok_or_else(|| bad("chunk", "blocks that fit usize", n))
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    // One chunk: its raw bytes (borrowed where the chunk is one run of the array, else
+    // gathered into `gathered`) through the pipeline into `dst`, and its statistics.
+    let encode_one = |n: u64, gathered: &mut Vec<u8>, dst: &mut [u8]| {
+        let len = to_usize(grid.raw_len(n))?;
+        let mut it = layout_runs(n);
+        let chunk: &[u8] = match (it.next(), it.next()) {
+            (Some((s, 0, l)), None) if l as usize == len => &raw[s as usize..s as usize + len],
+            _ => {
+                gathered.clear();
+                gathered.resize(len, 0);
                 for (s, d, l) in layout_runs(n) {
-                    buf[d as usize..(d + l) as usize]
+                    gathered[d as usize..(d + l) as usize]
                         .copy_from_slice(&raw[s as usize..(s + l) as usize]);
                 }
-                let (bytes, flags) = chain.encode_chunk(&buf, &grid.shape(n))?;
-                let st = match &config.stats {
-                    // Statistics of the values stored: rounded ones, if a lossy filter ran.
-                    Some(fields) => {
-                        let vals = chain.pipeline().round(&buf);
-                        stats::compute(
-                            fields,
-                            vals.as_deref().unwrap_or(&buf),
-                            header.elbyte,
-                            big_endian,
-                        )
-                    }
-                    None => Vec::new(),
-                };
-                Ok((bytes, flags, st))
-            })
-            .collect::<Result<Vec<_>>>()
-    })??;
-    let config_len = config.encoded_len();
-    let index_len = grid.count() * config.entry_len();
-    let total: u64 =
-        config_len + index_len + stored.iter().map(|(s, _, _)| s.len() as u64).sum::<u64>();
-    let mut section = Vec::with_capacity(crate::data::to_usize(total)?);
-    section.extend_from_slice(&config.encode());
-    let mut at = config_len + index_len;
-    for (n, (s, flags, st)) in stored.iter().enumerate() {
-        let e = Entry {
-            offset: at,
-            len: s.len() as u64,
-            crc: crc32fast::hash(s),
-            flags: *flags,
+                gathered
+            }
         };
-        section.extend_from_slice(&e.encode_for(&config, n as u64, st));
-        at += s.len() as u64;
+        // Statistics of the values stored: rounded ones, if a lossy filter ran.
+        let rounded = chain.pipeline().round(chunk);
+        let vals = rounded.as_deref().unwrap_or(chunk);
+        let st = match &config.stats {
+            Some(fields) => stats::compute(fields, vals, header.elbyte, big_endian),
+            None => Vec::new(),
+        };
+        let stored = chain.encode_rounded_into(vals, &grid.shape(n), dst)?;
+        Ok::<_, crate::Error>((stored, st))
+    };
+    let threads = match opts.get_threads() {
+        0 => rayon::current_num_threads(),
+        t => t,
+    };
+    // Chunks are written into one zeroed buffer (the allocator's fresh pages: those never
+    // written are never touched; a refusal, not an abort, where it cannot be had), so that no
+    // chunk has a buffer of its own.
+    let (mut section, chunks) = if threads <= 1 || grid.count() <= 1 {
+        // In order, each chunk where it belongs: it is at most its raw length, so chunk `n`
+        // starts by `base` + the raw bytes of those before it, and its bound fits after that.
+        let spare = (0..grid.count())
+            .map(|n| bounds[n as usize] - grid.raw_len(n) as usize)
+            .max()
+            .unwrap_or(0);
+        let mut section = try_zeroed_bytes((base + raw.len() + spare) as u64)?;
+        advise_huge_pages(&mut section);
+        let mut at = base;
+        let mut gathered = Vec::new();
+        let mut chunks = Vec::with_capacity(bounds.len());
+        for (n, &bound) in bounds.iter().enumerate() {
+            let (s, st) = encode_one(n as u64, &mut gathered, &mut section[at..at + bound])?;
+            chunks.push((at, s, st));
+            at += s.len;
+        }
+        (section, chunks)
+    } else {
+        // In parallel, each chunk in a region of its bound, then moved down into place.
+        let mut section = try_zeroed_bytes((base + bounds.iter().sum::<usize>()) as u64)?;
+        advise_huge_pages(&mut section);
+        let mut regions = Vec::with_capacity(bounds.len());
+        let mut rest = &mut section[base..];
+        for &b in &bounds {
+            let (region, r) = rest.split_at_mut(b);
+            regions.push(region);
+            rest = r;
+        }
+        let encoded = in_pool(threads, || {
+            regions
+                .into_par_iter()
+                .enumerate()
+                .map_init(Vec::new, |g, (n, dst)| encode_one(n as u64, g, dst))
+                .collect::<Result<Vec<_>>>()
+        })??;
+        let (mut at, mut from) = (base, base);
+        let mut chunks = Vec::with_capacity(bounds.len());
+        for ((s, st), &bound) in encoded.into_iter().zip(&bounds) {
+            section.copy_within(from..from + s.len, at);
+            chunks.push((at, s, st));
+            at += s.len;
+            from += bound;
+        }
+        (section, chunks)
+    };
+    section[..config.encoded_len() as usize].copy_from_slice(&config.encode());
+    let entry_len = config.entry_len() as usize;
+    let mut end = base;
+    for (n, (at, s, st)) in chunks.iter().enumerate() {
+        let e = Entry {
+            offset: *at as u64,
+            len: s.len as u64,
+            crc: s.crc,
+            flags: s.flags,
+        };
+        let i = config.encoded_len() as usize + n * entry_len;
+        section[i..i + entry_len].copy_from_slice(&e.encode_for(&config, n as u64, st));
+        end = at + s.len;
     }
-    for (s, _, _) in &stored {
-        section.extend_from_slice(s);
-    }
+    section.truncate(end);
+    // Keeps what was written (a large buffer shrinks in place).
+    section.shrink_to_fit();
     let mut h = header.clone();
     h.flags = h.flags.with(Flags::CHUNKED, true);
     h.size = section.len() as u64;

@@ -100,6 +100,26 @@ impl BlockCodec for Lz4 {
         out.truncate(start + n);
         Ok(())
     }
+    fn compress_into(
+        &self,
+        src: &[u8],
+        _el: &Elements,
+        _level: i32,
+        dst: &mut [u8],
+    ) -> Result<Option<usize>> {
+        let bound = lz4_flex::block::get_maximum_output_size(src.len());
+        if dst.len() >= bound {
+            return compress_block(src, dst).map(Some);
+        }
+        // Less room than the worst case (the encoders refuse to start then): only near the
+        // end of a chunk that barely compresses. Compressed aside, kept if it fits.
+        let mut v = vec![0u8; bound];
+        let n = compress_block(src, &mut v)?;
+        Ok(dst.get_mut(..n).map(|d| {
+            d.copy_from_slice(&v[..n]);
+            n
+        }))
+    }
     fn decompress(
         &self,
         src: &[u8],
@@ -114,5 +134,29 @@ impl BlockCodec for Lz4 {
             ));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::eltype::ElType;
+
+    // With less room than the encoder's worst case, a block is still written when it fits, the
+    // same bytes as `compress`, and refused (`None`) when it does not.
+    #[test]
+    fn compress_into_a_tight_slice() {
+        let el = Elements::new(ElType::Uint, 1, false);
+        let src: Vec<u8> = (0..5000u32).map(|i| (i % 7) as u8).collect();
+        let mut want = Vec::new();
+        Lz4.compress(&src, &el, 0, &mut want).unwrap();
+        let mut dst = vec![0u8; want.len()];
+        assert_eq!(
+            Lz4.compress_into(&src, &el, 0, &mut dst).unwrap(),
+            Some(want.len())
+        );
+        assert_eq!(dst, want);
+        let mut short = vec![0u8; want.len() - 1];
+        assert_eq!(Lz4.compress_into(&src, &el, 0, &mut short).unwrap(), None);
     }
 }

@@ -97,22 +97,39 @@ impl Pipeline {
     /// Appends block `raw`'s stored bytes (filters, then the codec) to `out`.
     pub fn encode_block(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let codec = self.codec.block_codec();
+        self.filtered(raw, |block| {
+            codec.compress(block, &self.el, self.level, out)
+        })
+    }
+
+    /// Writes block `raw`'s stored bytes (filters, then the codec) at the start of `dst` and
+    /// returns their length, or `None` if they do not fit in `dst`
+    /// ([`BlockCodec::compress_into`](super::BlockCodec::compress_into)).
+    pub fn encode_block_into(&self, raw: &[u8], dst: &mut [u8]) -> Result<Option<usize>> {
+        let codec = self.codec.block_codec();
+        self.filtered(raw, |block| {
+            codec.compress_into(block, &self.el, self.level, dst)
+        })
+    }
+
+    /// Calls `f` on block `raw` through the filters (in this thread's scratch buffers).
+    fn filtered<R>(&self, raw: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
         let Some((first, rest)) = self.filters.split_first() else {
-            return codec.compress(raw, &self.el, self.level, out);
+            return f(raw);
         };
         with_scratch(raw.len(), |a, b| {
             first.implementation().encode(raw, &self.el, a);
             // The output of each step is the input of the next: a -> b -> a ...
             let mut in_a = true;
-            for f in rest {
+            for filter in rest {
                 if in_a {
-                    f.implementation().encode(a, &self.el, b);
+                    filter.implementation().encode(a, &self.el, b);
                 } else {
-                    f.implementation().encode(b, &self.el, a);
+                    filter.implementation().encode(b, &self.el, a);
                 }
                 in_a = !in_a;
             }
-            codec.compress(if in_a { a } else { b }, &self.el, self.level, out)
+            f(if in_a { a } else { b })
         })
     }
 

@@ -82,6 +82,25 @@ pub trait BlockCodec: Send + Sync {
     fn max_ratio(&self) -> u64;
     /// Appends the compressed form of `src` (whole elements) to `out`.
     fn compress(&self, src: &[u8], el: &Elements, level: i32, out: &mut Vec<u8>) -> Result<()>;
+    /// Writes the compressed form of `src` at the start of `dst` and returns its length, or
+    /// `None` if it does not fit in `dst` (the writer then stores the chunk raw: doc/chunked.md
+    /// 6.3). Writers compress straight into the section this way, with no buffer per block.
+    /// The default goes through [`BlockCodec::compress`] and copies; a codec whose encoder
+    /// writes into a slice overrides it.
+    fn compress_into(
+        &self,
+        src: &[u8],
+        el: &Elements,
+        level: i32,
+        dst: &mut [u8],
+    ) -> Result<Option<usize>> {
+        let mut v = Vec::new();
+        self.compress(src, el, level, &mut v)?;
+        Ok(dst.get_mut(..v.len()).map(|d| {
+            d.copy_from_slice(&v);
+            v.len()
+        }))
+    }
     /// Decompresses `src` into exactly `dst.len()` bytes; anything else is an error (in words).
     fn decompress(
         &self,

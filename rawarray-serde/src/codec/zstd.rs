@@ -36,6 +36,22 @@ pub fn level_range() -> std::ops::RangeInclusive<i32> {
     zstd::compression_level_range()
 }
 
+/// `src` compressed at `level` into `dst` (at least `compress_bound` long) by this thread's
+/// compressor; the frame's length.
+fn compress_to(src: &[u8], level: i32, dst: &mut [u8]) -> Result<usize> {
+    COMPRESSOR.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.as_ref().is_none_or(|(l, _)| *l != level) {
+            let comp = zstd::bulk::Compressor::new(level)
+                .map_err(|e| Error::msg(format!("zstd level {level}: {e}")))?;
+            *c = Some((level, comp));
+        }
+        let (_, comp) = c.as_mut().expect("set above");
+        comp.compress_to_buffer(src, dst)
+            .map_err(|e| Error::msg(format!("zstd compression: {e}")))
+    })
+}
+
 impl BlockCodec for Zstd {
     fn max_ratio(&self) -> u64 {
         // An RLE block of 128 KiB costs 4 bytes, plus the frame header: no real frame
@@ -43,22 +59,30 @@ impl BlockCodec for Zstd {
         1 << 16
     }
     fn compress(&self, src: &[u8], _el: &Elements, level: i32, out: &mut Vec<u8>) -> Result<()> {
-        COMPRESSOR.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.as_ref().is_none_or(|(l, _)| *l != level) {
-                let comp = zstd::bulk::Compressor::new(level)
-                    .map_err(|e| Error::msg(format!("zstd level {level}: {e}")))?;
-                *c = Some((level, comp));
-            }
-            let (_, comp) = c.as_mut().expect("set above");
-            let start = out.len();
-            out.resize(start + zstd::zstd_safe::compress_bound(src.len()), 0);
-            let n = comp
-                .compress_to_buffer(src, &mut out[start..])
-                .map_err(|e| Error::msg(format!("zstd compression: {e}")))?;
-            out.truncate(start + n);
-            Ok(())
-        })
+        let start = out.len();
+        out.resize(start + zstd::zstd_safe::compress_bound(src.len()), 0);
+        let n = compress_to(src, level, &mut out[start..])?;
+        out.truncate(start + n);
+        Ok(())
+    }
+    fn compress_into(
+        &self,
+        src: &[u8],
+        el: &Elements,
+        level: i32,
+        dst: &mut [u8],
+    ) -> Result<Option<usize>> {
+        if dst.len() >= zstd::zstd_safe::compress_bound(src.len()) {
+            return compress_to(src, level, dst).map(Some);
+        }
+        // Less room than the worst case: a frame that did not fit is an error zstd does not
+        // tell apart from others, so the frame is made aside and kept if it fits.
+        let mut v = Vec::new();
+        self.compress(src, el, level, &mut v)?;
+        Ok(dst.get_mut(..v.len()).map(|d| {
+            d.copy_from_slice(&v);
+            v.len()
+        }))
     }
     fn decompress(
         &self,
