@@ -300,7 +300,22 @@ impl Chain {
         stored: &[u8],
         out: &mut [u8],
     ) -> Result<()> {
-        check_block_crc(chunk, b, r, stored)?;
+        self.decode_block_opt(chunk, b, r, stored, out, true)
+    }
+
+    /// [`Chain::decode_block`], checking the CRC only when `check`.
+    fn decode_block_opt(
+        &self,
+        chunk: u64,
+        b: u64,
+        r: &BlockRef,
+        stored: &[u8],
+        out: &mut [u8],
+        check: bool,
+    ) -> Result<()> {
+        if check {
+            check_block_crc(chunk, b, r, stored)?;
+        }
         self.pipeline
             .decode_block(stored, out)
             .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
@@ -332,6 +347,63 @@ impl Chain {
             .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
     }
 
+    /// The CRC-32 of chunk `chunk`'s stored bytes (entry `flags`, stored `extent`), computed
+    /// in one pass that also checks each block's payload against its table entry: each
+    /// block's CRC is computed once and the chunk's is combined from them (`crc32fast`'s
+    /// `combine`), where checking the index entry and then every block would read the stored
+    /// bytes twice (7% of a whole shuffle + zstd read). Returns the CRC and the first fault
+    /// found in the blocks (a table that does not parse, or a block whose CRC differs), so
+    /// that the caller reports a wrong index entry first, as a plain check of the whole
+    /// would; after `(crc, None)`, [`Chain::decode_checked_chunk_prefix`] decodes without
+    /// hashing again.
+    pub fn stored_crc(
+        &self,
+        chunk: u64,
+        stored: &[u8],
+        flags: u32,
+        extent: &[u64],
+    ) -> (u32, Option<crate::Error>) {
+        let blocks = if flags & ENTRY_RAW != 0 {
+            Ok(None)
+        } else {
+            self.grid_or_err(chunk, extent).and_then(|g| {
+                self.block_table(chunk, stored, &g, stored.len() as u64)
+                    .map(Some)
+            })
+        };
+        let blocks = match blocks {
+            Ok(Some(b)) => b,
+            Ok(None) => return (crc32fast::hash(stored), None),
+            Err(e) => return (crc32fast::hash(stored), Some(e)),
+        };
+        let table = blocks.first().map_or(stored.len(), |r| r.start as usize);
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&stored[..table]);
+        let mut fault = None;
+        for (b, r) in blocks.iter().enumerate() {
+            let payload = &stored[r.start as usize..(r.start + r.len) as usize];
+            let c = crc32fast::hash(payload);
+            if c != r.crc && fault.is_none() {
+                fault = Some(block_crc_error(chunk, b as u64, r, c));
+            }
+            crc.combine(&crc32fast::Hasher::new_with_initial_len(c, r.len));
+        }
+        (crc.finalize(), fault)
+    }
+
+    /// [`Chain::decode_chunk_prefix`] of a chunk whose every block's CRC was checked by
+    /// [`Chain::stored_crc`]: the blocks are decoded without hashing them again.
+    pub fn decode_checked_chunk_prefix(
+        &self,
+        chunk: u64,
+        stored: &[u8],
+        flags: u32,
+        extent: &[u64],
+        out: &mut [u8],
+    ) -> Result<()> {
+        self.decode_prefix(chunk, stored, flags, extent, out, false)
+    }
+
     /// Decodes all of chunk `chunk` (its stored bytes, entry flags and stored `extent`) into
     /// `out` (exactly its raw length). The caller has checked the entry's CRC; each block's
     /// CRC is checked here.
@@ -357,6 +429,20 @@ impl Chain {
         flags: u32,
         extent: &[u64],
         out: &mut [u8],
+    ) -> Result<()> {
+        self.decode_prefix(chunk, stored, flags, extent, out, true)
+    }
+
+    /// [`Chain::decode_chunk_prefix`], checking each block's CRC when `check` (else the caller
+    /// has, by [`Chain::stored_crc`]).
+    fn decode_prefix(
+        &self,
+        chunk: u64,
+        stored: &[u8],
+        flags: u32,
+        extent: &[u64],
+        out: &mut [u8],
+        check: bool,
     ) -> Result<()> {
         let g = self.grid_or_err(chunk, extent)?;
         let raw_len = g.chunk_raw_len();
@@ -402,12 +488,13 @@ impl Chain {
             if g.is_contiguous() {
                 let start = g.contiguous_start(b);
                 if start + len <= want {
-                    self.decode_block(
+                    self.decode_block_opt(
                         chunk,
                         b,
                         r,
                         payload,
                         &mut out[start as usize..(start + len) as usize],
+                        check,
                     )?;
                     continue;
                 }
@@ -416,7 +503,7 @@ impl Chain {
             // whole (a block decodes alone), its bytes placed where they belong in the prefix.
             whole.clear();
             whole.resize(len as usize, 0);
-            self.decode_block(chunk, b, r, payload, &mut whole)?;
+            self.decode_block_opt(chunk, b, r, payload, &mut whole, check)?;
             for (s, d, n) in g.block_to_chunk(b) {
                 if d >= want {
                     continue;
@@ -434,15 +521,20 @@ impl Chain {
 fn check_block_crc(chunk: u64, b: u64, r: &BlockRef, stored: &[u8]) -> Result<()> {
     let crc = crc32fast::hash(stored);
     if crc != r.crc {
-        return Err(corrupt(
-            chunk,
-            format!(
-                "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
-                r.crc
-            ),
-        ));
+        return Err(block_crc_error(chunk, b, r, crc));
     }
     Ok(())
+}
+
+/// The error of block `b` of chunk `chunk` whose payload's CRC is `crc`, not its table's.
+fn block_crc_error(chunk: u64, b: u64, r: &BlockRef, crc: u32) -> crate::Error {
+    corrupt(
+        chunk,
+        format!(
+            "block {b}: crc32 {crc:#010x}, block table says {:#010x}",
+            r.crc
+        ),
+    )
 }
 
 pub(crate) fn corrupt(chunk: u64, what: String) -> crate::Error {
@@ -502,6 +594,53 @@ mod tests {
                     c.decode_chunk(0, &want, flags, &extent, &mut back).unwrap();
                     assert_eq!(back, raw);
                 }
+            }
+        }
+    }
+
+    // The one-pass CRC is the CRC of all the stored bytes; a flipped payload byte is found in
+    // its block (and changes the chunk's CRC); a table that does not parse is reported
+    // beside the plain CRC; a raw chunk is hashed whole.
+    #[test]
+    fn stored_crc_is_the_whole_crc_and_finds_the_block() {
+        let extent = [40u64, 30];
+        for blocks in [Blocks::Shape(vec![40, 7]), Blocks::Shape(vec![16, 16])] {
+            let c = chain(Codec::Zstd, blocks);
+            for noise in [false, true] {
+                let raw = floats(1200, noise);
+                let (stored, flags) = c.encode_chunk(&raw, &extent).unwrap();
+                let (crc, fault) = c.stored_crc(0, &stored, flags, &extent);
+                assert_eq!(crc, crc32fast::hash(&stored));
+                assert!(fault.is_none());
+                if noise {
+                    continue; // stored raw: no blocks to find
+                }
+                let table = c
+                    .block_table(
+                        0,
+                        &stored,
+                        &c.block_grid(&extent).unwrap(),
+                        stored.len() as u64,
+                    )
+                    .unwrap();
+                let mut bad = stored.clone();
+                let last = table.last().unwrap();
+                bad[last.start as usize + 1] ^= 4;
+                let (crc, fault) = c.stored_crc(0, &bad, flags, &extent);
+                assert_eq!(crc, crc32fast::hash(&bad));
+                let want = format!("block {}: crc32", table.len() - 1);
+                assert!(fault.unwrap().to_string().contains(&want));
+                // The first block's end pointed past the payload.
+                let mut bad = stored.clone();
+                bad[7] = 0x40;
+                let (crc, fault) = c.stored_crc(0, &bad, flags, &extent);
+                assert_eq!(crc, crc32fast::hash(&bad));
+                assert!(fault.unwrap().to_string().contains("block 0 ends at"));
+                // Decoding after the check gives the raw bytes.
+                let mut back = vec![0u8; raw.len()];
+                c.decode_checked_chunk_prefix(0, &stored, flags, &extent, &mut back)
+                    .unwrap();
+                assert_eq!(back, raw);
             }
         }
     }

@@ -177,16 +177,25 @@ impl ChunkMap {
     /// a prefix of a full-extent chunk), checking the entry's CRC and every block's.
     pub fn decode_chunk(&self, n: u64, stored: &[u8], out: &mut [u8]) -> Result<()> {
         let e = self.index.entry(n);
-        self.check_stored(n, stored)?;
         let extent = self.stored_extent(n);
+        // One pass of CRC over the stored bytes checks both the entry and every block.
+        let (crc, fault) = self.chain.stored_crc(n, stored, e.flags, &extent);
+        self.check_stored_crc(n, stored, crc)?;
+        if let Some(fault) = fault {
+            return Err(fault);
+        }
         self.chain
-            .decode_chunk_prefix(n, stored, e.flags, &extent, out)
+            .decode_checked_chunk_prefix(n, stored, e.flags, &extent, out)
     }
 
     /// Checks chunk `n`'s stored bytes against its index entry: their length and CRC-32.
     pub fn check_stored(&self, n: u64, stored: &[u8]) -> Result<()> {
+        self.check_stored_crc(n, stored, crc32fast::hash(stored))
+    }
+
+    /// [`ChunkMap::check_stored`] of bytes whose CRC-32 is `crc`.
+    fn check_stored_crc(&self, n: u64, stored: &[u8], crc: u32) -> Result<()> {
         let e = self.index.entry(n);
-        let crc = crc32fast::hash(stored);
         if stored.len() as u64 != e.len || crc != e.crc {
             return Err(corrupt(
                 n,
