@@ -16,6 +16,13 @@ create_exception!(
      names the field, what was expected and what was found."
 );
 
+/// `text` as a message may show it: a URL's password replaced by `***` (the library's
+/// `shown_url`, which `ra` and every message of the store module use too).
+#[pyfunction]
+pub(crate) fn shown_url(text: &str) -> String {
+    rawarray_serde::error::shown_url(text).into_owned()
+}
+
 /// The library's errors as Python exceptions: I/O as `OSError` (with its errno), the rest as
 /// `RaError`.
 pub(crate) fn to_py(e: Error) -> PyErr {

@@ -38,6 +38,7 @@ fn _rawarray(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(store::recover_url, m)?)?;
     m.add_function(wrap_pyfunction!(writers::write, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::storable_dtypes, m)?)?;
+    m.add_function(wrap_pyfunction!(errors::shown_url, m)?)?;
     chunked::register(m)?;
     m.add_class::<ragged_file::RaggedFile>()?;
     m.add_class::<ragged::RaggedWriter>()?;

@@ -215,3 +215,23 @@ def test_a_block_out_of_range_is_named_at_its_numpy_axis(tmp):
             f._read_block([(0, 9), (0, 2)])          # numpy axis 0 is 5 long
     msg = str(e.value)
     assert "axis 0" in msg and "0..9" in msg and "length 5" in msg and "dim" not in msg, msg
+
+
+def test_a_password_in_a_url_is_never_printed():
+    # Messages the package formats itself show a URL as the library's shown_url does (which
+    # `ra` and the store module use): the password as ***, the rest as given. Nothing listens
+    # on port 9, so the open fails in the library.
+    url = "https://reader:hunter2@127.0.0.1:9/run/x.ra"
+    shown = "https://reader:***@127.0.0.1:9/run/x.ra"
+    assert rawarray._rawarray.shown_url(url) == shown
+    assert rawarray._rawarray.shown_url("s3://bucket/a@b.ra") == "s3://bucket/a@b.ra"
+    cases = {
+        "a ragged write to a URL": lambda: rawarray.write(url, [np.zeros(2), np.zeros(1)]),
+        "an object writer without shape": lambda: rawarray.ArrayWriter(url),
+        "an open of the URL": lambda: rawarray.open(url),
+    }
+    for what, call in cases.items():
+        with pytest.raises((rawarray.RaError, TypeError, OSError)) as e:
+            call()
+        msg = str(e.value)
+        assert shown in msg and "hunter2" not in msg, f"{what}: {msg}"

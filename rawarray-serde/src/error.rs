@@ -697,3 +697,74 @@ fn in_field(field: &Option<String>) -> String {
         .as_ref()
         .map_or(String::new(), |f| format!(", field `{f}`"))
 }
+
+/// `text` as a message may show it: a URL's password (`scheme://user:password@host/...`)
+/// replaced by `***`, the rest unchanged; anything else as it is. Every message of the store
+/// module names a URL this way, and so should a program's own messages about one.
+///
+/// ```
+/// use rawarray_serde::error::shown_url;
+/// assert_eq!(shown_url("https://me:hunter2@host/a.ra"), "https://me:***@host/a.ra");
+/// assert_eq!(shown_url("https://me@host/a.ra?x=1"), "https://me@host/a.ra?x=1");
+/// assert_eq!(shown_url("s3://bucket/a@b.ra"), "s3://bucket/a@b.ra");
+/// assert_eq!(shown_url("run.ra"), "run.ra");
+/// ```
+pub fn shown_url(text: &str) -> std::borrow::Cow<'_, str> {
+    shown_urls_in(text)
+}
+
+/// `text` (a message, say another library's) with every URL in it shown as [`shown_url`]
+/// shows one: the password of each `scheme://user:password@host` replaced by `***`. The store
+/// module passes object_store's messages through it, since they name the URL they requested
+/// as given.
+///
+/// ```
+/// use rawarray_serde::error::shown_urls_in;
+/// assert_eq!(
+///     shown_urls_in("Error performing GET https://me:hunter2@host/a.ra in 2s, after 10 retries"),
+///     "Error performing GET https://me:***@host/a.ra in 2s, after 10 retries"
+/// );
+/// assert_eq!(shown_urls_in("no URL here: a:b@c"), "no URL here: a:b@c");
+/// ```
+pub fn shown_urls_in(text: &str) -> std::borrow::Cow<'_, str> {
+    // The authority of `scheme://authority/...` ends where the path, query or fragment
+    // begins, or where the URL ends in running text; an `@` after it is not a user's.
+    let ends = |c: char| {
+        matches!(
+            c,
+            '/' | '?' | '#' | '"' | '\'' | '`' | ')' | ']' | '>' | ','
+        ) || c.is_whitespace()
+    };
+    let has_password = |authority: &str| {
+        authority
+            .rfind('@')
+            .is_some_and(|at| authority[..at].contains(':'))
+    };
+    if !text
+        .split("://")
+        .skip(1)
+        .any(|after| has_password(&after[..after.find(ends).unwrap_or(after.len())]))
+    {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (before, after) = rest.split_at(i + 3);
+        out.push_str(before);
+        let end = after.find(ends).unwrap_or(after.len());
+        let authority = &after[..end];
+        match authority.rfind('@') {
+            Some(at) if authority[..at].contains(':') => {
+                let colon = authority.find(':').expect("checked");
+                out.push_str(&authority[..colon]);
+                out.push_str(":***");
+                out.push_str(&authority[at..]);
+            }
+            _ => out.push_str(authority),
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out.into()
+}

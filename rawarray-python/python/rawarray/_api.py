@@ -11,6 +11,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from ._rawarray import RaError
+from ._rawarray import shown_url as _shown
 from ._rawarray import write as _write
 from ._axes import file_chunks, in_numpy_order
 from ._dtype import _check_storable, _descr_json, _little_endian, _refuse_nat
@@ -207,7 +208,7 @@ def write(
         if unused:
             raise ValueError(f"a table is written as records: {', '.join(unused)} do not apply")
         if _is_url(path):
-            raise RaError(f"{path}: a table is written to a local file; upload it from there "
+            raise RaError(f"{_shown(path)}: a table is written to a local file; upload it from there "
                           "(record files are appended in place, which objects cannot be)")
         _arrow.write_table(path, array, params)
         return
@@ -221,7 +222,7 @@ def write(
             raise RaError(f"a ragged file keeps no {', '.join(given) or 'order'}: write its rows "
                           "alone (ragged values are one run, in row order)")
         if _is_url(path):
-            raise RaError(f"{path}: a ragged file is written to a local file; upload it from there")
+            raise RaError(f"{_shown(path)}: a ragged file is written to a local file; upload it from there")
         ragged._write(path, codec=codec, level=level, shuffle=shuffle, chunks=chunks,
                       threads=threads, filters=filters, blocks=blocks,
                       layout_version=layout_version, statistics=statistics)

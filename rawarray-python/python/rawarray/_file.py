@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ._rawarray import Buffer, RaError, RawFile
+from ._rawarray import shown_url as _shown
 from ._rawarray import read_chunked_into as _read_chunked_into
 from ._indexing import read_key
 from ._axes import COMPRESSION_KEYS, compression_of, numpy_order, reraise_in_numpy_order
@@ -55,12 +56,12 @@ def _open_raw(path: str, storage_options: Any = None) -> Any:
     ``az://``, ``http(s)://``, ``file://``) read by the library's ``StoreArrayReader``."""
     if not _is_url(path):
         if storage_options is not None:
-            raise RaError(f"{path}: storage_options apply to object-store URLs (s3://, gs://, "
+            raise RaError(f"{_shown(path)}: storage_options apply to object-store URLs (s3://, gs://, "
                           "az://, ...), not to a local path")
         return RawFile(path)
     if _StoreFile is None:
         raise RaError(
-            f"{path}: this build of rawarray reads no object-store URLs; it was built without "
+            f"{_shown(path)}: this build of rawarray reads no object-store URLs; it was built without "
             "its Cargo feature `cloud`, which is on by default"
         )
     return _StoreFile(path, _storage_options(storage_options))
@@ -245,7 +246,7 @@ class File:
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         if _is_url(self.path):
-            raise RaError(f"{self.path}: stats() reads local files")
+            raise RaError(f"{_shown(self.path)}: stats() reads local files")
         return self._raw.stats(bool(per_chunk))
 
     def _read_whole(self, order: str, mmap: bool, filters: Any) -> np.ndarray:
@@ -261,7 +262,7 @@ class File:
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
         if _is_url(self.path):
-            raise RaError(f"{self.path}: filters= reads local files")
+            raise RaError(f"{_shown(self.path)}: filters= reads local files")
         buf = self._raw.select(filters)
         out = np.frombuffer(buf, dtype=self._dtype)
         if _bool_views(out[:0]):
@@ -294,7 +295,7 @@ class File:
 
     def _check_same_file(self) -> None:
         if RawFile(self.path).identity() != self._raw.identity():
-            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+            raise RaError(f"{_shown(self.path)}: the file at this path changed since it was opened; "
                           "open it again to read it as Arrow")
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
@@ -406,7 +407,7 @@ class File:
 
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
-        return f"<rawarray.File {self.path!r} shape={self.shape} dtype={self.dtype} ({state})>"
+        return f"<rawarray.File {_shown(self.path)!r} shape={self.shape} dtype={self.dtype} ({state})>"
 
     # -- data ------------------------------------------------------------------------------
     @property
@@ -584,5 +585,5 @@ def _reopen(path: str, identity: tuple[Any, ...], mmap: bool = True,
         else:
             why = "its header changed"
         f.close()
-        raise RaError(f"{path}: the file changed since this rawarray.File was pickled ({why})")
+        raise RaError(f"{_shown(path)}: the file changed since this rawarray.File was pickled ({why})")
     return f

@@ -13,6 +13,7 @@ from typing import Any, Iterator
 
 import numpy as np
 
+from ._rawarray import shown_url as _shown
 from ._rawarray import RaError
 from ._rawarray import RaggedFile as _RaggedFile
 from ._rawarray import write_ragged as _write_ragged
@@ -324,7 +325,7 @@ class RaggedFile:
 
     def _check_same_file(self) -> None:
         if _RaggedFile(self.path, False).identity() != self._raw.identity():
-            raise RaError(f"{self.path}: the file at this path changed since it was opened; "
+            raise RaError(f"{_shown(self.path)}: the file at this path changed since it was opened; "
                           "open it again to read it as Arrow")
 
     def ragged(self) -> Ragged:
@@ -339,7 +340,7 @@ class RaggedFile:
         """:func:`rawarray.read` of this file: its :meth:`ragged` (``order`` and ``mmap`` are
         for n-d arrays; ``mmap`` was given at open)."""
         if filters is not None:
-            raise RaError(f"{self.path}: filters= takes record files; this is a ragged file, "
+            raise RaError(f"{_shown(self.path)}: filters= takes record files; this is a ragged file, "
                           "whose rows have no fields to compare")
         return self.ragged()
 
@@ -358,5 +359,5 @@ class RaggedFile:
     def __repr__(self) -> str:
         kind = "text" if self.is_text else f"dtype={self.dtype}"
         state = "closed" if self.closed else "open"
-        return f"<rawarray.RaggedFile {self.path!r} {len(self)} rows, {kind} ({state})>"
+        return f"<rawarray.RaggedFile {_shown(self.path)!r} {len(self)} rows, {kind} ({state})>"
 

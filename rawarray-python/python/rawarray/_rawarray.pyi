@@ -124,6 +124,9 @@ def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
 def storable_dtypes() -> list[str]:
     """The numpy dtype strings a file stores (the library's table), then "|b1" and "bfloat16"."""
 
+def shown_url(text: str) -> str:
+    """``text`` as a message may show it: a URL's password replaced by ``***``."""
+
 def read_chunked_into(raw: RawFile, out: memoryview) -> None:
     """Decodes a file's whole array (any storage; the Python layer passes chunked files) into a
     writable buffer, the GIL released."""

@@ -12,6 +12,7 @@ import numpy as np
 
 from ._rawarray import ArrayWriter as _ArrayWriter
 from ._rawarray import RaError
+from ._rawarray import shown_url as _shown
 from ._rawarray import RaggedWriter as _RaggedWriter
 from ._rawarray import RecordWriter as _RecordWriter
 from ._axes import file_chunks, in_numpy_order
@@ -140,7 +141,7 @@ class RecordWriter(_Appender):
             have, shape = f.dtype, f.shape[1:]
         if (_little_endian(have), shape) != (self.dtype, self.shape):
             raise RaError(
-                f"{self.path}: the file holds records of dtype {have} and shape {shape}; asked "
+                f"{_shown(self.path)}: the file holds records of dtype {have} and shape {shape}; asked "
                 f"to append records of dtype {self.dtype} and shape {self.shape}: append with "
                 f"the file's own, rawarray.RecordWriter(path, f.dtype, shape=f.shape[1:], "
                 f"mode='a') where f = rawarray.open(path), or start a new file with mode='w'"
@@ -344,7 +345,7 @@ class ArrayWriter(_Writer):
             if a % c or (b % c and b != n):
                 block = ", ".join(f"{lo}:{hi}" for lo, hi in ranges)
                 raise ValueError(
-                    f"block [{block}] of {self.path}: axis {axis} runs {a}:{b}, not whole chunks "
+                    f"block [{block}] of {_shown(self.path)}: axis {axis} runs {a}:{b}, not whole chunks "
                     f"of the file's chunks {self.chunks} (shape {self.shape}); each block of a "
                     f"chunked file must start at a multiple of the chunk and end at one or at "
                     f"the axis' end (with dask: x.rechunk(writer.chunks))"
@@ -366,7 +367,7 @@ class ArrayWriter(_Writer):
         self._w.close()
 
     def __repr__(self) -> str:
-        return f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype}>"
+        return f"<rawarray.ArrayWriter {_shown(self.path)!r} shape={self.shape} dtype={self.dtype}>"
 
 
 def _reopen_writer(path: str, identity: tuple[int, int, bytes], threads: int = 0) -> ArrayWriter:
@@ -376,7 +377,7 @@ def _reopen_writer(path: str, identity: tuple[int, int, bytes], threads: int = 0
     if now != identity:
         why = "another file was put at its path" if now[:2] != identity[:2] else "its header changed"
         w.close()
-        raise RaError(f"{path}: the file changed since this rawarray.ArrayWriter was pickled ({why})")
+        raise RaError(f"{_shown(path)}: the file changed since this rawarray.ArrayWriter was pickled ({why})")
     return w
 
 
@@ -418,10 +419,10 @@ class StoreArrayWriter(ArrayWriter):
         try:
             from ._rawarray import StoreBlockWriter  # noqa: PLC0415 (absent without `cloud`)
         except ImportError:
-            raise RaError(f"{path}: this build of rawarray writes no object-store URLs; build "
+            raise RaError(f"{_shown(path)}: this build of rawarray writes no object-store URLs; build "
                           "it with the Cargo feature `cloud`") from None
         if shape is None or dtype is None:
-            raise TypeError(f"ArrayWriter({path!r}): an object is written whole, once: give its "
+            raise TypeError(f"ArrayWriter({_shown(path)!r}): an object is written whole, once: give its "
                             "shape and dtype (an existing object cannot be opened to write blocks "
                             "into)")
         self.path = path
@@ -488,7 +489,7 @@ class StoreArrayWriter(ArrayWriter):
         return self._closed
 
     def __repr__(self) -> str:
-        return (f"<rawarray.ArrayWriter {self.path!r} shape={self.shape} dtype={self.dtype} "
+        return (f"<rawarray.ArrayWriter {_shown(self.path)!r} shape={self.shape} dtype={self.dtype} "
                 f"session={self.session}>")
 
     def __exit__(self, exc_type: Any, *exc: object) -> None:
@@ -588,7 +589,7 @@ class RaggedWriter(_Appender):
             plain = f.compression is None
         if compression and plain:
             raise RaError(
-                f"{self.path}: the file's values are plain, and an opened file keeps its "
+                f"{_shown(self.path)}: the file's values are plain, and an opened file keeps its "
                 f"storage: {', '.join(compression)} cannot apply to it; append without them, or "
                 "compress it first (ra compress, or rawarray.write(path, "
                 "rawarray.read(path), codec=...))"
@@ -599,7 +600,7 @@ class RaggedWriter(_Appender):
             asked = "text" if self.is_text else f"values of dtype {self.dtype}"
             dtype = "str" if text else f"'{have}'"
             raise RaError(
-                f"{self.path}: the file holds rows of {held}, not {asked}: append rows of the "
+                f"{_shown(self.path)}: the file holds rows of {held}, not {asked}: append rows of the "
                 f"file's own, rawarray.RaggedWriter(path, {dtype}, mode='a'), or start a new "
                 "file with mode='w'"
             )

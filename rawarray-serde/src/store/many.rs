@@ -299,9 +299,10 @@ impl StoreArrayWriter {
         })
         .map_err(|e| {
             Error::msg(format!(
-                "block {} of {}: {e}",
+                "block {} of {}: {}",
                 block_text(ranges),
-                self.path
+                self.path,
+                super::store_text(&e)
             ))
         })?;
         Ok(())
@@ -395,7 +396,12 @@ impl StoreArrayWriter {
     }
 
     fn error(&self, doing: &str, e: impl std::fmt::Display) -> Error {
-        io::Error::other(format!("{} ({doing}): {e}", self.path)).into()
+        io::Error::other(format!(
+            "{} ({doing}): {}",
+            self.path,
+            super::store_text(&e)
+        ))
+        .into()
     }
 
     /// A block object's manifest, checked against the object's length and this writer's

@@ -27,7 +27,8 @@ pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
 #[cfg(feature = "cloud")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
-pub use url::{is_url, shown_url, StorageOptions, StoreUrl, SCHEMES};
+pub use crate::error::{shown_url, shown_urls_in};
+pub use url::{is_url, StorageOptions, StoreUrl, SCHEMES};
 
 use crate::array::{element_dims, RawArray};
 use crate::codec::{ChunkMap as Layout, Config};
@@ -891,9 +892,10 @@ impl Object {
     /// The store's error for a pinned request; a failed precondition means the object changed.
     fn error(&self, e: object_store::Error) -> Error {
         match e {
-            object_store::Error::Precondition { source, .. } => {
-                self.changed(format!("the store refused the pinned request: {source}"))
-            }
+            object_store::Error::Precondition { source, .. } => self.changed(format!(
+                "the store refused the pinned request: {}",
+                store_text(&source)
+            )),
             e => store_error(e),
         }
     }
@@ -941,9 +943,24 @@ fn coalesce(runs: &[Range<u64>], gap: u64, span: u64) -> Vec<Range<usize>> {
     groups
 }
 
-/// An object store's error as an I/O error (`NotFound` stays `NotFound`).
+/// An object store's error as an I/O error (`NotFound` stays `NotFound`), its text with any
+/// URL's password shown as `***` (object_store names the URL it requested as given).
 fn store_error(e: object_store::Error) -> Error {
-    Error::from(io::Error::from(e))
+    Error::from(store_io(e))
+}
+
+/// [`store_error`] as an `io::Error`.
+pub(crate) fn store_io(e: object_store::Error) -> io::Error {
+    let io = io::Error::from(e);
+    io::Error::new(
+        io.kind(),
+        crate::error::shown_urls_in(&io.to_string()).into_owned(),
+    )
+}
+
+/// An object store's message (or any other that may name a URL), as messages show it.
+pub(crate) fn store_text(e: &impl fmt::Display) -> String {
+    crate::error::shown_urls_in(&e.to_string()).into_owned()
 }
 
 /// Requests made of the object and their bytes.

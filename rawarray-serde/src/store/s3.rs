@@ -50,7 +50,7 @@ impl S3Bucket {
     fn client(&self) -> Result<HttpClient> {
         ReqwestConnector::default()
             .connect(&ClientOptions::new().with_allow_http(self.allow_http))
-            .map_err(|e| Error::msg(format!("S3 client: {e}")))
+            .map_err(|e| Error::msg(format!("S3 client: {}", super::store_text(&e))))
     }
 
     /// Sends a signed request and returns the response body, or an error naming the call.
@@ -60,20 +60,20 @@ impl S3Bucket {
                 .credentials()
                 .get_credential()
                 .await
-                .map_err(|e| Error::msg(format!("{what}: {e}")))?;
+                .map_err(|e| Error::msg(format!("{what}: {}", super::store_text(&e))))?;
             AwsAuthorizer::new(&cred, "s3", &self.region).authorize(&mut req, None);
         }
         let resp = self
             .client()?
             .execute(req)
             .await
-            .map_err(|e| Error::msg(format!("{what}: {e}")))?;
+            .map_err(|e| Error::msg(format!("{what}: {}", super::store_text(&e))))?;
         let status = resp.status();
         let body = resp
             .into_body()
             .bytes()
             .await
-            .map_err(|e| Error::msg(format!("{what}: {e}")))?;
+            .map_err(|e| Error::msg(format!("{what}: {}", super::store_text(&e))))?;
         if !status.is_success() {
             return Err(Error::msg(format!(
                 "{what}: {status}: {}",
@@ -97,7 +97,7 @@ impl S3Bucket {
             .method("GET")
             .uri(&url)
             .body(HttpRequestBody::empty())
-            .map_err(|e| Error::msg(format!("ListMultipartUploads: {e}")))?;
+            .map_err(|e| Error::msg(format!("ListMultipartUploads: {}", super::store_text(&e))))?;
         let body = self.send(s3, req, "S3 ListMultipartUploads").await?;
         let text = String::from_utf8_lossy(&body);
         let mut ids = Vec::new();
@@ -139,7 +139,9 @@ impl S3Bucket {
                 .method("GET")
                 .uri(&url)
                 .body(HttpRequestBody::empty())
-                .map_err(|e| Error::msg(format!("ListMultipartUploads: {e}")))?;
+                .map_err(|e| {
+                    Error::msg(format!("ListMultipartUploads: {}", super::store_text(&e)))
+                })?;
             let body = self.send(s3, req, "S3 ListMultipartUploads").await?;
             let text = String::from_utf8_lossy(&body);
             for upload in text.split("<Upload>").skip(1) {
@@ -200,7 +202,7 @@ impl S3Bucket {
         };
         let req = req
             .body(HttpRequestBody::empty())
-            .map_err(|e| Error::msg(format!("UploadPartCopy: {e}")))?;
+            .map_err(|e| Error::msg(format!("UploadPartCopy: {}", super::store_text(&e))))?;
         let body = self.send(s3, req, "S3 UploadPartCopy").await?;
         let text = String::from_utf8_lossy(&body);
         between(&text, "<ETag>", "</ETag>")
@@ -226,9 +228,12 @@ pub(crate) async fn abort_pending(
 ) -> Result<usize> {
     let ids = bucket.pending_uploads(s3, path).await?;
     for id in &ids {
-        s3.abort_multipart(path, &id.clone())
-            .await
-            .map_err(|e| Error::msg(format!("aborting upload {id} of {path}: {e}")))?;
+        s3.abort_multipart(path, &id.clone()).await.map_err(|e| {
+            Error::msg(format!(
+                "aborting upload {id} of {path}: {}",
+                super::store_text(&e)
+            ))
+        })?;
     }
     Ok(ids.len())
 }
@@ -244,7 +249,12 @@ pub(crate) async fn abort_under(
     for (key, id) in &ups {
         s3.abort_multipart(&StorePath::from(key.as_str()), &id.clone())
             .await
-            .map_err(|e| Error::msg(format!("aborting upload {id} of {key}: {e}")))?;
+            .map_err(|e| {
+                Error::msg(format!(
+                    "aborting upload {id} of {key}: {}",
+                    super::store_text(&e)
+                ))
+            })?;
     }
     Ok(ups.len())
 }

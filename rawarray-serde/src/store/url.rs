@@ -14,7 +14,7 @@ use object_store::path::Path as StorePath;
 use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 
 use super::s3::{abort_pending, S3Bucket};
-use crate::error::{Error, Result};
+use crate::error::{shown_url, Error, Result};
 
 /// The URL kinds rawarray opens, for messages.
 pub const SCHEMES: &str = "s3://, s3a://, gs://, az://, abfs(s)://, azure://, http(s)://, file://";
@@ -34,33 +34,6 @@ pub fn is_url(text: &str) -> bool {
     ];
     text.split_once("://")
         .is_some_and(|(scheme, _)| OPENED.iter().any(|s| s.eq_ignore_ascii_case(scheme)))
-}
-
-/// `text` as a message may show it: a URL's password (`scheme://user:password@host/...`)
-/// replaced by `***`, the rest unchanged; anything else as it is. Every message of this module
-/// names a URL this way, and so should a program's own messages about one.
-///
-/// ```
-/// use rawarray_serde::store::shown_url;
-/// assert_eq!(shown_url("https://me:hunter2@host/a.ra"), "https://me:***@host/a.ra");
-/// assert_eq!(shown_url("https://me@host/a.ra?x=1"), "https://me@host/a.ra?x=1");
-/// assert_eq!(shown_url("s3://bucket/a@b.ra"), "s3://bucket/a@b.ra");
-/// assert_eq!(shown_url("run.ra"), "run.ra");
-/// ```
-pub fn shown_url(text: &str) -> std::borrow::Cow<'_, str> {
-    let Some((scheme, rest)) = text.split_once("://") else {
-        return text.into();
-    };
-    // The authority ends where the path, query or fragment begins; an `@` after it is not
-    // a user's.
-    let authority = &rest[..rest.find(['/', '?', '#']).unwrap_or(rest.len())];
-    let Some(at) = authority.rfind('@') else {
-        return text.into();
-    };
-    let Some(colon) = authority[..at].find(':') else {
-        return text.into();
-    };
-    format!("{scheme}://{}:***{}", &authority[..colon], &rest[at..]).into()
 }
 
 /// Options for a store, by name: fsspec's (s3fs, gcsfs, adlfs: `key`, `secret`, `token`,
@@ -358,7 +331,7 @@ impl StoreUrl {
             // A plain HTTP server lists nothing and holds no writers' blocks.
             return Ok(n);
         }
-        let store_err = |e: object_store::Error| explain(Error::msg(e.to_string()));
+        let store_err = |e: object_store::Error| explain(Error::msg(super::store_text(&e)));
         let listed: Vec<object_store::ObjectMeta> =
             match self.store.list(Some(&parts)).try_collect().await {
                 Ok(l) => l,
@@ -467,9 +440,10 @@ impl StoreUrl {
     }
 }
 
-/// `text` without the value of any secret option (a store's error may quote a request).
+/// `text` without the value of any secret option (a store's error may quote a request) and
+/// with any URL's password shown as `***`.
 fn scrub(text: &str, options: &StorageOptions) -> String {
-    let mut out = text.to_string();
+    let mut out = shown_url(text).into_owned();
     for (k, v) in options {
         if SECRET.contains(&k.as_str()) && !v.is_empty() {
             out = out.replace(v.as_str(), "***");

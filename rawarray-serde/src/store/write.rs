@@ -162,7 +162,11 @@ struct Parts<'a> {
 
 impl Parts<'_> {
     fn store_error(&self, e: object_store::Error) -> Error {
-        Error::from(io::Error::other(format!("object {}: {e}", self.path)))
+        Error::from(io::Error::other(format!(
+            "object {}: {}",
+            self.path,
+            super::store_text(&e)
+        )))
     }
 
     /// Sends `bytes` as the next part, waiting for the oldest part in flight past
@@ -181,21 +185,22 @@ impl Parts<'_> {
         let up = self.upload.as_mut().expect("created above");
         let fut = up.put_part(PutPayload::from(bytes));
         let path = self.path.clone();
-        let part: BoxFuture<'static, Result<()>> = if self.handle.runtime_flavor()
-            == RuntimeFlavor::CurrentThread
-        {
-            Box::pin(async move { fut.await.map_err(|e| part_error(&path, e)) })
-        } else {
-            let task = self.handle.spawn(fut);
-            Box::pin(async move {
-                match task.await {
-                    Ok(r) => r.map_err(|e| part_error(&path, e)),
-                    Err(e) => {
-                        Err(io::Error::other(format!("object {path}: a part's upload: {e}")).into())
+        let part: BoxFuture<'static, Result<()>> =
+            if self.handle.runtime_flavor() == RuntimeFlavor::CurrentThread {
+                Box::pin(async move { fut.await.map_err(|e| part_error(&path, e)) })
+            } else {
+                let task = self.handle.spawn(fut);
+                Box::pin(async move {
+                    match task.await {
+                        Ok(r) => r.map_err(|e| part_error(&path, e)),
+                        Err(e) => Err(io::Error::other(format!(
+                            "object {path}: a part's upload: {}",
+                            super::store_text(&e)
+                        ))
+                        .into()),
                     }
-                }
-            })
-        };
+                })
+            };
         self.inflight.push(part);
         self.sent += 1;
         if self.sent.is_multiple_of(1000) {
@@ -262,9 +267,13 @@ impl Parts<'_> {
                 }
             }
             let up = self.upload.as_mut().expect("multipart");
-            self.handle
-                .block_on(up.complete())
-                .map_err(|e| Error::from(io::Error::other(format!("object {}: {e}", self.path))))
+            self.handle.block_on(up.complete()).map_err(|e| {
+                Error::from(io::Error::other(format!(
+                    "object {}: {}",
+                    self.path,
+                    super::store_text(&e)
+                )))
+            })
         })();
         if result.is_err() {
             self.abort();
@@ -305,7 +314,7 @@ impl Parts<'_> {
 }
 
 fn part_error(path: &StorePath, e: object_store::Error) -> Error {
-    io::Error::other(format!("object {path}: {e}")).into()
+    io::Error::other(format!("object {path}: {}", super::store_text(&e))).into()
 }
 
 impl Write for Parts<'_> {
