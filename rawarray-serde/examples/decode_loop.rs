@@ -3,7 +3,8 @@
 //! folder) encoded once with `FILTERS` (comma-separated names as `ra compress --filter` takes
 //! them; default `shuffle`, `none` for none) and `CODEC` (default `zstd`) at `LEVEL` (the
 //! codec's default), default chunks and `BLOCKS` (comma-separated, file order; default the
-//! codec's), then read whole `REPS` times from memory on `THREADS` threads (1).
+//! codec's), then read whole `REPS` times from memory on `THREADS` threads (1), and prints
+//! the encode's speed and the reads' best and median.
 //!
 //! `cargo build --release -p rawarray-serde --example decode_loop`, then for example
 //! `MB=64 REPS=10 target/release/examples/decode_loop`.
@@ -44,7 +45,9 @@ fn main() {
     if let Ok(b) = std::env::var("BLOCKS") {
         opts = opts.blocks(b.split(',').map(|x| x.parse().unwrap()).collect());
     }
+    let t = Instant::now();
     let (h, section) = codec::encode(&h, &field, &opts).unwrap();
+    let enc = t.elapsed().as_secs_f64();
     let mut file = h.encode();
     file.extend_from_slice(&section);
     let mut times = Vec::new();
@@ -62,8 +65,9 @@ fn main() {
     times.sort_by(f64::total_cmp);
     let gbs = |t: f64| field.len() as f64 / t / 1e9;
     println!(
-        "ratio {:.3}; {} -> {}: best {:.1} ms ({:.2} GB/s), median {:.1} ms ({:.2} GB/s)",
+        "ratio {:.3}, encoded once at {:.2} GB/s; {} -> {}: best {:.1} ms ({:.2} GB/s), median {:.1} ms ({:.2} GB/s)",
         field.len() as f64 / section.len() as f64,
+        field.len() as f64 / enc / 1e9,
         field.len(),
         section.len(),
         times[0] * 1e3,

@@ -6,11 +6,12 @@
 //! level is kept but not used.
 //!
 //! Blocks are compressed by `lz4_flex` (pure Rust), or with the feature `lz4-c` by C liblz4's
-//! `LZ4_compress_default` (the faster encoder on f32 arrays: doc/benchmarks.md, "LZ4 encoders";
-//! both write the same format at the same effort, acceleration 1). `set_encoder` (with `lz4-c`) chooses
-//! between them at run time, for comparisons. Either way blocks are decoded by `lz4_flex`'s
-//! bounds-checked decoder (`safe-decode`): a hostile block is an error, never a read outside
-//! the buffers.
+//! `LZ4_compress_default`; both write the same format at the same effort (acceleration 1), and
+//! on the benchmark's f32 arrays `lz4_flex` is the faster of the two by 4-7% (doc/benchmarks.md,
+//! "LZ4 encoders" and the quiet run of 2026-12-05), which is why the default build uses it;
+//! `lz4-c` is for comparisons, and `set_encoder` (with it) chooses between them at run time.
+//! Either way blocks are decoded by `lz4_flex`'s bounds-checked decoder (`safe-decode`): a
+//! hostile block is an error, never a read outside the buffers.
 //!
 //! ```
 //! use rawarray_serde::codec::{lz4::Lz4, BlockCodec, Elements};
@@ -37,7 +38,7 @@ pub struct Lz4;
 pub enum Encoder {
     /// `lz4_flex::block::compress_into`.
     Flex,
-    /// C liblz4's `LZ4_compress_default` (the default with the feature `lz4-c`).
+    /// C liblz4's `LZ4_compress_default` (chosen when the feature `lz4-c` is on).
     C,
 }
 
