@@ -25,9 +25,9 @@ pub use many::{Finished, StoreArrayWriter};
 pub use source::StoreSource;
 pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
 
+pub use crate::error::{shown_url, shown_urls_in};
 #[cfg(feature = "cloud")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cloud")))]
-pub use crate::error::{shown_url, shown_urls_in};
 pub use url::{is_url, StorageOptions, StoreUrl, SCHEMES};
 
 use crate::array::{element_dims, RawArray};
