@@ -81,19 +81,6 @@ pub struct Entry {
 
 /// CRC-32 of `bytes` then the chunk number as a `u64`.
 fn crc_with(parts: &[&[u8]], n: u64) -> u32 {
-    // An open checks two of these per chunk, of about 32 and 60 bytes: gathered on the stack
-    // and hashed in one call, they cost a third less than three calls of a hasher.
-    let mut buf = [0u8; 128];
-    let len = parts.iter().map(|p| p.len()).sum::<usize>() + 8;
-    if len <= buf.len() {
-        let mut at = 0;
-        for p in parts {
-            buf[at..at + p.len()].copy_from_slice(p);
-            at += p.len();
-        }
-        buf[at..at + 8].copy_from_slice(&n.to_le_bytes());
-        return crc32fast::hash(&buf[..len]);
-    }
     let mut h = crc32fast::Hasher::new();
     for p in parts {
         h.update(p);
