@@ -354,8 +354,7 @@ impl Chain {
     /// bytes twice (7% of a whole shuffle + zstd read). Returns the CRC and the first fault
     /// found in the blocks (a table that does not parse, or a block whose CRC differs), so
     /// that the caller reports a wrong index entry first, as a plain check of the whole
-    /// would; after `(crc, None)`, [`Chain::decode_checked_chunk_prefix`] decodes without
-    /// hashing again.
+    /// would; after `(crc, None)` the chunk map decodes the blocks without hashing them again.
     pub fn stored_crc(
         &self,
         chunk: u64,
@@ -392,8 +391,9 @@ impl Chain {
     }
 
     /// [`Chain::decode_chunk_prefix`] of a chunk whose every block's CRC was checked by
-    /// [`Chain::stored_crc`]: the blocks are decoded without hashing them again.
-    pub fn decode_checked_chunk_prefix(
+    /// [`Chain::stored_crc`]: the blocks are decoded without hashing them again. Crate-private,
+    /// so that no caller outside can decode bytes it did not check.
+    pub(crate) fn decode_checked_chunk_prefix(
         &self,
         chunk: u64,
         stored: &[u8],
