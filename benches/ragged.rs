@@ -9,6 +9,10 @@
 //! - row k: `RaggedReader::open` + `row(n / 2)` of a 1 GiB ragged file (sparse: real rows
 //!   around the middle, a trailer). Target: under 100 us, as for records.
 //!
+//! Every write is timed until its files are durable (`sync_all` at its end, ours and the
+//! baseline's alike): neither a whole-file write of a new file nor a `RaggedWriter` syncs by
+//! itself.
+//!
 //! Best of 3 runs after a warm-up run, in the same run as the baseline. Run:
 //! `cargo bench --bench ragged` (`RA_BENCH_ROWS=100000` for a quick run; files go to
 //! target/tmp, or to `RA_BENCH_DIR`, such as /dev/shm to leave the disk out).
@@ -87,14 +91,26 @@ fn main() {
         let _ = std::process::Command::new("sync").status();
     };
 
+    // Every write is timed until its files are durable (`sync_all` at the end), so that the
+    // rows compare equal work: neither a whole-file write of a new file nor a `RaggedWriter`'s
+    // flush syncs by itself.
+    let durable = |p: &Path| File::open(p).unwrap().sync_all().unwrap();
     let t_base_w = best(
         &mut || {
             flat.write_file(&w_values).unwrap();
             offs.write_file(&w_offsets).unwrap();
+            durable(&w_values);
+            durable(&w_offsets);
         },
         &settle,
     );
-    let t_ours_w = best(&mut || ragged.write_file(&w_ours).unwrap(), &settle);
+    let t_ours_w = best(
+        &mut || {
+            ragged.write_file(&w_ours).unwrap();
+            durable(&w_ours);
+        },
+        &settle,
+    );
     let append = |opts: &RaggedOptions| {
         let mut w = RaggedWriter::<f32>::create_with(&w_ours, opts).unwrap();
         for (k, row) in ragged.iter().enumerate() {
@@ -104,6 +120,7 @@ fn main() {
             }
         }
         w.finish().unwrap();
+        durable(&w_ours);
     };
     let t_append = best(&mut || append(&RaggedOptions::new()), &settle);
     let reserved = RaggedOptions::new().reserve_rows(n as u64);
@@ -125,7 +142,8 @@ fn main() {
 
     println!(
         "{n} rows of f32 (lengths 0 to 64), {m} values, {mib:.0} MiB; best of {RUNS} runs after a \
-         warm-up; baseline: the values and the offsets as two RawArray files\n"
+         warm-up; baseline: the values and the offsets as two RawArray files; every write timed \
+         until its files are durable (`sync_all` at its end)\n"
     );
     println!("| workload | ours | MiB/s | baseline | MiB/s | time vs baseline (target <= 1.1) |");
     println!("|---|---|---:|---|---:|---:|");
