@@ -565,8 +565,10 @@ fn planes_part(work: &Path, peers: Option<&str>, threads: usize, runs: usize) {
         "# plane reads of a {mb} MiB f32 field (file dims {dims:?}, numpy shape ({mb}, 512, 512)), open + read, {threads} thread(s), best of {runs}\n"
     );
     println!(
-        "Ours: default chunked options (shuffle+zstd 3), chunks {:?}, blocks {:?} (file order), ratio {ratio:.3}.",
-        cfg.chunk, cfg.blocks
+        "Ours: default chunked options (shuffle+zstd 3{}), chunks {:?}, blocks {:?} (file order), ratio {ratio:.3}.",
+        if cfg.split { ", a frame per byte plane" } else { "" },
+        cfg.chunk,
+        cfg.blocks
     );
     if let Some((_, who, r)) = peer("one element [k, j, i]") {
         println!("Peer: {who}, ratio {r:.3}.");

@@ -114,7 +114,7 @@ fn filter_help() -> String {
 }
 
 /// `--codec`, `--level`, `--filter`, `--shuffle`, `--chunks`, `--blocks`, `--layout-version`,
-/// `--no-stats` and `--threads`: how a data section is packed, as `ra compress` and `ra slice`
+/// `--no-stats`, `--split`/`--no-split` and `--threads`: how a data section is packed, as `ra compress` and `ra slice`
 /// take them. One definition for both: `ra compress` gives `--codec` and the filters its
 /// defaults (zstd, byte shuffle), `ra slice` takes what it is not given from its input.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
@@ -147,6 +147,13 @@ pub struct PackingArgs {
     /// Write no per-chunk statistics (min, max, NaN count), which queries use to skip chunks.
     #[arg(long)]
     pub no_stats: bool,
+    /// Compress each block as byte streams, a frame per byte plane (lz4, zstd; the default
+    /// for zstd after a byte shuffle of 2- to 16-byte elements, with 128 KiB blocks).
+    #[arg(long, conflicts_with = "no_split")]
+    pub split: bool,
+    /// Compress each block as one stream (for readers older than byte streams).
+    #[arg(long)]
+    pub no_split: bool,
     /// Threads compressing chunks (0: all cores).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
@@ -163,7 +170,17 @@ impl PackingArgs {
             blocks: self.blocks.clone(),
             layout_version: self.layout_version,
             statistics: self.no_stats.then_some(false),
+            split: self.split_setting(),
             threads: self.threads,
+        }
+    }
+
+    /// `--split` or `--no-split`, `None` if neither.
+    pub fn split_setting(&self) -> Option<bool> {
+        match (self.split, self.no_split) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
         }
     }
 
@@ -183,6 +200,7 @@ impl PackingArgs {
             || self.blocks.is_some()
             || self.layout_version.is_some()
             || self.no_stats
+            || self.split_setting().is_some()
     }
 }
 
@@ -198,6 +216,11 @@ pub(crate) fn describe_options(o: &WriteOptions) -> String {
     let mut s = format!("{}{level}, filters [{}]", c.name(), filters.join(", "));
     if let Some(b) = o.get_blocks() {
         s += &format!(", blocks {b:?}");
+    }
+    match o.get_split() {
+        Some(true) => s += ", byte streams",
+        Some(false) => s += ", one stream a block",
+        None => {}
     }
     if o.get_version() != 2 {
         s += &format!(", RACHUNK{}", o.get_version());
@@ -223,6 +246,8 @@ pub struct Packing {
     /// Whether per-chunk statistics are written (`None`: the library's default, on where the
     /// layout version holds them).
     pub statistics: Option<bool>,
+    /// Whether blocks are compressed as byte streams (`None`: the library's default).
+    pub split: Option<bool>,
     /// Threads compressing chunks (0: all cores).
     pub threads: usize,
 }
@@ -236,6 +261,9 @@ impl Packing {
         let mut o = WriteOptions::new().codec(c).threads(self.threads);
         if let Some(on) = self.statistics {
             o = o.statistics(on);
+        }
+        if let Some(on) = self.split {
+            o = o.split(on);
         }
         if let Some(f) = &self.filters {
             o = o.filters(f.clone());

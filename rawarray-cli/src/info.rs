@@ -487,9 +487,9 @@ fn compression_text(
         Some(Ok(c)) => {
             let cfg = &c.config;
             let total: u64 = c.counts.iter().product();
-            let level = match cfg.codec {
-                rawarray_serde::codec::Codec::Zstd => format!(" level {}", cfg.level),
-                _ => String::new(),
+            let level = match cfg.codec.levels() {
+                Some(_) => format!(" level {}", cfg.level),
+                None => String::new(),
             };
             let blocks = match &cfg.blocks {
                 rawarray_serde::codec::Blocks::Bytes(b) => format!("blocks of {b} bytes"),
@@ -497,11 +497,12 @@ fn compression_text(
             };
             let filters: Vec<String> = cfg.filters.iter().map(ToString::to_string).collect();
             format!(
-                "chunked (flag bit 2, RACHUNK{}): {}{level}, filters [{}], chunks {}, grid {:?} = {total} \
+                "chunked (flag bit 2, RACHUNK{}): {}{level}, filters [{}]{}, chunks {}, grid {:?} = {total} \
                  chunk{} ({} written), {blocks}{}",
                 cfg.version,
                 cfg.codec.name(),
                 filters.join(", "),
+                if cfg.split { ", byte streams" } else { "" },
                 both_orders(&cfg.chunk, "numpy"),
                 c.counts,
                 if total == 1 { "" } else { "s" },

@@ -150,6 +150,18 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
                 } else {
                     p.statistics
                 },
+                // The input's byte streams go with its codec and layout version.
+                split: args.split_setting().or(
+                    if codec == p.codec
+                        && args
+                            .layout_version
+                            .is_none_or(|v| Some(v) == p.layout_version)
+                    {
+                        p.split
+                    } else {
+                        None
+                    },
+                ),
                 threads: args.threads,
             }
         }
@@ -171,6 +183,7 @@ pub(crate) fn packing_of_config(
         blocks,
         layout_version: Some(config.version),
         statistics: (config.version >= 2).then_some(config.stats.is_some()),
+        split: (config.version >= 2).then_some(config.split),
         threads: 0,
     }
 }

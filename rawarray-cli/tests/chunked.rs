@@ -143,7 +143,9 @@ fn the_default_is_zstd_3_byte_shuffle_and_shrinks_a_smooth_field() {
     assert!((j["ratio"].as_f64().unwrap() - plain / size).abs() < 1e-9);
     let text = stdout_of(ra().arg("info").arg(&p));
     assert!(
-        text.contains("chunked (flag bit 2, RACHUNK2): zstd level 3, filters [shuffle], chunks"),
+        text.contains(
+            "chunked (flag bit 2, RACHUNK2): zstd level 3, filters [shuffle], byte streams, chunks"
+        ),
         "{text}"
     );
     assert!(text.contains("ratio "), "{text}");
@@ -533,6 +535,7 @@ fn verify_of_a_sparse_file_with_2_62_chunks_is_bounded_by_its_index() {
         s0: 4,
         segments: [0; 64],
         stats: None,
+        split: false,
     };
     let mut w = ChunkWriter::create(&file, &h, config).unwrap();
     w.write_chunk(&file, 2, &[7]).unwrap();

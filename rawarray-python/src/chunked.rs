@@ -154,6 +154,8 @@ pub(crate) struct Packing {
     pub(crate) layout_version: Option<u32>,
     /// `statistics=`.
     pub(crate) statistics: Option<bool>,
+    /// `split=`: byte streams on or off.
+    pub(crate) split: Option<bool>,
     /// `threads=` (0: all cores).
     pub(crate) threads: usize,
 }
@@ -170,6 +172,7 @@ impl Packing {
         blocks: Option<Vec<u64>>,
         layout_version: Option<u32>,
         statistics: Option<bool>,
+        split: Option<bool>,
         threads: usize,
     ) -> PyResult<Packing> {
         let filters = match filters {
@@ -192,12 +195,13 @@ impl Packing {
             blocks,
             layout_version,
             statistics,
+            split,
             threads,
         })
     }
 
     /// The chunked layout's options if any keyword selects it (a chunked codec, a level,
-    /// filters, chunks, blocks, a layout version or statistics); the codec `"lz4-whole"` is
+    /// filters, chunks, blocks, a layout version, statistics or byte streams); the codec `"lz4-whole"` is
     /// left to the caller.
     fn chunked(&self) -> PyResult<Option<WriteOptions>> {
         let mut opts: Option<WriteOptions> = None;
@@ -238,6 +242,9 @@ impl Packing {
         }
         if let Some(s) = self.statistics {
             set(&|o| o.statistics(s));
+        }
+        if let Some(s) = self.split {
+            set(&|o| o.split(s));
         }
         Ok(opts.map(|o| o.threads(self.threads)))
     }
@@ -332,6 +339,8 @@ pub(crate) struct ChunkSettings {
     layout_version: u32,
     /// Whether index entries carry statistics.
     statistics: bool,
+    /// Whether each block is compressed as byte streams, a frame per byte plane.
+    split: bool,
     /// The mantissa bits a lossy filter of the pipeline keeps, if it has one.
     rounded_to: Option<u32>,
 }
@@ -358,6 +367,7 @@ pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
         block_bytes,
         layout_version: c.version,
         statistics: c.stats.is_some(),
+        split: c.split,
         rounded_to: c.filters.iter().filter_map(|f| f.kept_bits()).min(),
     }
 }

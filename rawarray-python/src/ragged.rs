@@ -46,7 +46,7 @@ fn value_layout(element: Layout, value_dims: &[u64]) -> Layout {
 /// an array; the library's `RaggedHeader::write_file` lays the file out and checks it.
 #[pyfunction]
 #[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false, codec=None, level=None, shuffle=None, chunk_values=None, threads=0,
-                    filters=None, block_values=None, layout_version=None, statistics=None))]
+                    filters=None, block_values=None, layout_version=None, statistics=None, split=None))]
 #[allow(clippy::too_many_arguments)] // the Python keywords, one each
 pub(crate) fn write_ragged(
     py: Python<'_>,
@@ -65,6 +65,7 @@ pub(crate) fn write_ragged(
     block_values: Option<u64>,
     layout_version: Option<u32>,
     statistics: Option<bool>,
+    split: Option<bool>,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let offset_bytes = input_bytes(&offsets, "offsets")?;
@@ -100,6 +101,7 @@ pub(crate) fn write_ragged(
         block_values.map(whole_values),
         layout_version,
         statistics,
+        split,
         threads,
     )?;
     // The library refuses "lz4-whole" (rows are read alone).
@@ -214,7 +216,7 @@ impl RaggedWriter {
     #[new]
     #[pyo3(signature = (path, descr_json, text=false, append=false, codec=None, level=None, shuffle=None,
                         chunk_values=None, threads=0, filters=None, block_values=None, layout_version=None,
-                        statistics=None))]
+                        statistics=None, split=None))]
     #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
@@ -231,6 +233,7 @@ impl RaggedWriter {
         block_values: Option<u64>,
         layout_version: Option<u32>,
         statistics: Option<bool>,
+        split: Option<bool>,
     ) -> PyResult<RaggedWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
         // Rows of scalars: a chunk (and a block) is a count of values.
@@ -243,6 +246,7 @@ impl RaggedWriter {
             block_values.map(|n| vec![n]),
             layout_version,
             statistics,
+            split,
             threads,
         )?;
         // The library refuses "lz4-whole" (rows are appended and read alone).

@@ -31,7 +31,7 @@ use crate::state::file_id;
 #[pyfunction]
 #[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None,
                     codec=None, chunks=None, level=None, shuffle=None, threads=0, storage_options=None,
-                    filters=None, blocks=None, layout_version=None, statistics=None))]
+                    filters=None, blocks=None, layout_version=None, statistics=None, split=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     py: Python<'_>,
@@ -52,6 +52,7 @@ pub(crate) fn write(
     blocks: Option<Vec<u64>>,
     layout_version: Option<u32>,
     statistics: Option<bool>,
+    split: Option<bool>,
 ) -> PyResult<()> {
     // An object-store URL (`s3://...`): the same bytes, uploaded (see src/store.rs).
     let url = match path.to_str() {
@@ -67,6 +68,7 @@ pub(crate) fn write(
         blocks,
         layout_version,
         statistics,
+        split,
         threads,
     )?;
     let (opts, chunk_opts) = chunked::write_options(compress, &packing)?;
@@ -271,7 +273,7 @@ impl RecordWriter {
     #[new]
     #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false,
                         codec=None, level=None, shuffle=None, chunk_records=None, threads=0,
-                        filters=None, blocks=None, layout_version=None, statistics=None))]
+                        filters=None, blocks=None, layout_version=None, statistics=None, split=None))]
     #[allow(clippy::too_many_arguments)] // Python's keywords, one each
     fn new(
         py: Python<'_>,
@@ -289,6 +291,7 @@ impl RecordWriter {
         blocks: Option<Vec<u64>>,
         layout_version: Option<u32>,
         statistics: Option<bool>,
+        split: Option<bool>,
     ) -> PyResult<RecordWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
         let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
@@ -302,6 +305,7 @@ impl RecordWriter {
             blocks,
             layout_version,
             statistics,
+            split,
             threads,
         )?;
         let mut opts =
@@ -407,7 +411,7 @@ impl ArrayWriter {
     /// on `threads` threads (0: all cores).
     #[new]
     #[pyo3(signature = (path, descr_json=None, dims=None, codec=None, chunks=None, level=None, shuffle=None, threads=0,
-                        filters=None, blocks=None, layout_version=None, statistics=None))]
+                        filters=None, blocks=None, layout_version=None, statistics=None, split=None))]
     #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
@@ -423,6 +427,7 @@ impl ArrayWriter {
         blocks: Option<Vec<u64>>,
         layout_version: Option<u32>,
         statistics: Option<bool>,
+        split: Option<bool>,
     ) -> PyResult<ArrayWriter> {
         let packing = chunked::Packing::new(
             codec,
@@ -433,6 +438,7 @@ impl ArrayWriter {
             blocks,
             layout_version,
             statistics,
+            split,
             threads,
         )?;
         // The library refuses "lz4-whole" (one LZ4 block has no place for a block).

@@ -164,6 +164,18 @@ def undo_bytedelta(b, w):
     return bytes(out)
 
 
+def decode_codec(codec, blk, want):
+    """One codec payload of doc/chunked.md 5.3 decoded by the codec's own Python package."""
+    if codec == 1:
+        return lz4.block.decompress(blk, uncompressed_size=want)
+    if codec == 2:
+        return zstandard.ZstdDecompressor().decompress(blk, max_output_size=want)
+    if codec == 3:
+        from pcodec import standalone
+        return standalone.simple_decompress(blk).tobytes()
+    raise AssertionError(f"codec {codec}")
+
+
 def decode_v2_by_hand(h, s):
     """decode_by_hand for a RACHUNK2 section (doc/chunked.md 5.1 to 5.5): entries with their
     own CRC, a filter pipeline undone in reverse, n-d blocks numbered column-major."""
@@ -220,13 +232,20 @@ def decode_v2_by_hand(h, s):
             blk = payload[prev:end]
             prev = end
             assert zlib.crc32(blk) == bcrc, (c, b)
-            if codec == 1:
-                blk = lz4.block.decompress(blk, uncompressed_size=want)
-            elif codec == 2:
-                blk = zstandard.ZstdDecompressor().decompress(blk, max_output_size=want)
-            elif codec == 3:
-                from pcodec import standalone
-                blk = standalone.simple_decompress(blk).tobytes()
+            if features & 2:
+                # Byte streams (5.3): elbyte lengths, then the streams, each the codec's
+                # payload or, at exactly its raw length, the stream itself.
+                m = want // elbyte
+                lens = struct.unpack_from(f"<{elbyte}I", blk, 0)
+                assert sum(lens) == len(blk) - 4 * elbyte, (c, b)
+                parts, at = [], 4 * elbyte
+                for k in lens:
+                    part = blk[at:at + k]
+                    at += k
+                    parts.append(part if k == m else decode_codec(codec, part, m))
+                blk = b"".join(parts)
+            else:
+                blk = decode_codec(codec, blk, want)
             assert len(blk) == want, (c, b)
             for fid, _param in reversed(filters):
                 if fid == 1:

@@ -103,7 +103,7 @@ def test_write_stores_the_pipeline_in_order_with_blocks_in_numpys_order(tmp):
             "codec": "zstd", "level": 7,
             "filters": [("bitround", 10), "shuffle", "bytedelta"], "shuffle": None,
             "chunks": (3, 10, 20), "blocks": (1, 5, 8), "block_bytes": 1 * 5 * 8 * 4,
-            "layout_version": 2, "statistics": True, "rounded_to": 10,
+            "layout_version": 2, "statistics": True, "split": False, "rounded_to": 10,
             "ratio": a.nbytes / c["header"]["size"],
         }
         # What compression says is what write takes: the same file again.
@@ -555,3 +555,78 @@ def test_a_ragged_files_rachunk1_values_warn_naming_the_chunk(tmp):
         if offsets[k] >= 200 or offsets[k + 1] <= 100:                 # outside chunk 1
             np.testing.assert_array_equal(got[k], r)
     assert (got.values[100:200] == 0).all()
+
+
+# -- byte streams (features bit 1, doc/chunked.md 5.3) ---------------------------------------
+
+def test_split_blocks_decode_with_the_zstandard_package(tmp):
+    """The default zstd file of floats keeps each block as byte streams: its payload, parsed by
+    hand from the spec, is 4 lengths then 4 streams, each a zstd frame that the zstandard
+    package decodes (or the plane itself, stored as it is), and the planes are numpy's bytes."""
+    import zstandard
+    n, per_block = 100_000, 32_768
+    a = (np.sin(np.arange(n) / 300.0) + np.random.default_rng(3).normal(0, 1e-3, n)).astype("<f4")
+    rawarray.write(tmp / "s.ra", a, chunks=(n,), blocks=(per_block,), statistics=False)
+    c = config_v2((tmp / "s.ra").read_bytes())
+    assert c["codec"] == CODEC_IDS["zstd"] and c["filters"] == [(1, 0)]
+    assert c["features"] == 2, "byte streams, no statistics"
+    s = c["section"]
+    off, ln, crc, flags = struct.unpack_from("<QQII", s, c["segment0"])
+    assert flags & 1 == 0
+    stored = s[off:off + ln]
+    assert zlib.crc32(stored) == crc
+    nb = -(-n // per_block)
+    ends = [struct.unpack_from("<QI", stored, 12 * b) for b in range(nb)]
+    payloads, prev = stored[12 * nb:], 0
+    kinds = set()
+    for b, (end, bcrc) in enumerate(ends):
+        payload = payloads[prev:end]
+        prev = end
+        assert zlib.crc32(payload) == bcrc
+        want = a[b * per_block:(b + 1) * per_block]
+        m = want.size
+        lens = struct.unpack_from("<4I", payload, 0)
+        assert sum(lens) == len(payload) - 16
+        planes, at = [], 16
+        for j, k in enumerate(lens):
+            stream = payload[at:at + k]
+            at += k
+            if k == m:
+                planes.append(stream)
+                kinds.add("raw")
+            else:
+                assert k < m and stream[:4] == b"\x28\xb5\x2f\xfd", (b, j, k)
+                planes.append(zstandard.ZstdDecompressor().decompress(stream, max_output_size=m))
+                kinds.add("zstd")
+        # Plane j holds byte j of every element (the byte shuffle, 5.2).
+        got = np.frombuffer(b"".join(planes), np.uint8).reshape(4, m).T.copy().view("<f4").ravel()
+        np.testing.assert_array_equal(got, want)
+    assert kinds == {"raw", "zstd"}, "a smooth field has planes that shrink and planes of noise"
+    with rawarray.open(tmp / "s.ra") as f:
+        assert f.compression["split"] is True
+        np.testing.assert_array_equal(f[1000:1010], a[1000:1010])
+    np.testing.assert_array_equal(rawarray.read(tmp / "s.ra"), a)
+
+
+def test_split_can_be_turned_off_and_is_refused_where_it_cannot_be(tmp):
+    a = np.sin(np.arange(5000) / 30.0).astype("<f8")
+    rawarray.write(tmp / "one.ra", a, split=False)
+    assert config_v2((tmp / "one.ra").read_bytes())["features"] & 2 == 0
+    with rawarray.open(tmp / "one.ra") as f:
+        assert f.compression["split"] is False
+    np.testing.assert_array_equal(rawarray.read(tmp / "one.ra"), a)
+    # lz4 splits only when asked; bytes of one element never do by default.
+    rawarray.write(tmp / "lz.ra", a, codec="lz4", split=True)
+    assert config_v2((tmp / "lz.ra").read_bytes())["features"] & 2 == 2
+    np.testing.assert_array_equal(rawarray.read(tmp / "lz.ra"), a)
+    rawarray.write(tmp / "u1.ra", np.arange(5000, dtype="u1"), codec="zstd")
+    assert config_v2((tmp / "u1.ra").read_bytes())["features"] & 2 == 0
+    # Chunks under 32 KiB keep one stream a block by default (a stream costs a frame header).
+    rawarray.write(tmp / "small.ra", a[:1000], codec="zstd")
+    assert config_v2((tmp / "small.ra").read_bytes())["features"] & 2 == 0
+    for kw in ({"codec": "pco"}, {"codec": "none"}, {"layout_version": 1}):
+        with pytest.raises(rawarray.RaError, match="split"):
+            rawarray.write(tmp / "x.ra", a, split=True, **kw)
+    with rawarray.RecordWriter(tmp / "r.ra", "<f4", codec="zstd", split=False) as w:
+        w.append(np.arange(100, dtype="<f4"))
+    assert config_v2((tmp / "r.ra").read_bytes())["features"] & 2 == 0

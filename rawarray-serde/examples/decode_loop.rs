@@ -3,7 +3,7 @@
 //! folder) encoded once with `FILTERS` (comma-separated names as `ra compress --filter` takes
 //! them; default `shuffle`, `none` for none) and `CODEC` (default `zstd`) at `LEVEL` (the
 //! codec's default), default chunks and `BLOCKS` (comma-separated, file order; default the
-//! codec's), then read whole `REPS` times from memory on `THREADS` threads (1), and prints
+//! codec's), `SPLIT` (`1` or `0`: byte streams on or off; default the writer's), then read whole `REPS` times from memory on `THREADS` threads (1), and prints
 //! the encode's speed and the reads' best and median.
 //!
 //! `cargo build --release -p rawarray-serde --example decode_loop`, then for example
@@ -44,6 +44,9 @@ fn main() {
     }
     if let Ok(b) = std::env::var("BLOCKS") {
         opts = opts.blocks(b.split(',').map(|x| x.parse().unwrap()).collect());
+    }
+    if let Ok(b) = std::env::var("SPLIT") {
+        opts = opts.split(b == "1");
     }
     let t = Instant::now();
     let (h, section) = codec::encode(&h, &field, &opts).unwrap();

@@ -2,7 +2,7 @@
 //! the bench's two f32 arrays (a smooth field and random normal values, `MB` MiB each, cached
 //! in `RA_BENCH_DIR` or the temporary folder after the first run) encoded `REPS` times each
 //! with byte shuffle, default chunks and blocks, on `THREADS` threads (1), with statistics
-//! unless `NOSTATS` is set;
+//! unless `NOSTATS` is set; `SPLIT=1`/`SPLIT=0` sets byte streams (default the writer's);
 //! `WHICH=field|random` picks one, `DUMP=prefix` writes the sections (to compare builds).
 //!
 //! `cargo build --release -p rawarray-serde --example lz4_encode`, then for example
@@ -82,7 +82,7 @@ fn main() {
             random,
         ),
     ];
-    let opts = WriteOptions::chunked()
+    let mut opts = WriteOptions::chunked()
         .codec(Codec::Lz4)
         .filters([Filter::Shuffle])
         .threads(
@@ -92,6 +92,9 @@ fn main() {
                 .unwrap_or(1),
         )
         .statistics(std::env::var("NOSTATS").is_err());
+    if let Ok(b) = std::env::var("SPLIT") {
+        opts = opts.split(b == "1");
+    }
     for (name, h, raw) in &sets {
         if which != "both" && which != *name {
             continue;

@@ -34,6 +34,10 @@ use crate::section::Storage;
 /// Raw bytes per chunk the default chunk shape aims at.
 pub const DEFAULT_CHUNK_BYTES: u64 = 1 << 20;
 
+/// The raw bytes of a chunk below which writers keep one stream a block by default
+/// ([`WriteOptions::split`]).
+pub const SPLIT_MIN_CHUNK_BYTES: u64 = 32 << 10;
+
 /// The most chunks a writer makes: an index beyond this would cost more than any array
 /// justifies (24 to 32 bytes a chunk, allocated whole by an `ArrayWriter`).
 pub const MAX_CHUNKS: u64 = 1 << 40;
@@ -53,6 +57,7 @@ pub struct WriteOptions {
     blocks: Option<Vec<u64>>,
     block_bytes: Option<u64>,
     statistics: Option<bool>,
+    split: Option<bool>,
     version: Option<u32>,
     threads: usize,
 }
@@ -169,7 +174,8 @@ impl WriteOptions {
     }
 
     /// Raw bytes a block aims at when no block shape is given (version 1: the block size,
-    /// rounded down to whole elements). By default 256 KiB for zstd, 128 KiB for lz4 and none.
+    /// rounded down to whole elements). By default 128 KiB, and 256 KiB for zstd in one stream
+    /// and pco ([`WriteOptions::split`]; doc/chunked.md 5.5).
     #[must_use]
     pub fn block_bytes(mut self, bytes: u64) -> WriteOptions {
         self.chunked = true;
@@ -183,6 +189,29 @@ impl WriteOptions {
     pub fn statistics(mut self, on: bool) -> WriteOptions {
         self.chunked = true;
         self.statistics = Some(on);
+        self
+    }
+
+    /// Whether each block is compressed as `elbyte` byte streams, each alone (layout version
+    /// 2, doc/chunked.md 5.3; selects the chunked layout). By default on for zstd after a
+    /// byte shuffle of elements of 2 to 16 bytes in chunks of at least 32 KiB
+    /// ([`SPLIT_MIN_CHUNK_BYTES`]), with blocks of 128 KiB: each byte
+    /// plane gets its own frame, and a plane of noise is stored as it is and read by a copy,
+    /// as c-blosc2 does. Readers older than this setting refuse its files, naming config
+    /// features bit 1; `split(false)` writes version 2 files they read.
+    ///
+    /// ```
+    /// use rawarray_serde::{ElType, Header, WriteOptions};
+    /// let h = Header::new(ElType::Float, 4, vec![256, 256, 256]).unwrap();
+    /// let split = WriteOptions::chunked().chunk_config(&h, None).unwrap();
+    /// assert!(split.split);
+    /// let one = WriteOptions::chunked().split(false).chunk_config(&h, None).unwrap();
+    /// assert!(!one.split);
+    /// ```
+    #[must_use]
+    pub fn split(mut self, on: bool) -> WriteOptions {
+        self.chunked = true;
+        self.split = Some(on);
         self
     }
 
@@ -316,6 +345,11 @@ impl WriteOptions {
         self.version.unwrap_or(DEFAULT_VERSION)
     }
 
+    /// The byte-streams setting given ([`WriteOptions::split`]), `None` for the default.
+    pub fn get_split(&self) -> Option<bool> {
+        self.split
+    }
+
     /// Whether statistics will be written (layout version 2).
     pub fn get_statistics(&self) -> bool {
         self.get_version() >= 2 && self.statistics.unwrap_or(true)
@@ -417,9 +451,38 @@ impl WriteOptions {
                 ));
             }
         }
-        let target = self
-            .block_bytes
-            .unwrap_or_else(|| codec.default_block_bytes());
+        let split = match self.split {
+            Some(true) if version == 1 => {
+                return Err(setting(
+                    "split",
+                    "off (layout version 1 has one stream a block)",
+                    "on",
+                ))
+            }
+            Some(true) => {
+                crate::codec::config::check_split(codec, elbyte)
+                    .map_err(|e| setting("split", e, codec))?;
+                true
+            }
+            Some(false) => false,
+            // Byte streams pay 4 bytes a stream and a frame header each: worth it only where
+            // each stream is kilobytes long, so not for small chunks.
+            None => {
+                version >= 2
+                    && codec.info().split_block_bytes.is_some()
+                    && filters.contains(&Filter::Shuffle)
+                    && (2..=16).contains(&elbyte)
+                    && chunk.iter().fold(elbyte, |a, &c| a.saturating_mul(c))
+                        >= SPLIT_MIN_CHUNK_BYTES
+            }
+        };
+        let target = self.block_bytes.unwrap_or_else(|| {
+            codec
+                .info()
+                .split_block_bytes
+                .filter(|_| split)
+                .unwrap_or_else(|| codec.default_block_bytes())
+        });
         let (blocks, stats) = if version == 1 {
             if Shuffle::of_filters(&filters).is_none() {
                 return Err(setting(
@@ -501,6 +564,7 @@ impl WriteOptions {
             chunk,
             s0,
             stats,
+            split,
         })
     }
 }

@@ -141,7 +141,14 @@ fn every_element_type_through_every_pipeline_and_codec() {
         let header = Header::new(eltype, elbyte, vec![37, 23]).unwrap();
         let raw = values(eltype, elbyte, 37 * 23, elbyte);
         for filters in pipelines(eltype, elbyte) {
-            for codec in [Codec::None, Codec::Lz4, Codec::Zstd, Codec::Pco] {
+            for (codec, split) in [
+                (Codec::None, false),
+                (Codec::Lz4, false),
+                (Codec::Lz4, true),
+                (Codec::Zstd, false),
+                (Codec::Zstd, true),
+                (Codec::Pco, false),
+            ] {
                 if codec.check_elements(eltype, elbyte).is_err() {
                     continue;
                 }
@@ -149,10 +156,14 @@ fn every_element_type_through_every_pipeline_and_codec() {
                     .codec(codec)
                     .filters(filters.clone())
                     .chunks(vec![16, 8])
-                    .blocks(vec![5, 3]);
+                    .blocks(vec![5, 3])
+                    .split(split);
                 let back = round_trip(&header, &raw, &opts);
                 match filters.iter().find_map(|f| f.kept_bits()) {
-                    None => assert_eq!(back, raw, "{eltype:?} {elbyte} {filters:?} {codec:?}"),
+                    None => assert_eq!(
+                        back, raw,
+                        "{eltype:?} {elbyte} {filters:?} {codec:?} split {split}"
+                    ),
                     Some(k) => check_rounded(eltype, elbyte, &raw, &back, k),
                 }
             }
@@ -238,11 +249,13 @@ proptest! {
         d0 in 1u64..30, d1 in 1u64..20, c0 in 1u64..12, c1 in 1u64..9,
         b0 in 1u64..12, b1 in 1u64..9, lo0 in 0u64..30, lo1 in 0u64..20,
         codec in prop::sample::select(vec![Codec::Lz4, Codec::Zstd, Codec::Pco]),
+        split in any::<bool>(),
     ) {
         let (b0, b1) = (b0.min(c0), b1.min(c1));
+        let split = split && codec.splits();
         let header = Header::new(ElType::Int, 4, vec![d0, d1]).unwrap();
         let raw: Vec<u8> = (0..(d0 * d1) as i32).flat_map(|v| (v * 3 - 17).to_le_bytes()).collect();
-        let opts = WriteOptions::new().codec(codec).filters([Filter::Delta]).chunks(vec![c0, c1]).blocks(vec![b0, b1]);
+        let opts = WriteOptions::new().codec(codec).filters([Filter::Delta]).chunks(vec![c0, c1]).blocks(vec![b0, b1]).split(split);
         let (h, section) = rawarray_serde::codec::encode(&header, &raw, &opts).unwrap();
         let mut file = h.encode();
         file.extend_from_slice(&section);
@@ -298,6 +311,9 @@ fn hostile_settings_are_errors_naming_the_field() {
                 .layout_version(1),
             "filters",
         ),
+        (WriteOptions::new().codec(Codec::Pco).split(true), "split"),
+        (WriteOptions::new().codec(Codec::None).split(true), "split"),
+        (WriteOptions::new().split(true).layout_version(1), "split"),
     ];
     for (opts, field) in cases {
         let err = rawarray_serde::codec::encode(&header, &raw, &opts)
@@ -334,13 +350,29 @@ fn hostile_configs_in_files_are_errors_naming_the_field() {
     let block0_at = 40 + 8 * n;
     let stat_offset_at = 48 + 16 * n + 8;
     let crc_at = 48 + 16 * n + 8 + 16;
+    assert!(
+        Section::open(
+            &h,
+            &{
+                let mut f = h.encode();
+                f.extend_from_slice(&section);
+                f
+            }[..]
+        )
+        .unwrap()
+        .chunk_map()
+        .unwrap()
+        .config()
+        .split
+    );
     for (at, value, field) in [
         (filter_id_at, 77u64, "filter"),
         (block0_at, 65, "block shape"),
         (stat_offset_at, 9, "statistics field"),
+        (20, 4, "config features"),
     ] {
         let mut bad = section.clone();
-        if field == "filter" || field == "statistics field" {
+        if field == "filter" || field == "statistics field" || field == "config features" {
             bad[at..at + 4].copy_from_slice(&(value as u32).to_le_bytes());
         } else {
             bad[at..at + 8].copy_from_slice(&value.to_le_bytes());
@@ -396,4 +428,43 @@ fn a_rounded_file_says_so_through_rewrites() {
         .get_filters()
         .iter()
         .any(|f| f.is_lossy()));
+}
+
+/// Byte streams read as one stream, or one stream read as byte streams (features bit 1 flipped
+/// and the config's CRC fixed up), are errors naming the chunk and block, never values.
+#[test]
+fn a_flipped_split_bit_is_an_error_never_values() {
+    let header = Header::new(ElType::Float, 4, vec![64, 8]).unwrap();
+    let raw: Vec<u8> = (0..64 * 8)
+        .flat_map(|i| ((i as f32) * 0.37).sin().to_le_bytes())
+        .collect();
+    let n = 2usize;
+    let crc_at = 48 + 16 * n + 8 + 16;
+    for (codec, split) in [
+        (Codec::Zstd, true),
+        (Codec::Zstd, false),
+        (Codec::Lz4, true),
+        (Codec::Lz4, false),
+    ] {
+        let opts = WriteOptions::new()
+            .codec(codec)
+            .chunks(vec![64, 4])
+            .blocks(vec![32, 4])
+            .split(split);
+        let (h, section) = rawarray_serde::codec::encode(&header, &raw, &opts).unwrap();
+        let mut bad = section.clone();
+        let features = u32::from_le_bytes(bad[20..24].try_into().unwrap());
+        assert_eq!(features, 1 | (u32::from(split) << 1), "{codec} {split}");
+        bad[20..24].copy_from_slice(&(features ^ 2).to_le_bytes());
+        let crc = crc32fast::hash(&bad[..crc_at]);
+        bad[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+        let mut file = h.encode();
+        file.extend_from_slice(&bad);
+        let s = Section::open(&h, &file[..]).unwrap();
+        let err = s.read_all().unwrap_err().to_string();
+        assert!(
+            err.contains("chunk 0") && err.contains("block 0"),
+            "{codec} {split}: {err}"
+        );
+    }
 }

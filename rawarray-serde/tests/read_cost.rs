@@ -45,6 +45,7 @@ fn v1_file(
         s0,
         segments: Config::first_segment(1, n, 0, 0),
         stats: None,
+        split: false,
     };
     let mut section = config.encode();
     let index_at = section.len();

@@ -161,6 +161,7 @@ class File:
         is not one); ``chunks`` and ``blocks`` in numpy's order (``blocks`` None for
         ``RACHUNK1``'s byte runs) and ``block_bytes``, the raw bytes of a block;
         ``layout_version`` (1 or 2) and ``statistics`` (whether chunks carry min/max);
+        ``split`` (whether each block is compressed as byte streams, a frame per byte plane);
         ``rounded_to``, the mantissa bits a lossy filter kept (from the trailer's mark, which
         every rewrite keeps, or the pipeline), None when the data were not rounded; and
         ``ratio``, the plain data bytes over the bytes stored. The whole-section LZ4 block is

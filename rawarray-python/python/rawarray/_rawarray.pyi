@@ -18,6 +18,7 @@ class ChunkSettings(TypedDict):
     block_bytes: int
     layout_version: int
     statistics: bool
+    split: bool
     rounded_to: int | None
 
 class RaError(ValueError):
@@ -116,6 +117,7 @@ def write(
     blocks: list[int] | None = None,
     layout_version: int | None = None,
     statistics: bool | None = None,
+    split: bool | None = None,
 ) -> None: ...
 
 def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
@@ -224,6 +226,7 @@ class ArrayWriter:
         blocks: list[int] | None = None,
         layout_version: int | None = None,
         statistics: bool | None = None,
+        split: bool | None = None,
     ) -> None: ...
     def header(self) -> tuple[int, int, list[int]]: ...
     def identity(self) -> tuple[int, int, bytes]: ...
@@ -255,6 +258,7 @@ class RecordWriter:
         blocks: list[int] | None = None,
         layout_version: int | None = None,
         statistics: bool | None = None,
+        split: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...
@@ -327,6 +331,7 @@ def write_ragged(
     block_values: int | None = None,
     layout_version: int | None = None,
     statistics: bool | None = None,
+    split: bool | None = None,
 ) -> None: ...
 
 class RaggedWriter:
@@ -348,6 +353,7 @@ class RaggedWriter:
         block_values: int | None = None,
         layout_version: int | None = None,
         statistics: bool | None = None,
+        split: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...

@@ -74,7 +74,8 @@ impl Chain {
             header.flags.is_big_endian(),
         );
         Ok(Chain::new(
-            Pipeline::new(config.filters.clone(), config.codec, config.level, el),
+            Pipeline::new(config.filters.clone(), config.codec, config.level, el)
+                .with_split(config.split),
             config.blocks.clone(),
         ))
     }

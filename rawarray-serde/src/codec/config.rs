@@ -20,6 +20,7 @@
 //!     s0: 2,
 //!     segments: Config::first_segment(2, 2, 1, 0),
 //!     stats: None,
+//!     split: false,
 //! };
 //! let bytes = c.encode();
 //! assert_eq!(bytes.len() as u64, c.encoded_len());
@@ -57,6 +58,12 @@ pub const MAX_FILTERS: usize = 8;
 
 pub use super::stats::MAX_STAT_FIELDS;
 
+/// Features bit 0: index entries carry statistics.
+pub const FEATURE_STATS: u32 = 1;
+
+/// Features bit 1: blocks are compressed as byte streams ([`split`](super::split)).
+pub const FEATURE_SPLIT: u32 = 2;
+
 /// Bytes of a version 2 segment slot: offset u64, crc u32, reserved u32.
 const SLOT_V2: usize = 16;
 
@@ -90,6 +97,9 @@ pub struct Config {
     pub segments: [u64; SEGMENTS],
     /// Version 2's statistics fields (features bit 0), `None` without statistics.
     pub stats: Option<Vec<StatField>>,
+    /// Version 2: each block's codec payload is `elbyte` byte streams, each compressed alone
+    /// (features bit 1, [`split`](super::split)).
+    pub split: bool,
 }
 
 impl Config {
@@ -192,7 +202,11 @@ impl Config {
             put32(&mut out, self.codec.id());
             out.extend_from_slice(&self.level.to_le_bytes());
             put32(&mut out, self.filters.len() as u32);
-            put32(&mut out, u32::from(self.stats.is_some()));
+            put32(
+                &mut out,
+                (FEATURE_STATS * u32::from(self.stats.is_some()))
+                    | (FEATURE_SPLIT * u32::from(self.split)),
+            );
             put64(&mut out, self.s0);
             put64(&mut out, self.chunk.len() as u64);
             for &c in &self.chunk {
@@ -424,6 +438,7 @@ fn decode_v1(header: &Header, b: &[u8]) -> Result<Config> {
         s0: le_u64(&b[32..]),
         segments,
         stats: None,
+        split: false,
     })
 }
 
@@ -444,12 +459,17 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
         .check_elements(header.eltype, header.elbyte)
         .map_err(|e| bad("config codec", e, codec.name()))?;
     let features = u32_at(b, 20);
-    if features & !1 != 0 {
+    if features & !(FEATURE_STATS | FEATURE_SPLIT) != 0 {
         return Err(bad(
             "config features",
-            "bit 0 (statistics) or none",
+            "bits 0 (statistics) and 1 (byte streams) or none",
             format!("{features:#x}"),
         ));
+    }
+    let split = features & FEATURE_SPLIT != 0;
+    if split {
+        check_split(codec, header.elbyte)
+            .map_err(|e| bad("config features bit 1 (byte streams)", e, codec.name()))?;
     }
     if u32_at(b, fixed + 8 * f + 4) != 0 {
         return Err(bad(
@@ -491,7 +511,7 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
             .map_err(|e| bad(&format!("config filter {k}"), e, filter.name()))?;
         filters.push(filter);
     }
-    let stats = if features & 1 != 0 {
+    let stats = if features & FEATURE_STATS != 0 {
         let at = fixed + 8 * f + 8;
         let fields = (0..s)
             .map(|k| StatField::decode(&b[at + 16 * k..at + 16 * k + 16], k, elbyte))
@@ -539,7 +559,27 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
         s0: le_u64(&b[24..]),
         segments,
         stats,
+        split,
     })
+}
+
+/// Whether blocks of `codec` over elements of `elbyte` bytes may be split in byte streams: an
+/// error in words if not.
+pub fn check_split(codec: super::Codec, elbyte: u64) -> std::result::Result<(), String> {
+    if !codec.splits() {
+        let can: Vec<&str> = super::Codec::all()
+            .filter(|c| c.splits())
+            .map(super::Codec::name)
+            .collect();
+        return Err(format!("a codec that splits ({})", can.join(", ")));
+    }
+    if elbyte > super::split::MAX_STREAMS {
+        return Err(format!(
+            "elements of at most {} bytes (these have {elbyte})",
+            super::split::MAX_STREAMS
+        ));
+    }
+    Ok(())
 }
 
 pub(crate) use crate::error::chunk_layout as bad;

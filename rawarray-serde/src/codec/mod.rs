@@ -12,7 +12,8 @@
 //!   [`Shuffle`]): ids, names, levels, default block sizes, element types taken;
 //! - [`traits`]: [`ByteFilter`] (a filter) and [`BlockCodec`] (a codec), each implemented by
 //!   one file: [`shuffle`], [`bitshuffle`]; [`none`], [`lz4`], [`zstd`];
-//! - [`pipeline`]: one block through the filters and the codec ([`Pipeline`]);
+//! - [`pipeline`]: one block through the filters and the codec ([`Pipeline`]); [`split`]: the
+//!   codec over a block's byte streams, each alone (config features bit 1);
 //! - [`config`]: the section's config in either layout version ([`Config`], [`Blocks`]);
 //! - [`grid`]: which chunk holds which elements ([`Grid`]); [`blocks`]: which block of a chunk
 //!   holds which elements ([`BlockGrid`]);
@@ -62,6 +63,7 @@ pub mod none;
 pub mod pco;
 pub mod pipeline;
 pub mod shuffle;
+pub mod split;
 pub mod stats;
 pub mod stream;
 pub mod table;

@@ -38,6 +38,7 @@ pub struct Pipeline {
     codec: Codec,
     level: i32,
     el: Elements,
+    split: bool,
 }
 
 fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> R {
@@ -71,7 +72,21 @@ impl Pipeline {
             codec,
             level,
             el,
+            split: false,
         }
+    }
+
+    /// This pipeline with its codec compressing each block as `elbyte` byte streams
+    /// ([`split`](super::split), config features bit 1) when `split`. The caller has checked
+    /// that the codec splits ([`Codec::splits`]).
+    pub fn with_split(mut self, split: bool) -> Pipeline {
+        self.split = split;
+        self
+    }
+
+    /// Whether each block is compressed as byte streams.
+    pub fn is_split(&self) -> bool {
+        self.split
     }
 
     /// The filters, in the order they are applied when writing.
@@ -98,7 +113,11 @@ impl Pipeline {
     pub fn encode_block(&self, raw: &[u8], out: &mut Vec<u8>) -> Result<()> {
         let codec = self.codec.block_codec();
         self.filtered(raw, |block| {
-            codec.compress(block, &self.el, self.level, out)
+            if self.split {
+                super::split::encode(codec, block, &self.el, self.level, out)
+            } else {
+                codec.compress(block, &self.el, self.level, out)
+            }
         })
     }
 
@@ -108,7 +127,11 @@ impl Pipeline {
     pub fn encode_block_into(&self, raw: &[u8], dst: &mut [u8]) -> Result<Option<usize>> {
         let codec = self.codec.block_codec();
         self.filtered(raw, |block| {
-            codec.compress_into(block, &self.el, self.level, dst)
+            if self.split {
+                super::split::encode_into(codec, block, &self.el, self.level, dst)
+            } else {
+                codec.compress_into(block, &self.el, self.level, dst)
+            }
         })
     }
 
@@ -136,18 +159,16 @@ impl Pipeline {
     /// Decodes a block's stored bytes into exactly `out.len()` raw bytes: the codec, then the
     /// filters in reverse order. An error in words, for the caller to name the chunk.
     pub fn decode_block(&self, stored: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
-        let codec = self.codec.block_codec();
         if self.filters.is_empty() {
-            return codec.decompress(stored, &self.el, out);
+            return self.decompress(stored, out);
         }
         let len = out.len();
         with_scratch(len, |a, b| {
+            self.decompress(stored, a)?;
             if self.filters.len() == 1 {
-                codec.decompress(stored, &self.el, a)?;
                 self.filters[0].implementation().decode(a, &self.el, out);
                 return Ok(());
             }
-            codec.decompress(stored, &self.el, a)?;
             // a -> b -> a ... -> out: the last filter undone writes into `out`.
             let (mut src, mut dst) = (a, b);
             let last = self.filters.len() - 1;
@@ -161,6 +182,16 @@ impl Pipeline {
             }
             Ok(())
         })
+    }
+
+    /// The codec stage undone: `stored` into exactly `out.len()` filtered bytes.
+    fn decompress(&self, stored: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+        let codec = self.codec.block_codec();
+        if self.split {
+            super::split::decode(codec, stored, &self.el, out)
+        } else {
+            codec.decompress(stored, &self.el, out)
+        }
     }
 
     /// `raw` with the pipeline's lossy filters applied (they lead the pipeline and work

@@ -31,8 +31,14 @@ pub struct CodecInfo {
     pub levels: Option<(i32, i32)>,
     /// The level used when none is given (0 for codecs without levels).
     pub default_level: i32,
-    /// The raw bytes per block a writer aims at when none are given.
+    /// The raw bytes per block a writer aims at when none are given (blocks of one stream).
     pub default_block_bytes: u64,
+    /// Whether its blocks may be compressed as byte streams (config features bit 1,
+    /// [`split`](super::split)).
+    pub splits: bool,
+    /// The raw bytes per block version 2 writers aim at when they split by default (blocks of
+    /// byte-shuffled elements of 2 to 16 bytes, as c-blosc2 does), or `None` if they do not.
+    pub split_block_bytes: Option<u64>,
     /// The first layout version that can hold it.
     pub since_version: u32,
     /// One line for help texts.
@@ -48,6 +54,8 @@ pub const CODECS: &[CodecInfo] = &[
         levels: None,
         default_level: 0,
         default_block_bytes: 128 << 10,
+        splits: false,
+        split_block_bytes: None,
         since_version: 1,
         help: "chunks stored as they are (the index and chunks still apply)",
     },
@@ -58,6 +66,8 @@ pub const CODECS: &[CodecInfo] = &[
         levels: None,
         default_level: 0,
         default_block_bytes: 128 << 10,
+        splits: true,
+        split_block_bytes: None,
         since_version: 1,
         help: "each block a raw LZ4 block: the fastest to decode",
     },
@@ -68,6 +78,8 @@ pub const CODECS: &[CodecInfo] = &[
         levels: Some((-7, 22)),
         default_level: 3,
         default_block_bytes: 256 << 10,
+        splits: true,
+        split_block_bytes: Some(128 << 10),
         since_version: 1,
         help: "each block a zstd frame: a good ratio at a good speed (the default)",
     },
@@ -78,6 +90,8 @@ pub const CODECS: &[CodecInfo] = &[
         levels: Some((0, 12)),
         default_level: 8,
         default_block_bytes: 256 << 10,
+        splits: false,
+        split_block_bytes: None,
         since_version: 2,
         help: "each block a pco (pcodec) file of its numbers: the best ratio for smooth ints and floats of 2, 4 or 8 bytes",
     },
@@ -255,6 +269,11 @@ impl Codec {
     /// The raw bytes per block a writer aims at when none are given.
     pub fn default_block_bytes(self) -> u64 {
         self.info().default_block_bytes
+    }
+
+    /// Whether its blocks may be compressed as byte streams (config features bit 1).
+    pub fn splits(self) -> bool {
+        self.info().splits
     }
 
     /// `level` if this codec takes it, else an error naming the setting.

@@ -96,7 +96,7 @@ const CACHE_BYTES: usize = 32 << 20;
 /// Decoded-block buffers of dropped readers (and blocks evicted from a cache), taken by the
 /// next block decoded at the same length. A read of one element opens a file, decodes one
 /// block and drops the reader: with a fresh buffer each time, zero-filling it and the page
-/// faults of its first touch were about a fifth of the read (a default block is 256 KiB).
+/// faults of its first touch were about a fifth of the read (a default block is 128 to 256 KiB).
 ///
 /// Sound to hand out with old contents: every block decoder writes all of its output or fails
 /// (each codec checks the decoded length; each filter writes every byte of its output, as the

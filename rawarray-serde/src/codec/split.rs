@@ -1,0 +1,256 @@
+//! Byte streams: a block's filtered bytes cut in `w` equal streams (`w` is elbyte), each
+//! compressed alone (config features bit 1, doc/chunked.md 5.3).
+//!
+//! After a byte shuffle the `w` streams are the block's byte planes. They compress very
+//! differently: the sign and exponent planes of a smooth float field shrink many times, the
+//! low mantissa planes are nearly noise. One frame over all of them pays for the noise with
+//! slower entropy decoding and a worse ratio at small blocks; a frame per plane lets each plane
+//! find its own statistics, and a plane that does not shrink is stored as it is and decoded by
+//! a copy. This is what c-blosc2 does by default for shuffled blocks of fast codecs
+//! (`BLOSC_AUTO_SPLIT`), and it is why its 128 KiB blocks reach the ratio that one frame
+//! reaches only at 256 KiB (doc/benchmarks.md, "A frame per byte plane").
+//!
+//! The payload is `w` lengths (`u32`, little-endian), then the `w` streams in order. A stream of
+//! exactly its raw length (`block bytes / w`) is stored as it is; any other stream is the
+//! codec's payload of that many bytes. Writers store a stream raw whenever the codec does not
+//! make it smaller, so a coded stream is always shorter than its raw bytes.
+//!
+//! ```
+//! use rawarray_serde::codec::{split, Codec, Elements};
+//! use rawarray_serde::ElType;
+//! let el = Elements::new(ElType::Uint, 2, false);
+//! // Two planes of 4096 bytes: one of zeros (it shrinks), one of noise (it is kept raw).
+//! let mut planes = vec![0u8; 8192];
+//! let mut x = 1u32;
+//! for b in &mut planes[4096..] {
+//!     x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+//!     *b = (x >> 24) as u8;
+//! }
+//! let codec = Codec::Lz4.block_codec();
+//! let mut stored = vec![0u8; 9000];
+//! let n = split::encode_into(codec, &planes, &el, 0, &mut stored).unwrap().unwrap();
+//! let first = u32::from_le_bytes(stored[0..4].try_into().unwrap());
+//! let second = u32::from_le_bytes(stored[4..8].try_into().unwrap());
+//! assert!(first < 100 && second == 4096 && n == 8 + first as usize + 4096);
+//! let mut back = vec![0u8; 8192];
+//! split::decode(codec, &stored[..n], &el, &mut back).unwrap();
+//! assert_eq!(back, planes);
+//! ```
+
+use super::{BlockCodec, Elements};
+use crate::error::Result;
+
+/// The most streams a block may be cut in: elements of at most this many bytes may be split
+/// (doc/chunked.md 5.1).
+pub const MAX_STREAMS: u64 = 256;
+
+/// The bytes of the lengths before the streams of a block of `el`'s elements.
+pub fn head_len(el: &Elements) -> usize {
+    4 * el.elbyte
+}
+
+/// Writes block `src`'s split payload at the start of `dst` with `codec` at `level` and
+/// returns its length, or `None` if it does not fit in `dst`.
+pub fn encode_into(
+    codec: &dyn BlockCodec,
+    src: &[u8],
+    el: &Elements,
+    level: i32,
+    dst: &mut [u8],
+) -> Result<Option<usize>> {
+    let w = el.elbyte;
+    let m = src.len() / w;
+    let head = head_len(el);
+    if dst.len() < head {
+        return Ok(None);
+    }
+    let mut pos = head;
+    for j in 0..w {
+        let stream = &src[j * m..(j + 1) * m];
+        let room = &mut dst[pos..];
+        // The codec writes in place; a stream it does not shrink is overwritten by its raw
+        // bytes (a coded stream is always shorter than them: the reader tells the two apart by
+        // length alone).
+        let n = match codec.compress_into(stream, el, level, room)? {
+            Some(n) if n < m => n,
+            _ if room.len() >= m => {
+                room[..m].copy_from_slice(stream);
+                m
+            }
+            _ => return Ok(None),
+        };
+        dst[4 * j..4 * j + 4].copy_from_slice(&(n as u32).to_le_bytes());
+        pos += n;
+    }
+    Ok(Some(pos))
+}
+
+/// Appends block `src`'s split payload to `out` (see [`encode_into`]).
+pub fn encode(
+    codec: &dyn BlockCodec,
+    src: &[u8],
+    el: &Elements,
+    level: i32,
+    out: &mut Vec<u8>,
+) -> Result<()> {
+    let w = el.elbyte;
+    let m = src.len() / w;
+    let start = out.len();
+    out.resize(start + head_len(el), 0);
+    for j in 0..w {
+        let stream = &src[j * m..(j + 1) * m];
+        let at = out.len();
+        codec.compress(stream, el, level, out)?;
+        if out.len() - at >= m {
+            out.truncate(at);
+            out.extend_from_slice(stream);
+        }
+        let n = (out.len() - at) as u32;
+        out[start + 4 * j..start + 4 * j + 4].copy_from_slice(&n.to_le_bytes());
+    }
+    Ok(())
+}
+
+/// Decodes a split payload `src` into exactly `dst.len()` bytes (a block of whole elements),
+/// each stream with `codec`. Lengths that do not add up to the payload, a stream longer than
+/// its raw bytes, or a stream the codec refuses is an error (in words, naming the stream).
+pub fn decode(
+    codec: &dyn BlockCodec,
+    src: &[u8],
+    el: &Elements,
+    dst: &mut [u8],
+) -> std::result::Result<(), String> {
+    let w = el.elbyte;
+    let m = dst.len() / w;
+    let head = head_len(el);
+    if src.len() < head {
+        return Err(format!(
+            "split payload of {} bytes: expected at least {head} ({w} stream lengths)",
+            src.len()
+        ));
+    }
+    let lens = |j: usize| u32::from_le_bytes(src[4 * j..4 * j + 4].try_into().expect("4 bytes"));
+    let total: u64 = (0..w).map(|j| u64::from(lens(j))).sum();
+    if total != (src.len() - head) as u64 {
+        return Err(format!(
+            "split streams: lengths add up to {total}, expected the payload's {} bytes after \
+             its {w} lengths",
+            src.len() - head
+        ));
+    }
+    let mut pos = head;
+    for j in 0..w {
+        let n = lens(j) as usize;
+        let stream = &src[pos..pos + n];
+        let out = &mut dst[j * m..(j + 1) * m];
+        if n == m {
+            out.copy_from_slice(stream);
+        } else if n > m {
+            return Err(format!(
+                "split stream {j}: {n} bytes, expected at most its raw {m}"
+            ));
+        } else {
+            codec
+                .decompress(stream, el, out)
+                .map_err(|e| format!("split stream {j}: {e}"))?;
+        }
+        pos += n;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codec::Codec;
+    use crate::eltype::ElType;
+
+    fn noise(n: usize, seed: u32) -> Vec<u8> {
+        let mut x = seed;
+        (0..n)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (x >> 24) as u8
+            })
+            .collect()
+    }
+
+    // Vec and slice encoders write the same bytes, and both decode, for every codec that
+    // splits, planes that shrink and planes that do not.
+    #[test]
+    fn both_encoders_agree_and_decode() {
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            for w in [1usize, 2, 4, 8, 16] {
+                let el = Elements::new(ElType::Uint, w, false);
+                let m = 3000;
+                let mut src = Vec::new();
+                for j in 0..w {
+                    if j % 2 == 0 {
+                        src.extend(std::iter::repeat_n(j as u8, m));
+                    } else {
+                        src.extend(noise(m, j as u32));
+                    }
+                }
+                let c = codec.block_codec();
+                let mut v = Vec::new();
+                encode(c, &src, &el, 3, &mut v).unwrap();
+                let mut d = vec![0u8; src.len() + 4 * w + 64];
+                let n = encode_into(c, &src, &el, 3, &mut d).unwrap().unwrap();
+                assert_eq!(&d[..n], &v[..], "{codec} w {w}");
+                let mut back = vec![0u8; src.len()];
+                decode(c, &v, &el, &mut back).unwrap();
+                assert_eq!(back, src);
+            }
+        }
+    }
+
+    // Hand-made payloads: the lengths are read as the spec says, and every inconsistency is an
+    // error naming what is wrong.
+    #[test]
+    fn hostile_payloads_are_errors() {
+        let el = Elements::new(ElType::Uint, 2, false);
+        let c = Codec::Lz4.block_codec();
+        let mut out = [0u8; 8];
+        // Two raw streams of 4 bytes each, by hand.
+        let good = [4, 0, 0, 0, 4, 0, 0, 0, 1, 3, 5, 7, 2, 4, 6, 8];
+        decode(c, &good, &el, &mut out).unwrap();
+        assert_eq!(out, [1, 3, 5, 7, 2, 4, 6, 8]);
+        let e = decode(c, &good[..6], &el, &mut out).unwrap_err();
+        assert!(e.contains("at least 8"), "{e}");
+        let mut bad = good;
+        bad[0] = 5;
+        let e = decode(c, &bad, &el, &mut out).unwrap_err();
+        assert!(e.contains("add up to 9"), "{e}");
+        let mut bad = good.to_vec();
+        bad[0] = 5;
+        bad[4] = 3;
+        let e = decode(c, &bad, &el, &mut out).unwrap_err();
+        assert!(e.contains("stream 0: 5 bytes"), "{e}");
+        // A huge claimed length is compared, never allocated.
+        let mut bad = good;
+        bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(decode(c, &bad, &el, &mut out).is_err());
+        // A coded stream that is not LZ4 names its stream.
+        let bad = [3, 0, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0xff, 2, 4, 6, 8];
+        let e = decode(c, &bad, &el, &mut out).unwrap_err();
+        assert!(e.starts_with("split stream 0: "), "{e}");
+    }
+
+    // No room for the lengths, or for a stream: None, never a panic.
+    #[test]
+    fn too_little_room_is_none() {
+        let el = Elements::new(ElType::Uint, 4, false);
+        let src = noise(4000, 7);
+        let c = Codec::Zstd.block_codec();
+        for room in [0usize, 3, 16, 100, 4015] {
+            let mut d = vec![0u8; room];
+            assert_eq!(
+                encode_into(c, &src, &el, 3, &mut d).unwrap(),
+                None,
+                "{room}"
+            );
+        }
+        let mut d = vec![0u8; 4016];
+        assert_eq!(encode_into(c, &src, &el, 3, &mut d).unwrap(), Some(4016));
+    }
+}
