@@ -365,6 +365,15 @@ int ra_write_options_big_endian(ra_write_options *opts, int on);
 // `opts` is live options used by no other thread now.
 int ra_write_options_statistics(ra_write_options *opts, int on);
 
+// Whether each block is compressed as byte streams, a frame per byte plane (selects the
+// chunked layout; doc/chunked.md 5.3). By default on for zstd after a byte shuffle of 2- to
+// 16-byte elements in chunks of 32 KiB or more; 0 writes one stream a block, for readers that
+// predate byte streams.
+//
+// # Safety
+// `opts` is live options used by no other thread now.
+int ra_write_options_split(ra_write_options *opts, int on);
+
 // The chunked layout version: 2 (the default) or 1, which older readers read too.
 //
 // # Safety

@@ -282,6 +282,24 @@ pub unsafe extern "C" fn ra_write_options_statistics(
     }
 }
 
+/// Whether each block is compressed as byte streams, a frame per byte plane (selects the
+/// chunked layout; doc/chunked.md 5.3). By default on for zstd after a byte shuffle of 2- to
+/// 16-byte elements in chunks of 32 KiB or more; 0 writes one stream a block, for readers that
+/// predate byte streams.
+///
+/// # Safety
+/// `opts` is live options used by no other thread now.
+#[no_mangle]
+pub unsafe extern "C" fn ra_write_options_split(opts: *mut RaWriteOptions, on: c_int) -> c_int {
+    // SAFETY: the caller's promise about `opts`.
+    unsafe {
+        change(opts, |o| {
+            set(o, |w| w.split(on != 0));
+            Ok(())
+        })
+    }
+}
+
 /// The chunked layout version: 2 (the default) or 1, which older readers read too.
 ///
 /// # Safety

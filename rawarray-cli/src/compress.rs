@@ -294,11 +294,12 @@ impl Packing {
                 || self.filters.is_some()
                 || self.blocks.is_some()
                 || self.layout_version.is_some()
+                || self.split.is_some()
             {
                 return Err(Failure::usage(
                     "compress",
                     "--codec lz4-whole is one LZ4 block: it takes no --chunks, --blocks, --level, \
-                     --filter, --shuffle or --layout-version",
+                     --filter, --shuffle, --layout-version, --split or --no-split",
                 ));
             }
             if plain > LZ4_MAX_INPUT {

@@ -38,6 +38,8 @@ struct InfoJson<'a> {
     shuffle: Option<&'static str>,
     /// The codec's level as stored, `null` unless chunked.
     level: Option<i32>,
+    /// Whether blocks are byte streams (config features bit 1), `null` unless chunked.
+    split: Option<bool>,
     /// Plain data bytes over stored data bytes, `null` for plain data.
     ratio: Option<f64>,
     /// numpy's dtype of the element (for records, the structured dtype of their schema, as
@@ -375,6 +377,7 @@ fn json_line(path: &Path, d: &Described) -> String {
         numpy_chunks: chunked.map(|c| reversed(&c.config.chunk)),
         shuffle: chunked.map(|c| c.config.shuffle().map_or("pipeline", |s| s.name())),
         level: chunked.map(|c| c.config.level),
+        split: chunked.map(|c| c.config.split),
         ratio: ratio(h),
         dtype: numpy_dtype(h, t),
         r#type: h.type_label(),

@@ -150,9 +150,11 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
                 } else {
                     p.statistics
                 },
-                // The input's byte streams go with its codec and layout version.
+                // The input's byte streams go with its codec, filters and layout version: any
+                // of them changed, the library's default decides.
                 split: args.split_setting().or(
                     if codec == p.codec
+                        && args.filters().is_none()
                         && args
                             .layout_version
                             .is_none_or(|v| Some(v) == p.layout_version)

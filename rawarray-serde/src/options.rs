@@ -470,10 +470,9 @@ impl WriteOptions {
             None => {
                 version >= 2
                     && codec.info().split_block_bytes.is_some()
-                    && filters.contains(&Filter::Shuffle)
+                    && ends_in_planes(&filters)
                     && (2..=16).contains(&elbyte)
-                    && chunk.iter().fold(elbyte, |a, &c| a.saturating_mul(c))
-                        >= SPLIT_MIN_CHUNK_BYTES
+                    && clipped_chunk_bytes(dims, &chunk, elbyte) >= SPLIT_MIN_CHUNK_BYTES
             }
         };
         let target = self.block_bytes.unwrap_or_else(|| {
@@ -573,6 +572,25 @@ fn setting(name: &str, expected: impl std::fmt::Display, found: impl std::fmt::D
     Error::unsupported(format!(
         "write option {name}: expected {expected}, found {found}"
     ))
+}
+
+/// Whether a block through `filters` ends as byte planes: a byte shuffle, followed by nothing
+/// but `bytedelta` (which keeps the planes). Byte streams split such blocks by default.
+fn ends_in_planes(filters: &[Filter]) -> bool {
+    filters
+        .iter()
+        .rposition(|f| *f == Filter::Shuffle)
+        .is_some_and(|i| filters[i + 1..].iter().all(|f| *f == Filter::ByteDelta))
+}
+
+/// The raw bytes of a chunk of `chunk` over `dims`, each dim but the last (which a growing
+/// file fills) clipped to the array's.
+fn clipped_chunk_bytes(dims: &[u64], chunk: &[u64], elbyte: u64) -> u64 {
+    let n = chunk.len();
+    chunk.iter().enumerate().fold(elbyte, |acc, (i, &c)| {
+        let c = if i + 1 == n { c } else { c.min(dims[i].max(1)) };
+        acc.saturating_mul(c)
+    })
 }
 
 /// The default chunk shape: about [`DEFAULT_CHUNK_BYTES`] of raw bytes, whole leading dims

@@ -241,7 +241,7 @@ impl ArrayWriterOptions {
     /// and its whole index in place, every chunk never written (zeros to a reader); blocks
     /// must then be aligned to the chunk grid, and each chunk is written once. An existing
     /// file opened by [`open_or_create`](ArrayWriterOptions::open_or_create) must have this
-    /// storage.
+    /// storage: the same chunks, filters and codec (its own level and byte streams are kept).
     pub fn storage(mut self, opts: WriteOptions) -> ArrayWriterOptions {
         self.storage = opts;
         self

@@ -350,21 +350,6 @@ fn hostile_configs_in_files_are_errors_naming_the_field() {
     let block0_at = 40 + 8 * n;
     let stat_offset_at = 48 + 16 * n + 8;
     let crc_at = 48 + 16 * n + 8 + 16;
-    assert!(
-        Section::open(
-            &h,
-            &{
-                let mut f = h.encode();
-                f.extend_from_slice(&section);
-                f
-            }[..]
-        )
-        .unwrap()
-        .chunk_map()
-        .unwrap()
-        .config()
-        .split
-    );
     for (at, value, field) in [
         (filter_id_at, 77u64, "filter"),
         (block0_at, 65, "block shape"),
@@ -467,4 +452,50 @@ fn a_flipped_split_bit_is_an_error_never_values() {
             "{codec} {split}: {err}"
         );
     }
+}
+
+/// Writers split by default where a block ends as byte planes of 2 to 16 bytes in chunks of
+/// 32 KiB or more (doc/chunked.md 5.3 and 5.5), with 128 KiB blocks then; nowhere else.
+#[test]
+fn byte_streams_are_the_default_only_where_they_pay() {
+    let f4 = Header::new(ElType::Float, 4, vec![256, 256, 256]).unwrap();
+    let cfg = |h: &Header, o: WriteOptions| o.chunk_config(h, None).unwrap();
+    let z = WriteOptions::chunked();
+    let c = cfg(&f4, z.clone());
+    assert!(c.split);
+    let rawarray_serde::codec::Blocks::Shape(b) = &c.blocks else {
+        panic!("v2 blocks")
+    };
+    assert_eq!(b.iter().product::<u64>() * 4, 128 << 10, "{b:?}");
+    // Planes kept by bytedelta; not after a bit shuffle, nor without a shuffle.
+    assert!(cfg(&f4, z.clone().filters([Filter::Shuffle, Filter::ByteDelta])).split);
+    assert!(
+        !cfg(
+            &f4,
+            z.clone().filters([Filter::Shuffle, Filter::BitShuffle])
+        )
+        .split
+    );
+    assert!(!cfg(&f4, z.clone().filters([Filter::Delta])).split);
+    // Not for lz4, pco, version 1, bytes, or elements over 16 bytes.
+    assert!(!cfg(&f4, z.clone().codec(Codec::Lz4)).split);
+    assert!(!cfg(&f4, z.clone().codec(Codec::Pco)).split);
+    assert!(!cfg(&f4, z.clone().layout_version(1)).split);
+    let u1 = Header::new(ElType::Uint, 1, vec![1 << 20]).unwrap();
+    assert!(!cfg(&u1, z.clone()).split);
+    let u16 = Header::new(ElType::Uint, 16, vec![1 << 16]).unwrap();
+    assert!(cfg(&u16, z.clone()).split);
+    let rec = Header::new(ElType::User, 32, vec![1 << 16]).unwrap();
+    assert!(!cfg(&rec, z.clone()).split);
+    // Not in chunks under 32 KiB, measured within the array's dims (but the last, which a
+    // growing file fills).
+    assert!(!cfg(&f4, z.clone().chunks(vec![64, 64, 1])).split);
+    let thin = Header::new(ElType::Float, 4, vec![10, 100_000]).unwrap();
+    assert!(!cfg(&thin, z.clone().chunks(vec![1000, 10])).split);
+    assert!(cfg(&thin, z.clone().chunks(vec![10, 1000])).split);
+    let growing = Header::new(ElType::Float, 4, vec![100, 0]).unwrap();
+    assert!(cfg(&growing, z.clone().chunks(vec![100, 1000])).split);
+    // Asked for, it is kept wherever the codec splits; refused asked for off.
+    assert!(cfg(&u1, z.clone().split(true)).split);
+    assert!(!cfg(&f4, z.split(false)).split);
 }

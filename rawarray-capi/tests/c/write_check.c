@@ -39,7 +39,8 @@ int main(int argc, char **argv) {
   write_f32(dir, "c_lz4whole.ra", o);
   ra_write_options_free(o);
 
-  /* Chunked: codec, level, filters, chunks (C order), threads, trailer parameters. */
+  /* Chunked: codec, level, filters, chunks (C order), threads, byte streams, trailer
+     parameters. */
   CHECK(ra_write_options_new(&o));
   CHECK(ra_write_options_codec(o, "zstd"));
   CHECK(ra_write_options_level(o, 5));
@@ -47,6 +48,7 @@ int main(int argc, char **argv) {
   const uint64_t chunks[3] = {5, NY, NX};
   CHECK(ra_write_options_chunks(o, RA_ORDER_C, chunks, 3));
   CHECK(ra_write_options_threads(o, 2));
+  CHECK(ra_write_options_split(o, 1)); /* byte streams, which chunks under 32 KiB lack by default */
   CHECK(ra_write_options_params_json(o, "{\"units\": \"K\", \"dt\": 0.5}"));
   write_f32(dir, "c_zstd.ra", o);
   ra_write_options_free(o);

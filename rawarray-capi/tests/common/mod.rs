@@ -147,7 +147,10 @@ pub fn c_source(name: &str) -> PathBuf {
 /// AddressSanitizer's options for the test programs: any finding, leaks included, fails the run.
 pub const ASAN_OPTIONS: &str = "detect_leaks=1:halt_on_error=1:abort_on_error=0:exitcode=86";
 
-/// Runs a test program (with [`ASAN_OPTIONS`] unless the command sets its own).
+/// Runs a test program (with [`ASAN_OPTIONS`] unless the command sets its own), against the
+/// library built for this test: cargo's `LD_LIBRARY_PATH` also names `target/debug`, whose
+/// `librawarray.so` another cargo command may have left behind, older than this test's, and
+/// it would win over the program's rpath.
 pub fn run(cmd: &mut Command) -> Output {
     let own = cmd
         .get_envs()
@@ -155,6 +158,14 @@ pub fn run(cmd: &mut Command) -> Output {
     if !own {
         cmd.env("ASAN_OPTIONS", ASAN_OPTIONS);
     }
+    let var = if cfg!(target_os = "macos") {
+        "DYLD_LIBRARY_PATH"
+    } else {
+        "LD_LIBRARY_PATH"
+    };
+    let inherited = std::env::var_os(var).unwrap_or_default();
+    let paths = std::iter::once(lib_dir()).chain(std::env::split_paths(&inherited));
+    cmd.env(var, std::env::join_paths(paths).expect("library paths"));
     cmd.output().expect("the test program runs")
 }
 

@@ -205,7 +205,7 @@ class ArrayWriter(_Writer):
     "bytedelta"]``), ``shuffle`` (its one-filter shorthand), ``layout_version``,
     ``statistics`` and ``split``, as :func:`write` takes them, creates a chunked file, with the defaults of
     :func:`write` (zstd level 3 after a byte shuffle, chunks of about 1 MiB); an existing file
-    at the path must have the same chunks, codec and filters (its own level is kept). Its blocks are compressed on ``threads`` threads (default: all cores) with the GIL
+    at the path must have the same chunks, codec and filters (its own level and byte streams are kept). Its blocks are compressed on ``threads`` threads (default: all cores) with the GIL
     released, and each block must cover whole chunks (:attr:`chunks`; the last chunk of an
     axis may be cut by the axis' end): a block that does not is refused with a ``ValueError``
     naming the block and the chunks, before anything is written, rather than merged under a

@@ -80,6 +80,11 @@ impl Pipeline {
     /// ([`split`](super::split), config features bit 1) when `split`. The caller has checked
     /// that the codec splits ([`Codec::splits`]).
     pub fn with_split(mut self, split: bool) -> Pipeline {
+        debug_assert!(
+            !split || self.codec.splits(),
+            "{} does not split",
+            self.codec
+        );
         self.split = split;
         self
     }

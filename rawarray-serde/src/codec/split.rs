@@ -49,6 +49,18 @@ pub fn head_len(el: &Elements) -> usize {
     4 * el.elbyte
 }
 
+/// The streams of a block of `len` bytes: `(w, m)`, `w` streams of `m` bytes; an error unless
+/// the block is whole elements (every version 2 block is; this guards the public API).
+fn streams(len: usize, el: &Elements) -> std::result::Result<(usize, usize), String> {
+    let w = el.elbyte;
+    if w == 0 || !len.is_multiple_of(w) {
+        return Err(format!(
+            "byte streams of a block of {len} bytes: expected whole elements of {w} bytes"
+        ));
+    }
+    Ok((w, len / w))
+}
+
 /// Writes block `src`'s split payload at the start of `dst` with `codec` at `level` and
 /// returns its length, or `None` if it does not fit in `dst`.
 pub fn encode_into(
@@ -58,8 +70,7 @@ pub fn encode_into(
     level: i32,
     dst: &mut [u8],
 ) -> Result<Option<usize>> {
-    let w = el.elbyte;
-    let m = src.len() / w;
+    let (w, m) = streams(src.len(), el).map_err(crate::Error::msg)?;
     let head = head_len(el);
     if dst.len() < head {
         return Ok(None);
@@ -93,8 +104,7 @@ pub fn encode(
     level: i32,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let w = el.elbyte;
-    let m = src.len() / w;
+    let (w, m) = streams(src.len(), el).map_err(crate::Error::msg)?;
     let start = out.len();
     out.resize(start + head_len(el), 0);
     for j in 0..w {
@@ -120,8 +130,7 @@ pub fn decode(
     el: &Elements,
     dst: &mut [u8],
 ) -> std::result::Result<(), String> {
-    let w = el.elbyte;
-    let m = dst.len() / w;
+    let (w, m) = streams(dst.len(), el)?;
     let head = head_len(el);
     if src.len() < head {
         return Err(format!(

@@ -53,6 +53,12 @@ pub fn decode_range(
     if want.is_empty() || w == 0 {
         return Ok(());
     }
+    if pipeline.is_split() {
+        // Byte streams are version 2's, whose blocks are at most 16 MiB and never streamed.
+        return Err(format!(
+            "a block of {len} bytes (over 16 MiB, a version 1 block) in byte streams"
+        ));
+    }
     let k = len / w;
     let (e0, e1) = (want.start / w, want.end.div_ceil(w).min(k));
     let filter = match pipeline.filters() {

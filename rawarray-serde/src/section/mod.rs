@@ -313,6 +313,8 @@ pub struct Description {
     pub chunks_written: Option<u64>,
     /// Whether its entries carry statistics.
     pub statistics: bool,
+    /// Whether its blocks are byte streams (config features bit 1).
+    pub split: bool,
     /// The bits a lossy filter kept (`bitround`), if one was applied.
     pub rounded_to: Option<u32>,
     /// Bytes of the section as stored.
@@ -499,6 +501,7 @@ impl<S: ReadAt> Section<S> {
             chunk_count: None,
             chunks_written: None,
             statistics: false,
+            split: false,
             rounded_to: None,
             stored_bytes: h.size,
             data_bytes: h.data_len(),
@@ -520,6 +523,7 @@ impl<S: ReadAt> Section<S> {
                     .count() as u64,
             );
             d.statistics = c.stats.is_some();
+            d.split = c.split;
             d.rounded_to = c.filters.iter().find_map(|f| f.kept_bits());
         }
         d
