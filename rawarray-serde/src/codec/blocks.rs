@@ -112,30 +112,38 @@ impl BlockGrid {
     }
 
     /// Whether every block is one run of the chunk's raw bytes, block `b` right after block
-    /// `b - 1` (version 1 always; version 2 when blocks span every dim of the chunk but the
-    /// last): a whole-chunk decode then decodes each block in place.
+    /// `b - 1`: version 1 always; version 2 when the blocks span the chunk's first dims whole,
+    /// then any part of one dim, then one element along every later dim (as the default
+    /// blocks do: `[512, 64, 1]` in a `[512, 512, 1]` chunk). Encoders then read each block
+    /// where it is, and a whole-chunk decode decodes each block in place, with no copy.
     pub fn is_contiguous(&self) -> bool {
         match self.bytes {
             Some(_) => true,
             None => {
                 let n = self.extent.len();
-                n == 0 || (0..n - 1).all(|i| self.shape[i] >= self.extent[i])
+                match (0..n).find(|&i| self.shape[i] < self.extent[i]) {
+                    None => true,
+                    // A block clipped to one element along a dim (an edge chunk) is one there.
+                    Some(k) => (k + 1..n).all(|j| self.shape[j].min(self.extent[j]) <= 1),
+                }
             }
         }
     }
 
-    /// Where block `b`'s raw bytes start in the chunk's raw bytes when the blocks are
-    /// contiguous ([`BlockGrid::is_contiguous`]).
+    /// Where block `b`'s raw bytes start in the chunk's raw bytes: its origin's offset,
+    /// column-major over the extent (for contiguous blocks, [`BlockGrid::is_contiguous`], the
+    /// start of its one run).
     pub fn contiguous_start(&self, b: u64) -> u64 {
         match self.bytes {
             Some(bb) => b * bb,
             None => {
-                let plane: u64 = self.extent[..self.extent.len().saturating_sub(1)]
-                    .iter()
-                    .product::<u64>()
-                    * self.elbyte;
-                let last = self.shape.last().copied().unwrap_or(1);
-                b * last * plane
+                let (mut rest, mut stride, mut start) = (b, self.elbyte, 0);
+                for ((&c, &bs), &e) in self.counts.iter().zip(&self.shape).zip(&self.extent) {
+                    start += rest % c.max(1) * bs * stride;
+                    rest /= c.max(1);
+                    stride *= e;
+                }
+                start
             }
         }
     }
@@ -367,6 +375,68 @@ impl Iterator for Coords {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Where blocks say they are contiguous, each is one run at `contiguous_start`, right after
+    /// the block before it; and every block's origin is `contiguous_start`, contiguous or not.
+    #[test]
+    fn contiguous_blocks_are_one_run_each_in_order() {
+        let mut contiguous = 0;
+        for e0 in 1..6u64 {
+            for e1 in 1..5u64 {
+                for e2 in 1..4u64 {
+                    for (b0, b1, b2) in [
+                        (e0, e1, 1),
+                        (e0, 1, 1),
+                        (e0, e1.div_ceil(2), 1),
+                        (2, 1, 1),
+                        (e0, e1, e2),
+                        (e0, 2, 2),
+                        (1, 1, 3),
+                        (e0, e1, 2),
+                    ] {
+                        let (b0, b1, b2) = (b0.min(e0), b1.min(e1), b2.min(e2));
+                        for elbyte in [1u64, 4] {
+                            let g = BlockGrid::new(
+                                &Blocks::Shape(vec![b0, b1, b2]),
+                                &[e0, e1, e2],
+                                elbyte,
+                            )
+                            .unwrap();
+                            let mut next = 0;
+                            for b in 0..g.count() {
+                                let runs: Vec<_> = g.block_to_chunk(b).collect();
+                                assert_eq!(runs[0].1, g.contiguous_start(b), "origin of {b}");
+                                if g.is_contiguous() {
+                                    let start = g.contiguous_start(b);
+                                    let len: u64 = runs.iter().map(|r| r.2).sum();
+                                    assert_eq!((start, len), (next, g.raw_len(b)));
+                                    for w in runs.windows(2) {
+                                        assert_eq!(w[0].1 + w[0].2, w[1].1, "one run");
+                                    }
+                                    next = start + len;
+                                }
+                            }
+                            if g.is_contiguous() {
+                                assert_eq!(next, g.chunk_raw_len());
+                                contiguous += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        // The default shape of a slab: whole first dims, part of one, then 1.
+        let g = BlockGrid::new(&Blocks::Shape(vec![512, 64, 1]), &[512, 512, 1], 4).unwrap();
+        assert!(g.is_contiguous() && g.contiguous_start(3) == 3 * 512 * 64 * 4);
+        let g = BlockGrid::new(&Blocks::Shape(vec![256, 128, 1]), &[256, 256, 4], 4).unwrap();
+        assert!(g.is_contiguous());
+        assert!(
+            !BlockGrid::new(&Blocks::Shape(vec![256, 128, 2]), &[256, 256, 4], 4)
+                .unwrap()
+                .is_contiguous()
+        );
+        assert!(contiguous > 100);
+    }
 
     /// Scatter every block of a chunk through `block_to_chunk` and compare with a naive
     /// placement computed element by element.
