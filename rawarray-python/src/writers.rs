@@ -9,7 +9,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rawarray_serde::section::write::{write_section, PlainBytes};
+use rawarray_serde::section::write::{write_section_to, InOrder, PlainBytes, Sink};
 use rawarray_serde::{
     ArrayWriter as LibArrayWriter, DynRecordWriter, ElementSpec, Header, Layout, RecordOptions,
     Trailer, WriteOptions,
@@ -132,9 +132,10 @@ pub(crate) fn write(
     };
     // The file's bytes, written into a local temporary file or an upload alike: the section in
     // the storage `opts` select (the library's one section writer), then the trailer after it.
-    let body = |w: &mut dyn Write| -> rawarray_serde::Result<()> {
+    // An upload takes the head last: the chunks go up as they are encoded.
+    let body = |w: &mut dyn Sink| -> rawarray_serde::Result<()> {
         let schema = trailer.as_ref().and_then(|t| t.schema.as_ref());
-        let written = write_section(w, &header, &opts, schema, &PlainBytes::new(bytes))?;
+        let written = write_section_to(w, &header, &opts, schema, &PlainBytes::new(bytes))?;
         if let Some(t) = &trailer {
             w.write_all(&t.encode_block(written.encoded_len() as u64 + written.size))?;
         }
@@ -149,7 +150,8 @@ pub(crate) fn write(
             path.display()
         )));
     }
-    let result = py.detach(|| rawarray_serde::atomic::write_atomic(&path, body));
+    let result =
+        py.detach(|| rawarray_serde::atomic::write_atomic(&path, |w| body(&mut InOrder(w))));
     result.map_err(|e| at_path(e, &path, Doing::Writing))
 }
 
@@ -167,7 +169,7 @@ fn write_url(
     py: Python<'_>,
     url: &str,
     storage_options: Option<std::collections::BTreeMap<String, String>>,
-    body: impl FnOnce(&mut dyn Write) -> rawarray_serde::Result<()> + Send,
+    body: impl FnOnce(&mut dyn Sink) -> rawarray_serde::Result<()> + Send,
 ) -> PyResult<()> {
     let u = crate::store::store_url(url, storage_options)?;
     crate::store::put_url(py, &u, body)
@@ -178,7 +180,7 @@ fn write_url(
     _py: Python<'_>,
     url: &str,
     _storage_options: Option<std::collections::BTreeMap<String, String>>,
-    _body: impl FnOnce(&mut dyn Write) -> rawarray_serde::Result<()> + Send,
+    _body: impl FnOnce(&mut dyn Sink) -> rawarray_serde::Result<()> + Send,
 ) -> PyResult<()> {
     Err(ra_err(format!(
         "{url}: this build of rawarray writes no object-store URLs (built without its Cargo feature `cloud`, which is on by default)"

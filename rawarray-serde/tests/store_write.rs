@@ -5,9 +5,11 @@
 use std::sync::Arc;
 
 use object_store::memory::InMemory;
+use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as StorePath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-use rawarray_serde::store::{put_atomic, UploadOptions, MIN_PART};
+use object_store::{MultipartId, ObjectStore, ObjectStoreExt, PutPayload};
+use rawarray_serde::section::write::{write_section_to, PlainBytes};
+use rawarray_serde::store::{put_atomic, put_atomic_to, UploadOptions, MIN_PART};
 use rawarray_serde::{RawArray, StoreArrayReader, WriteOptions};
 
 fn rt() -> tokio::runtime::Runtime {
@@ -267,4 +269,262 @@ async fn futures_list(store: &Arc<dyn ObjectStore>, prefix: &StorePath) -> Vec<S
         .try_collect()
         .await
         .unwrap()
+}
+
+/// A numbered multipart store that records the order in which parts arrive; completed
+/// uploads land in its InMemory store. (InMemory's own numbered parts cannot arrive out of
+/// order in object_store 0.13.2: its `put_part` grows the part list only when the index is at
+/// most its length, and indexes past the end panic.)
+#[derive(Debug, Default)]
+struct Recorder {
+    mem: InMemory,
+    order: std::sync::Mutex<Vec<usize>>,
+    uploads: std::sync::Mutex<
+        std::collections::HashMap<String, std::collections::BTreeMap<usize, bytes::Bytes>>,
+    >,
+    next: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl MultipartStore for Recorder {
+    async fn create_multipart(&self, _path: &StorePath) -> object_store::Result<MultipartId> {
+        let id = self
+            .next
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            .to_string();
+        self.uploads
+            .lock()
+            .unwrap()
+            .insert(id.clone(), Default::default());
+        Ok(id)
+    }
+    async fn put_part(
+        &self,
+        _path: &StorePath,
+        id: &MultipartId,
+        part_idx: usize,
+        data: PutPayload,
+    ) -> object_store::Result<PartId> {
+        self.order.lock().unwrap().push(part_idx);
+        let bytes: bytes::Bytes = data.into();
+        self.uploads
+            .lock()
+            .unwrap()
+            .get_mut(id)
+            .expect("upload")
+            .insert(part_idx, bytes);
+        Ok(PartId {
+            content_id: part_idx.to_string(),
+        })
+    }
+    async fn complete_multipart(
+        &self,
+        path: &StorePath,
+        id: &MultipartId,
+        parts: Vec<PartId>,
+    ) -> object_store::Result<object_store::PutResult> {
+        let up = self.uploads.lock().unwrap().remove(id).expect("upload");
+        let mut all = Vec::new();
+        for (i, p) in parts.iter().enumerate() {
+            assert_eq!(p.content_id, i.to_string(), "parts in order");
+            all.extend_from_slice(&up[&i]);
+        }
+        assert_eq!(up.len(), parts.len(), "every part named");
+        self.mem.put(path, all.into()).await
+    }
+    async fn abort_multipart(
+        &self,
+        _path: &StorePath,
+        id: &MultipartId,
+    ) -> object_store::Result<()> {
+        self.uploads.lock().unwrap().remove(id);
+        Ok(())
+    }
+}
+
+/// The object store and the numbered API of one `Recorder`.
+fn recorder() -> (Arc<Recorder>, Arc<dyn ObjectStore>, Arc<dyn MultipartStore>) {
+    let r = Arc::new(Recorder::default());
+    // Reads and single puts go to the same memory as the parts.
+    let store: Arc<dyn ObjectStore> = Arc::new(ViaMemory(r.clone()));
+    let numbered: Arc<dyn MultipartStore> = r.clone();
+    (r, store, numbered)
+}
+
+/// `ObjectStore` of a `Recorder`'s memory.
+#[derive(Debug)]
+struct ViaMemory(Arc<Recorder>);
+
+impl std::fmt::Display for ViaMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ViaMemory")
+    }
+}
+
+#[async_trait::async_trait]
+impl ObjectStore for ViaMemory {
+    async fn put_opts(
+        &self,
+        location: &StorePath,
+        payload: PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.0.mem.put_opts(location, payload, opts).await
+    }
+    async fn put_multipart_opts(
+        &self,
+        location: &StorePath,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.0.mem.put_multipart_opts(location, opts).await
+    }
+    async fn get_opts(
+        &self,
+        location: &StorePath,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        self.0.mem.get_opts(location, options).await
+    }
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<StorePath>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<StorePath>> {
+        self.0.mem.delete_stream(locations)
+    }
+    fn list(
+        &self,
+        prefix: Option<&StorePath>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.0.mem.list(prefix)
+    }
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&StorePath>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.0.mem.list_with_delimiter(prefix).await
+    }
+    async fn copy_opts(
+        &self,
+        from: &StorePath,
+        to: &StorePath,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.0.mem.copy_opts(from, to, options).await
+    }
+}
+
+#[test]
+fn a_chunked_upload_sends_its_chunks_as_they_are_encoded_and_its_head_last() {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (rec, store, numbered) = recorder();
+    // Incompressible enough to need several 5 MiB parts: 24 MiB of u32.
+    let a = RawArray::from_shape_vec(vec![1 << 11, 3 << 10], noise(6 << 20)).unwrap();
+    for name in ["lz4", "zstd"] {
+        let opts = WriteOptions::for_name(name).unwrap().threads(2);
+        let path = StorePath::from(format!("head-last/{name}.ra"));
+        rec.order.lock().unwrap().clear();
+        let header = a.header();
+        let raw = a.to_bytes();
+        let plain = &raw[header.encoded_len()..];
+        put_atomic_to(
+            rt.handle(),
+            &store,
+            Some(&numbered),
+            &path,
+            &UploadOptions::new().part_size(MIN_PART),
+            |w| write_section_to(w, &header, &opts, None, &PlainBytes::new(plain)).map(|_| ()),
+        )
+        .unwrap();
+        let order = rec.order.lock().unwrap().clone();
+        assert!(order.len() >= 3, "{name}: several parts: {order:?}");
+        // The chunks were encoded in more than one batch, so parts went up before the last
+        // chunk was encoded (the head is sent after every chunk is).
+        assert_eq!(
+            order.last(),
+            Some(&0),
+            "{name}: the first part (header, config, index) goes up last: {order:?}"
+        );
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..order.len()).collect::<Vec<_>>(), "{name}");
+        // The object is byte for byte the file a local write makes.
+        let bytes = rt.block_on(async { store.get(&path).await.unwrap().bytes().await.unwrap() });
+        let mut local = Vec::new();
+        a.write_to_with(&mut local, &opts).unwrap();
+        assert_eq!(
+            &bytes[..],
+            &local[..],
+            "{name}: the object is the file's bytes"
+        );
+        let back: RawArray<u32> = RawArray::from_bytes(&bytes).unwrap();
+        assert_eq!(back, a, "{name}");
+    }
+}
+
+#[test]
+fn a_head_last_upload_of_a_small_array_is_one_put_and_a_failure_leaves_the_old_object() {
+    let rt = rt();
+    let (rec, store, numbered) = recorder();
+    let path = StorePath::from("head-last/small.ra");
+    let small = RawArray::from_shape_vec(vec![100, 10], noise(1000)).unwrap();
+    let opts = WriteOptions::for_name("zstd").unwrap();
+    let header = small.header();
+    let raw = small.to_bytes();
+    let plain = &raw[header.encoded_len()..];
+    let up = UploadOptions::new().part_size(MIN_PART);
+    put_atomic_to(rt.handle(), &store, Some(&numbered), &path, &up, |w| {
+        write_section_to(w, &header, &opts, None, &PlainBytes::new(plain)).map(|_| ())
+    })
+    .unwrap();
+    assert!(
+        rec.order.lock().unwrap().is_empty(),
+        "one request, no parts"
+    );
+    let before = rt.block_on(async { store.get(&path).await.unwrap().bytes().await.unwrap() });
+    let mut local = Vec::new();
+    small.write_to_with(&mut local, &opts).unwrap();
+    assert_eq!(&before[..], &local[..]);
+    // A write that fails after parts went up, and one that reserves a head and never gives
+    // it: the object stays the one before, and no upload is left.
+    let big = RawArray::from_shape_vec(vec![1 << 11, 3 << 10], noise(6 << 20)).unwrap();
+    let (bh, braw) = (big.header(), big.to_bytes());
+    let bplain = &braw[bh.encoded_len()..];
+    let err = put_atomic_to(rt.handle(), &store, Some(&numbered), &path, &up, |w| {
+        write_section_to(w, &bh, &opts, None, &PlainBytes::new(bplain))?;
+        Err(std::io::Error::other("the writer gave up").into())
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("gave up"), "{err}");
+    assert!(
+        rec.next.load(std::sync::atomic::Ordering::SeqCst) > 0,
+        "a multipart upload had begun"
+    );
+    let err = put_atomic_to(rt.handle(), &store, Some(&numbered), &path, &up, |w| {
+        assert!(w.reserve_head(100));
+        w.write_all(&vec![7u8; 12 << 20])?;
+        Ok(())
+    })
+    .unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("head of 100 bytes was reserved and never given"),
+        "{err}"
+    );
+    let after = rt.block_on(async { store.get(&path).await.unwrap().bytes().await.unwrap() });
+    assert_eq!(before, after, "the object before the failed writes");
+    let left = rt.block_on(async {
+        let mut n = 0;
+        let mut l = store.list(None);
+        while let Some(m) = futures::StreamExt::next(&mut l).await {
+            m.unwrap();
+            n += 1;
+        }
+        n
+    });
+    assert_eq!(left, 1, "only the object is in the store");
+    assert!(rec.uploads.lock().unwrap().is_empty(), "no upload is left");
 }

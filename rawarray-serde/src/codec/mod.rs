@@ -76,7 +76,7 @@ mod words;
 pub use blocks::BlockGrid;
 pub use chain::Chain;
 pub use config::{Blocks, Config};
-pub use encode::{encode, encode_with};
+pub use encode::{encode, encode_streamed, encode_with, section_head_len};
 pub use grid::Grid;
 pub use index::{Entry, Index, ENTRY_FULL, ENTRY_RAW};
 pub use map::{ChunkMap, PendingIndex};

@@ -23,7 +23,7 @@ mod write;
 
 pub use many::{Finished, StoreArrayWriter};
 pub use source::StoreSource;
-pub use write::{put_atomic, UploadOptions, MAX_PARTS, MIN_PART};
+pub use write::{put_atomic, put_atomic_to, UploadOptions, MAX_PARTS, MIN_PART};
 
 pub use crate::error::{shown_url, shown_urls_in};
 #[cfg(feature = "cloud")]

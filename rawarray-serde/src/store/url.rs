@@ -10,6 +10,7 @@ use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
+use object_store::multipart::MultipartStore;
 use object_store::path::Path as StorePath;
 use object_store::{ClientConfigKey, ObjectStore, ObjectStoreScheme};
 
@@ -78,8 +79,20 @@ pub struct StoreUrl {
     pub shown: String,
     /// The S3 store, when the URL is one: the writer copies parts server-side through it.
     pub s3: Option<Arc<AmazonS3>>,
+    /// The store's numbered multipart API (S3, GCS, Azure): a whole write sends its head last.
+    numbered: Option<Numbered>,
     bucket: Option<S3Bucket>,
     credentials: Credentials,
+}
+
+/// A store's numbered multipart API (its own `Debug`: the trait has none).
+#[derive(Clone)]
+struct Numbered(Arc<dyn MultipartStore>);
+
+impl std::fmt::Debug for Numbered {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Numbered")
+    }
 }
 
 /// Where a store's credentials came from, for messages (never their values).
@@ -146,6 +159,7 @@ impl StoreUrl {
             Error::msg(format!("{url}: {}", scrub(&e.to_string(), options)))
         };
         let mut s3 = None;
+        let mut numbered = None;
         let mut bucket = None;
         let (store, credentials): (Arc<dyn ObjectStore>, Credentials) = match scheme {
             ObjectStoreScheme::AmazonS3 => {
@@ -183,6 +197,7 @@ impl StoreUrl {
                 bucket = S3Bucket::of(&b);
                 let s = Arc::new(b.build().map_err(built)?);
                 s3 = Some(Arc::clone(&s));
+                numbered = Some(Numbered(s.clone()));
                 let c = if skip {
                     Credentials::None
                 } else if given.is_empty() {
@@ -223,7 +238,9 @@ impl StoreUrl {
                 } else {
                     Credentials::Given(given)
                 };
-                (Arc::new(b.build().map_err(built)?), c)
+                let s = Arc::new(b.build().map_err(built)?);
+                numbered = Some(Numbered(s.clone()));
+                (s, c)
             }
             ObjectStoreScheme::MicrosoftAzure => {
                 let mut b = MicrosoftAzureBuilder::from_env().with_url(given);
@@ -261,7 +278,9 @@ impl StoreUrl {
                 } else {
                     Credentials::Given(given)
                 };
-                (Arc::new(b.build().map_err(built)?), c)
+                let s = Arc::new(b.build().map_err(built)?);
+                numbered = Some(Numbered(s.clone()));
+                (s, c)
             }
             ObjectStoreScheme::Http => {
                 let mut b = HttpBuilder::new()
@@ -303,6 +322,7 @@ impl StoreUrl {
             url: given.to_string(),
             shown: url.to_string(),
             s3,
+            numbered,
             bucket,
             credentials,
         })
@@ -380,7 +400,9 @@ impl StoreUrl {
     }
 
     /// Writes the object at this URL whatever `write` writes, as
-    /// [`put_atomic`](super::put_atomic) does, after aborting the S3 multipart uploads a writer
+    /// [`put_atomic_to`](super::put_atomic_to) does (a chunked section written by
+    /// [`write_section_to`](crate::section::write::write_section_to) goes up as it is
+    /// encoded, on S3, GCS and Azure), after aborting the S3 multipart uploads a writer
     /// that died left at this path (as [`StoreUrl::recover`] does; a store that refuses the
     /// listing is written all the same).
     /// Errors start with the URL and say where credentials were looked for when that is the
@@ -392,12 +414,20 @@ impl StoreUrl {
         write: F,
     ) -> Result<object_store::PutResult>
     where
-        F: FnOnce(&mut dyn std::io::Write) -> Result<()>,
+        F: FnOnce(&mut dyn crate::section::write::Sink) -> Result<()>,
     {
         if let (Some(s3), Some(b)) = (&self.s3, &self.bucket) {
             let _ = handle.block_on(abort_pending(b, s3, &self.path));
         }
-        super::put_atomic(handle, &self.store, &self.path, opts, write).map_err(|e| self.rewrap(e))
+        super::put_atomic_to(
+            handle,
+            &self.store,
+            self.numbered.as_ref().map(|n| &n.0),
+            &self.path,
+            opts,
+            write,
+        )
+        .map_err(|e| self.rewrap(e))
     }
 
     /// A library error of a request to this store, explained (see [`StoreUrl::explain`]),

@@ -21,14 +21,16 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 
+use object_store::multipart::{MultipartStore, PartId};
 use object_store::path::Path as StorePath;
 use object_store::{
-    MultipartUpload, ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions, PutOptions,
-    PutPayload, PutResult, UpdateVersion,
+    MultipartId, MultipartUpload, ObjectStore, ObjectStoreExt, PutMode, PutMultipartOptions,
+    PutOptions, PutPayload, PutResult, UpdateVersion,
 };
 use tokio::runtime::{Handle, RuntimeFlavor};
 
 use crate::error::{Error, Result};
+use crate::section::write::Sink;
 
 /// S3's smallest part but the last: 5 MiB.
 pub const MIN_PART: usize = 5 << 20;
@@ -120,15 +122,60 @@ pub fn put_atomic<F>(
 where
     F: FnOnce(&mut dyn Write) -> Result<()>,
 {
+    put_atomic_to(handle, store, None, path, opts, |w| write(w))
+}
+
+/// [`put_atomic`] into a [`Sink`]: given the store's numbered multipart API (`numbered`: S3,
+/// GCS, Azure and memory stores have one), the sink takes a file's head last
+/// ([`Sink::reserve_head`]), so a chunked section written by
+/// [`write_section_to`](crate::section::write::write_section_to) goes up as its chunks are
+/// encoded, and the first part (the header, config, index and the first chunks) last.
+///
+/// ```
+/// use std::sync::Arc;
+/// use object_store::{memory::InMemory, multipart::MultipartStore, ObjectStore};
+/// use rawarray_serde::section::write::{write_section_to, PlainBytes};
+/// use rawarray_serde::store::{put_atomic_to, UploadOptions};
+/// use rawarray_serde::{ElType, Header, RawArray, StoreArrayReader, WriteOptions};
+/// let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+/// let mem = Arc::new(InMemory::new());
+/// let (store, numbered): (Arc<dyn ObjectStore>, Arc<dyn MultipartStore>) = (mem.clone(), mem);
+/// let values: Vec<u8> = (0..12u32 << 20).map(|i| (i % 251) as u8).collect();
+/// let header = Header::new(ElType::Uint, 1, vec![values.len() as u64]).unwrap();
+/// let opts = WriteOptions::for_name("lz4")?;
+/// let path = "runs/a.ra".into();
+/// put_atomic_to(rt.handle(), &store, Some(&numbered), &path, &UploadOptions::new().part_size(5 << 20), |w| {
+///     write_section_to(w, &header, &opts, None, &PlainBytes::new(&values)).map(|_| ())
+/// })?;
+/// let r = rt.block_on(StoreArrayReader::open(store, path))?;
+/// let back: RawArray<u8> = rt.block_on(r.read_all())?;
+/// assert_eq!(back.as_slice(), &values[..]);
+/// # Ok::<(), rawarray_serde::Error>(())
+/// ```
+pub fn put_atomic_to<F>(
+    handle: &Handle,
+    store: &Arc<dyn ObjectStore>,
+    numbered: Option<&Arc<dyn MultipartStore>>,
+    path: &StorePath,
+    opts: &UploadOptions,
+    write: F,
+) -> Result<PutResult>
+where
+    F: FnOnce(&mut dyn Sink) -> Result<()>,
+{
     let mut parts = Parts {
         handle,
         store,
+        numbered,
         path,
         opts,
         part: opts.part,
         buf: Vec::new(),
         upload: None,
         sent: 0,
+        next_idx: 0,
+        head: None,
+        ids: Vec::new(),
         inflight: FuturesUnordered::new(),
         failed: None,
     };
@@ -142,20 +189,45 @@ where
     }
 }
 
+/// An upload under way: object_store's (parts numbered as they are sent), or the store's
+/// numbered multipart API (the first part can be sent last).
+enum Upload {
+    InOrder(Box<dyn MultipartUpload>),
+    Numbered(MultipartId),
+}
+
+/// A head reserved by [`Sink::reserve_head`]: the first part is the head, then the first
+/// `hold` bytes written after it (so that it is a whole part), sent last.
+struct Head {
+    len: usize,
+    hold: usize,
+    held: Vec<u8>,
+    bytes: Option<Vec<u8>>,
+}
+
+/// A part's upload: its index and id when numbered.
+type PartFuture = BoxFuture<'static, Result<Option<(usize, PartId)>>>;
+
 /// The parts of one upload (see [`put_atomic`]).
 struct Parts<'a> {
     handle: &'a Handle,
     store: &'a Arc<dyn ObjectStore>,
+    numbered: Option<&'a Arc<dyn MultipartStore>>,
     path: &'a StorePath,
     opts: &'a UploadOptions,
     /// This part's size: `opts.part`, doubled every thousand parts.
     part: usize,
     buf: Vec<u8>,
-    upload: Option<Box<dyn MultipartUpload>>,
+    upload: Option<Upload>,
     sent: usize,
+    /// The index of the next numbered part (0-based; from 1 when a head is reserved).
+    next_idx: usize,
+    head: Option<Head>,
+    /// The numbered parts' ids, by index.
+    ids: Vec<Option<PartId>>,
     /// Parts on their way: spawned on a multi-thread runtime (they go up while the next part
     /// is filled), else polled whenever this waits for one.
-    inflight: FuturesUnordered<BoxFuture<'static, Result<()>>>,
+    inflight: FuturesUnordered<PartFuture>,
     /// The first error of an upload, kept for the message (a `Write` can only say `io::Error`).
     failed: Option<Error>,
 }
@@ -169,38 +241,70 @@ impl Parts<'_> {
         )))
     }
 
-    /// Sends `bytes` as the next part, waiting for the oldest part in flight past
-    /// `opts.parallel`.
+    /// Starts the upload: numbered when a head is reserved, else object_store's.
+    fn start(&mut self) -> Result<()> {
+        let up = match (self.numbered, &self.head) {
+            (Some(n), Some(_)) => Upload::Numbered(
+                self.handle
+                    .block_on(n.create_multipart(self.path))
+                    .map_err(|e| self.store_error(e))?,
+            ),
+            _ => Upload::InOrder(
+                self.handle
+                    .block_on(
+                        self.store
+                            .put_multipart_opts(self.path, PutMultipartOptions::default()),
+                    )
+                    .map_err(|e| self.store_error(e))?,
+            ),
+        };
+        self.upload = Some(up);
+        Ok(())
+    }
+
+    /// Sends `bytes` as the next part (or, numbered, as part `idx`), waiting for the oldest
+    /// part in flight past `opts.parallel`.
     fn send(&mut self, bytes: Vec<u8>) -> Result<()> {
+        let idx = self.next_idx;
+        self.next_idx += 1;
+        self.send_as(idx, bytes)
+    }
+
+    fn send_as(&mut self, idx: usize, bytes: Vec<u8>) -> Result<()> {
         if self.upload.is_none() {
-            let up = self
-                .handle
-                .block_on(
-                    self.store
-                        .put_multipart_opts(self.path, PutMultipartOptions::default()),
-                )
-                .map_err(|e| self.store_error(e))?;
-            self.upload = Some(up);
+            self.start()?;
         }
-        let up = self.upload.as_mut().expect("created above");
-        let fut = up.put_part(PutPayload::from(bytes));
         let path = self.path.clone();
-        let part: BoxFuture<'static, Result<()>> =
-            if self.handle.runtime_flavor() == RuntimeFlavor::CurrentThread {
-                Box::pin(async move { fut.await.map_err(|e| part_error(&path, e)) })
-            } else {
-                let task = self.handle.spawn(fut);
-                Box::pin(async move {
-                    match task.await {
-                        Ok(r) => r.map_err(|e| part_error(&path, e)),
-                        Err(e) => Err(io::Error::other(format!(
-                            "object {path}: a part's upload: {}",
-                            super::store_text(&e)
-                        ))
-                        .into()),
-                    }
-                })
+        let fut: BoxFuture<'static, object_store::Result<Option<(usize, PartId)>>> =
+            match self.upload.as_mut().expect("started above") {
+                Upload::InOrder(up) => {
+                    let f = up.put_part(PutPayload::from(bytes));
+                    Box::pin(async move { f.await.map(|()| None) })
+                }
+                Upload::Numbered(id) => {
+                    let (n, id) = (Arc::clone(self.numbered.expect("numbered")), id.clone());
+                    let path = path.clone();
+                    Box::pin(async move {
+                        let part = n.put_part(&path, &id, idx, PutPayload::from(bytes)).await?;
+                        Ok(Some((idx, part)))
+                    })
+                }
             };
+        let part: PartFuture = if self.handle.runtime_flavor() == RuntimeFlavor::CurrentThread {
+            Box::pin(async move { fut.await.map_err(|e| part_error(&path, e)) })
+        } else {
+            let task = self.handle.spawn(fut);
+            Box::pin(async move {
+                match task.await {
+                    Ok(r) => r.map_err(|e| part_error(&path, e)),
+                    Err(e) => Err(io::Error::other(format!(
+                        "object {path}: a part's upload: {}",
+                        super::store_text(&e)
+                    ))
+                    .into()),
+                }
+            })
+        };
         self.inflight.push(part);
         self.sent += 1;
         if self.sent.is_multiple_of(1000) {
@@ -215,7 +319,14 @@ impl Parts<'_> {
     /// Waits for a part in flight to be up (driving them all meanwhile).
     fn wait_one(&mut self) -> Result<()> {
         match self.handle.block_on(self.inflight.next()) {
-            Some(r) => r,
+            Some(Ok(Some((idx, id)))) => {
+                if self.ids.len() <= idx {
+                    self.ids.resize(idx + 1, None);
+                }
+                self.ids[idx] = Some(id);
+                Ok(())
+            }
+            Some(r) => r.map(|_| ()),
             None => Ok(()),
         }
     }
@@ -232,9 +343,26 @@ impl Parts<'_> {
             Some(v) => PutMode::Update(v.clone()),
             None => PutMode::Overwrite,
         };
+        // A reserved head goes first: in front of the bytes held for the first part.
+        let first = match self.head.take() {
+            Some(h) => {
+                let Some(mut bytes) = h.bytes else {
+                    self.abort();
+                    return Err(Error::msg(format!(
+                        "object {}: the head of {} bytes was reserved and never given",
+                        self.path, h.len
+                    )));
+                };
+                bytes.extend_from_slice(&h.held);
+                Some(bytes)
+            }
+            None => None,
+        };
         if self.upload.is_none() {
             // Small: one request, the precondition (if any) checked by the store itself.
-            let payload = PutPayload::from(std::mem::take(&mut self.buf));
+            let mut all = first.unwrap_or_default();
+            all.append(&mut self.buf);
+            let payload = PutPayload::from(all);
             let opts = PutOptions {
                 mode,
                 ..PutOptions::default()
@@ -248,6 +376,9 @@ impl Parts<'_> {
             if !self.buf.is_empty() {
                 let last = std::mem::take(&mut self.buf);
                 self.send(last)?;
+            }
+            if let Some(first) = first {
+                self.send_as(0, first)?;
             }
             while !self.inflight.is_empty() {
                 self.wait_one()?;
@@ -266,8 +397,22 @@ impl Parts<'_> {
                     return Err(self.changed(now.ok().and_then(|m| m.e_tag)));
                 }
             }
-            let up = self.upload.as_mut().expect("multipart");
-            self.handle.block_on(up.complete()).map_err(|e| {
+            let done = match self.upload.as_mut().expect("multipart") {
+                Upload::InOrder(up) => self.handle.block_on(up.complete()),
+                Upload::Numbered(id) => {
+                    let ids = std::mem::take(&mut self.ids);
+                    let parts = ids
+                        .into_iter()
+                        .collect::<Option<Vec<PartId>>>()
+                        .ok_or_else(|| {
+                            Error::msg(format!("object {}: a part is missing", self.path))
+                        })?;
+                    let n = self.numbered.expect("numbered");
+                    self.handle
+                        .block_on(n.complete_multipart(self.path, id, parts))
+                }
+            };
+            done.map_err(|e| {
                 Error::from(io::Error::other(format!(
                     "object {}: {}",
                     self.path,
@@ -307,8 +452,28 @@ impl Parts<'_> {
     /// Aborts the upload (best effort: a part left behind is `recover`'s).
     fn abort(&mut self) {
         self.inflight = FuturesUnordered::new();
-        if let Some(mut up) = self.upload.take() {
-            let _ = self.handle.block_on(up.abort());
+        match self.upload.take() {
+            Some(Upload::InOrder(mut up)) => {
+                let _ = self.handle.block_on(up.abort());
+            }
+            Some(Upload::Numbered(id)) => {
+                if let Some(n) = self.numbered {
+                    let _ = self.handle.block_on(n.abort_multipart(self.path, &id));
+                }
+            }
+            None => {}
+        }
+    }
+
+    /// Takes `data` into the first part's held bytes while they are short; returns the rest.
+    fn hold<'d>(&mut self, data: &'d [u8]) -> &'d [u8] {
+        match &mut self.head {
+            Some(h) if h.held.len() < h.hold => {
+                let n = (h.hold - h.held.len()).min(data.len());
+                h.held.extend_from_slice(&data[..n]);
+                &data[n..]
+            }
+            _ => data,
         }
     }
 }
@@ -317,12 +482,52 @@ fn part_error(path: &StorePath, e: object_store::Error) -> Error {
     io::Error::other(format!("object {path}: {}", super::store_text(&e))).into()
 }
 
+impl Sink for Parts<'_> {
+    /// Reserves the head when the store's multipart API is numbered and nothing was written:
+    /// the first part is then the head and the first bytes after it, sent last.
+    fn reserve_head(&mut self, len: u64) -> bool {
+        let Ok(len) = usize::try_from(len) else {
+            return false;
+        };
+        if self.numbered.is_none() || self.head.is_some() || self.sent > 0 || !self.buf.is_empty() {
+            return false;
+        }
+        self.head = Some(Head {
+            len,
+            hold: self.part.saturating_sub(len),
+            held: Vec::new(),
+            bytes: None,
+        });
+        self.next_idx = 1;
+        true
+    }
+
+    fn fill_head(&mut self, head: &[u8]) -> Result<()> {
+        match &mut self.head {
+            Some(h) if h.bytes.is_none() && head.len() == h.len => {
+                h.bytes = Some(head.to_vec());
+                Ok(())
+            }
+            Some(h) => Err(Error::msg(format!(
+                "object {}: a head of {} bytes given for {} reserved (or given twice)",
+                self.path,
+                head.len(),
+                h.len
+            ))),
+            None => Err(Error::msg(format!(
+                "object {}: no head was reserved",
+                self.path
+            ))),
+        }
+    }
+}
+
 impl Write for Parts<'_> {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         if self.failed.is_some() {
             return Err(io::Error::other("the upload failed"));
         }
-        let mut rest = data;
+        let mut rest = self.hold(data);
         while !rest.is_empty() {
             let room = self.part - self.buf.len();
             let n = room.min(rest.len());
