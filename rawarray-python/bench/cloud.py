@@ -1,7 +1,7 @@
 """rawarray on S3 against zarr v3 and h5py, on moto's S3 server on loopback: time and requests
 for parts of a chunked field read from its URL, and the upload of the field (issue 36).
 
-    python rawarray-python/bench/cloud.py [--mib 1024] [--runs 5]
+    python rawarray-python/bench/cloud.py [--mib 1024] [--runs 5] [--only upload|reads]
 
 Run it with the Python of a virtual environment that has the rawarray package (built with its
 Cargo feature ``cloud``, as the tests build it: tests/common/python.rs). What else it needs
@@ -117,6 +117,12 @@ def serve(port: int) -> None:
     from werkzeug.serving import make_server  # noqa: PLC0415
 
     ranged_gets_cost_their_range()
+    # moto keeps each object's (and each part's) bytes in a SpooledTemporaryFile of 5 MiB: a
+    # larger one is written to a temporary file on this machine's disk, a smaller one stays in
+    # memory. S3 charges neither, but here a format of one large object (ours, in parts of
+    # 16 MiB) would pay this machine's disk, twice (the parts, then the object), and zarr's
+    # 0.7 MiB chunks would not. Every object stays in memory.
+    os.environ.setdefault("MOTO_S3_DEFAULT_KEY_BUFFER_SIZE", str(1 << 40))
     app = DomainDispatcherApplication(create_backend_app)
     lock = threading.Lock()
     stats: dict[str, int] = {}
@@ -225,6 +231,12 @@ class Systems:
         rawarray.write(f"s3://{BUCKET}/field.ra", a, chunks=(CHUNK,) * 3, codec="zstd", level=3,
                        shuffle="byte", storage_options=self.options)
 
+    def drop(self, name):
+        """Deletes ``name`` (an object, or a zarr array's every object) from the bucket."""
+        fs = self.fs()
+        if fs.exists(f"{BUCKET}/{name}"):
+            fs.rm(f"{BUCKET}/{name}", recursive=True)
+
     def write_zarr(self, a):
         import zarr  # noqa: PLC0415
         z = zarr.create_array(self.zarr_store(read_only=False), shape=a.shape, dtype=a.dtype,
@@ -279,6 +291,8 @@ def main():
                     help="size of the field in MiB (planes of 512 x 512 float32), a multiple "
                          "of 64; default 1024, or RA_BENCH_MIB")
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--only", choices=["upload", "reads"],
+                    help="measure only the uploads, or only the reads (after one upload each)")
     ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve:
@@ -300,15 +314,29 @@ def main():
     try:
         with tempfile.TemporaryDirectory(dir=os.environ.get("BENCH_DIR")) as d:
             # Alternated, so that the machine's drift (and moto's memory growing as it keeps
-            # the objects it replaced) falls on both alike: the median of each.
-            ups = {"ra": [], "zarr": []}
-            for _ in range(max(1, args.runs // 2)):
-                ups["ra"].append(measure(server, lambda: sysm.write_ra(a), 1))
-                ups["zarr"].append(measure(server, lambda: sysm.write_zarr(a), 1))
-            up_ra, up_zarr = (sorted(ups[k], key=lambda m: m[0])[len(ups[k]) // 2]
-                              for k in ("ra", "zarr"))
-            sysm.write_h5(a, Path(d) / "field.h5")
-        rows.append(("upload the array", up_ra[:3], up_zarr[:3], None))
+            # the objects it replaced) falls on both alike: the median of each. Each system
+            # writes a new object (its previous one deleted first, untimed), then over the one
+            # it just wrote.
+            ups = {}
+            for _ in range(max(1, args.runs // 2) if args.only != "reads" else 0):
+                for kind in ("new", "over"):
+                    for sys_name, write, name in (("ra", sysm.write_ra, "field.ra"),
+                                                  ("zarr", sysm.write_zarr, "field.zarr")):
+                        if kind == "new":
+                            sysm.drop(name)
+                        ups.setdefault((kind, sys_name), []).append(
+                            measure(server, lambda write=write: write(a), 1))
+            if args.only == "reads":
+                sysm.write_ra(a)
+                sysm.write_zarr(a)
+            if args.only != "upload":
+                sysm.write_h5(a, Path(d) / "field.h5")
+        for kind, what in (("new", "upload the array (a new object)"),
+                           ("over", "upload the array over the last one")):
+            if ups:
+                up_ra, up_zarr = (sorted(ups[kind, k], key=lambda m: m[0])[len(ups[kind, k]) // 2]
+                                  for k in ("ra", "zarr"))
+                rows.append((what, up_ra[:3], up_zarr[:3], None))
         n, m = a.shape[0], a.shape[1]
         # A box that crosses chunk borders in every dim (8 chunks in each system).
         b0 = n // 2 - 32
@@ -321,7 +349,7 @@ def main():
                                           slice(100, 164))),
             ("the whole array", (slice(None),) * 3),
         ]
-        for name, key in reads:
+        for name, key in reads if args.only != "upload" else []:
             runs = max(1, args.runs // 2) if name == "the whole array" else args.runs
             got = {}
             for sys_name, fn in (("ra", sysm.read_ra), ("zarr", sysm.read_zarr),

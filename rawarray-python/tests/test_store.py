@@ -193,6 +193,25 @@ def test_an_object_written_again_is_refused(tmp, s3):
         np.testing.assert_array_equal(h[0], a[0] + 1)
 
 
+def test_a_large_write_is_the_local_files_bytes_in_numbered_parts(tmp, s3):
+    # 48 MiB of noise, chunked: parts of 16 MiB. The chunks go up as they are encoded and the
+    # first part (header, config, index) last (doc/cloud.md, "one writer, the head last"): the
+    # object is byte for byte the local file, in as many parts as 16 MiB cut it into (S3's
+    # ETag of a multipart object ends in "-N"), and no upload is left.
+    big = np.random.default_rng(5).random((48, 512, 512), dtype=np.float32)
+    kw = {"chunks": (8, 512, 512), "codec": "lz4"}
+    url = f"s3://{BUCKET}/runs/big.ra"
+    rawarray.write(url, big, **kw)
+    rawarray.write(tmp / "big.ra", big, **kw)
+    c = _boto(s3)
+    got = c.get_object(Bucket=BUCKET, Key="runs/big.ra")
+    assert got["Body"].read() == (tmp / "big.ra").read_bytes()
+    parts = -(-(tmp / "big.ra").stat().st_size // (16 << 20))
+    assert parts >= 3 and got["ETag"].strip('"').endswith(f"-{parts}"), (parts, got["ETag"])
+    assert c.list_multipart_uploads(Bucket=BUCKET, Prefix="runs/big.ra").get("Uploads", []) == []
+    np.testing.assert_array_equal(rawarray.read(url), big)
+
+
 def test_to_dask_on_a_cluster_reads_the_object(tmp, s3):
     da = pytest.importorskip("dask.array", reason="dask is not installed")
     distributed = pytest.importorskip("distributed", reason="dask.distributed is not installed")

@@ -274,7 +274,8 @@ async fn futures_list(store: &Arc<dyn ObjectStore>, prefix: &StorePath) -> Vec<S
 /// A numbered multipart store that records the order in which parts arrive; completed
 /// uploads land in its InMemory store. (InMemory's own numbered parts cannot arrive out of
 /// order in object_store 0.13.2: its `put_part` grows the part list only when the index is at
-/// most its length, and indexes past the end panic.)
+/// most its length, and indexes past the end panic; apache/arrow-rs-object-store#682, fixed by
+/// #683 after 0.13.2.)
 #[derive(Debug, Default)]
 struct Recorder {
     mem: InMemory,
