@@ -77,7 +77,7 @@ def _round_trips(url: str, options: dict) -> None:
     # No server-side ranged part copy here: every block passed through the client.
     assert w.finished["copied"] == 0 and w.finished["blocks"] == 3, w.finished
     np.testing.assert_array_equal(rawarray.read(url + "/many.ra", storage_options=options), a)
-    # A chunked array of three 16 MiB parts: its chunks go up as they are encoded and the
+    # A chunked array of several 16 MiB parts: its chunks go up as they are encoded and the
     # first part (header, config, index) last, numbered by the store's multipart API.
     big = np.random.default_rng(3).random((48, 512, 512), dtype=np.float32)
     rawarray.write(url + "/big.ra", big, chunks=(8, 512, 512), codec="lz4",

@@ -14,7 +14,7 @@ use crate::fileio::{reading, stable_header_any};
 use crate::header::{checked_product, Flags, Header};
 use crate::options::WriteOptions;
 use crate::section::stream;
-use crate::section::write::{write_section, PlainBytes};
+use crate::section::write::{write_section, write_section_to, InOrder, PlainBytes, Sink};
 use crate::section::Section;
 use crate::trailer::{data_end, Trailer, Trailing};
 
@@ -196,10 +196,23 @@ impl<T: Element> RawArray<T> {
 
     /// Writes the array with the given byte order and compression.
     pub fn write_to_with<W: Write>(&self, mut writer: W, opts: &WriteOptions) -> Result<()> {
-        self.write_dyn(&mut writer, opts)
+        self.write_to_sink(&mut InOrder(&mut writer), opts)
     }
 
-    fn write_dyn(&self, w: &mut dyn Write, opts: &WriteOptions) -> Result<()> {
+    /// [`write_to_with`](Self::write_to_with) into a [`Sink`]: an object-store upload
+    /// (`store::StoreUrl::put_atomic` on S3, GCS and Azure, feature `cloud`) takes a chunked
+    /// section's chunks as they are encoded and its header, config and index last.
+    ///
+    /// ```
+    /// use rawarray_serde::section::write::InOrder;
+    /// use rawarray_serde::{RawArray, WriteOptions};
+    /// let a = RawArray::from_shape_vec(vec![4], vec![1.0f32, 2.0, 3.0, 4.0]).unwrap();
+    /// let mut file = Vec::new();
+    /// a.write_to_sink(&mut InOrder(&mut file), &WriteOptions::for_name("zstd")?)?;
+    /// assert_eq!(RawArray::<f32>::from_bytes(&file)?, a);
+    /// # Ok::<(), rawarray_serde::Error>(())
+    /// ```
+    pub fn write_to_sink(&self, w: &mut dyn Sink, opts: &WriteOptions) -> Result<()> {
         check_element::<T>()?;
         let be = opts.is_big_endian();
         let pieces = |w: &mut dyn Write| data::write_values(&self.data, be, w);
@@ -216,7 +229,7 @@ impl<T: Element> RawArray<T> {
         }
         let schema = trailer.as_ref().and_then(|t| t.schema.clone());
         // The header written (its flags and size) is the one the trailer's `at` follows.
-        let header = write_section(w, &self.header(), opts, schema.as_ref(), &plain)?;
+        let header = write_section_to(w, &self.header(), opts, schema.as_ref(), &plain)?;
         if let Some(trailer) = trailer {
             w.write_all(&trailer.encode_block(data_end(&header)))?;
         }
@@ -243,7 +256,7 @@ impl<T: Element> RawArray<T> {
 
     /// [`RawArray::write_file`] with the given byte order and compression.
     pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
-        write_atomic(path.as_ref(), |w| self.write_dyn(w, opts))
+        write_atomic(path.as_ref(), |w| self.write_to_sink(&mut InOrder(w), opts))
     }
 }
 

@@ -30,7 +30,6 @@ use crate::header::{Flags, Header};
 use crate::layout::Layout;
 use crate::memory::{advise_huge_pages, try_zeroed_bytes};
 use crate::options::WriteOptions;
-use crate::section::chunked::in_pool;
 
 /// Encodes a whole array: `raw` is its data section uncompressed (`header.data_len()` bytes, in
 /// the byte order `header` says), `header` a plain (not compressed, not chunked) header, in the
@@ -76,7 +75,7 @@ pub fn encode_with(
         // In parallel, each chunk in a region of its bound, then moved down into place.
         let mut section = try_zeroed_bytes((base + bounds.iter().sum::<usize>()) as u64)?;
         advise_huge_pages(&mut section);
-        let encoded = c.encode_batch(0..count, &mut section[base..])?;
+        let encoded = c.encode_batch(0..count, &mut section[base..], c.pool()?.as_ref())?;
         let (mut at, mut from) = (base, base);
         let mut chunks = Vec::with_capacity(count);
         for ((s, st), &bound) in encoded.into_iter().zip(bounds) {
@@ -96,16 +95,17 @@ pub fn encode_with(
     Ok((c.chunked_header(section.len() as u64), section))
 }
 
-/// Raw bytes of the chunks [`encode_streamed`] encodes at once (at least one chunk each
-/// thread): the memory it holds beyond the array, and what goes out between two batches.
+/// Raw bytes of the chunks [`encode_streamed`] encodes at once, unless a chunk each thread is
+/// more: with the stored bound of those chunks, the memory it holds beyond the array.
 const STREAM_BATCH: usize = 32 << 20;
 
 /// [`encode_with`] for an output that takes a file's first bytes last (an object-store upload
 /// whose parts are numbered): the chunks' stored bytes go to `out` in order as they are
-/// encoded, a batch of about 32 MiB at a time, and the section's first
+/// encoded, a batch at a time (chunks of about 32 MiB of the array, or one chunk a thread if
+/// that is more), and the section's first
 /// [`section_head_len`] bytes (the config and the index, which name every chunk's stored
 /// length) are returned with the chunked header, to be put before them. Memory holds one
-/// batch, not the section.
+/// batch's stored bound, not the section.
 ///
 /// ```
 /// use rawarray_serde::codec::{self, Codec};
@@ -145,6 +145,7 @@ fn encode_streamed_in(
 ) -> Result<(Header, Vec<u8>)> {
     let c = Chunks::new(header, raw, opts, schema)?;
     let count = c.bounds.len();
+    let pool = c.pool()?;
     let mut chunks = Vec::with_capacity(count);
     let mut buf: Vec<u8> = Vec::new();
     let (mut n, mut at) = (0, c.base);
@@ -158,9 +159,11 @@ fn encode_streamed_in(
         }
         let room: usize = c.bounds[n..end].iter().sum();
         if buf.len() < room {
+            // The smaller buffer goes before the larger one is had.
+            drop(std::mem::take(&mut buf));
             buf = try_zeroed_bytes(room as u64)?;
         }
-        let encoded = c.encode_batch(n..end, &mut buf[..room])?;
+        let encoded = c.encode_batch(n..end, &mut buf[..room], pool.as_ref())?;
         let mut from = 0;
         for ((s, st), &bound) in encoded.into_iter().zip(&c.bounds[n..end]) {
             out(&buf[from..from + s.len])?;
@@ -297,12 +300,14 @@ impl<'a> Chunks<'a> {
         Ok((stored, st))
     }
 
-    /// Encodes the chunks `range` in parallel, each into its region of `buf` (grown to the
-    /// sum of their bounds), in chunk order.
+    /// Encodes the chunks `range`, each into its region of `buf` (at least the sum of their
+    /// bounds), in chunk order: in parallel on `pool` (the global one if `None`), or in this
+    /// thread when one thread is asked for.
     fn encode_batch(
         &self,
         range: std::ops::Range<usize>,
         buf: &mut [u8],
+        pool: Option<&rayon::ThreadPool>,
     ) -> Result<Vec<(StoredChunk, Vec<u8>)>> {
         let mut regions = Vec::with_capacity(range.len());
         let mut rest = buf;
@@ -312,7 +317,15 @@ impl<'a> Chunks<'a> {
             rest = r;
         }
         let start = range.start;
-        in_pool(self.threads, || {
+        if self.threads <= 1 {
+            let mut g = Vec::new();
+            return regions
+                .into_iter()
+                .enumerate()
+                .map(|(i, dst)| self.encode_one((start + i) as u64, &mut g, dst))
+                .collect();
+        }
+        let run = || {
             regions
                 .into_par_iter()
                 .enumerate()
@@ -320,7 +333,23 @@ impl<'a> Chunks<'a> {
                     self.encode_one((start + i) as u64, g, dst)
                 })
                 .collect::<Result<Vec<_>>>()
-        })?
+        };
+        match pool {
+            Some(p) => p.install(run),
+            None => run(),
+        }
+    }
+
+    /// The thread pool of `threads` when it is not the global one (made once per encode).
+    fn pool(&self) -> Result<Option<rayon::ThreadPool>> {
+        if self.threads <= 1 || self.threads == rayon::current_num_threads() {
+            return Ok(None);
+        }
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(self.threads)
+            .build()
+            .map(Some)
+            .map_err(|e| crate::Error::msg(format!("thread pool of {}: {e}", self.threads)))
     }
 
     /// The config and the index of chunks stored at `(offset, stored, statistics)`: the

@@ -80,18 +80,18 @@ pub struct StoreUrl {
     /// The S3 store, when the URL is one: the writer copies parts server-side through it.
     pub s3: Option<Arc<AmazonS3>>,
     /// The store's numbered multipart API (S3, GCS, Azure): a whole write sends its head last.
-    numbered: Option<Numbered>,
+    numbered: Option<PartsApi>,
     bucket: Option<S3Bucket>,
     credentials: Credentials,
 }
 
 /// A store's numbered multipart API (its own `Debug`: the trait has none).
 #[derive(Clone)]
-struct Numbered(Arc<dyn MultipartStore>);
+struct PartsApi(Arc<dyn MultipartStore>);
 
-impl std::fmt::Debug for Numbered {
+impl std::fmt::Debug for PartsApi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Numbered")
+        f.write_str("PartsApi")
     }
 }
 
@@ -197,7 +197,7 @@ impl StoreUrl {
                 bucket = S3Bucket::of(&b);
                 let s = Arc::new(b.build().map_err(built)?);
                 s3 = Some(Arc::clone(&s));
-                numbered = Some(Numbered(s.clone()));
+                numbered = Some(PartsApi(s.clone()));
                 let c = if skip {
                     Credentials::None
                 } else if given.is_empty() {
@@ -239,7 +239,7 @@ impl StoreUrl {
                     Credentials::Given(given)
                 };
                 let s = Arc::new(b.build().map_err(built)?);
-                numbered = Some(Numbered(s.clone()));
+                numbered = Some(PartsApi(s.clone()));
                 (s, c)
             }
             ObjectStoreScheme::MicrosoftAzure => {
@@ -279,7 +279,7 @@ impl StoreUrl {
                     Credentials::Given(given)
                 };
                 let s = Arc::new(b.build().map_err(built)?);
-                numbered = Some(Numbered(s.clone()));
+                numbered = Some(PartsApi(s.clone()));
                 (s, c)
             }
             ObjectStoreScheme::Http => {

@@ -2,9 +2,13 @@
 //! [`write_atomic`](crate::atomic::write_atomic). Whatever a whole-file writer writes into a
 //! `Write` (a [`RawArray`](crate::RawArray), a [`DynArray`](crate::DynArray), records, a
 //! ragged file) goes up as one object: by one request when it is small, else by a multipart
-//! upload streamed part by part, so memory holds a few parts, not the object (beyond what the
-//! writer itself holds: the chunked layout's encoder keeps the compressed section, which comes
-//! before its index is known). Nothing is at the path until the upload completes: a failed or
+//! upload streamed part by part, so memory holds a few parts, not the object. A chunked
+//! section's index, which comes before its chunks, is known only once they are all encoded:
+//! [`put_atomic_to`] with the store's numbered multipart API takes it last (the writer writes
+//! through [`write_section_to`](crate::section::write::write_section_to), as
+//! [`RawArray::write_to_sink`](crate::RawArray::write_to_sink) and Python's `rawarray.write`
+//! do), so the chunks go up as they are encoded; other writers (a `DynArray`, records, ragged
+//! files) hold the compressed section first. Nothing is at the path until the upload completes: a failed or
 //! interrupted write leaves the path as it was (the previous object, or none), and a failed
 //! write aborts its upload. A process killed mid-way leaves parts behind, invisible and
 //! unreadable, which [`recover`](super::StoreUrl::recover) (S3; run by the next write to the
@@ -125,26 +129,28 @@ where
     put_atomic_to(handle, store, None, path, opts, |w| write(w))
 }
 
-/// [`put_atomic`] into a [`Sink`]: given the store's numbered multipart API (`numbered`: S3,
-/// GCS, Azure and memory stores have one), the sink takes a file's head last
+/// [`put_atomic`] into a [`Sink`]: given the store's numbered multipart API (`numbered`: the
+/// S3, GCS and Azure stores; object_store 0.13.2's `InMemory` has one that cannot take parts
+/// out of order, so do not pass it), the sink takes a file's head last
 /// ([`Sink::reserve_head`]), so a chunked section written by
 /// [`write_section_to`](crate::section::write::write_section_to) goes up as its chunks are
 /// encoded, and the first part (the header, config, index and the first chunks) last.
 ///
 /// ```
 /// use std::sync::Arc;
-/// use object_store::{memory::InMemory, multipart::MultipartStore, ObjectStore};
+/// use object_store::{memory::InMemory, ObjectStore};
 /// use rawarray_serde::section::write::{write_section_to, PlainBytes};
 /// use rawarray_serde::store::{put_atomic_to, UploadOptions};
 /// use rawarray_serde::{ElType, Header, RawArray, StoreArrayReader, WriteOptions};
 /// let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-/// let mem = Arc::new(InMemory::new());
-/// let (store, numbered): (Arc<dyn ObjectStore>, Arc<dyn MultipartStore>) = (mem.clone(), mem);
-/// let values: Vec<u8> = (0..12u32 << 20).map(|i| (i % 251) as u8).collect();
+/// let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+/// let values: Vec<u8> = (0..1u32 << 20).map(|i| (i % 251) as u8).collect();
 /// let header = Header::new(ElType::Uint, 1, vec![values.len() as u64]).unwrap();
 /// let opts = WriteOptions::for_name("lz4")?;
 /// let path = "runs/a.ra".into();
-/// put_atomic_to(rt.handle(), &store, Some(&numbered), &path, &UploadOptions::new().part_size(5 << 20), |w| {
+/// // `numbered`: Some(the store as `Arc<dyn MultipartStore>`) for S3, GCS or Azure
+/// // (`StoreUrl::put_atomic` passes it); without it the bytes go up in order.
+/// put_atomic_to(rt.handle(), &store, None, &path, &UploadOptions::new(), |w| {
 ///     write_section_to(w, &header, &opts, None, &PlainBytes::new(&values)).map(|_| ())
 /// })?;
 /// let r = rt.block_on(StoreArrayReader::open(store, path))?;
@@ -192,7 +198,7 @@ where
 /// An upload under way: object_store's (parts numbered as they are sent), or the store's
 /// numbered multipart API (the first part can be sent last).
 enum Upload {
-    InOrder(Box<dyn MultipartUpload>),
+    Sequential(Box<dyn MultipartUpload>),
     Numbered(MultipartId),
 }
 
@@ -249,7 +255,7 @@ impl Parts<'_> {
                     .block_on(n.create_multipart(self.path))
                     .map_err(|e| self.store_error(e))?,
             ),
-            _ => Upload::InOrder(
+            _ => Upload::Sequential(
                 self.handle
                     .block_on(
                         self.store
@@ -277,7 +283,7 @@ impl Parts<'_> {
         let path = self.path.clone();
         let fut: BoxFuture<'static, object_store::Result<Option<(usize, PartId)>>> =
             match self.upload.as_mut().expect("started above") {
-                Upload::InOrder(up) => {
+                Upload::Sequential(up) => {
                     let f = up.put_part(PutPayload::from(bytes));
                     Box::pin(async move { f.await.map(|()| None) })
                 }
@@ -398,7 +404,7 @@ impl Parts<'_> {
                 }
             }
             let done = match self.upload.as_mut().expect("multipart") {
-                Upload::InOrder(up) => self.handle.block_on(up.complete()),
+                Upload::Sequential(up) => self.handle.block_on(up.complete()),
                 Upload::Numbered(id) => {
                     let ids = std::mem::take(&mut self.ids);
                     let parts = ids
@@ -453,7 +459,7 @@ impl Parts<'_> {
     fn abort(&mut self) {
         self.inflight = FuturesUnordered::new();
         match self.upload.take() {
-            Some(Upload::InOrder(mut up)) => {
+            Some(Upload::Sequential(mut up)) => {
                 let _ = self.handle.block_on(up.abort());
             }
             Some(Upload::Numbered(id)) => {
@@ -469,6 +475,9 @@ impl Parts<'_> {
     fn hold<'d>(&mut self, data: &'d [u8]) -> &'d [u8] {
         match &mut self.head {
             Some(h) if h.held.len() < h.hold => {
+                if h.held.capacity() < h.hold {
+                    h.held.reserve_exact(h.hold - h.held.len());
+                }
                 let n = (h.hold - h.held.len()).min(data.len());
                 h.held.extend_from_slice(&data[..n]);
                 &data[n..]
@@ -505,7 +514,10 @@ impl Sink for Parts<'_> {
     fn fill_head(&mut self, head: &[u8]) -> Result<()> {
         match &mut self.head {
             Some(h) if h.bytes.is_none() && head.len() == h.len => {
-                h.bytes = Some(head.to_vec());
+                // Room for the held bytes too: the first part is the head, then them.
+                let mut first = Vec::with_capacity(h.len + h.held.len());
+                first.extend_from_slice(head);
+                h.bytes = Some(first);
                 Ok(())
             }
             Some(h) => Err(Error::msg(format!(
