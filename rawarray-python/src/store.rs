@@ -59,7 +59,8 @@ fn url_error(url: &StoreUrl, e: rawarray_serde::Error) -> PyErr {
 pub(crate) fn put_url(
     py: Python<'_>,
     url: &StoreUrl,
-    write: impl FnOnce(&mut dyn rawarray_serde::section::write::Sink) -> rawarray_serde::Result<()> + Send,
+    write: impl FnOnce(&mut dyn rawarray_serde::section::write::Sink) -> rawarray_serde::Result<()>
+        + Send,
 ) -> PyResult<()> {
     py.detach(|| -> rawarray_serde::Result<()> {
         let rt = tokio::runtime::Builder::new_multi_thread()
