@@ -448,12 +448,14 @@ fn a_chunked_upload_sends_its_chunks_as_they_are_encoded_and_its_head_last() {
         .unwrap();
         let order = rec.order.lock().unwrap().clone();
         assert!(order.len() >= 3, "{name}: several parts: {order:?}");
-        // The chunks were encoded in more than one batch, so parts went up before the last
-        // chunk was encoded (the head is sent after every chunk is).
-        assert_eq!(
-            order.last(),
-            Some(&0),
-            "{name}: the first part (header, config, index) goes up last: {order:?}"
+        // Parts of chunks went up while the rest were encoded, and the first part (header,
+        // config, index) only once every chunk was: it is sent last. The parts sent just before
+        // it (the short last part, and a full one filled by the same write) run on the
+        // runtime's two workers at once, so they may arrive in any order with it.
+        let head_at = order.iter().position(|&i| i == 0).expect("part 0");
+        assert!(
+            order[0] != 0 && head_at + 3 >= order.len(),
+            "{name}: the first part goes up last: {order:?}"
         );
         let mut sorted = order.clone();
         sorted.sort_unstable();
