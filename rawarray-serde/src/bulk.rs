@@ -23,7 +23,8 @@
 //! also works for types that borrow). The four casts below ([`same_ref`], [`deref_same`],
 //! [`vec_writer`], [`same_owned`]) and the copy of [`array_value`] are the only `unsafe` of the
 //! serde path: each turns a generic value into the concrete type it was just shown to be,
-//! which is what `Any::downcast_ref` does (the copy builds it from bytes, a `Pod` type's). The concrete type is always [`LifetimeFree`] (or `Vec<u8>`), so
+//! which is what `Any::downcast_ref` does (the copy builds it from bytes, a `Pod` type's).
+//! The concrete type is always [`LifetimeFree`] (or `Vec<u8>`), so
 //! identity of the types with lifetimes erased is identity of the types.
 
 use std::any::TypeId;
