@@ -21,9 +21,10 @@
 //!
 //! Rust has no specialization, so a type is recognised by its identity (`typeid::of`, which
 //! also works for types that borrow). The four casts below ([`same_ref`], [`deref_same`],
-//! [`vec_writer`], [`same_owned`]) are the only `unsafe` of the serde path: each turns a
-//! generic value into the concrete type it was just shown to be, which is what
-//! `Any::downcast_ref` does. The concrete type is always [`LifetimeFree`] (or `Vec<u8>`), so
+//! [`vec_writer`], [`same_owned`]) and the copy of [`array_value`] are the only `unsafe` of the
+//! serde path: each turns a generic value into the concrete type it was just shown to be,
+//! which is what `Any::downcast_ref` does (the copy builds it from bytes, a `Pod` type's).
+//! The concrete type is always [`LifetimeFree`] (or `Vec<u8>`), so
 //! identity of the types with lifetimes erased is identity of the types.
 
 use std::any::TypeId;
@@ -377,23 +378,77 @@ fn seed_is<S, P: Plain, const N: usize>(_: ()) -> Option<()> {
 }
 
 /// `U`, an array of `len` plain scalars `kind`, built from its little-endian bytes.
+///
+/// The type test and the copy are apart: the test only answers yes or no for the 17 x 32
+/// candidate arrays, and the one copy is the same whatever the arm. Reading a `[P; N]` in
+/// every arm and moving it out as `U` (as this did before) left LLVM hundreds of differently
+/// sized copies of the value until the type ids folded, and the pieces it cut the value into
+/// then changed with unrelated code: the per-record code of a `Vec` of records with an array
+/// field ran at two speeds 1.3x apart from one build to another of the same source
+/// (`benches/serde.rs`, `Vec<Foo>` in 1 MiB values). The copy is in 8-byte words: a `memcpy`
+/// of the whole value is kept in memory and copied twice more on the stack (about 10% slower).
 #[inline(always)]
 pub(crate) fn array_value<U>(kind: Scalar, len: usize, bytes: &[u8]) -> Option<U> {
-    macro_rules! build {
+    if bytes.len() != size_of::<U>() || !is_array_of::<U>(kind, len) {
+        return None;
+    }
+    let mut value = std::mem::MaybeUninit::<U>::uninit();
+    let (src, dst, n) = (bytes.as_ptr(), value.as_mut_ptr().cast::<u8>(), bytes.len());
+    // SAFETY: every copy is of bytes inside `bytes` and inside `value` (both `n` long).
+    unsafe {
+        let mut at = 0;
+        while n - at >= 8 {
+            copy_at::<u64>(src, dst, at);
+            at += 8;
+        }
+        if n - at >= 4 {
+            copy_at::<u32>(src, dst, at);
+            at += 4;
+        }
+        if n - at >= 2 {
+            copy_at::<u16>(src, dst, at);
+            at += 2;
+        }
+        if n > at {
+            copy_at::<u8>(src, dst, at);
+        }
+    }
+    // SAFETY: `U` is `[P; len]` of the plain scalar `P` of `kind` (`is_array_of`: the ids are
+    // equal and `[P; len]` has no lifetimes), a `bytemuck::Pod` type, so any bytes are a
+    // value of it; all `size_of::<U>()` of them were written above.
+    Some(unsafe { value.assume_init() })
+}
+
+/// Copies the `T` at byte `at` of `src` to byte `at` of `dst`, unaligned.
+///
+/// # Safety
+/// Bytes `at..at + size_of::<T>()` are readable at `src` and writable at `dst`.
+#[inline(always)]
+unsafe fn copy_at<T: Copy>(src: *const u8, dst: *mut u8, at: usize) {
+    // SAFETY: the caller's.
+    unsafe {
+        let v = src.add(at).cast::<T>().read_unaligned();
+        dst.add(at).cast::<T>().write_unaligned(v);
+    }
+}
+
+/// Whether `U` is `[P; len]`, `P` the plain scalar of `kind`.
+#[inline(always)]
+fn is_array_of<U>(kind: Scalar, len: usize) -> bool {
+    macro_rules! test {
         ($t:ty, $k:ident) => {
             if kind == Scalar::$k {
-                return with_len!(len, array_build::<U, $t>(bytes));
+                return with_len!(len, array_is::<U, $t>(())).is_some();
             }
         };
     }
-    for_each_rust_scalar!(build);
-    None
+    for_each_rust_scalar!(test);
+    false
 }
 
 #[inline(always)]
-fn array_build<U, P: Plain, const N: usize>(bytes: &[u8]) -> Option<U> {
-    let array: [P; N] = bytemuck::try_pod_read_unaligned(bytes).ok()?;
-    same_owned::<[P; N], U>(array)
+fn array_is<U, P: Plain, const N: usize>(_: ()) -> Option<()> {
+    (typeid::of::<U>() == TypeId::of::<[P; N]>()).then_some(())
 }
 
 /// `V::Value`, a `Vec` of `n` plain scalars `kind`, read straight into its memory: `fill` is
