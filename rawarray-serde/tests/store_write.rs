@@ -343,75 +343,13 @@ impl MultipartStore for Recorder {
     }
 }
 
-/// The object store and the numbered API of one `Recorder`.
+/// The object store and the numbered API of one `Recorder` (a clone of `InMemory` shares its
+/// storage: reads and single puts see the parts' completed objects).
 fn recorder() -> (Arc<Recorder>, Arc<dyn ObjectStore>, Arc<dyn MultipartStore>) {
     let r = Arc::new(Recorder::default());
-    // Reads and single puts go to the same memory as the parts.
-    let store: Arc<dyn ObjectStore> = Arc::new(ViaMemory(r.clone()));
+    let store: Arc<dyn ObjectStore> = Arc::new(r.mem.clone());
     let numbered: Arc<dyn MultipartStore> = r.clone();
     (r, store, numbered)
-}
-
-/// `ObjectStore` of a `Recorder`'s memory.
-#[derive(Debug)]
-struct ViaMemory(Arc<Recorder>);
-
-impl std::fmt::Display for ViaMemory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "ViaMemory")
-    }
-}
-
-#[async_trait::async_trait]
-impl ObjectStore for ViaMemory {
-    async fn put_opts(
-        &self,
-        location: &StorePath,
-        payload: PutPayload,
-        opts: object_store::PutOptions,
-    ) -> object_store::Result<object_store::PutResult> {
-        self.0.mem.put_opts(location, payload, opts).await
-    }
-    async fn put_multipart_opts(
-        &self,
-        location: &StorePath,
-        opts: object_store::PutMultipartOptions,
-    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
-        self.0.mem.put_multipart_opts(location, opts).await
-    }
-    async fn get_opts(
-        &self,
-        location: &StorePath,
-        options: object_store::GetOptions,
-    ) -> object_store::Result<object_store::GetResult> {
-        self.0.mem.get_opts(location, options).await
-    }
-    fn delete_stream(
-        &self,
-        locations: futures::stream::BoxStream<'static, object_store::Result<StorePath>>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<StorePath>> {
-        self.0.mem.delete_stream(locations)
-    }
-    fn list(
-        &self,
-        prefix: Option<&StorePath>,
-    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
-        self.0.mem.list(prefix)
-    }
-    async fn list_with_delimiter(
-        &self,
-        prefix: Option<&StorePath>,
-    ) -> object_store::Result<object_store::ListResult> {
-        self.0.mem.list_with_delimiter(prefix).await
-    }
-    async fn copy_opts(
-        &self,
-        from: &StorePath,
-        to: &StorePath,
-        options: object_store::CopyOptions,
-    ) -> object_store::Result<()> {
-        self.0.mem.copy_opts(from, to, options).await
-    }
 }
 
 #[test]
