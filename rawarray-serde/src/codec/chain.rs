@@ -23,6 +23,7 @@ use super::blocks::{BlockGrid, BLOCK_ENTRY_LEN};
 use super::config::{Blocks, Config};
 use super::index::ENTRY_RAW;
 use super::pipeline::Pipeline;
+use super::stats::Folder;
 use super::table::Codec;
 use super::traits::Elements;
 use crate::error::{ErrorKind, Result};
@@ -151,17 +152,19 @@ impl Chain {
         // Lossy filters come first in a pipeline and work element by element: the chunk is
         // rounded once here, so that a chunk stored raw holds the rounded values too.
         let rounded = self.pipeline.round(raw);
-        self.encode_rounded_into(rounded.as_deref().unwrap_or(raw), extent, out)
+        self.encode_rounded_into(rounded.as_deref().unwrap_or(raw), extent, out, None)
     }
 
     /// [`Chain::encode_chunk_into`] of a chunk already through the pipeline's lossy filters
-    /// ([`Pipeline::round`]), for a writer that keeps the rounded values (its statistics are
-    /// of them).
+    /// ([`Pipeline::round`]), for a writer that keeps the rounded values. With `stats`, the
+    /// chunk's statistics (of those values) are folded into it: each block right after it is
+    /// encoded, while its bytes are still in cache, or the whole chunk when it is stored raw.
     pub(crate) fn encode_rounded_into(
         &self,
         raw: &[u8],
         extent: &[u64],
         out: &mut [u8],
+        mut stats: Option<&mut Folder>,
     ) -> Result<StoredChunk> {
         if out.len() < raw.len() {
             return Err(crate::Error::msg(format!(
@@ -170,7 +173,12 @@ impl Chain {
                 out.len()
             )));
         }
-        let stored_raw = |out: &mut [u8]| {
+        let stored_raw = |out: &mut [u8], stats: Option<&mut Folder>| {
+            if let Some(s) = stats {
+                // Blocks folded before the chain gave up are folded again with the rest.
+                s.reset();
+                s.fold(raw);
+            }
             out[..raw.len()].copy_from_slice(raw);
             Ok(StoredChunk {
                 len: raw.len(),
@@ -179,12 +187,12 @@ impl Chain {
             })
         };
         if self.pipeline.codec() == Codec::None {
-            return stored_raw(out);
+            return stored_raw(out, stats);
         }
         let g = self.grid_or_err(0, extent)?;
         let table = g.count() as usize * BLOCK_ENTRY_LEN as usize;
         if table >= raw.len() {
-            return stored_raw(out);
+            return stored_raw(out, stats);
         }
         let mut payload_crc = crc32fast::Hasher::new();
         let mut pos = table;
@@ -205,13 +213,16 @@ impl Chain {
             // A block that does not fit in `out` (at least the raw length) makes the stored
             // bytes longer than the raw ones.
             let Some(n) = self.pipeline.encode_block_into(block, &mut out[pos..])? else {
-                return stored_raw(out);
+                return stored_raw(out, stats);
             };
+            if let Some(s) = stats.as_deref_mut() {
+                s.fold(block);
+            }
             let crc = crc32fast::hash(&out[pos..pos + n]);
             payload_crc.combine(&crc32fast::Hasher::new_with_initial_len(crc, n as u64));
             pos += n;
             if pos >= raw.len() {
-                return stored_raw(out);
+                return stored_raw(out, stats);
             }
             let end = (pos - table) as u64;
             let e = &mut out[b as usize * 12..b as usize * 12 + 12];
@@ -569,6 +580,40 @@ mod tests {
                 v.to_le_bytes()
             })
             .collect()
+    }
+
+    // Statistics folded block by block while a chunk is encoded are those of the whole chunk:
+    // blocks in place and gathered, chunks that shrink and chunks that fall back to raw
+    // after some blocks were folded, and codec `none`.
+    #[test]
+    fn statistics_folded_by_block_are_the_chunks() {
+        let extent = [40u64, 30];
+        let fields = [super::super::stats::StatField::scalar(ElType::Float, 4)];
+        for codec in [Codec::Lz4, Codec::Zstd, Codec::None] {
+            for blocks in [Blocks::Shape(vec![40, 7]), Blocks::Shape(vec![16, 16])] {
+                let c = chain(codec, blocks);
+                // A ramp, noise, and a ramp's first block before noise (the chain gives up
+                // after folding a block).
+                for kind in 0..3 {
+                    let noise = kind > 0;
+                    let mut raw = floats(1200, noise);
+                    if kind == 2 {
+                        raw[..4 * 280].copy_from_slice(&floats(280, false));
+                    }
+                    // The ramp's least value is a zero: some -0.0 after it.
+                    raw[4 * 700..4 * 701].copy_from_slice(&(-0.0f32).to_le_bytes());
+                    let mut out = vec![0u8; c.stored_bound(&extent).unwrap()];
+                    let mut folder = Folder::new(&fields, 4, false);
+                    c.encode_rounded_into(&raw, &extent, &mut out, Some(&mut folder))
+                        .unwrap();
+                    assert_eq!(
+                        folder.finish(),
+                        super::super::stats::compute(&fields, &raw, 4, false),
+                        "{codec:?} kind {kind}"
+                    );
+                }
+            }
+        }
     }
 
     // The stored bytes written into a slice are those of `encode_chunk`, the CRC is of them,

@@ -290,14 +290,15 @@ impl<'a> Chunks<'a> {
         // Statistics of the values stored: rounded ones, if a lossy filter ran.
         let rounded = self.chain.pipeline().round(chunk);
         let vals = rounded.as_deref().unwrap_or(chunk);
-        let st = match &self.config.stats {
-            Some(fields) => {
-                stats::compute(fields, vals, header.elbyte, header.flags.is_big_endian())
-            }
-            None => Vec::new(),
-        };
-        let stored = self.chain.encode_rounded_into(vals, &grid.shape(n), dst)?;
-        Ok((stored, st))
+        let mut folder = self
+            .config
+            .stats
+            .as_deref()
+            .map(|f| stats::Folder::new(f, header.elbyte, header.flags.is_big_endian()));
+        let stored = self
+            .chain
+            .encode_rounded_into(vals, &grid.shape(n), dst, folder.as_mut())?;
+        Ok((stored, folder.map_or_else(Vec::new, |f| f.finish())))
     }
 
     /// Encodes the chunks `range`, each into its region of `buf` (at least the sum of their
