@@ -559,8 +559,7 @@ fn encode_record(f: &StatField, acc: &Acc, out: &mut Vec<u8>) {
             // met them (they compare equal), and the stored bytes must not, so that every
             // writer, folding whole chunks or block by block, writes the same file.
             let v = match v {
-                // (A float pattern compares with `==`: it matches -0.0 too.)
-                Value::Float(0.0) => Value::Float(0.0),
+                Value::Float(x) => Value::Float(if x == 0.0 { 0.0 } else { x }),
                 v => v,
             };
             let bytes = to_le(f, v);
