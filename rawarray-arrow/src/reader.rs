@@ -187,6 +187,16 @@ pub trait BlockSource: Send + Sync {
         -> rawarray_serde::Result<(Header, Vec<u8>)>;
     /// The reads made so far and the bytes they brought.
     fn io_stats(&self) -> IoStats;
+    /// The bytes `fields` (`(offset, width)` in an element) of the block `ranges`, one buffer
+    /// per field, as [`ArrayReader::read_subset_fields`] reads them; `None` (the default) when
+    /// the source decodes whole elements only.
+    fn read_subset_fields(
+        &self,
+        _ranges: &[Range<u64>],
+        _fields: &[(usize, usize)],
+    ) -> rawarray_serde::Result<Option<Vec<Vec<u8>>>> {
+        Ok(None)
+    }
 }
 
 impl BlockSource for ArrayReader {
@@ -210,6 +220,13 @@ impl BlockSource for ArrayReader {
     }
     fn io_stats(&self) -> IoStats {
         ArrayReader::io_stats(self)
+    }
+    fn read_subset_fields(
+        &self,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> rawarray_serde::Result<Option<Vec<Vec<u8>>>> {
+        ArrayReader::read_subset_fields(self, ranges, fields)
     }
 }
 
@@ -662,6 +679,9 @@ impl RaTable {
         let mut rows = usize::try_from(range.end - range.start)
             .map_err(|_| Error::NoTable("a batch larger than the address space".into()))?;
         let row_bytes = inner.layout.size() as usize;
+        if let Some(batch) = self.read_fields(&range, rows, columns, filter)? {
+            return Ok(batch);
+        }
         let bytes: Buffer = match &inner.source {
             Source::Ragged(ragged) => {
                 let batch = self.read_ragged(ragged, range)?;
@@ -688,16 +708,7 @@ impl RaTable {
                 }
             }
             Source::Decoded(reader) => {
-                let dims = &inner.header.dims;
-                let mut ranges: Vec<Range<u64>> = dims.iter().map(|&d| 0..d).collect();
-                if let Some(last) = ranges
-                    .last_mut()
-                    .filter(|_| inner.rows_per_step < inner.rows)
-                {
-                    *last =
-                        range.start / inner.rows_per_step..range.end.div_ceil(inner.rows_per_step);
-                }
-                let (_, mut v) = reader.read_subset_bytes(&ranges)?;
+                let (_, mut v) = reader.read_subset_bytes(&self.box_of(&range))?;
                 // The reader swaps scalars; records of a big-endian file keep their bytes.
                 if inner.header.is_big_endian() && inner.header.eltype == ElType::User {
                     v.chunks_exact_mut(row_bytes)
@@ -759,6 +770,68 @@ impl RaTable {
             columns,
             &RecordBatchOptions::new().with_row_count(Some(rows)),
         )?)
+    }
+
+    /// The rows `range` (`rows` of them) as one batch of only `columns`, their fields decoded
+    /// alone (a record file whose blocks are stored as byte planes: [`BlockSource::
+    /// read_subset_fields`]), or `None` when they cannot be: no projection, a filter (it reads
+    /// whole rows), a big-endian file, or a source that decodes whole elements.
+    fn read_fields(
+        &self,
+        range: &Range<u64>,
+        rows: usize,
+        columns: Option<&(Vec<usize>, SchemaRef)>,
+        filter: Option<&RowFilter>,
+    ) -> Result<Option<RecordBatch>> {
+        let inner = &*self.0;
+        let (Source::Decoded(reader), Some((indices, schema)), None, Layout::Record { fields, .. }) =
+            (&inner.source, columns, filter, &inner.layout)
+        else {
+            return Ok(None);
+        };
+        if inner.header.is_big_endian() || indices.is_empty() {
+            return Ok(None);
+        }
+        let spans: Vec<(usize, usize)> = indices
+            .iter()
+            .map(|&i| (fields[i].offset as usize, fields[i].layout.size() as usize))
+            .collect();
+        let Some(cols) = reader.read_subset_fields(&self.box_of(range), &spans)? else {
+            return Ok(None);
+        };
+        let columns: Vec<ArrayRef> = indices
+            .iter()
+            .zip(&cols)
+            .zip(&spans)
+            .map(|((&i, col), &(_, w))| {
+                let starts: Vec<usize> = (0..rows).map(|r| r * w).collect();
+                gather(
+                    inner.schema.field(i),
+                    &fields[i].layout,
+                    &col[..rows * w],
+                    &starts,
+                )
+            })
+            .collect::<Result<_>>()?;
+        Ok(Some(RecordBatch::try_new_with_options(
+            schema.clone(),
+            columns,
+            &RecordBatchOptions::new().with_row_count(Some(rows)),
+        )?))
+    }
+
+    /// The block of the header's dims that holds rows `range` of a decoded file: whole dims
+    /// but the last, the steps of the rows along it.
+    fn box_of(&self, range: &Range<u64>) -> Vec<Range<u64>> {
+        let inner = &*self.0;
+        let mut ranges: Vec<Range<u64>> = inner.header.dims.iter().map(|&d| 0..d).collect();
+        if let Some(last) = ranges
+            .last_mut()
+            .filter(|_| inner.rows_per_step < inner.rows)
+        {
+            *last = range.start / inner.rows_per_step..range.end.div_ceil(inner.rows_per_step);
+        }
+        ranges
     }
 
     /// Rows `range` of a ragged file: their values gathered into one buffer, the rows' offsets.

@@ -360,6 +360,39 @@ impl ArrayReader {
         })
     }
 
+    /// The bytes `fields` (`(offset, width)` inside an element) of every element of the
+    /// block `ranges` (as [`ArrayReader::read_subset_bytes`] takes them), one buffer per
+    /// field, as stored; or `None` when the file's storage cannot decode fields alone
+    /// ([`Section::read_box_fields`](crate::section::Section::read_box_fields)): then read
+    /// whole elements.
+    ///
+    /// ```
+    /// use rawarray_serde::{ArrayReader, Codec, RaRecord, RecordOptions, WriteOptions};
+    /// #[derive(RaRecord, Clone)]
+    /// struct Body { step: u64, mass: f64, energy: f64 }
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let path = dir.path().join("run.ra");
+    /// let opts = WriteOptions::chunked().codec(Codec::Zstd).split(true);
+    /// let mut w = RecordOptions::new().storage(opts).create::<Body>(&path).unwrap();
+    /// for step in 0..100 { w.append(&Body { step, mass: 1.0, energy: 0.5 }).unwrap(); }
+    /// w.finish().unwrap();
+    ///
+    /// let r = ArrayReader::open(&path).unwrap();
+    /// let cols = r.read_subset_fields(&[5..7], &[(0, 8)]).unwrap().unwrap();
+    /// assert_eq!(cols[0], [5u64, 6].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    /// ```
+    pub fn read_subset_fields(
+        &self,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        reading(&self.path, |_| {
+            let plan = self.plan(ranges)?;
+            self.section
+                .read_box_fields(&header_ranges(self.header(), &plan), fields)
+        })
+    }
+
     /// Reads the plan's block, as stored (byte order unchanged), into `dst`: the plan is over
     /// the dims of its element type, the section's over the header's.
     fn fill(&self, plan: &SubsetPlan, dst: &mut [u8]) -> Result<()> {

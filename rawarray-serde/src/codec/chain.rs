@@ -315,6 +315,26 @@ impl Chain {
         self.decode_block_opt(chunk, b, r, stored, out, true)
     }
 
+    /// Decodes only byte planes `which` of block `b` (`len` raw bytes; its payload `stored`,
+    /// its table entry `r`) of chunk `chunk` into `out` ([`Pipeline::decode_planes`]), after
+    /// checking the whole payload's CRC as [`Chain::decode_block`] does.
+    #[allow(clippy::too_many_arguments)]
+    pub fn decode_block_planes(
+        &self,
+        chunk: u64,
+        b: u64,
+        r: &BlockRef,
+        stored: &[u8],
+        len: usize,
+        which: &[usize],
+        out: &mut [u8],
+    ) -> Result<()> {
+        check_block_crc(chunk, b, r, stored)?;
+        self.pipeline
+            .decode_planes(stored, len, which, out)
+            .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
+    }
+
     /// [`Chain::decode_block`], checking the CRC only when `check`.
     fn decode_block_opt(
         &self,

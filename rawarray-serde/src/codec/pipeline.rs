@@ -199,6 +199,61 @@ impl Pipeline {
         }
     }
 
+    /// Whether byte `j` of every element of a block can be decoded alone
+    /// ([`Pipeline::decode_planes`]): the block is stored as byte streams, and its lossless
+    /// filters are a byte shuffle followed by nothing but `bytedelta`, so that stream `j` is
+    /// byte plane `j` (the lossy filters before them give back what they stored: undoing them
+    /// is a copy).
+    pub fn decodes_by_plane(&self) -> bool {
+        let lossless: Vec<Filter> = self
+            .filters
+            .iter()
+            .copied()
+            .skip_while(|f| f.is_lossy())
+            .collect();
+        self.split
+            && lossless.first() == Some(&Filter::Shuffle)
+            && lossless[1..].iter().all(|f| *f == Filter::ByteDelta)
+    }
+
+    /// Decodes only byte planes `which` of a block of `len` raw bytes (its stored bytes
+    /// `stored`): plane `which[k]`, byte `which[k]` of each of the block's `len / elbyte`
+    /// elements in order, into `out[k m .. (k + 1) m]`. The other planes' streams are not
+    /// decoded. An error in words unless [`Pipeline::decodes_by_plane`].
+    pub fn decode_planes(
+        &self,
+        stored: &[u8],
+        len: usize,
+        which: &[usize],
+        out: &mut [u8],
+    ) -> std::result::Result<(), String> {
+        if !self.decodes_by_plane() {
+            return Err(format!(
+                "planes decoded alone: the pipeline {:?} (split {}) does not store byte planes",
+                self.filters, self.split
+            ));
+        }
+        super::split::decode_streams(self.codec.block_codec(), stored, &self.el, len, which, out)?;
+        let deltas = self
+            .filters
+            .iter()
+            .filter(|f| **f == Filter::ByteDelta)
+            .count();
+        if deltas > 0 {
+            let m = len / self.el.elbyte.max(1);
+            with_scratch(m, |a, _| {
+                for plane in out.chunks_exact_mut(m.max(1)) {
+                    for _ in 0..deltas {
+                        // One plane is one stream of bytedelta.
+                        super::bytedelta::decode(plane, 1, a);
+                        plane.copy_from_slice(a);
+                    }
+                }
+            });
+        }
+        Ok(())
+    }
+
     /// `raw` with the pipeline's lossy filters applied (they lead the pipeline and work
     /// element by element, and applying one twice changes nothing), or `None` if it has none.
     pub fn round(&self, raw: &[u8]) -> Option<Vec<u8>> {

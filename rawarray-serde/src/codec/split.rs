@@ -130,7 +130,30 @@ pub fn decode(
     el: &Elements,
     dst: &mut [u8],
 ) -> std::result::Result<(), String> {
-    let (w, m) = streams(dst.len(), el)?;
+    let spans = spans(src, el, dst.len())?;
+    let m = dst.len() / el.elbyte.max(1);
+    for (j, (span, raw)) in spans.into_iter().enumerate() {
+        let out = &mut dst[j * m..(j + 1) * m];
+        if raw {
+            out.copy_from_slice(&src[span]);
+        } else {
+            codec
+                .decompress(&src[span], el, out)
+                .map_err(|e| format!("split stream {j}: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// The place of each stream in a split payload `src` of a block of `len` raw bytes, checked as
+/// [`decode`] checks them: `(range, raw)`, the stream's bytes and whether they are its raw
+/// plane (a stream of exactly its raw length).
+fn spans(
+    src: &[u8],
+    el: &Elements,
+    len: usize,
+) -> std::result::Result<Vec<(std::ops::Range<usize>, bool)>, String> {
+    let (w, m) = streams(len, el)?;
     let head = head_len(el);
     if src.len() < head {
         return Err(format!(
@@ -139,6 +162,7 @@ pub fn decode(
         ));
     }
     let lens = |j: usize| u32::from_le_bytes(src[4 * j..4 * j + 4].try_into().expect("4 bytes"));
+    // Summed as u64: a hostile length is compared, never used to index.
     let total: u64 = (0..w).map(|j| u64::from(lens(j))).sum();
     if total != (src.len() - head) as u64 {
         return Err(format!(
@@ -148,22 +172,54 @@ pub fn decode(
         ));
     }
     let mut pos = head;
+    let mut out = Vec::with_capacity(w);
     for j in 0..w {
         let n = lens(j) as usize;
-        let stream = &src[pos..pos + n];
-        let out = &mut dst[j * m..(j + 1) * m];
-        if n == m {
-            out.copy_from_slice(stream);
-        } else if n > m {
+        if n > m {
             return Err(format!(
                 "split stream {j}: {n} bytes, expected at most its raw {m}"
             ));
+        }
+        out.push((pos..pos + n, n == m));
+        pos += n;
+    }
+    Ok(out)
+}
+
+/// Decodes only the streams `which` (indices, each below `elbyte`) of a split payload `src` of
+/// a block of `len` raw bytes: stream `which[k]` into `dst[k m .. (k + 1) m]`, where `m` is
+/// `len / elbyte`. The lengths are checked as [`decode`] checks them; the other streams are not
+/// decoded. After a byte shuffle stream `j` is byte `j` of every element, so a reader of some
+/// fields of records decodes only their bytes' planes (doc/chunked.md 5.3).
+pub fn decode_streams(
+    codec: &dyn BlockCodec,
+    src: &[u8],
+    el: &Elements,
+    len: usize,
+    which: &[usize],
+    dst: &mut [u8],
+) -> std::result::Result<(), String> {
+    let spans = spans(src, el, len)?;
+    let m = len / el.elbyte.max(1);
+    if dst.len() != which.len() * m {
+        return Err(format!(
+            "{} streams of {m} bytes decoded into {} bytes",
+            which.len(),
+            dst.len()
+        ));
+    }
+    for (k, &j) in which.iter().enumerate() {
+        let Some((span, raw)) = spans.get(j) else {
+            return Err(format!("split stream {j} of {}", spans.len()));
+        };
+        let out = &mut dst[k * m..(k + 1) * m];
+        if *raw {
+            out.copy_from_slice(&src[span.clone()]);
         } else {
             codec
-                .decompress(stream, el, out)
+                .decompress(&src[span.clone()], el, out)
                 .map_err(|e| format!("split stream {j}: {e}"))?;
         }
-        pos += n;
     }
     Ok(())
 }

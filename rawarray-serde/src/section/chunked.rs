@@ -580,6 +580,103 @@ impl Chunked {
         Ok(())
     }
 
+    /// Whether [`Chunked::read_box_fields`] decodes fields alone: every block is stored as
+    /// byte planes ([`Pipeline::decodes_by_plane`](crate::codec::Pipeline::decodes_by_plane)).
+    pub(crate) fn reads_fields(&self) -> bool {
+        self.map.chain().pipeline().decodes_by_plane()
+    }
+
+    /// Decodes the bytes `fields` (`(offset, width)` inside an element) of each element of the
+    /// box `ranges` into `outs` (one per field: the box's elements in order, column-major,
+    /// `width` bytes each, in the file's byte order), reading the blocks the box crosses and
+    /// decoding only the byte planes of those bytes. Every block's CRC is checked, and a chunk
+    /// stored raw is checked whole, as [`Chunked::read_box`] checks them. Only when
+    /// [`Chunked::reads_fields`].
+    pub(crate) fn read_box_fields<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+        outs: &mut [&mut [u8]],
+    ) -> Result<()> {
+        let elbyte = self.map.chain().pipeline().elements().elbyte;
+        let mut which: Vec<usize> = fields.iter().flat_map(|&(o, w)| o..o + w).collect();
+        which.sort_unstable();
+        which.dedup();
+        if which.last().is_some_and(|&j| j >= elbyte) || elbyte == 0 {
+            return Err(crate::Error::msg(format!(
+                "fields {fields:?} of elements of {elbyte} bytes"
+            )));
+        }
+        // A field's planes are consecutive in `which` (sorted, each field a run of bytes).
+        let first: Vec<usize> = fields
+            .iter()
+            .map(|&(o, _)| which.partition_point(|&j| j < o))
+            .collect();
+        let out_dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
+        let mut planes = Vec::new();
+        let mut cols: Vec<Vec<u8>> = vec![Vec::new(); fields.len()];
+        for n in self.map.grid().touched(ranges) {
+            let e = self.map.entry(n);
+            if e.is_empty() {
+                for (_, d, len) in self.map.subset_runs(n, ranges) {
+                    let (d, l) = (d as usize / elbyte, len as usize / elbyte);
+                    for (k, &(_, w)) in fields.iter().enumerate() {
+                        outs[k][d * w..(d + l) * w].fill(0);
+                    }
+                }
+                continue;
+            }
+            io.counters.chunks_read.fetch_add(1, Ordering::Relaxed);
+            if e.is_raw() {
+                let chunk = self.raw_chunk(io, n, &e)?;
+                for (s, d, len) in self.map.subset_runs(n, ranges) {
+                    let (s, d, l) = (s as usize, d as usize / elbyte, len as usize / elbyte);
+                    for (k, &(o, w)) in fields.iter().enumerate() {
+                        for i in 0..l {
+                            let at = s + i * elbyte + o;
+                            outs[k][(d + i) * w..(d + i + 1) * w]
+                                .copy_from_slice(&chunk[at..at + w]);
+                        }
+                    }
+                }
+                continue;
+            }
+            let table = self.table(io, n, &e)?;
+            let g = self.map.block_grid(n)?;
+            let (local, at) = self.map.local_box(n, ranges);
+            for b in g.touched(&local) {
+                let len = crate::data::to_usize(g.raw_len(b))?;
+                let m = len / elbyte;
+                let r = &table[b as usize];
+                let stored = self.read_at(io, r.len, e.offset + r.start)?;
+                planes.resize(which.len() * m, 0);
+                self.map
+                    .chain()
+                    .decode_block_planes(n, b, r, &stored, len, &which, &mut planes)?;
+                io.counters.blocks(1, g.raw_len(b));
+                for (k, &(_, w)) in fields.iter().enumerate() {
+                    // The field's planes, back to its bytes element by element.
+                    cols[k].resize(m * w, 0);
+                    let p = first[k];
+                    crate::codec::shuffle::unshuffle(&planes[p * m..(p + w) * m], w, &mut cols[k]);
+                }
+                // The box's runs of this block, in elements, field by field.
+                for (s, d, l) in g.block_to_box(b, &local, &out_dims, &at) {
+                    let (s, d, l) = (
+                        s as usize / elbyte,
+                        d as usize / elbyte,
+                        l as usize / elbyte,
+                    );
+                    for (k, &(_, w)) in fields.iter().enumerate() {
+                        outs[k][d * w..(d + l) * w].copy_from_slice(&cols[k][s * w..(s + l) * w]);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// The stored bytes (offsets in the section) that [`Chunked::read_box`] of `ranges` would
     /// read and that neither this section's caches nor `io.source` hold ([`ReadAt::has`]). A
     /// chunk's blocks can be named only once its block table is in hand: until then its table

@@ -659,6 +659,63 @@ impl<S: ReadAt> Section<S> {
         Ok(plan)
     }
 
+    /// The bytes `fields` (`(offset, width)` inside an element) of every element of the box
+    /// `ranges`, one buffer per field (the box's elements in order, column-major, `width` bytes
+    /// each, in the file's byte order), or `None` when this section cannot decode them alone:
+    /// then read whole elements with [`Section::read_box`]. A chunked section whose blocks
+    /// are stored as byte streams after a byte shuffle (record files written with zstd, and
+    /// any `split` file) holds each byte of an element in a stream of its own (doc/chunked.md
+    /// 5.3), so a query over two fields of a wide record decodes their streams only. Every
+    /// block read is checked as [`Section::read_box`] checks it.
+    ///
+    /// ```
+    /// use rawarray_serde::section::Section;
+    /// use rawarray_serde::{codec, Codec, ElType, Header, WriteOptions};
+    /// // 1000 elements of 8 bytes: a u32 counter, then a constant u32.
+    /// let raw: Vec<u8> = (0..1000u32).flat_map(|i| [i.to_le_bytes(), 7u32.to_le_bytes()].concat()).collect();
+    /// let h = Header::new(ElType::Uint, 8, vec![1000]).unwrap();
+    /// let opts = WriteOptions::chunked().codec(Codec::Zstd).split(true);
+    /// let (h, section) = codec::encode(&h, &raw, &opts).unwrap();
+    /// let mut file = h.encode();
+    /// file.extend_from_slice(&section);
+    /// let s = Section::open(&h, &file[..]).unwrap();
+    /// let cols = s.read_box_fields(&[10..13], &[(0, 4)]).unwrap().unwrap();
+    /// assert_eq!(cols[0], [10u32, 11, 12].iter().flat_map(|v| v.to_le_bytes()).collect::<Vec<u8>>());
+    /// ```
+    pub fn read_box_fields(
+        &self,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let Kind::Chunked(c) = &self.kind else {
+            return Ok(None);
+        };
+        if !c.reads_fields() {
+            return Ok(None);
+        }
+        let h = &self.header;
+        for &(o, w) in fields {
+            if w == 0 || o.checked_add(w).is_none_or(|end| end as u64 > h.elbyte) {
+                return Err(crate::Error::msg(format!(
+                    "field of {w} bytes at offset {o}: expected 1 or more bytes inside an \
+                     element of {} bytes",
+                    h.elbyte
+                )));
+            }
+        }
+        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
+        let count = plan.bytes() / h.elbyte.max(1);
+        let mut outs = fields
+            .iter()
+            .map(|&(_, w)| crate::data::try_zeroed_bytes(count.saturating_mul(w as u64)))
+            .collect::<Result<Vec<Vec<u8>>>>()?;
+        self.checked(|| {
+            let mut views: Vec<&mut [u8]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+            c.read_box_fields(&self.io(), ranges, fields, &mut views)
+        })?;
+        Ok(Some(outs))
+    }
+
     /// [`Section::read_box`], by its old name.
     #[deprecated(note = "use Section::read_box")]
     #[doc(hidden)]

@@ -1,0 +1,188 @@
+//! Fields decoded alone (`Section::read_box_fields`, `ArrayReader::read_subset_fields`): a
+//! section whose blocks are byte planes stored as byte streams gives each field's bytes of
+//! every element of a box equal to those bytes of the whole elements `read_box` gives, for
+//! pipelines with and without `bytedelta`, edge chunks and blocks, blocks gathered from their
+//! chunk, chunks stored raw, and boxes anywhere; a section that is not stored so answers
+//! `None`; a damaged block is an error, never other bytes.
+#![allow(clippy::single_range_in_vec_init)] // one-dim boxes are what they say
+use proptest::prelude::*;
+use rawarray_serde::codec::{self, Codec, Filter};
+use rawarray_serde::section::Section;
+use rawarray_serde::{ElType, Header, WriteOptions};
+use std::ops::Range;
+
+/// 23-byte elements: a counter (u64 at 0), a smooth f64 (8), a small i16 (16), three bytes of
+/// noise (18), a constant u16 (21).
+const ELBYTE: usize = 23;
+const FIELDS: [(usize, usize); 5] = [(0, 8), (8, 8), (16, 2), (18, 3), (21, 2)];
+
+fn elements(n: usize, seed: u64, noisy: bool) -> Vec<u8> {
+    let mut s = seed | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut out = Vec::with_capacity(n * ELBYTE);
+    for i in 0..n {
+        let mut e = [0u8; ELBYTE];
+        e[0..8].copy_from_slice(&(i as u64).to_le_bytes());
+        e[8..16].copy_from_slice(&((i as f64) * 0.01).sin().to_le_bytes());
+        e[16..18].copy_from_slice(&((i % 97) as i16 - 40).to_le_bytes());
+        e[18..21].copy_from_slice(&next().to_le_bytes()[..3]);
+        e[21..23].copy_from_slice(&7u16.to_le_bytes());
+        if noisy {
+            // Every byte noise: chunks that do not shrink are stored raw.
+            e.iter_mut().for_each(|b| *b = next() as u8);
+        }
+        out.extend_from_slice(&e);
+    }
+    out
+}
+
+/// The bytes of field `(o, w)` of each element of `whole` (elements of `ELBYTE` bytes).
+fn field_of(whole: &[u8], (o, w): (usize, usize)) -> Vec<u8> {
+    whole
+        .chunks_exact(ELBYTE)
+        .flat_map(|e| e[o..o + w].to_vec())
+        .collect()
+}
+
+fn file_of(dims: &[u64], raw: &[u8], opts: &WriteOptions) -> (Header, Vec<u8>) {
+    let h = Header::new(ElType::User, ELBYTE as u64, dims.to_vec()).unwrap();
+    let (h, section) = codec::encode(&h, raw, opts).unwrap();
+    let mut file = h.encode();
+    file.extend_from_slice(&section);
+    (h, file)
+}
+
+fn check(dims: &[u64], opts: &WriteOptions, noisy: bool, boxes: &[Vec<Range<u64>>]) {
+    let n: u64 = dims.iter().product();
+    let raw = elements(n as usize, n ^ 0x9e37, noisy);
+    let (h, file) = file_of(dims, &raw, opts);
+    let s = Section::open(&h, &file[..]).unwrap();
+    for ranges in boxes {
+        let count: u64 = ranges.iter().map(|r| r.end - r.start).product();
+        let mut whole = vec![0u8; count as usize * ELBYTE];
+        s.read_box(ranges, &mut whole).unwrap();
+        // Fields alone, in any order, a field twice, and one field alone.
+        let asked: Vec<(usize, usize)> = vec![
+            FIELDS[4], FIELDS[0], FIELDS[3], FIELDS[1], FIELDS[2], FIELDS[0],
+        ];
+        let cols = s
+            .read_box_fields(ranges, &asked)
+            .unwrap()
+            .expect("a split file decodes fields alone");
+        for (col, &f) in cols.iter().zip(&asked) {
+            assert_eq!(
+                col,
+                &field_of(&whole, f),
+                "dims {dims:?} box {ranges:?} field {f:?}"
+            );
+        }
+        let one = s.read_box_fields(ranges, &[(18, 3)]).unwrap().unwrap();
+        assert_eq!(one[0], field_of(&whole, (18, 3)));
+    }
+}
+
+fn split_opts(filters: Vec<Filter>) -> WriteOptions {
+    WriteOptions::chunked()
+        .codec(Codec::Zstd)
+        .filters(filters)
+        .split(true)
+}
+
+#[test]
+fn fields_equal_those_of_whole_elements() {
+    let dims = [13u64, 40];
+    let boxes = vec![
+        vec![0..13, 0..40],
+        vec![3..9, 5..6],
+        vec![12..13, 17..39],
+        vec![0..1, 0..1],
+        vec![4..4, 0..40],
+    ];
+    for filters in [
+        vec![Filter::Shuffle],
+        vec![Filter::Shuffle, Filter::ByteDelta],
+        vec![Filter::Shuffle, Filter::ByteDelta, Filter::ByteDelta],
+    ] {
+        for noisy in [false, true] {
+            // Edge chunks and edge blocks; blocks that are runs of their chunk and blocks that
+            // are gathered from it.
+            for (chunks, blocks) in [
+                (vec![13, 8], vec![13, 3]),
+                (vec![5, 7], vec![2, 3]),
+                (vec![13, 40], vec![13, 40]),
+            ] {
+                let opts = split_opts(filters.clone()).chunks(chunks).blocks(blocks);
+                check(&dims, &opts, noisy, &boxes);
+            }
+        }
+    }
+    // A record file's default chunks, one dim.
+    check(
+        &[5000],
+        &split_opts(vec![Filter::Shuffle]),
+        false,
+        &[vec![0..5000], vec![1234..4321]],
+    );
+}
+
+#[test]
+fn sections_not_stored_as_planes_answer_none() {
+    let raw = elements(300, 1, false);
+    for opts in [
+        WriteOptions::chunked().codec(Codec::Zstd).split(false),
+        WriteOptions::chunked().codec(Codec::Lz4),
+        WriteOptions::chunked()
+            .codec(Codec::Zstd)
+            .filters(vec![Filter::BitShuffle])
+            .split(true),
+    ] {
+        let (h, file) = file_of(&[300], &raw, &opts);
+        let s = Section::open(&h, &file[..]).unwrap();
+        assert!(
+            s.read_box_fields(&[0..300], &[(0, 8)]).unwrap().is_none(),
+            "{opts:?}"
+        );
+    }
+    // Plain elements are read whole.
+    let h = Header::new(ElType::User, ELBYTE as u64, vec![300]).unwrap();
+    let mut file = h.encode();
+    file.extend_from_slice(&raw);
+    let s = Section::open(&h, &file[..]).unwrap();
+    assert!(s.read_box_fields(&[0..300], &[(0, 8)]).unwrap().is_none());
+    // A field outside the element is an error naming it.
+    let (h, file) = file_of(&[300], &raw, &split_opts(vec![Filter::Shuffle]));
+    let s = Section::open(&h, &file[..]).unwrap();
+    let e = s
+        .read_box_fields(&[0..300], &[(20, 4)])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("offset 20") && e.contains("23 bytes"), "{e}");
+    assert!(s.read_box_fields(&[0..300], &[(0, 0)]).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+    /// One byte of the data section flipped: the fields read are the file's, or an error.
+    #[test]
+    fn a_flipped_byte_gives_the_fields_or_an_error(at in 0.0f64..1.0, bit in 0u8..8) {
+        let raw = elements(4000, 3, false);
+        let opts = split_opts(vec![Filter::Shuffle, Filter::ByteDelta]).chunks(vec![1000]).blocks(vec![250]);
+        let (h, mut file) = file_of(&[4000], &raw, &opts);
+        let start = h.encoded_len();
+        let i = start + ((file.len() - start) as f64 * at) as usize;
+        let i = i.min(file.len() - 1);
+        file[i] ^= 1 << bit;
+        let Ok(s) = Section::open(&h, &file[..]) else { return Ok(()) };
+        let all = [(0usize, 8usize), (8, 8), (21, 2)];
+        if let Ok(Some(cols)) = s.read_box_fields(&[0..4000], &all) {
+            for (col, &f) in cols.iter().zip(&all) {
+                prop_assert_eq!(col, &field_of(&raw, f), "byte {} bit {}", i, bit);
+            }
+        }
+    }
+}
