@@ -235,6 +235,10 @@ impl<T: Element + Clone> RecordReader<T> {
         {
             let pinned = PinnedFile::pin_snapshot(file, path, &header, state)?;
             let state = pinned.opened_state().clone();
+            // The pinned file must hold the data its header claims, as a map's must: a file
+            // cut short (being rewritten in place, truncated first) is refused here, so that
+            // a read that later finds bytes missing finds a file whose state moved.
+            header.check_input_len(state.len())?;
             Section::Read(Box::new(DataSection::open_in_state(
                 &header,
                 pinned,
