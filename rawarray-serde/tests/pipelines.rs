@@ -477,7 +477,7 @@ fn byte_streams_are_the_default_only_where_they_pay() {
         .split
     );
     assert!(!cfg(&f4, z.clone().filters([Filter::Delta])).split);
-    // Not for lz4, pco, version 1, bytes, or elements over 16 bytes.
+    // Not for lz4, pco, version 1, or bytes.
     assert!(!cfg(&f4, z.clone().codec(Codec::Lz4)).split);
     assert!(!cfg(&f4, z.clone().codec(Codec::Pco)).split);
     assert!(!cfg(&f4, z.clone().layout_version(1)).split);
@@ -485,8 +485,21 @@ fn byte_streams_are_the_default_only_where_they_pay() {
     assert!(!cfg(&u1, z.clone()).split);
     let u16 = Header::new(ElType::Uint, 16, vec![1 << 16]).unwrap();
     assert!(cfg(&u16, z.clone()).split);
+    // Records of 17 to 256 bytes, in chunks of at least 4 KiB a stream, a block the chunk.
     let rec = Header::new(ElType::User, 32, vec![1 << 16]).unwrap();
-    assert!(!cfg(&rec, z.clone()).split);
+    let c = cfg(&rec, z.clone());
+    assert!(c.split);
+    assert_eq!(
+        c.blocks,
+        rawarray_serde::codec::Blocks::Shape(c.chunk.clone())
+    );
+    assert!(!cfg(&rec, z.clone().chunks(vec![4095])).split);
+    assert!(cfg(&rec, z.clone().chunks(vec![4096])).split);
+    let wide = Header::new(ElType::User, 257, vec![1 << 16]).unwrap();
+    assert!(!cfg(&wide, z.clone()).split);
+    // A block size asked for is kept.
+    let c = cfg(&rec, z.clone().block_bytes(64 << 10));
+    assert!(c.split && c.blocks == rawarray_serde::codec::Blocks::Shape(vec![2048]));
     // Not in chunks under 32 KiB, measured within the array's dims (but the last, which a
     // growing file fills).
     assert!(!cfg(&f4, z.clone().chunks(vec![64, 64, 1])).split);
