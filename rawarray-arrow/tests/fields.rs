@@ -55,7 +55,7 @@ fn projected_batches_equal_the_columns_of_whole_rows() {
     let fields = |p: &Path| {
         ArrayReader::open(p)
             .unwrap()
-            .read_subset_fields(&[0..10], &[(0, 8)])
+            .read_subset_fields(std::slice::from_ref(&(0..10)), &[(0, 8)])
             .unwrap()
     };
     assert!(
