@@ -774,8 +774,9 @@ impl RaTable {
 
     /// The rows `range` (`rows` of them) as one batch of only `columns`, their fields decoded
     /// alone (a record file whose blocks are stored as byte planes: [`BlockSource::
-    /// read_subset_fields`]), or `None` when they cannot be: no projection, a filter (it reads
-    /// whole rows), a big-endian file, or a source that decodes whole elements.
+    /// read_subset_fields`]), or `None` when they cannot be or need not be: no projection, one
+    /// of half the row or more, a filter (it reads whole rows), a big-endian file, or a source
+    /// that decodes whole elements.
     fn read_fields(
         &self,
         range: &Range<u64>,
@@ -796,6 +797,11 @@ impl RaTable {
             .iter()
             .map(|&i| (fields[i].offset as usize, fields[i].layout.size() as usize))
             .collect();
+        // Half the row or more: whole rows cost about as much to decode, and a batch of the
+        // whole table is then read in parallel, chunk entries checked.
+        if 2 * spans.iter().map(|s| s.1).sum::<usize>() >= inner.layout.size() as usize {
+            return Ok(None);
+        }
         let Some(cols) = reader.read_subset_fields(&self.box_of(range), &spans)? else {
             return Ok(None);
         };

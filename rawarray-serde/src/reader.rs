@@ -366,6 +366,11 @@ impl ArrayReader {
     /// ([`Section::read_box_fields`](crate::section::Section::read_box_fields)): then read
     /// whole elements.
     ///
+    /// # Byte order
+    ///
+    /// The bytes are the file's, in its byte order (unlike [`ArrayReader::read_subset_bytes`],
+    /// which swaps scalar elements to little-endian): a big-endian file's fields are big-endian.
+    ///
     /// ```
     /// use rawarray_serde::{ArrayReader, Codec, RaRecord, RecordOptions, WriteOptions};
     /// #[derive(RaRecord, Clone)]

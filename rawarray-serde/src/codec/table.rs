@@ -37,7 +37,8 @@ pub struct CodecInfo {
     /// [`split`](super::split)).
     pub splits: bool,
     /// The raw bytes per block version 2 writers aim at when they split by default (blocks of
-    /// byte-shuffled elements of 2 to 16 bytes, as c-blosc2 does), or `None` if they do not.
+    /// byte-shuffled elements of 2 to 16 bytes, as c-blosc2 does; records take whole chunks,
+    /// `options::SPLIT_RECORD_BLOCK_BYTES`), or `None` if they do not.
     pub split_block_bytes: Option<u64>,
     /// The first layout version that can hold it.
     pub since_version: u32,
