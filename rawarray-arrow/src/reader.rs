@@ -807,16 +807,18 @@ impl RaTable {
         };
         let columns: Vec<ArrayRef> = indices
             .iter()
-            .zip(&cols)
+            .zip(cols)
             .zip(&spans)
-            .map(|((&i, col), &(_, w))| {
+            .map(|((&i, mut col), &(_, w))| {
+                let (field, layout) = (inner.schema.field(i), &fields[i].layout);
+                // A field whose Arrow form is its bytes takes the decoded column as its buffer.
+                col.truncate(rows * w);
+                let bytes = Buffer::from_vec(col);
+                if let Some(a) = crate::columns::contiguous(field, layout, rows, &bytes)? {
+                    return Ok(a);
+                }
                 let starts: Vec<usize> = (0..rows).map(|r| r * w).collect();
-                gather(
-                    inner.schema.field(i),
-                    &fields[i].layout,
-                    &col[..rows * w],
-                    &starts,
-                )
+                gather(field, layout, bytes.as_slice(), &starts)
             })
             .collect::<Result<_>>()?;
         Ok(Some(RecordBatch::try_new_with_options(

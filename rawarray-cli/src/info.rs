@@ -40,6 +40,9 @@ struct InfoJson<'a> {
     level: Option<i32>,
     /// Whether blocks are byte streams (config features bit 1), `null` unless chunked.
     split: Option<bool>,
+    /// Whether each byte stream carries its own CRC-32 (config features bit 2), `null` unless
+    /// chunked.
+    stream_crcs: Option<bool>,
     /// Plain data bytes over stored data bytes, `null` for plain data.
     ratio: Option<f64>,
     /// numpy's dtype of the element (for records, the structured dtype of their schema, as
@@ -378,6 +381,7 @@ fn json_line(path: &Path, d: &Described) -> String {
         shuffle: chunked.map(|c| c.config.shuffle().map_or("pipeline", |s| s.name())),
         level: chunked.map(|c| c.config.level),
         split: chunked.map(|c| c.config.split),
+        stream_crcs: chunked.map(|c| c.config.stream_crcs),
         ratio: ratio(h),
         dtype: numpy_dtype(h, t),
         r#type: h.type_label(),
@@ -505,7 +509,11 @@ fn compression_text(
                 cfg.version,
                 cfg.codec.name(),
                 filters.join(", "),
-                if cfg.split { ", byte streams" } else { "" },
+                match (cfg.split, cfg.stream_crcs) {
+                    (true, true) => ", byte streams with CRCs",
+                    (true, false) => ", byte streams",
+                    _ => "",
+                },
                 both_orders(&cfg.chunk, "numpy"),
                 c.counts,
                 if total == 1 { "" } else { "s" },

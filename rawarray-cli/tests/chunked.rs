@@ -536,6 +536,7 @@ fn verify_of_a_sparse_file_with_2_62_chunks_is_bounded_by_its_index() {
         segments: [0; 64],
         stats: None,
         split: false,
+        stream_crcs: false,
     };
     let mut w = ChunkWriter::create(&file, &h, config).unwrap();
     w.write_chunk(&file, 2, &[7]).unwrap();

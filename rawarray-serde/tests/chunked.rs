@@ -656,6 +656,7 @@ fn hand_file(
         segments: Config::first_segment(1, n, 0, 0),
         stats: None,
         split: false,
+        stream_crcs: false,
     };
     let mut section = config.encode();
     for e in entries {

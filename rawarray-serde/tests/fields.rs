@@ -116,8 +116,13 @@ fn fields_equal_those_of_whole_elements() {
                 (vec![5, 7], vec![2, 3]),
                 (vec![13, 40], vec![13, 40]),
             ] {
-                let opts = split_opts(filters.clone()).chunks(chunks).blocks(blocks);
-                check(&dims, &opts, noisy, &boxes);
+                for crcs in [true, false] {
+                    let opts = split_opts(filters.clone())
+                        .stream_crcs(crcs)
+                        .chunks(chunks.clone())
+                        .blocks(blocks.clone());
+                    check(&dims, &opts, noisy, &boxes);
+                }
             }
         }
     }
@@ -169,9 +174,12 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
     /// One byte of the data section flipped: the fields read are the file's, or an error.
     #[test]
-    fn a_flipped_byte_gives_the_fields_or_an_error(at in 0.0f64..1.0, bit in 0u8..8) {
+    fn a_flipped_byte_gives_the_fields_or_an_error(at in 0.0f64..1.0, bit in 0u8..8, crcs: bool) {
         let raw = elements(4000, 3, false);
-        let opts = split_opts(vec![Filter::Shuffle, Filter::ByteDelta]).chunks(vec![1000]).blocks(vec![250]);
+        let opts = split_opts(vec![Filter::Shuffle, Filter::ByteDelta])
+            .stream_crcs(crcs)
+            .chunks(vec![1000])
+            .blocks(vec![250]);
         let (h, mut file) = file_of(&[4000], &raw, &opts);
         let start = h.encoded_len();
         let i = start + ((file.len() - start) as f64 * at) as usize;
@@ -185,4 +193,92 @@ proptest! {
             }
         }
     }
+}
+
+/// Where each stream of a split payload with stream CRCs at `payload_at` in `file` lies, read
+/// from its head as doc/chunked.md 5.3 lays it out (23 lengths, then 23 CRCs, then streams).
+fn stream_ranges(file: &[u8], payload_at: usize) -> Vec<Range<usize>> {
+    let word = |i: usize| {
+        u32::from_le_bytes(
+            file[payload_at + 4 * i..payload_at + 4 * i + 4]
+                .try_into()
+                .unwrap(),
+        ) as usize
+    };
+    let mut at = payload_at + 8 * ELBYTE;
+    (0..ELBYTE)
+        .map(|j| {
+            let r = at..at + word(j);
+            at = r.end;
+            r
+        })
+        .collect()
+}
+
+// With a CRC per stream, a read of some fields reads the head and their streams only (the
+// I/O counters count fewer stored bytes than a whole read), a flipped bit in a stream it does
+// not read leaves its fields right (while a whole read of the damaged block is an error), and
+// a flipped bit in a stream it reads is an error naming the stream; the head's lengths and
+// CRCs are where doc/chunked.md 5.3 puts them (CRC-32 of each stream's stored bytes).
+#[test]
+fn stream_crcs_let_a_read_of_fields_read_only_their_streams() {
+    let n = 6000u64;
+    let raw = elements(n as usize, 11, false);
+    let opts = split_opts(vec![Filter::Shuffle])
+        .chunks(vec![n])
+        .blocks(vec![n]);
+    let (h, file) = file_of(&[n], &raw, &opts);
+    let s = Section::open(&h, &file[..]).unwrap();
+    let config = s.chunk_map().unwrap().config().clone();
+    assert!(config.split && config.stream_crcs, "{config:?}");
+    // The one chunk is the last thing in the section; its block table (one entry of 12 bytes)
+    // starts it, then the payload runs to the end of the file.
+    let e = s.chunk_map().unwrap().index().entries()[0];
+    let chunk_at = h.encoded_len() + e.offset as usize;
+    let payload_at = chunk_at + 12;
+    assert_eq!(chunk_at + e.len as usize, file.len());
+    let streams = stream_ranges(&file, payload_at);
+    assert_eq!(streams.last().unwrap().end, file.len(), "lengths add up");
+    for (j, r) in streams.iter().enumerate() {
+        let at = payload_at + 4 * (ELBYTE + j);
+        let crc = u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
+        assert_eq!(crc, crc32fast::hash(&file[r.clone()]), "stream {j}");
+    }
+
+    let fields = [(0usize, 8usize), (21, 2)];
+    let before = s.stats().compressed_bytes;
+    let cols = s.read_box_fields(&[0..n], &fields).unwrap().unwrap();
+    let read = s.stats().compressed_bytes - before;
+    let wanted: usize = (0..8).chain(21..23).map(|j| streams[j].len()).sum();
+    assert_eq!(
+        read as usize,
+        12 + 8 * ELBYTE + wanted,
+        "the table, the head, ten streams"
+    );
+    assert!(read < e.len / 2, "{read} of {}", e.len);
+    for (col, &f) in cols.iter().zip(&fields) {
+        assert_eq!(col, &field_of(&raw, f));
+    }
+
+    // A bit flipped in stream 10 (a byte of the f64): not read by these fields.
+    let mut bad = file.clone();
+    bad[streams[10].start + streams[10].len() / 2] ^= 4;
+    let s = Section::open(&h, &bad[..]).unwrap();
+    let cols = s.read_box_fields(&[0..n], &fields).unwrap().unwrap();
+    for (col, &f) in cols.iter().zip(&fields) {
+        assert_eq!(col, &field_of(&raw, f), "the fields' streams are whole");
+    }
+    let mut whole = vec![0u8; raw.len()];
+    let err = s.read_box(&[0..n], &mut whole).unwrap_err().to_string();
+    assert!(err.to_lowercase().contains("crc"), "{err}");
+    let err = s
+        .read_box_fields(&[0..n], &[(8, 8)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("split stream 10: CRC-32"), "{err}");
+    // A stream's length changed (its CRC no longer covers the bytes it names): an error.
+    let mut bad = file.clone();
+    bad[payload_at] ^= 1;
+    let s = Section::open(&h, &bad[..]).unwrap();
+    assert!(s.read_box_fields(&[0..n], &fields).is_err());
 }

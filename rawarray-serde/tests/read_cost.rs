@@ -46,6 +46,7 @@ fn v1_file(
         segments: Config::first_segment(1, n, 0, 0),
         stats: None,
         split: false,
+        stream_crcs: false,
     };
     let mut section = config.encode();
     let index_at = section.len();

@@ -76,7 +76,8 @@ impl Chain {
         );
         Ok(Chain::new(
             Pipeline::new(config.filters.clone(), config.codec, config.level, el)
-                .with_split(config.split),
+                .with_split(config.split)
+                .with_stream_crcs(config.stream_crcs),
             config.blocks.clone(),
         ))
     }
@@ -333,6 +334,84 @@ impl Chain {
         self.pipeline
             .decode_planes(stored, len, which, out)
             .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
+    }
+
+    /// Decodes only byte planes `which` (sorted, distinct, each below elbyte) of block `b` of
+    /// chunk `chunk` (`r` in its table, `len` raw bytes), reading its payload piece by piece
+    /// with `read(offset, len)` (offsets in the payload): the head of stream lengths and CRCs,
+    /// then the stored bytes of each run of consecutive planes in one read, each stream checked
+    /// against its own CRC before it is decoded. `out` as in [`Chain::decode_block_planes`].
+    /// Only where each stream has its CRC ([`Pipeline::has_stream_crcs`]) and
+    /// [`Pipeline::decodes_by_plane`]: a read of some streams cannot check the block's CRC,
+    /// which covers them all.
+    #[allow(clippy::too_many_arguments)]
+    pub fn read_block_planes<'a>(
+        &self,
+        chunk: u64,
+        b: u64,
+        r: &BlockRef,
+        len: usize,
+        which: &[usize],
+        read: &mut dyn FnMut(u64, u64) -> Result<std::borrow::Cow<'a, [u8]>>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let p = &self.pipeline;
+        let el = p.elements();
+        let bad = |e: String| corrupt(chunk, format!("block {b}: {e}"));
+        if !p.decodes_by_plane() || !p.has_stream_crcs() {
+            return Err(crate::Error::msg(format!(
+                "planes read alone: the pipeline {:?} (split {}, stream CRCs {}) does not \
+                 store checked byte planes",
+                p.filters(),
+                p.is_split(),
+                p.has_stream_crcs()
+            )));
+        }
+        let m = len / el.elbyte.max(1);
+        if which.windows(2).any(|w| w[0] >= w[1]) || out.len() != which.len() * m {
+            return Err(crate::Error::msg(format!(
+                "planes {which:?} (sorted, distinct) of {m} bytes read into {} bytes",
+                out.len()
+            )));
+        }
+        let payload = crate::data::to_usize(r.len)?;
+        let hl = super::split::head_len(el, true);
+        if payload < hl {
+            return Err(bad(format!(
+                "split payload of {payload} bytes: expected at least its head of {hl}"
+            )));
+        }
+        let head = read(0, hl as u64)?;
+        let streams = super::split::streams_of(&head, payload, el, len, true).map_err(bad)?;
+        let codec = p.codec().block_codec();
+        let mut k = 0;
+        while k < which.len() {
+            // A run of consecutive planes is one read: their streams lie next to each other.
+            let mut end = k + 1;
+            while end < which.len() && which[end] == which[end - 1] + 1 {
+                end += 1;
+            }
+            let (Some(first), Some(last)) = (streams.get(which[k]), streams.get(which[end - 1]))
+            else {
+                return Err(crate::Error::msg(format!(
+                    "planes {which:?} of {} streams",
+                    streams.len()
+                )));
+            };
+            let at = first.range.start;
+            let bytes = read(at as u64, (last.range.end - at) as u64)?;
+            for (i, &j) in which.iter().enumerate().take(end).skip(k) {
+                let s = &streams[j];
+                let stored = bytes
+                    .get(s.range.start - at..s.range.end - at)
+                    .ok_or_else(|| bad(format!("split stream {j}: read short")))?;
+                super::split::decode_stream(codec, s, j, stored, el, &mut out[i * m..(i + 1) * m])
+                    .map_err(bad)?;
+            }
+            k = end;
+        }
+        p.finish_planes(len, out);
+        Ok(())
     }
 
     /// [`Chain::decode_block`], checking the CRC only when `check`.

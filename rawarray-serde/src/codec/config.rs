@@ -21,6 +21,7 @@
 //!     segments: Config::first_segment(2, 2, 1, 0),
 //!     stats: None,
 //!     split: false,
+//!     stream_crcs: false,
 //! };
 //! let bytes = c.encode();
 //! assert_eq!(bytes.len() as u64, c.encoded_len());
@@ -64,6 +65,10 @@ pub const FEATURE_STATS: u32 = 1;
 /// Features bit 1: blocks are compressed as byte streams ([`split`](super::split)).
 pub const FEATURE_SPLIT: u32 = 2;
 
+/// Features bit 2: each byte stream of a block carries its own CRC-32 (only with bit 1), so a
+/// reader of some fields reads and checks only their streams ([`split`](super::split)).
+pub const FEATURE_STREAM_CRCS: u32 = 4;
+
 /// Bytes of a version 2 segment slot: offset u64, crc u32, reserved u32.
 const SLOT_V2: usize = 16;
 
@@ -100,6 +105,9 @@ pub struct Config {
     /// Version 2: each block's codec payload is `elbyte` byte streams, each compressed alone
     /// (features bit 1, [`split`](super::split)).
     pub split: bool,
+    /// Version 2, with `split`: each byte stream carries its own CRC-32 (features bit 2,
+    /// [`split`](super::split)).
+    pub stream_crcs: bool,
 }
 
 impl Config {
@@ -205,7 +213,8 @@ impl Config {
             put32(
                 &mut out,
                 (FEATURE_STATS * u32::from(self.stats.is_some()))
-                    | (FEATURE_SPLIT * u32::from(self.split)),
+                    | (FEATURE_SPLIT * u32::from(self.split))
+                    | (FEATURE_STREAM_CRCS * u32::from(self.stream_crcs)),
             );
             put64(&mut out, self.s0);
             put64(&mut out, self.chunk.len() as u64);
@@ -439,6 +448,7 @@ fn decode_v1(header: &Header, b: &[u8]) -> Result<Config> {
         segments,
         stats: None,
         split: false,
+        stream_crcs: false,
     })
 }
 
@@ -459,14 +469,22 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
         .check_elements(header.eltype, header.elbyte)
         .map_err(|e| bad("config codec", e, codec.name()))?;
     let features = u32_at(b, 20);
-    if features & !(FEATURE_STATS | FEATURE_SPLIT) != 0 {
+    if features & !(FEATURE_STATS | FEATURE_SPLIT | FEATURE_STREAM_CRCS) != 0 {
         return Err(bad(
             "config features",
-            "bits 0 (statistics) and 1 (byte streams) or none",
+            "bits 0 (statistics), 1 (byte streams) and 2 (stream CRCs) or none",
             format!("{features:#x}"),
         ));
     }
     let split = features & FEATURE_SPLIT != 0;
+    let stream_crcs = features & FEATURE_STREAM_CRCS != 0;
+    if stream_crcs && !split {
+        return Err(bad(
+            "config features bit 2 (stream CRCs)",
+            "bit 1 (byte streams) set with it",
+            format!("{features:#x}"),
+        ));
+    }
     if split {
         check_split(codec, header.elbyte)
             .map_err(|e| bad("config features bit 1 (byte streams)", e, codec.name()))?;
@@ -560,6 +578,7 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
         segments,
         stats,
         split,
+        stream_crcs,
     })
 }
 

@@ -39,6 +39,7 @@ pub struct Pipeline {
     level: i32,
     el: Elements,
     split: bool,
+    stream_crcs: bool,
 }
 
 fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> R {
@@ -73,6 +74,7 @@ impl Pipeline {
             level,
             el,
             split: false,
+            stream_crcs: false,
         }
     }
 
@@ -92,6 +94,19 @@ impl Pipeline {
     /// Whether each block is compressed as byte streams.
     pub fn is_split(&self) -> bool {
         self.split
+    }
+
+    /// This pipeline with each byte stream carrying its own CRC-32 ([`split`](super::split),
+    /// config features bit 2) when `on`; only with [`Pipeline::with_split`].
+    pub fn with_stream_crcs(mut self, on: bool) -> Pipeline {
+        debug_assert!(!on || self.split, "stream CRCs without byte streams");
+        self.stream_crcs = on && self.split;
+        self
+    }
+
+    /// Whether each byte stream carries its own CRC-32.
+    pub fn has_stream_crcs(&self) -> bool {
+        self.stream_crcs
     }
 
     /// The filters, in the order they are applied when writing.
@@ -119,7 +134,7 @@ impl Pipeline {
         let codec = self.codec.block_codec();
         self.filtered(raw, |block| {
             if self.split {
-                super::split::encode(codec, block, &self.el, self.level, out)
+                super::split::encode(codec, block, &self.el, self.level, self.stream_crcs, out)
             } else {
                 codec.compress(block, &self.el, self.level, out)
             }
@@ -133,7 +148,7 @@ impl Pipeline {
         let codec = self.codec.block_codec();
         self.filtered(raw, |block| {
             if self.split {
-                super::split::encode_into(codec, block, &self.el, self.level, dst)
+                super::split::encode_into(codec, block, &self.el, self.level, self.stream_crcs, dst)
             } else {
                 codec.compress_into(block, &self.el, self.level, dst)
             }
@@ -193,7 +208,7 @@ impl Pipeline {
     fn decompress(&self, stored: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
         let codec = self.codec.block_codec();
         if self.split {
-            super::split::decode(codec, stored, &self.el, out)
+            super::split::decode(codec, stored, &self.el, self.stream_crcs, out)
         } else {
             codec.decompress(stored, &self.el, out)
         }
@@ -233,7 +248,22 @@ impl Pipeline {
                 self.filters, self.split
             ));
         }
-        super::split::decode_streams(self.codec.block_codec(), stored, &self.el, len, which, out)?;
+        super::split::decode_streams(
+            self.codec.block_codec(),
+            stored,
+            &self.el,
+            len,
+            self.stream_crcs,
+            which,
+            out,
+        )?;
+        self.finish_planes(len, out);
+        Ok(())
+    }
+
+    /// Undoes the `bytedelta` filters of decoded byte planes (each plane of a block of `len`
+    /// raw bytes is one stream of bytedelta).
+    pub(crate) fn finish_planes(&self, len: usize, out: &mut [u8]) {
         let deltas = self
             .filters
             .iter()
@@ -251,7 +281,6 @@ impl Pipeline {
                 }
             });
         }
-        Ok(())
     }
 
     /// `raw` with the pipeline's lossy filters applied (they lead the pipeline and work

@@ -10,10 +10,15 @@
 //! (`BLOSC_AUTO_SPLIT`), and it is why its 128 KiB blocks reach the ratio that one frame
 //! reaches only at 256 KiB (doc/benchmarks.md, "A frame per byte plane").
 //!
-//! The payload is `w` lengths (`u32`, little-endian), then the `w` streams in order. A stream of
+//! The payload is `w` lengths (`u32`, little-endian), then, with stream CRCs (config features
+//! bit 2), `w` CRC-32s of the streams' stored bytes, then the `w` streams in order. A stream of
 //! exactly its raw length (`block bytes / w`) is stored as it is; any other stream is the
 //! codec's payload of that many bytes. Writers store a stream raw whenever the codec does not
 //! make it smaller, so a coded stream is always shorter than its raw bytes.
+//!
+//! Stream CRCs are for readers of some fields of records: they read the head, then only the
+//! streams of the bytes they need, and check each against its own CRC (the block's CRC covers
+//! the whole payload, which such a read does not hold). Records split by default carry them.
 //!
 //! ```
 //! use rawarray_serde::codec::{split, Codec, Elements};
@@ -28,12 +33,12 @@
 //! }
 //! let codec = Codec::Lz4.block_codec();
 //! let mut stored = vec![0u8; 9000];
-//! let n = split::encode_into(codec, &planes, &el, 0, &mut stored).unwrap().unwrap();
+//! let n = split::encode_into(codec, &planes, &el, 0, false, &mut stored).unwrap().unwrap();
 //! let first = u32::from_le_bytes(stored[0..4].try_into().unwrap());
 //! let second = u32::from_le_bytes(stored[4..8].try_into().unwrap());
 //! assert!(first < 100 && second == 4096 && n == 8 + first as usize + 4096);
 //! let mut back = vec![0u8; 8192];
-//! split::decode(codec, &stored[..n], &el, &mut back).unwrap();
+//! split::decode(codec, &stored[..n], &el, false, &mut back).unwrap();
 //! assert_eq!(back, planes);
 //! ```
 
@@ -44,9 +49,25 @@ use crate::error::Result;
 /// (doc/chunked.md 5.1).
 pub const MAX_STREAMS: u64 = 256;
 
-/// The bytes of the lengths before the streams of a block of `el`'s elements.
-pub fn head_len(el: &Elements) -> usize {
-    4 * el.elbyte
+/// The bytes before the streams of a block of `el`'s elements: their lengths, and their CRCs
+/// when `crcs` (config features bit 2).
+pub fn head_len(el: &Elements, crcs: bool) -> usize {
+    if crcs {
+        8 * el.elbyte
+    } else {
+        4 * el.elbyte
+    }
+}
+
+/// One stream of a split payload, as its head describes it ([`streams_of`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Stream {
+    /// Its stored bytes, as offsets in the payload.
+    pub range: std::ops::Range<usize>,
+    /// Whether they are the stream itself (stored as it is) rather than the codec's payload.
+    pub raw: bool,
+    /// The CRC-32 of its stored bytes, when the payload carries them (features bit 2).
+    pub crc: Option<u32>,
 }
 
 /// The streams of a block of `len` bytes: `(w, m)`, `w` streams of `m` bytes; an error unless
@@ -68,10 +89,11 @@ pub fn encode_into(
     src: &[u8],
     el: &Elements,
     level: i32,
+    crcs: bool,
     dst: &mut [u8],
 ) -> Result<Option<usize>> {
     let (w, m) = streams(src.len(), el).map_err(crate::Error::msg)?;
-    let head = head_len(el);
+    let head = head_len(el, crcs);
     if dst.len() < head {
         return Ok(None);
     }
@@ -91,6 +113,10 @@ pub fn encode_into(
             _ => return Ok(None),
         };
         dst[4 * j..4 * j + 4].copy_from_slice(&(n as u32).to_le_bytes());
+        if crcs {
+            let crc = crc32fast::hash(&dst[pos..pos + n]);
+            dst[4 * (w + j)..4 * (w + j) + 4].copy_from_slice(&crc.to_le_bytes());
+        }
         pos += n;
     }
     Ok(Some(pos))
@@ -102,11 +128,12 @@ pub fn encode(
     src: &[u8],
     el: &Elements,
     level: i32,
+    crcs: bool,
     out: &mut Vec<u8>,
 ) -> Result<()> {
     let (w, m) = streams(src.len(), el).map_err(crate::Error::msg)?;
     let start = out.len();
-    out.resize(start + head_len(el), 0);
+    out.resize(start + head_len(el, crcs), 0);
     for j in 0..w {
         let stream = &src[j * m..(j + 1) * m];
         let at = out.len();
@@ -117,73 +144,130 @@ pub fn encode(
         }
         let n = (out.len() - at) as u32;
         out[start + 4 * j..start + 4 * j + 4].copy_from_slice(&n.to_le_bytes());
+        if crcs {
+            let crc = crc32fast::hash(&out[at..]);
+            out[start + 4 * (w + j)..start + 4 * (w + j) + 4].copy_from_slice(&crc.to_le_bytes());
+        }
     }
     Ok(())
 }
 
 /// Decodes a split payload `src` into exactly `dst.len()` bytes (a block of whole elements),
-/// each stream with `codec`. Lengths that do not add up to the payload, a stream longer than
-/// its raw bytes, or a stream the codec refuses is an error (in words, naming the stream).
+/// each stream with `codec`; `crcs` says whether its head holds stream CRCs (they are not
+/// checked here: a whole payload is checked by its block's CRC). Lengths that do not add up to
+/// the payload, a stream longer than its raw bytes, or a stream the codec refuses is an error
+/// (in words, naming the stream).
 pub fn decode(
     codec: &dyn BlockCodec,
     src: &[u8],
     el: &Elements,
+    crcs: bool,
     dst: &mut [u8],
 ) -> std::result::Result<(), String> {
-    let spans = spans(src, el, dst.len())?;
+    let streams = streams_of(src, src.len(), el, dst.len(), crcs)?;
     let m = dst.len() / el.elbyte.max(1);
-    for (j, (span, raw)) in spans.into_iter().enumerate() {
+    for (j, s) in streams.into_iter().enumerate() {
         let out = &mut dst[j * m..(j + 1) * m];
-        if raw {
-            out.copy_from_slice(&src[span]);
+        if s.raw {
+            out.copy_from_slice(&src[s.range]);
         } else {
             codec
-                .decompress(&src[span], el, out)
+                .decompress(&src[s.range], el, out)
                 .map_err(|e| format!("split stream {j}: {e}"))?;
         }
     }
     Ok(())
 }
 
-/// The place of each stream in a split payload `src` of a block of `len` raw bytes, checked as
-/// [`decode`] checks them: `(range, raw)`, the stream's bytes and whether they are its raw
-/// plane (a stream of exactly its raw length).
-fn spans(
-    src: &[u8],
+/// The streams of a split payload of `payload` bytes, of a block of `len` raw bytes, from its
+/// head (`head`: at least [`head_len`] bytes, the payload's start), checked as [`decode`]
+/// checks them: the lengths add up to the payload after its head, and none exceeds its raw
+/// bytes. With `crcs` each stream has the CRC its head gives.
+pub fn streams_of(
+    head: &[u8],
+    payload: usize,
     el: &Elements,
     len: usize,
-) -> std::result::Result<Vec<(std::ops::Range<usize>, bool)>, String> {
+    crcs: bool,
+) -> std::result::Result<Vec<Stream>, String> {
     let (w, m) = streams(len, el)?;
-    let head = head_len(el);
-    if src.len() < head {
+    let hl = head_len(el, crcs);
+    if head.len() < hl || payload < hl {
         return Err(format!(
-            "split payload of {} bytes: expected at least {head} ({w} stream lengths)",
-            src.len()
+            "split payload of {payload} bytes: expected at least {hl} ({w} stream lengths{})",
+            if crcs { " and CRCs" } else { "" }
         ));
     }
-    let lens = |j: usize| u32::from_le_bytes(src[4 * j..4 * j + 4].try_into().expect("4 bytes"));
+    let word = |i: usize| u32::from_le_bytes(head[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     // Summed as u64: a hostile length is compared, never used to index.
-    let total: u64 = (0..w).map(|j| u64::from(lens(j))).sum();
-    if total != (src.len() - head) as u64 {
+    let total: u64 = (0..w).map(|j| u64::from(word(j))).sum();
+    if total != (payload - hl) as u64 {
         return Err(format!(
             "split streams: lengths add up to {total}, expected the payload's {} bytes after \
-             its {w} lengths",
-            src.len() - head
+             its head of {hl}",
+            payload - hl
         ));
     }
-    let mut pos = head;
+    let mut pos = hl;
     let mut out = Vec::with_capacity(w);
     for j in 0..w {
-        let n = lens(j) as usize;
+        let n = word(j) as usize;
         if n > m {
             return Err(format!(
                 "split stream {j}: {n} bytes, expected at most its raw {m}"
             ));
         }
-        out.push((pos..pos + n, n == m));
+        out.push(Stream {
+            range: pos..pos + n,
+            raw: n == m,
+            crc: crcs.then(|| word(w + j)),
+        });
         pos += n;
     }
     Ok(out)
+}
+
+/// Decodes stream `j` (`s`, from [`streams_of`]) from its stored bytes `bytes` into `out` (its
+/// raw bytes), after checking its CRC when it has one: a CRC that does not match, or a stream
+/// the codec refuses, is an error naming the stream.
+pub fn decode_stream(
+    codec: &dyn BlockCodec,
+    s: &Stream,
+    j: usize,
+    bytes: &[u8],
+    el: &Elements,
+    out: &mut [u8],
+) -> std::result::Result<(), String> {
+    if bytes.len() != s.range.len() {
+        return Err(format!(
+            "split stream {j}: {} bytes read, expected its {}",
+            bytes.len(),
+            s.range.len()
+        ));
+    }
+    if let Some(expected) = s.crc {
+        let found = crc32fast::hash(bytes);
+        if found != expected {
+            return Err(format!(
+                "split stream {j}: CRC-32 {found:#010x}, expected {expected:#010x}"
+            ));
+        }
+    }
+    if s.raw {
+        if out.len() != bytes.len() {
+            return Err(format!(
+                "split stream {j}: {} raw bytes, expected {}",
+                bytes.len(),
+                out.len()
+            ));
+        }
+        out.copy_from_slice(bytes);
+        Ok(())
+    } else {
+        codec
+            .decompress(bytes, el, out)
+            .map_err(|e| format!("split stream {j}: {e}"))
+    }
 }
 
 /// Decodes only the streams `which` (indices, each below `elbyte`) of a split payload `src` of
@@ -196,10 +280,11 @@ pub fn decode_streams(
     src: &[u8],
     el: &Elements,
     len: usize,
+    crcs: bool,
     which: &[usize],
     dst: &mut [u8],
 ) -> std::result::Result<(), String> {
-    let spans = spans(src, el, len)?;
+    let spans = streams_of(src, src.len(), el, len, crcs)?;
     let m = len / el.elbyte.max(1);
     if dst.len() != which.len() * m {
         return Err(format!(
@@ -209,15 +294,15 @@ pub fn decode_streams(
         ));
     }
     for (k, &j) in which.iter().enumerate() {
-        let Some((span, raw)) = spans.get(j) else {
+        let Some(s) = spans.get(j) else {
             return Err(format!("split stream {j} of {}", spans.len()));
         };
         let out = &mut dst[k * m..(k + 1) * m];
-        if *raw {
-            out.copy_from_slice(&src[span.clone()]);
+        if s.raw {
+            out.copy_from_slice(&src[s.range.clone()]);
         } else {
             codec
-                .decompress(&src[span.clone()], el, out)
+                .decompress(&src[s.range.clone()], el, out)
                 .map_err(|e| format!("split stream {j}: {e}"))?;
         }
     }
@@ -258,12 +343,14 @@ mod tests {
                 }
                 let c = codec.block_codec();
                 let mut v = Vec::new();
-                encode(c, &src, &el, 3, &mut v).unwrap();
+                encode(c, &src, &el, 3, false, &mut v).unwrap();
                 let mut d = vec![0u8; src.len() + 4 * w + 64];
-                let n = encode_into(c, &src, &el, 3, &mut d).unwrap().unwrap();
+                let n = encode_into(c, &src, &el, 3, false, &mut d)
+                    .unwrap()
+                    .unwrap();
                 assert_eq!(&d[..n], &v[..], "{codec} w {w}");
                 let mut back = vec![0u8; src.len()];
-                decode(c, &v, &el, &mut back).unwrap();
+                decode(c, &v, &el, false, &mut back).unwrap();
                 assert_eq!(back, src);
             }
         }
@@ -278,26 +365,26 @@ mod tests {
         let mut out = [0u8; 8];
         // Two raw streams of 4 bytes each, by hand.
         let good = [4, 0, 0, 0, 4, 0, 0, 0, 1, 3, 5, 7, 2, 4, 6, 8];
-        decode(c, &good, &el, &mut out).unwrap();
+        decode(c, &good, &el, false, &mut out).unwrap();
         assert_eq!(out, [1, 3, 5, 7, 2, 4, 6, 8]);
-        let e = decode(c, &good[..6], &el, &mut out).unwrap_err();
+        let e = decode(c, &good[..6], &el, false, &mut out).unwrap_err();
         assert!(e.contains("at least 8"), "{e}");
         let mut bad = good;
         bad[0] = 5;
-        let e = decode(c, &bad, &el, &mut out).unwrap_err();
+        let e = decode(c, &bad, &el, false, &mut out).unwrap_err();
         assert!(e.contains("add up to 9"), "{e}");
         let mut bad = good.to_vec();
         bad[0] = 5;
         bad[4] = 3;
-        let e = decode(c, &bad, &el, &mut out).unwrap_err();
+        let e = decode(c, &bad, &el, false, &mut out).unwrap_err();
         assert!(e.contains("stream 0: 5 bytes"), "{e}");
         // A huge claimed length is compared, never allocated.
         let mut bad = good;
         bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(decode(c, &bad, &el, &mut out).is_err());
+        assert!(decode(c, &bad, &el, false, &mut out).is_err());
         // A coded stream that is not LZ4 names its stream.
         let bad = [3, 0, 0, 0, 4, 0, 0, 0, 0xff, 0xff, 0xff, 2, 4, 6, 8];
-        let e = decode(c, &bad, &el, &mut out).unwrap_err();
+        let e = decode(c, &bad, &el, false, &mut out).unwrap_err();
         assert!(e.starts_with("split stream 0: "), "{e}");
     }
 
@@ -310,12 +397,86 @@ mod tests {
         for room in [0usize, 3, 16, 100, 4015] {
             let mut d = vec![0u8; room];
             assert_eq!(
-                encode_into(c, &src, &el, 3, &mut d).unwrap(),
+                encode_into(c, &src, &el, 3, false, &mut d).unwrap(),
                 None,
                 "{room}"
             );
         }
         let mut d = vec![0u8; 4016];
-        assert_eq!(encode_into(c, &src, &el, 3, &mut d).unwrap(), Some(4016));
+        assert_eq!(
+            encode_into(c, &src, &el, 3, false, &mut d).unwrap(),
+            Some(4016)
+        );
+    }
+
+    // With stream CRCs: both encoders write the same bytes, the head holds each stream's
+    // CRC-32 of its stored bytes, a whole decode gives the block back, and each stream decoded
+    // from its own bytes alone checks its CRC: one flipped bit in a stream is an error naming
+    // it, and the other streams still decode.
+    #[test]
+    fn stream_crcs_cover_each_stream() {
+        for codec in [Codec::Lz4, Codec::Zstd] {
+            let w = 6;
+            let el = Elements::new(ElType::User, w, false);
+            let m = 2000;
+            let mut src = Vec::new();
+            for j in 0..w {
+                if j % 2 == 0 {
+                    src.extend(std::iter::repeat_n(j as u8, m));
+                } else {
+                    src.extend(noise(m, j as u32));
+                }
+            }
+            let c = codec.block_codec();
+            let mut v = Vec::new();
+            encode(c, &src, &el, 3, true, &mut v).unwrap();
+            let mut d = vec![0u8; src.len() + 8 * w + 64];
+            let n = encode_into(c, &src, &el, 3, true, &mut d).unwrap().unwrap();
+            assert_eq!(&d[..n], &v[..], "{codec}");
+            let mut plain = Vec::new();
+            encode(c, &src, &el, 3, false, &mut plain).unwrap();
+            assert_eq!(
+                v.len(),
+                plain.len() + 4 * w,
+                "{codec}: 4 bytes a stream more"
+            );
+            assert_eq!(&v[..4 * w], &plain[..4 * w], "{codec}: the same lengths");
+            assert_eq!(&v[8 * w..], &plain[4 * w..], "{codec}: the same streams");
+            let mut back = vec![0u8; src.len()];
+            decode(c, &v, &el, true, &mut back).unwrap();
+            assert_eq!(back, src);
+            let streams = streams_of(&v[..8 * w], v.len(), &el, src.len(), true).unwrap();
+            let mut pos = 8 * w;
+            for (j, s) in streams.iter().enumerate() {
+                let len = u32::from_le_bytes(v[4 * j..4 * j + 4].try_into().unwrap()) as usize;
+                let crc = u32::from_le_bytes(v[4 * (w + j)..4 * (w + j) + 4].try_into().unwrap());
+                assert_eq!(s.range, pos..pos + len);
+                assert_eq!(s.crc, Some(crc));
+                assert_eq!(
+                    crc,
+                    crc32fast::hash(&v[pos..pos + len]),
+                    "{codec} stream {j}"
+                );
+                assert_eq!(s.raw, j % 2 == 1, "{codec}: noise is stored as it is");
+                pos += len;
+                let mut out = vec![0u8; m];
+                decode_stream(c, s, j, &v[s.range.clone()], &el, &mut out).unwrap();
+                assert_eq!(out, src[j * m..(j + 1) * m]);
+            }
+            for (j, s) in streams.iter().enumerate() {
+                let mut bytes = v[s.range.clone()].to_vec();
+                bytes[s.range.len() / 2] ^= 0x10;
+                let mut out = vec![0u8; m];
+                let e = decode_stream(c, s, j, &bytes, &el, &mut out).unwrap_err();
+                assert!(e.starts_with(&format!("split stream {j}: CRC-32 ")), "{e}");
+                let e = decode_stream(c, s, j, &bytes[1..], &el, &mut out).unwrap_err();
+                assert!(e.contains("bytes read"), "{e}");
+            }
+            // A head too short for the CRCs, and lengths counted without them, are errors.
+            let e = streams_of(&v[..8 * w - 1], v.len(), &el, src.len(), true).unwrap_err();
+            assert!(e.contains("lengths and CRCs"), "{e}");
+            let e = streams_of(&v, v.len(), &el, src.len(), false).unwrap_err();
+            assert!(e.contains("add up to"), "{e}");
+        }
     }
 }

@@ -589,9 +589,10 @@ impl Chunked {
     /// Decodes the bytes `fields` (`(offset, width)` inside an element) of each element of the
     /// box `ranges` into `outs` (one per field: the box's elements in order, column-major,
     /// `width` bytes each, in the file's byte order), reading the blocks the box crosses and
-    /// decoding only the byte planes of those bytes. Every block's CRC is checked, and a chunk
-    /// stored raw is checked whole, as [`Chunked::read_box`] checks them. Only when
-    /// [`Chunked::reads_fields`].
+    /// decoding only the byte planes of those bytes. Where each stream has its own CRC (config
+    /// features bit 2) only those planes' streams are read, each checked; otherwise each block
+    /// is read whole and its CRC checked. A chunk stored raw is checked whole, as
+    /// [`Chunked::read_box`] checks it. Only when [`Chunked::reads_fields`].
     pub(crate) fn read_box_fields<S: ReadAt + ?Sized>(
         &self,
         io: &Io<'_, S>,
@@ -616,6 +617,7 @@ impl Chunked {
         let out_dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
         let mut planes = Vec::new();
         let mut cols: Vec<Vec<u8>> = vec![Vec::new(); fields.len()];
+        let checked_streams = self.map.chain().pipeline().has_stream_crcs();
         for n in self.map.grid().touched(ranges) {
             let e = self.map.entry(n);
             if e.is_empty() {
@@ -649,12 +651,50 @@ impl Chunked {
                 let len = crate::data::to_usize(g.raw_len(b))?;
                 let m = len / elbyte;
                 let r = &table[b as usize];
-                let stored = self.read_at(io, r.len, e.offset + r.start)?;
                 planes.resize(which.len() * m, 0);
-                self.map
-                    .chain()
-                    .decode_block_planes(n, b, r, &stored, len, &which, &mut planes)?;
+                if checked_streams {
+                    // Each stream has its CRC: read the head and the streams of these bytes.
+                    let at = e.offset + r.start;
+                    self.map.chain().read_block_planes(
+                        n,
+                        b,
+                        r,
+                        len,
+                        &which,
+                        &mut |o, l| self.read_at(io, l, at + o),
+                        &mut planes,
+                    )?;
+                } else {
+                    let stored = self.read_at(io, r.len, e.offset + r.start)?;
+                    self.map.chain().decode_block_planes(
+                        n,
+                        b,
+                        r,
+                        &stored,
+                        len,
+                        &which,
+                        &mut planes,
+                    )?;
+                }
                 io.counters.blocks(1, g.raw_len(b));
+                let runs: Vec<(u64, u64, u64)> =
+                    g.block_to_box(b, &local, &out_dims, &at).collect();
+                if let [(0, d, l)] = runs[..] {
+                    if l as usize == len {
+                        // The whole block is one run of the box: its planes go back to the
+                        // fields' bytes right where they belong.
+                        let d = d as usize / elbyte;
+                        for (k, &(_, w)) in fields.iter().enumerate() {
+                            let p = first[k];
+                            crate::codec::shuffle::unshuffle(
+                                &planes[p * m..(p + w) * m],
+                                w,
+                                &mut outs[k][d * w..(d + m) * w],
+                            );
+                        }
+                        continue;
+                    }
+                }
                 for (k, &(_, w)) in fields.iter().enumerate() {
                     // The field's planes, back to its bytes element by element.
                     cols[k].resize(m * w, 0);
@@ -662,7 +702,7 @@ impl Chunked {
                     crate::codec::shuffle::unshuffle(&planes[p * m..(p + w) * m], w, &mut cols[k]);
                 }
                 // The box's runs of this block, in elements, field by field.
-                for (s, d, l) in g.block_to_box(b, &local, &out_dims, &at) {
+                for (s, d, l) in runs {
                     let (s, d, l) = (
                         s as usize / elbyte,
                         d as usize / elbyte,

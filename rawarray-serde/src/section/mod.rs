@@ -315,6 +315,8 @@ pub struct Description {
     pub statistics: bool,
     /// Whether its blocks are byte streams (config features bit 1).
     pub split: bool,
+    /// Whether each byte stream carries its own CRC-32 (config features bit 2).
+    pub stream_crcs: bool,
     /// The bits a lossy filter kept (`bitround`), if one was applied.
     pub rounded_to: Option<u32>,
     /// Bytes of the section as stored.
@@ -502,6 +504,7 @@ impl<S: ReadAt> Section<S> {
             chunks_written: None,
             statistics: false,
             split: false,
+            stream_crcs: false,
             rounded_to: None,
             stored_bytes: h.size,
             data_bytes: h.data_len(),
@@ -524,6 +527,7 @@ impl<S: ReadAt> Section<S> {
             );
             d.statistics = c.stats.is_some();
             d.split = c.split;
+            d.stream_crcs = c.stream_crcs;
             d.rounded_to = c.filters.iter().find_map(|f| f.kept_bits());
         }
         d
