@@ -874,3 +874,37 @@ fn split_worked_example_in_the_spec() {
     assert_eq!(&listed[..4], &64u32.to_le_bytes());
     assert_eq!(&listed[8..72], &(0..64u8).collect::<Vec<_>>()[..]);
 }
+
+// doc/chunked.md 5.3's block with stream CRCs (features bit 2): the encoder writes exactly the
+// listed bytes, whose CRCs are zlib's CRC-32 of each stream (computed here by crc32fast, and
+// in the spec by Python's zlib.crc32), a whole decode gives the elements, and each stream read
+// alone from its own bytes decodes to its plane.
+#[test]
+fn stream_crcs_worked_example_in_the_spec() {
+    use rawarray_serde::codec::{split, Elements, Filter, Pipeline};
+    lz4_flex_encoder();
+    let listed = spec_listing("**Stream CRCs (features bit 2, only with bit 1).**");
+    assert_eq!(listed.len(), 92);
+    let raw: Vec<u8> = (0..64u16).flat_map(u16::to_le_bytes).collect();
+    let el = Elements::new(ElType::Uint, 2, false);
+    let p = Pipeline::new(vec![Filter::Shuffle], Codec::Lz4, 0, el.clone())
+        .with_split(true)
+        .with_stream_crcs(true);
+    let mut stored = Vec::new();
+    p.encode_block(&raw, &mut stored).unwrap();
+    assert_eq!(stored, listed, "{stored:02x?}");
+    let mut back = vec![0u8; raw.len()];
+    p.decode_block(&listed, &mut back).unwrap();
+    assert_eq!(back, raw);
+    assert_eq!(&listed[8..12], &0x100e_ce8cu32.to_le_bytes());
+    assert_eq!(&listed[8..12], &crc32fast::hash(&listed[16..80]).to_le_bytes());
+    assert_eq!(&listed[12..16], &crc32fast::hash(&listed[80..92]).to_le_bytes());
+    let streams = split::streams_of(&listed[..16], 92, &el, raw.len(), true).unwrap();
+    let planes: [Vec<u8>; 2] = [(0..64u8).collect(), vec![0u8; 64]];
+    let codec = Codec::Lz4.block_codec();
+    for (j, s) in streams.iter().enumerate() {
+        let mut out = vec![0u8; 64];
+        split::decode_stream(codec, s, j, &listed[s.range.clone()], &el, &mut out).unwrap();
+        assert_eq!(out, planes[j], "stream {j}");
+    }
+}

@@ -314,6 +314,10 @@ fn hostile_settings_are_errors_naming_the_field() {
         (WriteOptions::new().codec(Codec::Pco).split(true), "split"),
         (WriteOptions::new().codec(Codec::None).split(true), "split"),
         (WriteOptions::new().split(true).layout_version(1), "split"),
+        (
+            WriteOptions::new().split(false).stream_crcs(true),
+            "stream_crcs",
+        ),
     ];
     for (opts, field) in cases {
         let err = rawarray_serde::codec::encode(&header, &raw, &opts)
@@ -354,7 +358,9 @@ fn hostile_configs_in_files_are_errors_naming_the_field() {
         (filter_id_at, 77u64, "filter"),
         (block0_at, 65, "block shape"),
         (stat_offset_at, 9, "statistics field"),
-        (20, 4, "config features"),
+        (20, 8, "config features"),
+        // Stream CRCs (bit 2) without byte streams (bit 1).
+        (20, 4, "config features bit 2"),
     ] {
         let mut bad = section.clone();
         if field == "filter" || field == "statistics field" || field == "config features" {
@@ -463,6 +469,9 @@ fn byte_streams_are_the_default_only_where_they_pay() {
     let z = WriteOptions::chunked();
     let c = cfg(&f4, z.clone());
     assert!(c.split);
+    // Arrays are read whole: their streams carry no CRCs of their own unless asked.
+    assert!(!c.stream_crcs);
+    assert!(cfg(&f4, z.clone().stream_crcs(true)).stream_crcs);
     let rawarray_serde::codec::Blocks::Shape(b) = &c.blocks else {
         panic!("v2 blocks")
     };
@@ -489,6 +498,10 @@ fn byte_streams_are_the_default_only_where_they_pay() {
     let rec = Header::new(ElType::User, 32, vec![1 << 16]).unwrap();
     let c = cfg(&rec, z.clone());
     assert!(c.split);
+    // Records' fields are read alone: each stream has its CRC, unless turned off.
+    assert!(c.stream_crcs);
+    assert!(!cfg(&rec, z.clone().stream_crcs(false)).stream_crcs);
+    assert!(!cfg(&rec, z.clone().split(false)).stream_crcs);
     assert_eq!(
         c.blocks,
         rawarray_serde::codec::Blocks::Shape(c.chunk.clone())
