@@ -897,8 +897,14 @@ fn stream_crcs_worked_example_in_the_spec() {
     p.decode_block(&listed, &mut back).unwrap();
     assert_eq!(back, raw);
     assert_eq!(&listed[8..12], &0x100e_ce8cu32.to_le_bytes());
-    assert_eq!(&listed[8..12], &crc32fast::hash(&listed[16..80]).to_le_bytes());
-    assert_eq!(&listed[12..16], &crc32fast::hash(&listed[80..92]).to_le_bytes());
+    assert_eq!(
+        &listed[8..12],
+        &crc32fast::hash(&listed[16..80]).to_le_bytes()
+    );
+    assert_eq!(
+        &listed[12..16],
+        &crc32fast::hash(&listed[80..92]).to_le_bytes()
+    );
     let streams = split::streams_of(&listed[..16], 92, &el, raw.len(), true).unwrap();
     let planes: [Vec<u8>; 2] = [(0..64u8).collect(), vec![0u8; 64]];
     let codec = Codec::Lz4.block_codec();

@@ -282,3 +282,51 @@ fn stream_crcs_let_a_read_of_fields_read_only_their_streams() {
     let s = Section::open(&h, &bad[..]).unwrap();
     assert!(s.read_box_fields(&[0..n], &fields).is_err());
 }
+
+// A stream CRC that disagrees with its stream while every other checksum is right (the block's
+// and the chunk's fixed up, as a writer with a bug would leave them): a whole read gives the
+// elements, a read of that stream's field is an error naming the stream, and `verify` (which
+// `ra verify` runs) finds it.
+#[test]
+fn verify_checks_each_stream_crc() {
+    let n = 3000u64;
+    let raw = elements(n as usize, 5, false);
+    let opts = split_opts(vec![Filter::Shuffle])
+        .statistics(false)
+        .chunks(vec![n])
+        .blocks(vec![n]);
+    let (h, file) = file_of(&[n], &raw, &opts);
+    let s = Section::open(&h, &file[..]).unwrap();
+    assert_eq!(s.verify().unwrap(), 1);
+    let map = s.chunk_map().unwrap();
+    let e = map.index().entries()[0];
+    let section = h.encoded_len();
+    let chunk_at = section + e.offset as usize;
+    let entry_at = section + map.config().encoded_len() as usize;
+    let payload_at = chunk_at + 12;
+    let mut bad = file.clone();
+    // crc[3], then the block's CRC (table entry 0: end u64, crc u32), then the entry's.
+    bad[payload_at + 4 * (ELBYTE + 3)] ^= 0x55;
+    let block_crc = crc32fast::hash(&bad[payload_at..chunk_at + e.len as usize]);
+    bad[chunk_at + 8..chunk_at + 12].copy_from_slice(&block_crc.to_le_bytes());
+    let stored_crc = crc32fast::hash(&bad[chunk_at..chunk_at + e.len as usize]);
+    bad[entry_at + 16..entry_at + 20].copy_from_slice(&stored_crc.to_le_bytes());
+    let mut covered = bad[entry_at..entry_at + 24].to_vec();
+    covered.extend_from_slice(&0u64.to_le_bytes());
+    bad[entry_at + 24..entry_at + 28].copy_from_slice(&crc32fast::hash(&covered).to_le_bytes());
+    let s = Section::open(&h, &bad[..]).unwrap();
+    let mut whole = vec![0u8; raw.len()];
+    s.read_box(&[0..n], &mut whole).unwrap();
+    assert_eq!(whole, raw, "the block's bytes are the writer's");
+    let err = s
+        .read_box_fields(&[0..n], &[(0, 8)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("split stream 3: CRC-32"), "{err}");
+    assert_eq!(
+        s.read_box_fields(&[0..n], &[(8, 8)]).unwrap().unwrap()[0],
+        field_of(&raw, (8, 8))
+    );
+    let err = s.verify().unwrap_err().to_string();
+    assert!(err.contains("block 0: split stream 3: CRC-32"), "{err}");
+}

@@ -414,6 +414,17 @@ impl Chain {
         Ok(())
     }
 
+    /// Checks each byte stream of block `b` of chunk `chunk` (its whole stored payload
+    /// `stored`, `len` raw bytes) against its own CRC, where the pipeline stores them
+    /// ([`Pipeline::has_stream_crcs`]; nothing to check otherwise).
+    pub fn check_stream_crcs(&self, chunk: u64, b: u64, stored: &[u8], len: usize) -> Result<()> {
+        if !self.pipeline.has_stream_crcs() {
+            return Ok(());
+        }
+        super::split::check_stream_crcs(stored, self.pipeline.elements(), len)
+            .map_err(|e| corrupt(chunk, format!("block {b}: {e}")))
+    }
+
     /// [`Chain::decode_block`], checking the CRC only when `check`.
     fn decode_block_opt(
         &self,

@@ -227,6 +227,25 @@ pub fn streams_of(
     Ok(out)
 }
 
+/// Checks each stream of a whole split payload `src` with stream CRCs (of a block of `len` raw
+/// bytes) against its CRC: what a read of some streams alone relies on, which a whole decode
+/// does not look at (the block's CRC covers it). An error names the first stream that differs.
+pub fn check_stream_crcs(src: &[u8], el: &Elements, len: usize) -> std::result::Result<(), String> {
+    for (j, s) in streams_of(src, src.len(), el, len, true)?
+        .iter()
+        .enumerate()
+    {
+        let found = crc32fast::hash(&src[s.range.clone()]);
+        if Some(found) != s.crc {
+            return Err(format!(
+                "split stream {j}: CRC-32 {found:#010x}, expected {:#010x}",
+                s.crc.unwrap_or_default()
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Decodes stream `j` (`s`, from [`streams_of`]) from its stored bytes `bytes` into `out` (its
 /// raw bytes), after checking its CRC when it has one: a CRC that does not match, or a stream
 /// the codec refuses, is an error naming the stream.

@@ -812,6 +812,20 @@ impl Chunked {
             }
             let mut buf = crate::data::try_zeroed_bytes(grid.raw_len(n))?;
             self.read_chunk_into(io, n, &mut buf, true)?;
+            let e = self.map.entry(n);
+            if self.map.chain().pipeline().has_stream_crcs() && !e.is_raw() {
+                // A whole decode does not look at the streams' own CRCs (the block's covers
+                // them); a read of some fields relies on them, so they are checked here too.
+                let table = self.table(io, n, &e)?;
+                let g = self.map.block_grid(n)?;
+                for (b, r) in table.iter().enumerate() {
+                    let stored = self.read_at(io, r.len, e.offset + r.start)?;
+                    let len = crate::data::to_usize(g.raw_len(b as u64))?;
+                    self.map
+                        .chain()
+                        .check_stream_crcs(n, b as u64, &stored, len)?;
+                }
+            }
             checked += 1;
         }
         Ok(checked)

@@ -923,7 +923,8 @@ impl<S: ReadAt> Section<S> {
     }
 
     /// Reads the whole section checking every checksum it has (a chunked section: each
-    /// chunk's entry CRC and each block's CRC, by decoding every written chunk; a
+    /// chunk's entry CRC and each block's CRC, by decoding every written chunk, and each byte
+    /// stream's own CRC where streams carry one; a
     /// whole-section LZ4 block: by decoding it), and returns how many chunks were checked.
     /// Warnings ([`Section::warnings`]) are not errors here; `ra verify` reports them too.
     pub fn verify(&self) -> Result<u64> {
