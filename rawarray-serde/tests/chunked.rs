@@ -887,7 +887,7 @@ fn stream_crcs_worked_example_in_the_spec() {
     assert_eq!(listed.len(), 92);
     let raw: Vec<u8> = (0..64u16).flat_map(u16::to_le_bytes).collect();
     let el = Elements::new(ElType::Uint, 2, false);
-    let p = Pipeline::new(vec![Filter::Shuffle], Codec::Lz4, 0, el.clone())
+    let p = Pipeline::new(vec![Filter::Shuffle], Codec::Lz4, 0, el)
         .with_split(true)
         .with_stream_crcs(true);
     let mut stored = Vec::new();
