@@ -87,7 +87,8 @@ Examples:
 dims (the file's order: first fastest), numpy_shape (dims reversed: numpy's shape),
 big_endian, compressed, codec (zstd, lz4, none, lz4-whole or null), chunks (the file's order;
 null unless chunked), numpy_chunks (chunks reversed), shuffle, level, split (whether blocks
-are byte streams; null unless chunked), ratio, dtype (null where
+are byte streams; null unless chunked), stream_crcs (whether each byte stream has its own
+CRC-32; null unless chunked), ratio, dtype (null where
 numpy has none), type, header_bytes, trailer_bytes, trailer (the trailer block: version,
 params, schema, numpy_descr, and any keys a later version added; or null), trailer_error (why
 a damaged block cannot be read; or null), schema_error (why the record schema does not
