@@ -638,7 +638,8 @@ const MAX_CHUNK_PROBLEMS: usize = 8;
 
 /// Checks every chunk of the chunked `src`: the config and index (validated by the codec
 /// layer), then each written chunk's stored bytes against its index crc32, decoding each
-/// block (their own crc32s and decoded lengths). Returns one problem per bad chunk, naming it.
+/// block (their own crc32s and decoded lengths), and each byte stream's own crc32 where the
+/// streams carry one. Returns one problem per bad chunk, naming it.
 fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
     let section = src.section()?;
     let Some(layout) = section.chunk_map() else {
@@ -677,6 +678,7 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
         let checked = match read {
             Ok(()) => layout
                 .decode_chunk(n, &stored, &mut plain)
+                .and_then(|()| layout.check_stream_crcs(n, &stored))
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("chunk {n}: {e}")),
         };

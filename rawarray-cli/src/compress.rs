@@ -171,6 +171,7 @@ impl PackingArgs {
             layout_version: self.layout_version,
             statistics: self.no_stats.then_some(false),
             split: self.split_setting(),
+            stream_crcs: None,
             threads: self.threads,
         }
     }
@@ -248,6 +249,9 @@ pub struct Packing {
     pub statistics: Option<bool>,
     /// Whether blocks are compressed as byte streams (`None`: the library's default).
     pub split: Option<bool>,
+    /// Whether each byte stream carries its own CRC-32 (`None`: the library's default; kept
+    /// from an input only with its byte streams).
+    pub stream_crcs: Option<bool>,
     /// Threads compressing chunks (0: all cores).
     pub threads: usize,
 }
@@ -264,6 +268,9 @@ impl Packing {
         }
         if let Some(on) = self.split {
             o = o.split(on);
+        }
+        if let Some(on) = self.stream_crcs {
+            o = o.stream_crcs(on);
         }
         if let Some(f) = &self.filters {
             o = o.filters(f.clone());

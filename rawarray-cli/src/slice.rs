@@ -136,6 +136,11 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
         (codec, Some(p)) => {
             let codec = codec.unwrap_or(p.codec);
             let own_chunked = p.codec != Codec::Lz4Whole;
+            let keeps_streams = codec == p.codec
+                && args.filters().is_none()
+                && args
+                    .layout_version
+                    .is_none_or(|v| Some(v) == p.layout_version);
             Packing {
                 codec,
                 level: args.level.or(if codec == p.codec { p.level } else { None }),
@@ -150,20 +155,17 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
                 } else {
                     p.statistics
                 },
-                // The input's byte streams go with its codec, filters and layout version: any
-                // of them changed, the library's default decides.
-                split: args.split_setting().or(
-                    if codec == p.codec
-                        && args.filters().is_none()
-                        && args
-                            .layout_version
-                            .is_none_or(|v| Some(v) == p.layout_version)
-                    {
-                        p.split
-                    } else {
-                        None
-                    },
-                ),
+                // The input's byte streams (and whether each has its CRC) go with its codec,
+                // filters and layout version: any of them changed, or byte streams asked for
+                // or not, the library's default decides.
+                split: args
+                    .split_setting()
+                    .or(if keeps_streams { p.split } else { None }),
+                stream_crcs: if keeps_streams && args.split_setting().is_none() {
+                    p.stream_crcs
+                } else {
+                    None
+                },
                 threads: args.threads,
             }
         }
@@ -186,6 +188,7 @@ pub(crate) fn packing_of_config(
         layout_version: Some(config.version),
         statistics: (config.version >= 2).then_some(config.stats.is_some()),
         split: (config.version >= 2).then_some(config.split),
+        stream_crcs: (config.version >= 2).then_some(config.stream_crcs),
         threads: 0,
     }
 }

@@ -642,3 +642,96 @@ fn info_stats_are_the_values_min_max_and_nan_count() {
         assert!(j["stats"].is_null(), "{name}: {out}");
     }
 }
+
+/// Records compressed with the defaults get a CRC per byte stream (`ra info` says so); `ra
+/// slice` keeps the input's choice either way; `ra verify` finds a stream CRC that does not
+/// match its stream even when the block's and the chunk's CRCs agree with it.
+#[test]
+fn stream_crcs_are_kept_by_slice_and_checked_by_verify() {
+    use rawarray_serde::section::Section;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let plain = d.join("rec.ra");
+    record_file(&plain, 20_000);
+    let z = d.join("z.ra");
+    compress(&plain, &z, &["--no-stats"]);
+    let j = info_json(&z);
+    assert_eq!(
+        (&j["split"], &j["stream_crcs"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    assert!(stdout_of(ra().arg("info").arg(&z)).contains("byte streams with CRCs"));
+    assert_eq!(info_json(&plain)["stream_crcs"], Value::Null);
+    let s = d.join("s.ra");
+    ra().arg("slice")
+        .arg(&z)
+        .arg(&s)
+        .arg("100:19000")
+        .assert()
+        .success();
+    assert_eq!(info_json(&s)["stream_crcs"], Value::Bool(true));
+    // An input whose streams have no CRCs (as a writer for older readers makes them) keeps
+    // none through `ra slice`.
+    let (h, raw) = data_of(&plain);
+    let opts = rawarray_serde::WriteOptions::chunked().stream_crcs(false);
+    let (hz, section) = rawarray_serde::codec::encode(&h, &raw, &opts).unwrap();
+    let mut bytes = hz.encode();
+    bytes.extend_from_slice(&section);
+    let old = d.join("old.ra");
+    std::fs::write(&old, &bytes).unwrap();
+    assert_eq!(info_json(&old)["stream_crcs"], Value::Bool(false));
+    ra().arg("slice")
+        .arg(&old)
+        .arg(&s)
+        .arg("100:19000")
+        .assert()
+        .success();
+    let j = info_json(&s);
+    assert_eq!(
+        (&j["split"], &j["stream_crcs"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+
+    // One chunk, one block: change crc[5] in the block's head, then fix up the block's CRC
+    // (block table entry 0: end u64, crc u32) and the chunk's (its index entry: crc at 16,
+    // the entry's own CRC at 24 over bytes 0..24 and the chunk number).
+    assert_eq!(
+        stdout_of(ra().arg("verify").arg(&z)),
+        format!("{}: OK\n", z.display())
+    );
+    let mut bytes = std::fs::read(&z).unwrap();
+    let h = Header::decode_any(&bytes).unwrap();
+    let sec = Section::open(&h, &bytes[..]).unwrap();
+    let map = sec.chunk_map().unwrap();
+    assert_eq!(map.index().entries().len(), 1);
+    let e = map.index().entries()[0];
+    let base = h.encoded_len();
+    let chunk = base + e.offset as usize..base + (e.offset + e.len) as usize;
+    let entry = base + map.config().encoded_len() as usize;
+    let payload = chunk.start + 12;
+    bytes[payload + 4 * (22 + 5)] ^= 0x21;
+    let crc = crc32(&bytes[payload..chunk.end]);
+    bytes[chunk.start + 8..chunk.start + 12].copy_from_slice(&crc.to_le_bytes());
+    let crc = crc32(&bytes[chunk.clone()]);
+    bytes[entry + 16..entry + 20].copy_from_slice(&crc.to_le_bytes());
+    let mut covered = bytes[entry..entry + 24].to_vec();
+    covered.extend_from_slice(&0u64.to_le_bytes());
+    let crc = crc32(&covered);
+    bytes[entry + 24..entry + 28].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&z, &bytes).unwrap();
+    // The whole records still read (the block's bytes are whole), and `ra cat` prints them.
+    ra().arg("cat").arg(&z).assert().success();
+    let out = ra()
+        .arg("verify")
+        .arg(&z)
+        .assert()
+        .code(1)
+        .get_output()
+        .stdout
+        .clone();
+    let out = String::from_utf8(out).unwrap();
+    assert!(
+        out.contains("FAILED (chunk 0: block 0: split stream 5: CRC-32"),
+        "{out}"
+    );
+}

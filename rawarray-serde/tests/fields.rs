@@ -276,17 +276,52 @@ fn stream_crcs_let_a_read_of_fields_read_only_their_streams() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("split stream 10: CRC-32"), "{err}");
-    // A stream's length changed (its CRC no longer covers the bytes it names): an error.
+    // A stream's length changed: the lengths no longer add up, an error.
     let mut bad = file.clone();
     bad[payload_at] ^= 1;
     let s = Section::open(&h, &bad[..]).unwrap();
-    assert!(s.read_box_fields(&[0..n], &fields).is_err());
+    let err = s.read_box_fields(&[0..n], &fields).unwrap_err().to_string();
+    assert!(err.contains("add up to"), "{err}");
+    // Two lengths changed so that they still add up (stream 1 one byte longer, stream 2 one
+    // shorter): the streams read from the moved bytes do not match their CRCs, so a read of
+    // them is an error naming one; a read of fields whose streams did not move is right.
+    let len_at = |j: usize| payload_at + 4 * j;
+    let word = |b: &[u8], at: usize| u32::from_le_bytes(b[at..at + 4].try_into().unwrap());
+    let mut bad = file.clone();
+    let (l1, l2) = (word(&bad, len_at(1)), word(&bad, len_at(2)));
+    bad[len_at(1)..len_at(1) + 4].copy_from_slice(&(l1 + 1).to_le_bytes());
+    bad[len_at(2)..len_at(2) + 4].copy_from_slice(&(l2 - 1).to_le_bytes());
+    let s = Section::open(&h, &bad[..]).unwrap();
+    let err = s
+        .read_box_fields(&[0..n], &[(0, 8)])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("CRC-32"), "{err}");
+    let cols = s
+        .read_box_fields(&[0..n], &[(8, 8), (21, 2)])
+        .unwrap()
+        .unwrap();
+    assert_eq!(cols[0], field_of(&raw, (8, 8)));
+    assert_eq!(cols[1], field_of(&raw, (21, 2)));
+    // Stored lz4 the same way (every other test here is zstd).
+    let lz = split_opts(vec![Filter::Shuffle])
+        .codec(Codec::Lz4)
+        .split(true)
+        .stream_crcs(true)
+        .chunks(vec![n])
+        .blocks(vec![n]);
+    let (h, file) = file_of(&[n], &raw, &lz);
+    let s = Section::open(&h, &file[..]).unwrap();
+    let cols = s.read_box_fields(&[0..n], &fields).unwrap().unwrap();
+    for (col, &f) in cols.iter().zip(&fields) {
+        assert_eq!(col, &field_of(&raw, f), "lz4");
+    }
 }
 
 // A stream CRC that disagrees with its stream while every other checksum is right (the block's
 // and the chunk's fixed up, as a writer with a bug would leave them): a whole read gives the
-// elements, a read of that stream's field is an error naming the stream, and `verify` (which
-// `ra verify` runs) finds it.
+// elements, a read of that stream's field is an error naming the stream, and `Section::verify`
+// finds it (as `ra verify` does: rawarray-cli's `stream_crcs_are_kept_by_slice_and_checked_by_verify`).
 #[test]
 fn verify_checks_each_stream_crc() {
     let n = 3000u64;

@@ -69,6 +69,11 @@ impl Chain {
 
     /// The chain a config describes for a file of `header`.
     pub fn from_config(config: &Config, header: &Header) -> Result<Chain> {
+        if config.stream_crcs && !config.split {
+            return Err(crate::Error::msg(
+                "config stream_crcs: expected byte streams (split) to carry them, found none",
+            ));
+        }
         let el = Elements::new(
             header.eltype,
             crate::data::to_usize(header.elbyte)?,

@@ -33,8 +33,8 @@ use super::blocks::BlockGrid;
 use super::chain::{corrupt, Chain};
 use super::config::{bad, Config};
 use super::grid::{runs, CopyRuns, Grid, Place};
-use super::index::ENTRY_FULL;
 use super::index::{segment_reads, Entry, Index, SegmentRead};
+use super::index::{ENTRY_FULL, ENTRY_RAW};
 use crate::error::Result;
 use crate::header::Header;
 
@@ -186,6 +186,30 @@ impl ChunkMap {
         }
         self.chain
             .decode_checked_chunk_prefix(n, stored, e.flags, &extent, out)
+    }
+
+    /// Checks each byte stream of chunk `n` (all its stored bytes, `stored`) against its own
+    /// CRC, where the streams carry one (config features bit 2; nothing to check otherwise or
+    /// for a chunk stored raw). A whole decode ([`ChunkMap::decode_chunk`]) does not look at
+    /// them, since the block's CRC covers them; a read of some fields relies on them, so a
+    /// verifier checks both ([`Section::verify`](crate::section::Section::verify), `ra verify`).
+    pub fn check_stream_crcs(&self, n: u64, stored: &[u8]) -> Result<()> {
+        let e = self.index.entry(n);
+        if !self.chain.pipeline().has_stream_crcs() || e.flags & ENTRY_RAW != 0 || e.is_empty() {
+            return Ok(());
+        }
+        let g = self.block_grid(n)?;
+        let table = self.chain.block_table(n, stored, &g, stored.len() as u64)?;
+        for (b, r) in table.iter().enumerate() {
+            let payload = usize::try_from(r.start)
+                .ok()
+                .zip(usize::try_from(r.start + r.len).ok())
+                .and_then(|(lo, hi)| stored.get(lo..hi))
+                .ok_or_else(|| corrupt(n, format!("block {b}: past the chunk's stored bytes")))?;
+            let len = crate::data::to_usize(g.raw_len(b as u64))?;
+            self.chain.check_stream_crcs(n, b as u64, payload, len)?;
+        }
+        Ok(())
     }
 
     /// Checks chunk `n`'s stored bytes against its index entry: their length and CRC-32.

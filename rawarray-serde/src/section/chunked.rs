@@ -816,15 +816,8 @@ impl Chunked {
             if self.map.chain().pipeline().has_stream_crcs() && !e.is_raw() {
                 // A whole decode does not look at the streams' own CRCs (the block's covers
                 // them); a read of some fields relies on them, so they are checked here too.
-                let table = self.table(io, n, &e)?;
-                let g = self.map.block_grid(n)?;
-                for (b, r) in table.iter().enumerate() {
-                    let stored = self.read_at(io, r.len, e.offset + r.start)?;
-                    let len = crate::data::to_usize(g.raw_len(b as u64))?;
-                    self.map
-                        .chain()
-                        .check_stream_crcs(n, b as u64, &stored, len)?;
-                }
+                let stored = self.read_at(io, e.len, e.offset)?;
+                self.map.check_stream_crcs(n, &stored)?;
             }
             checked += 1;
         }
