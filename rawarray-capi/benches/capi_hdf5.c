@@ -53,8 +53,13 @@ static double now(void) {
    last one is removed first, as a program writing a series of snapshots does) and nothing is
    synced: HDF5 never syncs, and librawarray syncs a whole-array write only when it replaces a
    file (record flushes do not sync unless asked). With durable = 1 an array write replaces the
-   last file: librawarray then syncs before its rename, and HDF5's file is synced after close. */
+   last file: librawarray then syncs before its rename, and HDF5's file is synced after close.
+   With durable = 2 HDF5 replaces the last file as librawarray does, so that a crash never
+   costs the old one: it writes a temporary file, syncs it, renames it over the last file and
+   syncs the folder (librawarray's write is the same as with durable = 1). */
 static int durable = 0;
+
+static void sync_dir(void);
 
 static void sync_file(const char *path) {
   int fd = open(path, O_RDONLY);
@@ -68,6 +73,15 @@ static void sync_file(const char *path) {
 static float *field;
 static sample *recs, *back;
 static char dir[4096];
+
+static void sync_dir(void) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY);
+  if (fd < 0 || fsync(fd) != 0) {
+    perror(dir);
+    exit(1);
+  }
+  close(fd);
+}
 
 static const char *at(const char *name) {
   static char buf[4][4200];
@@ -135,7 +149,8 @@ static void ra_read_records_all(int compressed) {
    byte shuffle + a codec), chunks of about 1 MiB as librawarray's default ---- */
 
 static void h5_write_array(int compressed) {
-  const char *path = at(compressed ? "h5_z.h5" : "h5.h5");
+  const char *final = at(compressed ? "h5_z.h5" : "h5.h5");
+  const char *path = durable == 2 ? at(compressed ? "h5_z.h5.tmp" : "h5.h5.tmp") : final;
   if (!durable) unlink(path);
   hid_t file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
   hsize_t dims[3] = {NZ, NY, NX};
@@ -154,6 +169,13 @@ static void h5_write_array(int compressed) {
   H5Sclose(space);
   H5Fclose(file);
   if (durable) sync_file(path);
+  if (durable == 2) {
+    if (rename(path, final) != 0) {
+      perror(final);
+      exit(1);
+    }
+    sync_dir();
+  }
 }
 
 static void h5_read_array(int compressed) {
@@ -229,8 +251,8 @@ static void timed(const char *api, const char *what, int compressed, int reps, v
     double t = now() - t0;
     if (t < best) best = t;
   }
-  printf("%s %s%s_%s %.4f\n", api, what, durable ? "_synced" : "", compressed ? "compressed" : "plain",
-         best);
+  printf("%s %s%s_%s %.4f\n", api, what, durable == 2 ? "_replaced" : durable ? "_synced" : "",
+         compressed ? "compressed" : "plain", best);
   fflush(stdout);
 }
 
@@ -261,6 +283,9 @@ int main(int argc, char **argv) {
     timed("hdf5", "array_write", c, reps, h5_write_array);
     timed("hdf5", "array_read", c, reps, h5_read_array);
     durable = 1;
+    timed("capi", "array_write", c, reps, ra_write_array);
+    timed("hdf5", "array_write", c, reps, h5_write_array);
+    durable = 2;
     timed("capi", "array_write", c, reps, ra_write_array);
     timed("hdf5", "array_write", c, reps, h5_write_array);
     durable = 0;
