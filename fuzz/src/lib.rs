@@ -688,6 +688,7 @@ pub fn chunked(data: &[u8]) {
     let Ok(reader) = SectionReader::open(&header, &file[..]) else {
         return;
     };
+    let fields_section = rawarray_serde::section::Section::open(&header, &file[..]).ok();
     let tail = &data[data.len().saturating_sub(12)..];
     let mut pick = tail.iter().copied().cycle().chain(std::iter::repeat(0));
     let mut next = || u64::from(pick.next().unwrap_or(0));
@@ -724,19 +725,18 @@ pub fn chunked(data: &[u8]) {
         }
         let o = next() as usize % e;
         let w = 1 + next() as usize % (e - o);
-        let Ok(section) = rawarray_serde::section::Section::open(&header, &file[..]) else {
+        let Some(section) = &fields_section else {
             continue;
         };
         if let (Ok(Some(cols)), Some(wh)) = (section.read_box_fields(&ranges, &[(o, w)]), &whole) {
             let plan = rawarray_serde::SubsetPlan::new(&header.dims, header.elbyte, &ranges)
                 .expect("ranges checked");
-            let field: Vec<u8> = plan
-                .runs()
-                .flat_map(|r| wh[r.start as usize..r.end as usize].to_vec())
-                .collect::<Vec<u8>>()
-                .chunks_exact(e)
-                .flat_map(|el| el[o..o + w].to_vec())
-                .collect();
+            let mut field = Vec::with_capacity(cols[0].len());
+            for r in plan.runs() {
+                for el in wh[r.start as usize..r.end as usize].chunks_exact(e) {
+                    field.extend_from_slice(&el[o..o + w]);
+                }
+            }
             assert_eq!(
                 cols[0], field,
                 "field ({o}, {w}) of {ranges:?} differs from the whole read"

@@ -59,8 +59,6 @@ static double now(void) {
    syncs the folder (librawarray's write is the same as with durable = 1). */
 static int durable = 0;
 
-static void sync_dir(void);
-
 static void sync_file(const char *path) {
   int fd = open(path, O_RDONLY);
   if (fd < 0 || fsync(fd) != 0) {
@@ -171,7 +169,8 @@ static void h5_write_array(int compressed) {
   if (durable) sync_file(path);
   if (durable == 2) {
     if (rename(path, final) != 0) {
-      perror(final);
+      fprintf(stderr, "rename %s -> %s: ", path, final);
+      perror(NULL);
       exit(1);
     }
     sync_dir();

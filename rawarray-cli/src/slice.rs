@@ -157,11 +157,13 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
                 },
                 // The input's byte streams (and whether each has its CRC) go with its codec,
                 // filters and layout version: any of them changed, or byte streams asked for
-                // or not, the library's default decides.
+                // where the input has none or the reverse, the library's default decides.
                 split: args
                     .split_setting()
                     .or(if keeps_streams { p.split } else { None }),
-                stream_crcs: if keeps_streams && args.split_setting().is_none() {
+                stream_crcs: if keeps_streams
+                    && args.split_setting().is_none_or(|on| Some(on) == p.split)
+                {
                     p.stream_crcs
                 } else {
                     None

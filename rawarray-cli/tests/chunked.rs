@@ -691,6 +691,28 @@ fn stream_crcs_are_kept_by_slice_and_checked_by_verify() {
         (&j["split"], &j["stream_crcs"]),
         (&Value::Bool(true), &Value::Bool(false))
     );
+    // Packing settings given: kept with the input's codec and filters (`--level`, `--split`),
+    // the library's default once the codec changes.
+    for (input, args, crcs) in [
+        (&old, &["--level", "5"][..], Value::Bool(false)),
+        (&old, &["--split"], Value::Bool(false)),
+        (&z, &["--level", "5"], Value::Bool(true)),
+        (&old, &["--codec", "lz4"], Value::Bool(false)),
+    ] {
+        ra().arg("slice")
+            .args(args)
+            .arg(input)
+            .arg(&s)
+            .arg("100:19000")
+            .assert()
+            .success();
+        assert_eq!(info_json(&s)["stream_crcs"], crcs, "{input:?} {args:?}");
+    }
+    assert_eq!(
+        info_json(&s)["split"],
+        Value::Bool(false),
+        "lz4 keeps one stream a block"
+    );
 
     // One chunk, one block: change crc[5] in the block's head, then fix up the block's CRC
     // (block table entry 0: end u64, crc u32) and the chunk's (its index entry: crc at 16,

@@ -802,7 +802,8 @@ impl Chunked {
     }
 
     /// Reads every written chunk whole, checking its entry's CRC and every block's, and
-    /// decodes it: what `verify` reports.
+    /// decodes it, then checks each byte stream's own CRC where streams carry one: what
+    /// `verify` reports.
     pub(crate) fn verify<S: ReadAt + ?Sized>(&self, io: &Io<'_, S>) -> Result<u64> {
         let grid = self.map.grid();
         let mut checked = 0;
