@@ -574,11 +574,20 @@ impl<S: ReadAt> Section<S> {
             }
         }
         // A read that fails may have failed because the file changed under it (cut short by
-        // a rewrite in place): then the change is the error, not the short read.
+        // a rewrite in place): then the change is the error, not the short read. Any change
+        // counts here, growth too: a reader opened on a half-written file sees the rest of it
+        // as growth, and a rewrite that cuts it short next is still a change (CI met a short
+        // read reported as such in tests/rewrite_rounds.rs).
         let out = match read() {
             Ok(out) => out,
             Err(e) => {
-                self.source.state()?;
+                let after = self.source.state()?;
+                if let (Some(b), Some(a)) = (&before, &after) {
+                    if b != a {
+                        self.drop_caches();
+                        return Err(b.changed_to(a));
+                    }
+                }
                 return Err(e);
             }
         };
