@@ -677,8 +677,7 @@ fn bad_chunks(src: &RaSource) -> Result<Vec<String>> {
             rawarray_serde::io::ReadAt::read_exact_at(&src.file(), &mut stored, base + range.start);
         let checked = match read {
             Ok(()) => layout
-                .decode_chunk(n, &stored, &mut plain)
-                .and_then(|()| layout.check_stream_crcs(n, &stored))
+                .verify_chunk(n, &stored, &mut plain)
                 .map_err(|e| e.to_string()),
             Err(e) => Err(format!("chunk {n}: {e}")),
         };

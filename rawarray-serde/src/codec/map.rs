@@ -188,6 +188,13 @@ impl ChunkMap {
             .decode_checked_chunk_prefix(n, stored, e.flags, &extent, out)
     }
 
+    /// [`ChunkMap::decode_chunk`], then [`ChunkMap::check_stream_crcs`]: every checksum chunk
+    /// `n` has, as a verifier (`Section::verify`, `ra verify`) checks them.
+    pub fn verify_chunk(&self, n: u64, stored: &[u8], out: &mut [u8]) -> Result<()> {
+        self.decode_chunk(n, stored, out)?;
+        self.check_stream_crcs(n, stored)
+    }
+
     /// Checks each byte stream of chunk `n` (all its stored bytes, `stored`) against its own
     /// CRC, where the streams carry one (config features bit 2; nothing to check otherwise or
     /// for a chunk stored raw). A whole decode ([`ChunkMap::decode_chunk`]) does not look at

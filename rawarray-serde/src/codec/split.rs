@@ -166,15 +166,15 @@ pub fn decode(
 ) -> std::result::Result<(), String> {
     let streams = streams_of(src, src.len(), el, dst.len(), crcs)?;
     let m = dst.len() / el.elbyte.max(1);
-    for (j, s) in streams.into_iter().enumerate() {
-        let out = &mut dst[j * m..(j + 1) * m];
-        if s.raw {
-            out.copy_from_slice(&src[s.range]);
-        } else {
-            codec
-                .decompress(&src[s.range], el, out)
-                .map_err(|e| format!("split stream {j}: {e}"))?;
-        }
+    for (j, s) in streams.iter().enumerate() {
+        decode_one(
+            codec,
+            s,
+            j,
+            &src[s.range.clone()],
+            el,
+            &mut dst[j * m..(j + 1) * m],
+        )?;
     }
     Ok(())
 }
@@ -272,6 +272,19 @@ pub fn decode_stream(
             ));
         }
     }
+    decode_one(codec, s, j, bytes, el, out)
+}
+
+/// Stream `j`'s stored bytes `bytes` into `out`: a copy when stored as it is, else the codec;
+/// its CRC is its caller's to check (a whole payload's is covered by its block's).
+fn decode_one(
+    codec: &dyn BlockCodec,
+    s: &Stream,
+    j: usize,
+    bytes: &[u8],
+    el: &Elements,
+    out: &mut [u8],
+) -> std::result::Result<(), String> {
     if s.raw {
         if out.len() != bytes.len() {
             return Err(format!(
@@ -316,14 +329,14 @@ pub fn decode_streams(
         let Some(s) = spans.get(j) else {
             return Err(format!("split stream {j} of {}", spans.len()));
         };
-        let out = &mut dst[k * m..(k + 1) * m];
-        if s.raw {
-            out.copy_from_slice(&src[s.range.clone()]);
-        } else {
-            codec
-                .decompress(&src[s.range.clone()], el, out)
-                .map_err(|e| format!("split stream {j}: {e}"))?;
-        }
+        decode_one(
+            codec,
+            s,
+            j,
+            &src[s.range.clone()],
+            el,
+            &mut dst[k * m..(k + 1) * m],
+        )?;
     }
     Ok(())
 }

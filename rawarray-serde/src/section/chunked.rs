@@ -298,6 +298,19 @@ impl Chunked {
         out: &mut [u8],
         zeroed: bool,
     ) -> Result<()> {
+        self.read_chunk_checked(io, n, out, zeroed, false)
+    }
+
+    /// [`Chunked::read_chunk_into`]; with `verify`, also each byte stream's own CRC
+    /// ([`crate::codec::ChunkMap::verify_chunk`]), from the same read.
+    fn read_chunk_checked<S: ReadAt + ?Sized>(
+        &self,
+        io: &Io<'_, S>,
+        n: u64,
+        out: &mut [u8],
+        zeroed: bool,
+        verify: bool,
+    ) -> Result<()> {
         let e = self.map.entry(n);
         if e.is_empty() {
             // A fresh zeroed buffer's pages stay untouched: a sparse array costs no memory
@@ -315,7 +328,11 @@ impl Chunked {
             let bytes: u64 = (0..used).map(|b| g.raw_len(b)).sum();
             io.counters.blocks(used, bytes);
         }
-        self.map.decode_chunk(n, &stored, out)
+        if verify {
+            self.map.verify_chunk(n, &stored, out)
+        } else {
+            self.map.decode_chunk(n, &stored, out)
+        }
     }
 
     /// Decodes every chunk into `out` (the section's length); `zeroed`: it is known to hold
@@ -812,14 +829,9 @@ impl Chunked {
                 continue;
             }
             let mut buf = crate::data::try_zeroed_bytes(grid.raw_len(n))?;
-            self.read_chunk_into(io, n, &mut buf, true)?;
-            let e = self.map.entry(n);
-            if self.map.chain().pipeline().has_stream_crcs() && !e.is_raw() {
-                // A whole decode does not look at the streams' own CRCs (the block's covers
-                // them); a read of some fields relies on them, so they are checked here too.
-                let stored = self.read_at(io, e.len, e.offset)?;
-                self.map.check_stream_crcs(n, &stored)?;
-            }
+            // A whole decode does not look at the streams' own CRCs (the block's covers them);
+            // a read of some fields relies on them, so they are checked here too.
+            self.read_chunk_checked(io, n, &mut buf, true, true)?;
             checked += 1;
         }
         Ok(checked)
