@@ -374,6 +374,17 @@ int ra_write_options_statistics(ra_write_options *opts, int on);
 // `opts` is live options used by no other thread now.
 int ra_write_options_split(ra_write_options *opts, int on);
 
+// Whether each byte stream carries its own CRC-32 (config features bit 2, doc/chunked.md
+// 5.3; only with byte streams, `ra_write_options_split`): a reader of some fields of records
+// then reads and checks only their streams. By default on for records (elements over 16 bytes)
+// split in byte streams and off for arrays; readers older than this setting refuse files that
+// have it. Turning it on for blocks in one stream is an error when the options are used,
+// naming `stream_crcs`.
+//
+// # Safety
+// `opts` is live options used by no other thread now.
+int ra_write_options_stream_crcs(ra_write_options *opts, int on);
+
 // The chunked layout version: 2 (the default) or 1, which older readers read too.
 //
 // # Safety

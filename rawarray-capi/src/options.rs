@@ -300,6 +300,29 @@ pub unsafe extern "C" fn ra_write_options_split(opts: *mut RaWriteOptions, on: c
     }
 }
 
+/// Whether each byte stream carries its own CRC-32 (config features bit 2, doc/chunked.md
+/// 5.3; only with byte streams, `ra_write_options_split`): a reader of some fields of records
+/// then reads and checks only their streams. By default on for records (elements over 16 bytes)
+/// split in byte streams and off for arrays; readers older than this setting refuse files that
+/// have it. Turning it on for blocks in one stream is an error when the options are used,
+/// naming `stream_crcs`.
+///
+/// # Safety
+/// `opts` is live options used by no other thread now.
+#[no_mangle]
+pub unsafe extern "C" fn ra_write_options_stream_crcs(
+    opts: *mut RaWriteOptions,
+    on: c_int,
+) -> c_int {
+    // SAFETY: the caller's promise about `opts`.
+    unsafe {
+        change(opts, |o| {
+            set(o, |w| w.stream_crcs(on != 0));
+            Ok(())
+        })
+    }
+}
+
 /// The chunked layout version: 2 (the default) or 1, which older readers read too.
 ///
 /// # Safety

@@ -394,6 +394,8 @@ fn c_writes_files_that_rust_numpy_and_ra_read() {
             // Byte streams where C asked for them (c_zstd's chunks are under 32 KiB, which
             // keep one stream by default).
             assert_eq!(desc.split, name == "c_zstd", "{name}");
+            // A CRC per stream where C asked for it (arrays have none by default).
+            assert_eq!(desc.stream_crcs, name == "c_zstd", "{name}");
         }
         assert_eq!(r.header().is_big_endian(), name == "c_big", "{name}");
     }

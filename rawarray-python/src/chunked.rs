@@ -341,6 +341,9 @@ pub(crate) struct ChunkSettings {
     statistics: bool,
     /// Whether each block is compressed as byte streams, a frame per byte plane.
     split: bool,
+    /// Whether each byte stream carries its own CRC-32 (doc/chunked.md 5.3), which lets a read
+    /// of some fields read and check only their streams.
+    stream_crcs: bool,
     /// The mantissa bits a lossy filter of the pipeline keeps, if it has one.
     rounded_to: Option<u32>,
 }
@@ -368,6 +371,7 @@ pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
         layout_version: c.version,
         statistics: c.stats.is_some(),
         split: c.split,
+        stream_crcs: c.stream_crcs,
         rounded_to: c.filters.iter().filter_map(|f| f.kept_bits()).min(),
     }
 }

@@ -888,6 +888,7 @@ def test_records_carry_stream_crcs_and_their_fields_read_only_their_streams(tmp)
     assert raw == r.tobytes()
     stored = sum(ln for _, ln in entries)
     with rawarray.File(path) as f:
+        assert (f.compression["split"], f.compression["stream_crcs"]) == (True, True)
         before = f.io_stats["bytes"]
         t = f.to_arrow(columns=["step", "energy"])
         read = f.io_stats["bytes"] - before

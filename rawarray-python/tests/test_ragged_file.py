@@ -58,7 +58,8 @@ def test_compression_is_files_answer_for_the_values(tmp, codec, shuffle, level, 
             c = f.compression
             assert set(c) == set(want) == {"codec", "level", "filters", "shuffle", "chunks",
                                            "blocks", "block_bytes", "layout_version",
-                                           "statistics", "split", "rounded_to", "ratio"}
+                                           "statistics", "split", "stream_crcs", "rounded_to",
+                                           "ratio"}
             assert (c["filters"], c["layout_version"]) == (want["filters"], 2)
             assert (c["codec"], c["shuffle"], c["chunks"]) == (codec, shuffle, (500,) + value_shape)
             assert c["level"] == want["level"]

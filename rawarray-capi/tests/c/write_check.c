@@ -49,6 +49,7 @@ int main(int argc, char **argv) {
   CHECK(ra_write_options_chunks(o, RA_ORDER_C, chunks, 3));
   CHECK(ra_write_options_threads(o, 2));
   CHECK(ra_write_options_split(o, 1)); /* byte streams, which chunks under 32 KiB lack by default */
+  CHECK(ra_write_options_stream_crcs(o, 1)); /* a CRC per stream, which arrays lack by default */
   CHECK(ra_write_options_params_json(o, "{\"units\": \"K\", \"dt\": 0.5}"));
   write_f32(dir, "c_zstd.ra", o);
   ra_write_options_free(o);
@@ -92,6 +93,13 @@ int main(int argc, char **argv) {
   EXPECT(ra_write_options_params_json(o, "{not json") == RA_ERR_USAGE, "bad JSON");
   EXPECT(ra_write_options_filters(o, "shuffle,wobble") == RA_ERR_USAGE, "an unknown filter");
   EXPECT(strstr(ra_last_error_message(), "wobble") != NULL, "%s", ra_last_error_message());
+  ra_write_options_free(o);
+  CHECK(ra_write_options_for_name("zstd", &o));
+  CHECK(ra_write_options_split(o, 0));
+  CHECK(ra_write_options_stream_crcs(o, 1));
+  st = ra_write(join(dir, "c_plain.ra"), RA_FLOAT, 4, RA_ORDER_C, dims, 3, a, sizeof a, o);
+  EXPECT(st == RA_ERR_USAGE, "stream CRCs without byte streams: %d", st);
+  EXPECT(strstr(ra_last_error_message(), "stream_crcs") != NULL, "%s", ra_last_error_message());
   ra_write_options_free(o);
   EXPECT(ra_write(join(dir, "c_bad.ra"), 9, 4, RA_ORDER_C, dims, 3, a, sizeof a, NULL) ==
              RA_ERR_USAGE, "an eltype that does not exist");

@@ -107,7 +107,7 @@ def file_chunks(chunks: Sequence[int] | None, order: str, what: str = "chunks",
 
 #: The keys of ``File.compression`` (and ``RaggedFile.compression``), in the order shown.
 COMPRESSION_KEYS = ("codec", "level", "filters", "shuffle", "chunks", "blocks", "block_bytes",
-                    "layout_version", "statistics", "split", "rounded_to", "ratio")
+                    "layout_version", "statistics", "split", "stream_crcs", "rounded_to", "ratio")
 
 
 def compression_of(settings: dict[str, Any], marked: int | None,
@@ -130,6 +130,7 @@ def compression_of(settings: dict[str, Any], marked: int | None,
         "layout_version": settings["layout_version"],
         "statistics": settings["statistics"],
         "split": settings["split"],
+        "stream_crcs": settings["stream_crcs"],
         "rounded_to": min(bits) if bits else None,
         "ratio": ratio,
     }
