@@ -83,6 +83,19 @@ impl BlockSource for StoreBlocks {
     fn io_stats(&self) -> IoStats {
         self.reader.io_stats()
     }
+    /// Fields of records alone: where each byte stream has its CRC, a large chunk's other
+    /// streams are not fetched (`StoreArrayReader::read_subset_fields`).
+    fn read_subset_fields(
+        &self,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> rawarray_serde::Result<Option<Vec<Vec<u8>>>> {
+        let reader = self.reader.clone();
+        let (ranges, fields) = (ranges.to_vec(), fields.to_vec());
+        let got = wait(async move { reader.read_subset_fields(&ranges, &fields).await })
+            .map_err(|e| std::io::Error::other(format!("{}: {e}", self.url.shown)))?;
+        got.map_err(|e| self.url.rewrap(e))
+    }
 }
 
 /// Opens the object `url` names as a table, its store configured from the environment and

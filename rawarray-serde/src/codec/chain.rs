@@ -379,19 +379,83 @@ impl Chain {
                 out.len()
             )));
         }
+        // At most the payload: a payload shorter than its head is an error of `plane_runs`,
+        // never a read into the next block.
+        let head = read(0, (self.stream_head_len() as u64).min(r.len))?;
+        let (streams, runs) = self.plane_runs(chunk, b, r, len, which, &head)?;
+        let codec = p.codec().block_codec();
+        for (planes, bytes) in runs {
+            // A run of consecutive planes is one read: their streams lie next to each other.
+            let at = bytes.start;
+            let got = read(at as u64, (bytes.end - at) as u64)?;
+            for i in planes {
+                let j = which[i];
+                let s = &streams[j];
+                let stored = got
+                    .get(s.range.start - at..s.range.end - at)
+                    .ok_or_else(|| bad(format!("split stream {j}: read short")))?;
+                super::split::decode_stream(codec, s, j, stored, el, &mut out[i * m..(i + 1) * m])
+                    .map_err(bad)?;
+            }
+        }
+        p.finish_planes(len, out);
+        Ok(())
+    }
+
+    /// The bytes at the start of a block stored as byte streams with their CRCs that say where
+    /// each stream lies: what [`Chain::read_block_planes`] reads first.
+    pub fn stream_head_len(&self) -> usize {
+        super::split::head_len(self.pipeline.elements(), true)
+    }
+
+    /// The byte ranges of block `b` (offsets in its payload) that [`Chain::read_block_planes`]
+    /// of the planes `which` reads after its head `head` (the payload's first
+    /// [`Chain::stream_head_len`] bytes): a reader with I/O of its own fetches these first.
+    pub fn block_plane_reads(
+        &self,
+        chunk: u64,
+        b: u64,
+        r: &BlockRef,
+        len: usize,
+        which: &[usize],
+        head: &[u8],
+    ) -> Result<Vec<std::ops::Range<usize>>> {
+        let (_, runs) = self.plane_runs(chunk, b, r, len, which, head)?;
+        Ok(runs.into_iter().map(|(_, bytes)| bytes).collect())
+    }
+
+    /// The streams of block `b` as its head `head` places them (checked against the payload's
+    /// length), and the planes `which` grouped in runs of consecutive planes, each with the
+    /// indices into `which` it covers and the payload's bytes that hold its streams: one read
+    /// each.
+    #[allow(clippy::type_complexity)]
+    fn plane_runs(
+        &self,
+        chunk: u64,
+        b: u64,
+        r: &BlockRef,
+        len: usize,
+        which: &[usize],
+        head: &[u8],
+    ) -> Result<(
+        Vec<super::split::Stream>,
+        Vec<(std::ops::Range<usize>, std::ops::Range<usize>)>,
+    )> {
+        let el = self.pipeline.elements();
+        let bad = |e: String| corrupt(chunk, format!("block {b}: {e}"));
         let payload = crate::data::to_usize(r.len)?;
-        let hl = super::split::head_len(el, true);
-        if payload < hl {
+        let hl = self.stream_head_len();
+        if payload < hl || head.len() < hl {
             return Err(bad(format!(
-                "split payload of {payload} bytes: expected at least its head of {hl}"
+                "split payload of {payload} bytes (head read: {}): expected at least its head \
+                 of {hl}",
+                head.len()
             )));
         }
-        let head = read(0, hl as u64)?;
-        let streams = super::split::streams_of(&head, payload, el, len, true).map_err(bad)?;
-        let codec = p.codec().block_codec();
+        let streams = super::split::streams_of(&head[..hl], payload, el, len, true).map_err(bad)?;
+        let mut runs = Vec::new();
         let mut k = 0;
         while k < which.len() {
-            // A run of consecutive planes is one read: their streams lie next to each other.
             let mut end = k + 1;
             while end < which.len() && which[end] == which[end - 1] + 1 {
                 end += 1;
@@ -403,20 +467,10 @@ impl Chain {
                     streams.len()
                 )));
             };
-            let at = first.range.start;
-            let bytes = read(at as u64, (last.range.end - at) as u64)?;
-            for (i, &j) in which.iter().enumerate().take(end).skip(k) {
-                let s = &streams[j];
-                let stored = bytes
-                    .get(s.range.start - at..s.range.end - at)
-                    .ok_or_else(|| bad(format!("split stream {j}: read short")))?;
-                super::split::decode_stream(codec, s, j, stored, el, &mut out[i * m..(i + 1) * m])
-                    .map_err(bad)?;
-            }
+            runs.push((k..end, first.range.start..last.range.end));
             k = end;
         }
-        p.finish_planes(len, out);
-        Ok(())
+        Ok((streams, runs))
     }
 
     /// Checks each byte stream of block `b` of chunk `chunk` (its whole stored payload

@@ -603,6 +603,26 @@ impl Chunked {
         self.map.chain().pipeline().decodes_by_plane()
     }
 
+    /// The byte planes the fields `(offset, width)` of an element cover, sorted and distinct,
+    /// and for each field the index in them of its first plane (a field's planes are
+    /// consecutive there: each field is a run of bytes).
+    fn planes_of(&self, fields: &[(usize, usize)]) -> Result<(Vec<usize>, Vec<usize>)> {
+        let elbyte = self.map.chain().pipeline().elements().elbyte;
+        let mut which: Vec<usize> = fields.iter().flat_map(|&(o, w)| o..o + w).collect();
+        which.sort_unstable();
+        which.dedup();
+        if which.last().is_some_and(|&j| j >= elbyte) || elbyte == 0 {
+            return Err(crate::Error::msg(format!(
+                "fields {fields:?} of elements of {elbyte} bytes"
+            )));
+        }
+        let first = fields
+            .iter()
+            .map(|&(o, _)| which.partition_point(|&j| j < o))
+            .collect();
+        Ok((which, first))
+    }
+
     /// Decodes the bytes `fields` (`(offset, width)` inside an element) of each element of the
     /// box `ranges` into `outs` (one per field: the box's elements in order, column-major,
     /// `width` bytes each, in the file's byte order), reading the blocks the box crosses and
@@ -618,19 +638,7 @@ impl Chunked {
         outs: &mut [&mut [u8]],
     ) -> Result<()> {
         let elbyte = self.map.chain().pipeline().elements().elbyte;
-        let mut which: Vec<usize> = fields.iter().flat_map(|&(o, w)| o..o + w).collect();
-        which.sort_unstable();
-        which.dedup();
-        if which.last().is_some_and(|&j| j >= elbyte) || elbyte == 0 {
-            return Err(crate::Error::msg(format!(
-                "fields {fields:?} of elements of {elbyte} bytes"
-            )));
-        }
-        // A field's planes are consecutive in `which` (sorted, each field a run of bytes).
-        let first: Vec<usize> = fields
-            .iter()
-            .map(|&(o, _)| which.partition_point(|&j| j < o))
-            .collect();
+        let (which, first) = self.planes_of(fields)?;
         let out_dims: Vec<u64> = ranges.iter().map(|r| r.end - r.start).collect();
         let mut planes = Vec::new();
         let mut cols: Vec<Vec<u8>> = vec![Vec::new(); fields.len()];
@@ -745,7 +753,16 @@ impl Chunked {
         io: &Io<'_, S>,
         ranges: &[Range<u64>],
         whole: u64,
+        fields: Option<&[(usize, usize)]>,
     ) -> Result<Vec<Range<u64>>> {
+        // A read of some fields ([`Chunked::read_box_fields`]) reads, where each byte stream
+        // has its CRC, each block's head and then only those fields' streams: a box it covers
+        // is not a reason to fetch a chunk whole.
+        let planes = match fields {
+            Some(f) => Some(self.planes_of(f)?.0),
+            None => None,
+        };
+        let streams_alone = planes.is_some() && self.map.chain().pipeline().has_stream_crcs();
         let mut need = Vec::new();
         let has = |r: &Range<u64>| io.source.has(io.base + r.start..io.base + r.end);
         for n in self.map.grid().touched(ranges) {
@@ -785,7 +802,7 @@ impl Chunked {
                         .iter()
                         .zip(&shape)
                         .all(|(r, &s)| r.start == 0 && r.end >= s);
-                    if e.len <= whole || covers {
+                    if e.len <= whole || (covers && !streams_alone) {
                         need.push(all);
                         continue;
                     }
@@ -801,6 +818,30 @@ impl Chunked {
             };
             let g = self.map.block_grid(n)?;
             for b in g.touched(&local) {
+                let r = &table[b as usize];
+                let at = e.offset + r.start;
+                if let (true, Some(which)) = (streams_alone, &planes) {
+                    // The head first; once it is held, the runs of streams it places.
+                    let hl = (self.map.chain().stream_head_len() as u64).min(r.len);
+                    if !has(&(at..at + hl)) {
+                        need.push(at..at + hl);
+                        continue;
+                    }
+                    let mut head = vec![0; crate::data::to_usize(hl)?];
+                    io.source.read_exact_at(&mut head, io.base + at)?;
+                    let len = crate::data::to_usize(g.raw_len(b))?;
+                    for run in self
+                        .map
+                        .chain()
+                        .block_plane_reads(n, b, r, len, which, &head)?
+                    {
+                        let run = at + run.start as u64..at + run.end as u64;
+                        if !has(&run) {
+                            need.push(run);
+                        }
+                    }
+                    continue;
+                }
                 let kept = g.raw_len(b) <= crate::codec::chain::STREAM_BLOCK_BYTES
                     && self
                         .cache
@@ -808,8 +849,7 @@ impl Chunked {
                         .expect("cache lock")
                         .blocks
                         .contains_key(&(n, b));
-                let r = &table[b as usize];
-                let stored = e.offset + r.start..e.offset + r.start + r.len;
+                let stored = at..at + r.len;
                 if !kept && !has(&stored) {
                     need.push(stored);
                 }

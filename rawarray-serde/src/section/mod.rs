@@ -700,6 +700,67 @@ impl<S: ReadAt> Section<S> {
         ranges: &[Range<u64>],
         fields: &[(usize, usize)],
     ) -> Result<Option<Vec<Vec<u8>>>> {
+        self.read_box_fields_from(&self.source, ranges, fields)
+    }
+
+    /// [`Section::read_box_fields`] through `source`, another reader of the same file's bytes
+    /// (the pieces an object-store reader fetched for this read; see
+    /// [`Section::box_fields_fetches`]).
+    pub fn read_box_fields_from<T: ReadAt + ?Sized>(
+        &self,
+        source: &T,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
+        let Some((c, plan)) = self.fields_plan(ranges, fields)? else {
+            return Ok(None);
+        };
+        let count = plan.bytes() / self.header.elbyte.max(1);
+        let mut outs = fields
+            .iter()
+            .map(|&(_, w)| crate::data::try_zeroed_bytes(count.saturating_mul(w as u64)))
+            .collect::<Result<Vec<Vec<u8>>>>()?;
+        self.checked(|| {
+            let mut views: Vec<&mut [u8]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+            c.read_box_fields(&self.io_from(source), ranges, fields, &mut views)
+        })?;
+        Ok(Some(outs))
+    }
+
+    /// The byte ranges of the file that [`Section::read_box_fields`] of the box `ranges` and
+    /// `fields` would read and that `source` does not hold: as [`Section::box_fetches`] for a
+    /// whole box, asked again until empty (a chunk's block table, then each block's head, then
+    /// the streams of those fields it places, where each byte stream has its own CRC; whole
+    /// blocks otherwise). `None` where fields are not decoded alone (then read the box whole).
+    /// Chunks of at most `whole` stored bytes are named whole.
+    pub fn box_fields_fetches<T: ReadAt + ?Sized>(
+        &self,
+        source: &T,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+        whole: u64,
+    ) -> Result<Option<Vec<Range<u64>>>> {
+        let Some((c, plan)) = self.fields_plan(ranges, fields)? else {
+            return Ok(None);
+        };
+        if plan.is_empty() {
+            return Ok(Some(Vec::new()));
+        }
+        let need = c.box_needs(&self.io_from(source), plan.ranges(), whole, Some(fields))?;
+        Ok(Some(
+            need.into_iter()
+                .map(|r| self.base + r.start..self.base + r.end)
+                .collect(),
+        ))
+    }
+
+    /// The chunked layout and the plan of a read of `fields` of the box `ranges`, the fields
+    /// checked against the element; `None` where fields are not decoded alone.
+    fn fields_plan(
+        &self,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> Result<Option<(&chunked::Chunked, SubsetPlan)>> {
         let Kind::Chunked(c) = &self.kind else {
             return Ok(None);
         };
@@ -716,17 +777,7 @@ impl<S: ReadAt> Section<S> {
                 )));
             }
         }
-        let plan = SubsetPlan::new(&h.dims, h.elbyte, ranges)?;
-        let count = plan.bytes() / h.elbyte.max(1);
-        let mut outs = fields
-            .iter()
-            .map(|&(_, w)| crate::data::try_zeroed_bytes(count.saturating_mul(w as u64)))
-            .collect::<Result<Vec<Vec<u8>>>>()?;
-        self.checked(|| {
-            let mut views: Vec<&mut [u8]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
-            c.read_box_fields(&self.io(), ranges, fields, &mut views)
-        })?;
-        Ok(Some(outs))
+        Ok(Some((c, SubsetPlan::new(&h.dims, h.elbyte, ranges)?)))
     }
 
     /// [`Section::read_box`], by its old name.
@@ -780,7 +831,7 @@ impl<S: ReadAt> Section<S> {
                     vec![all]
                 }
             }
-            Kind::Chunked(c) => c.box_needs(&self.io_from(source), plan.ranges(), whole)?,
+            Kind::Chunked(c) => c.box_needs(&self.io_from(source), plan.ranges(), whole, None)?,
         };
         Ok(need
             .into_iter()
