@@ -536,7 +536,7 @@ impl StoreArrayReader {
         ranges: &[Range<u64>],
         dst: &mut [u8],
     ) -> Result<()> {
-        let slabs = slabs(section, ranges);
+        let slabs = slabs(section, ranges, SLAB_BYTES);
         if slabs.len() <= 1 {
             return self.fill_box(section, ranges, dst).await;
         }
@@ -614,6 +614,17 @@ impl StoreArrayReader {
         ranges: &[Range<u64>],
         fields: &[(usize, usize)],
     ) -> Result<Option<Vec<Vec<u8>>>> {
+        self.fields_in_slabs(ranges, fields, SLAB_BYTES).await
+    }
+
+    /// [`StoreArrayReader::read_subset_fields`] in slabs of chunks of about `slab_bytes`
+    /// stored bytes each.
+    async fn fields_in_slabs(
+        &self,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+        slab_bytes: u64,
+    ) -> Result<Option<Vec<Vec<u8>>>> {
         let Some(section) = &self.section else {
             return Ok(None);
         };
@@ -626,6 +637,42 @@ impl StoreArrayReader {
         {
             return Ok(None);
         }
+        // As `fill_section`: a box of many stored bytes in slabs along the last dim, so that
+        // the fetched bytes held at once stay near `slab_bytes` (small chunks come whole).
+        // Each slab is a run of every field's column: the last dim varies slowest.
+        let slabs = slabs(section, ranges, slab_bytes);
+        if slabs.len() <= 1 {
+            return self.fields_box(section, ranges, fields).await;
+        }
+        let count = plan.bytes() / self.header.elbyte.max(1);
+        let mut outs = Vec::with_capacity(fields.len());
+        for &(_, w) in fields {
+            let mut col = Vec::new();
+            col.try_reserve_exact(data::to_usize(count.saturating_mul(w as u64))?)
+                .map_err(|_| Error::msg(format!("{count} fields of {w} bytes: out of memory")))?;
+            outs.push(col);
+        }
+        let mut part = ranges.to_vec();
+        let last = part.len() - 1;
+        for slab in slabs {
+            part[last] = slab;
+            let Some(cols) = self.fields_box(section, &part, fields).await? else {
+                return Ok(None);
+            };
+            for (out, col) in outs.iter_mut().zip(cols) {
+                out.extend_from_slice(&col);
+            }
+        }
+        Ok(Some(outs))
+    }
+
+    /// [`StoreArrayReader::read_subset_fields`] of one slab: its rounds of requests.
+    async fn fields_box(
+        &self,
+        section: &Section<Fetched>,
+        ranges: &[Range<u64>],
+        fields: &[(usize, usize)],
+    ) -> Result<Option<Vec<Vec<u8>>>> {
         self.rounds(
             section,
             |call| {
@@ -712,7 +759,7 @@ const SLAB_BYTES: u64 = 256 << 20;
 /// The slabs (ranges of the last dim, at chunk boundaries) the box `ranges` is read in, each
 /// of chunks holding about [`SLAB_BYTES`] stored bytes; one slab for a small box or a section
 /// that is not chunked.
-fn slabs(section: &Section<Fetched>, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
+fn slabs(section: &Section<Fetched>, ranges: &[Range<u64>], limit: u64) -> Vec<Range<u64>> {
     let (Some(map), Some(last)) = (section.chunk_map(), ranges.last()) else {
         return vec![];
     };
@@ -732,7 +779,7 @@ fn slabs(section: &Section<Fetched>, ranges: &[Range<u64>]) -> Vec<Range<u64>> {
             .filter_map(|c| map.chunk_range(c))
             .map(|r| r.end - r.start)
             .sum();
-        if bytes > 0 && bytes + here > SLAB_BYTES {
+        if bytes > 0 && bytes + here > limit {
             out.push(start..at);
             start = at;
             bytes = 0;
@@ -1106,6 +1153,55 @@ impl ReadAt for Pieces<'_> {
 #[cfg(test)]
 mod tests {
     use super::coalesce;
+
+    /// A read of fields in many slabs (one chunk along the last dim each) gives the columns
+    /// of one read in a single slab, and those of the whole records.
+    #[tokio::test]
+    async fn fields_read_in_slabs_are_the_columns_of_one_read() {
+        use crate::{codec, ElType, Header, WriteOptions};
+        use object_store::{memory::InMemory, path::Path, ObjectStore, ObjectStoreExt};
+        let (w, n) = (24usize, [30u64, 700]);
+        let raw: Vec<u8> = (0..n[0] * n[1])
+            .flat_map(|i| {
+                let x = i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                [
+                    i.to_le_bytes(),
+                    x.to_le_bytes(),
+                    (i as f64).sqrt().to_le_bytes(),
+                ]
+                .concat()
+            })
+            .collect();
+        let h = Header::new(ElType::User, w as u64, n.to_vec()).unwrap();
+        let opts = WriteOptions::chunked().split(true).chunks(vec![30, 64]);
+        let (h, section) = codec::encode(&h, &raw, &opts).unwrap();
+        let mut object = h.encode();
+        object.extend_from_slice(&section);
+        let store: std::sync::Arc<dyn ObjectStore> = std::sync::Arc::new(InMemory::new());
+        store.put(&Path::from("r.ra"), object.into()).await.unwrap();
+        let r = super::StoreArrayReader::open(store, Path::from("r.ra"))
+            .await
+            .unwrap();
+        let section = r.section.as_ref().unwrap();
+        let b = [3..29, 50..650];
+        assert!(super::slabs(section, &b, 1).len() > 5, "a slab a chunk");
+        let fields = [(16, 8), (0, 4)];
+        let one = r
+            .fields_in_slabs(&b, &fields, u64::MAX)
+            .await
+            .unwrap()
+            .unwrap();
+        let many = r.fields_in_slabs(&b, &fields, 1).await.unwrap().unwrap();
+        assert_eq!(one, many);
+        for (col, &(o, fw)) in one.iter().zip(&fields) {
+            let want: Vec<u8> = b[1]
+                .clone()
+                .flat_map(|j| b[0].clone().map(move |i| (i + n[0] * j) as usize))
+                .flat_map(|e| raw[e * w + o..e * w + o + fw].to_vec())
+                .collect();
+            assert_eq!(col, &want, "field at {o}");
+        }
+    }
 
     #[test]
     fn coalesce_joins_near_runs_within_a_span() {
