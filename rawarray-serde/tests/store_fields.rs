@@ -79,12 +79,16 @@ async fn fetched<T>(r: &StoreArrayReader, read: impl std::future::Future<Output 
 }
 
 /// Where each stream of chunk `n`'s only block lies in `file`, and where its head starts:
-/// the chunk starts with its block table (one entry, 12 bytes), then the payload's head of
-/// `ELBYTE` lengths and `ELBYTE` CRCs (doc/chunked.md 5.3), then the streams in order.
+/// the chunk starts with its block table (one entry, 12 bytes), then the payload.
 fn streams_of_chunk(h: &Header, file: &[u8], n: usize) -> (usize, Vec<Range<usize>>) {
     let s = Section::open(h, file).unwrap();
     let e = s.chunk_map().unwrap().index().entries()[n];
-    let payload_at = h.encoded_len() + e.offset as usize + 12;
+    streams_in(file, h.encoded_len() + e.offset as usize + 12)
+}
+
+/// Where each stream of the payload at `payload_at` lies: its head of `ELBYTE` lengths and
+/// `ELBYTE` CRCs (doc/chunked.md 5.3), then the streams in order.
+fn streams_in(file: &[u8], payload_at: usize) -> (usize, Vec<Range<usize>>) {
     let word = |j: usize| {
         let at = payload_at + 4 * j;
         u32::from_le_bytes(file[at..at + 4].try_into().unwrap()) as usize
@@ -123,16 +127,78 @@ async fn fields_of_records_fetch_only_their_streams() {
     for (col, &f) in cols.iter().zip(&fields) {
         assert_eq!(col, &field_of(&raw, &everything[0], f), "field {f:?}");
     }
+    let requests = r.io_stats().reads;
     let r = reader(file.clone()).await;
     let (whole, all) = fetched(&r, r.read_subset_bytes(&everything)).await;
     assert_eq!(whole.unwrap().1, raw);
-    println!("fields fetched {got} bytes, whole records {all}");
-    let (_, streams) = streams_of_chunk(&h, &file, 0);
-    let wanted: usize = (0..8).chain(32..40).map(|j| streams[j].len()).sum();
+    println!("fields fetched {got} bytes in {requests} requests, whole records {all}");
+    // At most what it must fetch (both chunks' block tables, each block's head and the two
+    // fields' streams, some of which came with the open's first request) and the gaps under
+    // 64 KiB that let runs share a request.
+    let map = s.chunk_map().unwrap();
+    let (mut wanted, mut blocks) = (0, 0);
+    for n in 0..2 {
+        let e = map.index().entries()[n];
+        let g = map.block_grid(n as u64).unwrap();
+        let tlen = g.table_len().unwrap();
+        blocks += g.count();
+        wanted += tlen + g.count() * 8 * ELBYTE as u64;
+        let chunk_at = h.encoded_len() + e.offset as usize;
+        let mut start = tlen as usize;
+        for b in 0..g.count() as usize {
+            let at = chunk_at + 12 * b;
+            let end = u64::from_le_bytes(file[at..at + 8].try_into().unwrap()) as usize;
+            let (_, streams) = streams_in(&file, chunk_at + start);
+            wanted += (0..8)
+                .chain(32..40)
+                .map(|j| streams[j].len() as u64)
+                .sum::<u64>();
+            start = end;
+        }
+    }
     assert!(
-        2 * got < all && got as usize >= wanted,
-        "fields fetched {got} bytes (their streams in chunk 0: {wanted}), the whole records {all}"
+        got > 0 && got <= wanted + 64 * 1024 * (2 + 2 * blocks) && 4 * got < all,
+        "fields fetched {got} bytes (tables, heads and their streams: {wanted}), the whole \
+         records {all}"
     );
+    assert!(
+        requests <= 2 + 3 * blocks,
+        "{requests} requests for {blocks} blocks"
+    );
+
+    // A bit flipped in a stream the fields do not read changes nothing; in one they read,
+    // an error naming the stream; a length in a head changed, an error before its streams are
+    // fetched (the lengths no longer add up).
+    let e = map.index().entries()[1];
+    let g = map.block_grid(1).unwrap();
+    let payload_at = h.encoded_len() + e.offset as usize + g.table_len().unwrap() as usize;
+    let (_, streams) = streams_in(&file, payload_at);
+    let mut bad = file.clone();
+    bad[streams[9].start + streams[9].len() / 2] ^= 0x10;
+    let r = reader(bad).await;
+    let cols = r
+        .read_subset_fields(&everything, &fields)
+        .await
+        .unwrap()
+        .unwrap();
+    for (col, &f) in cols.iter().zip(&fields) {
+        assert_eq!(col, &field_of(&raw, &everything[0], f), "field {f:?}");
+    }
+    let err = r
+        .read_subset_fields(&everything, &[(8, 8)])
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("split stream 9: CRC-32"), "{err}");
+    let mut bad = file.clone();
+    bad[payload_at + 4 * 3] ^= 1;
+    let r = reader(bad).await;
+    let err = r
+        .read_subset_fields(&everything, &fields)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("add up to"), "{err}");
 }
 
 #[tokio::test]
@@ -173,12 +239,14 @@ async fn fields_of_records_in_small_chunks_equal_the_records() {
         }
     }
     // Fields outside the record are an error naming them, before any request.
+    let before = r.io_stats();
     let err = r
         .read_subset_fields(&everything, &[(36, 8)])
         .await
         .unwrap_err()
         .to_string();
     assert!(err.contains("offset 36"), "{err}");
+    assert_eq!(r.io_stats(), before);
 }
 
 #[tokio::test]
@@ -232,6 +300,21 @@ async fn without_stream_crcs_whole_blocks_and_without_planes_none() {
     let r = reader(file).await;
     let cols = r.read_subset_fields(&b, &[(16, 4)]).await.unwrap().unwrap();
     assert_eq!(cols[0], field_of(&raw, &b[0], (16, 4)));
+    // After a whole read of larger chunks, whose decoded blocks it keeps: a read of fields
+    // reads stored blocks, which it names (not the decoded ones it does not use).
+    let (_, file) = object_of(&raw, 30_000, WriteOptions::chunked().stream_crcs(false));
+    let r = reader(file).await;
+    assert_eq!(
+        r.read_subset_bytes(&b).await.unwrap().1,
+        field_of(&raw, &b[0], (0, ELBYTE))
+    );
+    let cols = r
+        .read_subset_fields(&b, &[(16, 4), (0, 8)])
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cols[0], field_of(&raw, &b[0], (16, 4)));
+    assert_eq!(cols[1], field_of(&raw, &b[0], (0, 8)));
     // One stream a block (and lz4 in one stream): not stored as byte planes.
     for opts in [
         WriteOptions::chunked().split(false),

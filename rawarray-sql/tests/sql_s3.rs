@@ -390,6 +390,47 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
         sizes["run_z.ra"]
     );
 
+    // A query of one field of records in a chunk of more than 1 MiB stored, stored as byte
+    // streams with their CRCs (the records' default): the chunk's block table, its head and
+    // the streams up to the energy's are fetched, not the noise's that follow them.
+    let records = 300_000u32;
+    let mut w = RecordOptions::new()
+        .codec(Codec::Zstd)
+        .chunk_records(u64::from(records))
+        .create::<Body>(dir.path().join("run_big.ra"))
+        .unwrap();
+    for i in 0..records {
+        w.append(&body(i)).unwrap();
+    }
+    w.finish().unwrap();
+    let big = std::fs::read(dir.path().join("run_big.ra")).unwrap();
+    let u = StoreUrl::parse(&url("run_big.ra"), &options).unwrap();
+    u.put_atomic(rt.handle(), &UploadOptions::new(), |w| Ok(w.write_all(&big)?))
+        .unwrap();
+    let provider = RaTableProvider::open_url(&url("run_big.ra"), &options).unwrap();
+    let opened = provider.table().io_stats().unwrap();
+    ctx.register_table("big", std::sync::Arc::new(provider.clone()))
+        .unwrap();
+    let batches = rt
+        .block_on(async { ctx.sql("SELECT sum(energy) FROM big").await?.collect().await })
+        .unwrap();
+    assert_eq!(
+        batches[0].column(0).as_primitive::<Float64Type>().value(0),
+        (0..records).map(|i| body(i).energy).sum::<f64>()
+    );
+    let stats = provider.table().io_stats().unwrap();
+    let fetched = stats.bytes - opened.bytes;
+    eprintln!(
+        "run_big.ra: {} requests for sum(energy), {fetched} of {} bytes",
+        stats.reads - opened.reads,
+        big.len()
+    );
+    assert!(
+        fetched * 4 < big.len() as u64,
+        "{fetched} bytes fetched of {}",
+        big.len()
+    );
+
     // A LIMIT stops the reading: the first chunk at most, by one request.
     let provider = RaTableProvider::open_url(&url("run_z.ra"), &options).unwrap();
     let opened = provider.table().io_stats().unwrap();

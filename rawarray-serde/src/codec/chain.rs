@@ -457,7 +457,7 @@ impl Chain {
         let mut k = 0;
         while k < which.len() {
             let mut end = k + 1;
-            while end < which.len() && which[end] == which[end - 1] + 1 {
+            while end < which.len() && which[end - 1].checked_add(1) == Some(which[end]) {
                 end += 1;
             }
             let (Some(first), Some(last)) = (streams.get(which[k]), streams.get(which[end - 1]))

@@ -786,6 +786,12 @@ impl Chunked {
                 }
                 continue;
             }
+            // A read of fields fetches a small chunk whole whether or not its table is cached:
+            // one round, not heads then streams.
+            if planes.is_some() && e.len <= whole {
+                need.push(all);
+                continue;
+            }
             let (local, _) = self.map.local_box(n, ranges);
             let cached = self
                 .cache
@@ -823,12 +829,14 @@ impl Chunked {
                 if let (true, Some(which)) = (streams_alone, &planes) {
                     // The head first; once it is held, the runs of streams it places.
                     let hl = (self.map.chain().stream_head_len() as u64).min(r.len);
-                    if !has(&(at..at + hl)) {
+                    let mut head = vec![0; crate::data::to_usize(hl)?];
+                    // Not held, or dropped from a shared cache since `has` said so: fetched.
+                    if !has(&(at..at + hl))
+                        || io.source.read_exact_at(&mut head, io.base + at).is_err()
+                    {
                         need.push(at..at + hl);
                         continue;
                     }
-                    let mut head = vec![0; crate::data::to_usize(hl)?];
-                    io.source.read_exact_at(&mut head, io.base + at)?;
                     let len = crate::data::to_usize(g.raw_len(b))?;
                     for run in self
                         .map
@@ -842,7 +850,9 @@ impl Chunked {
                     }
                     continue;
                 }
-                let kept = g.raw_len(b) <= crate::codec::chain::STREAM_BLOCK_BYTES
+                // A read of fields reads stored blocks, never the decoded ones kept.
+                let kept = planes.is_none()
+                    && g.raw_len(b) <= crate::codec::chain::STREAM_BLOCK_BYTES
                     && self
                         .cache
                         .lock()

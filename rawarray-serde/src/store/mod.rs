@@ -62,6 +62,12 @@ const BATCH_RANGES: usize = 1 << 16;
 /// much time as a mebibyte of transfer.
 const COALESCE_GAP: u64 = 1 << 20;
 
+/// The gap of [`COALESCE_GAP`] for a read of some fields of records: such a read exists to
+/// skip the other fields' streams, which lie between the fields' streams of consecutive blocks
+/// (a few hundred KiB apart); its requests run [`PARALLEL`] at once, so more of them cost less
+/// than fetching what it skips.
+const FIELDS_GAP: u64 = 64 << 10;
+
 /// Most bytes one request of several runs spans, so that a large block of many runs is
 /// fetched by several requests at once (one run longer than this is still one request).
 const COALESCE_SPAN: u64 = 64 << 20;
@@ -421,7 +427,7 @@ impl StoreArrayReader {
                 out.extend(call.into_pieces());
                 return Ok(out);
             }
-            self.fetch(&mut call, need).await?;
+            self.fetch(&mut call, need, COALESCE_GAP).await?;
         }
         Err(io::Error::other(format!(
             "object {}: a read still missed bytes after {MAX_ROUNDS} rounds of requests",
@@ -567,6 +573,7 @@ impl StoreArrayReader {
     ) -> Result<()> {
         self.rounds(
             section,
+            COALESCE_GAP,
             |call| section.box_fetches(call, ranges, COALESCE_GAP),
             |call| section.read_box_from(call, ranges, dst),
         )
@@ -579,12 +586,12 @@ impl StoreArrayReader {
     /// reads them; `None` when the object's storage cannot decode fields alone (then read
     /// whole elements). Only those fields' byte planes are decoded. Where each byte stream has
     /// its own CRC (records split in byte streams, by default), a chunk of more than 1 MiB of
-    /// stored bytes is fetched in three rounds of requests, its block table,
-    /// then each block's head, then the streams it places (each checked against its CRC), and
-    /// the other streams are skipped where they span more than that gap (a request costs about
-    /// as much time as a mebibyte of transfer); smaller chunks are fetched whole in one round,
-    /// as a read of whole elements fetches them. Without stream CRCs, the blocks the box
-    /// crosses are fetched.
+    /// stored bytes is fetched in three rounds of requests, its block table, then each
+    /// block's head, then the streams it places (each checked against its CRC); the other
+    /// streams are skipped where they span more than 64 KiB (runs nearer than that share a
+    /// request; the requests of a round run ten at once). Smaller chunks are fetched whole in
+    /// one round, as a read of whole elements fetches them. Without stream CRCs, the blocks
+    /// the box crosses are fetched.
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")]
@@ -675,6 +682,7 @@ impl StoreArrayReader {
     ) -> Result<Option<Vec<Vec<u8>>>> {
         self.rounds(
             section,
+            FIELDS_GAP,
             |call| {
                 Ok(section
                     .box_fields_fetches(call, ranges, fields, COALESCE_GAP)?
@@ -686,11 +694,13 @@ impl StoreArrayReader {
     }
 
     /// Drives a read through the section's own reader: asks `needs` which bytes are missing,
-    /// fetches them (neighbours by one request, several at once), asks again until nothing
-    /// is, then `read`s from what was fetched; up to [`MAX_ROUNDS`] rounds.
+    /// fetches them (neighbours at most `gap` apart by one request, several at once), asks
+    /// again until nothing is, then `read`s from what was fetched; up to [`MAX_ROUNDS`]
+    /// rounds.
     async fn rounds<R>(
         &self,
         section: &Section<Fetched>,
+        gap: u64,
         needs: impl Fn(&Call<'_>) -> Result<Vec<Range<u64>>>,
         mut read: impl FnMut(&Call<'_>) -> Result<R>,
     ) -> Result<R> {
@@ -709,7 +719,7 @@ impl StoreArrayReader {
                     }
                 }
             }
-            self.fetch(&mut call, need).await?;
+            self.fetch(&mut call, need, gap).await?;
         }
         Err(io::Error::other(format!(
             "object {}: a read still missed bytes after {MAX_ROUNDS} rounds of requests",
@@ -719,15 +729,15 @@ impl StoreArrayReader {
     }
 
     /// Fetches `need` (ranges of the object in any order, perhaps overlapping) into `call`:
-    /// neighbours less than [`COALESCE_GAP`] apart by one request over their span (the gap's
+    /// neighbours at most `gap` apart by one request over their span (the gap's
     /// bytes kept: they are often the next round's blocks), up to [`PARALLEL`] at once.
-    async fn fetch(&self, call: &mut Call<'_>, mut need: Vec<Range<u64>>) -> Result<()> {
+    async fn fetch(&self, call: &mut Call<'_>, mut need: Vec<Range<u64>>, gap: u64) -> Result<()> {
         need.sort_by_key(|r| r.start);
         let mut spans: Vec<Range<u64>> = Vec::new();
         for r in need {
             match spans.last_mut() {
                 Some(s)
-                    if r.start <= s.end.saturating_add(COALESCE_GAP)
+                    if r.start <= s.end.saturating_add(gap)
                         && r.end.max(s.end) - s.start <= COALESCE_SPAN =>
                 {
                     s.end = s.end.max(r.end);
