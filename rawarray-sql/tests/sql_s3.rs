@@ -405,14 +405,21 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
     w.finish().unwrap();
     let big = std::fs::read(dir.path().join("run_big.ra")).unwrap();
     let u = StoreUrl::parse(&url("run_big.ra"), &options).unwrap();
-    u.put_atomic(rt.handle(), &UploadOptions::new(), |w| Ok(w.write_all(&big)?))
-        .unwrap();
+    u.put_atomic(rt.handle(), &UploadOptions::new(), |w| {
+        Ok(w.write_all(&big)?)
+    })
+    .unwrap();
     let provider = RaTableProvider::open_url(&url("run_big.ra"), &options).unwrap();
     let opened = provider.table().io_stats().unwrap();
     ctx.register_table("big", std::sync::Arc::new(provider.clone()))
         .unwrap();
     let batches = rt
-        .block_on(async { ctx.sql("SELECT sum(energy) FROM big").await?.collect().await })
+        .block_on(async {
+            ctx.sql("SELECT sum(energy) FROM big")
+                .await?
+                .collect()
+                .await
+        })
         .unwrap();
     assert_eq!(
         batches[0].column(0).as_primitive::<Float64Type>().value(0),
