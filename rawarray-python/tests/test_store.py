@@ -170,6 +170,9 @@ def test_a_chunked_object_reads_its_subsets_and_shows_its_chunks(tmp, s3):
         assert f.io_stats["reads"] - before == 1
         np.testing.assert_array_equal(f[3, 150:, :60], b[3, 150:, :60])
         assert f.io_stats["reads"] - before == 1
+        # Arrow streams read local files: a URL says so, naming what reads it.
+        with pytest.raises(rawarray.RaError, match="read local files; `ra sql`"):
+            f.to_arrow()
     # A plain object has no chunks; an LZ4 one names its whole block.
     with rawarray.open(upload(s3, "runs/plain.ra", tmp, a)) as f:
         assert (f.chunks, f.compression) == (None, None)

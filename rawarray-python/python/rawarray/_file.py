@@ -289,6 +289,10 @@ class File:
         reads are added to :attr:`io_stats`."""
         if self.closed:
             raise ValueError("I/O operation on a closed rawarray.File")
+        if _is_url(self.path):
+            raise RaError(f"{_shown(self.path)}: Arrow streams (to_arrow, to_pandas, to_polars, "
+                          "to_arrow_batches) read local files; `ra sql` queries object-store URLs, "
+                          "and f[...] reads the records")
         self._check_same_file()
         out = _arrow.stream(self.path, rows, columns, filters, self._arrow_reads)
         self._check_same_file()
