@@ -153,7 +153,8 @@ async fn fields_of_records_fetch_only_their_streams() {
                 .chain(32..40)
                 .map(|j| streams[j].len() as u64)
                 .sum::<u64>();
-            start = end;
+            // A block's end counts from the payload, after the table.
+            start = tlen as usize + end;
         }
     }
     assert!(
@@ -199,6 +200,26 @@ async fn fields_of_records_fetch_only_their_streams() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("add up to"), "{err}");
+
+    // Blocks of 25,000 records (1 MB raw): the streams the fields skip in each block span a
+    // few hundred KB, under the 1 MiB gap a read of whole records lets runs share a request
+    // across, over the 64 KiB a read of fields does: they are not fetched.
+    let opts = WriteOptions::chunked().blocks(vec![25_000]);
+    let (h, file) = object_of(&raw, 100_000, opts);
+    let s = Section::open(&h, &file[..]).unwrap();
+    assert_eq!(s.chunk_map().unwrap().block_grid(0).unwrap().count(), 4);
+    let r = reader(file.clone()).await;
+    let (cols, got) = fetched(&r, r.read_subset_fields(&everything, &fields)).await;
+    for (col, &f) in cols.unwrap().unwrap().iter().zip(&fields) {
+        assert_eq!(col, &field_of(&raw, &everything[0], f), "field {f:?}");
+    }
+    let r = reader(file).await;
+    let (_, all) = fetched(&r, r.read_subset_bytes(&everything)).await;
+    println!("blocks of 25,000: fields fetched {got} bytes, whole records {all}");
+    assert!(
+        4 * got < all,
+        "fields fetched {got} bytes, the whole records {all}"
+    );
 }
 
 #[tokio::test]
@@ -300,19 +321,25 @@ async fn without_stream_crcs_whole_blocks_and_without_planes_none() {
     let r = reader(file).await;
     let cols = r.read_subset_fields(&b, &[(16, 4)]).await.unwrap().unwrap();
     assert_eq!(cols[0], field_of(&raw, &b[0], (16, 4)));
-    // After a whole read of larger chunks, whose decoded blocks it keeps: a read of fields
-    // reads stored blocks, which it names (not the decoded ones it does not use).
-    let (_, file) = object_of(&raw, 30_000, WriteOptions::chunked().stream_crcs(false));
+    // After a whole read of chunks over 1 MiB stored: a read of fields of the same box reads
+    // the stored blocks that read fetched (kept among the reader's pieces), with no request
+    // of its own, and gives the records' fields.
+    let raw = records(200_000);
+    let (h, file) = object_of(&raw, 100_000, WriteOptions::chunked().stream_crcs(false));
+    let s = Section::open(&h, &file[..]).unwrap();
+    assert!(s.chunk_map().unwrap().index().entries()[0].len > 1 << 20);
     let r = reader(file).await;
     assert_eq!(
         r.read_subset_bytes(&b).await.unwrap().1,
         field_of(&raw, &b[0], (0, ELBYTE))
     );
+    let before = r.io_stats();
     let cols = r
         .read_subset_fields(&b, &[(16, 4), (0, 8)])
         .await
         .unwrap()
         .unwrap();
+    assert_eq!(r.io_stats(), before);
     assert_eq!(cols[0], field_of(&raw, &b[0], (16, 4)));
     assert_eq!(cols[1], field_of(&raw, &b[0], (0, 8)));
     // One stream a block (and lz4 in one stream): not stored as byte planes.
@@ -331,7 +358,12 @@ async fn without_stream_crcs_whole_blocks_and_without_planes_none() {
         assert_eq!(r.io_stats(), before, "no request for a read it cannot make");
     }
     // A plain object: None as well.
-    let h = Header::new(ElType::User, ELBYTE as u64, vec![N]).unwrap();
+    let h = Header::new(
+        ElType::User,
+        ELBYTE as u64,
+        vec![(raw.len() / ELBYTE) as u64],
+    )
+    .unwrap();
     let mut file = h.encode();
     file.extend_from_slice(&raw);
     let r = reader(file).await;
@@ -352,6 +384,7 @@ async fn a_flipped_byte_gives_the_fields_or_an_error() {
     let (h, file) = object_of(&raw, 60_000, WriteOptions::chunked());
     let s = Section::open(&h, &file[..]).unwrap();
     let e = s.chunk_map().unwrap().index().entries()[0];
+    assert!(e.len > 1 << 20, "a chunk read in three rounds: {}", e.len);
     let chunk_at = h.encoded_len() + e.offset as usize;
     let everything = [0..120_000];
     let fields = [(0usize, 8usize), (32, 8)];
@@ -391,8 +424,8 @@ async fn a_flipped_byte_gives_the_fields_or_an_error() {
             Err(_) => errors += 1,
         }
     }
-    // Most flips in the header, tables and heads are found; flips in streams these fields do
-    // not read change nothing.
+    // Both happen: flips found (header, index, tables, heads, the fields' streams) and flips
+    // that change nothing these fields read.
     assert!(
         same > 0 && errors > 0,
         "{same} reads equal, {errors} errors"

@@ -391,8 +391,8 @@ fn ra_sql_reads_s3_urls_as_it_reads_local_files() {
     );
 
     // A query of one field of records in a chunk of more than 1 MiB stored, stored as byte
-    // streams with their CRCs (the records' default): the chunk's block table, its head and
-    // the streams up to the energy's are fetched, not the noise's that follow them.
+    // streams with their CRCs (the records' default): the chunk's block table, its blocks'
+    // heads and the streams up to the energy's are fetched, not the noise's that follow them.
     let records = 300_000u32;
     let mut w = RecordOptions::new()
         .codec(Codec::Zstd)

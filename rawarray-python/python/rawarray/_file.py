@@ -291,8 +291,8 @@ class File:
             raise ValueError("I/O operation on a closed rawarray.File")
         if _is_url(self.path):
             raise RaError(f"{_shown(self.path)}: Arrow streams (to_arrow, to_pandas, to_polars, "
-                          "to_arrow_batches) read local files; `ra sql` queries object-store URLs, "
-                          "and f[...] reads the records")
+                          "to_arrow_batches, the Arrow C stream interface) read local files; "
+                          "`ra sql` queries object-store URLs, and f[...] reads the records")
         self._check_same_file()
         out = _arrow.stream(self.path, rows, columns, filters, self._arrow_reads)
         self._check_same_file()

@@ -708,6 +708,9 @@ impl StoreArrayReader {
         for _ in 0..MAX_ROUNDS {
             let mut need = needs(&call)?;
             if need.is_empty() {
+                // Misses the questions met (a head a shared cache dropped) were named again
+                // and fetched: only the read's own misses say what to fetch after it.
+                call.take_missed();
                 match read(&call) {
                     Ok(r) => return Ok(r),
                     // Bytes the plan had in the shared cache, dropped since by another read.
