@@ -114,7 +114,8 @@ fn filter_help() -> String {
 }
 
 /// `--codec`, `--level`, `--filter`, `--shuffle`, `--chunks`, `--blocks`, `--layout-version`,
-/// `--no-stats`, `--split`/`--no-split` and `--threads`: how a data section is packed, as `ra compress` and `ra slice`
+/// `--no-stats`, `--split`/`--no-split`, `--stream-crcs`/`--no-stream-crcs` and `--threads`: how a
+/// data section is packed, as `ra compress` and `ra slice`
 /// take them. One definition for both: `ra compress` gives `--codec` and the filters its
 /// defaults (zstd, byte shuffle), `ra slice` takes what it is not given from its input.
 #[derive(clap::Args, Clone, Debug, Default, PartialEq, Eq)]
@@ -154,6 +155,15 @@ pub struct PackingArgs {
     /// Compress each block as one stream (for readers older than byte streams).
     #[arg(long)]
     pub no_split: bool,
+    /// Give each byte stream its own CRC-32 (doc/chunked.md 5.3), so that a read of some
+    /// fields reads and checks only their streams (the default for records split in byte
+    /// streams; only with byte streams).
+    #[arg(long, conflicts_with = "no_stream_crcs")]
+    pub stream_crcs: bool,
+    /// Byte streams without their own CRCs (for readers older than them; the default for
+    /// arrays).
+    #[arg(long)]
+    pub no_stream_crcs: bool,
     /// Threads compressing chunks (0: all cores).
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub threads: usize,
@@ -171,7 +181,7 @@ impl PackingArgs {
             layout_version: self.layout_version,
             statistics: self.no_stats.then_some(false),
             split: self.split_setting(),
-            stream_crcs: None,
+            stream_crcs: self.stream_crcs_setting(),
             threads: self.threads,
         }
     }
@@ -179,6 +189,15 @@ impl PackingArgs {
     /// `--split` or `--no-split`, `None` if neither.
     pub fn split_setting(&self) -> Option<bool> {
         match (self.split, self.no_split) {
+            (true, _) => Some(true),
+            (_, true) => Some(false),
+            _ => None,
+        }
+    }
+
+    /// `--stream-crcs` or `--no-stream-crcs`, `None` if neither.
+    pub fn stream_crcs_setting(&self) -> Option<bool> {
+        match (self.stream_crcs, self.no_stream_crcs) {
             (true, _) => Some(true),
             (_, true) => Some(false),
             _ => None,
@@ -202,6 +221,7 @@ impl PackingArgs {
             || self.layout_version.is_some()
             || self.no_stats
             || self.split_setting().is_some()
+            || self.stream_crcs_setting().is_some()
     }
 }
 
@@ -302,11 +322,13 @@ impl Packing {
                 || self.blocks.is_some()
                 || self.layout_version.is_some()
                 || self.split.is_some()
+                || self.stream_crcs.is_some()
             {
                 return Err(Failure::usage(
                     "compress",
                     "--codec lz4-whole is one LZ4 block: it takes no --chunks, --blocks, --level, \
-                     --filter, --shuffle, --layout-version, --split or --no-split",
+                     --filter, --shuffle, --layout-version, --split, --no-split, --stream-crcs or \
+                     --no-stream-crcs",
                 ));
             }
             if plain > LZ4_MAX_INPUT {

@@ -161,13 +161,13 @@ pub(crate) fn merged(args: &PackingArgs, own: Option<Packing>) -> Result<Option<
                 split: args
                     .split_setting()
                     .or(if keeps_streams { p.split } else { None }),
-                stream_crcs: if keeps_streams
-                    && args.split_setting().is_none_or(|on| Some(on) == p.split)
-                {
-                    p.stream_crcs
-                } else {
-                    None
-                },
+                stream_crcs: args.stream_crcs_setting().or(
+                    if keeps_streams && args.split_setting().is_none_or(|on| Some(on) == p.split) {
+                        p.stream_crcs
+                    } else {
+                        None
+                    },
+                ),
                 threads: args.threads,
             }
         }

@@ -713,6 +713,59 @@ fn stream_crcs_are_kept_by_slice_and_checked_by_verify() {
         Value::Bool(false),
         "lz4 keeps one stream a block"
     );
+    // Asked for by name: `--no-stream-crcs` on records, `--stream-crcs` on a smooth f32
+    // field and through `ra slice` of an input without them; without byte streams, an error
+    // naming the setting; none with `--codec lz4-whole`.
+    compress(&plain, &s, &["--no-stream-crcs"]);
+    let j = info_json(&s);
+    assert_eq!(
+        (&j["split"], &j["stream_crcs"]),
+        (&Value::Bool(true), &Value::Bool(false))
+    );
+    let field = d.join("field.ra");
+    smooth_field(&field, [64, 64, 16]);
+    compress(&field, &s, &[]);
+    assert_eq!(
+        info_json(&s)["stream_crcs"],
+        Value::Bool(false),
+        "arrays: none by default"
+    );
+    compress(&field, &s, &["--stream-crcs"]);
+    let j = info_json(&s);
+    assert_eq!(
+        (&j["split"], &j["stream_crcs"]),
+        (&Value::Bool(true), &Value::Bool(true))
+    );
+    assert_eq!(data_of(&s), data_of(&field));
+    ra().arg("slice")
+        .arg("--stream-crcs")
+        .arg(&old)
+        .arg(&s)
+        .arg("100:19000")
+        .assert()
+        .success();
+    assert_eq!(info_json(&s)["stream_crcs"], Value::Bool(true));
+    for args in [
+        &["--stream-crcs", "--no-split"][..],
+        &["--codec", "lz4-whole", "--stream-crcs"],
+    ] {
+        let err = ra()
+            .arg("compress")
+            .arg(&plain)
+            .arg("-o")
+            .arg(&s)
+            .args(args)
+            .assert()
+            .failure()
+            .get_output()
+            .stderr
+            .clone();
+        let err = String::from_utf8(err).unwrap();
+        assert!(
+            err.contains("stream_crcs") || err.contains("--stream-crcs"),
+            "{args:?}: {err}"
+        );
+    }
 
     // One chunk, one block: change crc[5] in the block's head, then fix up the block's CRC
     // (block table entry 0: end u64, crc u32) and the chunk's (its index entry: crc at 16,
