@@ -156,6 +156,8 @@ pub(crate) struct Packing {
     pub(crate) statistics: Option<bool>,
     /// `split=`: byte streams on or off.
     pub(crate) split: Option<bool>,
+    /// `stream_crcs=`: a CRC-32 per byte stream on or off.
+    pub(crate) stream_crcs: Option<bool>,
     /// `threads=` (0: all cores).
     pub(crate) threads: usize,
 }
@@ -173,6 +175,7 @@ impl Packing {
         layout_version: Option<u32>,
         statistics: Option<bool>,
         split: Option<bool>,
+        stream_crcs: Option<bool>,
         threads: usize,
     ) -> PyResult<Packing> {
         let filters = match filters {
@@ -196,12 +199,14 @@ impl Packing {
             layout_version,
             statistics,
             split,
+            stream_crcs,
             threads,
         })
     }
 
     /// The chunked layout's options if any keyword selects it (a chunked codec, a level,
-    /// filters, chunks, blocks, a layout version, statistics or byte streams); the codec `"lz4-whole"` is
+    /// filters, chunks, blocks, a layout version, statistics, byte streams or their CRCs); the
+    /// codec `"lz4-whole"` is
     /// left to the caller.
     fn chunked(&self) -> PyResult<Option<WriteOptions>> {
         let mut opts: Option<WriteOptions> = None;
@@ -245,6 +250,9 @@ impl Packing {
         }
         if let Some(s) = self.split {
             set(&|o| o.split(s));
+        }
+        if let Some(s) = self.stream_crcs {
+            set(&|o| o.stream_crcs(s));
         }
         Ok(opts.map(|o| o.threads(self.threads)))
     }

@@ -46,7 +46,8 @@ fn value_layout(element: Layout, value_dims: &[u64]) -> Layout {
 /// an array; the library's `RaggedHeader::write_file` lays the file out and checks it.
 #[pyfunction]
 #[pyo3(signature = (path, descr_json, value_dims, offsets, values, text=false, codec=None, level=None, shuffle=None, chunk_values=None, threads=0,
-                    filters=None, block_values=None, layout_version=None, statistics=None, split=None))]
+                    filters=None, block_values=None, layout_version=None, statistics=None, split=None,
+                    stream_crcs=None))]
 #[allow(clippy::too_many_arguments)] // the Python keywords, one each
 pub(crate) fn write_ragged(
     py: Python<'_>,
@@ -66,6 +67,7 @@ pub(crate) fn write_ragged(
     layout_version: Option<u32>,
     statistics: Option<bool>,
     split: Option<bool>,
+    stream_crcs: Option<bool>,
 ) -> PyResult<()> {
     let (eltype, elbyte, layout) = element_of(descr_json)?;
     let offset_bytes = input_bytes(&offsets, "offsets")?;
@@ -102,6 +104,7 @@ pub(crate) fn write_ragged(
         layout_version,
         statistics,
         split,
+        stream_crcs,
         threads,
     )?;
     // The library refuses "lz4-whole" (rows are read alone).
@@ -216,7 +219,8 @@ impl RaggedWriter {
     #[new]
     #[pyo3(signature = (path, descr_json, text=false, append=false, codec=None, level=None, shuffle=None,
                         chunk_values=None, threads=0, filters=None, block_values=None, layout_version=None,
-                        statistics=None, split=None))]
+                        statistics=None, split=None,
+                    stream_crcs=None))]
     #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
@@ -234,6 +238,7 @@ impl RaggedWriter {
         layout_version: Option<u32>,
         statistics: Option<bool>,
         split: Option<bool>,
+        stream_crcs: Option<bool>,
     ) -> PyResult<RaggedWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
         // Rows of scalars: a chunk (and a block) is a count of values.
@@ -247,6 +252,7 @@ impl RaggedWriter {
             layout_version,
             statistics,
             split,
+            stream_crcs,
             threads,
         )?;
         // The library refuses "lz4-whole" (rows are appended and read alone).

@@ -31,7 +31,8 @@ use crate::state::file_id;
 #[pyfunction]
 #[pyo3(signature = (path, descr_json, dims, data, params_json=None, compress=false, extra_json=None,
                     codec=None, chunks=None, level=None, shuffle=None, threads=0, storage_options=None,
-                    filters=None, blocks=None, layout_version=None, statistics=None, split=None))]
+                    filters=None, blocks=None, layout_version=None, statistics=None, split=None,
+                    stream_crcs=None))]
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn write(
     py: Python<'_>,
@@ -53,6 +54,7 @@ pub(crate) fn write(
     layout_version: Option<u32>,
     statistics: Option<bool>,
     split: Option<bool>,
+    stream_crcs: Option<bool>,
 ) -> PyResult<()> {
     // An object-store URL (`s3://...`): the same bytes, uploaded (see src/store.rs).
     let url = match path.to_str() {
@@ -69,6 +71,7 @@ pub(crate) fn write(
         layout_version,
         statistics,
         split,
+        stream_crcs,
         threads,
     )?;
     let (opts, chunk_opts) = chunked::write_options(compress, &packing)?;
@@ -275,7 +278,8 @@ impl RecordWriter {
     #[new]
     #[pyo3(signature = (path, descr_json, record_dims, params_json=None, append=false,
                         codec=None, level=None, shuffle=None, chunk_records=None, threads=0,
-                        filters=None, blocks=None, layout_version=None, statistics=None, split=None))]
+                        filters=None, blocks=None, layout_version=None, statistics=None, split=None,
+                    stream_crcs=None))]
     #[allow(clippy::too_many_arguments)] // Python's keywords, one each
     fn new(
         py: Python<'_>,
@@ -294,6 +298,7 @@ impl RecordWriter {
         layout_version: Option<u32>,
         statistics: Option<bool>,
         split: Option<bool>,
+        stream_crcs: Option<bool>,
     ) -> PyResult<RecordWriter> {
         let (eltype, elbyte, layout) = element_of(descr_json)?;
         let layout = layout.unwrap_or(Layout::scalar(eltype, elbyte));
@@ -308,6 +313,7 @@ impl RecordWriter {
             layout_version,
             statistics,
             split,
+            stream_crcs,
             threads,
         )?;
         let mut opts =
@@ -413,7 +419,8 @@ impl ArrayWriter {
     /// on `threads` threads (0: all cores).
     #[new]
     #[pyo3(signature = (path, descr_json=None, dims=None, codec=None, chunks=None, level=None, shuffle=None, threads=0,
-                        filters=None, blocks=None, layout_version=None, statistics=None, split=None))]
+                        filters=None, blocks=None, layout_version=None, statistics=None, split=None,
+                    stream_crcs=None))]
     #[allow(clippy::too_many_arguments)] // the Python keywords, one each
     fn new(
         py: Python<'_>,
@@ -430,6 +437,7 @@ impl ArrayWriter {
         layout_version: Option<u32>,
         statistics: Option<bool>,
         split: Option<bool>,
+        stream_crcs: Option<bool>,
     ) -> PyResult<ArrayWriter> {
         let packing = chunked::Packing::new(
             codec,
@@ -441,6 +449,7 @@ impl ArrayWriter {
             layout_version,
             statistics,
             split,
+            stream_crcs,
             threads,
         )?;
         // The library refuses "lz4-whole" (one LZ4 block has no place for a block).

@@ -633,3 +633,42 @@ def test_split_can_be_turned_off_and_is_refused_where_it_cannot_be(tmp):
     with rawarray.RecordWriter(tmp / "r.ra", "<f4", codec="zstd", split=False) as w:
         w.append(np.arange(100, dtype="<f4"))
     assert config_v2((tmp / "r.ra").read_bytes())["features"] & 2 == 0
+
+
+def test_stream_crcs_are_set_by_every_writer(tmp):
+    """``stream_crcs=`` (config features bit 2, doc/chunked.md 5.3) on each writer: on for an
+    array that has none by default, off for records that have them by default, refused
+    without byte streams naming the setting; the values read back either way."""
+    a = np.sin(np.arange(40_000) / 30.0).astype("<f8")
+    rawarray.write(tmp / "a.ra", a, codec="zstd")
+    assert config_v2((tmp / "a.ra").read_bytes())["features"] & 6 == 2  # split, no CRCs
+    rawarray.write(tmp / "c.ra", a, codec="zstd", stream_crcs=True)
+    assert config_v2((tmp / "c.ra").read_bytes())["features"] & 6 == 6
+    with rawarray.open(tmp / "c.ra") as f:
+        assert (f.compression["split"], f.compression["stream_crcs"]) == (True, True)
+    np.testing.assert_array_equal(rawarray.read(tmp / "c.ra"), a)
+    with pytest.raises(rawarray.RaError, match="stream_crcs"):
+        rawarray.write(tmp / "x.ra", a, split=False, stream_crcs=True)
+    dt = np.dtype([("step", "<u8"), ("energy", "<f8"), ("pos", "<f8", (3,))])
+    r = np.zeros(20_000, dt)
+    r["step"] = np.arange(20_000) // 64
+    r["energy"] = np.cos(np.arange(20_000) / 99.0)
+    with rawarray.RecordWriter(tmp / "r.ra", dt, codec="zstd", stream_crcs=False) as w:
+        w.append(r)
+    assert config_v2((tmp / "r.ra").read_bytes())["features"] & 6 == 2
+    np.testing.assert_array_equal(rawarray.read(tmp / "r.ra"), r)
+    with rawarray.ArrayWriter(tmp / "w.ra", (4, 100, 100), "<f4", chunks=(1, 100, 100),
+                              codec="zstd", stream_crcs=True) as w:
+        w[:] = np.arange(40_000, dtype="<f4").reshape(4, 100, 100)
+    assert config_v2((tmp / "w.ra").read_bytes())["features"] & 6 == 6
+    with pytest.raises(TypeError, match="stream_crcs"):
+        rawarray.ArrayWriter(tmp / "w.ra", stream_crcs=True)
+    rows = [np.arange(n, dtype="<f8") for n in range(0, 4000, 7)]
+    rawarray.write(tmp / "g.ra", rows, codec="zstd", stream_crcs=True)
+    with rawarray.open(tmp / "g.ra") as f:
+        assert f.compression["stream_crcs"] is True
+    with rawarray.RaggedWriter(tmp / "h.ra", "<f8", codec="zstd", stream_crcs=True) as w:
+        for row in rows:
+            w.append(row)
+    with rawarray.open(tmp / "h.ra") as f:
+        assert f.compression["stream_crcs"] is True

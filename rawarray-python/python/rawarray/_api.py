@@ -127,6 +127,7 @@ def write(
     layout_version: int | None = None,
     statistics: bool | None = None,
     split: bool | None = None,
+    stream_crcs: bool | None = None,
 ) -> None:
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file renamed over ``path``:
     a failed write leaves the old file as it was; a file it replaces is synced before the
@@ -157,7 +158,7 @@ def write(
     :attr:`File.dim_names`, :attr:`File.coords` and the xarray backend read them back.
 
     Compression (doc/chunked.md): any of ``codec``, ``level``, ``filters``, ``shuffle``,
-    ``chunks``, ``blocks``, ``layout_version``, ``statistics`` and ``split`` writes the chunked layout, by
+    ``chunks``, ``blocks``, ``layout_version``, ``statistics``, ``split`` and ``stream_crcs`` writes the chunked layout, by
     default zstd level 3 after a byte shuffle, in chunks of about 1 MiB cut in n-d blocks, with
     per-chunk statistics, layout version 2. ``codec`` is a codec of the library's table
     (doc/chunked.md 5.3; ``"pco"`` for numbers; a wrong name's message lists them).
@@ -174,7 +175,11 @@ def write(
     skip chunks. ``split`` compresses each block as byte streams, a frame per byte plane
     (doc/chunked.md 5.3): on by default for zstd after a byte shuffle of 2- to 16-byte
     elements, with 128 KiB blocks, as c-blosc2 does; ``split=False`` writes one stream a block,
-    for readers that predate byte streams. The chunks are compressed on ``threads`` threads (default: all cores), the
+    for readers that predate byte streams. ``stream_crcs`` gives each byte stream its own CRC-32
+    (5.3), so that a read of some fields of records reads and checks only their streams: on by
+    default for records split in byte streams, off for arrays; ``stream_crcs=False`` keeps the
+    files readers without it read, and ``stream_crcs=True`` without byte streams is an error.
+    The chunks are compressed on ``threads`` threads (default: all cores), the
     GIL released. ``compress=True`` (or ``codec="lz4-whole"``) writes instead the whole data
     section as one LZ4 block, the format the C reference reads; both at once is an error.
 
@@ -206,7 +211,7 @@ def write(
         given = {"compress": compress, "dim_names": dim_names, "coords": coords, "chunks": chunks,
                  "codec": codec, "level": level, "shuffle": shuffle, "threads": threads,
                  "filters": filters, "blocks": blocks, "layout_version": layout_version,
-                 "statistics": statistics, "split": split}
+                 "statistics": statistics, "split": split, "stream_crcs": stream_crcs}
         unused = [k for k, v in given.items() if v not in (None, False)] + (
             ["order"] if order != "C" else [])
         if unused:
@@ -229,7 +234,8 @@ def write(
             raise RaError(f"{_shown(path)}: a ragged file is written to a local file; upload it from there")
         ragged._write(path, codec=codec, level=level, shuffle=shuffle, chunks=chunks,
                       threads=threads, filters=filters, blocks=blocks,
-                      layout_version=layout_version, statistics=statistics, split=split)
+                      layout_version=layout_version, statistics=statistics, split=split,
+                      stream_crcs=stream_crcs)
         return
     arr = np.asarray(array)
     arr_shape = arr.shape
@@ -254,7 +260,8 @@ def write(
                                                                         arr_shape),
                level, shuffle, 0 if threads is None else int(threads),
                _storage_options(storage_options), filters,
-               file_chunks(blocks, order, "blocks", arr_shape), layout_version, statistics, split)
+               file_chunks(blocks, order, "blocks", arr_shape), layout_version, statistics, split,
+               stream_crcs)
 
 
 def _dims_and_coords(

@@ -150,7 +150,8 @@ class Ragged:
                level: int | None = None, shuffle: str | None = None,
                chunks: int | None = None, threads: int | None = None, filters: Any = None,
                blocks: int | None = None, layout_version: int | None = None,
-               statistics: bool | None = None, split: bool | None = None) -> None:
+               statistics: bool | None = None, split: bool | None = None,
+               stream_crcs: bool | None = None) -> None:
         """Writes the file; any of the codec keywords compresses the values (see ``write``)."""
         values = np.ascontiguousarray(self._values, dtype=_little_endian(self._values.dtype))
         value_dims = list(reversed(values.shape[1:]))
@@ -166,7 +167,7 @@ class Ragged:
                           self._text, codec, level, shuffle, None if chunks is None else int(chunks),
                           0 if threads is None else int(threads), filters,
                           None if blocks is None else int(blocks), layout_version, statistics,
-                          split)
+                          split, stream_crcs)
 
 
 def _row_index(k: Any, n: int) -> int:

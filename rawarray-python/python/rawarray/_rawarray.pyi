@@ -19,6 +19,7 @@ class ChunkSettings(TypedDict):
     layout_version: int
     statistics: bool
     split: bool
+    stream_crcs: bool
     rounded_to: int | None
 
 class RaError(ValueError):
@@ -118,6 +119,7 @@ def write(
     layout_version: int | None = None,
     statistics: bool | None = None,
     split: bool | None = None,
+    stream_crcs: bool | None = None,
 ) -> None: ...
 
 def recover_url(url: str, storage_options: dict[str, str] | None = None) -> int:
@@ -227,6 +229,7 @@ class ArrayWriter:
         layout_version: int | None = None,
         statistics: bool | None = None,
         split: bool | None = None,
+        stream_crcs: bool | None = None,
     ) -> None: ...
     def header(self) -> tuple[int, int, list[int]]: ...
     def identity(self) -> tuple[int, int, bytes]: ...
@@ -259,6 +262,7 @@ class RecordWriter:
         layout_version: int | None = None,
         statistics: bool | None = None,
         split: bool | None = None,
+        stream_crcs: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...
@@ -332,6 +336,7 @@ def write_ragged(
     layout_version: int | None = None,
     statistics: bool | None = None,
     split: bool | None = None,
+    stream_crcs: bool | None = None,
 ) -> None: ...
 
 class RaggedWriter:
@@ -354,6 +359,7 @@ class RaggedWriter:
         layout_version: int | None = None,
         statistics: bool | None = None,
         split: bool | None = None,
+        stream_crcs: bool | None = None,
     ) -> None: ...
     def append(self, data: memoryview | bytes) -> None: ...
     def flush(self) -> None: ...

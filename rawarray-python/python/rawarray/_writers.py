@@ -79,7 +79,7 @@ class RecordWriter(_Appender):
 
     ``codec``, ``level``, ``filters``, ``shuffle``, ``chunks`` (records per chunk: an int, or
     ``(n,) + shape``), ``blocks`` (likewise, at most the chunk), ``layout_version``,
-    ``statistics`` and ``split``, as :func:`rawarray.write` takes them, compress the records a chunk at a time
+    ``statistics``, ``split`` and ``stream_crcs``, as :func:`rawarray.write` takes them, compress the records a chunk at a time
     in the chunked layout (``File.compression``), on ``threads`` threads (0: all cores); any of
     them selects it, zstd with byte shuffle by default. ``filters`` is the codec pipeline
     (``[("bitround", 10), "shuffle", "bytedelta"]``), not the row predicates of readers. ``flush`` still commits every record appended so far. The whole-section
@@ -111,6 +111,7 @@ class RecordWriter(_Appender):
         layout_version: int | None = None,
         statistics: bool | None = None,
         split: bool | None = None,
+        stream_crcs: bool | None = None,
     ) -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
@@ -128,7 +129,7 @@ class RecordWriter(_Appender):
                 mode == "a", codec=codec, level=level, shuffle=shuffle,
                 chunk_records=self._chunk_records(chunks), threads=threads, filters=filters,
                 blocks=self._record_blocks(blocks), layout_version=layout_version,
-                statistics=statistics, split=split,
+                statistics=statistics, split=split, stream_crcs=stream_crcs,
             )
 
     def _check_appendable(self) -> None:
@@ -203,7 +204,7 @@ class ArrayWriter(_Writer):
     Compression (doc/chunked.md): any of ``chunks`` and ``blocks`` (numpy's axis order),
     ``codec``, ``level``, ``filters`` (the codec pipeline, ``[("bitround", 10), "shuffle",
     "bytedelta"]``), ``shuffle`` (its one-filter shorthand), ``layout_version``,
-    ``statistics`` and ``split``, as :func:`write` takes them, creates a chunked file, with the defaults of
+    ``statistics``, ``split`` and ``stream_crcs``, as :func:`write` takes them, creates a chunked file, with the defaults of
     :func:`write` (zstd level 3 after a byte shuffle, chunks of about 1 MiB); an existing file
     at the path must have the same chunks, codec and filters (its own level and byte streams are kept). Its blocks are compressed on ``threads`` threads (default: all cores) with the GIL
     released, and each block must cover whole chunks (:attr:`chunks`; the last chunk of an
@@ -255,6 +256,7 @@ class ArrayWriter(_Writer):
         layout_version: int | None = None,
         statistics: bool | None = None,
         split: bool | None = None,
+        stream_crcs: bool | None = None,
     ) -> None:
         self.path = os.fspath(path)
         if (shape is None) != (dtype is None):
@@ -264,7 +266,8 @@ class ArrayWriter(_Writer):
             given = [k for k, v in (("chunks", chunks), ("codec", codec), ("level", level),
                                     ("shuffle", shuffle), ("filters", filters),
                                     ("blocks", blocks), ("layout_version", layout_version),
-                                    ("statistics", statistics), ("split", split))
+                                    ("statistics", statistics), ("split", split),
+                                    ("stream_crcs", stream_crcs))
                      if v is not None]
             if given:
                 raise TypeError(f"ArrayWriter(path) opens a file as it was created: "
@@ -279,7 +282,7 @@ class ArrayWriter(_Writer):
                                        file_chunks(chunks, "C", "chunks", tuple(shape)),
                                        level, shuffle, self._threads, filters,
                                        file_chunks(blocks, "C", "blocks", tuple(shape)),
-                                       layout_version, statistics, split)
+                                       layout_version, statistics, split, stream_crcs)
         # The dtype, chunks and compression numpy users see, by the same reading of the file
         # as rawarray.open's (without its warnings: other ranks may be writing chunks that are
         # not committed yet).
@@ -519,7 +522,7 @@ class RaggedWriter(_Appender):
     for rows of bytes. ``mode="a"`` opens an existing file to append (same dtype).
 
     ``codec``, ``level``, ``filters``, ``shuffle``, ``chunks`` (values per chunk, an int),
-    ``blocks`` (values per block), ``layout_version``, ``statistics`` and ``split``, as
+    ``blocks`` (values per block), ``layout_version``, ``statistics``, ``split`` and ``stream_crcs``, as
     :func:`rawarray.write` takes them for a :class:`Ragged`, compress the values a chunk at a
     time (``RaggedFile.compression``), on ``threads`` threads (0: all cores); any of them
     selects it, zstd with byte shuffle by default, and without ``chunks`` the first ``flush``
@@ -551,6 +554,7 @@ class RaggedWriter(_Appender):
         layout_version: int | None = None,
         statistics: bool | None = None,
         split: bool | None = None,
+        stream_crcs: bool | None = None,
     ) -> None:
         if mode not in ("w", "a"):
             raise ValueError(f"mode must be 'w' or 'a', not {mode!r}")
@@ -561,7 +565,7 @@ class RaggedWriter(_Appender):
                               f"int of at least 1 (values per {what[:-1]}), found {n!r}")
         packing = {"codec": codec, "level": level, "shuffle": shuffle, "chunks": chunks,
                    "filters": filters, "blocks": blocks, "layout_version": layout_version,
-                   "statistics": statistics, "split": split}
+                   "statistics": statistics, "split": split, "stream_crcs": stream_crcs}
         self.path = os.fspath(path)
         self.is_text = dtype is str
         if dtype in (str, bytes):
@@ -579,6 +583,7 @@ class RaggedWriter(_Appender):
                 threads=threads, filters=filters,
                 block_values=None if blocks is None else int(blocks),
                 layout_version=layout_version, statistics=statistics, split=split,
+                stream_crcs=stream_crcs,
             )
 
     def _check_appendable(self, compression: list[str]) -> None:
