@@ -748,6 +748,11 @@ impl Chunked {
     /// is named, or the whole chunk when it has at most `whole` stored bytes or the box covers
     /// it (one request instead of two, and no bytes the read does not decode but the table's
     /// and the blocks' of a small chunk). Tables the source holds are read (and cached) here.
+    ///
+    /// With `fields`, what [`Chunked::read_box_fields`] of them would read instead: a chunk of
+    /// at most `whole` stored bytes whole; otherwise, where each byte stream has its CRC, each
+    /// block's head, then (once it is held) the runs of those fields' streams it places; the
+    /// stored blocks else (never the decoded blocks kept, which that read does not use).
     pub(crate) fn box_needs<S: ReadAt + ?Sized>(
         &self,
         io: &Io<'_, S>,
