@@ -534,6 +534,21 @@ int ra_file_codec(const ra_file *file, const char **out);
 // `file` is a live handle from `ra_open`; `out` points to a writable value.
 int ra_file_level(const ra_file *file, int *out);
 
+// Whether the chunked layout compresses each block as byte streams, a frame per byte plane
+// (doc/chunked.md 5.3), into `*out`: 1 or 0 (0 for a file that is not chunked).
+//
+// # Safety
+// `file` is a live handle from `ra_open`; `out` points to a writable value.
+int ra_file_split(const ra_file *file, int *out);
+
+// Whether each byte stream of the chunked layout has its own CRC-32 (doc/chunked.md 5.3:
+// a read of some fields then reads and checks only their streams), into `*out`: 1 or 0 (0 for
+// a file without byte streams).
+//
+// # Safety
+// `file` is a live handle from `ra_open`; `out` points to a writable value.
+int ra_file_stream_crcs(const ra_file *file, int *out);
+
 // The chunked layout's filter pipeline into `*out`, in the order applied when writing,
 // comma-separated as `ra_write_options_filters` takes it (`"shuffle"`,
 // `"bitround:10,bitshuffle"`); `""` for none. Owned by the handle.

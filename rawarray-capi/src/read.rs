@@ -397,6 +397,37 @@ pub unsafe extern "C" fn ra_file_level(file: *const RaFile, out: *mut c_int) -> 
     }
 }
 
+/// Whether the chunked layout compresses each block as byte streams, a frame per byte plane
+/// (doc/chunked.md 5.3), into `*out`: 1 or 0 (0 for a file that is not chunked).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_split(file: *const RaFile, out: *mut c_int) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(c_int::from(f.reader.section().describe().split))
+        })
+    }
+}
+
+/// Whether each byte stream of the chunked layout has its own CRC-32 (doc/chunked.md 5.3:
+/// a read of some fields then reads and checks only their streams), into `*out`: 1 or 0 (0 for
+/// a file without byte streams).
+///
+/// # Safety
+/// `file` is a live handle from `ra_open`; `out` points to a writable value.
+#[no_mangle]
+pub unsafe extern "C" fn ra_file_stream_crcs(file: *const RaFile, out: *mut c_int) -> c_int {
+    // SAFETY: the caller's promises, passed on.
+    unsafe {
+        get(file, out, |f| {
+            Ok(c_int::from(f.reader.section().describe().stream_crcs))
+        })
+    }
+}
+
 /// The chunked layout's filter pipeline into `*out`, in the order applied when writing,
 /// comma-separated as `ra_write_options_filters` takes it (`"shuffle"`,
 /// `"bitround:10,bitshuffle"`); `""` for none. Owned by the handle.

@@ -117,6 +117,15 @@ int main(int argc, char **argv) {
   const char *params = NULL;
   CHECK(ra_file_params_json(f, &params));
   EXPECT(params && strstr(params, "\"units\":\"K\""), "params %s", params ? params : "NULL");
+  int split = -1, crcs = -1;
+  CHECK(ra_file_split(f, &split));
+  CHECK(ra_file_stream_crcs(f, &crcs));
+  EXPECT(split == 1 && crcs == 1, "c_zstd.ra: byte streams %d, stream CRCs %d", split, crcs);
+  ra_close(f);
+  CHECK(ra_open(join(dir, "c_lz4.ra"), &f));
+  CHECK(ra_file_split(f, &split));
+  CHECK(ra_file_stream_crcs(f, &crcs));
+  EXPECT(split == 0 && crcs == 0, "c_lz4.ra: byte streams %d, stream CRCs %d", split, crcs);
   ra_close(f);
   printf("write_check: done\n");
   return 0;
