@@ -287,3 +287,85 @@ fn an_open_between_an_append_and_its_commit_waits_for_the_commit() {
         );
     }
 }
+
+/// A file's bytes whose one byte `at` reads flipped for the first `torn` reads that cover it:
+/// an index entry copied half before and half after a writer's `pwrite` of it (doc/chunked.md
+/// 7.1, step (c)), which fails its CRC.
+struct TornEntry {
+    bytes: Vec<u8>,
+    at: usize,
+    torn: std::sync::atomic::AtomicUsize,
+}
+
+impl rawarray_serde::io::ReadAt for TornEntry {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let start = offset as usize;
+        let src = self
+            .bytes
+            .get(start..start + buf.len())
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(src);
+        let covers = (start..start + buf.len()).contains(&self.at);
+        if covers
+            && self
+                .torn
+                .fetch_update(SeqCst, SeqCst, |t| t.checked_sub(1))
+                .is_ok()
+        {
+            buf[self.at - start] ^= 0x40;
+        }
+        Ok(())
+    }
+    fn source_len(&self) -> std::io::Result<u64> {
+        Ok(self.bytes.len() as u64)
+    }
+}
+
+// An index entry torn by one read (its CRC fails) is read again at open and found whole: the
+// file opens and reads as written. Torn on every read, it is damage: an error naming the
+// entry, never values.
+#[test]
+fn an_entry_torn_by_a_concurrent_read_is_read_again() {
+    use rawarray_serde::section::Section;
+    use rawarray_serde::Header;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("torn.ra");
+    let mut w: RecordWriter<u64> = RecordOptions::new()
+        .codec(Codec::Zstd)
+        .chunk_records(1000)
+        .create(&path)
+        .unwrap();
+    for k in 0..5500 {
+        w.append(&value(k)).unwrap();
+    }
+    w.finish().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let h = Header::decode_any(&bytes).unwrap();
+    let s = Section::open(&h, &bytes[..]).unwrap();
+    let map = s.chunk_map().unwrap();
+    // The last chunk's entry (chunk 5, partial): its offset's second byte.
+    let at = h.encoded_len()
+        + map.config().encoded_len() as usize
+        + 5 * map.config().entry_len() as usize
+        + 1;
+    let want: Vec<u8> = (0..5500).flat_map(|k| value(k).to_le_bytes()).collect();
+    for (torn, opens) in [(1, true), (2, true), (usize::MAX, false)] {
+        let source = TornEntry {
+            bytes: bytes.clone(),
+            at,
+            torn: torn.into(),
+        };
+        match Section::open(&h, &source) {
+            Ok(s) => {
+                assert!(opens, "torn on every read, yet opened");
+                let mut got = vec![0u8; want.len()];
+                s.read_box(&[0..5500], &mut got).unwrap();
+                assert_eq!(got, want, "torn {torn} times");
+            }
+            Err(e) => {
+                assert!(!opens, "torn {torn} times: {e}");
+                assert!(e.to_string().contains("index entry of chunk 5"), "{e}");
+            }
+        }
+    }
+}

@@ -182,6 +182,32 @@ impl BlockCache {
 /// Times [`Chunked::open`] takes a later size for entries past its header's.
 const LATER_SIZE_TRIES: usize = 8;
 
+/// Reads of the config and index [`Chunked::open`] makes before it takes a failure as the
+/// file's. A writer appending to a record file rewrites its last chunk's entry with one
+/// `pwrite` (doc/chunked.md 7.1, step (c)), and a concurrent read may copy that entry half
+/// before and half after the write: its CRC then fails, and the next read finds it whole.
+/// Damage fails every read.
+const MAP_TRIES: usize = 3;
+
+/// [`read_map`], read again (up to [`MAP_TRIES`] reads) while it fails: an entry torn by a
+/// concurrent read of a writer's entry write is whole on the next read; an entry that passes
+/// its CRC is one a writer wrote, so no read again can yield a value no writer wrote.
+fn read_map_settled<S: ReadAt + ?Sized>(
+    header: &Header,
+    source: &S,
+    base: u64,
+) -> Result<ChunkMap> {
+    let mut last = read_map(header, source, base);
+    for _ in 1..MAP_TRIES {
+        if last.is_ok() {
+            break;
+        }
+        std::thread::yield_now();
+        last = read_map(header, source, base);
+    }
+    last
+}
+
 /// The config and index of the section at `base` in `source`, as `header` describes it.
 pub(crate) fn read_map<S: ReadAt + ?Sized>(
     header: &Header,
@@ -242,7 +268,7 @@ impl Chunked {
         source: &S,
         base: u64,
     ) -> Result<Chunked> {
-        let mut map = read_map(header, source, base)?;
+        let mut map = read_map_settled(header, source, base)?;
         let mut h = header.clone();
         for _ in 0..LATER_SIZE_TRIES {
             if map.index().uncommitted().is_empty() {
@@ -252,7 +278,7 @@ impl Chunked {
                 break;
             };
             h.size = size;
-            map = read_map(&h, source, base)?;
+            map = read_map_settled(&h, source, base)?;
         }
         Ok(Chunked {
             map,
