@@ -359,7 +359,8 @@ fn an_entry_torn_by_a_concurrent_read_is_read_again() {
             Ok(s) => {
                 assert!(opens, "torn on every read, yet opened");
                 let mut got = vec![0u8; want.len()];
-                s.read_box(&[0..5500], &mut got).unwrap();
+                s.read_box(std::slice::from_ref(&(0..5500)), &mut got)
+                    .unwrap();
                 assert_eq!(got, want, "torn {torn} times");
             }
             Err(e) => {
