@@ -149,8 +149,11 @@ impl Opened {
 
 /// Whether one of the library's writers holds the file's exclusive lock (a `RecordWriter` or
 /// `RaggedWriter` appending, or `recover`): those never change the bytes a header they
-/// committed covers (they write after them, and commit with one header write), so a reader of
-/// an older header still reads one state of its records. Programs that rewrite a file in
+/// committed covers (they write after them, and commit with one header write), but for the
+/// last chunk's index entry, rewritten with one `pwrite` to point at a longer version of that
+/// chunk (doc/chunked.md 7.1, step (c)), whose torn copy fails its CRC and is read again by the
+/// library's section reader; so a reader of an older header still reads one state of its
+/// records. Programs that rewrite a file in
 /// place (`cp`) take no lock. Asked only once a file has changed: the probe is a shared lock
 /// taken and dropped at once, which a writer starting at that moment waits out.
 fn writer_appending(file: &File) -> bool {
