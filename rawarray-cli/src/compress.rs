@@ -188,20 +188,12 @@ impl PackingArgs {
 
     /// `--split` or `--no-split`, `None` if neither.
     pub fn split_setting(&self) -> Option<bool> {
-        match (self.split, self.no_split) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        }
+        on_or_off(self.split, self.no_split)
     }
 
     /// `--stream-crcs` or `--no-stream-crcs`, `None` if neither.
     pub fn stream_crcs_setting(&self) -> Option<bool> {
-        match (self.stream_crcs, self.no_stream_crcs) {
-            (true, _) => Some(true),
-            (_, true) => Some(false),
-            _ => None,
-        }
+        on_or_off(self.stream_crcs, self.no_stream_crcs)
     }
 
     /// The filters asked for, by `--filter` or its `--shuffle` shorthand; `None` if neither.
@@ -223,6 +215,11 @@ impl PackingArgs {
             || self.split_setting().is_some()
             || self.stream_crcs_setting().is_some()
     }
+}
+
+/// A pair of flags `--X`/`--no-X` (clap refuses both at once) as a setting: `None` if neither.
+fn on_or_off(on: bool, off: bool) -> Option<bool> {
+    (on || off).then_some(on)
 }
 
 /// The chunked settings in words, as every command's stderr line says them:
