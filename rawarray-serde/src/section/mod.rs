@@ -31,6 +31,7 @@
 
 pub mod chunked;
 pub mod lz4;
+mod plain;
 pub mod stream;
 pub mod write;
 
@@ -454,7 +455,9 @@ impl<S: ReadAt> Section<S> {
         })
     }
 
-    /// Decode whole reads on `threads` threads (0: rayon's global pool).
+    /// Decode whole reads on `threads` threads (0: rayon's global pool); a plain section's
+    /// reads of 32 MiB or more are copied on them too, in 4 MiB pieces (1: every read on the
+    /// caller's thread).
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Section<S> {
         self.threads = threads;
@@ -636,8 +639,15 @@ impl<S: ReadAt> Section<S> {
         let size = self.header.size;
         match &self.kind {
             Kind::Plain => {
-                self.source.read_exact_at(out, self.base)?;
-                self.counters.read(out.len() as u64);
+                let (at, len) = (self.base, out.len() as u64);
+                plain::read_runs(
+                    &self.source,
+                    std::iter::once(at..at + len),
+                    len,
+                    out,
+                    self.threads,
+                )?;
+                self.counters.read(len);
                 Ok(())
             }
             Kind::Lz4Whole(cache) => {
@@ -866,13 +876,10 @@ impl<S: ReadAt> Section<S> {
         }
         match &self.kind {
             Kind::Plain => {
-                let mut at = 0usize;
-                for run in plan.runs() {
-                    let len = (run.end - run.start) as usize;
-                    source.read_exact_at(&mut out[at..at + len], self.base + run.start)?;
-                    self.counters.read(len as u64);
-                    at += len;
-                }
+                let base = self.base;
+                let runs = plan.runs().map(|r| base + r.start..base + r.end);
+                plain::read_runs(source, runs, plan.run_len(), out, self.threads)?;
+                self.counters.read(plan.bytes());
                 Ok(())
             }
             Kind::Lz4Whole(cache) => {
