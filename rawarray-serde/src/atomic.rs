@@ -401,7 +401,7 @@ where
 {
     let mut out = AtomicFile::create(path)?;
     {
-        let mut w = BufWriter::with_capacity(1 << 20, out.file());
+        let mut w = BufWriter::with_capacity(1 << 20, crate::mapwrite::MapWrites::new(out.file()));
         write(&mut w)?;
         w.flush()?;
     }

@@ -116,6 +116,7 @@ mod journal;
 pub mod layout;
 mod lock;
 mod mapped;
+mod mapwrite;
 mod memory;
 #[cfg(feature = "ndarray")]
 mod ndarray;

@@ -1,0 +1,183 @@
+//! Large writes into a new file, copied through a memory map on several threads.
+//!
+//! A `write` of a large buffer is one core copying it into the page cache while it holds the
+//! file's lock (ext4 and XFS let one buffered write into a file run at a time), so a plain
+//! 256 MiB array took as long to write through this library as through HDF5 or a bare `write`.
+//! Pages of a shared file mapping are filled without that lock, so two threads copying halves
+//! of the buffer into a mapping of the file take the time down to about 0.8x of one `write`
+//! (doc/benchmarks.md, "Plain reads and writes on two threads"). This is how LLVM's lld writes
+//! its output: a new file sized first, mapped, written by several threads, then renamed into
+//! place.
+//!
+//! A write fault into a mapping cannot return an error: a full disk or a file cut short under
+//! the map is a `SIGBUS` that ends the process. So the map is used only where neither can
+//! happen: the file is this library's own new temporary file (opened with `O_TMPFILE` where the
+//! file system has it, so with no name another process could open it by; elsewhere under a
+//! random name in the destination's folder), its blocks are reserved with `fallocate` before
+//! anything is mapped (a full disk is then that call's error, and the write falls back to
+//! `write`, which reports it), and it lives on a file system where reserved blocks are all a
+//! write fault needs (ext4, XFS; a copy-on-write file system such as btrfs allocates again at
+//! the fault, so it takes the ordinary `write`). Anything smaller than [`MAP_MIN`],
+//! any process with one thread in rayon's pool, and every other platform write as before.
+
+use std::fs::File;
+use std::io::{self, Write};
+
+/// The smallest write copied through a map: below it the map's setup (a `fallocate`, an
+/// `mmap`, starting the copy on the pool) is a larger share than a second core saves.
+pub(crate) const MAP_MIN: usize = 64 << 20;
+
+/// About how many bytes one task copies.
+#[cfg(target_os = "linux")]
+const PIECE: usize = 4 << 20;
+
+/// A writer of a new, empty file that [`write_atomic`](crate::atomic::write_atomic) puts under
+/// its buffer: each `write_all` of [`MAP_MIN`] bytes or more goes through a map (see the module
+/// docs); everything else, and every write where a map cannot be used, is the file's own
+/// `write`. The file's cursor ends where a `write` would have left it either way.
+pub(crate) struct MapWrites<'a> {
+    file: &'a File,
+}
+
+impl<'a> MapWrites<'a> {
+    /// Writes to `file`, which this crate created and nobody else holds.
+    pub(crate) fn new(file: &'a File) -> MapWrites<'a> {
+        MapWrites { file }
+    }
+}
+
+impl Write for MapWrites<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        if buf.len() >= MAP_MIN && map_copy(self.file, buf)? {
+            return Ok(());
+        }
+        self.file.write_all(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Copies `buf` into `file` at its cursor through a map on rayon's pool and moves the cursor
+/// past it; `false` (nothing written) where a map cannot be used safely or would not help.
+#[cfg(target_os = "linux")]
+fn map_copy(file: &File, buf: &[u8]) -> io::Result<bool> {
+    use rayon::prelude::*;
+    use std::io::{Seek, SeekFrom};
+    use std::os::fd::AsRawFd;
+
+    if rayon::current_num_threads() < 2 || !reserved_blocks_suffice(file) {
+        return Ok(false);
+    }
+    let mut cursor = file;
+    let pos = cursor.stream_position()?;
+    let (Some(end), Ok(off), Ok(len)) = (
+        pos.checked_add(buf.len() as u64),
+        libc::off_t::try_from(pos),
+        libc::off_t::try_from(buf.len()),
+    ) else {
+        return Ok(false);
+    };
+    // SAFETY: fallocate(2) on an open descriptor with no pointers; its failure is only read.
+    if unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) } != 0 {
+        // A full disk, a quota, a file system without it: `write` reports what applies.
+        return Ok(false);
+    }
+    // SAFETY: sysconf(2) has no preconditions.
+    let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
+        p if p > 0 => p as u64,
+        _ => return Ok(false),
+    };
+    let start = pos - pos % page;
+    // SAFETY: a shared map of `start .. end`, all inside the file since the fallocate above
+    // set its length to at least `end`. The file is this crate's new temporary file, which no
+    // other process can name (module docs), so nothing truncates it under the map; its blocks
+    // are reserved on a file system where that is all a write fault needs, so no fault of the
+    // copy below can meet a full disk. The bytes before `pos` in the first page are mapped
+    // but not written. The map is dropped (unmapped) before this function returns.
+    let Ok(mut map) = (unsafe {
+        memmap2::MmapOptions::new()
+            .offset(start)
+            .len((end - start) as usize)
+            .map_mut(file)
+    }) else {
+        return Ok(false);
+    };
+    map[(pos - start) as usize..]
+        .par_chunks_mut(PIECE)
+        .zip(buf.par_chunks(PIECE))
+        .for_each(|(to, from)| to.copy_from_slice(from));
+    drop(map);
+    cursor.seek(SeekFrom::Start(end))?;
+    Ok(true)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn map_copy(_file: &File, _buf: &[u8]) -> io::Result<bool> {
+    Ok(false)
+}
+
+/// Whether `file`'s file system needs nothing at a write fault but the blocks `fallocate`
+/// reserved: ext4 and XFS. (tmpfs would be safe too, but its `fallocate` zeroes every page
+/// first, and the map was 1.15x slower there than `write`.)
+#[cfg(target_os = "linux")]
+fn reserved_blocks_suffice(file: &File) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut s = std::mem::MaybeUninit::<libc::statfs>::zeroed();
+    // SAFETY: fstatfs(2) fills the struct it is given a pointer to, on success.
+    if unsafe { libc::fstatfs(file.as_raw_fd(), s.as_mut_ptr()) } != 0 {
+        return false;
+    }
+    // SAFETY: fstatfs succeeded, so it filled the struct (which was zeroed anyway).
+    let kind = unsafe { s.assume_init() }.f_type;
+    [libc::EXT4_SUPER_MAGIC, libc::XFS_SUPER_MAGIC].contains(&kind)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Bytes no shift of a page or a piece maps onto themselves.
+    fn pattern(len: usize) -> Vec<u8> {
+        (0..len as u64)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect()
+    }
+
+    #[test]
+    fn a_large_write_lands_after_what_came_before_and_the_cursor_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x");
+        let file = File::create_new(&path).unwrap();
+        let mapped = reserved_blocks_suffice(&file) && rayon::current_num_threads() >= 2;
+        // A header of 72 bytes: the map starts inside its page.
+        let head = pattern(72);
+        let body: Vec<u8> = pattern(MAP_MIN + 4099).into_iter().rev().collect();
+        let mut w = MapWrites::new(&file);
+        w.write_all(&head).unwrap();
+        assert_eq!(map_copy(&file, &body).unwrap(), mapped);
+        if !mapped {
+            eprintln!(
+                "the map was not tried: this folder's file system or rayon's pool does not take it"
+            );
+            w.write_all(&body).unwrap();
+        }
+        w.write_all(b"trailer").unwrap();
+        // Through the writer, as write_atomic calls it: the same bytes again.
+        w.write_all(&body).unwrap();
+        let mut back = Vec::new();
+        File::open(&path).unwrap().read_to_end(&mut back).unwrap();
+        let n = body.len();
+        assert_eq!(back.len(), 72 + n + 7 + n);
+        assert_eq!(back[..72], head);
+        assert_eq!(back[72..72 + n], body);
+        assert_eq!(&back[72 + n..72 + n + 7], b"trailer");
+        assert_eq!(back[72 + n + 7..], body);
+    }
+}
