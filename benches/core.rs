@@ -42,6 +42,18 @@ fn main() {
         || array.write_to(File::create(&ours).unwrap()).unwrap(),
         || std::fs::write(&plain, &bytes).unwrap(),
     );
+    // A new file each time, the last one removed first (inside the timing on both sides).
+    let (write_new, write_std_new) = best_of_pair(
+        runs,
+        || {
+            let _ = std::fs::remove_file(&ours);
+            array.write_file(&ours).unwrap()
+        },
+        || {
+            let _ = std::fs::remove_file(&plain);
+            std::fs::write(&plain, &bytes).unwrap()
+        },
+    );
     let (write_atomic, write_std_sync) = best_of_pair(
         runs,
         || array.write_file(&ours).unwrap(),
@@ -95,6 +107,13 @@ fn main() {
         "`std::fs::write`",
         write_ours,
         write_std,
+    );
+    row(
+        "write, a new file",
+        "`write_file` (temp + rename; large plain bytes copied through a map on the pool's threads)",
+        "`std::fs::write`",
+        write_new,
+        write_std_new,
     );
     row(
         "write, durable",
