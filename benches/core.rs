@@ -110,7 +110,7 @@ fn main() {
     );
     row(
         "write, a new file",
-        "`write_file` (temp + rename; large plain bytes copied through a map on the pool's threads)",
+        "`write_file` (temp + rename; 64 MiB or more written on two threads)",
         "`std::fs::write`",
         write_new,
         write_std_new,
