@@ -145,6 +145,12 @@ impl AtomicFile {
         self.tmp.file_mut()
     }
 
+    /// Whether the temporary file has no name (`O_TMPFILE`), so that no other process can
+    /// open it by one while it is written.
+    pub(crate) fn is_unnamed(&self) -> bool {
+        self.tmp.is_unnamed()
+    }
+
     /// The destination path, as given.
     pub fn path(&self) -> &Path {
         &self.path
@@ -401,7 +407,11 @@ where
 {
     let mut out = AtomicFile::create(path)?;
     {
-        let mut w = BufWriter::with_capacity(1 << 20, crate::mapwrite::MapWrites::new(out.file()));
+        let unnamed = out.is_unnamed();
+        let mut w = BufWriter::with_capacity(
+            1 << 20,
+            crate::mapwrite::MapWrites::new(out.file(), unnamed),
+        );
         write(&mut w)?;
         w.flush()?;
     }

@@ -85,6 +85,15 @@ pub trait ReadAt: Sync {
         true
     }
 
+    /// Whether a read of this source is a local copy (a file, a map, bytes in memory), which
+    /// several threads may make at once to read faster: a plain section's large reads are then
+    /// split across threads ([`Section::with_threads`](crate::section::Section::with_threads)).
+    /// `false` (the default) for sources where a read is a request, an object store's, whose
+    /// count matters more than the thread making it.
+    fn is_local(&self) -> bool {
+        false
+    }
+
     /// The bytes `offset .. offset + len` borrowed from the source itself, where it holds them
     /// in memory (bytes, a map): a reader then decodes them where they are instead of copying
     /// them into a buffer of its own first (for a compressed chunk, an allocation, a fill and a
@@ -110,6 +119,9 @@ impl ReadAt for File {
     fn source_len(&self) -> io::Result<u64> {
         Ok(self.metadata()?.len())
     }
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 impl ReadAt for [u8] {
@@ -128,6 +140,9 @@ impl ReadAt for [u8] {
         let at = usize::try_from(offset).ok()?;
         self.get(at..at.checked_add(usize::try_from(len).ok()?)?)
     }
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 impl ReadAt for Vec<u8> {
@@ -140,6 +155,9 @@ impl ReadAt for Vec<u8> {
     fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
         self.as_slice().borrow_at(offset, len)
     }
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 impl ReadAt for memmap2::Mmap {
@@ -151,6 +169,9 @@ impl ReadAt for memmap2::Mmap {
     }
     fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
         (**self).borrow_at(offset, len)
+    }
+    fn is_local(&self) -> bool {
+        true
     }
 }
 
@@ -175,6 +196,9 @@ macro_rules! read_at_through {
             }
             fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
                 (**self).borrow_at(offset, len)
+            }
+            fn is_local(&self) -> bool {
+                (**self).is_local()
             }
         }
     )+};
@@ -405,6 +429,9 @@ impl ReadAt for PinnedFile {
     fn still_holds(&self, then: &FileState, now: &FileState) -> bool {
         then.holds_in(now) || (then.same_place(now) && self.writer_holds_it())
     }
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 impl PinnedFile {
@@ -490,6 +517,9 @@ impl ReadAt for MappedSection {
     }
     fn borrow_at(&self, offset: u64, len: u64) -> Option<&[u8]> {
         (*self.map).borrow_at(offset.checked_sub(self.base)?, len)
+    }
+    fn is_local(&self) -> bool {
+        true
     }
 }
 

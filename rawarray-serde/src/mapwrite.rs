@@ -9,16 +9,24 @@
 //! threads"). Writing a new file through a map is how LLVM's lld writes its output: a new file
 //! sized first, mapped, filled by several threads, then renamed into place.
 //!
-//! A write fault into a mapping cannot return an error: a full disk or a file cut short under
-//! the map is a `SIGBUS` that ends the process. So the map is used only where neither can
-//! happen: the file is this library's own new temporary file (opened with `O_TMPFILE` where the
-//! file system has it, so with no name another process could open it by; elsewhere under a
-//! random name in the destination's folder), its blocks are reserved with `fallocate` before
-//! anything is mapped (a full disk is then that call's error, and the write falls back to
-//! `write`, which reports it), and it lives on a file system where reserved blocks are all a
-//! write fault needs (ext4, XFS; a copy-on-write file system such as btrfs allocates again at
-//! the fault, so it takes the ordinary `write`). Anything smaller than [`MAP_MIN`],
-//! any process with one thread in rayon's pool, and every other platform write as before.
+//! A write fault into a map cannot return an error: where a `write` would fail, the process
+//! gets a `SIGBUS` instead. So the map is used only where the failures a `write` reports in
+//! normal operation cannot reach it:
+//! - the file is this library's own new temporary file and has no name (`O_TMPFILE`), so no
+//!   other process can open it to cut it short under the map (only one of the same user or
+//!   root, through `/proc/PID/fd`); a temporary file that had to be named is written by
+//!   `write` alone;
+//! - its blocks are reserved with `fallocate` before anything is mapped, so a full disk or a
+//!   quota is that call's error, and the write falls back to `write`, which reports it;
+//! - it lives on ext4 or XFS, where the reserved blocks are all a write fault needs (a
+//!   copy-on-write file system such as btrfs allocates again at the fault, so it takes
+//!   `write`; so does tmpfs, where the map was slower).
+//!
+//! What is left is a file system failing under the write: an aborted journal, a shutdown, an
+//! I/O error that remounts it read-only. A `write` would then return an error; a fault on the
+//! map ends the process. Either way the temporary file is never renamed, so the file at the
+//! destination keeps its old content. Writes smaller than [`MAP_MIN`], a machine with one
+//! core, and every platform but Linux write as before.
 
 use std::fs::File;
 use std::io::{self, Write};
@@ -28,17 +36,23 @@ use std::io::{self, Write};
 pub(crate) const MAP_MIN: usize = 64 << 20;
 
 /// A writer of a new, empty file that [`write_atomic`](crate::atomic::write_atomic) puts under
-/// its buffer: each `write_all` of [`MAP_MIN`] bytes or more is split between a `write` and a
-/// map (see the module docs); everything else, and every write where a map cannot be used, is the file's own
-/// `write`. The file's cursor ends where a `write` would have left it either way.
+/// its buffer: each `write_all` of [`MAP_MIN`] bytes or more, into a file with no name, is
+/// split between a `write` and a map (see the module docs); everything else, and every write
+/// where a map cannot be used, is the file's own `write`. The file's cursor ends where a
+/// `write` would have left it either way.
 pub(crate) struct MapWrites<'a> {
     file: &'a File,
+    mappable: bool,
 }
 
 impl<'a> MapWrites<'a> {
-    /// Writes to `file`, which this crate created and nobody else holds.
-    pub(crate) fn new(file: &'a File) -> MapWrites<'a> {
-        MapWrites { file }
+    /// Writes to `file`, which this crate created; `unnamed`: it has no name (`O_TMPFILE`),
+    /// the only kind of file it maps.
+    pub(crate) fn new(file: &'a File, unnamed: bool) -> MapWrites<'a> {
+        MapWrites {
+            file,
+            mappable: unnamed,
+        }
     }
 }
 
@@ -48,7 +62,8 @@ impl Write for MapWrites<'_> {
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        if buf.len() >= MAP_MIN && map_copy(self.file, buf)? {
+        if self.mappable && buf.len() >= MAP_MIN && split_write(self.file, buf)? != Split::Declined
+        {
             return Ok(());
         }
         self.file.write_all(buf)
@@ -59,8 +74,19 @@ impl Write for MapWrites<'_> {
     }
 }
 
-/// Writes `buf` into `file` at its cursor, on two threads, and moves the cursor past it;
-/// `false` (nothing written) where a map cannot be used safely or would not help.
+/// How [`split_write`] went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Split {
+    /// Nothing written: a map cannot be used here, or would not help.
+    Declined,
+    /// Written: a `write` of the head beside a map of the tail.
+    Mapped,
+    /// Written, all by `write`: the map was refused after the blocks were reserved.
+    Written,
+}
+
+/// Writes `buf` into `file` (a new file with no name) at its cursor, on two threads, and moves
+/// the cursor past it, or declines (nothing written).
 ///
 /// The calling thread `write`s the first [`WRITE_SHARE`] of the bytes while a second thread
 /// copies the rest into a map of the file: a `write` fills the page cache faster than page
@@ -69,13 +95,14 @@ impl Write for MapWrites<'_> {
 /// ext4 with two cores, 256 MiB, best of 15: one `write` 0.043 s, two threads each mapping a
 /// half 0.036, a `write` of half beside a map of half 0.032, of 5/8 beside 3/8 0.029.
 #[cfg(target_os = "linux")]
-fn map_copy(file: &File, buf: &[u8]) -> io::Result<bool> {
+fn split_write(file: &File, buf: &[u8]) -> io::Result<Split> {
     use std::io::{Seek, SeekFrom};
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
 
-    if rayon::current_num_threads() < 2 || !reserved_blocks_suffice(file) {
-        return Ok(false);
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    if cores < 2 || !reserved_blocks_suffice(file) {
+        return Ok(Split::Declined);
     }
     let mut cursor = file;
     let pos = cursor.stream_position()?;
@@ -84,22 +111,23 @@ fn map_copy(file: &File, buf: &[u8]) -> io::Result<bool> {
         libc::off_t::try_from(pos),
         libc::off_t::try_from(buf.len()),
     ) else {
-        return Ok(false);
+        return Ok(Split::Declined);
     };
     // SAFETY: sysconf(2) has no preconditions.
     let page = match unsafe { libc::sysconf(libc::_SC_PAGESIZE) } {
         p if p > 0 => p as u64,
-        _ => return Ok(false),
+        _ => return Ok(Split::Declined),
     };
     // The map starts on a page boundary, so the two threads never share a page.
     let split = (pos + buf.len() as u64 / WRITE_SHARE.1 * WRITE_SHARE.0) / page * page;
     if split <= pos || split >= end {
-        return Ok(false);
+        return Ok(Split::Declined);
     }
     // SAFETY: fallocate(2) on an open descriptor with no pointers; its failure is only read.
     if unsafe { libc::fallocate(file.as_raw_fd(), 0, off, len) } != 0 {
-        // A full disk, a quota, a file system without it: `write` reports what applies.
-        return Ok(false);
+        // A full disk, a quota, a file system without it: `write` reports what applies. Blocks
+        // it reserved before failing are written over by that `write`, from `pos`.
+        return Ok(Split::Declined);
     }
     let (head, tail) = buf.split_at((split - pos) as usize);
     let mapped = std::thread::scope(|s| -> io::Result<bool> {
@@ -116,11 +144,20 @@ fn map_copy(file: &File, buf: &[u8]) -> io::Result<bool> {
         file.write_all_at(tail, split)?;
     }
     cursor.seek(SeekFrom::Start(end))?;
-    Ok(true)
+    Ok(if mapped {
+        Split::Mapped
+    } else {
+        Split::Written
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+fn split_write(_file: &File, _buf: &[u8]) -> io::Result<Split> {
+    Ok(Split::Declined)
 }
 
 /// The share of a large write the calling thread `write`s, as (numerator, denominator); the
-/// rest is copied through a map (see [`map_copy`]).
+/// rest is copied through a map (see [`split_write`]).
 #[cfg(target_os = "linux")]
 const WRITE_SHARE: (u64, u64) = (5, 8);
 
@@ -130,10 +167,11 @@ const WRITE_SHARE: (u64, u64) = (5, 8);
 fn copy_into_map(file: &File, at: u64, bytes: &[u8]) -> bool {
     // SAFETY: a shared map of `at .. at + bytes.len()`, inside the file: the caller's
     // fallocate set its length to at least that end. The file is this crate's new temporary
-    // file, which no other process can name (module docs), so nothing truncates it under the
-    // map; its blocks are reserved on a file system where that is all a write fault needs, so
-    // no fault of the copy below can meet a full disk. The map is unmapped when it drops, at
-    // the end of this function.
+    // file with no name (the caller's `mappable`), which no other process can open by a name
+    // to cut it short under the map; its blocks are reserved on a file system where that is
+    // all a write fault needs, so no fault of the copy below can meet a full disk. The module
+    // docs say what can still fail (a file system failing under the write). The map is
+    // unmapped when it drops, at the end of this function.
     let Ok(mut map) = (unsafe {
         memmap2::MmapOptions::new()
             .offset(at)
@@ -146,14 +184,9 @@ fn copy_into_map(file: &File, at: u64, bytes: &[u8]) -> bool {
     true
 }
 
-#[cfg(not(target_os = "linux"))]
-fn map_copy(_file: &File, _buf: &[u8]) -> io::Result<bool> {
-    Ok(false)
-}
-
 /// Whether `file`'s file system needs nothing at a write fault but the blocks `fallocate`
-/// reserved: ext4 and XFS. (tmpfs would be safe too, but its `fallocate` zeroes every page
-/// first, and the map was 1.15x slower there than `write`.)
+/// reserved, and is one where the map was faster: ext4 and XFS. (tmpfs would be safe too, but
+/// its `fallocate` zeroes every page first, and the map was 1.15x slower there than `write`.)
 #[cfg(target_os = "linux")]
 fn reserved_blocks_suffice(file: &File) -> bool {
     use std::os::fd::AsRawFd;
@@ -172,41 +205,78 @@ mod tests {
     use super::*;
     use std::io::Read;
 
-    /// Bytes no shift of a page or a piece maps onto themselves.
+    /// Bytes no shift of a page or a share maps onto themselves.
     fn pattern(len: usize) -> Vec<u8> {
         (0..len as u64)
             .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
             .collect()
     }
 
+    /// Whether this machine and the file system of the folder the tests write in take the map
+    /// (ext4 or XFS, two cores or more); said on the test's output when not.
+    fn map_expected(dir: &std::path::Path) -> bool {
+        let probe = File::create(dir.join("probe")).unwrap();
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        let yes = cores >= 2 && reserved_blocks_suffice(&probe);
+        if !yes {
+            eprintln!(
+                "the map is not tried here ({cores} cores, {} not ext4 or XFS): only the \
+                 ordinary write was checked",
+                dir.display()
+            );
+        }
+        yes
+    }
+
     #[test]
-    fn a_large_write_lands_after_what_came_before_and_the_cursor_follows() {
+    fn a_split_write_lands_after_what_came_before_and_the_cursor_follows() {
         let dir = tempfile::tempdir().unwrap();
+        let expected = map_expected(dir.path());
         let path = dir.path().join("x");
         let file = File::create_new(&path).unwrap();
-        let mapped = reserved_blocks_suffice(&file) && rayon::current_num_threads() >= 2;
-        // A header of 72 bytes: the map starts inside its page.
+        // A header of 72 bytes: the split is not at the file's start.
         let head = pattern(72);
         let body: Vec<u8> = pattern(MAP_MIN + 4099).into_iter().rev().collect();
-        let mut w = MapWrites::new(&file);
+        let mut w = MapWrites::new(&file, true);
         w.write_all(&head).unwrap();
-        assert_eq!(map_copy(&file, &body).unwrap(), mapped);
-        if !mapped {
-            eprintln!(
-                "the map was not tried: this folder's file system or rayon's pool does not take it"
-            );
+        let how = split_write(&file, &body).unwrap();
+        assert_eq!(
+            how,
+            if expected {
+                Split::Mapped
+            } else {
+                Split::Declined
+            }
+        );
+        if how == Split::Declined {
             w.write_all(&body).unwrap();
         }
         w.write_all(b"trailer").unwrap();
-        // Through the writer, as write_atomic calls it: the same bytes again.
-        w.write_all(&body).unwrap();
         let mut back = Vec::new();
         File::open(&path).unwrap().read_to_end(&mut back).unwrap();
         let n = body.len();
-        assert_eq!(back.len(), 72 + n + 7 + n);
+        assert_eq!(back.len(), 72 + n + 7);
         assert_eq!(back[..72], head);
         assert_eq!(back[72..72 + n], body);
-        assert_eq!(&back[72 + n..72 + n + 7], b"trailer");
-        assert_eq!(back[72 + n + 7..], body);
+        assert_eq!(&back[72 + n..], b"trailer");
+    }
+
+    #[test]
+    fn write_atomic_writes_a_large_buffer_between_small_ones_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        map_expected(dir.path());
+        let path = dir.path().join("y.ra");
+        let body = pattern(MAP_MIN + 12_345);
+        crate::atomic::write_atomic(&path, |w| -> io::Result<()> {
+            w.write_all(b"head")?;
+            w.write_all(&body)?;
+            w.write_all(b"tail")
+        })
+        .unwrap();
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(back.len(), 4 + body.len() + 4);
+        assert_eq!(&back[..4], b"head");
+        assert_eq!(back[4..4 + body.len()], body);
+        assert_eq!(&back[4 + body.len()..], b"tail");
     }
 }

@@ -56,6 +56,9 @@ impl ReadAt for Source {
             Source::Mapped(m) => m.borrow_at(offset, len),
         }
     }
+    fn is_local(&self) -> bool {
+        true
+    }
 }
 
 /// A `.ra` file opened for reading blocks: the header and trailer are read at open (O(1) in

@@ -48,6 +48,11 @@ impl Temp {
         named_builder(prefix).tempfile_in(dir).map(Temp::Named)
     }
 
+    /// Whether the file has no name yet (`O_TMPFILE`): no other process can open it by one.
+    pub fn is_unnamed(&self) -> bool {
+        matches!(self, Temp::Unnamed { .. })
+    }
+
     /// The file.
     pub fn file(&self) -> &File {
         match self {

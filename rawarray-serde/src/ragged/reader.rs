@@ -151,6 +151,9 @@ impl ReadAt for Shared {
     fn has(&self, range: std::ops::Range<u64>) -> bool {
         self.0.has(range)
     }
+    fn is_local(&self) -> bool {
+        self.0.is_local()
+    }
 }
 
 /// The decoder of chunked values, reading through the open file or the source.

@@ -67,7 +67,13 @@ impl Counters {
     }
 
     pub(crate) fn read(&self, bytes: u64) {
-        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.read_runs(1, bytes);
+    }
+
+    /// `runs` positioned reads of a plain section, `bytes` in all (a run counts as one read,
+    /// however many pieces it was copied in).
+    pub(crate) fn read_runs(&self, runs: u64, bytes: u64) {
+        self.reads.fetch_add(runs, Ordering::Relaxed);
         self.bytes.fetch_add(bytes, Ordering::Relaxed);
     }
 

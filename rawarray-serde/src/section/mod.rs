@@ -455,9 +455,10 @@ impl<S: ReadAt> Section<S> {
         })
     }
 
-    /// Decode whole reads on `threads` threads (0: rayon's global pool); a plain section's
-    /// reads of 32 MiB or more are copied on them too, in 4 MiB pieces (1: every read on the
-    /// caller's thread).
+    /// Decode whole reads on `threads` threads (0: rayon's global pool). A plain section's
+    /// reads of 32 MiB or more from a local source (a file, a map, bytes in memory) are copied
+    /// in 4 MiB pieces on that many threads, the caller's among them (0: one a core, at most
+    /// 4; 1: the caller's alone).
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Section<S> {
         self.threads = threads;
@@ -879,7 +880,7 @@ impl<S: ReadAt> Section<S> {
                 let base = self.base;
                 let runs = plan.runs().map(|r| base + r.start..base + r.end);
                 plain::read_runs(source, runs, plan.run_len(), out, self.threads)?;
-                self.counters.read(plan.bytes());
+                self.counters.read_runs(plan.run_count(), plan.bytes());
                 Ok(())
             }
             Kind::Lz4Whole(cache) => {

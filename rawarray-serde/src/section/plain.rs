@@ -1,19 +1,22 @@
-//! Reads of a plain section: its bytes copied from the source, large reads on several threads.
+//! Reads of a plain section: its bytes copied from the source, large local reads on several
+//! threads.
 //!
-//! A plain read is the kernel copying the page cache into the caller's buffer (or a map's
-//! pages, or fetched pieces, into it), and one core copies at only part of what the machine's
-//! memory moves: a 256 MiB read from the page cache on two cores took 0.017 s split across two
-//! threads against 0.031 s on one (doc/benchmarks.md, "Plain reads on two threads"). So a read
-//! of [`PARALLEL_MIN`] bytes or more, made of runs of at least [`RUN_MIN`] bytes, is cut into
-//! pieces of about [`PIECE`] bytes read on the section's threads; anything smaller, or runs so
-//! short that a piece would be a list of tiny reads, stays one loop on the caller's thread.
-//! The bytes read are the same either way: only which thread copies which piece changes.
+//! A plain read from a file is the kernel copying the page cache into the caller's buffer, and
+//! one core copies at only part of what the machine's memory moves: a 256 MiB file read from
+//! the page cache into a buffer already used took 0.030 to 0.036 s with one `pread` and 0.017
+//! to 0.019 s with two threads each reading a half (doc/benchmarks.md, "Plain reads and writes
+//! on two threads"). So a read of [`PARALLEL_MIN`] bytes or more, made of runs of at least
+//! [`RUN_MIN`] bytes, from a local source ([`ReadAt::is_local`]: a file, a map, bytes in
+//! memory) is cut into pieces of about [`PIECE`] bytes, shared in order between the caller's
+//! thread and threads started for the read (scoped, so none outlives it). Smaller reads, short
+//! runs, and sources where a read is a request (an object store's, where the count of
+//! requests matters more than the thread making them) stay one loop on the caller's thread.
+//! So does every read that fails: a failed piece, or a thread that could not start, makes the
+//! whole read again in one loop, so an error names the same bytes, and is the same error, as it
+//! was before reads were split.
 
 use std::ops::Range;
 
-use rayon::prelude::*;
-
-use super::chunked::in_pool;
 use crate::error::Result;
 use crate::io::ReadAt;
 
@@ -23,32 +26,66 @@ pub(crate) const PARALLEL_MIN: u64 = 32 << 20;
 /// The shortest run a split read takes: shorter runs stay on one thread, where their pieces
 /// would otherwise list one entry per run.
 pub(crate) const RUN_MIN: u64 = 64 << 10;
-/// About how many bytes one task reads: small enough for two threads to share the work evenly,
-/// large enough that each `pread` moves megabytes.
+/// About how many bytes one piece is: large enough that each `pread` moves megabytes.
 pub(crate) const PIECE: usize = 4 << 20;
+/// The most threads a read is split across (`threads` 0): copies from memory stop scaling
+/// after a few cores.
+const MAX_THREADS: usize = 4;
 
 /// Reads the runs `runs` (byte ranges of the source, each `run_len` long) one after another
-/// into `out`, which holds exactly their bytes, on `threads` threads (0: rayon's global pool)
-/// when the read is large (see the module docs).
-pub(crate) fn read_runs<T: ReadAt + ?Sized>(
+/// into `out`, which holds exactly their bytes. A large read from a local source is shared
+/// between `threads` threads, the caller's among them (0: one a core, at most 4; 1: the
+/// caller's alone); see the module docs.
+pub(crate) fn read_runs<T, R>(
     source: &T,
-    runs: impl Iterator<Item = Range<u64>>,
+    runs: R,
     run_len: u64,
     out: &mut [u8],
     threads: usize,
-) -> Result<()> {
+) -> Result<()>
+where
+    T: ReadAt + ?Sized,
+    R: Iterator<Item = Range<u64>> + Clone,
+{
+    let threads = match threads {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)),
+        n => n,
+    };
     let total = out.len() as u64;
-    if total < PARALLEL_MIN || run_len < RUN_MIN || threads == 1 {
-        let mut at = 0usize;
-        for run in runs {
-            let len = (run.end - run.start) as usize;
-            source.read_exact_at(&mut out[at..at + len], run.start)?;
-            at += len;
-        }
-        return Ok(());
+    if total < PARALLEL_MIN || run_len < RUN_MIN || threads < 2 || !source.is_local() {
+        return read_in_order(source, runs, out);
     }
+    if !read_split(source, runs.clone(), out, threads) {
+        return read_in_order(source, runs, out);
+    }
+    Ok(())
+}
+
+/// The runs read one after another on this thread.
+fn read_in_order<T: ReadAt + ?Sized>(
+    source: &T,
+    runs: impl Iterator<Item = Range<u64>>,
+    out: &mut [u8],
+) -> Result<()> {
+    let mut at = 0usize;
+    for run in runs {
+        let len = (run.end - run.start) as usize;
+        source.read_exact_at(&mut out[at..at + len], run.start)?;
+        at += len;
+    }
+    Ok(())
+}
+
+/// The runs cut in pieces and read on `threads` threads; `false` if any piece failed or a
+/// thread could not start (the caller then reads it all again in order).
+fn read_split<T: ReadAt + ?Sized>(
+    source: &T,
+    runs: impl Iterator<Item = Range<u64>>,
+    out: &mut [u8],
+    threads: usize,
+) -> bool {
     // At most total / RUN_MIN runs (4,096 for 256 MiB), each cut into pieces of PIECE bytes.
-    let mut pieces: Vec<(u64, &mut [u8])> = Vec::with_capacity((total / PIECE as u64) as usize + 1);
+    let mut pieces: Vec<(u64, &mut [u8])> = Vec::new();
     let mut rest = out;
     for run in runs {
         let mut at = run.start;
@@ -62,25 +99,60 @@ pub(crate) fn read_runs<T: ReadAt + ?Sized>(
             left -= n as u64;
         }
     }
-    in_pool(threads, || {
-        pieces
-            .into_par_iter()
-            .try_for_each(|(at, piece)| source.read_exact_at(piece, at))
-    })??;
-    Ok(())
+    debug_assert!(rest.is_empty(), "the runs hold exactly the output's bytes");
+    // Contiguous shares of (almost) equal counts of pieces, the first for this thread.
+    let per = pieces.len().div_ceil(threads);
+    let mut shares: Vec<Vec<(u64, &mut [u8])>> = Vec::with_capacity(threads);
+    let mut pieces = pieces.into_iter();
+    loop {
+        let share: Vec<_> = pieces.by_ref().take(per).collect();
+        if share.is_empty() {
+            break;
+        }
+        shares.push(share);
+    }
+    let read_share = |share: Vec<(u64, &mut [u8])>| {
+        share
+            .into_iter()
+            .all(|(at, piece)| source.read_exact_at(piece, at).is_ok())
+    };
+    std::thread::scope(|s| {
+        let mut shares = shares.into_iter();
+        let mine = shares.next();
+        let started: Vec<_> = shares
+            .map(|share| {
+                std::thread::Builder::new()
+                    .name("rawarray-read".into())
+                    .spawn_scoped(s, move || read_share(share))
+            })
+            .collect();
+        let mine_ok = mine.is_none_or(read_share);
+        // Every started thread is joined here, whatever the others did (a panic in one is a
+        // failed share, not a panic of the scope).
+        let theirs: Vec<bool> = started
+            .into_iter()
+            .map(|t| t.is_ok_and(|h| h.join().unwrap_or(false)))
+            .collect();
+        mine_ok && theirs.into_iter().all(|ok| ok)
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashSet;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
+    use std::thread::ThreadId;
 
-    /// Bytes in memory that count the reads made of them and on how many threads.
+    /// Bytes in memory that count the reads made of them and the threads that made them;
+    /// `local` says what [`ReadAt::is_local`] answers, `cut` where the source ends for reads.
     struct Counted {
         bytes: Vec<u8>,
         reads: AtomicUsize,
-        threads: Mutex<std::collections::HashSet<std::thread::ThreadId>>,
+        threads: Mutex<HashSet<ThreadId>>,
+        local: bool,
+        cut: usize,
     }
 
     impl ReadAt for Counted {
@@ -91,11 +163,24 @@ mod tests {
                 .unwrap()
                 .insert(std::thread::current().id());
             let at = offset as usize;
+            if at + buf.len() > self.cut {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!(
+                        "bytes {at}..{} past the end at {}",
+                        at + buf.len(),
+                        self.cut
+                    ),
+                ));
+            }
             buf.copy_from_slice(&self.bytes[at..at + buf.len()]);
             Ok(())
         }
         fn source_len(&self) -> std::io::Result<u64> {
-            Ok(self.bytes.len() as u64)
+            Ok(self.cut as u64)
+        }
+        fn is_local(&self) -> bool {
+            self.local
         }
     }
 
@@ -106,31 +191,29 @@ mod tests {
                 .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
                 .collect(),
             reads: AtomicUsize::new(0),
-            threads: Mutex::new(Default::default()),
+            threads: Mutex::new(HashSet::new()),
+            local: true,
+            cut: len,
         }
     }
 
+    fn threads_of(src: &Counted) -> HashSet<ThreadId> {
+        src.threads.lock().unwrap().clone()
+    }
+
     #[test]
-    fn a_large_read_is_split_in_pieces_and_equals_the_bytes() {
+    fn a_large_read_is_split_in_pieces_between_this_thread_and_another() {
         let len = (PARALLEL_MIN as usize) + 12_345;
         let src = counted(len + 100);
         let mut out = vec![0u8; len];
-        read_runs(
-            &src,
-            std::iter::once(100..100 + len as u64),
-            len as u64,
-            &mut out,
-            2,
-        )
-        .unwrap();
+        let run = 100..100 + len as u64;
+        read_runs(&src, std::iter::once(run), len as u64, &mut out, 2).unwrap();
         assert_eq!(out, src.bytes[100..100 + len]);
-        // 32 MiB + 12,345 bytes in 4 MiB pieces: 9 reads, on the pool's threads.
+        // 32 MiB + 12,345 bytes in 4 MiB pieces: 9 reads, 5 on this thread and 4 on another.
         assert_eq!(src.reads.load(Ordering::Relaxed), 9);
-        assert!(!src
-            .threads
-            .lock()
-            .unwrap()
-            .contains(&std::thread::current().id()));
+        let threads = threads_of(&src);
+        assert_eq!(threads.len(), 2);
+        assert!(threads.contains(&std::thread::current().id()));
     }
 
     #[test]
@@ -142,20 +225,23 @@ mod tests {
         let src = counted((n * step) as usize);
         let runs = (0..n).map(|k| k * step..k * step + run);
         let mut out = vec![0u8; (n * run) as usize];
-        read_runs(&src, runs.clone(), run, &mut out, 2).unwrap();
+        read_runs(&src, runs.clone(), run, &mut out, 3).unwrap();
         let want: Vec<u8> = runs
             .flat_map(|r| src.bytes[r.start as usize..r.end as usize].to_vec())
             .collect();
         assert_eq!(out, want);
         assert_eq!(src.reads.load(Ordering::Relaxed), n as usize);
+        assert_eq!(threads_of(&src).len(), 3);
     }
 
     #[test]
-    fn small_reads_and_short_runs_stay_on_one_thread() {
+    fn small_reads_short_runs_one_thread_and_remote_sources_stay_on_this_thread() {
+        let here: HashSet<ThreadId> = [std::thread::current().id()].into_iter().collect();
         let src = counted(40 << 20);
         let mut out = vec![0u8; 1 << 20];
         read_runs(&src, std::iter::once(0..1 << 20), 1 << 20, &mut out, 2).unwrap();
         assert_eq!(out, src.bytes[..1 << 20]);
+        assert_eq!(threads_of(&src), here);
         // 36 MiB in runs of 32 KiB, 36 KiB apart: one read a run, all on this thread.
         let run = 32u64 << 10;
         let runs = (0..1152u64).map(|k| k * (36 << 10)..k * (36 << 10) + run);
@@ -167,29 +253,47 @@ mod tests {
             .collect();
         assert_eq!(out, want);
         assert_eq!(src.reads.load(Ordering::Relaxed), 1152);
-        assert_eq!(
-            *src.threads.lock().unwrap(),
-            [std::thread::current().id()].into_iter().collect()
-        );
+        assert_eq!(threads_of(&src), here);
+        // 40 MiB in one read: with one thread asked for, and from a source that is not local.
+        for (local, threads) in [(true, 1), (false, 2), (false, 0)] {
+            let mut src = counted(40 << 20);
+            src.local = local;
+            let mut out = vec![0u8; 40 << 20];
+            read_runs(
+                &src,
+                std::iter::once(0..40 << 20),
+                40 << 20,
+                &mut out,
+                threads,
+            )
+            .unwrap();
+            assert_eq!(out, src.bytes);
+            assert_eq!(
+                src.reads.load(Ordering::Relaxed),
+                1,
+                "local {local}, threads {threads}"
+            );
+            assert_eq!(threads_of(&src), here);
+        }
     }
 
     #[test]
-    fn a_failed_piece_fails_the_read() {
-        struct Short(Counted);
-        impl ReadAt for Short {
-            fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-                if offset >= (20 << 20) {
-                    return Err(std::io::ErrorKind::UnexpectedEof.into());
-                }
-                self.0.read_exact_at(buf, offset)
-            }
-            fn source_len(&self) -> std::io::Result<u64> {
-                self.0.source_len()
-            }
-        }
-        let src = Short(counted(40 << 20));
+    fn a_failed_piece_fails_the_read_with_the_error_of_one_read_in_order() {
+        // A source that ends at 30 MiB, read as 40 MiB: pieces past the end fail, and then the
+        // read is made again in order, whose error names the whole run.
+        let mut src = counted(40 << 20);
+        src.cut = 30 << 20;
         let mut out = vec![0u8; 40 << 20];
-        let e = read_runs(&src, std::iter::once(0..40 << 20), 40 << 20, &mut out, 2).unwrap_err();
-        assert!(e.to_string().contains("end of file"), "{e}");
+        let split = read_runs(&src, std::iter::once(0..40 << 20), 40 << 20, &mut out, 2);
+        let in_order = read_runs(&src, std::iter::once(0..40 << 20), 40 << 20, &mut out, 1);
+        let e = split.unwrap_err().to_string();
+        assert_eq!(e, in_order.unwrap_err().to_string());
+        assert!(
+            e.contains("bytes 0..41943040 past the end at 31457280"),
+            "{e}"
+        );
+        // The split: this thread's five pieces, the other's first three (the third fails and
+        // ends its share); then one read in order, and the one read of the call with one thread.
+        assert_eq!(src.reads.load(Ordering::Relaxed), 5 + 3 + 1 + 1);
     }
 }
