@@ -112,6 +112,13 @@ pub trait ReadAt: Sync {
     }
 }
 
+/// The machine's cores as std counts them (a cgroup's quota included), asked once: the
+/// threads a large plain read or write may use.
+pub(crate) fn cores() -> usize {
+    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+}
+
 impl ReadAt for File {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         crate::fileio::read_exact_at(self, buf, offset)

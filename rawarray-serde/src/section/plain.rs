@@ -47,12 +47,16 @@ where
     T: ReadAt + ?Sized,
     R: Iterator<Item = Range<u64>> + Clone,
 {
+    // The cheap tests first: most reads are small, and the count of cores is a few system
+    // calls the first time (std reads the cgroup's quota).
+    if (out.len() as u64) < PARALLEL_MIN || run_len < RUN_MIN || !source.is_local() {
+        return read_in_order(source, runs, out);
+    }
     let threads = match threads {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(MAX_THREADS)),
+        0 => crate::io::cores().min(MAX_THREADS),
         n => n,
     };
-    let total = out.len() as u64;
-    if total < PARALLEL_MIN || run_len < RUN_MIN || threads < 2 || !source.is_local() {
+    if threads < 2 {
         return read_in_order(source, runs, out);
     }
     if !read_split(source, runs.clone(), out, threads) {
