@@ -47,11 +47,11 @@ fn main() {
         runs,
         || {
             let _ = std::fs::remove_file(&ours);
-            array.write_file(&ours).unwrap()
+            array.write_file(&ours).unwrap();
         },
         || {
             let _ = std::fs::remove_file(&plain);
-            std::fs::write(&plain, &bytes).unwrap()
+            std::fs::write(&plain, &bytes).unwrap();
         },
     );
     let (write_atomic, write_std_sync) = best_of_pair(
