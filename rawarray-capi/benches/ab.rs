@@ -223,6 +223,17 @@ fn main() {
         );
         same_files(&rpath, &cpath, storage);
         row(&format!("array write {storage} (a new file)"), &rows);
+        // Over the last file: each side syncs its temporary file before the rename (which
+        // needs a disk to mean anything: RA_BENCH_DIR on one, not /dev/shm).
+        let rows = alternate(
+            || field.write_file_with(&rpath, &opts).unwrap(),
+            || write_array_c(&c_path, &c_storage, field.as_slice()),
+        );
+        same_files(&rpath, &cpath, storage);
+        row(
+            &format!("array write {storage} (over the last file, synced)"),
+            &rows,
+        );
         let ranges = [0..DIMS[0], 0..DIMS[1], 0..DIMS[2]];
         let rows = alternate(
             || {
