@@ -5,8 +5,10 @@
 //!   called from Rust) and as a derived record through the typed writer;
 //! - whole arrays: the 256 MiB `f32` field of `benches/capi.rs` written by `ra_write` and by
 //!   `RawArray::write_file_with`, each to a new path (the last file removed first, as a program
-//!   writing a series of snapshots does), and read back whole into one buffer by `ra_read_all`
-//!   and by `ArrayReader::read_subset_into`.
+//!   writing a series of snapshots does), then over the last file (synced before the rename:
+//!   on `/dev/shm` a sync costs nothing, so set `RA_BENCH_DIR` to a folder on a disk for those
+//!   rows to mean anything), and read back whole into one buffer by `ra_read_all` and by
+//!   `ArrayReader::read_subset_into`.
 //!
 //! Seven times each, in turn, plain and compressed (zstd). Prints the best times, the median of
 //! the seven wall-time ratios and the ratio of the best CPU times (user and system, of this

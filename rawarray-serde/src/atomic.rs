@@ -378,7 +378,12 @@ fn rename(e: crate::Error, path: &Path) -> crate::Error {
 
 /// Writes a file through `write`, atomically (see [`AtomicFile`]). The writer is buffered and
 /// flushed explicitly, never by its drop, so every write error, a full disk included, is
-/// returned; on any error the destination is untouched.
+/// returned; on any error the destination is untouched. One exception: a single write of
+/// 64 MiB or more into the (nameless) temporary file on ext4 or XFS, on a machine with two
+/// cores or more, is made on two threads, a second thread copying part of it through a map
+/// of the file; if the file system itself fails during that copy (an aborted journal, a
+/// shutdown), the process ends with `SIGBUS` instead of an error. A full disk or a quota is
+/// still an error, and the destination keeps its old content either way.
 ///
 /// It commits as [`AtomicFile::commit_relaxed`] does: a file it replaces is synced before the
 /// rename, so a power cut leaves the old content or the new one, never a loss; a new file is
@@ -444,8 +449,9 @@ mod tests {
     use super::*;
 
     /// A body of 64 MiB and more between two small writes, as a whole-array write makes it: on
-    /// ext4 or XFS with two cores its temporary file (nameless) is written half by `write` and
-    /// half through a map (mapwrite.rs), elsewhere by `write`; the bytes are the same.
+    /// ext4 or XFS with two cores its temporary file (nameless) is written 5/8 by `write` and
+    /// 3/8 through a map (mapwrite.rs, whose tests check that the map is taken), elsewhere by
+    /// `write`; the bytes are the same.
     #[test]
     fn write_atomic_writes_a_large_buffer_between_small_ones_exactly() {
         let dir = tempfile::tempdir().unwrap();

@@ -112,11 +112,21 @@ pub trait ReadAt: Sync {
     }
 }
 
-/// The machine's cores as std counts them (a cgroup's quota included), asked once: the
-/// threads a large plain read or write may use.
-pub(crate) fn cores() -> usize {
-    static CORES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZero::get))
+/// The threads a large plain read or write may use, asked once: `RAYON_NUM_THREADS` where it
+/// is a number above 0 (the one setting of the library's own threads, which also sizes rayon's
+/// pool, where compressed reads decode), else the machine's cores as std counts them (a
+/// cgroup's quota included; std reads the cgroup's files at every call, hence once).
+pub(crate) fn io_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::env::var("RAYON_NUM_THREADS")
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism().map_or(1, std::num::NonZero::get)
+            })
+    })
 }
 
 impl ReadAt for File {

@@ -69,6 +69,10 @@ impl Write for MapWrites<'_> {
         self.file.write_all(buf)
     }
 
+    fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        self.file.write_vectored(bufs)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -100,7 +104,7 @@ fn split_write(file: &File, buf: &[u8]) -> io::Result<Split> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::FileExt;
 
-    if crate::io::cores() < 2 || !reserved_blocks_suffice(file) {
+    if crate::io::io_threads() < 2 || !reserved_blocks_suffice(file) {
         return Ok(Split::Declined);
     }
     let mut cursor = file;
@@ -129,10 +133,15 @@ fn split_write(file: &File, buf: &[u8]) -> io::Result<Split> {
         return Ok(Split::Declined);
     }
     let (head, tail) = buf.split_at((split - pos) as usize);
+    // A test refuses the map as `mmap` would, to see the fallback (asked on this thread).
+    #[cfg(test)]
+    let refused = tests::REFUSE_MAP.with(std::cell::Cell::get);
+    #[cfg(not(test))]
+    let refused = false;
     let mapped = std::thread::scope(|s| -> io::Result<bool> {
         let copier = std::thread::Builder::new()
             .name("rawarray-mapwrite".into())
-            .spawn_scoped(s, || copy_into_map(file, split, tail));
+            .spawn_scoped(s, || !refused && copy_into_map(file, split, tail));
         let written = file.write_all_at(head, pos);
         // A thread that could not start, or a map refused: the tail is written here.
         let mapped = copier.is_ok_and(|h| h.join().unwrap_or(false));
@@ -204,6 +213,12 @@ mod tests {
     use super::*;
     use std::io::Read;
 
+    thread_local! {
+        /// Set by a test on the thread that calls `split_write`: its map is refused, as `mmap`
+        /// would refuse it, so that the fallback to `write` is seen.
+        pub(super) static REFUSE_MAP: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
     /// Bytes no shift of a page or a share maps onto themselves.
     fn pattern(len: usize) -> Vec<u8> {
         (0..len as u64)
@@ -214,13 +229,27 @@ mod tests {
     /// Whether this machine and the file system of the folder the tests write in take the map
     /// (ext4 or XFS, two cores or more); said on the test's output when not.
     fn map_expected(dir: &std::path::Path) -> bool {
+        use std::os::fd::AsRawFd;
         let probe = File::create(dir.join("probe")).unwrap();
-        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-        let yes = cores >= 2 && reserved_blocks_suffice(&probe);
+        let threads = crate::io::io_threads();
+        let mut s = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+        // SAFETY: fstatvfs(2) fills the struct it is given a pointer to, on success.
+        let free = if unsafe { libc::fstatvfs(probe.as_raw_fd(), s.as_mut_ptr()) } == 0 {
+            // SAFETY: filled by the call above (and zeroed before).
+            let s = unsafe { s.assume_init() };
+            #[allow(clippy::unnecessary_cast)] // u64 here, narrower on other targets
+            let free = s.f_bavail as u64 * s.f_frsize as u64;
+            free
+        } else {
+            0
+        };
+        // Room for the file twice over: fallocate on a fuller disk declines, rightly.
+        let fs = reserved_blocks_suffice(&probe);
+        let yes = threads >= 2 && fs && free >= 4 * MAP_MIN as u64;
         if !yes {
             eprintln!(
-                "the map is not tried here ({cores} cores, {} not ext4 or XFS): only the \
-                 ordinary write was checked",
+                "the map is not tried here ({threads} threads, {} on ext4 or XFS: {fs}, {free} \
+                 bytes free): only the ordinary write was checked",
                 dir.display()
             );
         }
@@ -258,5 +287,37 @@ mod tests {
         assert_eq!(back[..72], head);
         assert_eq!(back[72..72 + n], body);
         assert_eq!(&back[72 + n..], b"trailer");
+    }
+
+    #[test]
+    fn a_refused_map_leaves_the_tail_to_write_and_the_cursor_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let expected = map_expected(dir.path());
+        let path = dir.path().join("w");
+        let file = File::create_new(&path).unwrap();
+        let body = pattern(MAP_MIN + 777);
+        let mut w = MapWrites::new(&file, true);
+        w.write_all(b"0123456789").unwrap();
+        REFUSE_MAP.with(|r| r.set(true));
+        let how = split_write(&file, &body);
+        REFUSE_MAP.with(|r| r.set(false));
+        let how = how.unwrap();
+        assert_eq!(
+            how,
+            if expected {
+                Split::Written
+            } else {
+                Split::Declined
+            }
+        );
+        if how == Split::Declined {
+            w.write_all(&body).unwrap();
+        }
+        w.write_all(b"end").unwrap();
+        let back = std::fs::read(&path).unwrap();
+        assert_eq!(back.len(), 10 + body.len() + 3);
+        assert_eq!(&back[..10], b"0123456789");
+        assert_eq!(back[10..10 + body.len()], body);
+        assert_eq!(&back[10 + body.len()..], b"end");
     }
 }

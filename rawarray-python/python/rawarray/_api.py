@@ -132,6 +132,10 @@ def write(
     """Writes ``array`` to a ``.ra`` file, atomically (a temporary file renamed over ``path``:
     a failed write leaves the old file as it was; a file it replaces is synced before the
     rename, so that a power cut cannot cost it, while a new file is not, as ``numpy.save``).
+    Plain data of 64 MiB or more is written on two threads on ext4 or XFS, a second thread
+    copying part of it through a map of the new file: a file system that fails during that copy
+    (an aborted journal, a shutdown) ends the process with ``SIGBUS`` instead of an ``OSError``;
+    a full disk is still an ``OSError``, and the old file is kept either way.
 
     ``path`` may be an object-store URL (``s3://``, ``gs://``, ``az://``, ``file://``; see
     :func:`open`, and ``storage_options`` there): the object goes up by one request, or by a

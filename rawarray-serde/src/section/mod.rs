@@ -456,9 +456,10 @@ impl<S: ReadAt> Section<S> {
     }
 
     /// Decode whole reads on `threads` threads (0: rayon's global pool). A plain section's
-    /// reads of 32 MiB or more from a local source (a file, a map, bytes in memory) are copied
-    /// in 4 MiB pieces on that many threads, the caller's among them (0: one a core, at most
-    /// 4; 1: the caller's alone).
+    /// reads of 32 MiB or more in runs of 64 KiB or more from a local source (a file, a map,
+    /// bytes in memory) are copied in 4 MiB pieces on that many threads too, at most 4, the
+    /// caller's among them (0: `RAYON_NUM_THREADS` where it is set, else one a core; 1: the
+    /// caller's alone).
     #[must_use]
     pub fn with_threads(mut self, threads: usize) -> Section<S> {
         self.threads = threads;

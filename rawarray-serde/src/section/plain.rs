@@ -28,14 +28,14 @@ pub(crate) const PARALLEL_MIN: u64 = 32 << 20;
 pub(crate) const RUN_MIN: u64 = 64 << 10;
 /// About how many bytes one piece is: large enough that each `pread` moves megabytes.
 pub(crate) const PIECE: usize = 4 << 20;
-/// The most threads a read is split across (`threads` 0): copies from memory stop scaling
-/// after a few cores.
+/// The most threads a read is split across: copies from memory stop scaling after a few
+/// cores.
 const MAX_THREADS: usize = 4;
 
 /// Reads the runs `runs` (byte ranges of the source, each `run_len` long) one after another
 /// into `out`, which holds exactly their bytes. A large read from a local source is shared
-/// between `threads` threads, the caller's among them (0: one a core, at most 4; 1: the
-/// caller's alone); see the module docs.
+/// between `threads` threads, at most 4, the caller's among them (0: `RAYON_NUM_THREADS` or
+/// one a core; 1: the caller's alone); see the module docs.
 pub(crate) fn read_runs<T, R>(
     source: &T,
     runs: R,
@@ -53,9 +53,10 @@ where
         return read_in_order(source, runs, out);
     }
     let threads = match threads {
-        0 => crate::io::cores().min(MAX_THREADS),
+        0 => crate::io::io_threads(),
         n => n,
-    };
+    }
+    .min(MAX_THREADS);
     if threads < 2 {
         return read_in_order(source, runs, out);
     }
