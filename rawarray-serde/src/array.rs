@@ -259,7 +259,10 @@ impl<T: Element> RawArray<T> {
 
     /// [`RawArray::write_file`] with the given byte order and compression.
     pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
-        write_atomic(path.as_ref(), |w| self.write_to_sink(&mut InOrder(w), opts))
+        let path = path.as_ref();
+        // A failure while writing (a full disk) names the file, as a failure to start does.
+        write_atomic(path, |w| self.write_to_sink(&mut InOrder(w), opts))
+            .map_err(|e: Error| e.in_file(path))
     }
 }
 
@@ -629,7 +632,8 @@ impl DynArray {
 
     /// [`DynArray::write_file`] with the given byte order and compression.
     pub fn write_file_with(&self, path: impl AsRef<Path>, opts: &WriteOptions) -> Result<()> {
-        write_atomic(path.as_ref(), |w| self.write_dyn(w, opts))
+        let path = path.as_ref();
+        write_atomic(path, |w| self.write_dyn(w, opts)).map_err(|e: Error| e.in_file(path))
     }
 }
 
