@@ -22,13 +22,41 @@ pub struct Server {
     child: Child,
     /// Its loopback port.
     pub port: u16,
+    /// What it is, for messages; empty once its failure to start was reported.
+    what: &'static str,
+    /// Where its standard error goes.
+    log: PathBuf,
 }
 
 impl Drop for Server {
     fn drop(&mut self) {
+        // A server that ended before its test did is the likely cause of that test's failure
+        // ("connection refused"): say so, with the end of what it wrote (the test's output
+        // shows it when the test fails).
+        let ended = if self.what.is_empty() {
+            None // its start failed, and that was reported
+        } else {
+            self.child.try_wait().ok().flatten()
+        };
+        if let Some(status) = ended {
+            eprintln!(
+                "{} on port {} had exited ({status}); the end of its log {}:\n{}",
+                self.what,
+                self.port,
+                self.log.display(),
+                log_tail(&self.log)
+            );
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The last lines of a server's log.
+fn log_tail(log: &Path) -> String {
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = said.lines().collect();
+    lines[lines.len().saturating_sub(10)..].join("\n")
 }
 
 impl Server {
@@ -71,11 +99,12 @@ fn answers_http(port: u16) -> bool {
 /// until it answers HTTP there. A server that exits first (another process took the port
 /// between [`free_port`] and its bind) is started again on another port, three times at
 /// most; its standard error goes to `log`, whose end a failure shows.
-fn start(what: &str, log: &Path, command: impl Fn(u16) -> Command) -> Server {
+fn start(what: &'static str, command: impl Fn(u16) -> Command) -> Server {
     let mut last = String::new();
     for _ in 0..3 {
         let port = free_port();
-        let err = std::fs::File::create(log)
+        let log = log_path(what);
+        let err = std::fs::File::create(&log)
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", log.display()));
         let mut cmd = command(port);
         let child = cmd
@@ -83,13 +112,20 @@ fn start(what: &str, log: &Path, command: impl Fn(u16) -> Command) -> Server {
             .stderr(err)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start {what} ({cmd:?}): {e}"));
-        let mut server = Server { child, port };
+        let mut server = Server {
+            child,
+            port,
+            what,
+            log,
+        };
         let begun = Instant::now();
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
-                let said = std::fs::read_to_string(log).unwrap_or_default();
-                let tail: Vec<&str> = said.lines().rev().take(5).collect();
-                last = format!("{what} exited ({status}) on port {port}: {tail:?}");
+                last = format!(
+                    "{what} exited ({status}) on port {port}:\n{}",
+                    log_tail(&server.log)
+                );
+                server.what = ""; // reported here: its drop says nothing more
                 break;
             }
             if answers_http(port) {
@@ -98,7 +134,7 @@ fn start(what: &str, log: &Path, command: impl Fn(u16) -> Command) -> Server {
             assert!(
                 begun.elapsed() < Duration::from_secs(60),
                 "{what} did not answer on port {port} in 60 s (its log: {})",
-                log.display()
+                server.log.display()
             );
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -144,8 +180,7 @@ pub fn moto_with(env: &[(&str, &Path)]) -> Server {
     let exe = moto_server().unwrap_or_else(|why| {
         panic!("the S3 tests need moto's server: {why}; set RA_MOTO_SERVER to a moto_server, or allow python3 -m venv and PyPI")
     });
-    let log = tempfile_log("moto");
-    start("moto", &log, |port| {
+    start("moto", |port| {
         let mut cmd = Command::new(&exe);
         cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()])
             .envs(env.iter().map(|(k, v)| (k, v.as_os_str())));
@@ -199,7 +234,7 @@ pub fn azurite(home: &Path, data: &Path) -> Server {
             )
         });
     }
-    start("Azurite", &data.join("azurite.log"), |port| {
+    start("Azurite", |port| {
         let mut cmd = Command::new(&exe);
         cmd.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
             .arg("--location")
@@ -209,9 +244,9 @@ pub fn azurite(home: &Path, data: &Path) -> Server {
     })
 }
 
-/// A fresh log file's path for a server of the tests (under target/, named by the process and
-/// a counter, so that servers started at once do not share one).
-fn tempfile_log(what: &str) -> PathBuf {
+/// A fresh log file's path for a server of the tests, kept under target/ after the test (named
+/// by the server, the process and a counter, so that servers started at once do not share one).
+fn log_path(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("server-logs");
