@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyTuple, PyType};
 use rawarray_serde::query::RowFilter;
-use rawarray_serde::section::{Section, Storage};
+use rawarray_serde::section::{read_exact_at_split, Section, Storage};
 use rawarray_serde::{ArrayReader, Header};
 
 use crate::buffer::{output_bytes, Buffer, Bytes};
@@ -221,8 +221,14 @@ array_methods!(RawFile {
         if bytes.is_empty() {
             return Ok(());
         }
-        py.detach(|| self.checked(|| Ok(read_exact_at(&self.file, bytes, at)?)))
-            .map_err(to_py)
+        // 32 MiB or more are read in pieces on several threads: one core copies from the page
+        // cache at about half what two do (doc/benchmarks.md, "Plain reads and writes on two
+        // threads"). Through this file's own descriptor, as every read of this method, so the
+        // section's read counters (`io_stats`, which counts box reads) see none of it.
+        py.detach(|| {
+            self.checked(|| Ok(read_exact_at_split(&self.file, bytes, at, 0)?))
+        })
+        .map_err(to_py)
     }
 
     /// The file's length in bytes when it was opened.

@@ -71,3 +71,18 @@ def test_byte_strings_are_refused_with_the_way_to_store_them(tmp):
     rawarray.write(tmp / "a.ra", as_u8)
     back = rawarray.read(tmp / "a.ra")
     assert np.array_equal(np.ascontiguousarray(back).view("S3")[..., 0], arr)
+
+
+def test_a_large_plain_read_into_memory_is_the_array_in_either_byte_order(tmp):
+    # 40 MiB: the library reads a whole plain section of 32 MiB or more in 4 MiB pieces on
+    # several threads (rawarray-serde's section/plain.rs); values that no piece shift keeps.
+    a = (np.arange(10 << 20, dtype=np.uint32) * np.uint32(2654435761)).reshape(40, 512, 512)
+    for dtype in ("<u4", ">u4"):
+        path = tmp / f"big{dtype[0] == '>'}.ra"
+        rawarray.write(path, a.astype(dtype))
+        back = rawarray.read(path, mmap=False)
+        assert back.flags.owndata and back.flags.writeable
+        np.testing.assert_array_equal(back, a)
+        with rawarray.open(path, mmap=False) as f:
+            np.testing.assert_array_equal(f.array(order="F"), a.T)
+            np.testing.assert_array_equal(f[3:5, 100], a[3:5, 100])

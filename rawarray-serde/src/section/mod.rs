@@ -38,6 +38,7 @@ pub mod write;
 use std::ops::{ControlFlow, Range};
 
 pub use chunked::SectionStats;
+pub use plain::read_exact_at_split;
 
 use crate::codec::map::ChunkMap;
 use crate::codec::{Blocks, Codec, Filter};

@@ -17,7 +17,8 @@
 
 use std::ops::Range;
 
-use crate::error::Result;
+use std::io;
+
 use crate::io::ReadAt;
 
 /// The smallest read split across threads: below it, starting threads costs more than a
@@ -42,7 +43,7 @@ pub(crate) fn read_runs<T, R>(
     run_len: u64,
     out: &mut [u8],
     threads: usize,
-) -> Result<()>
+) -> io::Result<()>
 where
     T: ReadAt + ?Sized,
     R: Iterator<Item = Range<u64>> + Clone,
@@ -66,12 +67,46 @@ where
     Ok(())
 }
 
+/// Reads exactly `buf.len()` bytes at `offset` of `source`, as [`ReadAt::read_exact_at`]
+/// does, but a read of 32 MiB or more from a local source ([`ReadAt::is_local`]: a file, a
+/// map, bytes in memory) is cut in pieces of about 4 MiB read on up to 4 threads, the
+/// caller's among them (`threads`: 0 for `RAYON_NUM_THREADS` or one a core, 1 for the
+/// caller's alone). The bytes are those one read gives, and so is any error: a read that
+/// fails in pieces is made again in one, whose error it returns. What a plain section's
+/// reads use, for a caller reading a file's bytes itself (Python's `mmap=False` reads).
+///
+/// ```
+/// use rawarray_serde::section::read_exact_at_split;
+///
+/// let bytes: Vec<u8> = (0..100u8).collect();
+/// let mut buf = [0u8; 10];
+/// read_exact_at_split(&bytes, &mut buf, 20, 0)?;
+/// assert_eq!(buf[0], 20);
+/// assert!(read_exact_at_split(&bytes, &mut buf, 95, 0).is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub fn read_exact_at_split<T: ReadAt + ?Sized>(
+    source: &T,
+    buf: &mut [u8],
+    offset: u64,
+    threads: usize,
+) -> io::Result<()> {
+    let len = buf.len() as u64;
+    let end = offset.checked_add(len).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("a read of {len} bytes at {offset} ends past 2^64"),
+        )
+    })?;
+    read_runs(source, std::iter::once(offset..end), len, buf, threads)
+}
+
 /// The runs read one after another on this thread.
 fn read_in_order<T: ReadAt + ?Sized>(
     source: &T,
     runs: impl Iterator<Item = Range<u64>>,
     out: &mut [u8],
-) -> Result<()> {
+) -> io::Result<()> {
     let mut at = 0usize;
     for run in runs {
         let len = (run.end - run.start) as usize;
