@@ -64,9 +64,9 @@ def shared_dir():
 
 
 def _answers_http(port: int) -> bool:
-    """Whether an HTTP server answers on ``port``. A bare connect is not enough: while nothing
-    listens on a port of the ephemeral range, Linux can connect a socket to itself (a
-    simultaneous open from that same port)."""
+    """Whether an HTTP server answers on ``port``. A bare connect proves less: it can reach a
+    process other than the server, or on some kernels the connecting socket itself (the same
+    check as tests/common/servers.rs)."""
     import socket  # noqa: PLC0415
 
     try:

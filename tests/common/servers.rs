@@ -76,9 +76,11 @@ pub fn free_port() -> u16 {
 }
 
 /// Whether an HTTP server answers on `port`: a request sent and an answer starting `HTTP/`.
-/// A bare TCP connect is not enough: while nothing listens on a port of the ephemeral range,
-/// Linux can connect a socket to itself (a "simultaneous open" from the same port), which once
-/// made a test believe Azurite was up and its first request then met "connection refused".
+/// A bare TCP connect, what this waited for before, proves less: it can reach a process other
+/// than the server (one that took the port between [`free_port`] and the server's bind), and
+/// on some kernels a socket connecting to a free port of the ephemeral range connects to
+/// itself. Once (CI, 2026-12-06) Azurite's test found the port taking connections and its
+/// first request then met "connection refused"; which of these it was is not known.
 fn answers_http(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
