@@ -63,10 +63,14 @@ def shared_dir():
     return Path(d) if d else None
 
 
+_PORTS_GIVEN: set[int] = set()
+
+
 def _answers_http(port: int) -> bool:
-    """Whether an HTTP server answers on ``port``. A bare connect proves less: it can reach a
-    process other than the server, or on some kernels the connecting socket itself (the same
-    check as tests/common/servers.rs)."""
+    """Whether an HTTP server answers on ``port``: a request sent and an answer starting
+    ``HTTP/``. A bare connect proves less: on some kernels a socket connecting to a free port
+    of the ephemeral range connects to itself, and a process that does not speak HTTP may hold
+    the port (the same check as tests/common/servers.rs)."""
     import socket  # noqa: PLC0415
 
     try:
@@ -74,26 +78,39 @@ def _answers_http(port: int) -> bool:
             if s.getsockname()[1] == port:
                 return False
             s.sendall(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-            return s.recv(5) == b"HTTP/"
+            head = b""
+            while len(head) < 5:
+                more = s.recv(5 - len(head))
+                if not more:
+                    return False
+                head += more
+            return head == b"HTTP/"
     except OSError:
         return False
 
 
 def start_server(argv_for_port, what: str, log: Path):
     """Starts the server ``argv_for_port(port)`` names on a free loopback port and waits (60 s
-    at most) until it answers HTTP there; returns ``(process, port)``. A server that exits
-    first (another process took the port between choosing and binding it) is started again on
-    another port, three times at most. Its standard error goes to ``log``."""
+    at most) until it answers HTTP there; returns ``(process, port)``. The port is never one
+    this process gave a server before. A server that exits first (another process took the
+    port between choosing and binding it) is started again on another port, three times at
+    most. Its standard error goes to ``log`` (``log.1``, ``log.2`` for the tries after the
+    first)."""
     import socket  # noqa: PLC0415
     import subprocess  # noqa: PLC0415
     import time  # noqa: PLC0415
 
     last = ""
-    for _ in range(3):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        with open(log, "wb") as err:
+    for attempt in range(3):
+        while True:
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                port = s.getsockname()[1]
+            if port not in _PORTS_GIVEN:
+                _PORTS_GIVEN.add(port)
+                break
+        path = Path(log) if attempt == 0 else Path(f"{log}.{attempt}")
+        with open(path, "wb") as err:
             server = subprocess.Popen(argv_for_port(port), stdout=subprocess.DEVNULL, stderr=err)
         deadline = time.monotonic() + 60
         while server.poll() is None:
@@ -102,8 +119,10 @@ def start_server(argv_for_port, what: str, log: Path):
             if time.monotonic() > deadline:
                 server.kill()
                 server.wait()
-                raise AssertionError(f"{what} did not answer on port {port} in 60 s ({log})")
+                raise AssertionError(f"{what} did not answer on port {port} in 60 s; the end "
+                                     f"of its log {path}: "
+                                     f"{path.read_text(errors='replace')[-800:]!r}")
             time.sleep(0.1)
-        last = f"{what} exited ({server.returncode}) on port {port}: " \
-               f"{Path(log).read_text(errors='replace')[-400:]!r}"
+        last = (f"{what} exited ({server.returncode}) on port {port}; the end of its log "
+                f"{path}: {path.read_text(errors='replace')[-800:]!r}")
     raise AssertionError(f"{what} did not start in three tries; the last: {last}")

@@ -22,10 +22,12 @@ pub struct Server {
     child: Child,
     /// Its loopback port.
     pub port: u16,
-    /// What it is, for messages; empty once its failure to start was reported.
+    /// What it is, for messages.
     what: &'static str,
     /// Where its standard error goes.
     log: PathBuf,
+    /// Whether its failure was already reported (it exited while starting).
+    reported: bool,
 }
 
 impl Drop for Server {
@@ -33,8 +35,8 @@ impl Drop for Server {
         // A server that ended before its test did is the likely cause of that test's failure
         // ("connection refused"): say so, with the end of what it wrote (the test's output
         // shows it when the test fails).
-        let ended = if self.what.is_empty() {
-            None // its start failed, and that was reported
+        let ended = if self.reported {
+            None
         } else {
             self.child.try_wait().ok().flatten()
         };
@@ -49,6 +51,18 @@ impl Drop for Server {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        // The log is kept when something went wrong (the server ended early, or the test is
+        // failing: dropped while panicking); otherwise removed, so that runs leave none.
+        if ended.is_none() && !self.reported && !std::thread::panicking() {
+            let _ = std::fs::remove_file(&self.log);
+        }
+    }
+}
+
+impl Server {
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
     }
 }
 
@@ -59,28 +73,36 @@ fn log_tail(log: &Path) -> String {
     lines[lines.len().saturating_sub(10)..].join("\n")
 }
 
-impl Server {
-    /// `http://127.0.0.1:PORT`.
-    pub fn endpoint(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+/// A free loopback port: bound, read, released, then given to a server. Never one this process
+/// gave before: the tests of one binary run at once, and the kernel can hand a released port
+/// out again, which would give two servers one port (the second then fails to bind, and the
+/// first answers for it).
+pub fn free_port() -> u16 {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static GIVEN: Mutex<HashSet<u16>> = Mutex::new(HashSet::new());
+    let mut given = GIVEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        if given.insert(port) {
+            return port;
+        }
     }
 }
 
-/// A free loopback port: bound, read, released, then given to a server.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Whether an HTTP server answers on `port`: a request sent and an answer starting `HTTP/`.
-/// A bare TCP connect, what this waited for before, proves less: it can reach a process other
-/// than the server (one that took the port between [`free_port`] and the server's bind), and
-/// on some kernels a socket connecting to a free port of the ephemeral range connects to
-/// itself. Once (CI, 2026-12-06) Azurite's test found the port taking connections and its
-/// first request then met "connection refused"; which of these it was is not known.
+/// A bare TCP connect, what this waited for before, proves less: on some kernels a socket
+/// connecting to a free port of the ephemeral range connects to itself, and a process that
+/// does not speak HTTP may hold the port. (A server of these tests holding it is ruled out by
+/// [`free_port`] and by [`start`] watching its own server exit.) Once (CI, 2026-12-06)
+/// Azurite's test found the port taking connections and its first request then met
+/// "connection refused"; the cause is not known.
 fn answers_http(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
@@ -94,13 +116,14 @@ fn answers_http(port: u16) -> bool {
     s.write_all(b"GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
         .is_ok()
         && s.read_exact(&mut head).is_ok()
-        && &head == b"HTTP/"
+        && head == *b"HTTP/"
 }
 
 /// Starts the server `command(port)` builds on a free loopback port and waits (at most 60 s)
-/// until it answers HTTP there. A server that exits first (another process took the port
-/// between [`free_port`] and its bind) is started again on another port, three times at
-/// most; its standard error goes to `log`, whose end a failure shows.
+/// until it answers HTTP there. A server that exits first (its port taken by another process
+/// between [`free_port`] and its bind) is started again on another port, three times at most.
+/// Its standard error goes to a log of its own under target/tmp/server-logs, whose end a
+/// failure shows.
 fn start(what: &'static str, command: impl Fn(u16) -> Command) -> Server {
     let mut last = String::new();
     for _ in 0..3 {
@@ -119,25 +142,30 @@ fn start(what: &'static str, command: impl Fn(u16) -> Command) -> Server {
             port,
             what,
             log,
+            reported: false,
         };
         let begun = Instant::now();
         loop {
             if let Ok(Some(status)) = server.child.try_wait() {
                 last = format!(
-                    "{what} exited ({status}) on port {port}:\n{}",
+                    "{what} exited ({status}) on port {port}; the end of its log {}:\n{}",
+                    server.log.display(),
                     log_tail(&server.log)
                 );
-                server.what = ""; // reported here: its drop says nothing more
+                server.reported = true;
                 break;
             }
             if answers_http(port) {
                 return server;
             }
-            assert!(
-                begun.elapsed() < Duration::from_secs(60),
-                "{what} did not answer on port {port} in 60 s (its log: {})",
-                server.log.display()
-            );
+            if begun.elapsed() > Duration::from_secs(60) {
+                server.reported = true;
+                panic!(
+                    "{what} did not answer on port {port} in 60 s; the end of its log {}:\n{}",
+                    server.log.display(),
+                    log_tail(&server.log)
+                );
+            }
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -246,8 +274,9 @@ pub fn azurite(home: &Path, data: &Path) -> Server {
     })
 }
 
-/// A fresh log file's path for a server of the tests, kept under target/ after the test (named
-/// by the server, the process and a counter, so that servers started at once do not share one).
+/// A fresh log file's path for a server of the tests, under target/tmp/server-logs (named by the
+/// server, the process and a counter, so that servers started at once do not share one); the
+/// server's drop removes it unless something went wrong.
 fn log_path(what: &str) -> PathBuf {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);

@@ -15,9 +15,8 @@
 //! whole read again in one loop, so an error names the same bytes, and is the same error, as it
 //! was before reads were split.
 
-use std::ops::Range;
-
 use std::io;
+use std::ops::Range;
 
 use crate::io::ReadAt;
 
