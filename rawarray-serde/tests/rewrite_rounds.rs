@@ -17,7 +17,7 @@
 
 use std::io::Write;
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use rawarray_serde::{
@@ -37,16 +37,41 @@ fn version(sign: i32, opts: &WriteOptions) -> Vec<u8> {
     out
 }
 
+/// A thread rewriting a file in place ([`rewriter`]): its count of rewrites so far, and its
+/// handle, whose join gives the final count.
+struct Rewriter {
+    done: Arc<AtomicU64>,
+    handle: std::thread::JoinHandle<u64>,
+}
+
+impl Rewriter {
+    /// Waits (at most 60 s) until the file was rewritten once, so that the reads that follow
+    /// race with rewrites even where the reading thread would otherwise finish its rounds
+    /// before the rewriting one is first scheduled (a loaded machine: CI beside CPU hogs).
+    fn started(self) -> Self {
+        let begun = std::time::Instant::now();
+        while self.done.load(Ordering::Relaxed) == 0 {
+            assert!(
+                !self.handle.is_finished() && begun.elapsed().as_secs() < 60,
+                "the rewriting thread did not rewrite the file"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        self
+    }
+
+    fn join(self) -> u64 {
+        self.handle.join().unwrap()
+    }
+}
+
 /// Rewrites `path` in place, alternating `a` and `b`, until told to stop: truncate, then
 /// write, as `cp` does.
-fn rewriter(
-    path: &Path,
-    a: Vec<u8>,
-    b: Vec<u8>,
-    stop: Arc<AtomicBool>,
-) -> std::thread::JoinHandle<u64> {
+fn rewriter(path: &Path, a: Vec<u8>, b: Vec<u8>, stop: Arc<AtomicBool>) -> Rewriter {
     let path = path.to_path_buf();
-    std::thread::spawn(move || {
+    let done = Arc::new(AtomicU64::new(0));
+    let count = Arc::clone(&done);
+    let handle = std::thread::spawn(move || {
         let mut rounds = 0u64;
         // Each rewrite is shorter than the last (trailing bytes readers ignore, one fewer each
         // time), so no rewrite puts back a state a reader opened: the check cannot see a
@@ -74,9 +99,11 @@ fn rewriter(
             }
             drop(f);
             rounds += 1;
+            count.store(rounds, Ordering::Relaxed);
         }
         rounds
-    })
+    });
+    Rewriter { done, handle }
 }
 
 /// Opens again until an open meets a whole file (an open during a rewrite may find it cut).
@@ -104,7 +131,7 @@ fn rounds_for(name: &str, opts: WriteOptions) {
     let mut reader = ArrayReader::open(&path).unwrap();
     assert!(!reader.is_mapped(), "{name}: a copying reader");
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = rewriter(&path, a, b, Arc::clone(&stop));
+    let writer = rewriter(&path, a, b, Arc::clone(&stop)).started();
     // A box across rows and columns: rows 3..47 of columns 5..35.
     let ranges = [3..47u64, 5..35];
     let expect: Vec<i32> = (5..35u64)
@@ -144,7 +171,7 @@ fn rounds_for(name: &str, opts: WriteOptions) {
         "{name}: {refused} reads refused as damage of 1000"
     );
     stop.store(true, Ordering::Relaxed);
-    let rewrites = writer.join().unwrap();
+    let rewrites = writer.join();
     assert!(
         rewrites > 0,
         "{name}: the file was rewritten under the reader"
@@ -182,7 +209,7 @@ fn record_reads_under_in_place_rewrites_are_one_version_or_changed() {
     // Records of 50 i32 each (the last dim counts records): [i32; 50].
     let mut reader = RecordReader::<[i32; 50]>::open_with(&path, ReadMode::Positioned).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let writer = rewriter(&path, a, b, Arc::clone(&stop));
+    let writer = rewriter(&path, a, b, Arc::clone(&stop)).started();
     let expect: Vec<i32> = (250..50 * 35).collect();
     let (mut ok, mut changed) = (0, 0);
     for round in 0..1000 {
@@ -203,7 +230,7 @@ fn record_reads_under_in_place_rewrites_are_one_version_or_changed() {
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let rewrites = writer.join().unwrap();
+    let rewrites = writer.join();
     assert!(rewrites > 0);
     println!("records: {ok} reads of one version, {changed} 'file changed', {rewrites} rewrites");
 }

@@ -78,9 +78,9 @@ fn log_tail(log: &Path) -> String {
 /// out again, which would give two servers one port (the second then fails to bind, and the
 /// first answers for it).
 pub fn free_port() -> u16 {
-    use std::collections::HashSet;
+    use std::collections::BTreeSet;
     use std::sync::Mutex;
-    static GIVEN: Mutex<HashSet<u16>> = Mutex::new(HashSet::new());
+    static GIVEN: Mutex<BTreeSet<u16>> = Mutex::new(BTreeSet::new());
     let mut given = GIVEN
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
