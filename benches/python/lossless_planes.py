@@ -86,5 +86,6 @@ def main():
               f'{", ".join(f"{x / field.size:.3f}" for x in per)} | {best_all * 1e3:.1f} | '
               f'{", ".join(f"{x * 1e3:.1f}" for x in best)} |')
 
+
 if __name__ == '__main__':
     main()
