@@ -100,11 +100,11 @@ pub fn free_port() -> u16 {
 /// Whether an HTTP server answers on `port`: a request sent and an answer starting `HTTP/`.
 /// A bare TCP connect, what this waited for before, proves less: on some kernels a socket
 /// connecting to a free port of the ephemeral range connects to itself, and a process that
-/// does not speak HTTP may hold the port. (A server of these tests holding it is ruled out, for
-/// the tests of one process, by [`free_port`], and by [`start`] watching its own server exit;
-/// a runner of one process a test, such as cargo-nextest, would need more: none is used here.) Once (CI, 2026-12-06)
-/// Azurite's test found the port taking connections and its first request then met
-/// "connection refused"; the cause is not known.
+/// does not speak HTTP may hold the port. (A server of these tests holding it is ruled out,
+/// for the tests of one process, by [`free_port`], and by [`start`] watching its own server
+/// exit; a runner of one process a test, such as cargo-nextest, would need more: none is used
+/// here.) Once (CI, 2026-12-06) Azurite's test found the port taking connections and its
+/// first request then met "connection refused"; the cause is not known.
 fn answers_http(port: u16) -> bool {
     let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
