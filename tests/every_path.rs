@@ -291,8 +291,11 @@ fn draw_case<T: Val>(rng: &mut Rng) -> Case {
         _ => {
             let version = if rng.chance(25) { 1 } else { 2 };
             let mut codecs = vec![Codec::None, Codec::Lz4, Codec::Zstd];
-            if version == 2 && T::PCO {
-                codecs.push(Codec::Pco);
+            if version == 2 {
+                codecs.push(Codec::Huffman);
+                if T::PCO {
+                    codecs.push(Codec::Pco);
+                }
             }
             let codec = codecs[rng.below(codecs.len() as u64) as usize];
             let filters = if version == 1 {

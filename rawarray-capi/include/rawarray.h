@@ -281,13 +281,14 @@ void ra_clear_error(void);
 int ra_write_options_new(ra_write_options **out);
 
 // Makes the options of a storage kind by name: `"plain"`, `"lz4-whole"` (one LZ4 block, as the
-// original C library writes), or a chunked codec (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, with
+// original C library writes), or a chunked codec (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, `"huffman"`, with
 // its defaults: byte shuffle, chunks of about 1 MiB). An unknown name is a usage error listing
 // the names.
 //
 // # Safety
 // `name` is a NUL-terminated string; `out` points to a writable `ra_write_options *`.
-int ra_write_options_for_name(const char *name, ra_write_options **out);
+int ra_write_options_for_name(const char *name,
+                              ra_write_options **out);
 
 // Frees options (NULL is ignored).
 //
@@ -295,7 +296,7 @@ int ra_write_options_for_name(const char *name, ra_write_options **out);
 // `opts` is NULL or live options, freed once, used by no other call now.
 void ra_write_options_free(ra_write_options *opts);
 
-// The chunked layout with codec `name` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`; see
+// The chunked layout with codec `name` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, `"huffman"`; see
 // `ra_write_options_for_name`).
 //
 // # Safety
@@ -520,7 +521,7 @@ int ra_file_storage(const ra_file *file, int *out);
 // `file` is a live handle from `ra_open`; `out` points to a writable value.
 int ra_file_record_bytes(const ra_file *file, uint64_t *out);
 
-// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, ...), NULL
+// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, `"huffman"`), NULL
 // for a file that is not chunked. Owned by the handle.
 //
 // # Safety

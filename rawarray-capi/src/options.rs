@@ -47,7 +47,7 @@ pub unsafe extern "C" fn ra_write_options_new(out: *mut *mut RaWriteOptions) -> 
 }
 
 /// Makes the options of a storage kind by name: `"plain"`, `"lz4-whole"` (one LZ4 block, as the
-/// original C library writes), or a chunked codec (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, with
+/// original C library writes), or a chunked codec (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, `"huffman"`, with
 /// its defaults: byte shuffle, chunks of about 1 MiB). An unknown name is a usage error listing
 /// the names.
 ///
@@ -98,7 +98,7 @@ fn set(o: &mut RaWriteOptions, f: impl FnOnce(WriteOptions) -> WriteOptions) {
     o.opts = f(std::mem::take(&mut o.opts));
 }
 
-/// The chunked layout with codec `name` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`; see
+/// The chunked layout with codec `name` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, `"huffman"`; see
 /// `ra_write_options_for_name`).
 ///
 /// # Safety

@@ -367,7 +367,7 @@ pub unsafe extern "C" fn ra_file_record_bytes(file: *const RaFile, out: *mut u64
     unsafe { get(file, out, RaFile::record_bytes) }
 }
 
-/// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, ...), NULL
+/// The chunked layout's codec into `*out` (`"zstd"`, `"lz4"`, `"none"`, `"pco"`, `"huffman"`), NULL
 /// for a file that is not chunked. Owned by the handle.
 ///
 /// # Safety

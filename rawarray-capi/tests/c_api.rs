@@ -176,6 +176,17 @@ fn read_suite(dir: &Path) -> Manifest {
         ),
         ("pco", WriteOptions::new().codec(Codec::Pco)),
         (
+            "huffman",
+            WriteOptions::new()
+                .codec(Codec::Huffman)
+                .filters([
+                    rawarray_serde::codec::Filter::Shuffle,
+                    rawarray_serde::codec::Filter::ByteDelta,
+                    rawarray_serde::codec::Filter::ByteDelta,
+                ])
+                .chunks(vec![16, 16, 4]),
+        ),
+        (
             "v1",
             WriteOptions::new()
                 .codec(Codec::Zstd)

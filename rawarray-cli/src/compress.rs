@@ -123,7 +123,8 @@ pub struct PackingArgs {
     /// How the data section is packed.
     #[arg(long, value_parser = CodecParser)]
     pub codec: Option<Codec>,
-    /// The codec's level (zstd: -7 to 22, 3 unless given; pco: 0 to 12, 8 unless given).
+    /// The codec's level (zstd and huffman: -7 to 22, 3 unless given; pco: 0 to 12, 8 unless
+    /// given).
     #[arg(long, value_name = "N", allow_negative_numbers = true)]
     pub level: Option<i32>,
     /// The filter pipeline, in order (see --help).
@@ -148,8 +149,9 @@ pub struct PackingArgs {
     /// Write no per-chunk statistics (min, max, NaN count), which queries use to skip chunks.
     #[arg(long)]
     pub no_stats: bool,
-    /// Compress each block as byte streams, a frame per byte plane (lz4, zstd; the default
-    /// for zstd after a byte shuffle of 2- to 16-byte elements, with 128 KiB blocks).
+    /// Compress each block as byte streams, a frame per byte plane (lz4, zstd, huffman; the
+    /// default for zstd after a byte shuffle of 2- to 16-byte elements, with 128 KiB blocks,
+    /// and for huffman, with 1 MiB blocks).
     #[arg(long, conflicts_with = "no_split")]
     pub split: bool,
     /// Compress each block as one stream (for readers older than byte streams).

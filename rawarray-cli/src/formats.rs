@@ -90,7 +90,7 @@ impl Request<'_> {
             Failure::usage(
                 "convert",
                 "--codec lz4-whole: records are written chunked (one LZ4 block over the whole \
-                 data section cannot be appended to); choose zstd, lz4, pco or none",
+                 data section cannot be appended to); choose zstd, lz4, pco, huffman or none",
             )
         })
     }

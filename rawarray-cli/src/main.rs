@@ -85,7 +85,7 @@ Examples:
 
 --json prints one object per line with the keys file, flags, eltype, elbyte, size, ndims,
 dims (the file's order: first fastest), numpy_shape (dims reversed: numpy's shape),
-big_endian, compressed, codec (zstd, lz4, none, lz4-whole or null), chunks (the file's order;
+big_endian, compressed, codec (zstd, lz4, none, pco, huffman, lz4-whole or null), chunks (the file's order;
 null unless chunked), numpy_chunks (chunks reversed), shuffle, level, split (whether blocks
 are byte streams; null unless chunked), stream_crcs (whether each byte stream has its own
 CRC-32; null unless chunked), ratio, dtype (null where
@@ -205,6 +205,8 @@ Examples:
   ra compress field.ra --chunks 64,64,64 --level 9 --threads 4
   ra compress field.ra --filter shuffle,bytedelta          lossless, a better ratio for smooth floats
   ra compress field.ra --codec pco                          numbers compressed as numbers
+  ra compress field.ra --filter shuffle,bytedelta,bytedelta --codec huffman
+                                                            lossless, 1.1x Blosc2's ratio
   ra compress field.ra --filter bitround:10,shuffle         LOSSY: 10 mantissa bits kept
   ra compress field.ra --blocks 16,16,16                    n-d blocks: any plane decodes little
   ra compress big.ra --layout-version 1                     RACHUNK1, for rawarray 0.1's readers
@@ -291,8 +293,8 @@ nothing.")]
     // `--codec none` means plain here (ra compress's none is chunked blocks stored as they are).
     #[command(mut_arg("codec", |a| {
         a.hide_possible_values(true).help(
-            "How the slice is stored: zstd, lz4 or lz4-whole as ra compress stores them, none \
-             plain [default: as its input is]",
+            "How the slice is stored: zstd, lz4, pco, huffman or lz4-whole as ra compress \
+             stores them, none plain [default: as its input is]",
         )
     }))]
     Slice {

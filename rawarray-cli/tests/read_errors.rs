@@ -95,7 +95,7 @@ fn codec_is_a_closed_list() {
         .clone();
     let err = String::from_utf8(out).unwrap();
     assert!(
-        err.contains("[possible values: none, lz4, zstd, pco, lz4-whole]"),
+        err.contains("[possible values: none, lz4, zstd, pco, huffman, lz4-whole]"),
         "{err}"
     );
     ra().args(["compress", "--codec", "lz4-whole"])

@@ -527,7 +527,7 @@ def test_threads_change_nothing_in_the_file(tmp):
 @pytest.mark.parametrize("kw, words", [
     (dict(compress=True, codec="zstd"), "choose one"),
     (dict(compress=True, chunks=(2, 2)), "choose one"),
-    (dict(codec="gzip"), "codec: expected one of none, lz4, zstd, pco, lz4-whole, found \"gzip\""),
+    (dict(codec="gzip"), "codec: expected one of none, lz4, zstd, pco, huffman, lz4-whole, found \"gzip\""),
     (dict(shuffle="bytes"), "shuffle: expected one of none, byte, bit, found \"bytes\""),
     (dict(level=99), "level 99 for codec zstd: it takes -7 ..= 22"),
     (dict(chunks=(2,)), "chunks (2,): expected 2 axes, found 1"),

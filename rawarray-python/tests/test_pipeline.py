@@ -11,13 +11,14 @@ import zlib
 
 import numpy as np
 import pytest
+import zstandard
 
 import rawarray
 from conftest import parse_by_hand
 
 # doc/chunked.md 5.2 and 5.3, written here from the spec, not from the package.
 FILTER_IDS = {"shuffle": 1, "bitshuffle": 2, "delta": 3, "bytedelta": 4, "bitround": 5}
-CODEC_IDS = {"none": 0, "lz4": 1, "zstd": 2, "pco": 3}
+CODEC_IDS = {"none": 0, "lz4": 1, "zstd": 2, "pco": 3, "huffman": 4}
 # Mantissa bits and the smallest normal exponent of each float (IEEE 754).
 MANTISSA = {"f2": 10, "f4": 23, "f8": 52}
 EMIN = {"f2": -14, "f4": -126, "f8": -1022}
@@ -164,7 +165,7 @@ def pipelines_for(dtype):
 def codecs_for(dtype):
     dt = np.dtype(dtype)
     pco = dt.kind in "iuf" and dt.itemsize in (2, 4, 8)
-    return ["zstd", "lz4", "none"] + (["pco"] if pco else [])
+    return ["zstd", "lz4", "none", "huffman"] + (["pco"] if pco else [])
 
 
 CASES = [(dt, p, c) for dt in NUMBERS + ["bool", "record"]
@@ -296,6 +297,102 @@ def test_bitround_equals_numcodecs_where_numcodecs_is_defined(tmp, code):
 
 
 # -- pco: our blocks decode with the pcodec package ------------------------------------------
+
+def huffman_by_spec(payload: bytes, n: int) -> bytes:
+    """A huffman codec payload of ``n`` bytes decoded as doc/chunked.md 5.3.1 says, bit by bit
+    (mode 1 by the ``zstandard`` package)."""
+    if payload[0] == 1:
+        out = zstandard.ZstdDecompressor().decompress(payload[1:], max_output_size=n)
+        assert len(out) == n
+        return out
+    assert payload[0] == 0 and n > 0
+    at = 1
+    if payload[at] == 0:
+        assert len(payload) == at + 2
+        return bytes([payload[at + 1]]) * n
+    assert payload[at] == 1
+    last = payload[at + 1]
+    at += 2
+    lens = []
+    for s in range(last + 1):
+        byte = payload[at + s // 2]
+        lens.append(byte & 15 if s % 2 == 0 else byte >> 4)
+    assert lens[last] != 0 and (last % 2 == 1 or payload[at + last // 2] >> 4 == 0)
+    at += (last + 2) // 2
+    assert all(l <= 11 for l in lens) and sum(2 ** (11 - l) for l in lens if l) == 2 ** 11
+    # RFC 1951 3.2.2: codes of each length consecutive in symbol order, shorter lengths first.
+    codes, code = {}, 0
+    for length in range(1, 12):
+        for s, l in enumerate(lens):
+            if l == length:
+                codes[format(code, f"0{length}b")] = s
+                code += 1
+        code <<= 1
+    blen = struct.unpack_from("<4I", payload, at)
+    at += 16
+    q = -(-n // 4)
+    out = bytearray()
+    for i in range(4):
+        stream = payload[at:at + blen[i]]
+        at += blen[i]
+        bits = "".join(format(b, "08b")[::-1] for b in stream)  # each byte's low bit first
+        pos, m = 0, min(q, max(n - i * q, 0))
+        for _ in range(m):
+            word = ""
+            while word not in codes:
+                word += bits[pos]
+                pos += 1
+            out.append(codes[word])
+        assert -(-pos // 8) == len(stream)
+        assert set(bits[pos:]) <= {"0"}, "padding bits are 0"
+    assert at == len(payload)
+    return bytes(out)
+
+
+def test_huffman_blocks_decode_by_the_spec(tmp):
+    """A smooth f4 field through shuffle + bytedelta + bytedelta + huffman: each block's byte
+    streams decoded by the spec's rules above (zstd frames by the zstandard package), the
+    deltas undone and the planes put back by numpy, equal the array; the noisy third plane is
+    Huffman codes and the repeating sign and exponent plane a zstd frame."""
+    x = np.linspace(0, 6, 128, dtype=np.float32)
+    rng = np.random.default_rng(3)
+    a = (np.sin(x)[:, None] * np.cos(x)[None, :] + rng.normal(0, 1e-3, (128, 128))).astype("<f4")
+    rawarray.write(tmp / "h.ra", a, codec="huffman", filters=["shuffle", "bytedelta", "bytedelta"],
+                   chunks=(128, 128), statistics=False)
+    raw = (tmp / "h.ra").read_bytes()
+    c = config_v2(raw)
+    assert c["codec"] == CODEC_IDS["huffman"] and c["level"] == 3
+    assert [f for f, _ in c["filters"]] == [1, 4, 4]
+    assert c["features"] & 2, "the 64 KiB chunk is split in byte streams by default"
+    assert c["block"] == [128, 128], "one block: huffman's blocks are 1 MiB by default"
+    s = c["section"]
+    off, ln, crc, flags = struct.unpack_from("<QQII", s, c["segment0"])
+    assert flags & 1 == 0
+    stored = s[off:off + ln]
+    assert zlib.crc32(stored) == crc
+    end, bcrc = struct.unpack_from("<QI", stored, 0)
+    payload = stored[12:12 + end]
+    assert zlib.crc32(payload) == bcrc and len(payload) == end == ln - 12
+    k = a.size
+    lens = struct.unpack_from("<4I", payload, 0)
+    at, planes, modes = 16, [], []
+    for j in range(4):
+        stream = payload[at:at + lens[j]]
+        at += lens[j]
+        if lens[j] == k:
+            planes.append(np.frombuffer(stream, np.uint8))
+            modes.append("raw")
+        else:
+            planes.append(np.frombuffer(huffman_by_spec(stream, k), np.uint8))
+            modes.append(["codes", "zstd"][stream[0]])
+    assert modes[2] == "codes" and modes[3] == "zstd", modes
+    p = np.stack(planes)
+    for _ in range(2):
+        p = np.cumsum(p, axis=1, dtype=np.uint8)
+    back = p.T.copy().view("<f4").reshape(a.shape)
+    np.testing.assert_array_equal(back, a)
+    np.testing.assert_array_equal(rawarray.read(tmp / "h.ra"), a)
+
 
 @pytest.mark.parametrize("dtype", ["<f4", "<i8", "<u2", "<f8"])
 def test_pco_blocks_decode_with_the_pcodec_package(tmp, dtype):

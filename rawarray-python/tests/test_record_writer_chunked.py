@@ -85,7 +85,7 @@ def test_whole_section_lz4_and_unknown_codecs_are_refused(tmp):
         rawarray.RecordWriter(tmp / "a.ra", REC, codec="lz4-whole")
     with pytest.raises(rawarray.RaError) as e:
         rawarray.RecordWriter(tmp / "b.ra", REC, codec="gzip")
-    assert "expected one of none, lz4, zstd, pco, found \"gzip\"" in str(e.value)
+    assert "expected one of none, lz4, zstd, pco, huffman, found \"gzip\"" in str(e.value)
     assert "lz4-whole" not in str(e.value)  # not a codec a record writer can take
     with pytest.raises(rawarray.RaError, match="shuffle"):
         rawarray.RecordWriter(tmp / "c.ra", REC, shuffle="delta")

@@ -165,7 +165,7 @@ def write(
     ``chunks``, ``blocks``, ``layout_version``, ``statistics``, ``split`` and ``stream_crcs`` writes the chunked layout, by
     default zstd level 3 after a byte shuffle, in chunks of about 1 MiB cut in n-d blocks, with
     per-chunk statistics, layout version 2. ``codec`` is a codec of the library's table
-    (doc/chunked.md 5.3; ``"pco"`` for numbers; a wrong name's message lists them).
+    (doc/chunked.md 5.3; ``"pco"`` for numbers, ``"huffman"`` for fast decoding of filtered planes; a wrong name's message lists them).
     ``filters`` is the codec pipeline, applied in order before the codec: each a filter of the
     library's table (doc/chunked.md 5.2) by name, or a ``(name, param)`` tuple, such as
     ``[("bitround", 10), "shuffle", "bytedelta"]``. ``bitround`` is lossy (floats keep that

@@ -154,7 +154,7 @@ class File:
     @property
     def compression(self) -> dict[str, Any] | None:
         """How the data is stored, or None for plain data. For a chunked file, a dict:
-        ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``, ``"pco"``) and ``level``; ``filters``,
+        ``codec`` (``"zstd"``, ``"lz4"``, ``"none"``, ``"pco"``, ``"huffman"``) and ``level``; ``filters``,
         the pipeline in the order it was applied, as :func:`write` takes it (each a name or a
         ``(name, param)`` tuple: ``[("bitround", 10), "shuffle", "bytedelta"]``); ``shuffle``,
         its one-filter shorthand (``"byte"``, ``"bit"``, ``"none"``, or None when the pipeline

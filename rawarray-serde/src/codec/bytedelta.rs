@@ -106,8 +106,63 @@ pub fn decode(src: &[u8], width: usize, dst: &mut [u8]) {
     }
 }
 
+/// Undoes two [`encode`]s in a row, in one pass: the same bytes as [`decode`] twice (each
+/// stream's prefix sums of its prefix sums, modulo 256). The pipeline `shuffle + bytedelta +
+/// bytedelta` undoes its deltas this way, reading and writing every plane once instead of
+/// twice.
+///
+/// # Panics
+///
+/// If `dst.len() != src.len()`; never for any content, width or length of `src`.
+///
+/// ```
+/// use rawarray_serde::codec::bytedelta;
+/// let planes = [3u8, 5, 9, 200, 1, 0, 0, 250, 7];
+/// let (mut once, mut twice, mut back) = ([0u8; 9], [0u8; 9], [0u8; 9]);
+/// bytedelta::encode(&planes, 2, &mut once);
+/// bytedelta::encode(&once, 2, &mut twice);
+/// bytedelta::decode_twice(&twice, 2, &mut back);
+/// assert_eq!(back, planes);
+/// ```
+pub fn decode_twice(src: &[u8], width: usize, dst: &mut [u8]) {
+    for (s, d) in streams(src, width, dst, "decode_twice") {
+        let (done, mut first, mut second) = simd::prefix_sums_twice(s, d);
+        for (o, &x) in d[done..].iter_mut().zip(&s[done..]) {
+            first = first.wrapping_add(x);
+            second = second.wrapping_add(first);
+            *o = second;
+        }
+    }
+}
+
 /// Prefix sums modulo 256, 16 bytes at a time.
 mod simd {
+    /// [`prefix_sums`] applied twice in one pass: returns how many bytes it did and the last
+    /// sums of the first and second passes.
+    #[cfg(target_arch = "x86_64")]
+    pub(super) fn prefix_sums_twice(s: &[u8], d: &mut [u8]) -> (usize, u8, u8) {
+        let n = s.len().min(d.len()) / 16 * 16;
+        if n == 0 {
+            return (0, 0, 0);
+        }
+        let first = if std::is_x86_feature_detected!("ssse3") {
+            // SAFETY: the CPU has SSSE3 (checked just above), and the kernel reads `s[..n]`
+            // and writes `d[..n]`, both in bounds (`n` is at most either length).
+            unsafe { x86::prefix_sums_twice_ssse3(s, d, n) }
+        } else {
+            // SAFETY: SSE2 is in the x86_64 baseline, and the kernel reads `s[..n]` and
+            // writes `d[..n]`, both in bounds.
+            unsafe { x86::prefix_sums_twice(s, d, n) }
+        };
+        (n, first, d[n - 1])
+    }
+
+    /// Other targets: the caller's scalar loop does it all.
+    #[cfg(not(target_arch = "x86_64"))]
+    pub(super) fn prefix_sums_twice(_: &[u8], _: &mut [u8]) -> (usize, u8, u8) {
+        (0, 0, 0)
+    }
+
     /// Writes the prefix sums (mod 256, from 0) of the whole 16-byte vectors of `s` into `d`;
     /// returns how many bytes it did and the last sum (where the caller goes on).
     #[cfg(target_arch = "x86_64")]
@@ -116,10 +171,16 @@ mod simd {
         if n == 0 {
             return (0, 0);
         }
-        // SAFETY: SSE2 is part of the x86_64 baseline (every x86_64 CPU has it), and the
-        // kernel reads `s[..n]` and writes `d[..n]`, both in bounds (`n` is at most either
-        // length).
-        unsafe { x86::prefix_sums(s, d, n) };
+        if std::is_x86_feature_detected!("ssse3") {
+            // SAFETY: the CPU has SSSE3 (checked just above; SSE2 is in the baseline), and the
+            // kernel reads `s[..n]` and writes `d[..n]`, both in bounds (`n` is at most either
+            // length).
+            unsafe { x86::prefix_sums_ssse3(s, d, n) };
+        } else {
+            // SAFETY: SSE2 is part of the x86_64 baseline (every x86_64 CPU has it), and the
+            // kernel reads `s[..n]` and writes `d[..n]`, both in bounds.
+            unsafe { x86::prefix_sums(s, d, n) };
+        }
         (n, d[n - 1])
     }
 
@@ -132,9 +193,116 @@ mod simd {
     #[cfg(target_arch = "x86_64")]
     mod x86 {
         use std::arch::x86_64::{
-            __m128i, _mm_add_epi8, _mm_loadu_si128, _mm_setzero_si128, _mm_shufflehi_epi16,
-            _mm_slli_si128, _mm_storeu_si128, _mm_unpackhi_epi64, _mm_unpackhi_epi8,
+            __m128i, _mm_add_epi8, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_set1_epi8,
+            _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8, _mm_shufflehi_epi16,
+            _mm_slli_epi64, _mm_slli_si128, _mm_storeu_si128, _mm_unpackhi_epi64,
+            _mm_unpackhi_epi8,
         };
+
+        // The SSE2 kernels below are bound by x86's one shuffle port: every byte shift
+        // (`pslldq`) and the three steps that broadcast a byte are shuffles, seven a vector a
+        // pass. With SSSE3 (every x86_64 CPU since 2006 but the first) the shifts within each
+        // 8 bytes are 64-bit shifts, which other ports run, and a broadcast is one `pshufb`:
+        // two shuffles a vector a pass.
+
+        /// [`within`] with SSSE3: three 64-bit shifts sum each 8 bytes, one `pshufb` adds the
+        /// low 8 bytes' total (byte 7) to each of the high 8.
+        #[target_feature(enable = "ssse3")]
+        fn within_ssse3(mut v: __m128i) -> __m128i {
+            v = _mm_add_epi8(v, _mm_slli_epi64::<8>(v));
+            v = _mm_add_epi8(v, _mm_slli_epi64::<16>(v));
+            v = _mm_add_epi8(v, _mm_slli_epi64::<32>(v));
+            // Bytes 0..8 from index 0x80 (a zero), bytes 8..16 from byte 7.
+            let low_total = _mm_set_epi64x(0x0707_0707_0707_0707, -0x7f7f_7f7f_7f7f_7f80);
+            _mm_add_epi8(v, _mm_shuffle_epi8(v, low_total))
+        }
+
+        /// Byte 15 of `v` in every byte, with SSSE3.
+        #[target_feature(enable = "ssse3")]
+        fn last_ssse3(v: __m128i) -> __m128i {
+            _mm_shuffle_epi8(v, _mm_set1_epi8(15))
+        }
+
+        /// [`prefix_sums`] with SSSE3.
+        ///
+        /// # Safety
+        /// The CPU has SSSE3; `n <= s.len()`, `n <= d.len()`.
+        #[target_feature(enable = "ssse3")]
+        pub(super) unsafe fn prefix_sums_ssse3(s: &[u8], d: &mut [u8], n: usize) {
+            let mut carry = _mm_setzero_si128();
+            let mut i = 0;
+            while i + 16 <= n {
+                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
+                let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                let out = _mm_add_epi8(within_ssse3(v), carry);
+                carry = last_ssse3(out);
+                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), out) };
+                i += 16;
+            }
+        }
+
+        /// [`prefix_sums_twice`] with SSSE3.
+        ///
+        /// # Safety
+        /// The CPU has SSSE3; `0 < n <= s.len()`, `n <= d.len()`.
+        #[target_feature(enable = "ssse3")]
+        pub(super) unsafe fn prefix_sums_twice_ssse3(s: &[u8], d: &mut [u8], n: usize) -> u8 {
+            let (mut carry1, mut carry2) = (_mm_setzero_si128(), _mm_setzero_si128());
+            let mut i = 0;
+            while i + 16 <= n {
+                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
+                let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                let first = _mm_add_epi8(within_ssse3(v), carry1);
+                carry1 = last_ssse3(first);
+                let second = _mm_add_epi8(within_ssse3(first), carry2);
+                carry2 = last_ssse3(second);
+                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), second) };
+                i += 16;
+            }
+            _mm_cvtsi128_si32(carry1) as u8
+        }
+
+        /// The prefix sums within a vector (see [`prefix_sums`]).
+        #[target_feature(enable = "sse2")]
+        fn within(mut v: __m128i) -> __m128i {
+            v = _mm_add_epi8(v, _mm_slli_si128::<1>(v));
+            v = _mm_add_epi8(v, _mm_slli_si128::<2>(v));
+            v = _mm_add_epi8(v, _mm_slli_si128::<4>(v));
+            _mm_add_epi8(v, _mm_slli_si128::<8>(v))
+        }
+
+        /// Byte 15 of `v` in every byte: bytes 8..15 doubled into 16-bit lanes, lane 7 into
+        /// lanes 4..7, then the high 64 bits into both halves.
+        #[target_feature(enable = "sse2")]
+        fn last(v: __m128i) -> __m128i {
+            let hi = _mm_shufflehi_epi16::<0xFF>(_mm_unpackhi_epi8(v, v));
+            _mm_unpackhi_epi64(hi, hi)
+        }
+
+        /// The prefix sums of the prefix sums of `s[..n]` into `d[..n]`, `n` a positive
+        /// multiple of 16; returns the last prefix sum of the first pass.
+        ///
+        /// # Safety
+        /// The CPU has SSE2; `0 < n <= s.len()`, `n <= d.len()`.
+        #[target_feature(enable = "sse2")]
+        pub(super) unsafe fn prefix_sums_twice(s: &[u8], d: &mut [u8], n: usize) -> u8 {
+            let (mut carry1, mut carry2) = (_mm_setzero_si128(), _mm_setzero_si128());
+            let mut i = 0;
+            while i + 16 <= n {
+                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
+                let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                let first = _mm_add_epi8(within(v), carry1);
+                carry1 = last(first);
+                let second = _mm_add_epi8(within(first), carry2);
+                carry2 = last(second);
+                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), second) };
+                i += 16;
+            }
+            _mm_cvtsi128_si32(carry1) as u8
+        }
 
         /// The prefix sums of `s[..n]` into `d[..n]`, `n` a multiple of 16. Within a vector
         /// the sums take four shifted adds (by 1, 2, 4 and 8 bytes: after step `k` each byte
@@ -162,6 +330,45 @@ mod simd {
                 let hi = _mm_shufflehi_epi16::<0xFF>(_mm_unpackhi_epi8(v, v));
                 carry = _mm_unpackhi_epi64(hi, hi);
                 i += 16;
+            }
+        }
+    }
+
+    /// Both kernels of each kind (SSE2 and SSSE3) against the scalar sums: the dispatch above
+    /// runs only one of them on a given CPU.
+    #[cfg(all(test, target_arch = "x86_64"))]
+    mod tests {
+        #[test]
+        fn every_kernel_gives_the_scalar_sums() {
+            let s: Vec<u8> = (0..16 * 37).map(|i: u32| (i * 151 + i / 7) as u8).collect();
+            let n = s.len();
+            let (mut a, mut b) = (0u8, 0u8);
+            let (mut once, mut twice) = (Vec::new(), Vec::new());
+            for &x in &s {
+                a = a.wrapping_add(x);
+                b = b.wrapping_add(a);
+                once.push(a);
+                twice.push(b);
+            }
+            let mut d = vec![0u8; n];
+            // SAFETY: SSE2 is in the x86_64 baseline; `n` is a multiple of 16 and both lengths.
+            unsafe { crate::codec::bytedelta::simd::x86::prefix_sums(&s, &mut d, n) };
+            assert_eq!(d, once);
+            // SAFETY: as above.
+            let first =
+                unsafe { crate::codec::bytedelta::simd::x86::prefix_sums_twice(&s, &mut d, n) };
+            assert_eq!((d.clone(), first), (twice.clone(), a));
+            if std::is_x86_feature_detected!("ssse3") {
+                // SAFETY: the CPU has SSSE3 (checked); lengths as above.
+                unsafe { crate::codec::bytedelta::simd::x86::prefix_sums_ssse3(&s, &mut d, n) };
+                assert_eq!(d, once);
+                // SAFETY: as above.
+                let first = unsafe {
+                    crate::codec::bytedelta::simd::x86::prefix_sums_twice_ssse3(&s, &mut d, n)
+                };
+                assert_eq!((d, first), (twice, a));
+            } else {
+                println!("SKIPPED: the SSSE3 kernels (this CPU has no SSSE3)");
             }
         }
     }
@@ -299,6 +506,16 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn decode_twice_is_decode_twice(
+            src in proptest::collection::vec(any::<u8>(), 0..700),
+            w in prop_oneof![Just(1usize), Just(2), Just(4), Just(8), 0usize..40],
+        ) {
+            let mut out = vec![0xAA; src.len()];
+            decode_twice(&src, w, &mut out);
+            prop_assert_eq!(out, naive(&naive(&src, w, false), w, false));
+        }
+
         #[test]
         fn matches_the_naive_reference(
             src in proptest::collection::vec(any::<u8>(), 0..700),

@@ -11,7 +11,8 @@
 //! - [`table`]: the one table of codecs, filters and storage names ([`Codec`], [`Filter`],
 //!   [`Shuffle`]): ids, names, levels, default block sizes, element types taken;
 //! - [`traits`]: [`ByteFilter`] (a filter) and [`BlockCodec`] (a codec), each implemented by
-//!   one file: [`shuffle`], [`bitshuffle`]; [`none`], [`lz4`], [`zstd`];
+//!   one file: [`shuffle`], [`bitshuffle`], [`delta`], [`bytedelta`], [`bitround`]; [`none`],
+//!   [`lz4`], [`zstd`], [`pco`], [`huffman`];
 //! - [`pipeline`]: one block through the filters and the codec ([`Pipeline`]); [`split`]: the
 //!   codec over a block's byte streams, each alone (config features bit 1);
 //! - [`config`]: the section's config in either layout version ([`Config`], [`Blocks`]);
@@ -56,6 +57,7 @@ pub mod config;
 pub mod delta;
 pub mod encode;
 pub mod grid;
+pub mod huffman;
 pub mod index;
 pub mod lz4;
 pub mod map;

@@ -189,14 +189,28 @@ impl Pipeline {
                 self.filters[0].implementation().decode(a, &self.el, out);
                 return Ok(());
             }
-            // a -> b -> a ... -> out: the last filter undone writes into `out`.
+            // a -> b -> a ... -> out: the last filter undone writes into `out`. Two
+            // bytedeltas in a row are undone in one pass (the same bytes, half the traffic).
             let (mut src, mut dst) = (a, b);
-            let last = self.filters.len() - 1;
-            for (k, f) in self.filters.iter().rev().enumerate() {
-                if k == last {
-                    f.implementation().decode(src, &self.el, out);
+            let mut rest = &self.filters[..];
+            while let Some((f, before)) = rest.split_last() {
+                let twice = *f == Filter::ByteDelta && before.last() == Some(&Filter::ByteDelta);
+                rest = if twice {
+                    &before[..before.len() - 1]
                 } else {
-                    f.implementation().decode(src, &self.el, dst);
+                    before
+                };
+                let to: &mut [u8] = if rest.is_empty() {
+                    &mut *out
+                } else {
+                    &mut *dst
+                };
+                if twice {
+                    super::bytedelta::decode_twice(src, self.el.elbyte, to);
+                } else {
+                    f.implementation().decode(src, &self.el, to);
+                }
+                if !rest.is_empty() {
                     std::mem::swap(&mut src, &mut dst);
                 }
             }

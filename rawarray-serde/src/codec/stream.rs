@@ -213,7 +213,7 @@ fn gather(
                 ));
             }
         }
-        Codec::Pco => return Err("a pco block is never over 16 MiB".into()),
+        Codec::Pco | Codec::Huffman => return Err(format!("a {codec} block is never over 16 MiB")),
     }
     if (at as u64) < kept.len() as u64 {
         return Err(format!("the block ends before byte {end}"));
