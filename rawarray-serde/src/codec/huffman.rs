@@ -77,12 +77,6 @@ impl BlockCodec for Huffman {
         1 << 24
     }
     fn compress(&self, src: &[u8], _el: &Elements, level: i32, out: &mut Vec<u8>) -> Result<()> {
-        if src.len() > MAX_BYTES {
-            return Err(crate::Error::msg(format!(
-                "huffman: a block of {} bytes, at most {MAX_BYTES}",
-                src.len()
-            )));
-        }
         encode(src, level, out)
     }
     fn decompress(
@@ -97,10 +91,16 @@ impl BlockCodec for Huffman {
 
 // ---------------------------------------------------------------- encoding
 
-/// Appends the payload of `src` (at most [`MAX_BYTES`], which [`decode`] refuses beyond) to
-/// `out`: Huffman codes, or a zstd frame at `level` where that is at most [`ZSTD_SHARE`] of
-/// their size.
+/// Appends the payload of `src` to `out`: Huffman codes, or a zstd frame at `level` where that
+/// is at most [`ZSTD_SHARE`] of their size. More than [`MAX_BYTES`] (which [`decode`] refuses
+/// beyond) is an error.
 pub fn encode(src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
+    if src.len() > MAX_BYTES {
+        return Err(crate::Error::msg(format!(
+            "huffman: a block of {} bytes, at most {MAX_BYTES}",
+            src.len()
+        )));
+    }
     let start = out.len();
     out.push(MODE_CODES);
     encode_unit(src, &histogram(src), out);
