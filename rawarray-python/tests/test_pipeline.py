@@ -302,10 +302,14 @@ def huffman_by_spec(payload: bytes, n: int) -> bytes:
     """A huffman codec payload of ``n`` bytes decoded as doc/chunked.md 5.3.1 says, bit by bit
     (mode 1 by the ``zstandard`` package)."""
     if payload[0] == 1:
-        out = zstandard.ZstdDecompressor().decompress(payload[1:], max_output_size=n)
+        out = zstandard.ZstdDecompressor().decompress(payload[1:], max_output_size=n,
+                                                       allow_extra_data=False)
         assert len(out) == n
         return out
-    assert payload[0] == 0 and n > 0
+    assert payload[0] == 0
+    if n == 0:
+        assert len(payload) == 1
+        return b""
     at = 1
     if payload[at] == 0:
         assert len(payload) == at + 2

@@ -190,6 +190,18 @@ fn a_largest_block_of_one_byte_value_round_trips_through_every_codec() {
             .split(false);
         assert!(round_trip(&header, &raw, &opts) == raw, "{codec}");
     }
+    // A block is one element when that is larger than 16 MiB, which huffman does not take
+    // (its blocks are decoded whole): refused at writing, naming the codec and the elements.
+    let header = Header::new(ElType::User, (1 << 24) + 1, vec![1]).unwrap();
+    let raw = vec![9u8; (1 << 24) + 1];
+    let opts = WriteOptions::new().codec(Codec::Huffman).filters([]);
+    let err = rawarray_serde::codec::encode(&header, &raw, &opts)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("huffman") && err.contains("elements are"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -56,6 +56,12 @@ pub const MAX_CODE_LEN: u32 = 11;
 const TABLE: usize = 1 << MAX_CODE_LEN;
 const MASK: u64 = TABLE as u64 - 1;
 
+/// The largest block of this codec, in bytes: the largest block of layout version 2
+/// ([`MAX_BLOCK_BYTES_V2`](super::config::MAX_BLOCK_BYTES_V2), which a test checks this
+/// equals; written here because the codec table, which refuses larger elements, is below the
+/// config in the module layers). Its blocks are decoded whole, never as streams.
+pub const MAX_BLOCK_BYTES: u64 = 1 << 24;
+
 /// The most bytes a call encodes or decodes (blocks are at most 16 MiB): the decoder keeps bit
 /// and byte positions in 32 bits.
 pub const MAX_BYTES: usize = 1 << 28;
@@ -72,9 +78,10 @@ pub struct Huffman;
 impl BlockCodec for Huffman {
     fn max_ratio(&self) -> u64 {
         // A block of one repeated byte is 3 bytes (mode, kind, the symbol) whatever its
-        // length, so a 16 MiB block of one stream expands 2^24 / 3 times. Decoding never
-        // allocates more than the block's size, which the chunk grid gives.
-        1 << 24
+        // length, and its blocks are at most MAX_BLOCK_BYTES (its elements are refused beyond:
+        // `Codec::check_elements`). Decoding never allocates more than the block's size,
+        // which the chunk grid gives.
+        MAX_BLOCK_BYTES
     }
     fn compress(&self, src: &[u8], _el: &Elements, level: i32, out: &mut Vec<u8>) -> Result<()> {
         encode(src, level, out)
@@ -601,6 +608,11 @@ mod tests {
                 ((x >> 33) as u32 & ((1 << bits) - 1)) as u8
             })
             .collect()
+    }
+
+    #[test]
+    fn the_largest_block_is_the_layouts() {
+        assert_eq!(MAX_BLOCK_BYTES, crate::codec::config::MAX_BLOCK_BYTES_V2);
     }
 
     #[test]

@@ -102,9 +102,10 @@ pub const CODECS: &[CodecInfo] = &[
         id: 4,
         levels: Some((-7, 22)),
         default_level: 3,
-        // Blocks of 1 MiB: each stream's code table (4,096 entries built per stream decoded)
-        // costs a few microseconds, a tenth of a 32 KiB plane's decoding; at 1 MiB it is lost
-        // in the noise, and a smooth field's ratio gains 1.3% over 128 KiB (doc/benchmarks.md).
+        // Blocks of 1 MiB: each stream's decoding tables (2,048 entries of two kinds, built
+        // for each stream decoded) take about 5 microseconds, a quarter of the decoding of a
+        // 32 KiB stream of 4-bit noise; at 1 MiB they are lost in the noise (doc/benchmarks.md:
+        // the smooth field's whole read 36 ms at 1 MiB against 48 at 256 KiB in one round).
         default_block_bytes: 1 << 20,
         splits: true,
         split_block_bytes: Some(1 << 20),
@@ -314,6 +315,16 @@ impl Codec {
 
     /// Whether this codec takes elements of `eltype`/`elbyte`, or an error naming them.
     pub fn check_elements(self, eltype: ElType, elbyte: u64) -> Result<()> {
+        // A block holds one element at least, and a huffman block is decoded whole (never as
+        // a stream, as zstd's and lz4's larger blocks are): its elements fit the largest block.
+        let most = super::huffman::MAX_BLOCK_BYTES;
+        if self == Codec::Huffman && elbyte > most {
+            return Err(Error::unsupported(format!(
+                "codec huffman takes elements of at most {most} bytes (a block holds one); the \
+                 elements are {}: choose zstd or lz4 for them",
+                crate::eltype::type_label(eltype, elbyte)
+            )));
+        }
         if self == Codec::Pco && super::pco::num_kind(eltype.code(), elbyte).is_none() {
             return Err(Error::unsupported(format!(
                 "codec pco takes int and uint of 2, 4 or 8 bytes and float16, float32, float64; \
