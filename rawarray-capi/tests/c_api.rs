@@ -181,8 +181,8 @@ fn read_suite(dir: &Path) -> Manifest {
                 .codec(Codec::Huffman)
                 .filters([
                     rawarray_serde::codec::Filter::Shuffle,
-                    rawarray_serde::codec::Filter::ByteDelta,
-                    rawarray_serde::codec::Filter::ByteDelta,
+                    rawarray_serde::codec::Filter::ByteDeltaPlanes(4),
+                    rawarray_serde::codec::Filter::ByteDeltaPlanes(4),
                 ])
                 .chunks(vec![16, 16, 4]),
         ),

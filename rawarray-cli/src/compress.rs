@@ -102,6 +102,9 @@ fn filter_help() -> String {
     let rows: Vec<String> = codec::table::FILTERS
         .iter()
         .map(|f| match f.param {
+            Some(p) if f.param_optional => {
+                format!("{}[:{}] ({})", f.name, p.to_uppercase(), f.help)
+            }
             Some(p) => format!("{}:{} ({})", f.name, p.to_uppercase(), f.help),
             None => format!("{} ({})", f.name, f.help),
         })

@@ -205,8 +205,8 @@ Examples:
   ra compress field.ra --chunks 64,64,64 --level 9 --threads 4
   ra compress field.ra --filter shuffle,bytedelta          lossless, a better ratio for smooth floats
   ra compress field.ra --codec pco                          numbers compressed as numbers
-  ra compress field.ra --filter shuffle,bytedelta,bytedelta --codec huffman
-                                                            lossless, 1.1x Blosc2's ratio
+  ra compress field.ra --filter shuffle,bytedelta:4,bytedelta:4 --codec huffman
+                                  lossless, 1.1x Blosc2's ratio (bytedelta:4: plane 2 alone)
   ra compress field.ra --filter bitround:10,shuffle         LOSSY: 10 mantissa bits kept
   ra compress field.ra --blocks 16,16,16                    n-d blocks: any plane decodes little
   ra compress big.ra --layout-version 1                     RACHUNK1, for rawarray 0.1's readers

@@ -179,6 +179,51 @@ fn the_default_is_zstd_3_byte_shuffle_and_shrinks_a_smooth_field() {
     );
 }
 
+/// `--filter` takes a pipeline with parameters (`bytedelta:4`: the third byte plane alone)
+/// and `ra info` shows it; the values come back; a mask past the elements' planes is an error
+/// naming the filter and the plane, and leaves the file as it was.
+#[test]
+fn filter_parameters_are_taken_shown_and_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("field.ra");
+    let v = smooth_field(&p, [64, 64, 16]);
+    let before = std::fs::read(&p).unwrap();
+    let err = ra()
+        .args(["compress", "--filter", "shuffle,bytedelta:16"])
+        .arg(&p)
+        .assert()
+        .failure()
+        .get_output()
+        .stderr
+        .clone();
+    let err = String::from_utf8_lossy(&err);
+    assert!(
+        err.contains("bytedelta:16") && err.contains("plane 4"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read(&p).unwrap(), before);
+    ra().args([
+        "compress",
+        "--codec",
+        "huffman",
+        "--filter",
+        "shuffle,bytedelta:4",
+        "--filter",
+        "bytedelta:4",
+    ])
+    .arg(&p)
+    .assert()
+    .success();
+    let text = stdout_of(ra().arg("info").arg(&p));
+    assert!(
+        text.contains("huffman level 3, filters [shuffle, bytedelta:4, bytedelta:4]"),
+        "{text}"
+    );
+    ra().arg("decompress").arg(&p).assert().success();
+    let a: RawArray<f32> = RawArray::read_file(&p).unwrap();
+    assert_eq!(a.as_slice(), &v[..]);
+}
+
 /// `--codec lz4-whole` writes flag bit 1, the block the C reference reads, also from a
 /// chunked file; the trailer (params) goes through every rewrite.
 #[test]

@@ -31,6 +31,7 @@ fn writer_filters() -> String {
         FILTERS
             .iter()
             .map(|f| match f.param {
+                Some(p) if f.param_optional => format!("{:?} or ({:?}, {p})", f.name, f.name),
                 Some(p) => format!("({:?}, {p})", f.name),
                 None => format!("{:?}", f.name),
             })
@@ -371,7 +372,12 @@ pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
         filters: c
             .filters
             .iter()
-            .map(|f| (f.name().to_string(), f.info().param.map(|_| f.param())))
+            .map(|f| {
+                // A name alone where the filter was given so (bytedelta of every plane).
+                let info = f.info();
+                let shown = info.param.is_some() && !(info.param_optional && f.param() == 0);
+                (f.name().to_string(), shown.then(|| f.param()))
+            })
             .collect(),
         chunk: c.chunk.clone(),
         blocks,

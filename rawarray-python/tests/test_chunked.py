@@ -154,11 +154,14 @@ def undo_delta(b, width, big):
     return np.cumsum(np.frombuffer(b, u), dtype=u).tobytes()
 
 
-def undo_bytedelta(b, w):
-    """Blosc2's bytedelta undone: a running sum mod 256 within each of the ``w`` streams."""
+def undo_bytedelta(b, w, mask=0):
+    """Blosc2's bytedelta undone: a running sum mod 256 within each of the ``w`` streams, or
+    (doc/chunked.md 5.2) only those whose bit is set in a mask other than 0."""
     k = len(b) // w
     out = bytearray(b)
     for j in range(w):
+        if mask and not (j < 32 and mask >> j & 1):
+            continue
         out[j * k:(j + 1) * k] = np.cumsum(np.frombuffer(b[j * k:(j + 1) * k], np.uint8),
                                            dtype=np.uint8).tobytes()
     return bytes(out)
@@ -252,7 +255,7 @@ def decode_v2_by_hand(h, s):
             else:
                 blk = decode_codec(codec, blk, want)
             assert len(blk) == want, (c, b)
-            for fid, _param in reversed(filters):
+            for fid, param in reversed(filters):
                 if fid == 1:
                     blk = unshuffle(blk, elbyte)
                 elif fid == 2:
@@ -260,7 +263,7 @@ def decode_v2_by_hand(h, s):
                 elif fid == 3:
                     blk = undo_delta(blk, elbyte // 2 if h["eltype"] == 4 else elbyte, big)
                 elif fid == 4:
-                    blk = undo_bytedelta(blk, elbyte)
+                    blk = undo_bytedelta(blk, elbyte, param)
             region = tuple(slice(x, y) for x, y in zip(reversed(lo), reversed(hi)))
             out[region] = np.frombuffer(blk, np.uint8).reshape(tuple(reversed(clip)) + (elbyte,))
         full[idx] = out
@@ -372,6 +375,29 @@ def test_numpy_reads_the_same_values_as_from_the_uncompressed_file(tmp, dtype, c
             want = tuple(reversed(config["chunk"]))
             assert f.chunks == want and (chunks is None or f.chunks == chunks)
             assert_same(f[1:4, ::-2, 2], a[1:4, ::-2, 2], kind)
+
+
+@pytest.mark.parametrize("split", [False, True])
+@pytest.mark.parametrize("codec", ["lz4", "zstd"])
+@pytest.mark.parametrize("dtype", ["<f4", "<u2", "<c8", ">f8"])
+def test_bytedelta_masks_decode_by_the_spec(tmp, dtype, codec, split):
+    """bytedelta with a mask (doc/chunked.md 5.2: only the streams of its bits) decoded by hand
+    from the spec equals the plain file's bytes: planes 0 and 2 (plane 0 for 2-byte elements)
+    undone twice, the others once. (test_pipeline.py decodes huffman streams by the spec.)"""
+    a = sample(dtype, (6, 40, 9), seed=5)
+    rawarray.write(tmp / "plain.ra", a)
+    plain_section = parse_by_hand((tmp / "plain.ra").read_bytes())[1]
+    path = tmp / "m.ra"
+    mask = 5 if np.dtype(dtype).itemsize >= 4 else 1
+    pipeline = ["shuffle", ("bytedelta", mask), "bytedelta"]
+    rawarray.write(path, a, chunks=(3, 16, 9), blocks=(2, 7, 9), codec=codec,
+                   filters=pipeline, split=split)
+    section, config, _ = decode_by_hand(path.read_bytes())
+    assert config["filters"] == [(1, 0), (4, mask), (4, 0)]
+    assert section == plain_section
+    with rawarray.open(path) as f:
+        assert f.compression["filters"] == pipeline
+        np.testing.assert_array_equal(f[1:5, 3:30, 4], a[1:5, 3:30, 4])
 
 
 @pytest.mark.parametrize("shape", [(), (0,), (3, 0, 2), (1,), (9,)])

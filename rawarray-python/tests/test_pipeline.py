@@ -354,19 +354,22 @@ def huffman_by_spec(payload: bytes, n: int) -> bytes:
 
 
 def test_huffman_blocks_decode_by_the_spec(tmp):
-    """A smooth f4 field through shuffle + bytedelta + bytedelta + huffman: each block's byte
-    streams decoded by the spec's rules above (zstd frames by the zstandard package), the
-    deltas undone and the planes put back by numpy, equal the array; the noisy third plane is
-    Huffman codes and the repeating sign and exponent plane a zstd frame."""
+    """A smooth f4 field through shuffle + bytedelta:4 + bytedelta:4 + huffman (the deltas on
+    the third byte plane alone, doc/chunked.md 5.2): each block's byte streams decoded by the
+    spec's rules above (zstd frames by the zstandard package), the third plane's deltas undone
+    and the planes put back by numpy, equal the array; the noisy third plane is Huffman codes,
+    the repeating sign and exponent plane a zstd frame and the two low planes, noise, stored as
+    they are."""
     x = np.linspace(0, 6, 128, dtype=np.float32)
     rng = np.random.default_rng(3)
     a = (np.sin(x)[:, None] * np.cos(x)[None, :] + rng.normal(0, 1e-3, (128, 128))).astype("<f4")
-    rawarray.write(tmp / "h.ra", a, codec="huffman", filters=["shuffle", "bytedelta", "bytedelta"],
-                   chunks=(128, 128), statistics=False)
+    pipeline = ["shuffle", ("bytedelta", 4), ("bytedelta", 4)]
+    rawarray.write(tmp / "h.ra", a, codec="huffman", filters=pipeline, chunks=(128, 128),
+                   statistics=False)
     raw = (tmp / "h.ra").read_bytes()
     c = config_v2(raw)
     assert c["codec"] == CODEC_IDS["huffman"] and c["level"] == 3
-    assert [f for f, _ in c["filters"]] == [1, 4, 4]
+    assert c["filters"] == [(1, 0), (4, 4), (4, 4)]
     assert c["features"] & 2, "the 64 KiB chunk is split in byte streams by default"
     assert c["block"] == [128, 128], "one block: huffman's blocks are 1 MiB by default"
     s = c["section"]
@@ -389,13 +392,15 @@ def test_huffman_blocks_decode_by_the_spec(tmp):
         else:
             planes.append(np.frombuffer(huffman_by_spec(stream, k), np.uint8))
             modes.append(["codes", "zstd"][stream[0]])
-    assert modes[2] == "codes" and modes[3] == "zstd", modes
+    assert modes == ["raw", "raw", "codes", "zstd"], modes
     p = np.stack(planes)
     for _ in range(2):
-        p = np.cumsum(p, axis=1, dtype=np.uint8)
+        p[2] = np.cumsum(p[2], dtype=np.uint8)
     back = p.T.copy().view("<f4").reshape(a.shape)
     np.testing.assert_array_equal(back, a)
     np.testing.assert_array_equal(rawarray.read(tmp / "h.ra"), a)
+    with rawarray.open(tmp / "h.ra") as f:
+        assert f.compression["filters"] == pipeline
 
 
 @pytest.mark.parametrize("dtype", ["<f4", "<i8", "<u2", "<f8"])

@@ -650,7 +650,11 @@ fn ends_in_planes(filters: &[Filter]) -> bool {
     filters
         .iter()
         .rposition(|f| *f == Filter::Shuffle)
-        .is_some_and(|i| filters[i + 1..].iter().all(|f| *f == Filter::ByteDelta))
+        .is_some_and(|i| {
+            filters[i + 1..]
+                .iter()
+                .all(|f| f.bytedelta_mask().is_some())
+        })
 }
 
 /// The raw bytes of a chunk of `chunk` over `dims`, each dim but the last (which a growing

@@ -107,6 +107,14 @@ fn fields_equal_those_of_whole_elements() {
         vec![Filter::Shuffle],
         vec![Filter::Shuffle, Filter::ByteDelta],
         vec![Filter::Shuffle, Filter::ByteDelta, Filter::ByteDelta],
+        // Masks: planes 0, 3, 18 and 20 twice (fields 18..21 cross selected and unselected
+        // planes), plane 1 once more, the rest never.
+        vec![
+            Filter::Shuffle,
+            Filter::ByteDeltaPlanes(1 | 1 << 3 | 1 << 18 | 1 << 20),
+            Filter::ByteDeltaPlanes(1 | 1 << 3 | 1 << 18 | 1 << 20),
+            Filter::ByteDeltaPlanes(2),
+        ],
     ] {
         for noisy in [false, true] {
             // Edge chunks and edge blocks; blocks that are runs of their chunk and blocks that

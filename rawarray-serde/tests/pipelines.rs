@@ -73,6 +73,20 @@ fn pipelines(eltype: ElType, elbyte: u64) -> Vec<Vec<Filter>> {
         vec![Filter::ByteDelta],
         vec![Filter::Shuffle, Filter::ByteDelta],
     ];
+    // bytedelta on some planes: the first and the last (or the one plane), twice; then
+    // those and every plane, so that planes are undone different numbers of times.
+    let planes = elbyte.min(32) as u32;
+    let mask = 1 | 1 << (planes - 1);
+    out.push(vec![
+        Filter::Shuffle,
+        Filter::ByteDeltaPlanes(mask),
+        Filter::ByteDeltaPlanes(mask),
+    ]);
+    out.push(vec![
+        Filter::Shuffle,
+        Filter::ByteDeltaPlanes(mask),
+        Filter::ByteDelta,
+    ]);
     if eltype != ElType::User {
         out.push(vec![Filter::Delta]);
         out.push(vec![Filter::Delta, Filter::Shuffle, Filter::ByteDelta]);
@@ -344,6 +358,14 @@ fn hostile_settings_are_errors_naming_the_field() {
                 .layout_version(1),
             "filters",
         ),
+        (
+            WriteOptions::new().filters([Filter::Shuffle, Filter::ByteDeltaPlanes(1 << 4)]),
+            "bytedelta:16: the mask selects byte plane 4; float32 has 4 (0 to 3)",
+        ),
+        (
+            WriteOptions::new().filters([Filter::Shuffle, Filter::ByteDeltaPlanes(0)]),
+            "bytedelta:0",
+        ),
         (WriteOptions::new().codec(Codec::Pco).split(true), "split"),
         (WriteOptions::new().codec(Codec::None).split(true), "split"),
         (WriteOptions::new().split(true).layout_version(1), "split"),
@@ -410,6 +432,51 @@ fn hostile_configs_in_files_are_errors_naming_the_field() {
         file.extend_from_slice(&bad);
         let err = Section::open(&h, &file[..]).unwrap_err().to_string();
         assert!(err.contains(field), "{field}: {err}");
+    }
+}
+
+/// A bytedelta mask in a file's config selecting a plane the elements do not have is an
+/// error naming the filter and the plane (the config's CRC fixed up, so that the mask's own
+/// check is what refuses it); the largest mask they have reads.
+#[test]
+fn a_bytedelta_mask_past_the_planes_in_a_file_is_an_error() {
+    let header = Header::new(ElType::Float, 4, vec![64, 8]).unwrap();
+    let raw: Vec<u8> = (0..64 * 8 * 4).map(|i| (i * 7 % 251) as u8).collect();
+    let opts = WriteOptions::new()
+        .codec(Codec::Zstd)
+        .filters([Filter::Shuffle, Filter::ByteDeltaPlanes(0b1111)])
+        .chunks(vec![64, 4])
+        .blocks(vec![32, 4]);
+    let (h, section) = rawarray_serde::codec::encode(&header, &raw, &opts).unwrap();
+    let n = 2usize;
+    // doc/chunked.md 5.1 with two filters: the second's parameter, then the CRC.
+    let param_at = 40 + 16 * n + 8 + 4;
+    let crc_at = 48 + 16 * n + 16 + 16;
+    assert_eq!(
+        &section[param_at - 4..param_at + 4],
+        &[4, 0, 0, 0, 15, 0, 0, 0]
+    );
+    for (mask, err) in [
+        (0b1111u32, None),
+        (0b10000, Some("bytedelta:16")),
+        (1 << 31, Some("plane 31")),
+    ] {
+        let mut bad = section.clone();
+        bad[param_at..param_at + 4].copy_from_slice(&mask.to_le_bytes());
+        let crc = crc32fast::hash(&bad[..crc_at]);
+        bad[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+        let mut file = h.encode();
+        file.extend_from_slice(&bad);
+        match err {
+            None => assert_eq!(
+                Section::open(&h, &file[..]).unwrap().read_all().unwrap(),
+                raw
+            ),
+            Some(want) => {
+                let e = Section::open(&h, &file[..]).unwrap_err().to_string();
+                assert!(e.contains(want) && e.contains("filter"), "{mask}: {e}");
+            }
+        }
     }
 }
 

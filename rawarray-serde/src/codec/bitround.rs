@@ -260,17 +260,6 @@ pub struct BitRound {
     pub keepbits: u32,
 }
 
-/// One [`BitRound`] per `keepbits` a float can keep (0 ..= 52), for a `&'static` filter.
-pub(crate) static BITROUNDS: [BitRound; 53] = {
-    let mut all = [BitRound { keepbits: 0 }; 53];
-    let mut k = 0;
-    while k < 53 {
-        all[k].keepbits = k as u32;
-        k += 1;
-    }
-    all
-};
-
 impl super::ByteFilter for BitRound {
     fn encode(&self, src: &[u8], el: &super::Elements, dst: &mut [u8]) {
         match format_of(el.eltype, el.elbyte as u64) {

@@ -16,10 +16,18 @@
 //! bytes are copied unchanged. Width 0 copies the block unchanged; width 1 is one stream of all
 //! `len` bytes. The transform is exact for any bytes.
 //!
+//! The config's parameter (doc/chunked.md 5.2) is 0 for every stream, this filter as Blosc2
+//! has it, or a mask of the streams it works on ([`encode_planes`]: stream `j` for bit `j`):
+//! after a byte shuffle of a smooth float field the low mantissa planes are noise, which a
+//! delta cannot shrink, and the sign and exponent plane repeats row by row, which zstd finds
+//! best in the plane itself; only the planes between gain. Undoing a delta is a pass over its
+//! plane, so a mask also saves the passes over the others.
+//!
 //! # Compatibility with Blosc2
 //!
-//! Byte for byte the output of c-blosc2's `bytedelta_forward` (`plugins/filters/bytedelta/
-//! bytedelta.c`) with `meta` = `width` (1 to 255), and `decode` of its `bytedelta_backward`: for
+//! [`encode`] (every stream) is byte for byte the output of c-blosc2's `bytedelta_forward`
+//! (`plugins/filters/bytedelta/bytedelta.c`) with `meta` = `width` (1 to 255), and [`decode`]
+//! of its `bytedelta_backward` (a mask is ours alone: Blosc2 has no such parameter): for
 //! every block in c-blosc2 3.3.2 and later, for blocks of whole elements in every version since
 //! 2.10.0 (see below). Blosc2 runs the filter on each block of a chunk (the pipeline's `bsize`
 //! bytes, typically 32 KiB to a few MiB, the last block of a chunk shorter), after its SHUFFLE
@@ -70,12 +78,7 @@
 /// assert_eq!(out, [10, 1, 20, 5, 30, 255, 99]);
 /// ```
 pub fn encode(src: &[u8], width: usize, dst: &mut [u8]) {
-    for (s, d) in streams(src, width, dst, "encode") {
-        d[0] = s[0];
-        for ((o, &x), &prev) in d[1..].iter_mut().zip(&s[1..]).zip(s) {
-            *o = x.wrapping_sub(prev);
-        }
-    }
+    encode_planes(src, width, ALL, dst);
 }
 
 /// Undoes [`encode`]: each stream's prefix sum modulo 256, into `dst`; the trailing
@@ -92,24 +95,11 @@ pub fn encode(src: &[u8], width: usize, dst: &mut [u8]) {
 /// assert_eq!(out, [10, 11, 20, 25, 30, 29, 99]);
 /// ```
 pub fn decode(src: &[u8], width: usize, dst: &mut [u8]) {
-    // One stream at a time. Written without SIMD intrinsics a prefix sum of bytes runs at
-    // about a byte per cycle however it is arranged (streams side by side, 8-byte SWAR and
-    // 16-byte arrays measured no faster: the byte stores are the limit), which made this filter
-    // the slowest step of decoding shuffle + bytedelta + zstd; 16 bytes at a time with SSE2
-    // (the x86_64 baseline) it is several times faster, and the scalar loop finishes the tail.
-    for (s, d) in streams(src, width, dst, "decode") {
-        let (done, mut acc) = simd::prefix_sums(s, d);
-        for (o, &x) in d[done..].iter_mut().zip(&s[done..]) {
-            acc = acc.wrapping_add(x);
-            *o = acc;
-        }
-    }
+    decode_planes(src, width, ALL, dst);
 }
 
 /// Undoes two [`encode`]s in a row, in one pass: the same bytes as [`decode`] twice (each
-/// stream's prefix sums of its prefix sums, modulo 256). The pipeline `shuffle + bytedelta +
-/// bytedelta` undoes its deltas this way, reading and writing every plane once instead of
-/// twice.
+/// stream's prefix sums of its prefix sums, modulo 256).
 ///
 /// # Panics
 ///
@@ -125,68 +115,162 @@ pub fn decode(src: &[u8], width: usize, dst: &mut [u8]) {
 /// assert_eq!(back, planes);
 /// ```
 pub fn decode_twice(src: &[u8], width: usize, dst: &mut [u8]) {
-    for (s, d) in streams(src, width, dst, "decode_twice") {
-        let (done, mut first, mut second) = simd::prefix_sums_twice(s, d);
-        for (o, &x) in d[done..].iter_mut().zip(&s[done..]) {
-            first = first.wrapping_add(x);
-            second = second.wrapping_add(first);
-            *o = second;
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "bytedelta::decode_twice: src and dst lengths differ"
+    );
+    dst.copy_from_slice(src);
+    undo_in_place(dst, width, |_| 2);
+}
+
+/// Every plane: the mask of Blosc2's `bytedelta` (parameter 0).
+pub const ALL: u32 = 0;
+
+/// Whether `mask` selects byte plane `plane`: every plane for [`ALL`] (0), else plane `j` for
+/// bit `j` set (planes 32 and above never).
+///
+/// ```
+/// use rawarray_serde::codec::bytedelta::{selects, ALL};
+/// assert!(selects(ALL, 7));
+/// assert!(selects(0b0100, 2) && !selects(0b0100, 3) && !selects(0b0100, 40));
+/// ```
+pub fn selects(mask: u32, plane: usize) -> bool {
+    mask == ALL || (plane < 32 && mask >> plane & 1 == 1)
+}
+
+/// [`encode`] of the streams `mask` selects ([`selects`]); the others are copied unchanged.
+/// With `mask` = [`ALL`] this is [`encode`], Blosc2's filter; otherwise the config's
+/// `bytedelta:MASK` (doc/chunked.md 5.2).
+///
+/// # Panics
+///
+/// If `dst.len() != src.len()`; never for any content, width, mask or length of `src`.
+///
+/// ```
+/// use rawarray_serde::codec::bytedelta;
+/// let mut out = [0u8; 6];
+/// // Width 2, only stream 1 ([1, 2, 4]) differenced; stream 0 ([7, 7, 9]) copied.
+/// bytedelta::encode_planes(&[7, 7, 9, 1, 2, 4], 2, 0b10, &mut out);
+/// assert_eq!(out, [7, 7, 9, 1, 1, 2]);
+/// ```
+pub fn encode_planes(src: &[u8], width: usize, mask: u32, dst: &mut [u8]) {
+    for (j, (s, d)) in streams(src, width, dst, "encode").enumerate() {
+        if !selects(mask, j) {
+            d.copy_from_slice(s);
+            continue;
+        }
+        d[0] = s[0];
+        for ((o, &x), &prev) in d[1..].iter_mut().zip(&s[1..]).zip(s) {
+            *o = x.wrapping_sub(prev);
         }
     }
 }
 
-/// Prefix sums modulo 256, 16 bytes at a time.
+/// Undoes [`encode_planes`] with the same `mask`.
+///
+/// # Panics
+///
+/// If `dst.len() != src.len()`; never for any content, width, mask or length of `src`.
+///
+/// ```
+/// use rawarray_serde::codec::bytedelta;
+/// let mut out = [0u8; 6];
+/// bytedelta::decode_planes(&[7, 7, 9, 1, 1, 2], 2, 0b10, &mut out);
+/// assert_eq!(out, [7, 7, 9, 1, 2, 4]);
+/// ```
+pub fn decode_planes(src: &[u8], width: usize, mask: u32, dst: &mut [u8]) {
+    assert_eq!(
+        src.len(),
+        dst.len(),
+        "bytedelta::decode: src and dst lengths differ"
+    );
+    dst.copy_from_slice(src);
+    undo_in_place(dst, width, |j| usize::from(selects(mask, j)));
+}
+
+/// Undoes `times(j)` bytedeltas on each stream `j` of the `width` streams of `buf`, in place
+/// (trailing bytes untouched): the prefix sums, two at a time in one pass. The pipeline undoes
+/// a run of bytedelta filters this way, with no pass over the streams none of them selects.
+pub(crate) fn undo_in_place(buf: &mut [u8], width: usize, times: impl Fn(usize) -> usize) {
+    // Each stream alone. Written without SIMD intrinsics a prefix sum of bytes runs at about
+    // a byte per cycle however it is arranged (streams side by side, 8-byte SWAR and 16-byte
+    // arrays measured no faster: the byte stores are the limit); 16 bytes at a time with SSE2
+    // (the x86_64 baseline) it is several times faster, and the scalar loop finishes the tail.
+    let n = buf.len().checked_div(width).unwrap_or(0);
+    if n == 0 {
+        return;
+    }
+    for (j, stream) in buf[..n * width].chunks_exact_mut(n).enumerate() {
+        let mut left = times(j);
+        while left >= 2 {
+            let (done, mut first, mut second) = simd::prefix_sums_twice(stream);
+            for x in &mut stream[done..] {
+                first = first.wrapping_add(*x);
+                second = second.wrapping_add(first);
+                *x = second;
+            }
+            left -= 2;
+        }
+        if left == 1 {
+            let (done, mut acc) = simd::prefix_sums(stream);
+            for x in &mut stream[done..] {
+                acc = acc.wrapping_add(*x);
+                *x = acc;
+            }
+        }
+    }
+}
+
+/// Prefix sums modulo 256 in place, 16 bytes at a time.
 mod simd {
     /// [`prefix_sums`] applied twice in one pass: returns how many bytes it did and the last
     /// sums of the first and second passes.
     #[cfg(target_arch = "x86_64")]
-    pub(super) fn prefix_sums_twice(s: &[u8], d: &mut [u8]) -> (usize, u8, u8) {
-        let n = s.len().min(d.len()) / 16 * 16;
+    pub(super) fn prefix_sums_twice(buf: &mut [u8]) -> (usize, u8, u8) {
+        let n = buf.len() / 16 * 16;
         if n == 0 {
             return (0, 0, 0);
         }
         let first = if std::is_x86_feature_detected!("ssse3") {
-            // SAFETY: the CPU has SSSE3 (checked just above), and the kernel reads `s[..n]`
-            // and writes `d[..n]`, both in bounds (`n` is at most either length).
-            unsafe { x86::prefix_sums_twice_ssse3(s, d, n) }
+            // SAFETY: the CPU has SSSE3 (checked just above), and `n <= buf.len()`.
+            unsafe { x86::prefix_sums_twice_ssse3(buf, n) }
         } else {
-            // SAFETY: SSE2 is in the x86_64 baseline, and the kernel reads `s[..n]` and
-            // writes `d[..n]`, both in bounds.
-            unsafe { x86::prefix_sums_twice(s, d, n) }
+            // SAFETY: SSE2 is in the x86_64 baseline, and `n <= buf.len()`.
+            unsafe { x86::prefix_sums_twice(buf, n) }
         };
-        (n, first, d[n - 1])
+        (n, first, buf[n - 1])
     }
 
     /// Other targets: the caller's scalar loop does it all.
     #[cfg(not(target_arch = "x86_64"))]
-    pub(super) fn prefix_sums_twice(_: &[u8], _: &mut [u8]) -> (usize, u8, u8) {
+    pub(super) fn prefix_sums_twice(_: &mut [u8]) -> (usize, u8, u8) {
         (0, 0, 0)
     }
 
-    /// Writes the prefix sums (mod 256, from 0) of the whole 16-byte vectors of `s` into `d`;
+    /// Replaces the whole 16-byte vectors of `buf` by their prefix sums (mod 256, from 0);
     /// returns how many bytes it did and the last sum (where the caller goes on).
     #[cfg(target_arch = "x86_64")]
-    pub(super) fn prefix_sums(s: &[u8], d: &mut [u8]) -> (usize, u8) {
-        let n = s.len().min(d.len()) / 16 * 16;
+    pub(super) fn prefix_sums(buf: &mut [u8]) -> (usize, u8) {
+        let n = buf.len() / 16 * 16;
         if n == 0 {
             return (0, 0);
         }
         if std::is_x86_feature_detected!("ssse3") {
-            // SAFETY: the CPU has SSSE3 (checked just above; SSE2 is in the baseline), and the
-            // kernel reads `s[..n]` and writes `d[..n]`, both in bounds (`n` is at most either
-            // length).
-            unsafe { x86::prefix_sums_ssse3(s, d, n) };
+            // SAFETY: the CPU has SSSE3 (checked just above; SSE2 is in the baseline), and
+            // `n <= buf.len()`.
+            unsafe { x86::prefix_sums_ssse3(buf, n) };
         } else {
-            // SAFETY: SSE2 is part of the x86_64 baseline (every x86_64 CPU has it), and the
-            // kernel reads `s[..n]` and writes `d[..n]`, both in bounds.
-            unsafe { x86::prefix_sums(s, d, n) };
+            // SAFETY: SSE2 is part of the x86_64 baseline (every x86_64 CPU has it), and
+            // `n <= buf.len()`.
+            unsafe { x86::prefix_sums(buf, n) };
         }
-        (n, d[n - 1])
+        (n, buf[n - 1])
     }
 
     /// Other targets: the caller's scalar loop does it all.
     #[cfg(not(target_arch = "x86_64"))]
-    pub(super) fn prefix_sums(_: &[u8], _: &mut [u8]) -> (usize, u8) {
+    pub(super) fn prefix_sums(_: &mut [u8]) -> (usize, u8) {
         (0, 0)
     }
 
@@ -203,7 +287,8 @@ mod simd {
         // (`pslldq`) and the three steps that broadcast a byte are shuffles, seven a vector a
         // pass. With SSSE3 (every x86_64 CPU since 2006 but the first) the shifts within each
         // 8 bytes are 64-bit shifts, which other ports run, and a broadcast is one `pshufb`:
-        // two shuffles a vector a pass.
+        // two shuffles a vector a pass. Each kernel loads a vector before it stores the sums
+        // at the same place, so it works in place.
 
         /// [`within`] with SSSE3: three 64-bit shifts sum each 8 bytes, one `pshufb` adds the
         /// low 8 bytes' total (byte 7) to each of the high 8.
@@ -226,18 +311,18 @@ mod simd {
         /// [`prefix_sums`] with SSSE3.
         ///
         /// # Safety
-        /// The CPU has SSSE3; `n <= s.len()`, `n <= d.len()`.
+        /// The CPU has SSSE3; `n <= buf.len()`.
         #[target_feature(enable = "ssse3")]
-        pub(super) unsafe fn prefix_sums_ssse3(s: &[u8], d: &mut [u8], n: usize) {
+        pub(super) unsafe fn prefix_sums_ssse3(buf: &mut [u8], n: usize) {
             let mut carry = _mm_setzero_si128();
             let mut i = 0;
             while i + 16 <= n {
-                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
-                let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 readable bytes (unaligned load).
+                let v = unsafe { _mm_loadu_si128(buf.as_ptr().add(i).cast::<__m128i>()) };
                 let out = _mm_add_epi8(within_ssse3(v), carry);
                 carry = last_ssse3(out);
-                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
-                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), out) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(buf.as_mut_ptr().add(i).cast::<__m128i>(), out) };
                 i += 16;
             }
         }
@@ -245,20 +330,20 @@ mod simd {
         /// [`prefix_sums_twice`] with SSSE3.
         ///
         /// # Safety
-        /// The CPU has SSSE3; `0 < n <= s.len()`, `n <= d.len()`.
+        /// The CPU has SSSE3; `n <= buf.len()`.
         #[target_feature(enable = "ssse3")]
-        pub(super) unsafe fn prefix_sums_twice_ssse3(s: &[u8], d: &mut [u8], n: usize) -> u8 {
+        pub(super) unsafe fn prefix_sums_twice_ssse3(buf: &mut [u8], n: usize) -> u8 {
             let (mut carry1, mut carry2) = (_mm_setzero_si128(), _mm_setzero_si128());
             let mut i = 0;
             while i + 16 <= n {
-                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
-                let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 readable bytes (unaligned load).
+                let v = unsafe { _mm_loadu_si128(buf.as_ptr().add(i).cast::<__m128i>()) };
                 let first = _mm_add_epi8(within_ssse3(v), carry1);
                 carry1 = last_ssse3(first);
                 let second = _mm_add_epi8(within_ssse3(first), carry2);
                 carry2 = last_ssse3(second);
-                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
-                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), second) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(buf.as_mut_ptr().add(i).cast::<__m128i>(), second) };
                 i += 16;
             }
             _mm_cvtsi128_si32(carry1) as u8
@@ -281,50 +366,50 @@ mod simd {
             _mm_unpackhi_epi64(hi, hi)
         }
 
-        /// The prefix sums of the prefix sums of `s[..n]` into `d[..n]`, `n` a positive
-        /// multiple of 16; returns the last prefix sum of the first pass.
+        /// `buf[..n]` replaced by the prefix sums of its prefix sums, `n` a multiple of 16;
+        /// returns the last prefix sum of the first pass.
         ///
         /// # Safety
-        /// The CPU has SSE2; `0 < n <= s.len()`, `n <= d.len()`.
+        /// The CPU has SSE2; `n <= buf.len()`.
         #[target_feature(enable = "sse2")]
-        pub(super) unsafe fn prefix_sums_twice(s: &[u8], d: &mut [u8], n: usize) -> u8 {
+        pub(super) unsafe fn prefix_sums_twice(buf: &mut [u8], n: usize) -> u8 {
             let (mut carry1, mut carry2) = (_mm_setzero_si128(), _mm_setzero_si128());
             let mut i = 0;
             while i + 16 <= n {
-                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
-                let v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 readable bytes (unaligned load).
+                let v = unsafe { _mm_loadu_si128(buf.as_ptr().add(i).cast::<__m128i>()) };
                 let first = _mm_add_epi8(within(v), carry1);
                 carry1 = last(first);
                 let second = _mm_add_epi8(within(first), carry2);
                 carry2 = last(second);
-                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
-                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), second) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(buf.as_mut_ptr().add(i).cast::<__m128i>(), second) };
                 i += 16;
             }
             _mm_cvtsi128_si32(carry1) as u8
         }
 
-        /// The prefix sums of `s[..n]` into `d[..n]`, `n` a multiple of 16. Within a vector
+        /// `buf[..n]` replaced by its prefix sums, `n` a multiple of 16. Within a vector
         /// the sums take four shifted adds (by 1, 2, 4 and 8 bytes: after step `k` each byte
         /// holds the sum of the `2^k` bytes ending at it); then the running sum of the vectors
         /// before it, its last byte broadcast, is added.
         ///
         /// # Safety
-        /// The CPU has SSE2; `n <= s.len()`, `n <= d.len()`.
+        /// The CPU has SSE2; `n <= buf.len()`.
         #[target_feature(enable = "sse2")]
-        pub(super) unsafe fn prefix_sums(s: &[u8], d: &mut [u8], n: usize) {
+        pub(super) unsafe fn prefix_sums(buf: &mut [u8], n: usize) {
             let mut carry = _mm_setzero_si128();
             let mut i = 0;
             while i + 16 <= n {
-                // SAFETY: `i + 16 <= n <= s.len()`: 16 readable bytes (unaligned load).
-                let mut v = unsafe { _mm_loadu_si128(s.as_ptr().add(i).cast::<__m128i>()) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 readable bytes (unaligned load).
+                let mut v = unsafe { _mm_loadu_si128(buf.as_ptr().add(i).cast::<__m128i>()) };
                 v = _mm_add_epi8(v, _mm_slli_si128::<1>(v));
                 v = _mm_add_epi8(v, _mm_slli_si128::<2>(v));
                 v = _mm_add_epi8(v, _mm_slli_si128::<4>(v));
                 v = _mm_add_epi8(v, _mm_slli_si128::<8>(v));
                 v = _mm_add_epi8(v, carry);
-                // SAFETY: `i + 16 <= n <= d.len()`: 16 writable bytes (unaligned store).
-                unsafe { _mm_storeu_si128(d.as_mut_ptr().add(i).cast::<__m128i>(), v) };
+                // SAFETY: `i + 16 <= n <= buf.len()`: 16 writable bytes (unaligned store).
+                unsafe { _mm_storeu_si128(buf.as_mut_ptr().add(i).cast::<__m128i>(), v) };
                 // Byte 15 into every byte: bytes 8..15 doubled into 16-bit lanes, lane 7 into
                 // lanes 4..7, then the high 64 bits into both halves.
                 let hi = _mm_shufflehi_epi16::<0xFF>(_mm_unpackhi_epi8(v, v));
@@ -350,23 +435,33 @@ mod simd {
                 once.push(a);
                 twice.push(b);
             }
-            let mut d = vec![0u8; n];
-            // SAFETY: SSE2 is in the x86_64 baseline; `n` is a multiple of 16 and both lengths.
-            unsafe { crate::codec::bytedelta::simd::x86::prefix_sums(&s, &mut d, n) };
-            assert_eq!(d, once);
-            // SAFETY: as above.
-            let first =
-                unsafe { crate::codec::bytedelta::simd::x86::prefix_sums_twice(&s, &mut d, n) };
-            assert_eq!((d.clone(), first), (twice.clone(), a));
-            if std::is_x86_feature_detected!("ssse3") {
-                // SAFETY: the CPU has SSSE3 (checked); lengths as above.
-                unsafe { crate::codec::bytedelta::simd::x86::prefix_sums_ssse3(&s, &mut d, n) };
-                assert_eq!(d, once);
+            let x86 = |k: unsafe fn(&mut [u8], usize)| {
+                let mut d = s.clone();
+                // SAFETY: the caller checked the CPU's features; `n` is the buffer's length.
+                unsafe { k(&mut d, n) };
+                d
+            };
+            let x86_twice = |k: unsafe fn(&mut [u8], usize) -> u8| {
+                let mut d = s.clone();
                 // SAFETY: as above.
-                let first = unsafe {
-                    crate::codec::bytedelta::simd::x86::prefix_sums_twice_ssse3(&s, &mut d, n)
-                };
-                assert_eq!((d, first), (twice, a));
+                let first = unsafe { k(&mut d, n) };
+                (d, first)
+            };
+            // SSE2 is in the x86_64 baseline.
+            assert_eq!(x86(crate::codec::bytedelta::simd::x86::prefix_sums), once);
+            assert_eq!(
+                x86_twice(crate::codec::bytedelta::simd::x86::prefix_sums_twice),
+                (twice.clone(), a)
+            );
+            if std::is_x86_feature_detected!("ssse3") {
+                assert_eq!(
+                    x86(crate::codec::bytedelta::simd::x86::prefix_sums_ssse3),
+                    once
+                );
+                assert_eq!(
+                    x86_twice(crate::codec::bytedelta::simd::x86::prefix_sums_twice_ssse3),
+                    (twice, a)
+                );
             } else {
                 println!("SKIPPED: the SSSE3 kernels (this CPU has no SSSE3)");
             }
@@ -397,16 +492,20 @@ fn streams<'a>(
         .zip(dst[..whole].chunks_exact_mut(n.max(1)))
 }
 
-/// The `bytedelta` filter (id 4) as a [`ByteFilter`](super::ByteFilter): `elbyte` streams.
+/// The `bytedelta` filter (id 4) as a [`ByteFilter`](super::ByteFilter): `elbyte` streams,
+/// those of `mask` ([`ALL`] for Blosc2's filter).
 #[derive(Clone, Copy, Debug, Default)]
-pub struct ByteDelta;
+pub struct ByteDelta {
+    /// The byte planes it works on ([`selects`]).
+    pub mask: u32,
+}
 
 impl super::ByteFilter for ByteDelta {
     fn encode(&self, src: &[u8], el: &super::Elements, dst: &mut [u8]) {
-        encode(src, el.elbyte, dst);
+        encode_planes(src, el.elbyte, self.mask, dst);
     }
     fn decode(&self, src: &[u8], el: &super::Elements, dst: &mut [u8]) {
-        decode(src, el.elbyte, dst);
+        decode_planes(src, el.elbyte, self.mask, dst);
     }
 }
 
@@ -417,12 +516,21 @@ mod tests {
 
     /// The naive reference, element by element as c-blosc2's scalar loop.
     fn naive(src: &[u8], width: usize, forward: bool) -> Vec<u8> {
+        naive_planes(src, width, 0, forward)
+    }
+
+    /// The naive reference of the streams `mask` selects (bit `j`: stream `j`; 0: all),
+    /// written from doc/chunked.md 5.2.
+    fn naive_planes(src: &[u8], width: usize, mask: u32, forward: bool) -> Vec<u8> {
         let mut out = src.to_vec();
         if width == 0 {
             return out;
         }
         let n = src.len() / width;
         for j in 0..width {
+            if mask != 0 && (j >= 32 || mask & (1 << j) == 0) {
+                continue;
+            }
             let mut prev = 0u8;
             for i in 0..n {
                 let at = j * n + i;
@@ -505,7 +613,53 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_mask_selects_its_planes_by_hand() {
+        // Width 4, streams of 3: only streams 1 and 3 (mask 0b1010) are differenced.
+        let src = [1, 2, 4, 10, 20, 40, 7, 7, 7, 200, 100, 0];
+        let mut out = [0u8; 12];
+        encode_planes(&src, 4, 0b1010, &mut out);
+        assert_eq!(out, [1, 2, 4, 10, 10, 20, 7, 7, 7, 200, 156, 156]);
+        let mut back = [0u8; 12];
+        decode_planes(&out, 4, 0b1010, &mut back);
+        assert_eq!(back, src);
+        // Planes past 31 are never selected by a mask; 0 selects them all.
+        assert!(!selects(u32::MAX, 32) && selects(u32::MAX, 31) && selects(ALL, 1000));
+    }
+
+    #[test]
+    fn undone_in_place_by_counts_per_plane() {
+        // Plane j undone j times (0 to 3), across SIMD vectors and the scalar tail.
+        let n = 16 * 5 + 3;
+        let src: Vec<u8> = (0..4 * n).map(|i| (i * 97 + i / 5) as u8).collect();
+        let mut buf = src.clone();
+        undo_in_place(&mut buf, 4, |j| j);
+        let mut want = src.clone();
+        for j in 0..4 {
+            for _ in 0..j {
+                want = naive_planes(&want, 4, 1 << j, false);
+            }
+        }
+        assert_eq!(buf, want);
+    }
+
     proptest! {
+        #[test]
+        fn masked_planes_match_the_naive_reference(
+            src in proptest::collection::vec(any::<u8>(), 0..700),
+            w in prop_oneof![Just(2usize), Just(4), Just(8), 1usize..40],
+            mask in any::<u32>(),
+        ) {
+            let mut out = vec![0xAA; src.len()];
+            encode_planes(&src, w, mask, &mut out);
+            prop_assert_eq!(&out, &naive_planes(&src, w, mask, true));
+            let mut back = vec![0xAA; src.len()];
+            decode_planes(&out, w, mask, &mut back);
+            prop_assert_eq!(&back, &src);
+            decode_planes(&src, w, mask, &mut back);
+            prop_assert_eq!(back, naive_planes(&src, w, mask, false));
+        }
+
         #[test]
         fn decode_twice_is_decode_twice(
             src in proptest::collection::vec(any::<u8>(), 0..700),

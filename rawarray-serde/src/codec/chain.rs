@@ -398,7 +398,7 @@ impl Chain {
                     .map_err(bad)?;
             }
         }
-        p.finish_planes(len, out);
+        p.finish_planes(len, which, out);
         Ok(())
     }
 

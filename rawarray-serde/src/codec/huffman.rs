@@ -2,7 +2,8 @@
 //! of its bytes in four interleaved bit streams, or, where that is a tenth smaller, a zstd frame
 //! (doc/chunked.md 5.3.1).
 //!
-//! Why a codec of its own: after `shuffle + bytedelta + bytedelta` a smooth float field's third
+//! Why a codec of its own: after `shuffle, bytedelta:4, bytedelta:4` (two deltas of the third
+//! byte plane alone: doc/chunked.md 5.2) a smooth float field's third
 //! byte plane is about 4 bits of noise a byte. zstd stores it almost only as Huffman literals and
 //! decodes them at about a nanosecond a byte, so that pipeline reached 1.10x Blosc2's ratio but
 //! not its speed (doc/benchmarks.md, "Lossless past 1.10x Blosc2's ratio"). Here such a plane is
@@ -55,6 +56,8 @@ use crate::error::Result;
 pub const MAX_CODE_LEN: u32 = 11;
 const TABLE: usize = 1 << MAX_CODE_LEN;
 const MASK: u64 = TABLE as u64 - 1;
+/// The fields of a `two` entry that advance a lane's packed position ([`Tables`]).
+const ADVANCE: u64 = 0xFFFF_FFFF_0000_00FF;
 
 /// The largest block of this codec, in bytes: the largest block of layout version 2
 /// ([`MAX_BLOCK_BYTES_V2`](super::config::MAX_BLOCK_BYTES_V2), which a test checks this
@@ -116,15 +119,33 @@ pub fn encode(src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
     // worth zstd's matches; noise of a few bits a byte is not (zstd stores it as Huffman
     // literals too, a few percent smaller, at twice the decoding time).
     if src.len() >= 64 {
+        let worth =
+            |frame: &[u8]| (frame.len() as u64) * ZSTD_SHARE.1 <= (codes as u64) * ZSTD_SHARE.0;
         let mut frame = vec![MODE_ZSTD];
+        // zstd's lazy match search (levels 5 and up) takes most of an encode, and finds
+        // nothing in a plane of noise: a frame at level 1 first (several times faster) says
+        // whether the stream has repeats. Where it does not save a twentieth of the codes,
+        // the codes are kept without searching harder: on the compress bench's field the
+        // search at level 9 shrank such frames by 1% at most, never to the tenth they need.
+        if level > PROBE_ABOVE {
+            super::zstd::Zstd.compress(src, &ELEMENTS, 1, &mut frame)?;
+            if (frame.len() as u64) * 20 > (codes as u64) * 19 {
+                return Ok(());
+            }
+            frame.truncate(1);
+        }
         super::zstd::Zstd.compress(src, &ELEMENTS, level, &mut frame)?;
-        if (frame.len() as u64) * ZSTD_SHARE.1 <= (codes as u64) * ZSTD_SHARE.0 {
+        if worth(&frame) {
             out.truncate(start);
             out.extend_from_slice(&frame);
         }
     }
     Ok(())
 }
+
+/// Above this zstd level a frame at level 1 decides first whether a stream is worth the
+/// level's search ([`encode`]).
+const PROBE_ABOVE: i32 = 4;
 
 /// A stream is stored as a zstd frame when that takes at most this share of its Huffman codes'
 /// bytes (`numerator, denominator`): zstd decodes slower, so it must save a tenth.
@@ -332,8 +353,10 @@ impl<'a> Cursor<'a> {
 
 /// The decoding tables of one code: `one[i]` is the symbol whose code begins the 11 bits `i`
 /// and its length (`symbol | length << 8`); `two[i]` decodes one or two symbols from `i`:
-/// `s1 | s2 << 8 | count << 16 | bits << 48`, so that `two[i] >> 16` is what a lane's packed
-/// position (bits taken above bit 32, symbols written below) advances by.
+/// `bits | s1 << 8 | s2 << 16 | count << 32`, so that a lane's bit buffer is shifted by the
+/// entry itself (x86's `shrx` and Rust's `>>` take the low 6 bits: `bits` is at most 11) and
+/// `two[i] & ADVANCE` is what its packed position (symbols written above bit 32, bits taken
+/// below) advances by. The chain from one lookup to the next is a mask, a load and a shift.
 struct Tables {
     one: [u16; TABLE],
     two: [u64; TABLE],
@@ -396,9 +419,9 @@ fn read_tables(r: &mut Cursor<'_>) -> std::result::Result<Box<Tables>, String> {
         let lb = u32::from(b >> 8);
         // The second symbol is decoded only if its whole code is among the 11 bits.
         t.two[i] = if la + lb <= MAX_CODE_LEN {
-            u64::from(a & 255) | u64::from(b & 255) << 8 | 2 << 16 | u64::from(la + lb) << 48
+            u64::from(la + lb) | u64::from(a & 255) << 8 | u64::from(b & 255) << 16 | 2 << 32
         } else {
-            u64::from(a & 255) | 1 << 16 | u64::from(la) << 48
+            u64::from(la) | u64::from(a & 255) << 8 | 1 << 32
         };
     }
     Ok(t)
@@ -420,7 +443,7 @@ struct Lane {
 /// a word read at a byte leaves), while every lane has a word to read within its stream and
 /// room for ten symbols; leaves the rest to the caller.
 ///
-/// Each lane is two registers: its bit buffer, and its bit position and output position packed
+/// Each lane is two registers: its bit buffer, and its output position and bit position packed
 /// in one word (bits above 32 and below), which a table entry advances with one addition (see
 /// [`Tables`]). Lanes kept as slices and bit readers of their own spilled to memory and decoded
 /// at 0.87 ns a symbol against this loop's (doc/benchmarks.md).
@@ -449,23 +472,37 @@ fn decode_four_bmi2(two: &[u64; TABLE], src: &[u8], dst: &mut [u8], lanes: &mut 
 #[inline(always)]
 fn decode_four_any(two: &[u64; TABLE], src: &[u8], dst: &mut [u8], lanes: &mut [Lane; 4]) {
     let word = |at: u64| {
-        let bit = (at >> 32) as usize;
+        let bit = at as u32 as usize;
         let i = bit >> 3;
         u64::from_le_bytes(src[i..i + 8].try_into().expect("8 bytes")) >> (bit & 7)
     };
-    let pack = |l: &Lane| (l.bit as u64) << 32 | l.out as u64;
+    let pack = |l: &Lane| (l.out as u64) << 32 | l.bit as u64;
     let fits = |at: u64, l: &Lane| {
-        ((at >> 35) as usize) + 8 <= l.end && (at as u32 as usize) + 10 <= l.out_end
+        ((at as u32 as usize) >> 3) + 8 <= l.end && ((at >> 32) as usize) + 10 <= l.out_end
     };
+    if lanes.iter().any(|l| l.out_end > dst.len()) {
+        // Never: decode_unit's lanes end within the unit. The stores below rely on it.
+        return;
+    }
     let [l0, l1, l2, l3] = *lanes;
     let (mut t0, mut t1, mut t2, mut t3) = (pack(&l0), pack(&l1), pack(&l2), pack(&l3));
     macro_rules! step {
         ($b:ident, $t:ident) => {
             let e = two[($b & MASK) as usize];
-            let a = $t as u32 as usize;
-            dst[a..a + 2].copy_from_slice(&(e as u16).to_le_bytes());
-            $b >>= e >> 48;
-            $t += e >> 16;
+            let a = ($t >> 32) as usize;
+            // SAFETY: `fits` found this lane's output position at the start of the round at
+            // least 10 bytes below its `out_end`, which is at most `dst.len()` (checked on
+            // entry); a round advances it by at most 10 (five lookups of at most two symbols),
+            // so each two-byte store is below `out_end`. (Slice stores checked each one against
+            // the length, a load and a branch a symbol that the loop had no registers for.)
+            unsafe {
+                dst.as_mut_ptr()
+                    .add(a)
+                    .cast::<[u8; 2]>()
+                    .write_unaligned(((e >> 8) as u16).to_le_bytes());
+            }
+            $b >>= e & 63;
+            $t += e & ADVANCE;
         };
     }
     macro_rules! round {
@@ -485,7 +522,7 @@ fn decode_four_any(two: &[u64; TABLE], src: &[u8], dst: &mut [u8], lanes: &mut [
         round!(b0, b1, b2, b3);
     }
     for (l, t) in lanes.iter_mut().zip([t0, t1, t2, t3]) {
-        (l.bit, l.out) = ((t >> 32) as usize, t as u32 as usize);
+        (l.out, l.bit) = ((t >> 32) as usize, t as u32 as usize);
     }
 }
 

@@ -18,6 +18,7 @@
 
 use std::cell::RefCell;
 
+use super::bytedelta::selects;
 use super::table::{Codec, Filter};
 use super::traits::Elements;
 use crate::error::Result;
@@ -185,35 +186,36 @@ impl Pipeline {
         let len = out.len();
         with_scratch(len, |a, b| {
             self.decompress(stored, a)?;
-            if self.filters.len() == 1 {
-                self.filters[0].implementation().decode(a, &self.el, out);
-                return Ok(());
-            }
-            // a -> b -> a ... -> out: the last filter undone writes into `out`. Two
-            // bytedeltas in a row are undone in one pass (the same bytes, half the traffic).
-            let (mut src, mut dst) = (a, b);
+            // a -> b -> a ... -> out: the last filter undone writes into `out`. A run of
+            // bytedeltas is undone in place, each byte plane as many times as the run selects
+            // it (two at a time in one pass), and not at all where none does.
+            let (mut cur, mut spare) = (a, b);
             let mut rest = &self.filters[..];
             while let Some((f, before)) = rest.split_last() {
-                let twice = *f == Filter::ByteDelta && before.last() == Some(&Filter::ByteDelta);
-                rest = if twice {
-                    &before[..before.len() - 1]
-                } else {
-                    before
-                };
-                let to: &mut [u8] = if rest.is_empty() {
-                    &mut *out
-                } else {
-                    &mut *dst
-                };
-                if twice {
-                    super::bytedelta::decode_twice(src, self.el.elbyte, to);
-                } else {
-                    f.implementation().decode(src, &self.el, to);
+                if f.bytedelta_mask().is_some() {
+                    let start = rest
+                        .iter()
+                        .rposition(|g| g.bytedelta_mask().is_none())
+                        .map_or(0, |p| p + 1);
+                    let run = &rest[start..];
+                    super::bytedelta::undo_in_place(cur, self.el.elbyte, |j| {
+                        run.iter()
+                            .filter(|g| g.bytedelta_mask().is_some_and(|m| selects(m, j)))
+                            .count()
+                    });
+                    rest = &rest[..start];
+                    continue;
                 }
-                if !rest.is_empty() {
-                    std::mem::swap(&mut src, &mut dst);
+                if before.is_empty() {
+                    f.implementation().decode(cur, &self.el, out);
+                    return Ok(());
                 }
+                f.implementation().decode(cur, &self.el, spare);
+                std::mem::swap(&mut cur, &mut spare);
+                rest = before;
             }
+            // The pipeline begins with a bytedelta: undone in place above.
+            out.copy_from_slice(cur);
             Ok(())
         })
     }
@@ -242,7 +244,7 @@ impl Pipeline {
             .collect();
         self.split
             && lossless.first() == Some(&Filter::Shuffle)
-            && lossless[1..].iter().all(|f| *f == Filter::ByteDelta)
+            && lossless[1..].iter().all(|f| f.bytedelta_mask().is_some())
     }
 
     /// Decodes only byte planes `which` of a block of `len` raw bytes (its stored bytes
@@ -271,29 +273,21 @@ impl Pipeline {
             which,
             out,
         )?;
-        self.finish_planes(len, out);
+        self.finish_planes(len, which, out);
         Ok(())
     }
 
-    /// Undoes the `bytedelta` filters of decoded byte planes (each plane of a block of `len`
-    /// raw bytes is one stream of bytedelta).
-    pub(crate) fn finish_planes(&self, len: usize, out: &mut [u8]) {
-        let deltas = self
-            .filters
-            .iter()
-            .filter(|f| **f == Filter::ByteDelta)
-            .count();
-        if deltas > 0 {
-            let m = len / self.el.elbyte.max(1);
-            with_scratch(m, |a, _| {
-                for plane in out.chunks_exact_mut(m.max(1)) {
-                    for _ in 0..deltas {
-                        // One plane is one stream of bytedelta.
-                        super::bytedelta::decode(plane, 1, a);
-                        plane.copy_from_slice(a);
-                    }
-                }
-            });
+    /// Undoes the `bytedelta` filters of decoded byte planes: `out[k m .. (k + 1) m]` is plane
+    /// `which[k]` of a block of `len` raw bytes (each plane one stream of bytedelta).
+    pub(crate) fn finish_planes(&self, len: usize, which: &[usize], out: &mut [u8]) {
+        let m = len / self.el.elbyte.max(1);
+        for (&j, plane) in which.iter().zip(out.chunks_exact_mut(m.max(1))) {
+            let times = self
+                .filters
+                .iter()
+                .filter(|f| f.bytedelta_mask().is_some_and(|mask| selects(mask, j)))
+                .count();
+            super::bytedelta::undo_in_place(plane, 1, |_| times);
         }
     }
 

@@ -110,7 +110,7 @@ pub const CODECS: &[CodecInfo] = &[
         splits: true,
         split_block_bytes: Some(1 << 20),
         since_version: 2,
-        help: "each block (or byte plane) Huffman codes, or a zstd frame at the level where a tenth smaller: fast decoding of noisy planes (shuffle + bytedelta + bytedelta)",
+        help: "each block (or byte plane) Huffman codes, or a zstd frame at the level where a tenth smaller: fast decoding of noisy planes (float32: shuffle, bytedelta:4, bytedelta:4)",
     },
 ];
 
@@ -123,6 +123,8 @@ pub struct FilterInfo {
     pub id: u32,
     /// The name of its parameter (`None`: it takes none, and the stored parameter is 0).
     pub param: Option<&'static str>,
+    /// Whether the parameter may be left out (then it is 0).
+    pub param_optional: bool,
     /// Whether it changes values (a lossy filter is applied only when asked for by name).
     pub lossy: bool,
     /// The first layout version that can hold it.
@@ -135,6 +137,7 @@ pub struct FilterInfo {
 pub const FILTERS: &[FilterInfo] = &[
     FilterInfo {
         name: "shuffle",
+        param_optional: false,
         id: 1,
         param: None,
         lossy: false,
@@ -143,6 +146,7 @@ pub const FILTERS: &[FilterInfo] = &[
     },
     FilterInfo {
         name: "bitshuffle",
+        param_optional: false,
         id: 2,
         param: None,
         lossy: false,
@@ -151,6 +155,7 @@ pub const FILTERS: &[FilterInfo] = &[
     },
     FilterInfo {
         name: "delta",
+        param_optional: false,
         id: 3,
         param: None,
         lossy: false,
@@ -159,14 +164,16 @@ pub const FILTERS: &[FilterInfo] = &[
     },
     FilterInfo {
         name: "bytedelta",
+        param_optional: true,
         id: 4,
-        param: None,
+        param: Some("planes"),
         lossy: false,
         since_version: 2,
-        help: "Blosc2's bytedelta: byte differences within each byte plane (after shuffle)",
+        help: "Blosc2's bytedelta: byte differences within each byte plane (after shuffle); bytedelta:MASK only in the planes of MASK's bits (4 = plane 2)",
     },
     FilterInfo {
         name: "bitround",
+        param_optional: false,
         id: 5,
         param: Some("keepbits"),
         lossy: true,
@@ -362,8 +369,11 @@ pub enum Filter {
     BitShuffle,
     /// Each scalar minus the one before it (id 3).
     Delta,
-    /// Blosc2's bytedelta (id 4).
+    /// Blosc2's bytedelta (id 4, parameter 0): byte differences in every byte plane.
     ByteDelta,
+    /// bytedelta in the byte planes whose bits are set in the mask (id 4, the mask its
+    /// parameter, not 0): `ByteDeltaPlanes(0b0100)` is plane 2 alone.
+    ByteDeltaPlanes(u32),
     /// Floats rounded to this many mantissa bits (id 5; lossy).
     BitRound(u32),
 }
@@ -384,7 +394,7 @@ impl Filter {
             Filter::Shuffle => 1,
             Filter::BitShuffle => 2,
             Filter::Delta => 3,
-            Filter::ByteDelta => 4,
+            Filter::ByteDelta | Filter::ByteDeltaPlanes(_) => 4,
             Filter::BitRound(_) => 5,
         }
     }
@@ -392,8 +402,18 @@ impl Filter {
     /// The config's parameter.
     pub fn param(self) -> u32 {
         match self {
-            Filter::BitRound(k) => k,
+            Filter::BitRound(k) | Filter::ByteDeltaPlanes(k) => k,
             _ => 0,
+        }
+    }
+
+    /// The byte planes a bytedelta works on, as a mask ([`bytedelta::ALL`](super::bytedelta::ALL)
+    /// for every plane), or `None` for the other filters.
+    pub fn bytedelta_mask(self) -> Option<u32> {
+        match self {
+            Filter::ByteDelta => Some(super::bytedelta::ALL),
+            Filter::ByteDeltaPlanes(m) => Some(m),
+            _ => None,
         }
     }
 
@@ -437,19 +457,22 @@ impl Filter {
                     info.name
                 )))
             }
-            (Some(what), None) => {
+            (Some(what), None) if !info.param_optional => {
                 return Err(Error::unsupported(format!(
                     "filter {} needs its {what}: give it as {}:{what}",
                     info.name, info.name
                 )))
             }
-            (Some(_), Some(_)) => {}
+            (Some(_), _) => {}
         }
         Ok(match info.id {
             1 => Filter::Shuffle,
             2 => Filter::BitShuffle,
             3 => Filter::Delta,
-            4 => Filter::ByteDelta,
+            4 => match param.unwrap_or(0) {
+                0 => Filter::ByteDelta,
+                mask => Filter::ByteDeltaPlanes(mask),
+            },
             _ => Filter::BitRound(param.unwrap_or(0)),
         })
     }
@@ -486,6 +509,20 @@ impl Filter {
                 "filter delta takes numbers (int, uint, float, complex, bfloat16); the elements are {}",
                 label()
             ))),
+            Filter::ByteDeltaPlanes(0) => Err(Error::unsupported(
+                "filter bytedelta:0 is every byte plane: Filter::ByteDelta".to_string(),
+            )),
+            Filter::ByteDeltaPlanes(mask) => {
+                let planes = usize::try_from(elbyte).unwrap_or(usize::MAX);
+                match (0..32).find(|&j| mask >> j & 1 == 1 && j >= planes) {
+                    Some(j) => Err(Error::unsupported(format!(
+                        "filter bytedelta:{mask}: the mask selects byte plane {j}; {} has {planes} (0 to {})",
+                        label(),
+                        planes.saturating_sub(1)
+                    ))),
+                    None => Ok(()),
+                }
+            }
             Filter::BitRound(k) => {
                 let Some(format) = super::bitround::format_of(eltype, elbyte) else {
                     return Err(Error::unsupported(format!(
@@ -507,22 +544,24 @@ impl Filter {
     }
 
     /// The filter's implementation.
-    pub fn implementation(self) -> &'static dyn super::ByteFilter {
+    pub fn implementation(self) -> Box<dyn super::ByteFilter> {
         match self {
-            Filter::Shuffle => &super::shuffle::ByteShuffle,
-            Filter::BitShuffle => &super::bitshuffle::BitShuffle,
-            Filter::Delta => &super::delta::Delta,
-            Filter::ByteDelta => &super::bytedelta::ByteDelta,
-            Filter::BitRound(k) => &super::bitround::BITROUNDS[(k as usize).min(52)],
+            Filter::Shuffle => Box::new(super::shuffle::ByteShuffle),
+            Filter::BitShuffle => Box::new(super::bitshuffle::BitShuffle),
+            Filter::Delta => Box::new(super::delta::Delta),
+            Filter::ByteDelta | Filter::ByteDeltaPlanes(_) => {
+                Box::new(super::bytedelta::ByteDelta { mask: self.param() })
+            }
+            Filter::BitRound(keepbits) => Box::new(super::bitround::BitRound { keepbits }),
         }
     }
 }
 
 impl std::fmt::Display for Filter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.info().param {
-            Some(_) => write!(f, "{}:{}", self.name(), self.param()),
-            None => f.write_str(self.name()),
+        match self {
+            Filter::BitRound(p) | Filter::ByteDeltaPlanes(p) => write!(f, "{}:{p}", self.name()),
+            _ => f.write_str(self.name()),
         }
     }
 }
@@ -658,6 +697,11 @@ mod tests {
                 None => Filter::parse(row.name).unwrap(),
                 Some(_) => Filter::parse(&format!("{}:3", row.name)).unwrap(),
             };
+            if row.param_optional {
+                let plain = Filter::parse(row.name).unwrap();
+                assert_eq!(Filter::from_id(row.id, 0).unwrap(), plain);
+                assert_eq!(plain.param(), 0);
+            }
             assert_eq!(f.id(), row.id);
             assert_eq!(Filter::from_id(f.id(), f.param()).unwrap(), f);
             assert_eq!(Filter::parse(&f.to_string()).unwrap(), f);
