@@ -229,15 +229,19 @@ fn settings(header: &Header, threads: usize) -> Vec<(String, WriteOptions, Optio
         // decodes two symbols a lookup; the two low planes are noise whatever is done to them
         // (stored as they are) and the sign and exponent plane shrinks most without a delta
         // (zstd keeps it), so neither pays for a delta pass. Its default 1 MiB blocks.
-        v.push((
-            "shuffle+bytedelta:4+bytedelta:4+huffman 3".to_string(),
-            base.clone().codec(Codec::Huffman).filters([
-                Filter::Shuffle,
-                Filter::ByteDeltaPlanes(4),
-                Filter::ByteDeltaPlanes(4),
-            ]),
-            None,
-        ));
+        // At level 9 the sign and exponent plane's zstd frames are smaller and decode faster
+        // (fewer, longer matches), for a slower encode.
+        for level in [3, 9] {
+            v.push((
+                format!("shuffle+bytedelta:4+bytedelta:4+huffman {level}"),
+                base.clone().codec(Codec::Huffman).level(level).filters([
+                    Filter::Shuffle,
+                    Filter::ByteDeltaPlanes(4),
+                    Filter::ByteDeltaPlanes(4),
+                ]),
+                None,
+            ));
+        }
         v.push((
             "pco 8".to_string(),
             base.clone().codec(Codec::Pco).level(8).filters([]),

@@ -302,7 +302,15 @@ fn draw_case<T: Val>(rng: &mut Rng) -> Case {
                 [vec![], vec![Filter::Shuffle], vec![Filter::BitShuffle]][rng.below(3) as usize]
                     .clone()
             } else {
-                let mut pool = vec![Filter::Shuffle, Filter::BitShuffle, Filter::ByteDelta];
+                // bytedelta on every plane, or on those of a random mask of the element's.
+                let planes = T::ELBYTE.min(32) as u32;
+                let mask = (rng.below(1 << planes) as u32).max(1);
+                let mut pool = vec![
+                    Filter::Shuffle,
+                    Filter::BitShuffle,
+                    Filter::ByteDelta,
+                    Filter::ByteDeltaPlanes(mask),
+                ];
                 if T::NUMBER {
                     pool.push(Filter::Delta);
                 }

@@ -313,12 +313,13 @@ int ra_write_options_level(ra_write_options *opts, int level);
 // The filter pipeline (selects the chunked layout), in the order applied when writing,
 // comma-separated: `"shuffle"` (the default), `"bitshuffle"`, `"bitround:10"` (keep 10
 // mantissa bits: lossy, first), `"delta"`, `"bytedelta"` (every byte plane) or
-// `"bytedelta:4"` (the planes of the mask's bits: plane 2), ...; `""` for none. An unknown
+// `"bytedelta:4"` (the planes of the mask's bits: plane 2, byte 2 of each element as stored), ...; `""` for none. An unknown
 // filter is a usage error naming it.
 //
 // # Safety
 // `opts` is live options used by no other thread now; `spec` is a NUL-terminated string.
-int ra_write_options_filters(ra_write_options *opts, const char *spec);
+int ra_write_options_filters(ra_write_options *opts,
+                             const char *spec);
 
 // The chunk shape (selects the chunked layout): `ndims` sizes in `order`, one per dim of the
 // array, each at least 1 (it may exceed its dim).

@@ -138,7 +138,7 @@ pub unsafe extern "C" fn ra_write_options_level(opts: *mut RaWriteOptions, level
 /// The filter pipeline (selects the chunked layout), in the order applied when writing,
 /// comma-separated: `"shuffle"` (the default), `"bitshuffle"`, `"bitround:10"` (keep 10
 /// mantissa bits: lossy, first), `"delta"`, `"bytedelta"` (every byte plane) or
-/// `"bytedelta:4"` (the planes of the mask's bits: plane 2), ...; `""` for none. An unknown
+/// `"bytedelta:4"` (the planes of the mask's bits: plane 2, byte 2 of each element as stored), ...; `""` for none. An unknown
 /// filter is a usage error naming it.
 ///
 /// # Safety

@@ -206,7 +206,8 @@ Examples:
   ra compress field.ra --filter shuffle,bytedelta          lossless, a better ratio for smooth floats
   ra compress field.ra --codec pco                          numbers compressed as numbers
   ra compress field.ra --filter shuffle,bytedelta:4,bytedelta:4 --codec huffman
-                                  lossless, 1.1x Blosc2's ratio (bytedelta:4: plane 2 alone)
+                                  lossless, 1.1x Blosc2's ratio (little-endian float32:
+                                  bytedelta:4 is plane 2, the high mantissa bits, alone)
   ra compress field.ra --filter bitround:10,shuffle         LOSSY: 10 mantissa bits kept
   ra compress field.ra --blocks 16,16,16                    n-d blocks: any plane decodes little
   ra compress big.ra --layout-version 1                     RACHUNK1, for rawarray 0.1's readers

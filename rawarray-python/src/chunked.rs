@@ -90,7 +90,7 @@ pub(crate) fn filters_from_py(filters: &Bound<'_, PyAny>) -> PyResult<Vec<Filter
                     }
                     .ok_or_else(|| {
                         ra_err(format!(
-                            "filters[{i}]: {}: the parameter must be a whole number of 0 or more",
+                            "filters[{i}]: {}: the parameter must be a whole number from 0 to 4294967295",
                             shown(&item)
                         ))
                     })?;

@@ -61,6 +61,8 @@ fn element_types() -> Vec<(ElType, u64)> {
         (ElType::Complex, 8),
         (ElType::Complex, 16),
         (ElType::User, 12),
+        // Past the 32 planes a mask can select.
+        (ElType::User, 40),
     ]
 }
 
@@ -86,6 +88,12 @@ fn pipelines(eltype: ElType, elbyte: u64) -> Vec<Vec<Filter>> {
         Filter::Shuffle,
         Filter::ByteDeltaPlanes(mask),
         Filter::ByteDelta,
+    ]);
+    // A run of bytedeltas first, undone in place before the shuffle is.
+    out.push(vec![
+        Filter::ByteDeltaPlanes(mask),
+        Filter::ByteDeltaPlanes(mask),
+        Filter::Shuffle,
     ]);
     if eltype != ElType::User {
         out.push(vec![Filter::Delta]);
@@ -360,11 +368,11 @@ fn hostile_settings_are_errors_naming_the_field() {
         ),
         (
             WriteOptions::new().filters([Filter::Shuffle, Filter::ByteDeltaPlanes(1 << 4)]),
-            "bytedelta:16: the mask selects byte plane 4; float32 has 4 (0 to 3)",
+            "bytedelta:16: the mask selects byte plane 4; float32 has 4 byte planes (0 to 3)",
         ),
         (
             WriteOptions::new().filters([Filter::Shuffle, Filter::ByteDeltaPlanes(0)]),
-            "bytedelta:0",
+            "ByteDeltaPlanes needs a mask other than 0, found 0",
         ),
         (WriteOptions::new().codec(Codec::Pco).split(true), "split"),
         (WriteOptions::new().codec(Codec::None).split(true), "split"),

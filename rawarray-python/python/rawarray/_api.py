@@ -170,8 +170,8 @@ def write(
     library's table (doc/chunked.md 5.2) by name, or a ``(name, param)`` tuple, such as
     ``[("bitround", 10), "shuffle", "bytedelta"]``; ``("bytedelta", 4)`` differences only the
     byte planes of the mask's bits (4: plane 2, the third byte of each element: with
-    ``["shuffle", ("bytedelta", 4), ("bytedelta", 4)]`` and ``codec="huffman"`` a smooth float32
-    field stores about 1.1x Blosc2's ratio, doc/benchmarks.md). ``bitround`` is lossy (floats keep that
+    ``["shuffle", ("bytedelta", 4), ("bytedelta", 4)]`` and ``codec="huffman"`` a smooth
+    little-endian float32 field stores 1.11x Blosc2's ratio, doc/benchmarks.md). ``bitround`` is lossy (floats keep that
     many mantissa bits), is applied only when named, and :attr:`File.compression` says so.
     ``shuffle`` (``"byte"``, ``"bit"``, ``"none"``) is the one-filter shorthand of it.
     ``chunks`` and ``blocks`` are in numpy's axis order, like every shape this package shows

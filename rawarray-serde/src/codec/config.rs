@@ -526,7 +526,7 @@ fn decode_v2(header: &Header, b: &[u8]) -> Result<Config> {
             .map_err(|e| bad(&format!("config filter {k}"), "a known filter", e))?;
         filter
             .check_elements(header.eltype, header.elbyte)
-            .map_err(|e| bad(&format!("config filter {k}"), e, filter.name()))?;
+            .map_err(|e| bad(&format!("config filter {k}"), e, filter))?;
         filters.push(filter);
     }
     let stats = if features & FEATURE_STATS != 0 {

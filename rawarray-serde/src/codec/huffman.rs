@@ -354,7 +354,7 @@ impl<'a> Cursor<'a> {
 /// The decoding tables of one code: `one[i]` is the symbol whose code begins the 11 bits `i`
 /// and its length (`symbol | length << 8`); `two[i]` decodes one or two symbols from `i`:
 /// `bits | s1 << 8 | s2 << 16 | count << 32`, so that a lane's bit buffer is shifted by the
-/// entry itself (x86's `shrx` and Rust's `>>` take the low 6 bits: `bits` is at most 11) and
+/// entry's low 6 bits (`e & 63`, which x86's `shrx` takes as it is: `bits` is at most 11) and
 /// `two[i] & ADVANCE` is what its packed position (symbols written above bit 32, bits taken
 /// below) advances by. The chain from one lookup to the next is a mask, a load and a shift.
 struct Tables {
@@ -484,17 +484,20 @@ fn decode_four_any(two: &[u64; TABLE], src: &[u8], dst: &mut [u8], lanes: &mut [
         // Never: decode_unit's lanes end within the unit. The stores below rely on it.
         return;
     }
+    debug_assert!(two.iter().all(|e| matches!(e >> 32, 1 | 2)));
     let [l0, l1, l2, l3] = *lanes;
     let (mut t0, mut t1, mut t2, mut t3) = (pack(&l0), pack(&l1), pack(&l2), pack(&l3));
     macro_rules! step {
         ($b:ident, $t:ident) => {
             let e = two[($b & MASK) as usize];
             let a = ($t >> 32) as usize;
-            // SAFETY: `fits` found this lane's output position at the start of the round at
-            // least 10 bytes below its `out_end`, which is at most `dst.len()` (checked on
-            // entry); a round advances it by at most 10 (five lookups of at most two symbols),
-            // so each two-byte store is below `out_end`. (Slice stores checked each one against
-            // the length, a load and a branch a symbol that the loop had no registers for.)
+            // SAFETY: `fits` found this lane's output position at the start of this pass of the
+            // loop at least 10 bytes below its `out_end`, which is at most `dst.len()` (checked
+            // on entry); a pass (five `round!`s, one lookup per lane each) advances it by at
+            // most 10, since every entry of `two` counts one or two symbols (`read_tables`
+            // builds no other, and `Tables` is built nowhere else), so each two-byte store is
+            // below `out_end`. (Slice stores checked each one against the length, a load and a
+            // branch a symbol that the loop had no registers for.)
             unsafe {
                 dst.as_mut_ptr()
                     .add(a)
@@ -716,6 +719,33 @@ mod tests {
         let packed = round_trip(&src);
         assert_eq!(packed[0], MODE_CODES);
         assert!(packed.len() <= (1 << 15) + 160, "{}", packed.len());
+    }
+
+    /// Above level 4 a level-1 frame decides first (doc/chunked.md 5.3.1): rows that repeat
+    /// still go to zstd at the level, noise keeps its codes, and the payload is the same as
+    /// deciding from the level's own frame where that frame is not worth a tenth.
+    #[test]
+    fn the_level_1_probe_keeps_repeats_for_zstd_and_noise_for_codes() {
+        let row = noise(256, 3, 9);
+        let rows: Vec<u8> = row.iter().copied().cycle().take(1 << 16).collect();
+        let mut packed = Vec::new();
+        encode(&rows, 9, &mut packed).unwrap();
+        assert_eq!(packed[0], MODE_ZSTD);
+        // The frame is the level's (9), not the probe's (1).
+        let mut frame = Vec::new();
+        super::super::zstd::Zstd
+            .compress(&rows, &ELEMENTS, 9, &mut frame)
+            .unwrap();
+        assert_eq!(&packed[1..], &frame[..]);
+        for bits in [4, 8] {
+            let src = noise(1 << 16, bits, 11);
+            let mut packed = Vec::new();
+            encode(&src, 9, &mut packed).unwrap();
+            assert_eq!(packed[0], MODE_CODES, "{bits} bits");
+            let mut back = vec![0u8; src.len()];
+            decode(&packed, &mut back).unwrap();
+            assert_eq!(back, src);
+        }
     }
 
     #[test]

@@ -110,7 +110,7 @@ pub const CODECS: &[CodecInfo] = &[
         splits: true,
         split_block_bytes: Some(1 << 20),
         since_version: 2,
-        help: "each block (or byte plane) Huffman codes, or a zstd frame at the level where a tenth smaller: fast decoding of noisy planes (float32: shuffle, bytedelta:4, bytedelta:4)",
+        help: "each block (or byte plane) Huffman codes, or a zstd frame at the level where a tenth smaller: fast decoding of noisy planes (little-endian float32: shuffle, bytedelta:4, bytedelta:4)",
     },
 ];
 
@@ -166,10 +166,10 @@ pub const FILTERS: &[FilterInfo] = &[
         name: "bytedelta",
         param_optional: true,
         id: 4,
-        param: Some("planes"),
+        param: Some("mask"),
         lossy: false,
         since_version: 2,
-        help: "Blosc2's bytedelta: byte differences within each byte plane (after shuffle); bytedelta:MASK only in the planes of MASK's bits (4 = plane 2)",
+        help: "Blosc2's bytedelta: byte differences within each byte plane (after shuffle); bytedelta:MASK only in the planes of MASK's bits (4: plane 2, byte 2 of each element as stored)",
     },
     FilterInfo {
         name: "bitround",
@@ -484,7 +484,7 @@ impl Filter {
             Some((n, p)) => {
                 let p = p.trim().parse::<u32>().map_err(|_| {
                     Error::unsupported(format!(
-                        "filter {spec:?}: the parameter after ':' must be a whole number"
+                        "filter {spec:?}: the parameter after ':' must be a whole number from 0 to 4294967295"
                     ))
                 })?;
                 (n.trim(), Some(p))
@@ -510,13 +510,15 @@ impl Filter {
                 label()
             ))),
             Filter::ByteDeltaPlanes(0) => Err(Error::unsupported(
-                "filter bytedelta:0 is every byte plane: Filter::ByteDelta".to_string(),
+                "filter bytedelta: Filter::ByteDeltaPlanes needs a mask other than 0, found 0 \
+                 (every byte plane is Filter::ByteDelta)"
+                    .to_string(),
             )),
             Filter::ByteDeltaPlanes(mask) => {
                 let planes = usize::try_from(elbyte).unwrap_or(usize::MAX);
                 match (0..32).find(|&j| mask >> j & 1 == 1 && j >= planes) {
                     Some(j) => Err(Error::unsupported(format!(
-                        "filter bytedelta:{mask}: the mask selects byte plane {j}; {} has {planes} (0 to {})",
+                        "filter bytedelta:{mask}: the mask selects byte plane {j}; {} has {planes} byte planes (0 to {})",
                         label(),
                         planes.saturating_sub(1)
                     ))),
