@@ -229,8 +229,8 @@ fn settings(header: &Header, threads: usize) -> Vec<(String, WriteOptions, Optio
         // decodes two symbols a lookup; the two low planes are noise whatever is done to them
         // (stored as they are) and the sign and exponent plane shrinks most without a delta
         // (zstd keeps it), so neither pays for a delta pass. Its default 1 MiB blocks.
-        // At level 9 the sign and exponent plane's zstd frames are smaller and decode faster
-        // (fewer, longer matches), for a slower encode.
+        // At level 9 the sign and exponent plane's zstd frames are smaller (1.575 against
+        // 1.566 in all), decoding at about the same speed, for a slower encode.
         for level in [3, 9] {
             v.push((
                 format!("shuffle+bytedelta:4+bytedelta:4+huffman {level}"),

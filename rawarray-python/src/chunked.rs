@@ -373,7 +373,7 @@ pub(crate) fn settings_of(c: &Config, elbyte: u64) -> ChunkSettings {
             .filters
             .iter()
             .map(|f| {
-                // A name alone where the filter was given so (bytedelta of every plane).
+                // A name alone for bytedelta with parameter 0 (every plane), however given.
                 let info = f.info();
                 let shown = info.param.is_some() && !(info.param_optional && f.param() == 0);
                 (f.name().to_string(), shown.then(|| f.param()))

@@ -2,11 +2,12 @@
 //! of its bytes in four interleaved bit streams, or, where that is a tenth smaller, a zstd frame
 //! (doc/chunked.md 5.3.1).
 //!
-//! Why a codec of its own: after `shuffle, bytedelta:4, bytedelta:4` (two deltas of the third
-//! byte plane alone: doc/chunked.md 5.2) a smooth float field's third
+//! Why a codec of its own: after two bytedeltas (`shuffle, bytedelta:4, bytedelta:4`: the third
+//! byte plane is the only one they shrink, doc/chunked.md 5.2) a smooth float field's third
 //! byte plane is about 4 bits of noise a byte. zstd stores it almost only as Huffman literals and
-//! decodes them at about a nanosecond a byte, so that pipeline reached 1.10x Blosc2's ratio but
-//! not its speed (doc/benchmarks.md, "Lossless past 1.10x Blosc2's ratio"). Here such a plane is
+//! decodes them at about a nanosecond a byte, so with zstd `shuffle, bytedelta, bytedelta`
+//! reached 1.10x Blosc2's ratio but not its speed (doc/benchmarks.md, "Lossless past 1.10x
+//! Blosc2's ratio"). Here such a plane is
 //! decoded two symbols a table lookup from four bit streams at once. The sign and exponent plane
 //! is the other way round: its rows repeat one another, which zstd's matches find and no
 //! byte-by-byte code can, so it stays a zstd frame (at the codec's level).
@@ -129,7 +130,7 @@ pub fn encode(src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
         // search at level 9 shrank such frames by 1% at most, never to the tenth they need.
         if level > PROBE_ABOVE {
             super::zstd::Zstd.compress(src, &ELEMENTS, 1, &mut frame)?;
-            if (frame.len() as u64) * 20 > (codes as u64) * 19 {
+            if !probe_finds_repeats(frame.len(), codes) {
                 return Ok(());
             }
             frame.truncate(1);
@@ -141,6 +142,12 @@ pub fn encode(src: &[u8], level: i32, out: &mut Vec<u8>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a level-1 frame of `frame` bytes against `codes` bytes of codes says the stream is
+/// worth zstd's search at a higher level: it saves at least a twentieth ([`encode`]).
+fn probe_finds_repeats(frame: usize, codes: usize) -> bool {
+    (frame as u64) * 20 <= (codes as u64) * 19
 }
 
 /// Above this zstd level a frame at level 1 decides first whether a stream is worth the
@@ -722,10 +729,12 @@ mod tests {
     }
 
     /// Above level 4 a level-1 frame decides first (doc/chunked.md 5.3.1): rows that repeat
-    /// still go to zstd at the level, noise keeps its codes, and the payload is the same as
-    /// deciding from the level's own frame where that frame is not worth a tenth.
+    /// still go to zstd at the level (its frame, not the probe's), noise keeps its codes (the
+    /// same payload as at level 3, which makes no probe), and the probe's threshold is 19/20.
     #[test]
     fn the_level_1_probe_keeps_repeats_for_zstd_and_noise_for_codes() {
+        assert!(probe_finds_repeats(950, 1000) && !probe_finds_repeats(951, 1000));
+        assert!(probe_finds_repeats(0, 0) && !probe_finds_repeats(1, 1));
         let row = noise(256, 3, 9);
         let rows: Vec<u8> = row.iter().copied().cycle().take(1 << 16).collect();
         let mut packed = Vec::new();
@@ -742,6 +751,9 @@ mod tests {
             let mut packed = Vec::new();
             encode(&src, 9, &mut packed).unwrap();
             assert_eq!(packed[0], MODE_CODES, "{bits} bits");
+            let mut at_3 = Vec::new();
+            encode(&src, 3, &mut at_3).unwrap();
+            assert_eq!(packed, at_3, "{bits} bits");
             let mut back = vec![0u8; src.len()];
             decode(&packed, &mut back).unwrap();
             assert_eq!(back, src);
