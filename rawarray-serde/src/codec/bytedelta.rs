@@ -222,6 +222,9 @@ pub(crate) fn undo_in_place(buf: &mut [u8], width: usize, times: impl Fn(usize) 
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+pub(crate) use simd::x86::undo_vector_ssse3;
+
 /// Prefix sums modulo 256 in place, 16 bytes at a time.
 mod simd {
     /// [`prefix_sums`] applied twice in one pass: returns how many bytes it did and the last
@@ -275,7 +278,7 @@ mod simd {
     }
 
     #[cfg(target_arch = "x86_64")]
-    mod x86 {
+    pub(super) mod x86 {
         use std::arch::x86_64::{
             __m128i, _mm_add_epi8, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_set1_epi8,
             _mm_set_epi64x, _mm_setzero_si128, _mm_shuffle_epi8, _mm_shufflehi_epi16,
@@ -300,6 +303,24 @@ mod simd {
             // Bytes 0..8 from index 0x80 (a zero), bytes 8..16 from byte 7.
             let low_total = _mm_set_epi64x(0x0707_0707_0707_0707, -0x7f7f_7f7f_7f7f_7f80);
             _mm_add_epi8(v, _mm_shuffle_epi8(v, low_total))
+        }
+
+        /// Undoes `times` (at most 2) bytedeltas on `v`, the next 16 bytes of a plane:
+        /// `carry[k]` is pass `k`'s last sum in every byte (zero at the plane's start), updated
+        /// for the next 16. The byte unshuffle's step when it undoes the deltas of the planes
+        /// it loads ([`unshuffle_planes_undoing`](crate::codec::shuffle::unshuffle_planes_undoing)).
+        #[inline]
+        #[target_feature(enable = "ssse3")]
+        pub(crate) fn undo_vector_ssse3(
+            mut v: __m128i,
+            times: usize,
+            carry: &mut [__m128i; 2],
+        ) -> __m128i {
+            for c in carry.iter_mut().take(times) {
+                v = _mm_add_epi8(within_ssse3(v), *c);
+                *c = last_ssse3(v);
+            }
+            v
         }
 
         /// Byte 15 of `v` in every byte, with SSSE3.

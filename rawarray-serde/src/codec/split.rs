@@ -277,7 +277,7 @@ pub fn decode_stream(
 
 /// Stream `j`'s stored bytes `bytes` into `out`: a copy when stored as it is, else the codec;
 /// its CRC is its caller's to check (a whole payload's is covered by its block's).
-fn decode_one(
+pub(crate) fn decode_one(
     codec: &dyn BlockCodec,
     s: &Stream,
     j: usize,
