@@ -305,17 +305,18 @@ mod simd {
             _mm_add_epi8(v, _mm_shuffle_epi8(v, low_total))
         }
 
-        /// Undoes `times` (at most 2) bytedeltas on `v`, the next 16 bytes of a plane:
+        /// Undoes `times` (at most `MOST`) bytedeltas on `v`, the next 16 bytes of a plane:
         /// `carry[k]` is pass `k`'s last sum in every byte (zero at the plane's start), updated
         /// for the next 16. The byte unshuffle's step when it undoes the deltas of the planes
         /// it loads ([`unshuffle_planes_undoing`](crate::codec::shuffle::unshuffle_planes_undoing)).
         #[inline]
         #[target_feature(enable = "ssse3")]
-        pub(crate) fn undo_vector_ssse3(
+        pub(crate) fn undo_vector_ssse3<const MOST: usize>(
             mut v: __m128i,
             times: usize,
-            carry: &mut [__m128i; 2],
+            carry: &mut [__m128i; MOST],
         ) -> __m128i {
+            debug_assert!(times <= MOST, "{times} deltas with carries for {MOST}");
             for c in carry.iter_mut().take(times) {
                 v = _mm_add_epi8(within_ssse3(v), *c);
                 *c = last_ssse3(v);

@@ -43,6 +43,22 @@ pub struct Pipeline {
     stream_crcs: bool,
 }
 
+/// Calls `f` with this thread's first scratch buffer, `len` bytes.
+fn with_one_scratch<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let a = &mut s.borrow_mut().0;
+        if a.len() < len {
+            a.resize(len, 0);
+        }
+        let r = f(&mut a[..len]);
+        if a.capacity() > KEEP_SCRATCH {
+            *a = Vec::new();
+        }
+        r
+    })
+}
+
+/// Calls `f` with this thread's two scratch buffers, `len` bytes each.
 fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [u8], &mut [u8]) -> R) -> R {
     SCRATCH.with(|s| {
         let mut s = s.borrow_mut();
@@ -193,7 +209,16 @@ impl Pipeline {
             return self.decompress(stored, out);
         }
         if self.decodes_by_plane() && !out.is_empty() {
-            return self.decode_by_planes(stored, out);
+            return self.decode_shuffled_streams(stored, out);
+        }
+        self.decode_by_filters(stored, out)
+    }
+
+    /// [`Pipeline::decode_block`] for any pipeline: the codec into scratch, then each filter
+    /// undone in turn.
+    fn decode_by_filters(&self, stored: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+        if self.filters.is_empty() {
+            return self.decompress(stored, out);
         }
         let len = out.len();
         with_scratch(len, |a, b| {
@@ -229,14 +254,18 @@ impl Pipeline {
     }
 
     /// [`Pipeline::decode_block`] for a block stored as byte streams after a shuffle and
-    /// bytedeltas ([`Pipeline::decodes_by_plane`]), with fewer passes over the block: each
-    /// stream is decoded into its own plane of scratch, a stream stored as it is is read where
-    /// it lies (the noise planes of a float field: copying them was 4% of a read), and the
-    /// unshuffle gathers the planes from where they are into `out`, undoing their deltas as
-    /// it loads them where it can ([`unshuffles_undoing`](super::shuffle::unshuffles_undoing);
-    /// elsewhere they are undone in place first). Checked by round trips here and in
-    /// tests/pipelines.rs, and against the spec's hand decoder by the Python tests.
-    fn decode_by_planes(&self, stored: &[u8], out: &mut [u8]) -> std::result::Result<(), String> {
+    /// bytedeltas ([`Pipeline::decodes_by_plane`]): each coded stream is decoded into its own
+    /// plane of scratch, a stream stored as it is is read where it lies in `stored` (where the
+    /// deltas are undone in place first, only a stream no delta selects), and the unshuffle
+    /// gathers the planes into `out`, undoing their deltas as it loads them where this machine
+    /// has the kernel ([`unshuffles_undoing`](super::shuffle::unshuffles_undoing)). Against
+    /// [`Pipeline::decode_by_filters`] it saves the copy of the stored streams and the
+    /// deltas' own pass; the tests below compare the two on intact and damaged blocks.
+    fn decode_shuffled_streams(
+        &self,
+        stored: &[u8],
+        out: &mut [u8],
+    ) -> std::result::Result<(), String> {
         let len = out.len();
         let codec = self.codec.block_codec();
         let spans =
@@ -247,11 +276,12 @@ impl Pipeline {
             .map(|j| deltas_on(&self.filters, j))
             .collect();
         let fused = super::shuffle::unshuffles_undoing(spans.len(), &times);
-        with_scratch(len, |a, _| {
+        with_one_scratch(len, |a| {
             let mut planes: Vec<&[u8]> = Vec::with_capacity(spans.len());
             for ((j, s), scratch) in spans.iter().enumerate().zip(a.chunks_exact_mut(m)) {
                 let bytes = &stored[s.range.clone()];
-                if s.raw && (fused || times[j] == 0) && bytes.len() == m {
+                // A raw stream is `m` bytes (`streams_of`: raw means its length is `m`).
+                if s.raw && (fused || times[j] == 0) {
                     planes.push(bytes);
                     continue;
                 }
@@ -283,14 +313,14 @@ impl Pipeline {
     /// Whether byte `j` of every element of a block can be decoded alone
     /// ([`Pipeline::decode_planes`]): the block is stored as byte streams, and its lossless
     /// filters are a byte shuffle followed by nothing but `bytedelta`, so that stream `j` is
-    /// byte plane `j` (the lossy filters before them give back what they stored: undoing them
-    /// is a copy).
+    /// byte plane `j`, after nothing but filters whose decoding is a copy
+    /// ([`Filter::decodes_as_copy`]: bitround, which rounds in place).
     pub fn decodes_by_plane(&self) -> bool {
         let lossless: Vec<Filter> = self
             .filters
             .iter()
             .copied()
-            .skip_while(|f| f.is_lossy())
+            .skip_while(|f| f.decodes_as_copy())
             .collect();
         self.split
             && lossless.first() == Some(&Filter::Shuffle)
@@ -382,34 +412,168 @@ mod tests {
             .collect()
     }
 
+    /// A pipeline of byte streams: `lead` (filters whose decoding is a copy), a shuffle, then
+    /// a bytedelta for each mask (0: every plane).
+    fn shuffled(el: Elements, lead: &[Filter], masks: &[u32], codec: Codec) -> Pipeline {
+        let w = el.elbyte;
+        let mut filters = lead.to_vec();
+        filters.push(Filter::Shuffle);
+        for &m in masks {
+            let m = m & (1u32 << w).wrapping_sub(1);
+            filters.push(if m == 0 {
+                Filter::ByteDelta
+            } else {
+                Filter::ByteDeltaPlanes(m)
+            });
+        }
+        Pipeline::new(filters, codec, 1, el).with_split(true)
+    }
+
+    /// Decodes `stored` both ways: the read by planes and the general path give the same
+    /// bytes, or both an error.
+    fn both_ways(p: &Pipeline, stored: &[u8], len: usize) -> std::result::Result<Vec<u8>, String> {
+        let (mut fast, mut general) = (vec![0u8; len], vec![0u8; len]);
+        let a = p.decode_block(stored, &mut fast);
+        let b = p.decode_by_filters(stored, &mut general);
+        assert_eq!(a.is_ok(), b.is_ok(), "by planes {a:?}, by filters {b:?}");
+        if a.is_ok() {
+            assert!(fast == general, "the two paths differ");
+        }
+        a.map(|()| fast)
+    }
+
     proptest! {
-        /// Blocks stored as byte streams after a shuffle and bytedeltas (read plane by plane,
+        /// Blocks stored as byte streams after a shuffle and bytedeltas (read plane by plane:
         /// the streams stored as they are read where they lie, the deltas undone as the planes
-        /// are unshuffled where the kernel can) give their raw bytes back: blocks of more than
-        /// 16 elements, every codec that splits, one to three bytedeltas of any mask.
+        /// are unshuffled where the kernel can) give their raw bytes back, the same as the
+        /// general path: blocks past 16 elements and their tails, every codec that splits, up
+        /// to three bytedeltas of any mask, records of widths with and without the kernel.
         #[test]
         fn blocks_read_by_planes_give_their_bytes_back(
             w in prop::sample::select(vec![2usize, 3, 4, 8, 12, 16]),
             n in 0usize..2000,
-            masks in prop::collection::vec(0u32..0x1_0000, 0..4),
+            masks in prop::collection::vec(any::<u32>(), 0..4),
             codec in prop::sample::select(vec![Codec::Lz4, Codec::Zstd, Codec::Huffman]),
             noisy in any::<u32>(),
             seed in any::<u64>(),
         ) {
-            let el = Elements::new(ElType::User, w, false);
-            let mut filters = vec![Filter::Shuffle];
-            for m in masks {
-                let m = m & ((1u32 << w) - 1);
-                filters.push(if m == 0 { Filter::ByteDelta } else { Filter::ByteDeltaPlanes(m) });
-            }
-            let p = Pipeline::new(filters, codec, 1, el).with_split(true);
+            let p = shuffled(Elements::new(ElType::User, w, false), &[], &masks, codec);
             prop_assert!(p.decodes_by_plane());
             let raw = planes_of(w, n, noisy, seed);
             let mut stored = Vec::new();
             p.encode_block(&raw, &mut stored).unwrap();
-            let mut back = vec![0u8; raw.len()];
-            p.decode_block(&stored, &mut back).unwrap();
-            prop_assert_eq!(back, raw);
+            prop_assert_eq!(both_ways(&p, &stored, raw.len()).unwrap(), raw);
+        }
+
+        /// Floats rounded first (bitround, whose decoding is a copy, so the read by planes
+        /// skips it) read back as the rounding left them.
+        #[test]
+        fn rounded_floats_read_by_planes_as_rounded(
+            wide in any::<bool>(),
+            keep in 1u32..20,
+            n in 16usize..1500,
+            masks in prop::collection::vec(any::<u32>(), 1..3),
+            seed in any::<u64>(),
+        ) {
+            let w = if wide { 8 } else { 4 };
+            let el = Elements::new(ElType::Float, w, false);
+            let p = shuffled(el, &[Filter::BitRound(keep)], &masks, Codec::Zstd);
+            prop_assert!(p.decodes_by_plane());
+            let raw: Vec<u8> = (0..n)
+                .flat_map(|i| {
+                    let v = (i as f64 * 0.01 + seed as f64 * 1e-20).sin();
+                    if wide { v.to_le_bytes().to_vec() } else { (v as f32).to_le_bytes().to_vec() }
+                })
+                .collect();
+            let mut stored = Vec::new();
+            p.encode_block(&raw, &mut stored).unwrap();
+            prop_assert_eq!(both_ways(&p, &stored, raw.len()).unwrap(), p.round(&raw).unwrap());
+        }
+
+        /// A damaged block (a byte changed, cut short, or a stream length rewritten) read by
+        /// planes is an error exactly where the general path's is, and otherwise the same
+        /// bytes (a changed byte inside a stream stored as it is reads as another value: the
+        /// block's CRC, checked before either path, is what catches it).
+        #[test]
+        fn damaged_blocks_read_by_planes_as_by_filters(
+            w in prop::sample::select(vec![2usize, 4, 8, 12]),
+            n in 17usize..600,
+            masks in prop::collection::vec(any::<u32>(), 1..3),
+            codec in prop::sample::select(vec![Codec::Lz4, Codec::Zstd, Codec::Huffman]),
+            noisy in any::<u32>(),
+            at in any::<prop::sample::Index>(),
+            byte in any::<u8>(),
+            how in 0u8..3,
+        ) {
+            let p = shuffled(Elements::new(ElType::User, w, false), &[], &masks, codec);
+            let raw = planes_of(w, n, noisy, 7);
+            let mut stored = Vec::new();
+            p.encode_block(&raw, &mut stored).unwrap();
+            match how {
+                0 => {
+                    let i = at.index(stored.len());
+                    stored[i] ^= byte | 1;
+                }
+                1 => stored.truncate(at.index(stored.len())),
+                _ => {
+                    // Stream lengths are the head's first `w` words.
+                    let i = 4 * at.index(w);
+                    stored[i..i + 4].copy_from_slice(&u32::from(byte).to_le_bytes());
+                }
+            }
+            let _ = both_ways(&p, &stored, raw.len());
+        }
+    }
+
+    /// Plane lengths around the kernel's 16-byte vectors, every plane with one and with two
+    /// deltas, for the widths the kernel takes (2 and 4) and two that undo in place first.
+    #[test]
+    fn lengths_around_the_vectors_read_back() {
+        for w in [2usize, 4, 8, 16] {
+            for n in [0usize, 1, 15, 16, 17, 31, 32, 33, 255, 256, 257] {
+                for masks in [vec![0u32], vec![0, 0], vec![1, 0]] {
+                    for noisy in [0u32, u32::MAX, 0b101] {
+                        let p = shuffled(
+                            Elements::new(ElType::User, w, false),
+                            &[],
+                            &masks,
+                            Codec::Zstd,
+                        );
+                        let raw = planes_of(w, n, noisy, n as u64);
+                        let mut stored = Vec::new();
+                        p.encode_block(&raw, &mut stored).unwrap();
+                        assert_eq!(
+                            both_ways(&p, &stored, raw.len()).unwrap(),
+                            raw,
+                            "w {w} n {n}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    /// The table's `decodes_as_copy` is what each filter's decoding does: a filter marked so
+    /// gives back its input, bit for bit (the read by planes relies on it).
+    #[test]
+    fn filters_that_decode_as_a_copy_do() {
+        let el = Elements::new(ElType::Float, 4, false);
+        let src: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8)
+            .collect();
+        for info in super::super::table::FILTERS {
+            let f = Filter::from_id(
+                info.id,
+                if info.param.is_some() && !info.param_optional {
+                    10
+                } else {
+                    0
+                },
+            );
+            let Ok(f) = f else { continue };
+            let mut out = vec![0u8; src.len()];
+            f.implementation().decode(&src, &el, &mut out);
+            assert_eq!(out == src, info.decodes_as_copy, "{}", info.name);
         }
     }
 }

@@ -127,6 +127,10 @@ pub struct FilterInfo {
     pub param_optional: bool,
     /// Whether it changes values (a lossy filter is applied only when asked for by name).
     pub lossy: bool,
+    /// Whether decoding it is a copy: it rounds values in place, so what it stored is what a
+    /// reader returns. A reader of byte planes skips such filters
+    /// ([`Pipeline::decodes_by_plane`](super::Pipeline::decodes_by_plane)).
+    pub decodes_as_copy: bool,
     /// The first layout version that can hold it.
     pub since_version: u32,
     /// One line for help texts.
@@ -141,6 +145,7 @@ pub const FILTERS: &[FilterInfo] = &[
         id: 1,
         param: None,
         lossy: false,
+        decodes_as_copy: false,
         since_version: 1,
         help: "byte shuffle: byte j of every element together (a record as a whole)",
     },
@@ -150,6 +155,7 @@ pub const FILTERS: &[FilterInfo] = &[
         id: 2,
         param: None,
         lossy: false,
+        decodes_as_copy: false,
         since_version: 1,
         help: "bit shuffle: bit b of byte j of every element together",
     },
@@ -159,6 +165,7 @@ pub const FILTERS: &[FilterInfo] = &[
         id: 3,
         param: None,
         lossy: false,
+        decodes_as_copy: false,
         since_version: 2,
         help: "each scalar minus the one before it (integers exactly; floats by their bits)",
     },
@@ -168,6 +175,7 @@ pub const FILTERS: &[FilterInfo] = &[
         id: 4,
         param: Some("mask"),
         lossy: false,
+        decodes_as_copy: false,
         since_version: 2,
         help: "Blosc2's bytedelta: byte differences within each byte plane (after shuffle); bytedelta:MASK only in the planes of MASK's bits (4: plane 2, byte 2 of each element as stored)",
     },
@@ -177,6 +185,7 @@ pub const FILTERS: &[FilterInfo] = &[
         id: 5,
         param: Some("keepbits"),
         lossy: true,
+        decodes_as_copy: true,
         since_version: 2,
         help: "LOSSY: floats keep KEEPBITS mantissa bits, rounded to nearest (bitround:10)",
     },
@@ -425,6 +434,11 @@ impl Filter {
     /// Whether it changes values.
     pub fn is_lossy(self) -> bool {
         self.info().lossy
+    }
+
+    /// Whether decoding it is a copy ([`FilterInfo::decodes_as_copy`]).
+    pub fn decodes_as_copy(self) -> bool {
+        self.info().decodes_as_copy
     }
 
     /// The mantissa bits a rounding filter keeps, `None` for lossless filters.
