@@ -130,16 +130,16 @@ pub(crate) const FUSED_DELTAS: usize = 2;
 /// The most byte planes (bytes of an element) [`unshuffle_planes_undoing`] takes.
 const FUSED_PLANES: usize = 4;
 
-/// Whether this machine has a kernel for [`unshuffle_planes_undoing`] of `w` planes carrying
-/// `times[j]` bytedeltas each: x86_64 with SSSE3, elements of 2 or 4 bytes, at most
-/// [`FUSED_DELTAS`] a plane. Where it has none, a reader undoes the deltas in place first.
-/// Measured on 1 MiB of planes, every plane with one or two deltas: 0.78x to 0.90x of the two
-/// passes' time at 2 and 4 bytes, 1.05x to 1.17x at 8 and 16 (the kernel's vectors and their
-/// sums no longer fit the 16 vector registers), so wider elements take the two passes.
-pub(crate) fn unshuffles_undoing(w: usize, times: &[usize]) -> bool {
+/// Whether this machine has a kernel for [`unshuffle_planes_undoing`] of planes carrying
+/// `times[j]` bytedeltas each (one count a plane): x86_64 with SSSE3, elements of 2 or 4 bytes
+/// ([`FUSED_PLANES`] at most), at most [`FUSED_DELTAS`] a plane. Where it has none, a reader
+/// undoes the deltas in place first. Measured on 1 MiB of planes, every plane with one or two
+/// deltas: 0.78x to 0.90x of the two passes' time at 2 and 4 bytes, 1.05x to 1.17x at 8 and
+/// 16 (the kernel's vectors and their sums no longer fit the 16 vector registers), so wider
+/// elements take the two passes.
+pub(crate) fn unshuffles_undoing(times: &[usize]) -> bool {
     cfg!(target_arch = "x86_64")
-        && matches!(w, 2 | FUSED_PLANES)
-        && times.len() == w
+        && matches!(times.len(), 2 | 4)
         && times.iter().all(|&t| t <= FUSED_DELTAS)
         && simd::has_ssse3()
 }
@@ -154,7 +154,7 @@ pub(crate) fn unshuffles_undoing(w: usize, times: &[usize]) -> bool {
 pub(crate) fn unshuffle_planes_undoing(planes: &[&[u8]], times: &[usize], dst: &mut [u8]) {
     let w = planes.len();
     assert!(
-        unshuffles_undoing(w, times),
+        w == times.len() && unshuffles_undoing(times),
         "unshuffle_planes_undoing: no kernel for {w} planes with {times:?} deltas"
     );
     let n = dst.len() / w;
@@ -313,7 +313,7 @@ mod simd {
         _: &[usize],
         _: usize,
         _: &mut [u8],
-    ) -> Vec<[u8; 2]> {
+    ) -> [[u8; FUSED_DELTAS]; FUSED_PLANES] {
         unreachable!("unshuffle_undoing is x86_64 only")
     }
 
@@ -591,7 +591,7 @@ mod tests {
             seed in any::<u64>(),
         ) {
             let times = &times[..w];
-            prop_assert!(unshuffles_undoing(w, times), "no SSSE3 kernel on this x86_64 CPU");
+            prop_assert!(unshuffles_undoing(times), "no SSSE3 kernel on this x86_64 CPU");
             let src: Vec<u8> = (0..n * w).map(|i| (seed.wrapping_mul(i as u64 + 1) >> 13) as u8).collect();
             let owned: Vec<Vec<u8>> = (0..w).map(|j| src[j * n..(j + 1) * n].to_vec()).collect();
             let planes: Vec<&[u8]> = owned.iter().map(Vec::as_slice).collect();

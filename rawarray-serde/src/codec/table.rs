@@ -127,8 +127,8 @@ pub struct FilterInfo {
     pub param_optional: bool,
     /// Whether it changes values (a lossy filter is applied only when asked for by name).
     pub lossy: bool,
-    /// Whether decoding it is a copy: it rounds values in place, so what it stored is what a
-    /// reader returns. A reader of byte planes skips such filters
+    /// Whether decoding it is a copy: what it stored is what a reader returns (bitround's
+    /// rounding is its whole effect). A reader of byte planes skips such filters
     /// ([`Pipeline::decodes_by_plane`](super::Pipeline::decodes_by_plane)).
     pub decodes_as_copy: bool,
     /// The first layout version that can hold it.
