@@ -128,7 +128,7 @@ pub fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8]) {
 pub(crate) const FUSED_DELTAS: usize = 2;
 
 /// The most byte planes (bytes of an element) [`unshuffle_planes_undoing`] takes.
-const FUSED_PLANES: usize = 4;
+pub(crate) const FUSED_PLANES: usize = 4;
 
 /// Whether this machine has a kernel for [`unshuffle_planes_undoing`] of planes carrying
 /// `times[j]` bytedeltas each (one count a plane): x86_64 with SSSE3, elements of 2 or 4 bytes
@@ -233,7 +233,7 @@ fn unshuffle_fixed<const W: usize>(planes: &[&[u8]], n: usize, from: usize, dst:
 /// portable, well above 10 GB/s with SSE2. One kernel also needs SSSE3, detected at run time:
 /// the unshuffle that undoes bytedeltas as it loads the planes (`unshuffle_undoing`).
 mod simd {
-    use super::{FUSED_DELTAS, FUSED_PLANES};
+    use crate::codec::shuffle::{FUSED_DELTAS, FUSED_PLANES};
 
     /// Shuffles the whole tiles of `n` elements of `w` bytes; returns how many elements it did
     /// (0 where it has no kernel).
@@ -329,7 +329,7 @@ mod simd {
 
     #[cfg(target_arch = "x86_64")]
     mod x86 {
-        use super::{FUSED_DELTAS, FUSED_PLANES};
+        use crate::codec::shuffle::{FUSED_DELTAS, FUSED_PLANES};
         use std::arch::x86_64::{__m128i, _mm_setzero_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8};
 
         /// One interleaving step over the `W` vectors of a tile.
