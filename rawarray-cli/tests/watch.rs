@@ -24,6 +24,22 @@ impl Watch {
     fn start(args: &[&dyn AsRef<std::ffi::OsStr>]) -> Watch {
         let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("ra"));
         cmd.arg("watch");
+        // A test run started in the background by a non-interactive shell (`cargo test &`, a
+        // CI step launched so) has SIGINT ignored, which a child inherits through exec
+        // (POSIX): then Ctrl-C could not end it, whatever `ra watch` does. The tests are of
+        // Ctrl-C at a terminal, where it is not ignored, so the child gets the default back.
+        #[cfg(unix)]
+        {
+            use std::os::unix::process::CommandExt;
+            // SAFETY: the closure runs in the child between fork and exec and calls only
+            // `signal`, which is async-signal-safe; it touches no memory of the parent.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::signal(libc::SIGINT, libc::SIG_DFL);
+                    Ok(())
+                });
+            }
+        }
         for a in args {
             cmd.arg(a);
         }
